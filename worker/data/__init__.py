@@ -1,0 +1,1 @@
+"""Demo data shipped with the package (see README, section Data and attribution)."""

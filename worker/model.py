@@ -1,0 +1,252 @@
+"""Frozen data model of the contract gate (pure: no Kafka, no OpenTelemetry SDK).
+
+Conventions written down once:
+
+* Coordinates are in the batch's declared CRS. ``axis_order`` says how the *stored* x/y
+  are to be read: ``east_north`` means x is longitude/easting (RFC 7946, OGC:CRS84, and
+  the traditional GIS order); ``north_east`` means x is latitude/northing (the EPSG
+  authority order of EPSG:4326). Spatial clauses normalise to ``east_north`` before they
+  measure.
+* Times are timezone-aware ``datetime`` objects in UTC; durations carry ``_s`` (seconds).
+* ``measured`` and ``expected`` of a :class:`ClauseResult` are JSON-compatible values
+  (str, int, float, bool, None, lists and dicts of those) so they serialise unchanged to
+  the evaluation and quarantine records and to ``contract-gate check --format json``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Any, Literal
+
+import pyarrow as pa
+
+__all__ = [
+    "AXIS_ORDERS",
+    "CLAUSE_KINDS",
+    "FIELD_TYPES",
+    "MODES",
+    "STATES",
+    "ActiveVersion",
+    "Batch",
+    "Clause",
+    "ClauseResult",
+    "Contract",
+    "Decision",
+    "FieldSpec",
+    "QuarantineReason",
+    "VersionVerdict",
+]
+
+Mode = Literal["enforcing", "observing"]
+State = Literal["active", "superseded", "retired"]
+OnBreak = Literal["halt", "warn"]
+Result = Literal["pass", "break"]
+AxisOrder = Literal["east_north", "north_east"]
+
+MODES: tuple[str, ...] = ("enforcing", "observing")
+STATES: tuple[str, ...] = ("active", "superseded", "retired")
+AXIS_ORDERS: tuple[str, ...] = ("east_north", "north_east")
+CLAUSE_KINDS: tuple[str, ...] = (
+    "crs",
+    "axis_order",
+    "extent",
+    "geometry_type",
+    "validity",
+    "domain",
+    "freshness",
+    "coverage",
+    "schema",
+    "feature_count",
+)
+#: Logical attribute types of a schema field. Arrow integer types of any width map to
+#: ``integer``, floating types to ``double``, string/large_string to ``string``.
+FIELD_TYPES: tuple[str, ...] = (
+    "string",
+    "integer",
+    "double",
+    "boolean",
+    "timestamp",
+    "date",
+    "binary",
+)
+
+
+@dataclass(frozen=True)
+class FieldSpec:
+    """One attribute field of a schema: name, logical type (:data:`FIELD_TYPES`), nullability."""
+
+    name: str
+    type: str
+    nullable: bool = False
+
+
+@dataclass(frozen=True)
+class Clause:
+    """One clause of a contract version.
+
+    ``params`` holds the kind-specific fields of DESIGN.md section 3 exactly as written
+    in the document (e.g. ``{"expect": "EPSG:2263"}`` for ``crs``,
+    ``{"region": [...], "min_fraction_inside": 1.0}`` for ``extent``), already validated
+    against ``schemas/contract.schema.json``. Durations stay ISO 8601 strings here.
+    """
+
+    name: str
+    kind: str
+    on_break: OnBreak = "halt"
+    description: str | None = None
+    params: Mapping[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True)
+class Contract:
+    """One immutable contract version of a layer (DESIGN.md section 3).
+
+    ``major``/``minor`` come from ``version`` (``v7`` is ``v7.0``); ``version`` is kept in
+    its canonical spelling ``v<major>.<minor>``. ``cadence_s`` is the ISO 8601 ``cadence``
+    in seconds. ``digest`` is the sha256 (hex) of the canonical JSON of the parsed
+    document, so formatting and key order do not change it. ``text`` is the source YAML.
+    """
+
+    layer: str
+    version: str
+    major: int
+    minor: int
+    cadence: str
+    cadence_s: float
+    objective: float
+    owner: str
+    changelog: str
+    clauses: tuple[Clause, ...]
+    digest: str
+    text: str = ""
+
+    @property
+    def key(self) -> str:
+        """Config topic key ``layer/version``."""
+        return f"{self.layer}/{self.version}"
+
+    def clause(self, name: str) -> Clause | None:
+        """The clause called ``name``, or None."""
+        for c in self.clauses:
+            if c.name == name:
+                return c
+        return None
+
+
+@dataclass(frozen=True)
+class ActiveVersion:
+    """A contract version with its lifecycle state, as carried by a config record."""
+
+    contract: Contract
+    mode: Mode = "enforcing"
+    state: State = "active"
+
+
+@dataclass(frozen=True)
+class Batch:
+    """A decoded batch: event metadata plus its features.
+
+    ``geometries_wkb`` holds one WKB ``bytes`` (or None for a missing geometry) per
+    feature; ``attributes`` is a pyarrow Table with one row per feature (same order).
+    ``schema_fields`` is the schema the producer declared (or, for files, the one derived
+    from the attribute table). ``feature_count`` is the producer's declared count; the
+    facts use the actual number of geometries.
+    """
+
+    batch_id: str
+    layer: str
+    producer: str
+    data_time: datetime
+    produced_at: datetime
+    declared_crs: str | None
+    axis_order: AxisOrder
+    schema_fields: tuple[FieldSpec, ...]
+    feature_count: int
+    geometries_wkb: tuple[bytes | None, ...]
+    attributes: pa.Table
+    payload_uri: str | None = None
+
+
+@dataclass(frozen=True)
+class ClauseResult:
+    """The outcome of one clause against one batch.
+
+    ``measured``/``expected`` are JSON-compatible values; ``message`` is one readable line;
+    ``diagnoses`` are likely causes (e.g. "axis order looks swapped").
+    """
+
+    name: str
+    kind: str
+    result: Result
+    on_break: OnBreak
+    measured: Any
+    expected: Any
+    message: str
+    diagnoses: tuple[str, ...] = ()
+
+    @property
+    def broke(self) -> bool:
+        return self.result == "break"
+
+    @property
+    def halts(self) -> bool:
+        """True when this result breaks a clause whose ``on_break`` is ``halt``."""
+        return self.result == "break" and self.on_break == "halt"
+
+
+@dataclass(frozen=True)
+class VersionVerdict:
+    """All clause results of one contract version for one batch.
+
+    ``passed`` is True when no clause with ``on_break: halt`` broke (warn breaks are
+    recorded but do not fail the version). Attainment counts passed verdicts.
+    """
+
+    layer: str
+    version: str
+    mode: Mode
+    passed: bool
+    clauses: tuple[ClauseResult, ...]
+
+    @property
+    def broken(self) -> tuple[ClauseResult, ...]:
+        return tuple(c for c in self.clauses if c.broke)
+
+
+@dataclass(frozen=True)
+class QuarantineReason:
+    """One reason a batch went to quarantine (a row of the quarantine record)."""
+
+    code: str  # contract_break | decode_error | no_active_contract | payload_error
+    message: str
+    version: str | None = None
+    mode: str | None = None
+    clause: str | None = None
+    measured: Any = None
+    expected: Any = None
+
+
+@dataclass(frozen=True)
+class Decision:
+    """The routing decision for one batch: ``admitted`` or ``quarantined``.
+
+    Quarantined exactly when an enforcing verdict has a broken halt clause (or when the
+    batch could not be evaluated at all: see ``reasons``). ``diagnoses`` collects the
+    diagnoses of every broken clause, deduplicated, in order.
+    """
+
+    decision: Literal["admitted", "quarantined"]
+    verdicts: tuple[VersionVerdict, ...]
+    reasons: tuple[QuarantineReason, ...] = ()
+    diagnoses: tuple[str, ...] = ()
+
+    @property
+    def admitted(self) -> bool:
+        return self.decision == "admitted"
+
+    @property
+    def enforcing_passed(self) -> tuple[str, ...]:
+        """Versions (enforcing) that this batch passed."""
+        return tuple(v.version for v in self.verdicts if v.mode == "enforcing" and v.passed)
