@@ -102,7 +102,9 @@ class BatchFacts:
         """
         if self.count == 0:
             return np.empty(0, dtype=object)
-        return np.asarray(shapely.from_wkb(self._wkb_array, on_invalid="ignore"), dtype=object)
+        with np.errstate(invalid="ignore"):  # NaN coordinates are a fact here, not a warning
+            geoms = shapely.from_wkb(self._wkb_array, on_invalid="ignore")
+        return np.asarray(geoms, dtype=object)
 
     @functools.cached_property
     def unparseable(self) -> np.ndarray:

@@ -131,7 +131,8 @@ def swap_xy(geoms: Any) -> Any:
         out[:, 0], out[:, 1] = c[:, 1], c[:, 0]
         return out
 
-    return shapely.transform(geoms, _swap, include_z=None)
+    with np.errstate(invalid="ignore"):  # NaN coordinates pass through unchanged
+        return shapely.transform(geoms, _swap, include_z=None)
 
 
 def reproject(geoms: Any, src: CrsInput, dst: CrsInput) -> Any:
