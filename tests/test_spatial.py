@@ -190,3 +190,13 @@ def test_fraction_covered_is_a_fraction(points: list[tuple[float, float, bool]])
     assert 0.0 <= frac <= 1.0
     expected = sum(u and -50 <= x <= 50 and -50 <= y <= 50 for x, y, u in points)
     assert frac == pytest.approx(expected / len(points) if points else 1.0)
+
+
+def test_area_geodesic_whole_world_and_antimeridian_region() -> None:
+    wgs84 = resolve_crs("EPSG:4326")
+    # a 360°-wide ring is ambiguous for a single geodesic polygon: strips make it exact
+    world = area_m2_or_units(region_geometry([-180, -90, 180, 90], wgs84), wgs84)
+    assert world == pytest.approx(5.10065622e14, rel=1e-6)
+    across = area_m2_or_units(region_geometry([170, -10, -170, 10], wgs84), wgs84)
+    plain = area_m2_or_units(region_geometry([0, -10, 20, 10], wgs84), wgs84)
+    assert across == pytest.approx(plain, rel=1e-9)

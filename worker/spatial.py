@@ -211,8 +211,9 @@ def area_m2_or_units(geom: shapely.Geometry, crs: CRS | None) -> float:
         Coordinates in ``crs``, ``east_north`` order (longitude, latitude when geographic).
     crs : pyproj.CRS or None
         For a geographic CRS the geodesic area on its ellipsoid is returned, in m²
-        (:meth:`pyproj.Geod.geometry_area_perimeter`, polygons oriented first so parts
-        never cancel). For a projected CRS, or None, the planar area is returned in CRS
+        (:meth:`pyproj.Geod.geometry_area_perimeter` on 90°-wide longitude strips,
+        densified to 1° so straight lon/lat edges follow parallels, polygons oriented so
+        parts never cancel). For a projected CRS, or None, the planar area is returned in CRS
         units squared (e.g. US survey feet² for EPSG:2263), not m².
     """
     if geom is None or geom.is_empty:
@@ -222,9 +223,20 @@ def area_m2_or_units(geom: shapely.Geometry, crs: CRS | None) -> float:
     geod = crs.get_geod()
     if geod is None:  # pragma: no cover - every geographic CRS has an ellipsoid
         return float(geom.area)
-    oriented = shapely.orient_polygons(geom, exterior_cw=False)
-    area, _perimeter = geod.geometry_area_perimeter(oriented)
-    return abs(float(area))
+    # Cut into 90°-wide longitude strips (a polygon spanning 360° has an ambiguous geodesic
+    # ring) and densify to 1° so bbox edges follow parallels rather than geodesics.
+    total = 0.0
+    for west, east in _STRIPS:
+        piece = shapely.intersection(geom, shapely.box(west, -90.0, east, 90.0))
+        if piece.is_empty:
+            continue
+        piece = shapely.orient_polygons(shapely.segmentize(piece, 1.0), exterior_cw=False)
+        area, _perimeter = geod.geometry_area_perimeter(piece)
+        total += abs(float(area))
+    return total
+
+
+_STRIPS = ((-181.0, -90.0), (-90.0, 0.0), (0.0, 90.0), (90.0, 181.0))
 
 
 def fraction_covered(geoms: np.ndarray, usable: np.ndarray, region: shapely.Geometry) -> float:
