@@ -129,8 +129,10 @@ def test_extent_empty_and_nan_are_not_inside() -> None:
         r = run(c, batch_of([VALID_POLYGON, bad]))
         assert r.result == "break", bad
         assert r.measured["fraction_inside"] == 0.5
-    r = run(clause("ext", "extent", region=[-10, -10, 10, 10], min_fraction_inside=0.5),
-            batch_of([VALID_POLYGON, NAN_VERTEX_WKB]))  # fmt: skip
+    r = run(
+        clause("ext", "extent", region=[-10, -10, 10, 10], min_fraction_inside=0.5),
+        batch_of([VALID_POLYGON, NAN_VERTEX_WKB]),
+    )
     assert r.result == "pass"
 
 
@@ -276,9 +278,16 @@ def test_freshness_future_beyond_clock_skew_breaks() -> None:
 
 @pytest.mark.parametrize(
     ("text", "seconds"),
-    [("PT4H", 14400.0), ("P1D", 86400.0), ("P1W", 604800.0), ("P1DT2H30M", 95400.0),
-     ("PT0.5S", 0.5), ("PT1,5M", 90.0), ("PT5M", 300.0)],
-)  # fmt: skip
+    [
+        ("PT4H", 14400.0),
+        ("P1D", 86400.0),
+        ("P1W", 604800.0),
+        ("P1DT2H30M", 95400.0),
+        ("PT0.5S", 0.5),
+        ("PT1,5M", 90.0),
+        ("PT5M", 300.0),
+    ],
+)
 def test_parse_duration_s(text: str, seconds: float) -> None:
     assert parse_duration_s(text) == seconds
 
@@ -328,8 +337,10 @@ def test_coverage_by_feature_count() -> None:
 
 # -- schema, feature_count -----------------------------------------------------------------
 
-FIELDS = [{"name": "parcel_id", "type": "string"}, {"name": "land_use", "type": "string",
-          "nullable": True}]  # fmt: skip
+FIELDS = [
+    {"name": "parcel_id", "type": "string"},
+    {"name": "land_use", "type": "string", "nullable": True},
+]
 
 
 def _schema_batch(fields: tuple[FieldSpec, ...], table: pa.Table | None = None) -> Batch:
@@ -360,8 +371,12 @@ def test_schema_breaks_on_each_problem() -> None:
         "missing field 'land_use'",
         "extra field 'extra'",
     ]
-    c = clause("schema", "schema", fields=[{"name": "parcel_id", "type": "integer",
-               "nullable": True}], allow_extra=True)  # fmt: skip
+    c = clause(
+        "schema",
+        "schema",
+        fields=[{"name": "parcel_id", "type": "integer", "nullable": True}],
+        allow_extra=True,
+    )
     assert run(c, _schema_batch(fields, table)).result == "pass"
 
 

@@ -150,8 +150,16 @@ def test_no_active_versions_admits_without_verdicts() -> None:
 
 # -- real data (GeoParquet shipped in worker/data) -------------------------------------------
 
-CONTINENTS = ["Africa", "Antarctica", "Asia", "Europe", "North America", "Oceania",
-              "Seven seas (open ocean)", "South America"]  # fmt: skip
+CONTINENTS = [
+    "Africa",
+    "Antarctica",
+    "Asia",
+    "Europe",
+    "North America",
+    "Oceania",
+    "Seven seas (open ocean)",
+    "South America",
+]
 
 
 def _real(path: object) -> tuple[Batch, np.ndarray, dict[str, object]]:
@@ -267,10 +275,22 @@ def test_real_world_declared_north_east_but_stored_lon_first() -> None:
 
 def test_schema_fields_of_real_table() -> None:
     batch, _, _ = _real(NYC_BOROUGHS)
-    fields = (FieldSpec("BoroCode", "integer"), FieldSpec("BoroName", "string"),
-              FieldSpec("Shape_Leng", "double"), FieldSpec("Shape_Area", "double"))  # fmt: skip
+    fields = (
+        FieldSpec("BoroCode", "integer"),
+        FieldSpec("BoroName", "string"),
+        FieldSpec("Shape_Leng", "double"),
+        FieldSpec("Shape_Area", "double"),
+    )
     b = Batch(**{**batch.__dict__, "schema_fields": fields})
-    c = contract_of(clause("schema", "schema", fields=[
-        {"name": "BoroCode", "type": "integer"}, {"name": "BoroName", "type": "string"}],
-        allow_extra=True))  # fmt: skip
+    c = contract_of(
+        clause(
+            "schema",
+            "schema",
+            fields=[
+                {"name": "BoroCode", "type": "integer"},
+                {"name": "BoroName", "type": "string"},
+            ],
+            allow_extra=True,
+        )
+    )
     assert evaluate(b, [active(c)], now=NOW).admitted
