@@ -238,3 +238,13 @@ def test_load_payload_keeps_event_metadata(as_uri: bool) -> None:
 def test_load_payload_errors(uri: str, message: str) -> None:
     with pytest.raises(PayloadError, match=message):
         load_payload(uri, _event())
+
+
+def test_load_payload_without_event_reads_like_read_batch_file() -> None:
+    uri = (DEMO / "nyc_boroughs.parquet").as_uri()
+    b = load_payload(uri, layer="nyc_boroughs", crs="EPSG:2263", axis_order="east_north")
+    assert (b.layer, b.declared_crs, b.payload_uri, b.feature_count) == (
+        "nyc_boroughs", "EPSG:2263", uri, 5,
+    )  # fmt: skip
+    with pytest.raises(PayloadError, match="needs the decoded event or a layer"):
+        load_payload(uri)

@@ -334,25 +334,52 @@ def _uri_path(uri: str) -> Path:
     return Path(uri)
 
 
-def load_payload(uri: str, event: Batch) -> Batch:
-    """Fill a decoded event's geometries and attributes from its ``payload_uri``.
+def load_payload(
+    uri: str,
+    event: Batch | None = None,
+    *,
+    layer: str | None = None,
+    crs: str | None = None,
+    axis_order: str | None = None,
+    data_time: datetime | None = None,
+    batch_id: str | None = None,
+    producer: str = "contract-gate-cli",
+) -> Batch:
+    """Load the features at an event's ``payload_uri``.
 
     Parameters
     ----------
     uri : str
         ``file://`` URI or plain path of a GeoParquet or GeoJSON file.
-    event : Batch
-        The decoded event (metadata, usually no inline features). Its metadata wins:
-        ``declared_crs`` and ``axis_order`` are the producer's declaration, the file's own
+    event : Batch, optional
+        The decoded event (metadata, usually no inline features). When given, the result
+        is the event with the file's geometries and attributes: the event's metadata wins
+        (``declared_crs`` and ``axis_order`` are the producer's declaration, the file's own
         CRS claim is ignored; ``schema_fields`` are derived from the file only when the
-        event declared none. ``feature_count`` stays the declared count.
+        event declared none; ``feature_count`` stays the declared count).
+    layer, crs, axis_order, data_time, batch_id, producer
+        Without ``event``: as for :func:`read_batch_file` (``layer`` is then required).
+
+    Returns
+    -------
+    Batch
+        With ``payload_uri`` set to ``uri``.
 
     Raises
     ------
     PayloadError
-        Bad URI or any failure of :func:`read_features`.
+        Bad URI, no event and no layer, or any failure of :func:`read_features`.
     """
-    data = read_features(_uri_path(uri))
+    path = _uri_path(uri)
+    if event is None:
+        if layer is None:
+            raise PayloadError(f"{uri}: load_payload needs the decoded event or a layer")
+        batch = read_batch_file(
+            path, layer=layer, crs=crs, axis_order=axis_order, data_time=data_time,
+            batch_id=batch_id, producer=producer,
+        )  # fmt: skip
+        return replace(batch, payload_uri=uri)
+    data = read_features(path)
     fields = event.schema_fields
     if not fields:
         try:
