@@ -46,22 +46,36 @@ def _batch(**changes: object) -> Batch:
         }
     )
     base: dict[str, object] = {
-        "batch_id": "b-1", "layer": "parcels", "producer": "etl", "data_time": T0,
-        "produced_at": T0 + timedelta(seconds=5), "declared_crs": "EPSG:2263",
+        "batch_id": "b-1",
+        "layer": "parcels",
+        "producer": "etl",
+        "data_time": T0,
+        "produced_at": T0 + timedelta(seconds=5),
+        "declared_crs": "EPSG:2263",
         "axis_order": "east_north",
         "schema_fields": (FieldSpec("s", "string", True), FieldSpec("i", "integer")),
         "feature_count": 2,
         "geometries_wkb": (shapely.Point(1, 2).wkb, None),
         "attributes": attrs,
-    }  # fmt: skip
+    }
     base.update(changes)
     return Batch(**base)  # type: ignore[arg-type]
 
 
 def _same(a: Batch, b: Batch) -> None:
-    for name in ("batch_id", "layer", "producer", "data_time", "produced_at", "declared_crs",
-                 "axis_order", "schema_fields", "feature_count", "geometries_wkb",
-                 "payload_uri"):  # fmt: skip
+    for name in (
+        "batch_id",
+        "layer",
+        "producer",
+        "data_time",
+        "produced_at",
+        "declared_crs",
+        "axis_order",
+        "schema_fields",
+        "feature_count",
+        "geometries_wkb",
+        "payload_uri",
+    ):
         assert getattr(a, name) == getattr(b, name), name
     assert a.attributes.schema == b.attributes.schema
     assert a.attributes.num_rows == b.attributes.num_rows
@@ -89,9 +103,13 @@ def test_column_widths_and_units_normalise() -> None:
     )
     out = codec.decode_batch(codec.encode_batch(_batch(attributes=attrs)))
     assert out.attributes.schema == pa.schema(
-        [("i8", pa.int64()), ("f32", pa.float64()),
-         ("ts_ms", pa.timestamp("us", tz="UTC")), ("ls", pa.string())]
-    )  # fmt: skip
+        [
+            ("i8", pa.int64()),
+            ("f32", pa.float64()),
+            ("ts_ms", pa.timestamp("us", tz="UTC")),
+            ("ls", pa.string()),
+        ]
+    )
     assert out.attributes.column("ts_ms").to_pylist() == [T0, T0]
     assert out.attributes.column("i8").to_pylist() == [1, None]
 
@@ -102,8 +120,9 @@ def test_zero_column_and_zero_feature_batches() -> None:
         codec.encode_batch(_batch(attributes=n3, geometries_wkb=(None, None, None)))
     )
     assert out.attributes.num_rows == 3 and out.attributes.num_columns == 0
-    empty = codec.decode_batch(codec.encode_batch(_batch(attributes=pa.table({}),
-                                                         geometries_wkb=())))  # fmt: skip
+    empty = codec.decode_batch(
+        codec.encode_batch(_batch(attributes=pa.table({}), geometries_wkb=()))
+    )
     assert empty.geometries_wkb == () and empty.attributes.num_rows == 0
 
 
@@ -139,8 +158,13 @@ _values = {
     "boolean": st.booleans(),
     "binary": st.binary(max_size=8),
 }
-_arrow = {"integer": pa.int64(), "double": pa.float64(), "string": pa.string(),
-          "boolean": pa.bool_(), "binary": pa.binary()}  # fmt: skip
+_arrow = {
+    "integer": pa.int64(),
+    "double": pa.float64(),
+    "string": pa.string(),
+    "boolean": pa.bool_(),
+    "binary": pa.binary(),
+}
 _millis = st.integers(0, 4_000_000_000_000).map(
     lambda ms: datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=ms)
 )
@@ -151,13 +175,11 @@ def batches(draw: st.DrawFn) -> Batch:
     n = draw(st.integers(0, 5))
     kinds = draw(st.lists(st.sampled_from(sorted(_values)), max_size=4))
     cols = {
-        f"c{i}": pa.array(draw(st.lists(st.none() | _values[k], min_size=n, max_size=n)),
-                          _arrow[k])
+        f"c{i}": pa.array(draw(st.lists(st.none() | _values[k], min_size=n, max_size=n)), _arrow[k])
         for i, k in enumerate(kinds)
-    }  # fmt: skip
+    }
     attrs = pa.table(cols) if cols else pa.table({"_": pa.nulls(n)}).drop_columns(["_"])
-    geoms = draw(st.lists(st.none() | st.binary(min_size=1, max_size=30), min_size=n,
-                          max_size=n))  # fmt: skip
+    geoms = draw(st.lists(st.none() | st.binary(min_size=1, max_size=30), min_size=n, max_size=n))
     return Batch(
         batch_id=draw(st.text(min_size=1, max_size=10)),
         layer=draw(st.text(max_size=10)),
@@ -247,8 +269,13 @@ def test_not_bytes_is_a_decode_error() -> None:
 @settings(max_examples=300, deadline=None)
 @given(st.binary(max_size=200))
 def test_random_bytes_never_raise_another_exception(data: bytes) -> None:
-    for decode in (codec.decode_batch, codec.decode_quarantine, codec.decode_contract_record,
-                   codec.decode_evaluation, codec.decode_consumer_declaration):  # fmt: skip
+    for decode in (
+        codec.decode_batch,
+        codec.decode_quarantine,
+        codec.decode_contract_record,
+        codec.decode_evaluation,
+        codec.decode_consumer_declaration,
+    ):
         with contextlib.suppress(DecodeError):
             decode(data)
 
@@ -265,27 +292,53 @@ def test_corrupted_events_never_raise_another_exception(data: st.DataObject) -> 
 
 def _verdict() -> VersionVerdict:
     return VersionVerdict(
-        layer="parcels", version="v7.1", mode="observing", passed=False,
+        layer="parcels",
+        version="v7.1",
+        mode="observing",
+        passed=False,
         clauses=(
             ClauseResult("srid", "crs", "pass", "halt", "EPSG:2263", "EPSG:2263", "ok"),
-            ClauseResult("extent", "extent", "break", "halt", {"inside": 0.5, "n": 10},
-                         [909000, 110000, 1068000, 275000], "half outside",
-                         ("axis order looks swapped",)),
-            ClauseResult("fresh", "freshness", "break", "warn", 7200.0, None, "old",
-                         ("axis order looks swapped", "clock skew")),
+            ClauseResult(
+                "extent",
+                "extent",
+                "break",
+                "halt",
+                {"inside": 0.5, "n": 10},
+                [909000, 110000, 1068000, 275000],
+                "half outside",
+                ("axis order looks swapped",),
+            ),
+            ClauseResult(
+                "fresh",
+                "freshness",
+                "break",
+                "warn",
+                7200.0,
+                None,
+                "old",
+                ("axis order looks swapped", "clock skew"),
+            ),
         ),
-    )  # fmt: skip
+    )
 
 
 def test_evaluation_round_trip() -> None:
     data = codec.encode_evaluation(
-        _verdict(), batch_id="b-1", data_time=T0, evaluated_at=T0 + timedelta(minutes=1),
-        source_topic="gis.batches", source_partition=3, source_offset=42,
-    )  # fmt: skip
+        _verdict(),
+        batch_id="b-1",
+        data_time=T0,
+        evaluated_at=T0 + timedelta(minutes=1),
+        source_topic="gis.batches",
+        source_partition=3,
+        source_offset=42,
+    )
     rec = codec.decode_evaluation(data)
     assert (rec["layer"], rec["version"], rec["mode"], rec["passed"]) == (
-        "parcels", "v7.1", "observing", False,
-    )  # fmt: skip
+        "parcels",
+        "v7.1",
+        "observing",
+        False,
+    )
     assert rec["data_time"] == T0 and rec["source_offset"] == 42
     assert rec["clauses"][1]["measured"] == {"inside": 0.5, "n": 10}
     assert rec["clauses"][1]["expected"] == [909000, 110000, 1068000, 275000]
@@ -294,12 +347,26 @@ def test_evaluation_round_trip() -> None:
 
 
 def test_quarantine_round_trip_from_decision_and_reasons() -> None:
-    reason = QuarantineReason("contract_break", "half outside", "v7.1", "enforcing", "extent",
-                              {"inside": 0.5}, [0, 0, 1, 1])  # fmt: skip
+    reason = QuarantineReason(
+        "contract_break",
+        "half outside",
+        "v7.1",
+        "enforcing",
+        "extent",
+        {"inside": 0.5},
+        [0, 0, 1, 1],
+    )
     decision = Decision("quarantined", (_verdict(),), (reason,), ("axis order looks swapped",))
-    common = dict(batch_id="b-1", layer="parcels", source_topic="gis.batches",
-                  source_partition=0, source_offset=7, original=b"\x00raw",
-                  quarantined_at=T0, worker_id="w-1")  # fmt: skip
+    common = dict(
+        batch_id="b-1",
+        layer="parcels",
+        source_topic="gis.batches",
+        source_partition=0,
+        source_offset=7,
+        original=b"\x00raw",
+        quarantined_at=T0,
+        worker_id="w-1",
+    )
     rec = codec.decode_quarantine(codec.encode_quarantine(decision, **common))  # type: ignore[arg-type]
     assert rec["reason_code"] == "contract_break" and rec["original"] == b"\x00raw"
     assert rec["reasons"][0]["measured"] == {"inside": 0.5}
@@ -314,13 +381,25 @@ def test_quarantine_round_trip_from_decision_and_reasons() -> None:
 
 def test_contract_record_round_trip() -> None:
     record = {
-        "layer": "parcels", "version": "v7.1", "document": "layer: parcels\n",
-        "digest": "ab" * 32, "mode": "observing", "state": "active",
+        "layer": "parcels",
+        "version": "v7.1",
+        "document": "layer: parcels\n",
+        "digest": "ab" * 32,
+        "mode": "observing",
+        "state": "active",
         "change_class": "tightening",
-        "differences": [{"clause": "fresh", "kind": "freshness", "class": "tightening",
-                         "reason": "max_age PT6H -> PT4H"}],
-        "published_at": T0, "published_by": "alice", "changelog": "tighter",
-    }  # fmt: skip
+        "differences": [
+            {
+                "clause": "fresh",
+                "kind": "freshness",
+                "class": "tightening",
+                "reason": "max_age PT6H -> PT4H",
+            }
+        ],
+        "published_at": T0,
+        "published_by": "alice",
+        "changelog": "tighter",
+    }
     assert codec.decode_contract_record(codec.encode_contract_record(record)) == record
     minimal = {k: v for k, v in record.items() if k not in ("change_class", "differences")}
     out = codec.decode_contract_record(codec.encode_contract_record(minimal))
@@ -332,8 +411,11 @@ def test_contract_record_round_trip() -> None:
 def test_consumer_declaration_round_trip() -> None:
     data = codec.encode_consumer_declaration("team-a", "parcels", "v7.0", T0)
     assert codec.decode_consumer_declaration(data) == {
-        "consumer": "team-a", "layer": "parcels", "version": "v7.0", "declared_at": T0,
-    }  # fmt: skip
+        "consumer": "team-a",
+        "layer": "parcels",
+        "version": "v7.0",
+        "declared_at": T0,
+    }
 
 
 def test_naive_datetimes_are_read_as_utc() -> None:

@@ -61,8 +61,11 @@ def test_geojson_overrides(tmp_path: Path) -> None:
         path, layer="x", crs="EPSG:4326", axis_order="north_east", data_time=t, batch_id="b1"
     )
     assert (b.declared_crs, b.axis_order, b.data_time, b.batch_id) == (
-        "EPSG:4326", "north_east", t, "b1",
-    )  # fmt: skip
+        "EPSG:4326",
+        "north_east",
+        t,
+        "b1",
+    )
     assert b.attributes.num_rows == 1 and b.attributes.num_columns == 0
 
 
@@ -86,14 +89,18 @@ def test_empty_feature_collection(tmp_path: Path) -> None:
         (json.dumps([1, 2]).encode(), "not a GeoJSON FeatureCollection"),
         (json.dumps({"type": "FeatureCollection"}).encode(), "no 'features' list"),
         (json.dumps(_fc([{"type": "Point"}])).encode(), r"features\[0\] is not a GeoJSON"),
-        (json.dumps(_fc([_feature({"type": "Pointy", "coordinates": [1]})])).encode(),
-         r"features\[0\]\.geometry is not valid"),
-        (json.dumps(_fc([_feature(POINT, a=1), _feature(POINT, a="x")])).encode(),
-         "property 'a' mixes value types"),
+        (
+            json.dumps(_fc([_feature({"type": "Pointy", "coordinates": [1]})])).encode(),
+            r"features\[0\]\.geometry is not valid",
+        ),
+        (
+            json.dumps(_fc([_feature(POINT, a=1), _feature(POINT, a="x")])).encode(),
+            "property 'a' mixes value types",
+        ),
         (json.dumps(_fc([], crs={"type": "name"})).encode(), "bad CRS"),
         (b"PAR1 not really parquet", "not a readable Parquet file"),
     ],
-)  # fmt: skip
+)
 def test_bad_files_raise_payload_error_naming_the_file(
     tmp_path: Path, content: bytes, message: str
 ) -> None:
@@ -195,22 +202,34 @@ def test_derive_schema_maps_arrow_types() -> None:
         }
     )
     assert [(f.name, f.type, f.nullable) for f in derive_schema(table)] == [
-        ("i8", "integer", True), ("u64", "integer", False), ("f32", "double", False),
-        ("s", "string", False), ("b", "boolean", False), ("ts", "timestamp", False),
-        ("d", "date", False), ("bin", "binary", True), ("dict", "string", False),
-    ]  # fmt: skip
+        ("i8", "integer", True),
+        ("u64", "integer", False),
+        ("f32", "double", False),
+        ("s", "string", False),
+        ("b", "boolean", False),
+        ("ts", "timestamp", False),
+        ("d", "date", False),
+        ("bin", "binary", True),
+        ("dict", "string", False),
+    ]
     with pytest.raises(ValueError, match="'l' has arrow type list"):
         derive_schema(pa.table({"l": [[1], [2]]}))
 
 
 def _event(**changes: object) -> Batch:
     base = {
-        "batch_id": "b1", "layer": "nyc_boroughs", "producer": "p",
+        "batch_id": "b1",
+        "layer": "nyc_boroughs",
+        "producer": "p",
         "data_time": datetime(2024, 1, 1, tzinfo=timezone.utc),
         "produced_at": datetime(2024, 1, 1, tzinfo=timezone.utc),
-        "declared_crs": "EPSG:2263", "axis_order": "east_north", "schema_fields": (),
-        "feature_count": 5, "geometries_wkb": (), "attributes": pa.table({}),
-    }  # fmt: skip
+        "declared_crs": "EPSG:2263",
+        "axis_order": "east_north",
+        "schema_fields": (),
+        "feature_count": 5,
+        "geometries_wkb": (),
+        "attributes": pa.table({}),
+    }
     base.update(changes)
     return Batch(**base)  # type: ignore[arg-type]
 
@@ -244,7 +263,10 @@ def test_load_payload_without_event_reads_like_read_batch_file() -> None:
     uri = (DEMO / "nyc_boroughs.parquet").as_uri()
     b = load_payload(uri, layer="nyc_boroughs", crs="EPSG:2263", axis_order="east_north")
     assert (b.layer, b.declared_crs, b.payload_uri, b.feature_count) == (
-        "nyc_boroughs", "EPSG:2263", uri, 5,
-    )  # fmt: skip
+        "nyc_boroughs",
+        "EPSG:2263",
+        uri,
+        5,
+    )
     with pytest.raises(PayloadError, match="needs the decoded event or a layer"):
         load_payload(uri)

@@ -65,14 +65,24 @@ EVALUATION_RECORD = _schema("evaluation_record")
 CONSUMER_DECLARATION = _schema("consumer_declaration")
 
 _ARROW = {
-    "integer": pa.int64(), "double": pa.float64(), "string": pa.string(),
-    "boolean": pa.bool_(), "binary": pa.binary(), "timestamp": pa.int64(), "date": pa.int32(),
-}  # fmt: skip
+    "integer": pa.int64(),
+    "double": pa.float64(),
+    "string": pa.string(),
+    "boolean": pa.bool_(),
+    "binary": pa.binary(),
+    "timestamp": pa.int64(),
+    "date": pa.int32(),
+}
 _INT64_MAX = 2**63 - 1
 _PYTHON: dict[str, type] = {
-    "integer": int, "double": float, "string": str, "boolean": bool, "binary": bytes,
-    "timestamp": int, "date": int,
-}  # fmt: skip
+    "integer": int,
+    "double": float,
+    "string": str,
+    "boolean": bool,
+    "binary": bytes,
+    "timestamp": int,
+    "date": int,
+}
 
 
 def _write(
@@ -198,10 +208,13 @@ def encode_batch(batch: Batch, *, inline: bool = True, payload_uri: str | None =
             raise BatchError(f"cannot encode batch {batch.batch_id}: {exc}") from None
         try:
             columns = [
-                {"name": s.name, "type": s.type,
-                 "values": _column_values(s.name, batch.attributes.column(i), s.type)}
+                {
+                    "name": s.name,
+                    "type": s.type,
+                    "values": _column_values(s.name, batch.attributes.column(i), s.type),
+                }
                 for i, s in enumerate(specs)
-            ]  # fmt: skip
+            ]
         except (BatchError, pa.ArrowException) as exc:
             raise BatchError(f"cannot encode batch {batch.batch_id}: {exc}") from None
         features = {"geometry_wkb": list(batch.geometries_wkb), "columns": columns}
@@ -457,8 +470,12 @@ def encode_consumer_declaration(
     consumer: str, layer: str, version: str, declared_at: datetime
 ) -> bytes:
     """Encode a ConsumerDeclaration (compacted topic, key ``consumer/layer``)."""
-    record = {"consumer": consumer, "layer": layer, "version": version,
-              "declared_at": _utc(declared_at)}  # fmt: skip
+    record = {
+        "consumer": consumer,
+        "layer": layer,
+        "version": version,
+        "declared_at": _utc(declared_at),
+    }
     return _write(CONSUMER_DECLARATION, record, "ConsumerDeclaration", ContractGateError)
 
 

@@ -47,8 +47,14 @@ _NATIVE = {
     "multilinestring": shapely.GeometryType.MULTILINESTRING,
     "multipolygon": shapely.GeometryType.MULTIPOLYGON,
 }
-_NESTING = {"point": 0, "linestring": 1, "multipoint": 1, "polygon": 2,
-            "multilinestring": 2, "multipolygon": 3}  # fmt: skip
+_NESTING = {
+    "point": 0,
+    "linestring": 1,
+    "multipoint": 1,
+    "polygon": 2,
+    "multilinestring": 2,
+    "multipolygon": 3,
+}
 
 
 @dataclass(frozen=True)
@@ -167,8 +173,9 @@ def _properties_table(path: Path, props: Sequence[dict[str, Any]]) -> pa.Table:
 
 def _coords(arr: pa.Array) -> np.ndarray:
     if pa.types.is_struct(arr.type):
-        return np.column_stack([arr.field(i).to_numpy(zero_copy_only=False)
-                                for i in range(arr.type.num_fields)])  # fmt: skip
+        return np.column_stack(
+            [arr.field(i).to_numpy(zero_copy_only=False) for i in range(arr.type.num_fields)]
+        )
     width = arr.type.list_size  # interleaved: fixed_size_list<double>[2|3|4]
     return arr.flatten().to_numpy(zero_copy_only=False).reshape(-1, width)
 
@@ -375,9 +382,14 @@ def load_payload(
         if layer is None:
             raise PayloadError(f"{uri}: load_payload needs the decoded event or a layer")
         batch = read_batch_file(
-            path, layer=layer, crs=crs, axis_order=axis_order, data_time=data_time,
-            batch_id=batch_id, producer=producer,
-        )  # fmt: skip
+            path,
+            layer=layer,
+            crs=crs,
+            axis_order=axis_order,
+            data_time=data_time,
+            batch_id=batch_id,
+            producer=producer,
+        )
         return replace(batch, payload_uri=uri)
     data = read_features(path)
     fields = event.schema_fields
