@@ -90,8 +90,9 @@ def check_crs(clause: Clause, contract: Contract, facts: BatchFacts, now: dateti
         why = facts.declared_crs_error or "the batch declares no CRS"
         return _result(clause, False, declared, expect, f"CRS expected {expect}: {why}")
     ok = crs_equivalent(facts.declared_crs, expect)
+    label = crs_label(facts.declared_crs)
     verb = "is equivalent to" if ok else "is not equivalent to"
-    return _result(clause, ok, declared, expect, f"declared CRS {declared} {verb} {expect}")
+    return _result(clause, ok, label, expect, f"declared CRS {label} {verb} {expect}")
 
 
 def check_axis_order(

@@ -103,6 +103,7 @@ def crs_equivalent(a: CrsInput, b: CrsInput) -> bool:
     return ea is not None and ea == eb
 
 
+@functools.lru_cache(maxsize=256)
 def crs_label(crs: CRS) -> str:
     """A short readable name: ``EPSG:2263`` when identifiable, else the CRS name."""
     auth = crs.to_authority(min_confidence=90)

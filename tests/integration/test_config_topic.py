@@ -1,0 +1,86 @@
+"""Config-topic bootstrap against a real broker: empty topic, tombstones, live follow."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from worker.codec import encode_contract_record
+
+from worker.config_topic import ConfigFollower
+from worker.contracts import load_contract
+from worker.kafka import Settings, produce_one
+from worker.publish import contract_record
+from worker.registry import Registry
+from worker.scenario import data_file
+
+
+def _publish(settings: Settings, name: str, mode: str = "enforcing", state: str = "active") -> str:
+    contract = load_contract(data_file(f"contracts/{name}"))
+    value = encode_contract_record(contract_record(contract, mode=mode, state=state))
+    produce_one(settings, settings.topics.contracts, contract.key, value)
+    return contract.key
+
+
+def test_bootstrap_completes_on_an_empty_topic(settings: Settings) -> None:
+    follower = ConfigFollower(settings, Registry())
+    started = time.monotonic()
+    try:
+        assert follower.bootstrap(timeout_s=20) == 0
+    finally:
+        follower.close()
+    assert follower.bootstrapped
+    assert time.monotonic() - started < 15
+
+
+def test_bootstrap_applies_tombstones_and_keeps_the_rest(settings: Settings) -> None:
+    k1 = _publish(settings, "admin_boundaries.v1.yaml")
+    k2 = _publish(settings, "admin_boundaries.v1.1.yaml", mode="observing")
+    k3 = _publish(settings, "nyc_boroughs.v1.yaml")
+    produce_one(settings, settings.topics.contracts, k2, None)  # tombstone
+    registry = Registry()
+    follower = ConfigFollower(settings, registry)
+    try:
+        assert follower.bootstrap(timeout_s=20) == 4
+    finally:
+        follower.close()
+    assert registry.get(k2) is None
+    assert registry.get(k1) is not None and registry.get(k3) is not None
+    assert [v.contract.version for v in registry.active("admin_boundaries")] == ["v1.0"]
+
+
+def test_edit_in_place_is_ignored_and_lifecycle_changes_are_followed_live(
+    settings: Settings,
+) -> None:
+    key = _publish(settings, "admin_boundaries.v1.yaml")
+    registry = Registry()
+    follower = ConfigFollower(settings, registry)
+    try:
+        follower.bootstrap(timeout_s=20)
+        original = registry.get(key)
+        assert original is not None
+        # an edited document under the same key: refused, the original stays in force
+        edited = load_contract(data_file("contracts/admin_boundaries.v1.yaml"))
+        text = edited.text.replace("max_age: PT6H", "max_age: PT1H")
+        from worker.contracts import parse_contract
+
+        value = encode_contract_record(contract_record(parse_contract(text), mode="enforcing"))
+        produce_one(settings, settings.topics.contracts, key, value)
+        # a lifecycle change (retirement) with the same document is applied
+        _publish(settings, "admin_boundaries.v1.yaml", state="retired")
+        events: list[Any] = []
+        deadline = time.monotonic() + 20
+        while len(events) < 2 and time.monotonic() < deadline:
+            events += follower.poll_updates()
+            time.sleep(0.1)
+    finally:
+        follower.close()
+    assert [(e.outcome, e.reason) for e in events] == [
+        ("rejected", "edit_in_place"),
+        ("updated", None),
+    ]
+    current = registry.get(key)
+    assert current is not None
+    assert current.contract.digest == original.contract.digest
+    assert current.state == "retired"
+    assert registry.active("admin_boundaries") == ()

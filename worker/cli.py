@@ -1,0 +1,353 @@
+"""The ``contract-gate`` command line (also ``python -m worker``).
+
+Commands: ``check`` (offline), ``run`` (the worker), ``topics create``,
+``contract publish``, ``batch publish``, ``demo``. Every command that talks to Kafka takes
+the same connection settings (flags or environment; secrets are never printed). Errors
+of this package are reported as one line on stderr with exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import signal
+import sys
+import threading
+from collections.abc import Sequence
+from datetime import datetime, timezone
+from typing import Any
+
+from worker.errors import ContractGateError
+from worker.kafka import Settings, Topics
+
+__all__ = ["build_parser", "main"]
+
+EXIT_ADMITTED, EXIT_QUARANTINED, EXIT_BAD_INPUT = 0, 1, 2
+
+
+def _parse_time(text: str) -> datetime:
+    try:
+        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not an ISO 8601 date-time; use e.g. 2026-11-29T06:00:00+00:00"
+        ) from None
+    if value.tzinfo is None:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} has no UTC offset; add one, e.g. {text}+00:00 or {text}Z"
+        )
+    return value.astimezone(timezone.utc)
+
+
+def _kv(text: str) -> tuple[str, str]:
+    if "=" not in text:
+        raise argparse.ArgumentTypeError(f"{text!r} is not KEY=VALUE (e.g. security.protocol=SSL)")
+    k, v = text.split("=", 1)
+    return k.strip(), v
+
+
+def _add_kafka_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("Kafka connection (flags override the environment)")
+    g.add_argument("--bootstrap-servers", help="host:port list (env KAFKA_BOOTSTRAP_SERVERS)")
+    g.add_argument(
+        "--group-id",
+        help="consumer group of the workers (env CONTRACT_GATE_GROUP_ID; default contract-gate)",
+    )
+    g.add_argument(
+        "--transactional-id-prefix", help="prefix of transactional.id (default contract-gate)"
+    )
+    g.add_argument(
+        "--instance-id",
+        help="stable id of this worker instance, e.g. the pod name (default host-pid)",
+    )
+    g.add_argument(
+        "--session-timeout-ms", type=int, help="consumer session.timeout.ms (default 45000)"
+    )
+    g.add_argument(
+        "--kafka-property",
+        action="append",
+        type=_kv,
+        default=[],
+        metavar="KEY=VALUE",
+        help="any librdkafka property for every client, repeatable (env CONTRACT_GATE_KAFKA_<KEY>)",
+    )
+    d = Topics()
+    for field_name, default in d.__dict__.items():
+        g.add_argument(
+            f"--{field_name}-topic",
+            dest=f"topic_{field_name}",
+            default=default,
+            help=f"(default {default})",
+        )
+
+
+def settings_from_args(args: argparse.Namespace) -> Settings:
+    """Settings from the environment, overridden by the flags that were given."""
+    topics = Topics(**{k: getattr(args, f"topic_{k}") for k in Topics().__dict__})
+    return Settings.from_env(
+        bootstrap_servers=args.bootstrap_servers,
+        group_id=args.group_id,
+        transactional_id_prefix=args.transactional_id_prefix,
+        instance_id=args.instance_id,
+        session_timeout_ms=args.session_timeout_ms,
+        extra=dict(args.kafka_property),
+        topics=topics,
+    )
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="contract-gate",
+        description=(
+            "Guard spatial data layers with versioned data contracts: evaluate batches "
+            "against every active contract version, admit or quarantine them."
+        ),
+    )
+    parser.add_argument(
+        "--log-level", default="WARNING", help="DEBUG, INFO, WARNING (default), ERROR"
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser(
+        "check",
+        help="evaluate a GeoJSON or GeoParquet file offline against contract files",
+        description=(
+            "Evaluate a batch file against contract versions without Kafka. Exit 0 when "
+            "admitted, 1 when quarantined, 2 on bad input."
+        ),
+    )
+    p.add_argument(
+        "batch", help="GeoJSON FeatureCollection (.geojson/.json) or GeoParquet (.parquet)"
+    )
+    p.add_argument(
+        "--contract",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="an enforcing version (repeatable)",
+    )
+    p.add_argument(
+        "--observing",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="an observing version (repeatable)",
+    )
+    p.add_argument("--crs", help="declared CRS, overriding the file's (GeoJSON default OGC:CRS84)")
+    p.add_argument(
+        "--axis-order",
+        choices=["east_north", "north_east"],
+        help="declared axis order (default east_north)",
+    )
+    p.add_argument(
+        "--data-time",
+        type=_parse_time,
+        help="batch data time, ISO 8601 with offset (default: file mtime)",
+    )
+    p.add_argument(
+        "--now", type=_parse_time, help="evaluation time (default: now), for reproducible checks"
+    )
+    p.add_argument("--format", choices=["text", "json"], default="text")
+
+    p = sub.add_parser(
+        "run",
+        help="run the worker (consumer group member)",
+        description="Join the consumer group on the batches topic and route every batch.",
+    )
+    _add_kafka_args(p)
+    p.add_argument(
+        "--max-batch-events", type=int, default=500, help="events per transaction (default 500)"
+    )
+    p.add_argument(
+        "--max-batch-wait-ms", type=int, default=100, help="poll wait per transaction (default 100)"
+    )
+    p.add_argument(
+        "--config-timeout-s",
+        type=float,
+        default=60.0,
+        help="deadline of the config bootstrap (default 60)",
+    )
+
+    p = sub.add_parser("topics", help="manage the gate's topics")
+    tsub = p.add_subparsers(dest="topics_command", required=True, metavar="ACTION")
+    tp = tsub.add_parser(
+        "create", help="create the six topics (config and consumers topics compacted)"
+    )
+    _add_kafka_args(tp)
+    tp.add_argument(
+        "--partitions", type=int, default=3, help="partitions of the data topics (default 3)"
+    )
+    tp.add_argument("--replication-factor", type=int, default=1)
+
+    p = sub.add_parser("contract", help="publish contract versions")
+    csub = p.add_subparsers(dest="contract_command", required=True, metavar="ACTION")
+    cp = csub.add_parser("publish", help="publish a contract version to the config topic")
+    _add_kafka_args(cp)
+    cp.add_argument("file", help="contract YAML file")
+    cp.add_argument("--mode", choices=["enforcing", "observing"], default="enforcing")
+    cp.add_argument("--published-by", default=None, help="publisher name (default: $USER)")
+
+    p = sub.add_parser("batch", help="publish batch-arrival events")
+    bsub = p.add_subparsers(dest="batch_command", required=True, metavar="ACTION")
+    bp = bsub.add_parser(
+        "publish", help="publish a GeoJSON/GeoParquet file as a batch-arrival event"
+    )
+    _add_kafka_args(bp)
+    bp.add_argument("file")
+    bp.add_argument("--layer", required=True)
+    bp.add_argument("--crs", help="declared CRS (default: the file's)")
+    bp.add_argument("--axis-order", choices=["east_north", "north_east"])
+    bp.add_argument("--data-time", type=_parse_time)
+    bp.add_argument("--batch-id")
+    bp.add_argument("--producer", default="contract-gate-cli")
+    bp.add_argument(
+        "--by-reference",
+        action="store_true",
+        help="send payload_uri (the file's absolute path) instead of inline features",
+    )
+
+    p = sub.add_parser(
+        "demo",
+        help="run the demo on real data with an embedded broker",
+        description="Start a broker (KAFKA_BOOTSTRAP_SERVERS, Docker, or embedded "
+        "Tansu), publish contracts and real batches, run the worker, print the results.",
+    )
+    p.add_argument(
+        "--timeout-s", type=float, default=90.0, help="give up after this long (default 90)"
+    )
+    return parser
+
+
+def _cmd_check(args: argparse.Namespace) -> int:
+    from worker.contracts import load_contract
+    from worker.evaluate import evaluate
+    from worker.features import read_batch_file
+    from worker.model import ActiveVersion
+    from worker.report import decision_to_json, render_decision
+
+    if not args.contract and not args.observing:
+        raise ContractGateError("give at least one --contract FILE (or --observing FILE)")
+    versions = [ActiveVersion(load_contract(f), "enforcing") for f in args.contract]
+    versions += [ActiveVersion(load_contract(f), "observing") for f in args.observing]
+    layers = {v.contract.layer for v in versions}
+    if len(layers) > 1:
+        raise ContractGateError(
+            f"contracts are for different layers {sorted(layers)}; check one layer at a time"
+        )
+    batch = read_batch_file(
+        args.batch,
+        layer=layers.pop(),
+        crs=args.crs,
+        axis_order=args.axis_order,
+        data_time=args.data_time,
+    )
+    decision = evaluate(batch, versions, now=args.now or datetime.now(timezone.utc))
+    if args.format == "json":
+        print(json.dumps(decision_to_json(decision), indent=2, default=str))
+    else:
+        print(
+            render_decision(
+                decision, title=f"batch {args.batch}: {len(batch.geometries_wkb)} features"
+            )
+        )
+    return EXIT_ADMITTED if decision.admitted else EXIT_QUARANTINED
+
+
+def _cmd_run(args: argparse.Namespace) -> int:
+    from worker.kafka import describe_settings
+    from worker.metrics import GateMetrics, configure_sdk
+    from worker.pipeline import Pipeline
+
+    settings = settings_from_args(args)
+    provider = configure_sdk()
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    print(f"contract-gate worker: {describe_settings(settings)}", file=sys.stderr)
+    pipeline = Pipeline(
+        settings,
+        metrics=GateMetrics(),
+        max_batch_events=args.max_batch_events,
+        max_batch_wait_ms=args.max_batch_wait_ms,
+        config_timeout_s=args.config_timeout_s,
+    )
+    pipeline.start(progress=lambda s: print(s, file=sys.stderr))
+    print("worker running; SIGTERM or Ctrl-C stops it", file=sys.stderr)
+    pipeline.run(stop)
+    provider.shutdown()
+    print(f"worker stopped after {pipeline.batches_committed} batches", file=sys.stderr)
+    return 0
+
+
+def _cmd_topics(args: argparse.Namespace) -> int:
+    from worker.kafka import create_topics
+
+    settings = settings_from_args(args)
+    for name, outcome in create_topics(
+        settings, partitions=args.partitions, replication_factor=args.replication_factor
+    ).items():
+        print(f"{name}: {outcome}")
+    return 0
+
+
+def _cmd_contract(args: argparse.Namespace) -> int:
+    from worker.publish import publish_contract
+
+    settings = settings_from_args(args)
+    print(publish_contract(settings, args.file, mode=args.mode, published_by=args.published_by))
+    return 0
+
+
+def _cmd_batch(args: argparse.Namespace) -> int:
+    from worker.publish import publish_batch_file
+
+    settings = settings_from_args(args)
+    print(
+        publish_batch_file(
+            settings,
+            args.file,
+            layer=args.layer,
+            crs=args.crs,
+            axis_order=args.axis_order,
+            data_time=args.data_time,
+            batch_id=args.batch_id,
+            producer=args.producer,
+            by_reference=args.by_reference,
+        )
+    )
+    return 0
+
+
+def _cmd_demo(args: argparse.Namespace) -> int:
+    from worker.demo import run_demo
+
+    return run_demo(timeout_s=args.timeout_s)
+
+
+COMMANDS: dict[str, Any] = {
+    "check": _cmd_check,
+    "run": _cmd_run,
+    "topics": _cmd_topics,
+    "contract": _cmd_contract,
+    "batch": _cmd_batch,
+    "demo": _cmd_demo,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``contract-gate``; returns the process exit code."""
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
+    )
+    try:
+        return int(COMMANDS[args.command](args))
+    except ContractGateError as exc:
+        print(f"contract-gate {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,139 @@
+"""Read the compacted config topic to its end before evaluating, then follow it live.
+
+The bootstrap ends on *partition EOF* for every partition (``enable.partition.eof``),
+never on a ListOffsets high watermark alone: on some brokers (Tansu) ListOffsets can
+report a watermark that is too low after multi-record produce batches (DESIGN.md
+section 8). Empty partitions, compacted gaps and transaction markers all end in EOF, so
+none of them can hang the bootstrap; a deadline turns a silent broker into an error.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any
+
+from worker.errors import KafkaError
+from worker.kafka import Settings
+from worker.registry import ConfigEvent, Registry
+
+__all__ = ["ConfigFollower"]
+
+log = logging.getLogger(__name__)
+
+
+class ConfigFollower:
+    """A group-less reader of the config topic that keeps a :class:`Registry` current.
+
+    Parameters
+    ----------
+    settings : Settings
+        Connection settings; the topic is ``settings.topics.contracts``.
+    registry : Registry
+        The registry to feed.
+    on_event : callable, optional
+        Called with every :class:`ConfigEvent` (metrics, logging). Must not raise.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        registry: Registry,
+        on_event: Callable[[ConfigEvent], None] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.registry = registry
+        self.on_event = on_event
+        self.bootstrapped = False
+        self.records_read = 0
+        self.partitions_total = 0
+        self.partitions_at_eof = 0
+        self._consumer: Any = None
+
+    def _open(self) -> Any:
+        from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+
+        consumer = Consumer(self.settings.reader())
+        topic = self.settings.topics.contracts
+        meta = consumer.list_topics(topic, timeout=10)
+        tmeta = meta.topics.get(topic)
+        if tmeta is None or tmeta.error is not None or not tmeta.partitions:
+            consumer.close()
+            raise KafkaError(
+                f"config topic {topic} does not exist or has no partitions; "
+                "create it with `contract-gate topics create`"
+            )
+        parts = sorted(tmeta.partitions)
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in parts])
+        self.partitions_total = len(parts)
+        return consumer
+
+    def bootstrap(
+        self, timeout_s: float = 60.0, progress: Callable[[str], None] | None = None
+    ) -> int:
+        """Read every partition of the config topic to EOF; returns the records applied.
+
+        Raises
+        ------
+        KafkaError
+            When the topic is missing or EOF is not reached on every partition within
+            ``timeout_s`` seconds.
+        """
+        from confluent_kafka import KafkaError as CKError
+
+        self._consumer = self._open()
+        at_eof: set[int] = set()
+        deadline = time.monotonic() + timeout_s
+        while len(at_eof) < self.partitions_total:
+            if time.monotonic() > deadline:
+                raise KafkaError(
+                    f"config bootstrap did not reach the end of {self.settings.topics.contracts} "
+                    f"within {timeout_s:.0f} s ({len(at_eof)}/{self.partitions_total} partitions "
+                    f"at EOF, {self.records_read} records read)"
+                )
+            msg = self._consumer.poll(0.5)
+            if msg is None:
+                continue
+            err = msg.error()
+            if err is not None:
+                if err.code() == CKError._PARTITION_EOF:
+                    at_eof.add(msg.partition())
+                    self.partitions_at_eof = len(at_eof)
+                    continue
+                raise KafkaError(f"config topic read failed: {err.str()}")
+            at_eof.discard(msg.partition())
+            self._apply(msg)
+            if progress and self.records_read % 100 == 0:
+                progress(f"config bootstrap: {self.records_read} records")
+        self.bootstrapped = True
+        return self.records_read
+
+    def poll_updates(self, max_records: int = 100) -> list[ConfigEvent]:
+        """Apply config records that arrived since the last call (non-blocking)."""
+        if self._consumer is None:
+            return []
+        events = []
+        for msg in self._consumer.consume(num_messages=max_records, timeout=0):
+            if msg.error() is not None:
+                continue  # EOF notifications after bootstrap, transient errors are retried
+            events.append(self._apply(msg))
+        return events
+
+    def _apply(self, msg: Any) -> ConfigEvent:
+        raw_key = msg.key()
+        key = raw_key.decode("utf-8", "replace") if raw_key is not None else None
+        event = self.registry.apply(key, msg.value())
+        self.records_read += 1
+        if event.outcome == "rejected":
+            log.warning("config record %s rejected (%s): %s", key, event.reason, event.message)
+        else:
+            log.info("config %s: %s", event.outcome, event.message)
+        if self.on_event is not None:
+            self.on_event(event)
+        return event
+
+    def close(self) -> None:
+        if self._consumer is not None:
+            self._consumer.close()
+            self._consumer = None

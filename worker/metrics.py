@@ -1,0 +1,128 @@
+"""Instruments of DESIGN.md section 7, through the OpenTelemetry API only.
+
+Library code receives a :class:`GateMetrics` built on any ``Meter``; the SDK (readers and
+exporters) is configured once, at the entry point, by :func:`configure_sdk` from the
+standard ``OTEL_*`` environment. Tests pass a meter of their own ``MeterProvider`` with an
+``InMemoryMetricReader``. Attributes are low-cardinality: never a batch id.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from opentelemetry import metrics
+
+from worker.model import Decision
+
+__all__ = ["GateMetrics", "configure_sdk"]
+
+METER_NAME = "spatial-contract-gate"
+
+
+class GateMetrics:
+    """The worker's instruments.
+
+    ``gis.contract.clause_evaluations_total`` {layer, version, clause, result, mode};
+    ``gis.contract.batches_total`` {layer, decision};
+    ``gis.contract.version_evaluations_total`` {layer, version, mode, result};
+    ``gis.contract.config_rejections_total`` {layer, reason};
+    ``gis.contract.evaluation.duration`` histogram in seconds {layer}.
+    """
+
+    def __init__(self, meter: metrics.Meter | None = None) -> None:
+        meter = meter or metrics.get_meter(METER_NAME)
+        self.clause_evaluations = meter.create_counter(
+            "gis.contract.clause_evaluations_total",
+            unit="{evaluation}",
+            description="Clause evaluations by layer, version, clause, result and mode",
+        )
+        self.batches = meter.create_counter(
+            "gis.contract.batches_total",
+            unit="{batch}",
+            description="Batches routed, by layer and decision (admitted|quarantined)",
+        )
+        self.version_evaluations = meter.create_counter(
+            "gis.contract.version_evaluations_total",
+            unit="{evaluation}",
+            description="Version verdicts by layer, version, mode and result (pass|break)",
+        )
+        self.config_rejections = meter.create_counter(
+            "gis.contract.config_rejections_total",
+            unit="{record}",
+            description="Config-topic records ignored by the worker, by layer and reason",
+        )
+        self.evaluation_duration = meter.create_histogram(
+            "gis.contract.evaluation.duration",
+            unit="s",
+            description="Time to evaluate one batch against every active version",
+        )
+
+    def record_decision(self, layer: str, decision: Decision, duration_s: float) -> None:
+        """Count one routed batch: its decision, every verdict and every clause result."""
+        self.batches.add(1, {"layer": layer, "decision": decision.decision})
+        for verdict in decision.verdicts:
+            self.version_evaluations.add(
+                1,
+                {
+                    "layer": layer,
+                    "version": verdict.version,
+                    "mode": verdict.mode,
+                    "result": "pass" if verdict.passed else "break",
+                },
+            )
+            for clause in verdict.clauses:
+                self.clause_evaluations.add(
+                    1,
+                    {
+                        "layer": layer,
+                        "version": verdict.version,
+                        "clause": clause.name,
+                        "result": clause.result,
+                        "mode": verdict.mode,
+                    },
+                )
+        if decision.verdicts:
+            self.evaluation_duration.record(duration_s, {"layer": layer})
+
+    def record_config_rejection(self, layer: str | None, reason: str) -> None:
+        self.config_rejections.add(1, {"layer": layer or "unknown", "reason": reason})
+
+
+def configure_sdk(service_name: str = "contract-gate") -> Any:
+    """Install the OpenTelemetry SDK's MeterProvider from the standard environment.
+
+    An OTLP exporter is added when ``OTEL_EXPORTER_OTLP_ENDPOINT`` or
+    ``OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`` is set (protocol from
+    ``OTEL_EXPORTER_OTLP_PROTOCOL``: ``grpc`` default, or ``http/protobuf``).
+    ``OTEL_SERVICE_NAME`` and ``OTEL_RESOURCE_ATTRIBUTES`` are honoured by the SDK's
+    ``Resource``. Returns the provider (call ``shutdown()`` on exit to flush).
+    """
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetricReader
+    from opentelemetry.sdk.resources import Resource
+
+    readers: list[MetricReader] = []
+    if os.environ.get("OTEL_EXPORTER_OTLP_ENDPOINT") or os.environ.get(
+        "OTEL_EXPORTER_OTLP_METRICS_ENDPOINT"
+    ):
+        protocol = os.environ.get(
+            "OTEL_EXPORTER_OTLP_METRICS_PROTOCOL",
+            os.environ.get("OTEL_EXPORTER_OTLP_PROTOCOL", "grpc"),
+        )
+        exporter: Any
+        if protocol.startswith("http"):
+            from opentelemetry.exporter.otlp.proto.http.metric_exporter import OTLPMetricExporter
+
+            exporter = OTLPMetricExporter()
+        else:
+            from opentelemetry.exporter.otlp.proto.grpc.metric_exporter import (
+                OTLPMetricExporter as GrpcExporter,
+            )
+
+            exporter = GrpcExporter()
+        readers.append(PeriodicExportingMetricReader(exporter))
+    resource = Resource.create({"service.name": os.environ.get("OTEL_SERVICE_NAME", service_name)})
+    provider = MeterProvider(metric_readers=readers, resource=resource)
+    metrics.set_meter_provider(provider)
+    return provider

@@ -1,0 +1,231 @@
+"""The worker loop: poll a batch of events -> route each -> one Kafka transaction.
+
+Checkpoint discipline (as quix-streams): a poll batch of up to ``max_batch_events`` events
+or ``max_batch_wait_ms`` is routed in memory; then, in ONE transaction, every output record
+(admitted or quarantine record, one evaluation record per version) and the consumed
+offsets (``send_offsets_to_transaction``, KIP-447) are written and committed. A failure
+aborts the whole transaction and rewinds the consumer to the first offset of the batch,
+so the batch is consumed again; order within a partition is preserved. Kafka callbacks
+only log or set flags.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from datetime import datetime, timezone
+from typing import Any
+
+from worker.config_topic import ConfigFollower
+from worker.errors import KafkaError
+from worker.kafka import Settings
+from worker.metrics import GateMetrics
+from worker.registry import ConfigEvent, Registry
+from worker.routing import Outcome, Source, route
+
+__all__ = ["Pipeline"]
+
+log = logging.getLogger(__name__)
+
+
+def _utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class Pipeline:
+    """A contract-gate worker: one group member with its transactional producer.
+
+    Parameters
+    ----------
+    settings : Settings
+        Kafka settings (bootstrap, group id, topics, transactional id prefix, extras).
+    metrics : GateMetrics, optional
+        Instruments (default: on the global OpenTelemetry meter provider).
+    clock : callable, optional
+        Returns "now" as an aware UTC datetime (freshness); injectable for tests.
+    max_batch_events, max_batch_wait_ms : int
+        Bounds of one poll batch, hence of one transaction.
+    on_outcome : callable, optional
+        Called with each committed :class:`Outcome` (after the commit), e.g. by the demo.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        metrics: GateMetrics | None = None,
+        clock: Callable[[], datetime] = _utcnow,
+        max_batch_events: int = 500,
+        max_batch_wait_ms: int = 100,
+        config_timeout_s: float = 60.0,
+        on_outcome: Callable[[Outcome], None] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.metrics = metrics or GateMetrics()
+        self.clock = clock
+        self.max_batch_events = max_batch_events
+        self.max_batch_wait_s = max_batch_wait_ms / 1000.0
+        self.config_timeout_s = config_timeout_s
+        self.on_outcome = on_outcome
+        self.registry = Registry()
+        self.config = ConfigFollower(settings, self.registry, self._on_config_event)
+        self.assigned: set[tuple[str, int]] = set()
+        self.last_loop_monotonic = time.monotonic()
+        self.batches_committed = 0
+        self.transactions_aborted = 0
+        self._consumer: Any = None
+        self._producer: Any = None
+
+    # -- state --------------------------------------------------------------------------
+    @property
+    def ready(self) -> bool:
+        """Config bootstrapped and at least one input partition assigned."""
+        return self.config.bootstrapped and bool(self.assigned)
+
+    def _on_config_event(self, event: ConfigEvent) -> None:
+        if event.outcome == "rejected":
+            self.metrics.record_config_rejection(event.layer, event.reason or "invalid")
+
+    def _on_assign(self, consumer: Any, partitions: list[Any]) -> None:
+        self.assigned |= {(p.topic, p.partition) for p in partitions}
+        log.info("assigned %s", sorted(self.assigned))
+
+    def _on_revoke(self, consumer: Any, partitions: list[Any]) -> None:
+        self.assigned -= {(p.topic, p.partition) for p in partitions}
+        log.info("revoked %s", [(p.topic, p.partition) for p in partitions])
+
+    # -- lifecycle ----------------------------------------------------------------------
+    def start(self, progress: Callable[[str], None] | None = None) -> None:
+        """Bootstrap the config topic, init transactions, join the consumer group.
+
+        Raises
+        ------
+        KafkaError
+            When the config topic cannot be read to its end or the producer cannot
+            initialise transactions.
+        """
+        from confluent_kafka import Consumer, KafkaException, Producer
+
+        n = self.config.bootstrap(self.config_timeout_s, progress)
+        if progress:
+            layers = ", ".join(
+                f"{layer}: " + " ".join(f"{v.contract.version}/{v.mode}" for v in active)
+                for layer in self.registry.layers()
+                if (active := self.registry.active(layer))
+            )
+            progress(f"config bootstrapped from {n} records; active versions: {layers or 'none'}")
+        try:
+            self._producer = Producer(self.settings.producer(transactional=True))
+            self._producer.init_transactions(30)
+        except KafkaException as exc:
+            raise KafkaError(f"cannot initialise transactions: {exc.args[0].str()}") from exc
+        self._consumer = Consumer(self.settings.consumer())
+        self._consumer.subscribe(
+            [self.settings.topics.batches], on_assign=self._on_assign, on_revoke=self._on_revoke
+        )
+
+    def run(self, stop: threading.Event) -> None:
+        """Process poll batches until ``stop`` is set, then leave the group cleanly."""
+        try:
+            while not stop.is_set():
+                self.step()
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        if self._consumer is not None:
+            self._consumer.close()
+            self._consumer = None
+        if self._producer is not None:
+            self._producer.flush(10)
+            self._producer = None
+        self.config.close()
+
+    # -- one poll batch -----------------------------------------------------------------
+    def step(self) -> int:
+        """Poll one batch of events and commit its results in one transaction.
+
+        Returns the number of events committed (0 when nothing arrived or the
+        transaction was aborted and the events will be consumed again).
+        """
+        from confluent_kafka import KafkaError as CKError
+
+        self.last_loop_monotonic = time.monotonic()
+        self.config.poll_updates()
+        msgs = self._consumer.consume(self.max_batch_events, timeout=self.max_batch_wait_s)
+        events = []
+        for m in msgs:
+            err = m.error()
+            if err is None:
+                events.append(m)
+            elif err.code() != CKError._PARTITION_EOF:
+                log.warning("consumer error: %s", err.str())
+        if not events:
+            return 0
+        outcomes = [
+            route(
+                Source(m.topic(), m.partition(), m.offset(), m.key(), m.value()),
+                self.registry.active,
+                self.settings.topics,
+                now=self.clock(),
+                worker_id=self.settings.instance_id,
+            )
+            for m in events
+        ]
+        if not self._commit(events, outcomes):
+            return 0
+        for outcome in outcomes:
+            self.metrics.record_decision(
+                outcome.layer or "unknown", outcome.decision, outcome.duration_s
+            )
+            if self.on_outcome is not None:
+                self.on_outcome(outcome)
+        self.batches_committed += len(events)
+        return len(events)
+
+    def _commit(self, events: list[Any], outcomes: list[Outcome]) -> bool:
+        from confluent_kafka import KafkaException, TopicPartition
+
+        next_offsets: dict[tuple[str, int], int] = {}
+        first_offsets: dict[tuple[str, int], int] = {}
+        for m in events:
+            tp = (m.topic(), m.partition())
+            next_offsets[tp] = max(next_offsets.get(tp, 0), m.offset() + 1)
+            first_offsets.setdefault(tp, m.offset())
+        producer = self._producer
+        try:
+            producer.begin_transaction()
+            for outcome in outcomes:
+                for r in outcome.records:
+                    producer.produce(r.topic, key=r.key, value=r.value, headers=r.headers)
+                    producer.poll(0)
+            producer.send_offsets_to_transaction(
+                [TopicPartition(t, p, o) for (t, p), o in next_offsets.items()],
+                self._consumer.consumer_group_metadata(),
+                30,
+            )
+            producer.commit_transaction(60)
+            return True
+        except KafkaException as exc:
+            err = exc.args[0]
+            if getattr(err, "fatal", lambda: False)():
+                raise KafkaError(f"fatal producer error, worker must restart: {err.str()}") from exc
+            log.warning(
+                "transaction failed (%s); aborting and consuming the batch again", err.str()
+            )
+            self.transactions_aborted += 1
+            try:
+                producer.abort_transaction(30)
+            except KafkaException as abort_exc:
+                raise KafkaError(
+                    f"cannot abort transaction: {abort_exc.args[0].str()}"
+                ) from abort_exc
+            for (t, p), offset in first_offsets.items():
+                if (t, p) in self.assigned:
+                    try:
+                        self._consumer.seek(TopicPartition(t, p, offset))
+                    except KafkaException as seek_exc:
+                        log.warning("cannot rewind %s[%d]: %s", t, p, seek_exc)
+            return False

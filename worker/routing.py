@@ -1,0 +1,214 @@
+"""Route one consumed event: decode -> load features -> evaluate -> output records.
+
+No Kafka client here: the input is a :class:`Source` (topic, partition, offset, key,
+value) and the output an :class:`Outcome` with the records the pipeline writes in its
+transaction. Bad input never raises: an undecodable event, a payload that cannot be
+loaded and a layer without an active contract each become a quarantine record with a
+specific reason (``decode_error``, ``payload_error``, ``no_active_contract``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+
+from worker import codec
+from worker.errors import ContractGateError
+from worker.evaluate import evaluate
+from worker.features import load_payload
+from worker.kafka import MAX_MESSAGE_BYTES, Topics
+from worker.model import ActiveVersion, Batch, Decision, QuarantineReason
+
+__all__ = ["OutRecord", "Outcome", "Source", "route"]
+
+Headers = list[tuple[str, bytes]]
+
+
+@dataclass(frozen=True)
+class Source:
+    """Coordinates and content of one consumed record."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+
+
+@dataclass(frozen=True)
+class OutRecord:
+    """One record to produce: topic, key (the layer), value bytes and headers."""
+
+    topic: str
+    key: str | None
+    value: bytes
+    headers: Headers
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The routing result of one event: its decision and the records to write."""
+
+    source: Source
+    layer: str | None
+    batch_id: str | None
+    decision: Decision
+    records: tuple[OutRecord, ...]
+    duration_s: float
+
+
+def _source_headers(source: Source) -> Headers:
+    return [
+        ("source-topic", source.topic.encode()),
+        ("source-partition", str(source.partition).encode()),
+        ("source-offset", str(source.offset).encode()),
+    ]
+
+
+def _quarantine(
+    source: Source,
+    layer: str | None,
+    batch_id: str | None,
+    decision: Decision,
+    topics: Topics,
+    now: datetime,
+    worker_id: str,
+) -> OutRecord:
+    reason_code = decision.reasons[0].code if decision.reasons else "contract_break"
+    original = source.value or b""
+    if len(original) > MAX_MESSAGE_BYTES - 1024 * 1024:
+        original = b""  # too large to carry twice; the source coordinates locate it
+    value = codec.encode_quarantine(
+        decision,
+        batch_id=batch_id,
+        layer=layer,
+        source_topic=source.topic,
+        source_partition=source.partition,
+        source_offset=source.offset,
+        original=original,
+        quarantined_at=now,
+        worker_id=worker_id,
+    )
+    broken = sorted({f"{r.version}:{r.clause}" for r in decision.reasons if r.clause})
+    headers = [
+        ("dlq.reason", reason_code.encode()),
+        ("dlq.message", (decision.reasons[0].message if decision.reasons else "").encode()[:1000]),
+        ("dlq.broken", ",".join(broken).encode()),
+        ("batch-id", (batch_id or "").encode()),
+        ("layer", (layer or "").encode()),
+        *_source_headers(source),
+    ]
+    key = (
+        layer
+        if layer is not None
+        else (source.key.decode("utf-8", "replace") if source.key else None)
+    )
+    return OutRecord(topics.quarantine, key, value, headers)
+
+
+def _failed(code: str, message: str) -> Decision:
+    return Decision("quarantined", (), (QuarantineReason(code=code, message=message),))
+
+
+def route(
+    source: Source,
+    active_versions: Callable[[str], Sequence[ActiveVersion]],
+    topics: Topics,
+    *,
+    now: datetime,
+    worker_id: str,
+    payload_loader: Callable[[str, Batch], Batch] | None = None,
+) -> Outcome:
+    """Decide one event and build its output records.
+
+    Parameters
+    ----------
+    source : Source
+        The consumed record.
+    active_versions : callable
+        ``layer -> active versions`` (the registry's current view).
+    topics : Topics
+        Output topic names.
+    now : datetime
+        Evaluation time (aware, UTC), used by freshness and record timestamps.
+    worker_id : str
+        Written into quarantine records.
+    payload_loader : callable, optional
+        ``(payload_uri, batch) -> batch with features``; default
+        :func:`worker.features.load_payload`.
+
+    Returns
+    -------
+    Outcome
+        Admitted: the original bytes to ``topics.admitted`` plus one evaluation record per
+        version. Quarantined: a quarantine record plus the evaluation records.
+    """
+    started = time.perf_counter()
+    batch: Batch | None = None
+    layer: str | None = None
+    try:
+        if source.value is None:
+            raise codec.DecodeError("event has no value (null record)")
+        batch = codec.decode_batch(source.value)
+        layer = batch.layer
+        if batch.payload_uri and not batch.geometries_wkb:
+            batch = (payload_loader or load_payload)(batch.payload_uri, batch)
+    except codec.DecodeError as exc:
+        decision = _failed("decode_error", f"undecodable batch-arrival event: {exc}")
+    except ContractGateError as exc:
+        decision = _failed(
+            "payload_error",
+            f"payload of batch {batch.batch_id if batch else '?'} cannot be loaded: {exc}",
+        )
+    else:
+        versions = active_versions(batch.layer)
+        if not versions:
+            decision = _failed(
+                "no_active_contract",
+                f"layer {batch.layer!r} has no active contract version; publish one with "
+                "`contract-gate contract publish`",
+            )
+        else:
+            decision = evaluate(batch, versions, now=now)
+    batch_id = batch.batch_id if batch else None
+    duration_s = time.perf_counter() - started
+
+    records: list[OutRecord] = []
+    for verdict in decision.verdicts:
+        assert batch is not None
+        records.append(
+            OutRecord(
+                topics.evaluations,
+                batch.layer,
+                codec.encode_evaluation(
+                    verdict,
+                    batch_id=batch.batch_id,
+                    data_time=batch.data_time,
+                    evaluated_at=now,
+                    source_topic=source.topic,
+                    source_partition=source.partition,
+                    source_offset=source.offset,
+                ),
+                [("batch-id", batch.batch_id.encode())],
+            )
+        )
+    if decision.admitted:
+        assert batch is not None and source.value is not None
+        observing = ";".join(
+            f"{v.version}={'pass' if v.passed else 'break'}"
+            for v in decision.verdicts
+            if v.mode == "observing"
+        )
+        headers = [
+            ("batch-id", batch.batch_id.encode()),
+            ("layer", batch.layer.encode()),
+            ("contract-versions-enforced", ",".join(decision.enforcing_passed).encode()),
+            ("contract-versions-observing", observing.encode()),
+            *_source_headers(source),
+        ]
+        records.append(OutRecord(topics.admitted, batch.layer, source.value, headers))
+    else:
+        records.append(_quarantine(source, layer, batch_id, decision, topics, now, worker_id))
+    return Outcome(source, layer, batch_id, decision, tuple(records), duration_s)
