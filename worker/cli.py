@@ -229,6 +229,10 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
     if not args.contract and not args.observing:
         raise ContractGateError("give at least one --contract FILE (or --observing FILE)")
+    if args.crs:
+        from worker.spatial import resolve_crs
+
+        resolve_crs(args.crs)  # a --crs that does not resolve is bad input (exit 2)
     versions = [ActiveVersion(load_contract(f), "enforcing") for f in args.contract]
     versions += [ActiveVersion(load_contract(f), "observing") for f in args.observing]
     layers = {v.contract.layer for v in versions}

@@ -1,0 +1,68 @@
+"""Registry of contract versions from config records: policy re-checks, tombstones, order."""
+
+from __future__ import annotations
+
+from worker.codec import encode_contract_record
+from worker.contracts import load_contract, parse_contract
+from worker.publish import contract_record
+from worker.registry import Registry
+from worker.scenario import data_file
+
+V1 = load_contract(data_file("contracts/admin_boundaries.v1.yaml"))
+V11 = load_contract(data_file("contracts/admin_boundaries.v1.1.yaml"))
+
+
+def record(contract=V1, **kw) -> bytes:  # type: ignore[no-untyped-def]
+    return encode_contract_record(contract_record(contract, mode=kw.pop("mode", "enforcing"), **kw))
+
+
+def test_added_then_lifecycle_update_then_unchanged() -> None:
+    reg = Registry()
+    assert reg.apply(V1.key, record()).outcome == "added"
+    ev = reg.apply(V1.key, record(mode="observing"))
+    assert (ev.outcome, ev.message) == (
+        "updated",
+        "admin_boundaries/v1.0 enforcing/active -> observing/active",
+    )
+    assert reg.apply(V1.key, record(mode="observing")).outcome == "unchanged"
+    assert [v.mode for v in reg.active("admin_boundaries")] == ["observing"]
+
+
+def test_edit_in_place_is_rejected_and_original_kept() -> None:
+    reg = Registry()
+    reg.apply(V1.key, record())
+    edited = parse_contract(V1.text.replace("max_age: PT6H", "max_age: PT1H"))
+    ev = reg.apply(V1.key, record(edited))
+    assert (ev.outcome, ev.reason, ev.layer) == ("rejected", "edit_in_place", "admin_boundaries")
+    assert "edit in place refused" in ev.message
+    kept = reg.get(V1.key)
+    assert kept is not None and kept.contract.digest == V1.digest
+
+
+def test_undecodable_invalid_and_mismatched_records_are_rejected_with_reasons() -> None:
+    reg = Registry()
+    assert reg.apply("x/v1.0", b"\x00\x01garbage").reason == "invalid_record"
+    broken = encode_contract_record(
+        {**contract_record(V1, mode="enforcing"), "document": "layer: x\nversion: nope\n"}
+    )
+    ev = reg.apply(V1.key, broken)
+    assert ev.reason == "invalid_contract" and "version" in ev.message
+    assert reg.apply("admin_boundaries/v9.0", record()).reason == "key_mismatch"
+    wrong_digest = encode_contract_record(
+        {**contract_record(V1, mode="enforcing"), "digest": "0" * 64}
+    )
+    assert reg.apply(V1.key, wrong_digest).reason == "invalid_contract"
+    assert reg.versions() == ()
+
+
+def test_tombstone_removes_and_active_is_ordered_by_version() -> None:
+    reg = Registry()
+    reg.apply(V11.key, record(V11, mode="observing"))
+    reg.apply(V1.key, record())
+    assert [v.contract.version for v in reg.active("admin_boundaries")] == ["v1.0", "v1.1"]
+    assert reg.apply(V1.key, None).outcome == "removed"
+    assert reg.apply(V1.key, None).outcome == "unchanged"
+    assert [v.contract.version for v in reg.active("admin_boundaries")] == ["v1.1"]
+    reg.apply(V11.key, record(V11, mode="observing", state="retired"))
+    assert reg.active("admin_boundaries") == ()
+    assert reg.layers() == ("admin_boundaries",)

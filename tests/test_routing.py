@@ -1,0 +1,99 @@
+"""Routing one event to its output records (no broker): every failure path is a record."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime, timedelta, timezone
+
+from worker import codec
+from worker.contracts import load_contract
+from worker.features import read_batch_file
+from worker.kafka import Topics
+from worker.model import ActiveVersion
+from worker.routing import Source, route
+from worker.scenario import data_file
+
+NOW = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
+TOPICS = Topics()
+V1 = ActiveVersion(load_contract(data_file("contracts/admin_boundaries.v1.yaml")), "enforcing")
+V11 = ActiveVersion(load_contract(data_file("contracts/admin_boundaries.v1.1.yaml")), "observing")
+WORLD = read_batch_file(
+    data_file("admin_boundaries.parquet"),
+    layer="admin_boundaries",
+    crs="EPSG:4326",
+    data_time=NOW - timedelta(hours=1),
+    batch_id="b1",
+)
+
+
+def versions(layer: str) -> tuple[ActiveVersion, ...]:
+    return (V1, V11) if layer == "admin_boundaries" else ()
+
+
+def go(value: bytes | None, key: bytes | None = b"admin_boundaries", loader=None):  # type: ignore[no-untyped-def]
+    return route(
+        Source("gis.batches", 2, 41, key, value),
+        versions,
+        TOPICS,
+        now=NOW,
+        worker_id="w",
+        payload_loader=loader,
+    )
+
+
+def test_admitted_carries_original_bytes_headers_and_one_evaluation_per_version() -> None:
+    value = codec.encode_batch(WORLD)
+    out = go(value)
+    assert out.decision.decision == "admitted"
+    topics = [r.topic for r in out.records]
+    assert topics == [TOPICS.evaluations, TOPICS.evaluations, TOPICS.admitted]
+    admitted = out.records[-1]
+    assert admitted.value == value and admitted.key == "admin_boundaries"
+    headers = dict(admitted.headers)
+    assert headers["contract-versions-enforced"] == b"v1.0"
+    assert headers["contract-versions-observing"] == b"v1.1=break"
+    assert (headers["source-partition"], headers["source-offset"]) == (b"2", b"41")
+    evs = [codec.decode_evaluation(r.value) for r in out.records[:2]]
+    assert [(e["version"], e["mode"], e["passed"]) for e in evs] == [
+        ("v1.0", "enforcing", True),
+        ("v1.1", "observing", False),
+    ]
+
+
+def test_contract_break_goes_to_quarantine_with_reasons_and_original() -> None:
+    stale = codec.encode_batch(replace(WORLD, data_time=NOW - timedelta(days=2)))
+    out = go(stale)
+    q = out.records[-1]
+    assert q.topic == TOPICS.quarantine
+    rec = codec.decode_quarantine(q.value)
+    assert rec["reason_code"] == "contract_break"
+    assert [(r["version"], r["clause"]) for r in rec["reasons"]] == [("v1.0", "fresh")]
+    assert rec["reasons"][0]["measured"] == 2 * 86400.0
+    assert rec["original"] == stale
+    assert dict(q.headers)["dlq.broken"] == b"v1.0:fresh"
+
+
+def test_undecodable_null_unknown_layer_and_bad_payload_are_quarantined() -> None:
+    garbage = go(b"\x02\x00\xffnot avro")
+    assert [codec.decode_quarantine(r.value)["reason_code"] for r in garbage.records] == [
+        "decode_error"
+    ]
+    assert garbage.records[0].key == "admin_boundaries"  # falls back to the source key
+    null = go(None, key=None)
+    assert codec.decode_quarantine(null.records[0].value)["reason_code"] == "decode_error"
+    roads = go(codec.encode_batch(replace(WORLD, layer="roads")))
+    rec = codec.decode_quarantine(roads.records[0].value)
+    assert rec["reason_code"] == "no_active_contract" and "roads" in rec["reasons"][0]["message"]
+    by_ref = codec.encode_batch(
+        WORLD, inline=False, payload_uri="file:///nonexistent/world.parquet"
+    )
+    missing = go(by_ref)
+    rec = codec.decode_quarantine(missing.records[0].value)
+    assert rec["reason_code"] == "payload_error" and rec["batch_id"] == "b1"
+
+
+def test_payload_uri_is_loaded_and_evaluated() -> None:
+    uri = data_file("admin_boundaries.parquet").as_uri()
+    out = go(codec.encode_batch(WORLD, inline=False, payload_uri=uri))
+    assert out.decision.decision == "admitted"
+    assert len(out.decision.verdicts) == 2
