@@ -20,6 +20,7 @@ from typing import Any
 
 from worker.errors import ContractGateError
 from worker.kafka import Settings, Topics
+from worker.lifecycle_cli import LIFECYCLE_COMMANDS, add_lifecycle_args
 
 __all__ = ["build_parser", "main"]
 
@@ -188,6 +189,7 @@ def build_parser() -> argparse.ArgumentParser:
     cp.add_argument("file", help="contract YAML file")
     cp.add_argument("--mode", choices=["enforcing", "observing"], default="enforcing")
     cp.add_argument("--published-by", default=None, help="publisher name (default: $USER)")
+    add_lifecycle_args(csub, _add_kafka_args)
 
     p = sub.add_parser("batch", help="publish batch-arrival events")
     bsub = p.add_subparsers(dest="batch_command", required=True, metavar="ACTION")
@@ -298,6 +300,9 @@ def _cmd_topics(args: argparse.Namespace) -> int:
 
 def _cmd_contract(args: argparse.Namespace) -> int:
     from worker.publish import publish_contract
+
+    if args.contract_command in LIFECYCLE_COMMANDS:
+        return int(LIFECYCLE_COMMANDS[args.contract_command](args))
 
     settings = settings_from_args(args)
     print(publish_contract(settings, args.file, mode=args.mode, published_by=args.published_by))
