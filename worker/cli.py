@@ -18,6 +18,7 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
 
+from worker.consumers_cli import add_consumers_args, add_retire_args, cmd_consumers, cmd_retire
 from worker.errors import ContractGateError
 from worker.kafka import Settings, Topics
 from worker.lifecycle_cli import LIFECYCLE_COMMANDS, add_lifecycle_args
@@ -190,6 +191,8 @@ def build_parser() -> argparse.ArgumentParser:
     cp.add_argument("--mode", choices=["enforcing", "observing"], default="enforcing")
     cp.add_argument("--published-by", default=None, help="publisher name (default: $USER)")
     add_lifecycle_args(csub, _add_kafka_args)
+    add_retire_args(csub, _add_kafka_args)
+    add_consumers_args(sub, _add_kafka_args)
 
     p = sub.add_parser("batch", help="publish batch-arrival events")
     bsub = p.add_subparsers(dest="batch_command", required=True, metavar="ACTION")
@@ -303,6 +306,8 @@ def _cmd_contract(args: argparse.Namespace) -> int:
 
     if args.contract_command in LIFECYCLE_COMMANDS:
         return int(LIFECYCLE_COMMANDS[args.contract_command](args))
+    if args.contract_command == "retire":
+        return cmd_retire(args)
 
     settings = settings_from_args(args)
     print(publish_contract(settings, args.file, mode=args.mode, published_by=args.published_by))
@@ -342,6 +347,7 @@ COMMANDS: dict[str, Any] = {
     "contract": _cmd_contract,
     "batch": _cmd_batch,
     "demo": _cmd_demo,
+    "consumers": cmd_consumers,
 }
 
 

@@ -11,6 +11,7 @@ translated at the module that calls them, so callers catch one root::
     │   └── PayloadError         a payload_uri / batch file cannot be loaded
     ├── CrsError                 a CRS string cannot be resolved by pyproj
     ├── PolicyError              a lifecycle rule refuses the operation (publish, promote, retire)
+    ├── VersionMismatchError     an admitted record was not admitted under the reader's version
     └── KafkaError               the broker refused or failed an operation
         └── BrokerUnavailable    no broker could be reached or started
 """
@@ -27,6 +28,7 @@ __all__ = [
     "KafkaError",
     "PayloadError",
     "PolicyError",
+    "VersionMismatchError",
 ]
 
 
@@ -59,6 +61,10 @@ class CrsError(ContractGateError):
 
 class PolicyError(ContractGateError):
     """A lifecycle rule of DESIGN.md section 5 refuses the requested operation."""
+
+
+class VersionMismatchError(ContractGateError):
+    """A record of the admitted topic was not admitted under the version its reader expects."""
 
 
 class KafkaError(ContractGateError):

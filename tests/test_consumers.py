@@ -1,0 +1,81 @@
+"""Consumer helper without a broker: the reader-side check and the declaration gauge."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+from worker import consumers
+from worker.codec import decode_consumer_declaration
+from worker.consumers import assert_admitted_under, declare
+from worker.errors import ContractGateError, VersionMismatchError
+from worker.kafka import Settings
+
+
+def _headers(enforced: str) -> list[tuple[str, bytes]]:
+    return [
+        ("batch-id", b"b-1"),
+        ("layer", b"roads"),
+        ("contract-versions-enforced", enforced.encode()),
+    ]
+
+
+def test_assert_passes_when_the_readers_major_was_enforced() -> None:
+    assert assert_admitted_under(_headers("v1.1,v2.0"), "v1") == ("v1.1", "v2.0")
+    assert assert_admitted_under({"contract-versions-enforced": "v2.0"}, "v2.0") == ("v2.0",)
+
+
+def test_assert_fails_on_another_version_naming_the_batch() -> None:
+    with pytest.raises(
+        VersionMismatchError, match=r"batch b-1 of layer roads .* v2\.0, not under v1"
+    ):
+        assert_admitted_under(_headers("v2.0"), "v1")
+    with pytest.raises(VersionMismatchError, match="no enforcing version"):
+        assert_admitted_under(_headers(""), "v1")
+    with pytest.raises(VersionMismatchError, match="not a record of the admitted topic"):
+        assert_admitted_under([("batch-id", b"x")], "v1")
+    with pytest.raises(ContractGateError):
+        assert_admitted_under(_headers("v1.0"), "one")
+
+
+def _points(reader: InMemoryMetricReader) -> dict[tuple[str, str, str], float]:
+    out = {}
+    data = reader.get_metrics_data()
+    for rm in data.resource_metrics if data else []:
+        for sm in rm.scope_metrics:
+            for m in sm.metrics:
+                if m.name == "gis_consumer_contract_version":
+                    for p in m.data.data_points:
+                        a = p.attributes
+                        out[(a["consumer"], a["layer"], a["version"])] = p.value
+    return out
+
+
+def test_declare_writes_the_record_and_moves_the_gauge(monkeypatch: pytest.MonkeyPatch) -> None:
+    sent: list[tuple[str, str | None, Any]] = []
+
+    def fake_produce(
+        settings: Settings, topic: str, key: str | None, value: Any
+    ) -> tuple[int, int]:
+        sent.append((topic, key, value))
+        return 0, len(sent) - 1
+
+    monkeypatch.setattr(consumers, "produce_one", fake_produce)
+    reader = InMemoryMetricReader()
+    meter = MeterProvider(metric_readers=[reader]).get_meter("test")
+    settings = Settings()
+    declare(settings, "unit-reader", "roads", "v1", meter=meter)
+    assert _points(reader) == {("unit-reader", "roads", "v1.0"): 1}
+    declare(settings, "unit-reader", "roads", "v2", meter=meter)
+    assert _points(reader) == {
+        ("unit-reader", "roads", "v1.0"): 0,
+        ("unit-reader", "roads", "v2.0"): 1,
+    }
+    assert [(t, k) for t, k, _ in sent] == [("gis.contract.consumers", "unit-reader/roads")] * 2
+    rec = decode_consumer_declaration(sent[-1][2])
+    assert (rec["consumer"], rec["layer"], rec["version"]) == ("unit-reader", "roads", "v2.0")
+    with pytest.raises(ContractGateError, match="consumer"):
+        declare(settings, "", "roads", "v1", meter=meter)
