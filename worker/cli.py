@@ -190,6 +190,9 @@ def build_parser() -> argparse.ArgumentParser:
     cp.add_argument("file", help="contract YAML file")
     cp.add_argument("--mode", choices=["enforcing", "observing"], default="enforcing")
     cp.add_argument("--published-by", default=None, help="publisher name (default: $USER)")
+    cp.add_argument(
+        "--dry-run", action="store_true", help="classify and apply the policy, write nothing"
+    )
     add_lifecycle_args(csub, _add_kafka_args)
     add_retire_args(csub, _add_kafka_args)
     add_consumers_args(sub, _add_kafka_args)
@@ -310,7 +313,15 @@ def _cmd_contract(args: argparse.Namespace) -> int:
         return cmd_retire(args)
 
     settings = settings_from_args(args)
-    print(publish_contract(settings, args.file, mode=args.mode, published_by=args.published_by))
+    print(
+        publish_contract(
+            settings,
+            args.file,
+            mode=args.mode,
+            published_by=args.published_by,
+            dry_run=args.dry_run,
+        )
+    )
     return 0
 
 

@@ -6,7 +6,7 @@ import getpass
 from datetime import datetime, timezone
 from pathlib import Path
 
-from worker.codec import encode_batch, encode_contract_record
+from worker.codec import encode_batch
 from worker.config_topic import ConfigFollower
 from worker.contracts import load_contract
 from worker.errors import PolicyError
@@ -66,37 +66,45 @@ def publish_contract(
     *,
     mode: str = "enforcing",
     published_by: str | None = None,
+    dry_run: bool = False,
+    now: datetime | None = None,
 ) -> str:
-    """Publish a contract file as a new version; returns a one-line summary.
+    """Publish a contract file as a new version under the lifecycle policy; returns a report.
 
-    A version already published with the same document is a no-op; with a different
-    document it is refused (DESIGN.md section 5: published versions are immutable).
+    The file is classified against the newest version of its layer on the config topic
+    (DESIGN.md sections 4 and 5, :func:`worker.policy.decide_publish`): same key and
+    digest is a no-op; same key, other digest is refused (edit in place); the number must
+    follow the class; a tightening must be observing; an enforcing minor supersedes the
+    earlier revisions of its major; a major opens an overlap. ``dry_run`` writes nothing.
 
     Raises
     ------
     ContractError
         The file is not a valid contract.
     PolicyError
-        Edit in place of a published version.
+        The policy refuses the publication (the message names the class and the fix).
     KafkaError
         The config topic cannot be read or written.
     """
+    from worker.lifecycle import read_published, write_records
+    from worker.policy import decide_publish
+
     contract = load_contract(path)
-    known = read_registry(settings).get(contract.key)
-    if known is not None:
-        if known.contract.digest == contract.digest:
-            return f"{contract.key} is already published with this document (no-op)"
-        raise PolicyError(
-            f"{contract.key} is already published with another document (digest "
-            f"{known.contract.digest[:12]}, this file {contract.digest[:12]}): edit in place "
-            "refused; give the change a new version number"
-        )
-    value = encode_contract_record(contract_record(contract, mode=mode, published_by=published_by))
-    partition, offset = produce_one(settings, settings.topics.contracts, contract.key, value)
-    return (
-        f"published {contract.key} ({mode}) digest {contract.digest[:12]} "
-        f"at {settings.topics.contracts}[{partition}]@{offset}"
+    known = read_published(settings).published(contract.layer)
+    decision = decide_publish(
+        contract,
+        mode=mode,
+        known=known,
+        published_by=published_by or getpass.getuser(),
+        now=now or datetime.now(timezone.utc),
     )
+    if decision.action == "refuse":
+        raise PolicyError(decision.message)
+    if decision.action == "noop" or dry_run:
+        prefix = "dry run (nothing written): " if dry_run and decision.action == "write" else ""
+        return prefix + decision.message
+    lines = write_records(settings, decision.writes)
+    return "\n".join([decision.message, *lines])
 
 
 def publish_batch(
