@@ -52,7 +52,8 @@ def collect_results(
     settings: Settings, expected: int, evaluations: int, timeout_s: float
 ) -> DemoResult:
     """Read the admitted, quarantine and evaluation topics until ``expected`` decisions and
-    ``evaluations`` evaluation records were seen (or ``timeout_s`` passes)."""
+    ``evaluations`` distinct (batch, version) evaluation records were seen (or ``timeout_s``
+    passes). Duplicates (redelivery after a crash) are kept in ``evaluations``."""
     from confluent_kafka import Consumer
 
     t = settings.topics
@@ -62,7 +63,8 @@ def collect_results(
     deadline = time.monotonic() + timeout_s
     try:
         while time.monotonic() < deadline and (
-            len(result.decisions) < expected or len(result.evaluations) < evaluations
+            len(result.decisions) < expected
+            or len({(e["batch_id"], e["version"]) for e in result.evaluations}) < evaluations
         ):
             msg = consumer.poll(0.5)
             if msg is None or msg.error() is not None:
