@@ -1,0 +1,184 @@
+"""Consumer declarations, the migration counter and the retirement gate on a real broker.
+
+A consumer is its Kafka consumer group id. "A group that reads the admitted topic" is made
+by committing an offset for the group directly (no group join, which takes a session
+timeout on Tansu).
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+
+from worker.cli import main
+from worker.codec import encode_batch, encode_contract_record
+from worker.consumers import _read_to_eof, declare
+from worker.contracts import load_contract, parse_contract
+from worker.features import read_batch_file
+from worker.kafka import Settings, produce_one
+from worker.model import Contract
+from worker.publish import contract_record, read_registry
+from worker.scenario import data_file
+
+LAYER = "nyc_boroughs"
+
+
+def _contracts() -> tuple[Contract, Contract]:
+    v1 = load_contract(data_file("contracts/nyc_boroughs.v1.yaml"))
+    v2 = parse_contract(v1.text.replace("\nversion: v1\n", "\nversion: v2\n"), source="v2")
+    assert v2.version == "v2.0"
+    return v1, v2
+
+
+def _publish(settings: Settings, *contracts: Contract) -> None:
+    for c in contracts:
+        value = encode_contract_record(contract_record(c, mode="enforcing"))
+        produce_one(settings, settings.topics.contracts, c.key, value)
+
+
+def _kafka_argv(settings: Settings) -> list[str]:
+    argv = ["--bootstrap-servers", settings.bootstrap_servers, "--group-id", settings.group_id]
+    for name, topic in settings.topics.__dict__.items():
+        argv += [f"--{name}-topic", topic]
+    return argv
+
+
+def _cli(settings: Settings, capsys: Any, *args: str) -> tuple[int, str, str]:
+    capsys.readouterr()
+    code = main([*args, *_kafka_argv(settings)])
+    out, err = capsys.readouterr()
+    return code, out, err
+
+
+def _status(settings: Settings, capsys: Any) -> dict[str, dict[str, Any]]:
+    code, out, err = _cli(settings, capsys, "consumers", "status", LAYER, "--format", "json")
+    assert code == 0, err
+    return {row["version"]: row for row in json.loads(out)}
+
+
+def _commit_offset(settings: Settings, group: str) -> None:
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": settings.bootstrap_servers, "group.id": group})
+    try:
+        c.commit(offsets=[TopicPartition(settings.topics.admitted, 0, 0)], asynchronous=False)
+    finally:
+        c.close()
+
+
+def test_undeclared_group_blocks_retirement_until_it_declares(
+    settings: Settings, capsys: Any
+) -> None:
+    v1, v2 = _contracts()
+    _publish(settings, v1, v2)
+    group = f"{settings.group_id}-downstream-silent"
+    _commit_offset(settings, group)
+
+    rows = _status(settings, capsys)
+    assert rows["v1"]["count"] == 1 and rows["v1"]["oldest_active"]
+    assert [(r["name"], r["kind"]) for r in rows["v1"]["unattributed"]] == [(group, "unattributed")]
+    assert rows["v2"]["count"] == 0
+
+    code, _, err = _cli(settings, capsys, "contract", "retire", LAYER, "v1")
+    assert code == 2
+    assert "refused" in err and f"{group} (unattributed)" in err
+
+    declare(settings, group, LAYER, "v2")
+    rows = _status(settings, capsys)
+    assert rows["v1"]["count"] == 0
+    assert [r["name"] for r in rows["v2"]["declared"]] == [group]
+
+    code, out, err = _cli(settings, capsys, "contract", "retire", LAYER, "v1")
+    assert code == 0, err
+    assert "retired nyc_boroughs v1 (v1.0)" in out
+    registry = read_registry(settings)
+    assert [v.contract.version for v in registry.active(LAYER)] == ["v2.0"]
+    retired = registry.get(v1.key)
+    assert retired is not None and retired.state == "retired"  # stays in history
+
+
+def test_three_declared_consumers_migrate_one_at_a_time(settings: Settings, capsys: Any) -> None:
+    v1, v2 = _contracts()
+    _publish(settings, v1, v2)
+    names = [f"{settings.group_id}-reader{i}" for i in range(3)]
+    for name in names:
+        code, _out, err = _cli(settings, capsys, "consumers", "declare", name, LAYER, "v1")
+        assert code == 0, err
+    counts = [_status(settings, capsys)["v1"]["count"]]
+    for name in names:
+        assert _cli(settings, capsys, "consumers", "declare", name, LAYER, "v2")[0] == 0
+        counts.append(_status(settings, capsys)["v1"]["count"])
+    assert counts == [3, 2, 1, 0]
+    assert _status(settings, capsys)["v2"]["count"] == 3
+    code, _, err = _cli(settings, capsys, "contract", "retire", LAYER, "v2")
+    assert code == 2 and "3 consumer(s)" in err and f"{names[0]} (declared)" in err
+    assert _cli(settings, capsys, "contract", "retire", LAYER, "v1")[0] == 0
+    code, _, err = _cli(settings, capsys, "contract", "retire", LAYER, "v1")
+    assert code == 2 and "not active" in err
+
+
+def _admitted(settings: Settings, n: int, timeout_s: float = 60) -> list[Any]:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        msgs = list(_read_to_eof(settings, settings.topics.admitted))
+        if len(msgs) >= n or time.monotonic() > deadline:
+            return msgs
+        time.sleep(0.3)
+
+
+def test_retired_version_stops_being_evaluated_and_reader_assert_fails(
+    settings: Settings, start_worker: Any, capsys: Any
+) -> None:
+    v1, v2 = _contracts()
+    _publish(settings, v1, v2)
+    worker = start_worker(settings)
+    assert [v.contract.version for v in worker.pipeline.registry.active(LAYER)] == [
+        "v1.0",
+        "v2.0",
+    ]
+    now = datetime.now(timezone.utc)
+
+    def send(batch_id: str) -> None:
+        batch = read_batch_file(
+            data_file("nyc_boroughs.parquet"),
+            layer=LAYER,
+            data_time=now - timedelta(minutes=5),
+            batch_id=batch_id,
+        )
+        produce_one(settings, settings.topics.batches, LAYER, encode_batch(batch))
+
+    send("before-retirement")
+    first = _admitted(settings, 1)
+    assert len(first) == 1
+    assert dict(first[0].headers())["contract-versions-enforced"] == b"v1.0,v2.0"
+
+    code, _out, err = _cli(settings, capsys, "contract", "retire", LAYER, "v1")
+    assert code == 0, err
+    deadline = time.monotonic() + 20
+    while len(worker.pipeline.registry.active(LAYER)) != 1 and time.monotonic() < deadline:
+        time.sleep(0.1)
+    assert [v.contract.version for v in worker.pipeline.registry.active(LAYER)] == ["v2.0"]
+
+    send("after-retirement")
+    msgs = _admitted(settings, 2)
+    assert len(msgs) == 2
+    last = max(msgs, key=lambda m: m.timestamp()[1])
+    assert dict(last.headers())["contract-versions-enforced"] == b"v2.0"
+
+    # a reader built for v1 fails early on the record admitted under v2 only
+    at = ["--partition", str(last.partition()), "--offset", str(last.offset())]
+    code, _, err = _cli(settings, capsys, "consumers", "assert", LAYER, "v1", *at)
+    assert code == 2
+    assert "after-retirement" in err and "not under v1" in err
+    code, _out, err = _cli(settings, capsys, "consumers", "assert", LAYER, "v2", *at)
+    assert code == 0, err
+    code, _, err = _cli(settings, capsys, "consumers", "assert", LAYER, "v1", "--last", "5")
+    assert code == 2 and "not under v1" in err
+    assert _cli(settings, capsys, "consumers", "assert", LAYER, "v1", "--last", "1")[0] == 2
+
+
+pytestmark = pytest.mark.integration
