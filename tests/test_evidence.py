@@ -1,0 +1,90 @@
+"""Evidence summaries of an observing version (pure) and their renderings."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+from worker.contracts import load_contract
+from worker.evidence import (
+    evidence_to_json,
+    render_evidence_html,
+    render_evidence_text,
+    summarise,
+)
+from worker.scenario import data_file
+
+T0 = datetime(2026, 11, 29, 0, 0, tzinfo=timezone.utc)
+V1_1 = load_contract(data_file("contracts/admin_boundaries.v1.1.yaml"))  # cadence PT6H
+
+
+def record(batch: str, hours: float, passed: bool, version: str = "v1.1") -> dict[str, Any]:
+    at = T0 + timedelta(hours=hours)
+    clauses = [
+        {
+            "name": "valid",
+            "kind": "validity",
+            "result": "pass",
+            "on_break": "halt",
+            "measured": 0.0,
+            "expected": 0.0,
+            "message": "ok",
+        },
+        {
+            "name": "continent",
+            "kind": "domain",
+            "result": "pass" if passed else "break",
+            "on_break": "halt",
+            "measured": [] if passed else ["Seven seas (open ocean)"],
+            "expected": "codes of the domain",
+            "message": "domain",
+        },
+    ]
+    return {
+        "batch_id": batch,
+        "layer": "admin_boundaries",
+        "version": version,
+        "mode": "observing",
+        "passed": passed,
+        "evaluated_at": at,
+        "data_time": at - timedelta(minutes=30),
+        "clauses": clauses,
+    }
+
+
+RECORDS = [
+    record("b1", 0, False),
+    record("b2", 1, True),
+    record("b2", 1.1, True),
+    record("b3", 2, False),
+    record("x", 2, True, version="v1.0"),
+]
+
+
+def test_summary_counts_each_batch_once_and_lists_would_be_rejections() -> None:
+    e = summarise(V1_1, RECORDS, now=T0 + timedelta(hours=3))
+    assert (e.evaluated, e.passed) == (3, 1)
+    assert e.attainment is not None and abs(e.attainment - 1 / 3) < 1e-9
+    assert [p.batch_id for p in e.would_reject] == ["b1", "b3"]
+    assert e.would_reject[0].broken[0].name == "continent"
+    assert e.span_s == 3 * 3600 and e.missing_s == 3 * 3600
+    text = render_evidence_text(e)
+    assert "3.0 h missing" in text and "b3 (data time" in text
+    assert '"Seven seas (open ocean)"' in text
+    js = evidence_to_json(e)
+    assert js["would_reject"][1]["broken"][0]["measured"] == ["Seven seas (open ocean)"]
+
+
+def test_html_is_self_contained_with_an_svg_timeline() -> None:
+    e = summarise(V1_1, RECORDS, now=T0 + timedelta(hours=7))
+    page = render_evidence_html(e)
+    assert page.startswith("<!DOCTYPE html>") and "<svg" in page
+    assert page.count("<circle") == 3 and page.count('fill="#c22"') == 2
+    assert "http://" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")
+    assert "<script" not in page and "missing" not in page.split("<h2>")[0]
+
+
+def test_no_evaluations() -> None:
+    e = summarise(V1_1, [], now=T0)
+    assert (e.evaluated, e.attainment, e.span_s) == (0, None, 0.0)
+    assert "no evaluations yet" in render_evidence_html(e)

@@ -1,0 +1,343 @@
+"""Evidence of an observing version, read from the evaluations topic (the evidence store).
+
+:func:`read_evaluations` scans ``gis.contract.evaluations`` with a group-less reader to
+partition EOF (never a ListOffsets figure alone, DESIGN.md section 8) and keeps the records
+of one layer. :func:`summarise` (pure) turns the records of one version into an
+:class:`Evidence`: the span covered (from the first evaluation to *now*) against the
+cadence, batches evaluated, attainment against the objective, and the batches the version
+would have rejected with their broken clauses. Renderers give text, JSON and one
+self-contained HTML page with an inline SVG timeline (no network at view time).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import time
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from worker.codec import decode_evaluation
+from worker.errors import ContractGateError, KafkaError
+from worker.kafka import Settings
+from worker.model import Contract
+
+__all__ = [
+    "BrokenClause",
+    "EvaluationPoint",
+    "Evidence",
+    "evidence_to_json",
+    "read_evaluations",
+    "render_evidence_html",
+    "render_evidence_text",
+    "summarise",
+]
+
+
+@dataclass(frozen=True)
+class BrokenClause:
+    name: str
+    kind: str
+    on_break: str
+    measured: Any
+    expected: Any
+    message: str
+
+
+@dataclass(frozen=True)
+class EvaluationPoint:
+    """One batch evaluated against the version; ``broken`` is empty when it passed."""
+
+    batch_id: str
+    data_time: datetime
+    evaluated_at: datetime
+    passed: bool
+    broken: tuple[BrokenClause, ...]
+
+
+@dataclass(frozen=True)
+class Evidence:
+    """The observing record of one version up to ``now``.
+
+    ``span_s`` is ``now`` minus the first evaluation (0 without any): the time the version
+    has been evaluating every batch of the layer. ``attainment`` is passed / evaluated
+    (None without evaluations). ``points`` are in evaluation order, one per batch.
+    """
+
+    layer: str
+    version: str
+    cadence: str
+    cadence_s: float
+    objective: float
+    now: datetime
+    first_at: datetime | None
+    last_at: datetime | None
+    span_s: float
+    points: tuple[EvaluationPoint, ...]
+
+    @property
+    def evaluated(self) -> int:
+        return len(self.points)
+
+    @property
+    def passed(self) -> int:
+        return sum(p.passed for p in self.points)
+
+    @property
+    def attainment(self) -> float | None:
+        return self.passed / self.evaluated if self.points else None
+
+    @property
+    def would_reject(self) -> tuple[EvaluationPoint, ...]:
+        return tuple(p for p in self.points if not p.passed)
+
+    @property
+    def cycles(self) -> float:
+        return self.span_s / self.cadence_s
+
+    @property
+    def missing_s(self) -> float:
+        return max(0.0, self.cadence_s - self.span_s)
+
+
+def read_evaluations(
+    settings: Settings, layer: str, timeout_s: float = 60.0
+) -> list[dict[str, Any]]:
+    """Every evaluation record of ``layer`` on the evaluations topic, read to partition EOF.
+
+    Raises
+    ------
+    KafkaError
+        The topic is missing or EOF is not reached on every partition within ``timeout_s``.
+    """
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+    from confluent_kafka import KafkaError as CKError
+
+    topic = settings.topics.evaluations
+    consumer = Consumer(settings.reader())
+    try:
+        meta = consumer.list_topics(topic, timeout=10).topics.get(topic)
+        if meta is None or meta.error is not None or not meta.partitions:
+            raise KafkaError(f"evaluations topic {topic} does not exist or has no partitions")
+        parts = sorted(meta.partitions)
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in parts])
+        at_eof: set[int] = set()
+        out: list[dict[str, Any]] = []
+        deadline = time.monotonic() + timeout_s
+        while len(at_eof) < len(parts):
+            if time.monotonic() > deadline:
+                raise KafkaError(
+                    f"did not reach the end of {topic} within {timeout_s:.0f} s "
+                    f"({len(at_eof)}/{len(parts)} partitions at EOF)"
+                )
+            msg: Any = consumer.poll(0.5)
+            if msg is None:
+                continue
+            err = msg.error()
+            if err is not None:
+                if err.code() == CKError._PARTITION_EOF:
+                    at_eof.add(int(msg.partition()))
+                    continue
+                raise KafkaError(f"evaluations topic read failed: {err.str()}")
+            at_eof.discard(msg.partition())
+            key = msg.key()
+            if key is not None and key.decode("utf-8", "replace") != layer:
+                continue
+            try:
+                record = decode_evaluation(msg.value())
+            except ContractGateError:
+                continue  # not ours to judge here; the evidence counts decodable records
+            if record["layer"] == layer:
+                out.append(record)
+        return out
+    finally:
+        consumer.close()
+
+
+def summarise(contract: Contract, records: Iterable[Mapping[str, Any]], now: datetime) -> Evidence:
+    """The :class:`Evidence` of ``contract`` from evaluation records (any layer/version).
+
+    A batch evaluated more than once (redelivery after an aborted transaction) counts once,
+    with its last evaluation.
+    """
+    by_batch: dict[str, EvaluationPoint] = {}
+    for r in records:
+        if r["layer"] != contract.layer or r["version"] != contract.version:
+            continue
+        broken = tuple(
+            BrokenClause(
+                c["name"], c["kind"], c["on_break"], c["measured"], c["expected"], c["message"]
+            )
+            for c in r["clauses"]
+            if c["result"] == "break"
+        )
+        by_batch.pop(r["batch_id"], None)
+        by_batch[r["batch_id"]] = EvaluationPoint(
+            r["batch_id"], r["data_time"], r["evaluated_at"], bool(r["passed"]), broken
+        )
+    points = tuple(sorted(by_batch.values(), key=lambda p: p.evaluated_at))
+    first = points[0].evaluated_at if points else None
+    last = points[-1].evaluated_at if points else None
+    span_s = max(0.0, (now - first).total_seconds()) if first else 0.0
+    return Evidence(
+        contract.layer,
+        contract.version,
+        contract.cadence,
+        contract.cadence_s,
+        contract.objective,
+        now,
+        first,
+        last,
+        span_s,
+        points,
+    )
+
+
+def _duration(seconds: float) -> str:
+    if seconds >= 3600:
+        return f"{seconds / 3600:.1f} h"
+    if seconds >= 60:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds:.0f} s"
+
+
+def _clause_line(c: BrokenClause) -> str:
+    return (
+        f"{c.name} ({c.kind}, {c.on_break}): measured {json.dumps(c.measured, default=str)}, "
+        f"expected {json.dumps(c.expected, default=str)}"
+    )
+
+
+def render_evidence_text(e: Evidence) -> str:
+    """Readable summary: span vs cadence, counts, attainment, would-be rejections."""
+    att = "n/a" if e.attainment is None else f"{e.attainment:.3f}"
+    lines = [
+        f"{e.layer}/{e.version} evidence at {e.now.isoformat()}",
+        f"  span covered {_duration(e.span_s)} of one cadence cycle {e.cadence} "
+        f"({_duration(e.cadence_s)}): {e.cycles:.2f} cycles"
+        + (f", {_duration(e.missing_s)} missing" if e.missing_s else ""),
+        f"  batches evaluated {e.evaluated}, passed {e.passed}, attainment {att} "
+        f"(objective {e.objective})",
+        f"  would have rejected {len(e.would_reject)} batch(es)",
+    ]
+    for p in e.would_reject:
+        lines.append(f"    {p.batch_id} (data time {p.data_time.isoformat()})")
+        lines += [f"      {_clause_line(c)}" for c in p.broken]
+    return "\n".join(lines)
+
+
+def evidence_to_json(e: Evidence) -> dict[str, Any]:
+    """JSON-ready dict of the evidence (times ISO 8601)."""
+
+    def point(p: EvaluationPoint) -> dict[str, Any]:
+        return {
+            "batch_id": p.batch_id,
+            "data_time": p.data_time.isoformat(),
+            "evaluated_at": p.evaluated_at.isoformat(),
+            "passed": p.passed,
+            "broken": [
+                {
+                    "clause": c.name,
+                    "kind": c.kind,
+                    "on_break": c.on_break,
+                    "measured": c.measured,
+                    "expected": c.expected,
+                    "message": c.message,
+                }
+                for c in p.broken
+            ],
+        }
+
+    return {
+        "layer": e.layer,
+        "version": e.version,
+        "now": e.now.isoformat(),
+        "cadence": e.cadence,
+        "cadence_s": e.cadence_s,
+        "span_s": e.span_s,
+        "cycles": e.cycles,
+        "missing_s": e.missing_s,
+        "first_evaluated_at": e.first_at.isoformat() if e.first_at else None,
+        "last_evaluated_at": e.last_at.isoformat() if e.last_at else None,
+        "evaluated": e.evaluated,
+        "passed": e.passed,
+        "attainment": e.attainment,
+        "objective": e.objective,
+        "would_reject": [point(p) for p in e.would_reject],
+        "evaluations": [point(p) for p in e.points],
+    }
+
+
+def _svg_timeline(e: Evidence, width: int = 760, height: int = 120) -> str:
+    """Inline SVG: one mark per batch on a time axis from the first evaluation to the end
+    of one cadence cycle (or now, if later); passes green above, would-be rejections red."""
+    pad = 40
+    if e.first_at is None:
+        return (
+            f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}">'
+            f'<text x="{pad}" y="{height // 2}">no evaluations yet</text></svg>'
+        )
+    start = e.first_at.timestamp()
+    end = max(start + e.cadence_s, e.now.timestamp())
+    scale = (width - 2 * pad) / max(end - start, 1.0)
+
+    def x(t: float) -> float:
+        return pad + (t - start) * scale
+
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'role="img" aria-label="evaluations of {html.escape(e.version)} over time">',
+        f'<line x1="{pad}" y1="{height / 2}" x2="{width - pad}" y2="{height / 2}" stroke="#888"/>',
+        f'<line x1="{x(start + e.cadence_s):.1f}" y1="10" x2="{x(start + e.cadence_s):.1f}" '
+        f'y2="{height - 20}" stroke="#36c" stroke-dasharray="4 3"/>',
+        f'<text x="{x(start + e.cadence_s) + 3:.1f}" y="18" font-size="11" fill="#36c">'
+        "one cadence cycle</text>",
+        f'<line x1="{x(e.now.timestamp()):.1f}" y1="10" x2="{x(e.now.timestamp()):.1f}" '
+        f'y2="{height - 20}" stroke="#000"/>',
+        f'<text x="{x(e.now.timestamp()) - 24:.1f}" y="{height - 6}" font-size="11">now</text>',
+    ]
+    for p in e.points:
+        cx = x(p.evaluated_at.timestamp())
+        cy = height / 2 - 18 if p.passed else height / 2 + 18
+        color = "#2a2" if p.passed else "#c22"
+        title = html.escape(
+            f"{p.batch_id} {'pass' if p.passed else 'would reject'} "
+            f"(data time {p.data_time.isoformat()})" + "".join(f"; {c.name}" for c in p.broken)
+        )
+        parts.append(
+            f'<circle cx="{cx:.1f}" cy="{cy}" r="5" fill="{color}"><title>{title}</title></circle>'
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def render_evidence_html(e: Evidence) -> str:
+    """One self-contained HTML page (inline CSS and SVG, no scripts, no network)."""
+    esc = html.escape
+    att = "n/a" if e.attainment is None else f"{e.attainment:.3f}"
+    missing = f", {_duration(e.missing_s)} missing" if e.missing_s else ""
+    rows = "".join(
+        f"<tr><td>{esc(p.batch_id)}</td><td>{esc(p.data_time.isoformat())}</td><td>"
+        + "<br>".join(esc(_clause_line(c)) for c in p.broken)
+        + "</td></tr>"
+        for p in e.would_reject
+    )
+    title = f"{e.layer}/{e.version} observing evidence"
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>
+<style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}
+td,th{{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}}</style>
+</head><body>
+<h1>{esc(title)}</h1>
+<p>At {esc(e.now.isoformat())}: span covered {esc(_duration(e.span_s))} of one cadence cycle
+{esc(e.cadence)} ({e.cycles:.2f} cycles{esc(missing)}).
+Batches evaluated {e.evaluated}, passed {e.passed}, attainment {att} (objective {e.objective}).</p>
+<h2>Timeline (green: pass, red: would have been rejected)</h2>
+{_svg_timeline(e)}
+<h2>Batches it would have rejected ({len(e.would_reject)})</h2>
+<table><tr><th>batch</th><th>data time</th><th>broken clauses (measured, expected)</th></tr>
+{rows}</table>
+</body></html>
+"""
