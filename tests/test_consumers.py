@@ -79,3 +79,35 @@ def test_declare_writes_the_record_and_moves_the_gauge(monkeypatch: pytest.Monke
     assert (rec["consumer"], rec["layer"], rec["version"]) == ("unit-reader", "roads", "v2.0")
     with pytest.raises(ContractGateError, match="consumer"):
         declare(settings, "", "roads", "v1", meter=meter)
+
+
+def test_exporter_publishes_unattributed_rows_and_counts_per_major() -> None:
+    from datetime import datetime, timedelta, timezone
+
+    from worker.consumers import MigrationExporter
+    from worker.migration import Declaration, build_view
+    from worker.registry import Registry
+
+    reader = InMemoryMetricReader()
+    meter = MeterProvider(metric_readers=[reader]).get_meter("test")
+    exporter = MigrationExporter(Settings(), Registry(), meter=meter)
+    now = datetime(2026, 11, 29, tzinfo=timezone.utc)
+    exporter.view = build_view(
+        {"roads": ["v1.0", "v2.0"]},
+        [Declaration("a", "roads", "v2.0", now)],
+        ["silent"],
+        ["a", "silent"],
+        now=now,
+        stale_after=timedelta(days=7),
+    )
+    assert _points(reader) == {("unattributed:silent", "roads", "v1.0"): 1}
+    data = reader.get_metrics_data()
+    counts = {
+        (p.attributes["version"], p.attributes["oldest"]): p.value
+        for rm in data.resource_metrics  # type: ignore[union-attr]
+        for sm in rm.scope_metrics
+        for m in sm.metrics
+        if m.name == "gis.contract.consumers"
+        for p in m.data.data_points
+    }
+    assert counts == {("v1", "true"): 1, ("v2", "false"): 1}
