@@ -1,0 +1,230 @@
+"""Contract lifecycle against a real broker and a real worker (issue 3).
+
+One worker per test (a group join costs about session.timeout.ms); the worker and the
+CLI share an injectable clock so that a cadence cycle passes without waiting.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import replace
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pytest
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+from worker.cli import main
+from worker.codec import encode_contract_record
+from worker.contracts import load_contract, parse_contract
+from worker.errors import PolicyError
+from worker.evidence import Evidence
+from worker.features import read_batch_file
+from worker.kafka import Settings, produce_one
+from worker.lifecycle import gather_evidence, promote
+from worker.metrics import GateMetrics
+from worker.model import Batch
+from worker.publish import contract_record, publish_batch, publish_contract
+from worker.scenario import data_file
+
+T0 = datetime(2026, 11, 29, 6, 0, tzinfo=timezone.utc)
+V1 = data_file("contracts/admin_boundaries.v1.yaml")
+V1_1 = data_file("contracts/admin_boundaries.v1.1.yaml")  # tightening: drops "Seven seas"
+SEVEN_SEAS = "Seven seas (open ocean)"
+
+
+class Clock:
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+
+    def __call__(self) -> datetime:
+        return self.now
+
+
+def world(batch_id: str, data_time: datetime, *, without_seven_seas: bool = False) -> Batch:
+    b = read_batch_file(
+        data_file("admin_boundaries.parquet"),
+        layer="admin_boundaries",
+        crs="EPSG:4326",
+        axis_order="east_north",
+        data_time=data_time,
+        batch_id=batch_id,
+    )
+    if not without_seven_seas:
+        return b
+    keep = np.array(b.attributes.column("continent").to_pylist(), dtype=object) != SEVEN_SEAS
+    return replace(
+        b,
+        geometries_wkb=tuple(g for g, k in zip(b.geometries_wkb, keep, strict=True) if k),
+        attributes=b.attributes.filter(keep),
+        feature_count=int(keep.sum()),
+    )
+
+
+def wait_evidence(
+    settings: Settings, version: str, n: int, now: datetime, timeout_s: float = 40
+) -> Evidence:
+    deadline = time.monotonic() + timeout_s
+    while True:
+        e = gather_evidence(settings, "admin_boundaries", version, now)
+        if e.evaluated >= n or time.monotonic() > deadline:
+            return e
+        time.sleep(0.5)
+
+
+def variant(path: Path, tmp_path: Path, version: str, *edits: tuple[str, str]) -> Path:
+    text = path.read_text()
+    for old, new in edits:
+        assert old in text
+        text = text.replace(old, new)
+    lines = [f"version: {version}" if ln.startswith("version:") else ln for ln in text.split("\n")]
+    out = tmp_path / f"{version}.yaml"
+    out.write_text("\n".join(lines))
+    return out
+
+
+def test_full_tightening_cycle(settings: Settings, start_worker: Any) -> None:
+    clock = Clock(T0)
+    print(publish_contract(settings, V1, mode="enforcing", now=T0))
+    with pytest.raises(PolicyError, match="must be published --mode observing"):
+        publish_contract(settings, V1_1, mode="enforcing", now=T0)
+    out = publish_contract(settings, V1_1, mode="observing", now=T0)
+    assert "change class tightening" in out and "domain codes removed" in out
+    worker = start_worker(settings, clock=clock)
+
+    publish_batch(settings, world("b1-real", T0))
+    publish_batch(settings, world("b2-clean", T0, without_seven_seas=True))
+    assert wait_evidence(settings, "v1.1", 2, T0).evaluated == 2  # evaluated at T0
+    clock.now = T0 + timedelta(hours=1)
+    publish_batch(settings, world("b3-real", clock.now))
+    e = wait_evidence(settings, "v1.1", 3, T0 + timedelta(hours=2))
+    # exactly the breaking batches, with the broken clause and its values
+    assert [p.batch_id for p in e.would_reject] == ["b1-real", "b3-real"]
+    assert {c.name for p in e.would_reject for c in p.broken} == {"continent"}
+    assert e.evaluated == 3 and e.passed == 1
+    # the enforcing v1 admitted all three
+    v1 = wait_evidence(settings, "v1.0", 3, clock.now)
+    assert v1.passed == 3
+
+    # before one cadence cycle (PT6H) since the first evaluation: refused, says what's missing
+    with pytest.raises(PolicyError, match=r"4\.0 h missing"):
+        promote(settings, "admin_boundaries", "v1.1", now=T0 + timedelta(hours=2), yes=True)
+    with pytest.raises(PolicyError, match="not confirmed"):
+        promote(settings, "admin_boundaries", "v1.1", now=T0 + timedelta(hours=7))
+    report = promote(settings, "admin_boundaries", "v1.1", now=T0 + timedelta(hours=7), yes=True)
+    assert "promoted to enforcing; supersedes v1.0" in report
+    assert "b1-real" in report
+
+    # the worker picks the change up live and enforces v1.1
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        active = worker.pipeline.registry.active("admin_boundaries")
+        if [(v.contract.version, v.mode) for v in active] == [("v1.1", "enforcing")]:
+            break
+        time.sleep(0.2)
+    assert [(v.contract.version, v.mode) for v in active] == [("v1.1", "enforcing")]
+    clock.now = T0 + timedelta(hours=7)
+    publish_batch(settings, world("b4-real", clock.now))
+    e = wait_evidence(settings, "v1.1", 4, clock.now)
+    b4 = next(p for p in e.points if p.batch_id == "b4-real")
+    assert not b4.passed
+    assert worker.pipeline.batches_committed == 4
+
+
+def test_edit_in_place_refused_by_cli_ignored_by_worker_and_numbering(
+    settings: Settings,
+    start_worker: Any,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    kafka = ["--bootstrap-servers", settings.bootstrap_servers]
+    kafka += [f"--{name}-topic={topic}" for name, topic in settings.topics.__dict__.items()]
+    assert main(["contract", "publish", str(V1), *kafka]) == 0
+    assert main(["contract", "publish", str(V1), *kafka]) == 0
+    assert "no-op" in capsys.readouterr().out
+
+    edited = variant(V1, tmp_path, "v1", ("max_age: PT6H", "max_age: PT1H"))
+    assert main(["contract", "publish", str(edited), *kafka]) == 2
+    assert "edit in place" in capsys.readouterr().err
+
+    projection = variant(V1, tmp_path, "v1.1", ('expect: "EPSG:4326"', 'expect: "EPSG:3857"'))
+    assert main(["contract", "publish", str(projection), "--mode", "observing", *kafka]) == 2
+    err = capsys.readouterr().err
+    assert "change class major" in err and "a major change must be v2.0, not v1.1" in err
+
+    minor = variant(V1, tmp_path, "v1.1", ("owner: boundaries-team", "owner: geo-team"))
+    assert main(["contract", "publish", str(minor), "--dry-run", *kafka]) == 0
+    assert "dry run (nothing written)" in capsys.readouterr().out
+
+    reader = InMemoryMetricReader()
+    metrics = GateMetrics(MeterProvider(metric_readers=[reader]).get_meter("test"))
+    worker = start_worker(settings, metrics=metrics)
+    original = worker.pipeline.registry.get("admin_boundaries/v1.0")
+    # a record that edits v1.0 in place, written past the CLI
+    bad = parse_contract(edited.read_text())
+    produce_one(
+        settings,
+        settings.topics.contracts,
+        bad.key,
+        encode_contract_record(contract_record(bad, mode="enforcing")),
+    )
+    deadline = time.monotonic() + 20
+    rejections: list[Any] = []
+    while time.monotonic() < deadline and not rejections:
+        data = reader.get_metrics_data()
+        for rm in data.resource_metrics if data is not None else ():
+            for sm in rm.scope_metrics:
+                for m in sm.metrics:
+                    if m.name == "gis.contract.config_rejections_total":
+                        rejections = [(dict(p.attributes), p.value) for p in m.data.data_points]
+        time.sleep(0.2)
+    assert rejections == [({"layer": "admin_boundaries", "reason": "edit_in_place"}, 1)]
+    current = worker.pipeline.registry.get("admin_boundaries/v1.0")
+    assert current is not None and original is not None
+    assert current.contract.digest == original.contract.digest
+
+    # the minor is published enforcing for real and supersedes v1.0; list shows it
+    assert main(["contract", "publish", str(minor), *kafka]) == 0
+    assert "supersedes v1.0" in capsys.readouterr().out
+    assert main(["contract", "list", "admin_boundaries", *kafka]) == 0
+    listing = capsys.readouterr().out
+    assert "admin_boundaries/v1.0  enforcing  superseded" in listing
+    assert "admin_boundaries/v1.1  enforcing  active" in listing
+    assert "minor" in listing
+
+
+def test_identical_twin_matches_and_stricter_version_breaches_while_admitted(
+    settings: Settings, start_worker: Any, tmp_path: Path
+) -> None:
+    clock = Clock(T0)
+    publish_contract(settings, V1, mode="enforcing", now=T0)
+    twin = variant(V1, tmp_path, "v1.1", ("First contract", "Identical twin of the first contract"))
+    assert "change class minor" in publish_contract(settings, twin, mode="observing", now=T0)
+    stricter = variant(V1_1, tmp_path, "v1.2")
+    assert "change class tightening" in publish_contract(
+        settings, stricter, mode="observing", now=T0
+    )
+    worker = start_worker(settings, clock=clock)
+    batches = [
+        world("w1", T0),
+        world("w2", T0, without_seven_seas=True),
+        world("w3", T0),
+        world("w4-stale", T0 - timedelta(days=2)),  # v1 and its twin break freshness
+    ]
+    for b in batches:
+        publish_batch(settings, b)
+    v1 = wait_evidence(settings, "v1.0", 4, T0)
+    twin_e = wait_evidence(settings, "v1.1", 4, T0)
+    strict = wait_evidence(settings, "v1.2", 4, T0)
+    assert v1.evaluated == twin_e.evaluated == strict.evaluated == 4
+    assert twin_e.attainment == v1.attainment == 0.75
+    assert [p.batch_id for p in twin_e.would_reject] == [p.batch_id for p in v1.would_reject]
+    # the stricter observing version records breaches; the enforcing v1 admitted the others
+    assert [p.batch_id for p in strict.would_reject] == ["w1", "w3", "w4-stale"]
+    assert [p.batch_id for p in v1.would_reject] == ["w4-stale"]
+    assert worker.pipeline.batches_committed == 4
+    loaded = load_contract(stricter)
+    assert loaded.version == "v1.2"
