@@ -171,6 +171,18 @@ def build_parser() -> argparse.ArgumentParser:
         default=60.0,
         help="deadline of the config bootstrap (default 60)",
     )
+    p.add_argument(
+        "--http-port",
+        type=int,
+        default=None,
+        help="port of /healthz, /readyz, /metrics, /status "
+        "(env CONTRACT_GATE_HTTP_PORT; default 8080; 0 disables the server)",
+    )
+    p.add_argument(
+        "--http-host",
+        default="0.0.0.0",
+        help="address the HTTP server binds (default 0.0.0.0)",
+    )
 
     p = sub.add_parser("topics", help="manage the gate's topics")
     tsub = p.add_subparsers(dest="topics_command", required=True, metavar="ACTION")
@@ -268,6 +280,7 @@ def _cmd_check(args: argparse.Namespace) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    from worker.http import DecisionLog, start_http_server
     from worker.kafka import describe_settings
     from worker.metrics import GateMetrics, configure_sdk
     from worker.pipeline import Pipeline
@@ -278,16 +291,23 @@ def _cmd_run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, lambda *_: stop.set())
     signal.signal(signal.SIGINT, lambda *_: stop.set())
     print(f"contract-gate worker: {describe_settings(settings)}", file=sys.stderr)
+    decisions = DecisionLog()  # the last decisions and counts shown on /status
     pipeline = Pipeline(
         settings,
         metrics=GateMetrics(),
         max_batch_events=args.max_batch_events,
         max_batch_wait_ms=args.max_batch_wait_ms,
         config_timeout_s=args.config_timeout_s,
+        on_outcome=decisions,
     )
-    pipeline.start(progress=lambda s: print(s, file=sys.stderr))
-    print("worker running; SIGTERM or Ctrl-C stops it", file=sys.stderr)
-    pipeline.run(stop)
+    http = start_http_server(pipeline, settings, args.http_port, args.http_host, decisions)
+    try:
+        pipeline.start(progress=lambda s: print(s, file=sys.stderr))
+        print("worker running; SIGTERM or Ctrl-C stops it", file=sys.stderr)
+        pipeline.run(stop)
+    finally:
+        if http is not None:
+            http.close()
     provider.shutdown()
     print(f"worker stopped after {pipeline.batches_committed} batches", file=sys.stderr)
     return 0

@@ -89,14 +89,16 @@ class GateMetrics:
         self.config_rejections.add(1, {"layer": layer or "unknown", "reason": reason})
 
 
-def configure_sdk(service_name: str = "contract-gate") -> Any:
+def configure_sdk(service_name: str = "contract-gate", *, prometheus: bool = True) -> Any:
     """Install the OpenTelemetry SDK's MeterProvider from the standard environment.
 
     An OTLP exporter is added when ``OTEL_EXPORTER_OTLP_ENDPOINT`` or
     ``OTEL_EXPORTER_OTLP_METRICS_ENDPOINT`` is set (protocol from
     ``OTEL_EXPORTER_OTLP_PROTOCOL``: ``grpc`` default, or ``http/protobuf``).
     ``OTEL_SERVICE_NAME`` and ``OTEL_RESOURCE_ATTRIBUTES`` are honoured by the SDK's
-    ``Resource``. Returns the provider (call ``shutdown()`` on exit to flush).
+    ``Resource``. With ``prometheus`` (default) a ``PrometheusMetricReader`` is added as
+    well, so OTLP and the Prometheus scrape endpoint can both be active. Returns the
+    provider (call ``shutdown()`` on exit to flush).
     """
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.metrics.export import MetricReader, PeriodicExportingMetricReader
@@ -122,6 +124,12 @@ def configure_sdk(service_name: str = "contract-gate") -> Any:
 
             exporter = GrpcExporter()
         readers.append(PeriodicExportingMetricReader(exporter))
+    if prometheus:
+        from opentelemetry.exporter.prometheus import PrometheusMetricReader
+
+        # Registers a collector in prometheus_client's global REGISTRY, which the
+        # worker's HTTP server serves on /metrics (worker.http).
+        readers.append(PrometheusMetricReader())
     resource = Resource.create({"service.name": os.environ.get("OTEL_SERVICE_NAME", service_name)})
     provider = MeterProvider(metric_readers=readers, resource=resource)
     metrics.set_meter_provider(provider)

@@ -38,6 +38,7 @@ def worker_process(settings: Settings, instance: str, log: Path) -> subprocess.P
         "--consumers-topic", t.consumers, "--evaluations-topic", t.evaluations,
     ]  # fmt: skip
     env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+    env["CONTRACT_GATE_HTTP_PORT"] = "0"  # no HTTP server: workers must not share port 8080
     with log.open("wb") as out:
         return subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env)
 

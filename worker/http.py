@@ -1,0 +1,363 @@
+"""Health, readiness, status and Prometheus metrics over HTTP (one small stdlib server).
+
+Endpoints (GET only):
+
+* ``/healthz``: 200 while the poll loop makes progress, i.e. the pipeline's
+  ``last_loop_monotonic`` is newer than ``max.poll.interval.ms`` (default 300000 ms, the
+  consumer's own liveness bound); 503 when the loop stalled.
+* ``/readyz``: 200 when the config topic is bootstrapped and input partitions are
+  assigned; 503 before, with a JSON body naming what is missing.
+* ``/metrics``: Prometheus text exposition of a ``prometheus_client`` registry (the OTel
+  SDK's ``PrometheusMetricReader`` feeds it, see :func:`worker.metrics.configure_sdk`).
+* ``/status``: JSON: readiness, versions per layer (mode, state), batch counts and the
+  last decisions (kept by a :class:`DecisionLog` fed by the pipeline's ``on_outcome``).
+
+The handlers are pure functions of a :class:`GateState` (anything shaped like
+:class:`worker.pipeline.Pipeline`) and a monotonic "now", so they are unit-tested with
+plain values. The server runs in a daemon thread; handler threads only read state.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import threading
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Collection, Mapping, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any, Protocol
+
+from worker.errors import ContractGateError
+from worker.kafka import Settings
+from worker.routing import Outcome
+
+__all__ = [
+    "DEFAULT_HTTP_PORT",
+    "DEFAULT_MAX_POLL_INTERVAL_MS",
+    "DecisionLog",
+    "GateHTTPServer",
+    "GateState",
+    "Response",
+    "handle",
+    "http_port_from",
+    "start_http_server",
+]
+
+log = logging.getLogger(__name__)
+
+DEFAULT_HTTP_PORT = 8080
+#: librdkafka's default ``max.poll.interval.ms``: the loop is unhealthy past this silence.
+DEFAULT_MAX_POLL_INTERVAL_MS = 300_000
+
+JSON_TYPE = "application/json"
+
+
+class _ConfigState(Protocol):
+    @property
+    def bootstrapped(self) -> bool: ...
+
+
+class _VersionView(Protocol):
+    @property
+    def mode(self) -> str: ...
+
+    @property
+    def state(self) -> str: ...
+
+    @property
+    def contract(self) -> Any: ...
+
+
+class _RegistryView(Protocol):
+    def layers(self) -> Sequence[str]: ...
+
+    def versions(self, layer: str | None = None) -> Sequence[_VersionView]: ...
+
+
+class GateState(Protocol):
+    """What the handlers read of a worker (a :class:`worker.pipeline.Pipeline` fits)."""
+
+    @property
+    def config(self) -> _ConfigState: ...
+
+    @property
+    def assigned(self) -> Collection[tuple[str, int]]: ...
+
+    @property
+    def last_loop_monotonic(self) -> float: ...
+
+    @property
+    def batches_committed(self) -> int: ...
+
+    @property
+    def transactions_aborted(self) -> int: ...
+
+    @property
+    def registry(self) -> _RegistryView: ...
+
+
+@dataclass(frozen=True)
+class Response:
+    """An HTTP response: status code, content type and body bytes."""
+
+    status: int
+    content_type: str
+    body: bytes
+
+
+def _json(status: int, doc: Any) -> Response:
+    return Response(status, JSON_TYPE, (json.dumps(doc, indent=2, default=str) + "\n").encode())
+
+
+class DecisionLog:
+    """The last ``maxlen`` committed decisions and counts per (layer, decision).
+
+    Pass an instance as the pipeline's ``on_outcome``: it is called in the pipeline
+    thread after each commit; :meth:`snapshot` is called from HTTP threads (a lock
+    guards both). Entries hold a batch id, so they stay out of metric attributes.
+    """
+
+    def __init__(
+        self, maxlen: int = 50, clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc)
+    ) -> None:
+        self._entries: deque[dict[str, Any]] = deque(maxlen=maxlen)
+        self._counts: Counter[tuple[str, str]] = Counter()
+        self._lock = threading.Lock()
+        self._clock = clock
+
+    def __call__(self, outcome: Outcome) -> None:
+        d = outcome.decision
+        broken = sorted(
+            {f"{r.version}:{r.clause}" for r in d.reasons if r.clause}
+            | {f"{v.version}:{c.name}" for v in d.verdicts for c in v.broken}
+        )
+        entry = {
+            "time": self._clock().isoformat(),
+            "batch_id": outcome.batch_id,
+            "layer": outcome.layer,
+            "decision": d.decision,
+            "broken": broken,
+            "reasons": sorted({r.code for r in d.reasons}),
+            "diagnoses": list(d.diagnoses),
+        }
+        with self._lock:
+            self._entries.append(entry)
+            self._counts[(outcome.layer or "unknown", d.decision)] += 1
+
+    def snapshot(self) -> tuple[list[dict[str, Any]], dict[str, dict[str, int]]]:
+        """``(last decisions newest first, {layer: {decision: count}})``."""
+        with self._lock:
+            entries = list(reversed(self._entries))
+            counts: dict[str, dict[str, int]] = {}
+            for (layer, decision), n in sorted(self._counts.items()):
+                counts.setdefault(layer, {})[decision] = n
+        return entries, counts
+
+
+def healthz(state: GateState, now_monotonic: float, max_poll_interval_ms: int) -> Response:
+    silent_s = now_monotonic - state.last_loop_monotonic
+    limit_s = max_poll_interval_ms / 1000.0
+    ok = silent_s <= limit_s
+    return _json(
+        200 if ok else 503,
+        {
+            "status": "ok" if ok else "stalled",
+            "seconds_since_poll_loop": round(silent_s, 3),
+            "max_poll_interval_ms": max_poll_interval_ms,
+        },
+    )
+
+
+def readyz(state: GateState) -> Response:
+    missing = []
+    if not state.config.bootstrapped:
+        missing.append("config bootstrap (the config topic is not read to its end yet)")
+    if not state.assigned:
+        missing.append("partition assignment (no input partition assigned to this worker)")
+    return _json(
+        503 if missing else 200,
+        {
+            "ready": not missing,
+            "config_bootstrapped": state.config.bootstrapped,
+            "partitions_assigned": len(state.assigned),
+            "missing": missing,
+        },
+    )
+
+
+def status(state: GateState, now_monotonic: float, decisions: DecisionLog | None) -> Response:
+    layers: dict[str, list[dict[str, str]]] = {}
+    for layer in state.registry.layers():
+        layers[layer] = [
+            {"version": v.contract.version, "mode": v.mode, "state": v.state}
+            for v in state.registry.versions(layer)
+        ]
+    last, counts = decisions.snapshot() if decisions is not None else ([], {})
+    return _json(
+        200,
+        {
+            "ready": state.config.bootstrapped and bool(state.assigned),
+            "config_bootstrapped": state.config.bootstrapped,
+            "partitions_assigned": sorted(f"{t}[{p}]" for t, p in state.assigned),
+            "seconds_since_poll_loop": round(now_monotonic - state.last_loop_monotonic, 3),
+            "batches_committed": state.batches_committed,
+            "transactions_aborted": state.transactions_aborted,
+            "decisions": counts,
+            "layers": layers,
+            "last_decisions": last,
+        },
+    )
+
+
+def _prometheus_text(registry: Any) -> Response:
+    from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
+
+    return Response(200, CONTENT_TYPE_LATEST, generate_latest(registry or REGISTRY))
+
+
+def handle(
+    path: str,
+    state: GateState,
+    *,
+    now_monotonic: float,
+    max_poll_interval_ms: int = DEFAULT_MAX_POLL_INTERVAL_MS,
+    decisions: DecisionLog | None = None,
+    metrics_registry: Any = None,
+) -> Response:
+    """The response to ``GET path`` (query strings ignored); 404 for unknown paths.
+
+    ``metrics_registry`` is the ``prometheus_client`` registry served on ``/metrics``
+    (default: its global ``REGISTRY``, where ``PrometheusMetricReader`` registers).
+    """
+    route = path.split("?", 1)[0].rstrip("/") or "/"
+    if route == "/healthz":
+        return healthz(state, now_monotonic, max_poll_interval_ms)
+    if route == "/readyz":
+        return readyz(state)
+    if route == "/status":
+        return status(state, now_monotonic, decisions)
+    if route == "/metrics":
+        return _prometheus_text(metrics_registry)
+    return _json(404, {"error": f"no such endpoint {route}", "endpoints": ENDPOINTS})
+
+
+ENDPOINTS = ["/healthz", "/readyz", "/metrics", "/status"]
+
+
+class GateHTTPServer:
+    """A ``ThreadingHTTPServer`` on ``host:port`` in a daemon thread.
+
+    ``port`` 0 binds a free port (read it back from :attr:`port`). Call :meth:`start`,
+    then :meth:`close` on exit.
+    """
+
+    def __init__(
+        self,
+        state: GateState,
+        *,
+        host: str = "0.0.0.0",
+        port: int = DEFAULT_HTTP_PORT,
+        max_poll_interval_ms: int = DEFAULT_MAX_POLL_INTERVAL_MS,
+        decisions: DecisionLog | None = None,
+        metrics_registry: Any = None,
+    ) -> None:
+        outer = self
+
+        class _Handler(BaseHTTPRequestHandler):
+            def do_GET(self) -> None:
+                try:
+                    r = handle(
+                        self.path,
+                        outer.state,
+                        now_monotonic=time.monotonic(),
+                        max_poll_interval_ms=outer.max_poll_interval_ms,
+                        decisions=outer.decisions,
+                        metrics_registry=outer.metrics_registry,
+                    )
+                except Exception as exc:  # a handler bug must not kill the server thread
+                    log.exception("HTTP %s failed", self.path)
+                    r = _json(500, {"error": f"{type(exc).__name__}: {exc}"})
+                self.send_response(r.status)
+                self.send_header("Content-Type", r.content_type)
+                self.send_header("Content-Length", str(len(r.body)))
+                self.end_headers()
+                self.wfile.write(r.body)
+
+            def log_message(self, format: str, *args: Any) -> None:
+                log.debug("http: " + format, *args)
+
+        self.state = state
+        self.max_poll_interval_ms = max_poll_interval_ms
+        self.decisions = decisions
+        self.metrics_registry = metrics_registry
+        self._server = ThreadingHTTPServer((host, port), _Handler)
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, name="contract-gate-http", daemon=True
+        )
+
+    @property
+    def port(self) -> int:
+        return int(self._server.server_address[1])
+
+    def start(self) -> GateHTTPServer:
+        self._thread.start()
+        return self
+
+    def close(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+        self._thread.join(timeout=5)
+
+
+def http_port_from(flag: int | None, env: Mapping[str, str] | None = None) -> int:
+    """The HTTP port: the flag if given, else ``CONTRACT_GATE_HTTP_PORT``, else 8080.
+
+    Raises
+    ------
+    ContractGateError
+        When the environment value is not an integer in 0..65535.
+    """
+    env = os.environ if env is None else env
+    text = str(flag) if flag is not None else env.get("CONTRACT_GATE_HTTP_PORT", "")
+    if not text:
+        return DEFAULT_HTTP_PORT
+    try:
+        port = int(text)
+    except ValueError:
+        port = -1
+    if not 0 <= port <= 65535:
+        raise ContractGateError(
+            f"HTTP port {text!r} is not a port number 0..65535 (0 disables the server)"
+        )
+    return port
+
+
+def start_http_server(
+    state: GateState,
+    settings: Settings,
+    port_flag: int | None,
+    host: str = "0.0.0.0",
+    decisions: DecisionLog | None = None,
+) -> GateHTTPServer | None:
+    """Start the worker's HTTP server as ``contract-gate run`` does; None when disabled.
+
+    The port comes from :func:`http_port_from` (0 disables); ``/healthz`` uses the
+    consumer's ``max.poll.interval.ms`` (``settings.extra``, default 300000).
+    """
+    port = http_port_from(port_flag)
+    if port == 0:
+        return None
+    interval = int(settings.extra.get("max.poll.interval.ms", DEFAULT_MAX_POLL_INTERVAL_MS))
+    try:
+        server = GateHTTPServer(
+            state, host=host, port=port, max_poll_interval_ms=interval, decisions=decisions
+        )
+    except OSError as exc:
+        raise ContractGateError(f"cannot serve HTTP on {host}:{port}: {exc.strerror}") from exc
+    log.info("HTTP endpoints on %s:%d: %s", host, server.port, ", ".join(ENDPOINTS))
+    return server.start()
