@@ -1,4 +1,7 @@
-"""Consumer helper without a broker: the reader-side check and the declaration gauge."""
+"""worker.consumers without a broker: reader-side check, declaration gauge, exporter.
+
+(Not test_consumers.py: that basename is taken by tests/integration/test_consumers.py.)
+"""
 
 from __future__ import annotations
 
