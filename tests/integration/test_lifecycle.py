@@ -6,6 +6,7 @@ CLI share an injectable clock so that a cadence cycle passes without waiting.
 
 from __future__ import annotations
 
+import json
 import time
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
@@ -86,7 +87,17 @@ def variant(path: Path, tmp_path: Path, version: str, *edits: tuple[str, str]) -
     return out
 
 
-def test_full_tightening_cycle(settings: Settings, start_worker: Any) -> None:
+def kafka_args(settings: Settings) -> list[str]:
+    args = ["--bootstrap-servers", settings.bootstrap_servers]
+    return args + [f"--{name}-topic={topic}" for name, topic in settings.topics.__dict__.items()]
+
+
+def test_full_tightening_cycle(
+    settings: Settings,
+    start_worker: Any,
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+) -> None:
     clock = Clock(T0)
     print(publish_contract(settings, V1, mode="enforcing", now=T0))
     with pytest.raises(PolicyError, match="must be published --mode observing"):
@@ -105,6 +116,18 @@ def test_full_tightening_cycle(settings: Settings, start_worker: Any) -> None:
     assert [p.batch_id for p in e.would_reject] == ["b1-real", "b3-real"]
     assert {c.name for p in e.would_reject for c in p.broken} == {"continent"}
     assert e.evaluated == 3 and e.passed == 1
+    html_file = tmp_path / "evidence.html"
+    now_arg = f"--now={(T0 + timedelta(hours=2)).isoformat()}"
+    args = ["admin_boundaries", "v1.1", now_arg, *kafka_args(settings)]
+    assert main(["contract", "evidence", *args, "--format", "html", "-o", str(html_file)]) == 0
+    page = html_file.read_text()
+    assert "<svg" in page and "b3-real" in page and "4.0 h missing" in page
+    capsys.readouterr()
+    assert main(["contract", "evidence", *args, "--format", "json"]) == 0
+    js = json.loads(capsys.readouterr().out)
+    assert [p["batch_id"] for p in js["would_reject"]] == ["b1-real", "b3-real"]
+    assert main(["contract", "promote", *args]) == 2  # no terminal, no --yes; too early anyway
+    assert "4.0 h missing" in capsys.readouterr().err
     # the enforcing v1 admitted all three
     v1 = wait_evidence(settings, "v1.0", 3, clock.now)
     assert v1.passed == 3
