@@ -22,6 +22,7 @@ from worker.consumers_cli import add_consumers_args, add_retire_args, cmd_consum
 from worker.errors import ContractGateError
 from worker.kafka import Settings, Topics
 from worker.lifecycle_cli import LIFECYCLE_COMMANDS, add_lifecycle_args
+from worker.quarantine_cli import add_quarantine_args, cmd_quarantine
 
 __all__ = ["build_parser", "main"]
 
@@ -208,6 +209,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_lifecycle_args(csub, _add_kafka_args)
     add_retire_args(csub, _add_kafka_args)
     add_consumers_args(sub, _add_kafka_args)
+    add_quarantine_args(sub, _add_kafka_args)
 
     p = sub.add_parser("batch", help="publish batch-arrival events")
     bsub = p.add_subparsers(dest="batch_command", required=True, metavar="ACTION")
@@ -383,6 +385,7 @@ COMMANDS: dict[str, Any] = {
     "batch": _cmd_batch,
     "demo": _cmd_demo,
     "consumers": cmd_consumers,
+    "quarantine": cmd_quarantine,
 }
 
 

@@ -1,0 +1,118 @@
+"""A quarantined batch, replayed after its contract is fixed, is admitted (real broker)."""
+
+from __future__ import annotations
+
+import io
+import re
+import time
+from contextlib import redirect_stdout
+from datetime import datetime, timedelta, timezone
+from pathlib import Path
+from typing import Any
+
+from worker.cli import main
+from worker.codec import encode_batch
+from worker.demo import collect_results
+from worker.features import read_batch_file
+from worker.kafka import Settings, produce_one
+from worker.publish import publish_contract
+from worker.quarantine import QuarantineEntry, read_quarantine
+from worker.scenario import data_file
+
+
+def cli(settings: Settings, *argv: str) -> str:
+    t = settings.topics
+    kafka = [
+        "--bootstrap-servers", settings.bootstrap_servers, "--group-id", settings.group_id,
+        "--batches-topic", t.batches, "--admitted-topic", t.admitted,
+        "--quarantine-topic", t.quarantine, "--contracts-topic", t.contracts,
+        "--consumers-topic", t.consumers, "--evaluations-topic", t.evaluations,
+    ]  # fmt: skip
+    out = io.StringIO()
+    with redirect_stdout(out):
+        code = main(["quarantine", *argv, *kafka])
+    assert code == 0, out.getvalue()
+    return out.getvalue()
+
+
+def contract_with_max(tmp_path: Path, version: str, max_features: int) -> Path:
+    text = data_file("contracts/nyc_boroughs.v1.yaml").read_text()
+    text = text.replace("version: v1\n", f"version: {version}\n")
+    assert "    max: 10\n" in text
+    text = text.replace("    max: 10\n", f"    max: {max_features}\n")
+    path = tmp_path / f"nyc_boroughs.{version}.yaml"
+    path.write_text(text)
+    return path
+
+
+def replay_headers(settings: Settings, partition: int, offset: int) -> dict[str, str]:
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer(settings.reader(**{"group.id": f"{settings.group_id}-check"}))
+    try:
+        consumer.assign([TopicPartition(settings.topics.batches, partition, offset)])
+        deadline = time.monotonic() + 30
+        while time.monotonic() < deadline:
+            msg = consumer.poll(0.5)
+            if msg is not None and msg.error() is None:
+                return {k: (v or b"").decode() for k, v in (msg.headers() or [])}
+    finally:
+        consumer.close()
+    raise AssertionError("replayed event not found")
+
+
+def wait_quarantined(settings: Settings, batch_id: str, timeout_s: float = 60) -> QuarantineEntry:
+    deadline = time.monotonic() + timeout_s
+    while time.monotonic() < deadline:
+        for entry in read_quarantine(settings):
+            if entry.batch_id == batch_id:
+                return entry
+        time.sleep(0.5)
+    raise AssertionError(f"{batch_id} not quarantined within {timeout_s} s")
+
+
+def test_replay_after_contract_fix_is_admitted(
+    settings: Settings, start_worker: Any, tmp_path: Path
+) -> None:
+    # v1.0 allows at most 3 features: the 5 boroughs break it
+    publish_contract(settings, contract_with_max(tmp_path, "v1", 3), published_by="t")
+    worker = start_worker(settings)
+    nyc = read_batch_file(
+        data_file("nyc_boroughs.parquet"),
+        layer="nyc_boroughs",
+        data_time=datetime.now(timezone.utc) - timedelta(minutes=5),
+        batch_id="nyc-5",
+    )
+    produce_one(settings, settings.topics.batches, "nyc_boroughs", encode_batch(nyc))
+    entry = wait_quarantined(settings, "nyc-5")
+    assert entry.record is not None
+    assert [(r["version"], r["clause"]) for r in entry.record["reasons"]] == [("v1.0", "size")]
+
+    tail = cli(settings, "tail", "--layer", "nyc_boroughs")
+    assert "nyc_boroughs  nyc-5  v1.0:size" in tail
+    assert cli(settings, "tail", "--layer", "other_layer") == ""
+    show = cli(settings, "show", "nyc-5")
+    assert "v1.0 (enforcing) size:" in show and "measured: 5" in show
+
+    # the fix: v1.1 loosens the bound (a minor change), enforcing, superseding v1.0
+    report = publish_contract(settings, contract_with_max(tmp_path, "v1.1", 10), published_by="t")
+    assert "minor" in report, report
+    deadline = time.monotonic() + 30
+    while [v.contract.version for v in worker.pipeline.registry.active("nyc_boroughs")] != ["v1.1"]:
+        assert time.monotonic() < deadline, "worker did not pick up v1.1"
+        time.sleep(0.2)
+
+    replayed = cli(settings, "replay", "nyc-5")
+    assert "replayed nyc-5" in replayed
+    m = re.search(re.escape(settings.topics.batches) + r"\[(\d+)\]@(\d+)", replayed)
+    assert m, replayed
+    partition, offset = int(m[1]), int(m[2])
+    assert replay_headers(settings, partition, offset) == {
+        "replay-of": "nyc-5",
+        "replay-source": entry.coordinates,
+    }
+    result = collect_results(settings, 2, 2, timeout_s=60)
+    assert result.decisions[(partition, offset)] == "admitted"
+    headers = result.admitted_headers[(partition, offset)]
+    assert headers["batch-id"] == "nyc-5"
+    assert headers["contract-versions-enforced"] == "v1.1"

@@ -1,0 +1,292 @@
+"""Operator tools for the quarantine topic: list, show and replay quarantined batches.
+
+The topic is read by a group-less reader (``Settings.reader()``: assigned partitions, no
+commits, ``read_committed``) from the beginning to *partition EOF* on every partition, as
+the config bootstrap does (a ListOffsets watermark alone can be too low on some brokers,
+DESIGN.md section 8); ``follow`` keeps reading after that.
+
+A replay republishes a record's ``original`` bytes, unchanged, to the batches topic with a
+``replay-of`` header (the batch id) and ``replay-source`` (the quarantine record's
+coordinates); the worker re-evaluates it like any other event under the contract
+versions active then.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+import uuid
+from collections.abc import Iterator
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any
+
+from worker import codec
+from worker.errors import ContractGateError, DecodeError, KafkaError
+from worker.kafka import Settings, produce_one
+
+__all__ = [
+    "QuarantineEntry",
+    "entry_to_json",
+    "find_entry",
+    "read_quarantine",
+    "render_entry",
+    "render_line",
+    "replay",
+]
+
+_COORD = re.compile(r"^(\d+)@(\d+)$")
+
+
+@dataclass(frozen=True)
+class QuarantineEntry:
+    """One record of the quarantine topic.
+
+    ``record`` is the decoded QuarantineRecord (:func:`worker.codec.decode_quarantine`),
+    or None when the value does not decode (``error`` then says why).
+    """
+
+    topic: str
+    partition: int
+    offset: int
+    key: str | None
+    headers: dict[str, str]
+    record: dict[str, Any] | None
+    error: str | None = None
+
+    @property
+    def batch_id(self) -> str | None:
+        return self.record.get("batch_id") if self.record else self.headers.get("batch-id")
+
+    @property
+    def layer(self) -> str | None:
+        return (self.record.get("layer") if self.record else None) or self.key
+
+    @property
+    def coordinates(self) -> str:
+        return f"{self.topic}[{self.partition}]@{self.offset}"
+
+
+def _entry(msg: Any) -> QuarantineEntry:
+    raw_key = msg.key()
+    headers = {k: (v or b"").decode("utf-8", "replace") for k, v in (msg.headers() or [])}
+    record: dict[str, Any] | None = None
+    error: str | None = None
+    try:
+        record = codec.decode_quarantine(msg.value() or b"")
+    except DecodeError as exc:
+        error = str(exc)
+    return QuarantineEntry(
+        msg.topic(),
+        msg.partition(),
+        msg.offset(),
+        raw_key.decode("utf-8", "replace") if raw_key is not None else None,
+        headers,
+        record,
+        error,
+    )
+
+
+def read_quarantine(
+    settings: Settings,
+    *,
+    layer: str | None = None,
+    follow: bool = False,
+    stop: threading.Event | None = None,
+    timeout_s: float = 30.0,
+) -> Iterator[QuarantineEntry]:
+    """Yield the quarantine topic's records, oldest first per partition.
+
+    Without ``follow`` the iteration ends when every partition reached EOF; with it, it
+    goes on until ``stop`` is set (or the caller stops iterating). ``layer`` keeps only
+    that layer's records.
+
+    Raises
+    ------
+    KafkaError
+        When the topic does not exist or EOF is not reached within ``timeout_s`` seconds
+        (without ``follow``).
+    """
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
+    from confluent_kafka import KafkaError as CKError
+
+    topic = settings.topics.quarantine
+    consumer = Consumer(
+        settings.reader(**{"group.id": f"{settings.group_id}-quarantine-{uuid.uuid4().hex[:8]}"})
+    )
+    try:
+        try:
+            tmeta = consumer.list_topics(topic, timeout=10).topics.get(topic)
+        except KafkaException as exc:
+            raise KafkaError(f"cannot read {topic}: {exc.args[0].str()}") from exc
+        if tmeta is None or tmeta.error is not None or not tmeta.partitions:
+            raise KafkaError(
+                f"quarantine topic {topic} does not exist; create it with "
+                "`contract-gate topics create`"
+            )
+        parts = sorted(tmeta.partitions)
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in parts])
+        at_eof: set[int] = set()
+        deadline = time.monotonic() + timeout_s
+        while stop is None or not stop.is_set():
+            if not follow and len(at_eof) == len(parts):
+                return
+            if not follow and time.monotonic() > deadline:
+                raise KafkaError(
+                    f"{topic} not read to its end within {timeout_s:.0f} s "
+                    f"({len(at_eof)}/{len(parts)} partitions at EOF)"
+                )
+            msg = consumer.poll(0.5)
+            if msg is None:
+                continue
+            err = msg.error()
+            if err is not None:
+                if err.code() == CKError._PARTITION_EOF:
+                    at_eof.add(int(msg.partition() or 0))
+                    continue
+                raise KafkaError(f"reading {topic} failed: {err.str()}")
+            at_eof.discard(int(msg.partition() or 0))
+            entry = _entry(msg)
+            if layer is None or entry.layer == layer:
+                yield entry
+    finally:
+        consumer.close()
+
+
+def find_entry(settings: Settings, ref: str, *, timeout_s: float = 30.0) -> QuarantineEntry:
+    """The latest quarantine record of batch ``ref``, or the one at ``PARTITION@OFFSET``.
+
+    Raises
+    ------
+    ContractGateError
+        When no record matches (the message says how to list them).
+    """
+    coord = _COORD.match(ref)
+    found: QuarantineEntry | None = None
+    for entry in read_quarantine(settings, timeout_s=timeout_s):
+        if (coord and (entry.partition, entry.offset) == tuple(map(int, coord.groups()))) or (
+            not coord and entry.batch_id == ref
+        ):
+            found = entry  # keep the latest: a batch quarantined again after a replay
+    if found is None:
+        raise ContractGateError(
+            f"no quarantined batch {ref!r} on {settings.topics.quarantine}; list them with "
+            "`contract-gate quarantine tail` (undecodable events have no batch id: use "
+            "PARTITION@OFFSET)"
+        )
+    return found
+
+
+def _when(entry: QuarantineEntry) -> str:
+    at = entry.record.get("quarantined_at") if entry.record else None
+    if not isinstance(at, datetime):
+        return "?"
+    return at.astimezone(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def _broken(record: dict[str, Any]) -> list[str]:
+    return [
+        f"{r['version']}:{r['clause']}" if r.get("clause") else r["code"] for r in record["reasons"]
+    ] or [record["reason_code"]]
+
+
+def render_line(entry: QuarantineEntry) -> str:
+    """One readable line: time, layer, batch id, what broke, diagnoses, coordinates."""
+    if entry.record is None:
+        return (
+            f"?  {entry.layer or '-'}  {entry.batch_id or '-'}  undecodable record: {entry.error}"
+        )
+    r = entry.record
+    line = f"{_when(entry)}  {entry.layer or '-'}  {entry.batch_id or '-'}  {', '.join(_broken(r))}"
+    if r["diagnoses"]:
+        line += f"  [{'; '.join(r['diagnoses'])}]"
+    return f"{line}  ({entry.partition}@{entry.offset})"
+
+
+def _value(v: Any) -> str:
+    return json.dumps(v, sort_keys=True, default=str)
+
+
+def render_entry(entry: QuarantineEntry) -> str:
+    """The full record: source, every reason with measured versus expected, diagnoses."""
+    if entry.record is None:
+        return f"{entry.coordinates}: undecodable quarantine record: {entry.error}"
+    r = entry.record
+    lines = [
+        f"batch {entry.batch_id or '-'} of layer {entry.layer or '-'}: quarantined "
+        f"{_when(entry)} by {r['worker_id']} ({r['reason_code']})",
+        f"  record:   {entry.coordinates}",
+        f"  source:   {r['source_topic']}[{r['source_partition']}]@{r['source_offset']}, "
+        + (
+            f"original {len(r['original'])} bytes (replayable)"
+            if r["original"]
+            else "original not carried (too large or empty): not replayable"
+        ),
+    ]
+    if r["diagnoses"]:
+        lines.append(f"  diagnoses: {'; '.join(r['diagnoses'])}")
+    lines.append("  reasons:")
+    for reason in r["reasons"]:
+        head = (
+            f"{reason['version']} ({reason['mode']}) {reason['clause']}"
+            if reason.get("clause")
+            else reason["code"]
+        )
+        lines.append(f"    {head}: {reason['message']}")
+        if reason.get("measured") is not None or reason.get("expected") is not None:
+            lines.append(f"      measured: {_value(reason['measured'])}")
+            lines.append(f"      expected: {_value(reason['expected'])}")
+    return "\n".join(lines)
+
+
+def entry_to_json(entry: QuarantineEntry) -> dict[str, Any]:
+    """A JSON-ready view of the entry (``original`` as its size, not its bytes)."""
+    doc: dict[str, Any] = {
+        "topic": entry.topic,
+        "partition": entry.partition,
+        "offset": entry.offset,
+        "key": entry.key,
+        "headers": entry.headers,
+        "error": entry.error,
+    }
+    if entry.record is not None:
+        record = dict(entry.record)
+        record["original_bytes"] = len(record.pop("original"))
+        record["quarantined_at"] = _when(entry)
+        doc["record"] = record
+    return doc
+
+
+def replay(settings: Settings, entry: QuarantineEntry) -> tuple[int, int]:
+    """Republish the entry's original event to the batches topic; returns its coordinates.
+
+    Headers: ``replay-of`` (the batch id, or the record's coordinates for an undecodable
+    event) and ``replay-source`` (the quarantine record's coordinates).
+
+    Raises
+    ------
+    ContractGateError
+        When the record carries no original bytes (too large to carry, or undecodable).
+    KafkaError
+        When the event cannot be delivered.
+    """
+    if entry.record is None or not entry.record["original"]:
+        raise ContractGateError(
+            f"{entry.coordinates} carries no original event bytes, so it cannot be replayed"
+            + (
+                f"; the event is at {entry.record['source_topic']}"
+                f"[{entry.record['source_partition']}]@{entry.record['source_offset']}"
+                if entry.record
+                else ""
+            )
+        )
+    r = entry.record
+    headers: list[tuple[str, str | bytes | None]] = [
+        ("replay-of", entry.batch_id or f"{r['source_partition']}@{r['source_offset']}"),
+        ("replay-source", entry.coordinates),
+    ]
+    return produce_one(
+        settings, settings.topics.batches, entry.layer, bytes(r["original"]), headers=headers
+    )

@@ -1,0 +1,99 @@
+"""``contract-gate quarantine tail|show|replay``.
+
+Kept apart from :mod:`worker.cli` so the shared entry point only needs a few lines:
+:func:`add_quarantine_args` registers the command, :func:`cmd_quarantine` handles it
+(returns an exit code; errors of this package reach ``cli.main``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+__all__ = ["add_quarantine_args", "cmd_quarantine"]
+
+
+def add_quarantine_args(
+    sub: Any, add_kafka_args: Callable[[argparse.ArgumentParser], None]
+) -> None:
+    """Register the ``quarantine`` command and its actions."""
+    p = sub.add_parser(
+        "quarantine",
+        help="list, inspect and replay quarantined batches",
+        description="Work the quarantine topic: one line per quarantined batch, the full "
+        "record with measured versus expected, and replay of the original event.",
+    )
+    s = p.add_subparsers(dest="quarantine_command", required=True, metavar="ACTION")
+
+    t = s.add_parser(
+        "tail",
+        help="one line per quarantined batch: time, layer, batch id, what broke, diagnosis",
+        description="Print every record of the quarantine topic (oldest first per "
+        "partition), then stop, or with --follow keep printing new ones until Ctrl-C.",
+    )
+    add_kafka_args(t)
+    t.add_argument("--layer", help="only this layer")
+    t.add_argument("--follow", "-f", action="store_true", help="keep printing new records")
+    t.add_argument("--format", choices=["text", "json"], default="text", help="json: one per line")
+
+    for name, text in (
+        ("show", "the full quarantine record, measured versus expected"),
+        ("replay", "republish the original event to the batches topic (header replay-of)"),
+    ):
+        a = s.add_parser(
+            name,
+            help=text,
+            description=f"{text[0].upper()}{text[1:]}. BATCH_ID selects the latest record of "
+            "that batch; PARTITION@OFFSET selects a record of the quarantine topic (for "
+            "undecodable events, which have no batch id)."
+            + (
+                " The worker re-evaluates the event like any other, under the contract "
+                "versions active now."
+                if name == "replay"
+                else ""
+            ),
+        )
+        add_kafka_args(a)
+        a.add_argument("batch", metavar="BATCH_ID", help="batch id, or PARTITION@OFFSET")
+        if name == "show":
+            a.add_argument("--format", choices=["text", "json"], default="text")
+
+
+def cmd_quarantine(args: argparse.Namespace) -> int:
+    from worker.cli import settings_from_args
+    from worker.quarantine import (
+        entry_to_json,
+        find_entry,
+        read_quarantine,
+        render_entry,
+        render_line,
+        replay,
+    )
+
+    settings = settings_from_args(args)
+    if args.quarantine_command == "tail":
+        try:
+            for entry in read_quarantine(settings, layer=args.layer, follow=args.follow):
+                if args.format == "json":
+                    print(json.dumps(entry_to_json(entry), default=str), flush=True)
+                else:
+                    print(render_line(entry), flush=True)
+        except KeyboardInterrupt:
+            print("", file=sys.stderr)
+        return 0
+    entry = find_entry(settings, args.batch)
+    if args.quarantine_command == "show":
+        if args.format == "json":
+            print(json.dumps(entry_to_json(entry), indent=2, default=str))
+        else:
+            print(render_entry(entry))
+        return 0
+    partition, offset = replay(settings, entry)
+    print(
+        f"replayed {entry.batch_id or args.batch} (from {entry.coordinates}) to "
+        f"{settings.topics.batches}[{partition}]@{offset}; the worker re-evaluates it"
+    )
+    return 0
