@@ -7,7 +7,10 @@ from datetime import datetime, timedelta, timezone
 import pyarrow as pa
 import pytest
 import shapely
-from catalogue import (
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.catalogue import (
     ANTIMERIDIAN_PARTS,
     BOWTIE,
     EMPTY_POLYGON,
@@ -23,9 +26,6 @@ from catalogue import (
     clause,
     contract_of,
 )
-from hypothesis import given, settings
-from hypothesis import strategies as st
-
 from worker.clauses import EVALUATORS
 from worker.durations import parse_duration_s
 from worker.facts import BatchFacts

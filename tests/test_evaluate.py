@@ -8,7 +8,8 @@ import numpy as np
 import pyarrow.parquet as pq
 import pytest
 import shapely
-from catalogue import (
+
+from tests.catalogue import (
     ADMIN_BOUNDARIES,
     BOWTIE,
     EUROPE_BBOX,
@@ -23,7 +24,6 @@ from catalogue import (
     contract_of,
     read_geoparquet,
 )
-
 from worker.evaluate import evaluate, evaluate_versions
 from worker.facts import BatchFacts
 from worker.model import Batch, FieldSpec

@@ -5,7 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 import shapely
-from catalogue import (
+
+from tests.catalogue import (
     BOWTIE,
     EMPTY_POLYGON,
     NAN_VERTEX_WKB,
@@ -15,7 +16,6 @@ from catalogue import (
     VALID_POLYGON,
     batch_of,
 )
-
 from worker.facts import BatchFacts, nonfinite_mask, schema_fingerprint
 from worker.model import FieldSpec
 from worker.spatial import resolve_crs
