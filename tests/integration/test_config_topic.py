@@ -6,7 +6,6 @@ import time
 from typing import Any
 
 from worker.codec import encode_contract_record
-
 from worker.config_topic import ConfigFollower
 from worker.contracts import load_contract
 from worker.kafka import Settings, produce_one

@@ -9,7 +9,6 @@ from datetime import datetime, timezone
 from typing import Any
 
 from worker.codec import encode_batch
-
 from worker.demo import collect_results, publish_demo_contracts
 from worker.features import read_batch_file
 from worker.kafka import Settings, produce_one
