@@ -18,6 +18,8 @@ from collections.abc import Sequence
 from datetime import datetime, timezone
 from typing import Any
 
+from confluent_kafka import KafkaException
+
 from worker.consumers_cli import add_consumers_args, add_retire_args, cmd_consumers, cmd_retire
 from worker.errors import ContractGateError
 from worker.kafka import Settings, Topics
@@ -41,6 +43,16 @@ def _parse_time(text: str) -> datetime:
             f"{text!r} has no UTC offset; add one, e.g. {text}+00:00 or {text}Z"
         )
     return value.astimezone(timezone.utc)
+
+
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 1")
+    return value
 
 
 def _kv(text: str) -> tuple[str, str]:
@@ -192,7 +204,10 @@ def build_parser() -> argparse.ArgumentParser:
     )
     _add_kafka_args(tp)
     tp.add_argument(
-        "--partitions", type=int, default=3, help="partitions of the data topics (default 3)"
+        "--partitions",
+        type=_positive_int,
+        default=3,
+        help="partitions of the data topics (default 3)",
     )
     tp.add_argument("--replication-factor", type=int, default=1)
 
@@ -392,6 +407,10 @@ COMMANDS: dict[str, Any] = {
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``contract-gate``; returns the process exit code."""
     args = build_parser().parse_args(argv)
+    level = args.log_level.upper()
+    logging.getLogger("librdkafka").setLevel(
+        logging.DEBUG if level == "DEBUG" else logging.CRITICAL
+    )
     logging.basicConfig(
         level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
     )
@@ -399,6 +418,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         return int(COMMANDS[args.command](args))
     except ContractGateError as exc:
         print(f"contract-gate {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KafkaException as exc:  # e.g. an unknown --kafka-property, translated at the edge
+        err = exc.args[0] if exc.args else exc
+        text = err.str() if hasattr(err, "str") else str(err)
+        print(
+            f"contract-gate {args.command}: Kafka error: {text}; check --bootstrap-servers, "
+            "--kafka-property and CONTRACT_GATE_KAFKA_* settings",
+            file=sys.stderr,
+        )
         return EXIT_BAD_INPUT
 
 

@@ -52,11 +52,19 @@ class ConfigFollower:
         self._consumer: Any = None
 
     def _open(self) -> Any:
-        from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
+        from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
         consumer = Consumer(self.settings.reader())
         topic = self.settings.topics.contracts
-        meta = consumer.list_topics(topic, timeout=10)
+        try:
+            meta = consumer.list_topics(topic, timeout=10)
+        except KafkaException as exc:
+            consumer.close()
+            raise KafkaError(
+                f"cannot read metadata of config topic {topic} from "
+                f"{self.settings.bootstrap_servers}: {exc.args[0].str()}; check "
+                "--bootstrap-servers / KAFKA_BOOTSTRAP_SERVERS and that the broker is up"
+            ) from exc
         tmeta = meta.topics.get(topic)
         if tmeta is None or tmeta.error is not None or not tmeta.partitions:
             consumer.close()

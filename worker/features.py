@@ -268,7 +268,21 @@ def read_features(path: str | Path) -> FeatureData:
             head = fh.read(4)
     except OSError as exc:
         raise _fail(p, f"cannot open the batch file ({exc.strerror or exc})") from None
-    return _read_geoparquet(p) if head == b"PAR1" else _read_geojson(p)
+    try:
+        return _read_geoparquet(p) if head == b"PAR1" else _read_geojson(p)
+    except PayloadError:
+        raise
+    except (
+        ValueError,
+        TypeError,
+        AttributeError,
+        KeyError,
+        OverflowError,
+        pa.ArrowException,
+    ) as exc:
+        # malformed content the readers did not anticipate (e.g. an integer beyond int64,
+        # `geo` metadata that is JSON but not an object): a clear PayloadError, never a crash
+        raise _fail(p, f"cannot read the batch file: {type(exc).__name__}: {exc}") from None
 
 
 def read_batch_file(

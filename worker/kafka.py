@@ -7,6 +7,7 @@ Everything that talks to librdkafka directly lives here or in :mod:`worker.pipel
 
 from __future__ import annotations
 
+import logging
 import os
 import socket
 from collections.abc import Mapping
@@ -68,7 +69,12 @@ class Settings:
         return replace(self, **changes)
 
     def base(self) -> dict[str, Any]:
-        conf: dict[str, Any] = {"bootstrap.servers": self.bootstrap_servers}
+        # librdkafka's own log lines go to the "librdkafka" Python logger (quiet unless
+        # --log-level DEBUG): failures reach the caller as errors, not as log spam.
+        conf: dict[str, Any] = {
+            "bootstrap.servers": self.bootstrap_servers,
+            "logger": logging.getLogger("librdkafka"),
+        }
         conf.update(self.extra)
         return conf
 

@@ -19,6 +19,9 @@ __all__ = ["GateMetrics", "configure_sdk"]
 
 METER_NAME = "spatial-contract-gate"
 
+#: Bucket boundaries (seconds) of ``gis.contract.evaluation.duration``.
+DURATION_BUCKETS_S = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+
 
 class GateMetrics:
     """The worker's instruments.
@@ -131,6 +134,13 @@ def configure_sdk(service_name: str = "contract-gate", *, prometheus: bool = Tru
         # worker's HTTP server serves on /metrics (worker.http).
         readers.append(PrometheusMetricReader())
     resource = Resource.create({"service.name": os.environ.get("OTEL_SERVICE_NAME", service_name)})
-    provider = MeterProvider(metric_readers=readers, resource=resource)
+    from opentelemetry.sdk.metrics.view import ExplicitBucketHistogramAggregation, View
+
+    # The SDK's default buckets (0..10000) suit milliseconds; evaluation duration is in s.
+    duration_view = View(
+        instrument_name="gis.contract.evaluation.duration",
+        aggregation=ExplicitBucketHistogramAggregation(DURATION_BUCKETS_S),
+    )
+    provider = MeterProvider(metric_readers=readers, resource=resource, views=[duration_view])
     metrics.set_meter_provider(provider)
     return provider

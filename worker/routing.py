@@ -15,7 +15,6 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from worker import codec
-from worker.errors import ContractGateError
 from worker.evaluate import evaluate
 from worker.features import load_payload
 from worker.kafka import MAX_MESSAGE_BYTES, Topics
@@ -157,7 +156,7 @@ def route(
             batch = (payload_loader or load_payload)(batch.payload_uri, batch)
     except codec.DecodeError as exc:
         decision = _failed("decode_error", f"undecodable batch-arrival event: {exc}")
-    except ContractGateError as exc:
+    except Exception as exc:  # payload loading must never crash the worker
         decision = _failed(
             "payload_error",
             f"payload of batch {batch.batch_id if batch else '?'} cannot be loaded: {exc}",
