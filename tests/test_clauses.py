@@ -394,3 +394,28 @@ def test_feature_count() -> None:
     assert run(c, batch_of([PARIS] * 4)).result == "break"
     assert run(c, batch_of([])).result == "break"
     assert run(clause("size", "feature_count"), batch_of([])).result == "pass"
+
+
+def test_3857_hint_is_hedged_when_the_extent_spans_the_whole_crs() -> None:
+    # found by a fresh-user session: NYC feet declared OGC:CRS84 against a world extent were
+    # "diagnosed" as EPSG:3857; any projected coordinates fit a world box after that reprojection
+    from tests.catalogue import NYC_BOROUGHS, active, read_geoparquet
+    from worker.evaluate import evaluate
+
+    geoms, _, _ = read_geoparquet(NYC_BOROUGHS)
+    batch = batch_of(list(geoms), crs="OGC:CRS84")
+    world = contract_of(
+        clause("srid", "crs", expect="OGC:CRS84"),
+        clause("extent", "extent", region=[-180, -90, 180, 90]),
+    )
+    result = evaluate(batch, [active(world)], now=NOW)
+    (diag,) = result.diagnoses
+    assert diag.startswith("coordinates look like EPSG:3857")
+    assert "weak hint" in diag
+    europe = contract_of(
+        clause("srid", "crs", expect="EPSG:4326"),
+        clause("extent", "extent", region=EUROPE_BBOX),
+    )
+    paris_m = batch_of([PARIS_3857], crs="EPSG:4326")
+    (diag,) = evaluate(paris_m, [active(europe)], now=NOW).diagnoses
+    assert diag.startswith("coordinates look like EPSG:3857") and "weak hint" not in diag

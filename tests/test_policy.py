@@ -46,6 +46,16 @@ def test_same_digest_noop_other_digest_edit_in_place() -> None:
     assert d.action == "refuse" and "edit in place" in d.message
 
 
+def test_same_document_in_another_mode_is_refused_not_a_noop() -> None:
+    # found by a fresh-user session: republishing with --mode observing printed "no-op"
+    d = decide(V1_1, "enforcing", pub(V1), pub(V1_1, "observing"))
+    assert d.action == "refuse"
+    assert "already published observing" in d.message
+    assert "contract-gate contract promote admin_boundaries v1.1" in d.message
+    d = decide(V1, "observing", pub(V1))
+    assert d.action == "refuse" and "cannot change its mode to observing" in d.message
+
+
 def test_tightening_only_observing_and_carries_its_class() -> None:
     d = decide(V1_1, "enforcing", pub(V1))
     assert d.action == "refuse" and "--mode observing" in d.message

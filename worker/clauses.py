@@ -24,6 +24,7 @@ from worker.facts import BatchFacts, nonfinite_mask
 from worker.model import Clause, ClauseResult, Contract
 from worker.spatial import (
     area_m2_or_units,
+    cached_transformer,
     crs_equivalent,
     crs_label,
     fraction_covered,
@@ -128,11 +129,31 @@ def _diagnose_extent(
         ok = facts.usable & ~nonfinite_mask(moved)
         if facts.count and fraction_covered(moved, ok, region) >= min_frac:
             name = crs_label(cand)
+            hedge = (
+                f" (a weak hint: the extent spans most of {label}'s area of use, so other "
+                "projected CRSs would fit too)"
+                if _region_spans_domain(region, crs)
+                else ""
+            )
             return [
                 f"coordinates look like {name}: they fit the extent after reprojecting "
-                f"from {name} to {label}"
+                f"from {name} to {label}{hedge}"
             ]
     return []
+
+
+def _region_spans_domain(region: shapely.Geometry, crs: CRS) -> bool:
+    """True when ``region`` covers at least half of the CRS's area of use (in CRS units),
+    so that "fits after reprojection" says little about which CRS the data is in."""
+    aou = crs.area_of_use
+    if aou is None:
+        return False
+    try:
+        x0, y0, x1, y1 = cached_transformer("EPSG:4326", crs).transform_bounds(*aou.bounds)
+    except Exception:  # pyproj cannot transform the bounds: assume informative
+        return False
+    domain = shapely.box(x0, y0, x1, y1)
+    return bool(domain.area > 0 and shapely.intersection(region, domain).area >= 0.5 * domain.area)
 
 
 def check_extent(

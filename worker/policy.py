@@ -138,6 +138,17 @@ def decide_publish(
     same = next((p for p in layer if p.contract.key == new.key), None)
     if same is not None:
         if same.contract.digest == new.digest:
+            if same.mode != mode:
+                how = (
+                    f"`contract-gate contract promote {new.layer} {new.version}`"
+                    if mode == "enforcing"
+                    else "a new version published observing"
+                )
+                return PolicyDecision(
+                    "refuse",
+                    f"{new.key} is already published {same.mode} ({same.state}); publishing "
+                    f"cannot change its mode to {mode}: use {how}",
+                )
             return PolicyDecision(
                 "noop", f"{new.key} is already published with this document (no-op)"
             )
