@@ -419,3 +419,23 @@ def test_3857_hint_is_hedged_when_the_extent_spans_the_whole_crs() -> None:
     paris_m = batch_of([PARIS_3857], crs="EPSG:4326")
     (diag,) = evaluate(paris_m, [active(europe)], now=NOW).diagnoses
     assert diag.startswith("coordinates look like EPSG:3857") and "weak hint" not in diag
+
+
+def test_integer_field_satisfies_a_double_field_but_not_the_reverse() -> None:
+    # found by a fresh-user session: GeoJSON writes 123456.0 as 123456
+    shape = clause("schema", "schema", fields=[{"name": "len", "type": "double"}])
+    ints = batch_of([VALID_POLYGON], schema_fields=(FieldSpec("len", "integer"),),
+                    attributes=pa.table({"len": pa.array([123456])}))  # fmt: skip
+    assert EVALUATORS["schema"](shape, contract_of(shape), BatchFacts(ints), NOW).result == "pass"
+    strict = clause("schema", "schema", fields=[{"name": "len", "type": "integer"}])
+    doubles = batch_of([VALID_POLYGON], schema_fields=(FieldSpec("len", "double"),),
+                       attributes=pa.table({"len": pa.array([1.5])}))  # fmt: skip
+    r = EVALUATORS["schema"](strict, contract_of(strict), BatchFacts(doubles), NOW)
+    assert r.result == "break" and "has type double, expected integer" in r.message
+
+
+def test_feature_count_breaks_when_declared_count_differs() -> None:
+    size = clause("size", "feature_count", min=1, max=10)
+    truncated = batch_of([VALID_POLYGON], feature_count=1000)
+    r = EVALUATORS["feature_count"](size, contract_of(size), BatchFacts(truncated), NOW)
+    assert r.result == "break" and "declared 1000 features" in r.message

@@ -352,9 +352,19 @@ def check_coverage(
     return _result(clause, ok, measured, expected, message)
 
 
+#: (batch type, contract type) pairs accepted as matching: JSON (GeoJSON) does not tell
+#: 123456 from 123456.0, so an integer column satisfies a ``double`` field.
+_LOSSLESS_WIDENING = {("integer", "double")}
+
+
 def check_schema(
     clause: Clause, contract: Contract, facts: BatchFacts, now: datetime
 ) -> ClauseResult:
+    """Batch fields against ``fields`` (name, type, nullable) and ``allow_extra``.
+
+    An ``integer`` batch field satisfies a ``double`` contract field (lossless widening);
+    no other type coercion.
+    """
     wanted = [
         (f["name"], f["type"], bool(f.get("nullable", False))) for f in clause.params["fields"]
     ]
@@ -367,7 +377,7 @@ def check_schema(
         if got is None:
             problems.append(f"missing field {name!r}")
             continue
-        if got.type != ftype:
+        if got.type != ftype and (got.type, ftype) not in _LOSSLESS_WIDENING:
             problems.append(f"field {name!r} has type {got.type}, expected {ftype}")
         if got.nullable and not nullable:
             problems.append(f"field {name!r} is nullable, expected not nullable")
@@ -388,10 +398,16 @@ def check_schema(
 def check_feature_count(
     clause: Clause, contract: Contract, facts: BatchFacts, now: datetime
 ) -> ClauseResult:
+    """``min`` <= actual count <= ``max``; also breaks when the producer's declared
+    ``feature_count`` differs from the features the batch holds (a truncated batch)."""
     lo = int(clause.params.get("min", 0))
     hi = clause.params.get("max")
+    declared = facts.batch.feature_count
     ok = facts.count >= lo and (hi is None or facts.count <= int(hi))
     message = f"{facts.count} features (expected {lo} .. {'unbounded' if hi is None else hi})"
+    if declared != facts.count:
+        ok = False
+        message += f"; the producer declared {declared} features: truncated or padded batch?"
     return _result(clause, ok, facts.count, {"min": lo, "max": hi}, message)
 
 
