@@ -89,3 +89,13 @@ def test_data_time_without_offset_is_refused_by_argparse(
         main(["check", WORLD, "--contract", V1, "--data-time", "2026-11-29T10:00:00"])
     assert exc.value.code == 2
     assert "no UTC offset" in capsys.readouterr().err
+
+
+def test_the_same_version_twice_is_bad_input(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", WORLD, "--contract", V1, "--observing", V1]) == 2
+    assert "admin_boundaries/v1.0 given more than once" in capsys.readouterr().err
+
+
+def test_unreachable_broker_is_named(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["topics", "create", "--bootstrap-servers", "127.0.0.1:1"]) == 2
+    assert "cannot reach Kafka at 127.0.0.1:1" in capsys.readouterr().err

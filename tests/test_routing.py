@@ -78,7 +78,9 @@ def test_undecodable_null_unknown_layer_and_bad_payload_are_quarantined() -> Non
     assert [codec.decode_quarantine(r.value)["reason_code"] for r in garbage.records] == [
         "decode_error"
     ]
-    assert garbage.records[0].key == "admin_boundaries"  # falls back to the source key
+    assert garbage.records[0].key == b"admin_boundaries"  # falls back to the source key
+    odd_key = go(b"\x02\x00", key=b"\xff\xfe")
+    assert odd_key.records[0].key == b"\xff\xfe"  # not a UTF-8 replacement
     null = go(None, key=None)
     assert codec.decode_quarantine(null.records[0].value)["reason_code"] == "decode_error"
     roads = go(codec.encode_batch(replace(WORLD, layer="roads")))
@@ -97,3 +99,11 @@ def test_payload_uri_is_loaded_and_evaluated() -> None:
     out = go(codec.encode_batch(WORLD, inline=False, payload_uri=uri))
     assert out.decision.decision == "admitted"
     assert len(out.decision.verdicts) == 2
+
+
+def test_admitted_record_of_a_replay_carries_replay_of_forward() -> None:
+    value = codec.encode_batch(WORLD)
+    source = Source("gis.batches", 0, 9, b"admin_boundaries", value, (("replay-of", b"b1"),))
+    out = route(source, versions, TOPICS, now=NOW, worker_id="w")
+    assert dict(out.records[-1].headers)["replay-of"] == b"b1"
+    assert "replay-of" not in dict(go(value).records[-1].headers)

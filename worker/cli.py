@@ -64,7 +64,10 @@ def _kv(text: str) -> tuple[str, str]:
 
 def _add_kafka_args(p: argparse.ArgumentParser) -> None:
     g = p.add_argument_group("Kafka connection (flags override the environment)")
-    g.add_argument("--bootstrap-servers", help="host:port list (env KAFKA_BOOTSTRAP_SERVERS)")
+    g.add_argument(
+        "--bootstrap-servers",
+        help="host:port list (env KAFKA_BOOTSTRAP_SERVERS; default localhost:9092)",
+    )
     g.add_argument(
         "--group-id",
         help="consumer group of the workers (env CONTRACT_GATE_GROUP_ID; default contract-gate)",
@@ -272,6 +275,13 @@ def _cmd_check(args: argparse.Namespace) -> int:
         resolve_crs(args.crs)  # a --crs that does not resolve is bad input (exit 2)
     versions = [ActiveVersion(load_contract(f), "enforcing") for f in args.contract]
     versions += [ActiveVersion(load_contract(f), "observing") for f in args.observing]
+    keys = [v.contract.key for v in versions]
+    twice = sorted({k for k in keys if keys.count(k) > 1})
+    if twice:
+        raise ContractGateError(
+            f"{', '.join(twice)} given more than once; pass each version once (a version is "
+            "one document: two files with the same layer/version are an edit in place)"
+        )
     layers = {v.contract.layer for v in versions}
     if len(layers) > 1:
         raise ContractGateError(
@@ -330,7 +340,11 @@ def _cmd_run(args: argparse.Namespace) -> int:
         if http is not None:
             http.close()
     provider.shutdown()
-    print(f"worker stopped after {pipeline.batches_committed} batches", file=sys.stderr)
+    print(
+        f"worker stopped after {pipeline.batches_committed} events "
+        f"({pipeline.transactions_aborted} transactions aborted)",
+        file=sys.stderr,
+    )
     return 0
 
 
@@ -389,6 +403,10 @@ def _cmd_batch(args: argparse.Namespace) -> int:
 def _cmd_demo(args: argparse.Namespace) -> int:
     from worker.demo import run_demo
 
+    def _terminate(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)  # unwinds run_demo's finally: the broker is stopped
+
+    signal.signal(signal.SIGTERM, _terminate)
     return run_demo(timeout_s=args.timeout_s)
 
 

@@ -195,6 +195,13 @@ def create_topics(
         t.consumers: (1, compacted),
     }
     admin = AdminClient(settings.base())
+    try:
+        admin.list_topics(timeout=min(10.0, timeout_s))
+    except KafkaException as exc:
+        raise KafkaError(
+            f"cannot reach Kafka at {settings.bootstrap_servers}: {exc.args[0].str()}; check "
+            "--bootstrap-servers / KAFKA_BOOTSTRAP_SERVERS"
+        ) from exc
     futures = admin.create_topics(
         [NewTopic(name, n, replication_factor, config=cfg) for name, (n, cfg) in specs.items()],
         request_timeout=timeout_s,
@@ -249,7 +256,10 @@ def produce_one(
         raise KafkaError(f"cannot produce to {topic}: {exc}") from exc
     remaining = producer.flush(timeout_s)
     if remaining or "msg" not in result:
-        raise KafkaError(f"record to {topic} not delivered within {timeout_s:.0f} s")
+        raise KafkaError(
+            f"record to {topic} not delivered within {timeout_s:.0f} s: is Kafka reachable "
+            f"at {settings.bootstrap_servers}? (--bootstrap-servers / KAFKA_BOOTSTRAP_SERVERS)"
+        )
     if result["err"] is not None:
         raise KafkaError(f"record to {topic} refused: {result['err'].str()}")
     return int(result["msg"].partition()), int(result["msg"].offset())

@@ -20,20 +20,25 @@ from worker.features import load_payload
 from worker.kafka import MAX_MESSAGE_BYTES, Topics
 from worker.model import ActiveVersion, Batch, Decision, QuarantineReason
 
-__all__ = ["OutRecord", "Outcome", "Source", "route"]
+__all__ = ["REPLAY_OF", "OutRecord", "Outcome", "Source", "route"]
 
 Headers = list[tuple[str, bytes]]
+
+#: Input header of a replayed event (``contract-gate quarantine replay``), carried forward
+#: to its admitted record.
+REPLAY_OF = "replay-of"
 
 
 @dataclass(frozen=True)
 class Source:
-    """Coordinates and content of one consumed record."""
+    """Coordinates, content and headers of one consumed record."""
 
     topic: str
     partition: int
     offset: int
     key: bytes | None
     value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...] = ()
 
 
 @dataclass(frozen=True)
@@ -41,7 +46,7 @@ class OutRecord:
     """One record to produce: topic, key (the layer), value bytes and headers."""
 
     topic: str
-    key: str | None
+    key: str | bytes | None
     value: bytes
     headers: Headers
 
@@ -99,11 +104,7 @@ def _quarantine(
         ("layer", (layer or "").encode()),
         *_source_headers(source),
     ]
-    key = (
-        layer
-        if layer is not None
-        else (source.key.decode("utf-8", "replace") if source.key else None)
-    )
+    key = layer if layer is not None else source.key  # undecodable: source key byte for byte
     return OutRecord(topics.quarantine, key, value, headers)
 
 
@@ -206,6 +207,7 @@ def route(
             ("contract-versions-enforced", ",".join(decision.enforcing_passed).encode()),
             ("contract-versions-observing", observing.encode()),
             *_source_headers(source),
+            *((k, v) for k, v in source.headers if k == REPLAY_OF and v is not None),
         ]
         records.append(OutRecord(topics.admitted, batch.layer, source.value, headers))
     else:

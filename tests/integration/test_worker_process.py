@@ -84,7 +84,7 @@ def test_sigterm_stops_the_worker_cleanly_after_routing(settings: Settings, tmp_
     log = (tmp_path / "p1.log").read_text()
     assert code == 0, log
     assert "config bootstrapped from 3 records" in log
-    assert "worker stopped after 6 batches" in log
+    assert "worker stopped after 6 events (0 transactions aborted)" in log
 
 
 def test_sigkill_mid_stream_loses_nothing(settings: Settings, tmp_path: Path) -> None:
