@@ -12,7 +12,15 @@ from tests.test_routing import TOPICS, WORLD, go
 from worker import codec
 from worker.errors import ContractGateError
 from worker.kafka import Settings
-from worker.quarantine import QuarantineEntry, entry_to_json, render_entry, render_line, replay
+from worker.quarantine import (
+    QuarantineEntry,
+    check_not_admitted,
+    entries_since,
+    entry_to_json,
+    render_entry,
+    render_line,
+    replay,
+)
 
 
 def entry_of(value: bytes | None, offset: int = 7) -> QuarantineEntry:
@@ -66,3 +74,57 @@ def test_replay_refuses_records_without_original_bytes() -> None:
     undecodable = replace(e, record=None, error="bad")
     with pytest.raises(ContractGateError, match="cannot be replayed"):
         replay(Settings(bootstrap_servers="127.0.0.1:1"), undecodable)
+
+
+def at(entry: QuarantineEntry, when: datetime, offset: int) -> QuarantineEntry:
+    assert entry.record is not None
+    return replace(entry, offset=offset, record={**entry.record, "quarantined_at": when})
+
+
+def test_entries_since_keeps_the_latest_record_of_each_batch_since_the_time() -> None:
+    stale, junk = entry_of(STALE), entry_of(b"\x00junk")
+    t = datetime(2026, 11, 29, 6, 0, tzinfo=timezone.utc)
+    entries = [
+        at(stale, t.replace(hour=5), 1),  # before TIME
+        at(junk, t.replace(hour=7), 2),
+        at(stale, t.replace(hour=8), 3),
+        at(stale, t.replace(hour=9), 4),  # quarantined again after a replay: the latest
+        replace(stale, offset=5, record=None, error="bad"),  # no readable time
+    ]
+    selected, unreadable = entries_since(entries, t)
+    assert [(e.batch_id, e.offset) for e in selected] == [(None, 2), ("ab-stale", 4)]
+    assert [e.offset for e in unreadable] == [5]
+    assert entries_since(entries, t.replace(hour=10))[0] == []
+
+
+def test_replay_of_an_admitted_batch_is_refused_with_where_and_force() -> None:
+    e = entry_of(STALE)
+    with pytest.raises(ContractGateError, match=r"already admitted \(at adm\[0\]@3\).*--force"):
+        check_not_admitted(e, {"ab-stale": "adm[0]@3"})
+    check_not_admitted(e, {"other": "adm[0]@1"})
+    check_not_admitted(entry_of(b"\x00junk"), {"": "x"})  # no batch id: never admitted
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["replay"], "either BATCH_ID or --all-since"),
+        (["replay", "b1", "--all-since", "2026-11-29T06:00:00Z"], "either BATCH_ID"),
+        (["replay", "b1", "--layer", "x"], "--layer selects batches for --all-since only"),
+    ],
+)
+def test_replay_arguments(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from worker.cli import main
+
+    assert main(["quarantine", *argv, "--bootstrap-servers", "127.0.0.1:1"]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_all_since_needs_an_offset(capsys: pytest.CaptureFixture[str]) -> None:
+    from worker.cli import main
+
+    with pytest.raises(SystemExit):
+        main(["quarantine", "replay", "--all-since", "2026-11-29T06:00:00"])
+    assert "has no UTC offset" in capsys.readouterr().err

@@ -166,7 +166,14 @@ class Pipeline:
             return 0
         outcomes = [
             route(
-                Source(m.topic(), m.partition(), m.offset(), m.key(), m.value()),
+                Source(
+                    m.topic(),
+                    m.partition(),
+                    m.offset(),
+                    m.key(),
+                    m.value(),
+                    tuple(m.headers() or ()),
+                ),
                 self.registry.active,
                 self.settings.topics,
                 now=self.clock(),

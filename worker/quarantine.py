@@ -8,7 +8,10 @@ DESIGN.md section 8); ``follow`` keeps reading after that.
 A replay republishes a record's ``original`` bytes, unchanged, to the batches topic with a
 ``replay-of`` header (the batch id) and ``replay-source`` (the quarantine record's
 coordinates); the worker re-evaluates it like any other event under the contract
-versions active then.
+versions active then, and its admitted record carries ``replay-of`` forward. Replaying
+never duplicates an admitted batch: a batch whose id is already on the admitted topic
+(header ``batch-id``) is refused unless forced (:func:`check_not_admitted`).
+:func:`entries_since` selects every batch quarantined since a time (``--all-since``).
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ import re
 import threading
 import time
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -29,8 +32,11 @@ from worker.kafka import Settings, produce_one
 
 __all__ = [
     "QuarantineEntry",
+    "check_not_admitted",
+    "entries_since",
     "entry_to_json",
     "find_entry",
+    "read_admitted",
     "read_quarantine",
     "render_entry",
     "render_line",
@@ -177,6 +183,82 @@ def find_entry(settings: Settings, ref: str, *, timeout_s: float = 30.0) -> Quar
             "PARTITION@OFFSET)"
         )
     return found
+
+
+def entries_since(
+    entries: Iterable[QuarantineEntry], since: datetime
+) -> tuple[list[QuarantineEntry], list[QuarantineEntry]]:
+    """``(selected, unreadable)``: the latest record of every batch quarantined at or after
+    ``since`` (aware), oldest first, and the records that carry no readable time.
+
+    A batch quarantined more than once (again after a replay) is selected once, with its
+    latest record; undecodable events (no batch id) are told apart by their coordinates.
+    """
+    latest: dict[str, QuarantineEntry] = {}
+    unreadable: list[QuarantineEntry] = []
+    for entry in entries:
+        at = entry.record.get("quarantined_at") if entry.record else None
+        if not isinstance(at, datetime):
+            unreadable.append(entry)
+            continue
+        if at.tzinfo is None:
+            at = at.replace(tzinfo=timezone.utc)
+        if at < since:
+            continue
+        key = entry.batch_id or f"@{entry.partition}@{entry.offset}"
+        known = latest.get(key)
+        if known is None or _at(known) <= at:
+            latest[key] = entry
+    return sorted(latest.values(), key=_at), unreadable
+
+
+def _at(entry: QuarantineEntry) -> datetime:
+    at = entry.record["quarantined_at"] if entry.record else None
+    assert isinstance(at, datetime)
+    return at if at.tzinfo else at.replace(tzinfo=timezone.utc)
+
+
+def read_admitted(
+    settings: Settings, *, layer: str | None = None, timeout_s: float = 30.0
+) -> dict[str, str]:
+    """Batch id (header ``batch-id``) -> coordinates of its latest record on the admitted
+    topic, read to partition EOF by a group-less reader; ``layer`` keeps that layer's
+    records (by key).
+
+    Raises
+    ------
+    KafkaError
+        When the topic does not exist or cannot be read to its end within ``timeout_s``.
+    """
+    from worker.consumers import _read_to_eof  # the shared group-less scan to EOF
+
+    topic = settings.topics.admitted
+    out: dict[str, str] = {}
+    for msg in _read_to_eof(settings, topic, timeout_s=timeout_s):
+        if layer is not None and (msg.key() or b"").decode("utf-8", "replace") != layer:
+            continue
+        headers = dict(msg.headers() or [])
+        batch_id = (headers.get("batch-id") or b"").decode("utf-8", "replace")
+        if batch_id:
+            out[batch_id] = f"{topic}[{msg.partition()}]@{msg.offset()}"
+    return out
+
+
+def check_not_admitted(entry: QuarantineEntry, admitted: Mapping[str, str]) -> None:
+    """Refuse to replay a batch that is already on the admitted topic.
+
+    ``admitted`` maps batch ids to admitted coordinates (:func:`read_admitted`).
+
+    Raises
+    ------
+    ContractGateError
+        When ``entry``'s batch id is admitted; the message names where and ``--force``.
+    """
+    if entry.batch_id and entry.batch_id in admitted:
+        raise ContractGateError(
+            f"batch {entry.batch_id} was already admitted (at {admitted[entry.batch_id]}); "
+            "replaying it would admit it twice. Not replayed; use --force to replay it anyway"
+        )
 
 
 def _when(entry: QuarantineEntry) -> str:

@@ -13,6 +13,8 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from worker.errors import ContractGateError, KafkaError
+
 __all__ = ["add_quarantine_args", "cmd_quarantine"]
 
 
@@ -57,16 +59,81 @@ def add_quarantine_args(
             ),
         )
         add_kafka_args(a)
-        a.add_argument("batch", metavar="BATCH_ID", help="batch id, or PARTITION@OFFSET")
         if name == "show":
+            a.add_argument("batch", metavar="BATCH_ID", help="batch id, or PARTITION@OFFSET")
             a.add_argument("--format", choices=["text", "json"], default="text")
+            continue
+        a.add_argument("batch", metavar="BATCH_ID", nargs="?", help="batch id, or PARTITION@OFFSET")
+        a.add_argument(
+            "--all-since",
+            type=_since,
+            metavar="TIME",
+            help="instead of BATCH_ID: every batch quarantined at or after TIME (ISO 8601 "
+            "with offset, e.g. 2026-11-29T06:00:00+00:00), the latest record of each",
+        )
+        a.add_argument("--layer", help="with --all-since: only this layer")
+        a.add_argument(
+            "--force",
+            action="store_true",
+            help="replay even a batch already on the admitted topic (it may be admitted twice)",
+        )
+
+
+def _since(text: str) -> Any:
+    from worker.cli import _parse_time
+
+    return _parse_time(text)
+
+
+def _replay_all(args: argparse.Namespace, settings: Any) -> int:
+    """``replay --all-since``: exit 0 when every selected batch was replayed, 1 when some
+    were refused (already admitted, or no original bytes)."""
+    from worker.errors import ContractGateError
+    from worker.quarantine import (
+        check_not_admitted,
+        entries_since,
+        read_admitted,
+        read_quarantine,
+        replay,
+    )
+
+    selected, _unreadable = entries_since(
+        read_quarantine(settings, layer=args.layer), args.all_since
+    )
+    admitted = read_admitted(settings)
+    replayed = refused = 0
+    for entry in selected:
+        name = entry.batch_id or f"{entry.partition}@{entry.offset}"
+        try:
+            if not args.force:
+                check_not_admitted(entry, admitted)
+            partition, offset = replay(settings, entry)
+        except ContractGateError as exc:
+            if isinstance(exc, KafkaError):
+                raise
+            refused += 1
+            print(f"not replayed {name}: {exc}")
+            continue
+        replayed += 1
+        print(
+            f"replayed {name} (from {entry.coordinates}) to "
+            f"{settings.topics.batches}[{partition}]@{offset}"
+        )
+    scope = f" of layer {args.layer}" if args.layer else ""
+    print(
+        f"{replayed} batch(es){scope} quarantined since {args.all_since.isoformat()} replayed, "
+        f"{refused} not replayed; the worker re-evaluates them"
+    )
+    return 1 if refused else 0
 
 
 def cmd_quarantine(args: argparse.Namespace) -> int:
     from worker.cli import settings_from_args
     from worker.quarantine import (
+        check_not_admitted,
         entry_to_json,
         find_entry,
+        read_admitted,
         read_quarantine,
         render_entry,
         render_line,
@@ -84,6 +151,13 @@ def cmd_quarantine(args: argparse.Namespace) -> int:
         except KeyboardInterrupt:
             print("", file=sys.stderr)
         return 0
+    if args.quarantine_command == "replay":
+        if (args.batch is None) == (args.all_since is None):
+            raise ContractGateError("give either BATCH_ID or --all-since TIME (not both)")
+        if args.layer and args.all_since is None:
+            raise ContractGateError("--layer selects batches for --all-since only")
+        if args.all_since is not None:
+            return _replay_all(args, settings)
     entry = find_entry(settings, args.batch)
     if args.quarantine_command == "show":
         if args.format == "json":
@@ -91,6 +165,8 @@ def cmd_quarantine(args: argparse.Namespace) -> int:
         else:
             print(render_entry(entry))
         return 0
+    if not args.force:
+        check_not_admitted(entry, read_admitted(settings))
     partition, offset = replay(settings, entry)
     print(
         f"replayed {entry.batch_id or args.batch} (from {entry.coordinates}) to "

@@ -5,7 +5,7 @@ from __future__ import annotations
 import io
 import re
 import time
-from contextlib import redirect_stdout
+from contextlib import redirect_stderr, redirect_stdout
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
@@ -116,3 +116,89 @@ def test_replay_after_contract_fix_is_admitted(
     headers = result.admitted_headers[(partition, offset)]
     assert headers["batch-id"] == "nyc-5"
     assert headers["contract-versions-enforced"] == "v1.1"
+
+
+def cli_code(settings: Settings, *argv: str) -> tuple[int, str]:
+    t = settings.topics
+    kafka = ["--bootstrap-servers", settings.bootstrap_servers, "--group-id", settings.group_id]
+    kafka += [f"--{name}-topic={topic}" for name, topic in t.__dict__.items()]
+    out, err = io.StringIO(), io.StringIO()
+    with redirect_stdout(out), redirect_stderr(err):
+        code = main(["quarantine", *argv, *kafka])
+    return code, out.getvalue() + err.getvalue()
+
+
+def admitted_headers(settings: Settings, n: int, timeout_s: float = 60) -> list[dict[str, str]]:
+    from worker.consumers import _read_to_eof
+
+    deadline = time.monotonic() + timeout_s
+    while True:
+        msgs = list(_read_to_eof(settings, settings.topics.admitted))
+        if len(msgs) >= n or time.monotonic() > deadline:
+            return [{k: (v or b"").decode() for k, v in (m.headers() or [])} for m in msgs]
+        time.sleep(0.3)
+
+
+def test_replay_all_since_and_never_twice_admitted(
+    settings: Settings, start_worker: Any, tmp_path: Path
+) -> None:
+    publish_contract(settings, contract_with_max(tmp_path, "v1", 3), published_by="t")
+    worker = start_worker(settings)
+
+    def send(batch_id: str) -> None:
+        nyc = read_batch_file(
+            data_file("nyc_boroughs.parquet"),
+            layer="nyc_boroughs",
+            data_time=datetime.now(timezone.utc) - timedelta(minutes=5),
+            batch_id=batch_id,
+        )
+        produce_one(settings, settings.topics.batches, "nyc_boroughs", encode_batch(nyc))
+
+    send("nyc-old")
+    old = wait_quarantined(settings, "nyc-old")
+    assert old.record is not None
+    since = old.record["quarantined_at"] + timedelta(milliseconds=1)
+    send("nyc-a")
+    send("nyc-b")
+    wait_quarantined(settings, "nyc-a")
+    wait_quarantined(settings, "nyc-b")
+
+    publish_contract(settings, contract_with_max(tmp_path, "v1.1", 10), published_by="t")
+    deadline = time.monotonic() + 30
+    while [v.contract.version for v in worker.pipeline.registry.active("nyc_boroughs")] != ["v1.1"]:
+        assert time.monotonic() < deadline, "worker did not pick up v1.1"
+        time.sleep(0.2)
+
+    code, out = cli_code(settings, "replay", "nyc-old")
+    assert code == 0, out
+    assert admitted_headers(settings, 1)[0]["replay-of"] == "nyc-old"
+    # the admitted batch is never replayed again without --force
+    code, out = cli_code(settings, "replay", "nyc-old")
+    assert code == 2
+    assert "batch nyc-old was already admitted (at " + settings.topics.admitted in out
+    assert "use --force" in out
+
+    code, out = cli_code(
+        settings, "replay", "--all-since", since.isoformat(), "--layer", "nyc_boroughs"
+    )
+    assert code == 0, out
+    assert "replayed nyc-a" in out and "replayed nyc-b" in out and "nyc-old" not in out
+    assert "2 batch(es) of layer nyc_boroughs quarantined since" in out
+    admitted = admitted_headers(settings, 3)
+    assert sorted((h["batch-id"], h["replay-of"]) for h in admitted) == [
+        ("nyc-a", "nyc-a"),
+        ("nyc-b", "nyc-b"),
+        ("nyc-old", "nyc-old"),
+    ]
+    assert all(h["contract-versions-enforced"] == "v1.1" for h in admitted)
+
+    # every batch since the start is admitted now: all refused, exit 1, nothing produced
+    start = (since - timedelta(hours=1)).isoformat()
+    code, out = cli_code(settings, "replay", "--all-since", start)
+    assert code == 1, out
+    assert out.count("already admitted") == 3 and "0 batch(es) quarantined since" in out
+    assert "3 not replayed" in out
+    code, out = cli_code(settings, "replay", "--all-since", start, "--layer", "other_layer")
+    assert code == 0 and "0 batch(es) of layer other_layer" in out
+    time.sleep(2)
+    assert len(admitted_headers(settings, 3)) == 3
