@@ -100,3 +100,10 @@ def test_topics_create_refuses_zero_partitions(capsys: pytest.CaptureFixture[str
         main(["topics", "create", "--partitions", "0"])
     assert exc.value.code == 2
     assert "'0' is not a whole number >= 1" in capsys.readouterr().err
+
+
+def test_a_parquet_suffix_without_parquet_content_is_named(tmp_path: Path) -> None:
+    fake = tmp_path / "fake.parquet"
+    fake.write_text("{}")
+    with pytest.raises(PayloadError, match="not a Parquet file"):
+        read_features(fake)

@@ -293,3 +293,14 @@ def test_shipped_demo_contracts_load(name: str) -> None:
         pytest.skip("no demo contracts shipped yet")
     c = load_contract(DATA / name)
     assert c.layer in name
+
+
+def test_an_unknown_kind_is_the_first_error_named() -> None:
+    # found by a fresh-user session: the unknown fields of the clause were named first
+    text = (
+        "layer: t\nversion: v1\ncadence: P1D\nobjective: 0.9\nowner: me\nchangelog: t\n"
+        "clauses:\n  - {name: c, kind: topology, foo: 1}\n"
+    )
+    with pytest.raises(ContractError) as exc:
+        parse_contract(text, source="t.yaml")
+    assert str(exc.value).startswith("t.yaml: clauses[0].kind:")

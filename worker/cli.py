@@ -245,7 +245,8 @@ def build_parser() -> argparse.ArgumentParser:
     bp.add_argument(
         "--by-reference",
         action="store_true",
-        help="send payload_uri (the file's absolute path) instead of inline features",
+        help="send payload_uri (a file:// URI of the file's absolute path; the workers must "
+        "be able to read it) instead of inline features",
     )
 
     p = sub.add_parser(

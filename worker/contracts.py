@@ -310,7 +310,12 @@ def parse_contract(text: str, *, source: str = "<string>") -> Contract:
     _check_keys(doc, source)
     errors = sorted(
         _validator().iter_errors(_for_schema(doc)),
-        key=lambda e: (len(e.absolute_path) == 0, [str(p) for p in e.absolute_path]),
+        # a wrong clause kind explains the "unknown field" errors of that clause: lead with it
+        key=lambda e: (
+            not (e.absolute_path and e.absolute_path[-1] == "kind"),
+            len(e.absolute_path) == 0,
+            [str(p) for p in e.absolute_path],
+        ),
     )
     described = [d for d in (_describe(e, doc) for e in errors) if d is not None]
     if described:

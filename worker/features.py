@@ -268,6 +268,8 @@ def read_features(path: str | Path) -> FeatureData:
             head = fh.read(4)
     except OSError as exc:
         raise _fail(p, f"cannot open the batch file ({exc.strerror or exc})") from None
+    if head != b"PAR1" and p.suffix.lower() in (".parquet", ".geoparquet"):
+        raise _fail(p, "not a Parquet file (the file does not start with the PAR1 magic bytes)")
     try:
         return _read_geoparquet(p) if head == b"PAR1" else _read_geojson(p)
     except PayloadError:
