@@ -9,11 +9,17 @@ standard ``OTEL_*`` environment. Tests pass a meter of their own ``MeterProvider
 from __future__ import annotations
 
 import os
+import time
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from datetime import datetime, timezone
 from typing import Any
 
 from opentelemetry import metrics
+from opentelemetry.metrics import CallbackOptions, Observation
 
 from worker.model import Decision
+from worker.policy import ESCALATION_KINDS, Published, layer_lifecycles
+from worker.slo import SeriesKey, SloTracker, Window
 
 __all__ = ["GateMetrics", "configure_sdk"]
 
@@ -31,10 +37,94 @@ class GateMetrics:
     ``gis.contract.version_evaluations_total`` {layer, version, mode, result};
     ``gis.contract.config_rejections_total`` {layer, reason};
     ``gis.contract.evaluation.duration`` histogram in seconds {layer}.
+
+    Observable gauges (values set by the pipeline thread, read at collection time):
+    ``gis.contract.attainment`` and ``gis.contract.error_budget_remaining`` {layer,
+    version, mode} over the sliding window of :attr:`slo` (:mod:`worker.slo`);
+    ``gis.contract.active_versions`` {layer}, ``gis.contract.overlap_age_cycles`` {layer}
+    (only during a major overlap) and ``gis.contract.escalations`` {layer, kind} (0/1,
+    :func:`worker.policy.layer_lifecycles`) from :meth:`set_lifecycle`;
+    ``gis.contract.consumer_lag`` {topic, partition} from :meth:`set_consumer_lag`;
+    ``gis.contract.config_bootstrap_records`` and ``gis.contract.config_bootstrapped``
+    (0/1) from :meth:`set_config_bootstrap`. Unit-less gauges carry no unit, so their
+    Prometheus names get no suffix.
+
+    Parameters
+    ----------
+    meter : Meter, optional
+        Default: the global meter provider's ``spatial-contract-gate`` meter.
+    slo_window : Window, optional
+        Bounds of the attainment window (default :class:`worker.slo.Window`).
+    monotonic : callable, optional
+        Monotonic seconds for the SLO window (injectable for tests).
     """
 
-    def __init__(self, meter: metrics.Meter | None = None) -> None:
+    def __init__(
+        self,
+        meter: metrics.Meter | None = None,
+        *,
+        slo_window: Window | None = None,
+        monotonic: Callable[[], float] = time.monotonic,
+    ) -> None:
         meter = meter or metrics.get_meter(METER_NAME)
+        self.slo = SloTracker(slo_window, monotonic)
+        self._published: tuple[Published, ...] = ()
+        self._now: Callable[[], datetime] = lambda: datetime.now(timezone.utc)
+        self._lag: Mapping[tuple[str, int], int] = {}
+        self._config: tuple[int, bool] = (0, False)
+        for name, callback, unit, description in (
+            (
+                "gis.contract.attainment",
+                self._observe_attainment,
+                "",
+                "Passed / evaluated verdicts of a version in its sliding window",
+            ),
+            (
+                "gis.contract.error_budget_remaining",
+                self._observe_budget,
+                "",
+                "1 - failed fraction / (1 - objective) in the window, clamped to [0, 1]",
+            ),
+            (
+                "gis.contract.active_versions",
+                self._observe_active,
+                "{version}",
+                "Active contract versions of a layer",
+            ),
+            (
+                "gis.contract.overlap_age_cycles",
+                self._observe_overlap,
+                "",
+                "Age of an open major overlap in cadence cycles of the newer major",
+            ),
+            (
+                "gis.contract.escalations",
+                self._observe_escalations,
+                "",
+                "1 when a lifecycle escalation fires (kind=active_versions|overlap_age)",
+            ),
+            (
+                "gis.contract.consumer_lag",
+                self._observe_lag,
+                "{message}",
+                "High watermark minus position per assigned input partition",
+            ),
+            (
+                "gis.contract.config_bootstrap_records",
+                self._observe_config_records,
+                "{record}",
+                "Config-topic records read by this worker",
+            ),
+            (
+                "gis.contract.config_bootstrapped",
+                self._observe_config_done,
+                "",
+                "1 once the config topic was read to its end (partition EOF), else 0",
+            ),
+        ):
+            meter.create_observable_gauge(
+                name, callbacks=[callback], unit=unit, description=description
+            )
         self.clause_evaluations = meter.create_counter(
             "gis.contract.clause_evaluations_total",
             unit="{evaluation}",
@@ -61,8 +151,18 @@ class GateMetrics:
             description="Time to evaluate one batch against every active version",
         )
 
-    def record_decision(self, layer: str, decision: Decision, duration_s: float) -> None:
-        """Count one routed batch: its decision, every verdict and every clause result."""
+    def record_decision(
+        self,
+        layer: str,
+        decision: Decision,
+        duration_s: float,
+        objectives: Mapping[str, float] | None = None,
+    ) -> None:
+        """Count one routed batch: its decision, every verdict and every clause result.
+
+        ``objectives`` (version -> objective of the versions evaluated) feeds the SLO
+        window of each verdict whose version it names.
+        """
         self.batches.add(1, {"layer": layer, "decision": decision.decision})
         for verdict in decision.verdicts:
             self.version_evaluations.add(
@@ -74,6 +174,8 @@ class GateMetrics:
                     "result": "pass" if verdict.passed else "break",
                 },
             )
+            if objectives is not None and verdict.version in objectives:
+                self.slo.record(verdict, objectives[verdict.version])
             for clause in verdict.clauses:
                 self.clause_evaluations.add(
                     1,
@@ -90,6 +192,68 @@ class GateMetrics:
 
     def record_config_rejection(self, layer: str | None, reason: str) -> None:
         self.config_rejections.add(1, {"layer": layer or "unknown", "reason": reason})
+
+    # -- values of the observable gauges (set by the pipeline thread) ---------------------
+    def set_lifecycle(
+        self, published: Sequence[Published], now: Callable[[], datetime] | None = None
+    ) -> None:
+        """The versions on the config topic; SLO series of inactive versions are dropped."""
+        self._published = tuple(published)
+        if now is not None:
+            self._now = now
+        self.slo.retain(
+            {
+                SeriesKey(p.contract.layer, p.contract.version, p.mode)
+                for p in self._published
+                if p.state == "active"
+            }
+        )
+
+    def set_consumer_lag(self, lag: Mapping[tuple[str, int], int]) -> None:
+        """Lag per assigned ``(topic, partition)``; replaces the previous mapping."""
+        self._lag = dict(lag)
+
+    def set_config_bootstrap(self, records: int, bootstrapped: bool) -> None:
+        self._config = (records, bootstrapped)
+
+    # -- gauge callbacks: read the values above, nothing else -----------------------------
+    def _observe_attainment(self, options: CallbackOptions) -> Iterable[Observation]:
+        for s in self.slo.snapshot():
+            if s.attainment is not None:
+                yield Observation(s.attainment, _series_attrs(s.key))
+
+    def _observe_budget(self, options: CallbackOptions) -> Iterable[Observation]:
+        for s in self.slo.snapshot():
+            if s.error_budget_remaining is not None:
+                yield Observation(s.error_budget_remaining, _series_attrs(s.key))
+
+    def _observe_active(self, options: CallbackOptions) -> Iterable[Observation]:
+        for lc in layer_lifecycles(self._published, self._now()):
+            yield Observation(len(lc.active), {"layer": lc.layer})
+
+    def _observe_overlap(self, options: CallbackOptions) -> Iterable[Observation]:
+        for lc in layer_lifecycles(self._published, self._now()):
+            if lc.overlap_age_cycles is not None:
+                yield Observation(lc.overlap_age_cycles, {"layer": lc.layer})
+
+    def _observe_escalations(self, options: CallbackOptions) -> Iterable[Observation]:
+        for lc in layer_lifecycles(self._published, self._now()):
+            for kind in ESCALATION_KINDS:
+                yield Observation(int(kind in lc.escalations), {"layer": lc.layer, "kind": kind})
+
+    def _observe_lag(self, options: CallbackOptions) -> Iterable[Observation]:
+        for (topic, partition), lag in sorted(self._lag.items()):
+            yield Observation(lag, {"topic": topic, "partition": str(partition)})
+
+    def _observe_config_records(self, options: CallbackOptions) -> Iterable[Observation]:
+        yield Observation(self._config[0])
+
+    def _observe_config_done(self, options: CallbackOptions) -> Iterable[Observation]:
+        yield Observation(int(self._config[1]))
+
+
+def _series_attrs(key: SeriesKey) -> dict[str, str]:
+    return {"layer": key.layer, "version": key.version, "mode": key.mode}
 
 
 def configure_sdk(service_name: str = "contract-gate", *, prometheus: bool = True) -> Any:

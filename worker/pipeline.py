@@ -21,17 +21,48 @@ from typing import Any
 from worker.config_topic import ConfigFollower
 from worker.errors import KafkaError
 from worker.kafka import Settings
+from worker.lifecycle import RecordingRegistry
 from worker.metrics import GateMetrics
-from worker.registry import ConfigEvent, Registry
+from worker.registry import ConfigEvent
 from worker.routing import Outcome, Source, route
 
-__all__ = ["Pipeline"]
+__all__ = ["Pipeline", "partition_lag"]
 
 log = logging.getLogger(__name__)
 
 
 def _utcnow() -> datetime:
     return datetime.now(timezone.utc)
+
+
+#: Seconds between two consumer-lag refreshes of the loop.
+LAG_INTERVAL_S = 1.0
+
+
+def partition_lag(consumer: Any, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+    """Lag per partition: high watermark minus the consumer's position (next offset).
+
+    Both figures are local to the client, no broker round trip: the position, and
+    ``get_watermark_offsets(cached=True)``, whose high watermark librdkafka updates from
+    every Fetch response. Partitions without a known watermark or position (nothing
+    fetched yet) are left out. A watermark from ListOffsets (``cached=False``) can be too
+    low on Tansu after multi-record produce batches (DESIGN.md section 8), so lag computed
+    from it would be unreliable there; the Fetch-fed cached value is what is used here.
+    """
+    from confluent_kafka import KafkaException, TopicPartition
+
+    lag: dict[tuple[str, int], int] = {}
+    try:
+        positions = consumer.position([TopicPartition(t, p) for t, p in partitions])
+        for tp in positions:
+            if tp.offset < 0:
+                continue
+            _, high = consumer.get_watermark_offsets(tp, cached=True)
+            if high is not None and high >= 0:
+                lag[(tp.topic, tp.partition)] = max(0, high - tp.offset)
+    except KafkaException as exc:  # e.g. a partition revoked meanwhile: next refresh
+        log.debug("consumer lag not refreshed: %s", exc)
+    return lag
 
 
 class Pipeline:
@@ -69,12 +100,13 @@ class Pipeline:
         self.max_batch_wait_s = max_batch_wait_ms / 1000.0
         self.config_timeout_s = config_timeout_s
         self.on_outcome = on_outcome
-        self.registry = Registry()
+        self.registry = RecordingRegistry()  # keeps published_at, for escalation gauges
         self.config = ConfigFollower(settings, self.registry, self._on_config_event)
         self.assigned: set[tuple[str, int]] = set()
         self.last_loop_monotonic = time.monotonic()
         self.batches_committed = 0
         self.transactions_aborted = 0
+        self._lag_at = 0.0
         self._consumer: Any = None
         self._producer: Any = None
 
@@ -87,6 +119,9 @@ class Pipeline:
     def _on_config_event(self, event: ConfigEvent) -> None:
         if event.outcome == "rejected":
             self.metrics.record_config_rejection(event.layer, event.reason or "invalid")
+        self.metrics.set_config_bootstrap(self.config.records_read, self.config.bootstrapped)
+        if event.outcome in ("added", "updated", "removed"):
+            self.metrics.set_lifecycle(self.registry.published(), self.clock)
 
     def _on_assign(self, consumer: Any, partitions: list[Any]) -> None:
         self.assigned |= {(p.topic, p.partition) for p in partitions}
@@ -109,6 +144,8 @@ class Pipeline:
         from confluent_kafka import Consumer, KafkaException, Producer
 
         n = self.config.bootstrap(self.config_timeout_s, progress)
+        self.metrics.set_config_bootstrap(n, True)
+        self.metrics.set_lifecycle(self.registry.published(), self.clock)
         if progress:
             layers = ", ".join(
                 f"{layer}: " + " ".join(f"{v.contract.version}/{v.mode}" for v in active)
@@ -155,6 +192,9 @@ class Pipeline:
         self.last_loop_monotonic = time.monotonic()
         self.config.poll_updates()
         msgs = self._consumer.consume(self.max_batch_events, timeout=self.max_batch_wait_s)
+        if self.last_loop_monotonic - self._lag_at >= LAG_INTERVAL_S:
+            self._lag_at = self.last_loop_monotonic
+            self.metrics.set_consumer_lag(partition_lag(self._consumer, sorted(self.assigned)))
         events = []
         for m in msgs:
             err = m.error()
@@ -184,8 +224,13 @@ class Pipeline:
         if not self._commit(events, outcomes):
             return 0
         for outcome in outcomes:
+            # the versions route() evaluated: config updates are applied only at step start
+            objectives = {
+                v.contract.version: v.contract.objective
+                for v in self.registry.active(outcome.layer or "")
+            }
             self.metrics.record_decision(
-                outcome.layer or "unknown", outcome.decision, outcome.duration_s
+                outcome.layer or "unknown", outcome.decision, outcome.duration_s, objectives
             )
             if self.on_outcome is not None:
                 self.on_outcome(outcome)
