@@ -130,8 +130,7 @@ def _diagnose_extent(
         if facts.count and fraction_covered(moved, ok, region) >= min_frac:
             name = crs_label(cand)
             hedge = (
-                f" (a weak hint: the extent spans most of {label}'s area of use, so other "
-                "projected CRSs would fit too)"
+                f" (weak hint: the extent covers most of {label}, other projected CRSs fit too)"
                 if _region_spans_domain(region, crs)
                 else ""
             )
