@@ -89,6 +89,12 @@ def test_slo_escalation_lag_and_bootstrap_gauges() -> None:
         ("v1.1", "observing"): 0.0,
     }
     assert p["gis.contract.active_versions"] == [({"layer": "admin_boundaries"}, 3)]
+    # each active version's own objective, per mode (the burn-rate rules divide by it)
+    assert by_version("gis.contract.objective") == {
+        ("v1.0", "enforcing"): V1.contract.objective,
+        ("v1.1", "observing"): V11.contract.objective,
+        ("v2.0", "observing"): V1.contract.objective,
+    }
     # v2.0 published 18 h ago, cadence PT6H: three cycles of overlap
     assert p["gis.contract.overlap_age_cycles"] == [({"layer": "admin_boundaries"}, 3.0)]
     assert sorted((a["kind"], v) for a, v in p["gis.contract.escalations"]) == [
@@ -106,5 +112,6 @@ def test_slo_escalation_lag_and_bootstrap_gauges() -> None:
     metrics.set_lifecycle([Published(V1.contract, "enforcing", "active", None, (), opened, "t")])
     p = points(reader)
     assert set(by_version("gis.contract.attainment")) == {("v1.0", "enforcing")}
+    assert set(by_version("gis.contract.objective")) == {("v1.0", "enforcing")}
     assert "gis.contract.overlap_age_cycles" not in p or not p["gis.contract.overlap_age_cycles"]
     assert {v for _, v in p["gis.contract.escalations"]} == {0}

@@ -41,6 +41,8 @@ class GateMetrics:
     Observable gauges (values set by the pipeline thread, read at collection time):
     ``gis.contract.attainment`` and ``gis.contract.error_budget_remaining`` {layer,
     version, mode} over the sliding window of :attr:`slo` (:mod:`worker.slo`);
+    ``gis.contract.objective`` {layer, version, mode} of each active version (for the
+    burn-rate rules of ``deploy/prometheus``) and
     ``gis.contract.active_versions`` {layer}, ``gis.contract.overlap_age_cycles`` {layer}
     (only during a major overlap) and ``gis.contract.escalations`` {layer, kind} (0/1,
     :func:`worker.policy.layer_lifecycles`) from :meth:`set_lifecycle`;
@@ -84,6 +86,12 @@ class GateMetrics:
                 self._observe_budget,
                 "",
                 "1 - failed fraction / (1 - objective) in the window, clamped to [0, 1]",
+            ),
+            (
+                "gis.contract.objective",
+                self._observe_objective,
+                "",
+                "Objective (target attainment) of each active version, from its contract",
             ),
             (
                 "gis.contract.active_versions",
@@ -226,6 +234,12 @@ class GateMetrics:
         for s in self.slo.snapshot():
             if s.error_budget_remaining is not None:
                 yield Observation(s.error_budget_remaining, _series_attrs(s.key))
+
+    def _observe_objective(self, options: CallbackOptions) -> Iterable[Observation]:
+        for p in self._published:
+            if p.state == "active":
+                attrs = {"layer": p.contract.layer, "version": p.contract.version, "mode": p.mode}
+                yield Observation(p.contract.objective, attrs)
 
     def _observe_active(self, options: CallbackOptions) -> Iterable[Observation]:
         for lc in layer_lifecycles(self._published, self._now()):
