@@ -25,6 +25,7 @@ from worker.errors import ContractGateError
 from worker.kafka import Settings, Topics
 from worker.lifecycle_cli import LIFECYCLE_COMMANDS, add_lifecycle_args
 from worker.quarantine_cli import add_quarantine_args, cmd_quarantine
+from worker.verify import add_verify_args, cmd_verify
 
 __all__ = ["build_parser", "main"]
 
@@ -228,6 +229,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_retire_args(csub, _add_kafka_args)
     add_consumers_args(sub, _add_kafka_args)
     add_quarantine_args(sub, _add_kafka_args)
+    add_verify_args(sub, _add_kafka_args)
 
     p = sub.add_parser("batch", help="publish batch-arrival events")
     bsub = p.add_subparsers(dest="batch_command", required=True, metavar="ACTION")
@@ -420,6 +422,7 @@ COMMANDS: dict[str, Any] = {
     "demo": _cmd_demo,
     "consumers": cmd_consumers,
     "quarantine": cmd_quarantine,
+    "verify": cmd_verify,
 }
 
 
