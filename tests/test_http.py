@@ -13,6 +13,7 @@ from typing import Any
 import pytest
 from opentelemetry.exporter.prometheus import PrometheusMetricReader
 from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from prometheus_client import CollectorRegistry
 
 from tests.test_routing import WORLD, go
@@ -20,6 +21,7 @@ from worker import codec
 from worker.errors import ContractGateError
 from worker.http import DecisionLog, GateHTTPServer, handle, http_port_from
 from worker.metrics import GateMetrics
+from worker.slo import SeriesKey
 
 
 @dataclass
@@ -179,3 +181,46 @@ def test_server_answers_on_a_free_port() -> None:
             assert resp.status == 200 and json.load(resp)["ready"] is True
     finally:
         server.close()
+
+
+def test_status_shows_slo_per_version_and_migration_counts() -> None:
+    from worker.migration import LayerView, MigrationView, VersionCount
+
+    metrics = GateMetrics(MeterProvider(metric_readers=[InMemoryMetricReader()]).get_meter("t"))
+    for passed in (True, False, True, True):
+        metrics.slo.record_result(SeriesKey("admin_boundaries", "v1.0", "enforcing"), passed, 0.5)
+    s = FakeState(
+        registry=FakeRegistry(
+            {"admin_boundaries": [version("v1.0", "enforcing"), version("v1.1", "observing")]}
+        )
+    )
+    s.metrics = metrics  # type: ignore[attr-defined]
+    for v in s.registry.versions("admin_boundaries"):
+        v.contract.objective = 0.5
+    view = MigrationView(
+        {
+            "admin_boundaries": LayerView(
+                "admin_boundaries",
+                (VersionCount("admin_boundaries", "v1", ("v1.0", "v1.1"), oldest=True),),
+            )
+        }
+    )
+    doc = body(handle("/status", s, now_monotonic=100.0, migration=lambda: view))
+    v10, v11 = doc["layers"]["admin_boundaries"]
+    assert v10 == {
+        "version": "v1.0",
+        "mode": "enforcing",
+        "state": "active",
+        "objective": 0.5,
+        "attainment": 0.75,
+        "error_budget_remaining": 0.5,
+        "window_evaluated": 4,
+    }
+    # nothing evaluated yet under v1.1 observing: no figure, never a borrowed one
+    assert (v11["attainment"], v11["error_budget_remaining"], v11["window_evaluated"]) == (
+        None,
+        None,
+        0,
+    )
+    assert doc["migration"][0]["layer"] == "admin_boundaries"
+    assert doc["migration"][0]["count"] == 0

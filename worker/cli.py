@@ -333,6 +333,8 @@ def _cmd_run(args: argparse.Namespace) -> int:
     )
     http = start_http_server(pipeline, settings, args.http_port, args.http_host, decisions)
     exporter = MigrationExporter(settings, pipeline.registry)  # unattributed groups, counts
+    if http is not None:
+        http.migration = lambda: exporter.view  # migration counts on /status
     try:
         pipeline.start(progress=lambda s: print(s, file=sys.stderr))
         exporter.start()

@@ -9,8 +9,11 @@ Endpoints (GET only):
   assigned; 503 before, with a JSON body naming what is missing.
 * ``/metrics``: Prometheus text exposition of a ``prometheus_client`` registry (the OTel
   SDK's ``PrometheusMetricReader`` feeds it, see :func:`worker.metrics.configure_sdk`).
-* ``/status``: JSON: readiness, versions per layer (mode, state), batch counts and the
-  last decisions (kept by a :class:`DecisionLog` fed by the pipeline's ``on_outcome``).
+* ``/status``: JSON: readiness, versions per layer (mode, state and, when the state has
+  ``metrics`` (a :class:`worker.metrics.GateMetrics`), objective, attainment, error budget
+  remaining and verdicts in the SLO window), batch counts, the migration counts per major
+  (when a ``migration`` view source is given) and the last decisions (kept by a
+  :class:`DecisionLog` fed by the pipeline's ``on_outcome``).
 
 The handlers are pure functions of a :class:`GateState` (anything shaped like
 :class:`worker.pipeline.Pipeline`) and a monotonic "now", so they are unit-tested with
@@ -189,14 +192,47 @@ def readyz(state: GateState) -> Response:
     )
 
 
-def status(state: GateState, now_monotonic: float, decisions: DecisionLog | None) -> Response:
-    layers: dict[str, list[dict[str, str]]] = {}
+def _slo_fields(state: GateState) -> dict[tuple[str, str, str], dict[str, Any]] | None:
+    """SLO figures per (layer, version, mode), None when the state has no GateMetrics."""
+    tracker = getattr(getattr(state, "metrics", None), "slo", None)
+    if tracker is None:
+        return None
+    return {
+        (s.key.layer, s.key.version, s.key.mode): {
+            "attainment": s.attainment,
+            "error_budget_remaining": s.error_budget_remaining,
+            "window_evaluated": s.evaluated,
+        }
+        for s in tracker.snapshot()
+    }
+
+
+def status(
+    state: GateState,
+    now_monotonic: float,
+    decisions: DecisionLog | None,
+    migration: Callable[[], Any] | None = None,
+) -> Response:
+    slo = _slo_fields(state)
+    empty = {"attainment": None, "error_budget_remaining": None, "window_evaluated": 0}
+    layers: dict[str, list[dict[str, Any]]] = {}
     for layer in state.registry.layers():
         layers[layer] = [
             {"version": v.contract.version, "mode": v.mode, "state": v.state}
+            | (
+                {}
+                if slo is None
+                else {"objective": v.contract.objective}
+                | slo.get((layer, v.contract.version, v.mode), empty)
+            )
             for v in state.registry.versions(layer)
         ]
     last, counts = decisions.snapshot() if decisions is not None else ([], {})
+    extra: dict[str, Any] = {}
+    if migration is not None:
+        from worker.migration import view_to_json
+
+        extra["migration"] = view_to_json(migration())
     return _json(
         200,
         {
@@ -208,6 +244,7 @@ def status(state: GateState, now_monotonic: float, decisions: DecisionLog | None
             "transactions_aborted": state.transactions_aborted,
             "decisions": counts,
             "layers": layers,
+            **extra,
             "last_decisions": last,
         },
     )
@@ -227,11 +264,14 @@ def handle(
     max_poll_interval_ms: int = DEFAULT_MAX_POLL_INTERVAL_MS,
     decisions: DecisionLog | None = None,
     metrics_registry: Any = None,
+    migration: Callable[[], Any] | None = None,
 ) -> Response:
     """The response to ``GET path`` (query strings ignored); 404 for unknown paths.
 
     ``metrics_registry`` is the ``prometheus_client`` registry served on ``/metrics``
     (default: its global ``REGISTRY``, where ``PrometheusMetricReader`` registers).
+    ``migration`` returns the latest :class:`worker.migration.MigrationView` for
+    ``/status`` (e.g. ``lambda: exporter.view`` of a ``MigrationExporter``).
     """
     route = path.split("?", 1)[0].rstrip("/") or "/"
     if route == "/healthz":
@@ -239,7 +279,7 @@ def handle(
     if route == "/readyz":
         return readyz(state)
     if route == "/status":
-        return status(state, now_monotonic, decisions)
+        return status(state, now_monotonic, decisions, migration)
     if route == "/metrics":
         return _prometheus_text(metrics_registry)
     return _json(404, {"error": f"no such endpoint {route}", "endpoints": ENDPOINTS})
@@ -277,6 +317,7 @@ class GateHTTPServer:
                         max_poll_interval_ms=outer.max_poll_interval_ms,
                         decisions=outer.decisions,
                         metrics_registry=outer.metrics_registry,
+                        migration=outer.migration,
                     )
                 except Exception as exc:  # a handler bug must not kill the server thread
                     log.exception("HTTP %s failed", self.path)
@@ -294,6 +335,8 @@ class GateHTTPServer:
         self.max_poll_interval_ms = max_poll_interval_ms
         self.decisions = decisions
         self.metrics_registry = metrics_registry
+        #: Source of the migration view on /status (set it once the exporter exists).
+        self.migration: Callable[[], Any] | None = None
         self._server = ThreadingHTTPServer((host, port), _Handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(

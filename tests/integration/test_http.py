@@ -80,7 +80,15 @@ def test_readyz_turns_green_and_metrics_count_a_batch(settings: Settings) -> Non
         doc = json.loads(get(f"{url}/status")[1])
         assert doc["ready"] and doc["batches_committed"] == 1
         assert doc["layers"]["nyc_boroughs"] == [
-            {"version": "v1.0", "mode": "enforcing", "state": "active"}
+            {
+                "version": "v1.0",
+                "mode": "enforcing",
+                "state": "active",
+                "objective": 0.99,
+                "attainment": 1.0,
+                "error_budget_remaining": 1.0,
+                "window_evaluated": 1,
+            }
         ]
         assert doc["last_decisions"][0]["batch_id"] == "nyc-http"
         assert doc["last_decisions"][0]["decision"] == "admitted"
