@@ -18,8 +18,7 @@ from __future__ import annotations
 
 import logging
 import threading
-import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Iterable, Mapping
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -27,7 +26,7 @@ from opentelemetry import metrics
 
 from worker.codec import decode_consumer_declaration, encode_consumer_declaration
 from worker.errors import ContractGateError, KafkaError, VersionMismatchError
-from worker.kafka import Settings, produce_one
+from worker.kafka import Settings, produce_one, read_topic
 from worker.migration import (
     Declaration,
     MigrationView,
@@ -164,65 +163,10 @@ def assert_admitted_under(headers: Any, version: str) -> tuple[str, ...]:
 # -- reading topics -------------------------------------------------------------------------
 
 
-def _read_to_eof(
-    settings: Settings,
-    topic: str,
-    *,
-    start: Mapping[int, int] | None = None,
-    tail: int | None = None,
-    timeout_s: float = 30.0,
-) -> Iterator[Any]:
-    """Yield every record of ``topic`` up to partition EOF (a group-less reader)."""
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
-    from confluent_kafka import KafkaError as CKError
-
-    consumer = Consumer(settings.reader())
-    try:
-        meta = consumer.list_topics(topic, timeout=10).topics.get(topic)
-        if meta is None or meta.error is not None or not meta.partitions:
-            raise KafkaError(
-                f"topic {topic} does not exist; create it with `contract-gate topics create`"
-            )
-        assignment = []
-        for p in sorted(meta.partitions):
-            offset = OFFSET_BEGINNING
-            if start is not None and p in start:
-                offset = start[p]
-            elif tail is not None:
-                low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
-                offset = max(low, high - tail)
-            assignment.append(TopicPartition(topic, p, offset))
-        consumer.assign(assignment)
-        at_eof: set[int] = set()
-        deadline = time.monotonic() + timeout_s
-        while len(at_eof) < len(assignment):
-            if time.monotonic() > deadline:
-                raise KafkaError(f"reading {topic} to its end took longer than {timeout_s:.0f} s")
-            msg = consumer.poll(0.5)
-            if msg is None:
-                continue
-            err = msg.error()
-            if err is not None:
-                if err.code() == CKError._PARTITION_EOF:
-                    at_eof.add(msg.partition() or 0)
-                    continue
-                raise KafkaError(f"reading {topic} failed: {err.str()}")
-            at_eof.discard(msg.partition())
-            yield msg
-    except KafkaError:
-        raise
-    except Exception as exc:  # confluent-kafka errors, translated at the boundary
-        if isinstance(exc, ContractGateError):
-            raise
-        raise KafkaError(f"reading {topic} failed: {exc}") from exc
-    finally:
-        consumer.close()
-
-
 def read_declarations(settings: Settings, timeout_s: float = 30.0) -> list[Declaration]:
     """The latest declaration per ``consumer/layer`` key (tombstones remove the key)."""
     latest: dict[str, Declaration] = {}
-    for msg in _read_to_eof(settings, settings.topics.consumers, timeout_s=timeout_s):
+    for msg in read_topic(settings, settings.topics.consumers, timeout_s=timeout_s):
         key = (msg.key() or b"").decode("utf-8", "replace")
         if msg.value() is None:
             latest.pop(key, None)
@@ -332,7 +276,7 @@ def check_admitted(
             raise ContractGateError("give --offset with --partition")
         records = (
             m
-            for m in _read_to_eof(settings, topic, start={partition: offset}, tail=0)
+            for m in read_topic(settings, topic, start={partition: offset}, tail=0)
             if m.partition() == partition and m.offset() == offset
         )
         found = list(records)
@@ -342,7 +286,7 @@ def check_admitted(
     else:
         msgs = [
             m
-            for m in _read_to_eof(settings, topic, tail=max(1, last) * 3)
+            for m in read_topic(settings, topic, tail=max(1, last) * 3)
             if (m.key() or b"").decode("utf-8", "replace") == layer
         ]
         msgs.sort(key=lambda m: (m.timestamp()[1], m.partition(), m.offset()))

@@ -13,15 +13,14 @@ from __future__ import annotations
 
 import html
 import json
-import time
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from worker.codec import decode_evaluation
-from worker.errors import ContractGateError, KafkaError
-from worker.kafka import Settings
+from worker.errors import ContractGateError
+from worker.kafka import Settings, read_topic
 from worker.model import Contract
 
 __all__ = [
@@ -112,48 +111,18 @@ def read_evaluations(
     KafkaError
         The topic is missing or EOF is not reached on every partition within ``timeout_s``.
     """
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
-    from confluent_kafka import KafkaError as CKError
-
-    topic = settings.topics.evaluations
-    consumer = Consumer(settings.reader())
-    try:
-        meta = consumer.list_topics(topic, timeout=10).topics.get(topic)
-        if meta is None or meta.error is not None or not meta.partitions:
-            raise KafkaError(f"evaluations topic {topic} does not exist or has no partitions")
-        parts = sorted(meta.partitions)
-        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in parts])
-        at_eof: set[int] = set()
-        out: list[dict[str, Any]] = []
-        deadline = time.monotonic() + timeout_s
-        while len(at_eof) < len(parts):
-            if time.monotonic() > deadline:
-                raise KafkaError(
-                    f"did not reach the end of {topic} within {timeout_s:.0f} s "
-                    f"({len(at_eof)}/{len(parts)} partitions at EOF)"
-                )
-            msg: Any = consumer.poll(0.5)
-            if msg is None:
-                continue
-            err = msg.error()
-            if err is not None:
-                if err.code() == CKError._PARTITION_EOF:
-                    at_eof.add(int(msg.partition()))
-                    continue
-                raise KafkaError(f"evaluations topic read failed: {err.str()}")
-            at_eof.discard(msg.partition())
-            key = msg.key()
-            if key is not None and key.decode("utf-8", "replace") != layer:
-                continue
-            try:
-                record = decode_evaluation(msg.value())
-            except ContractGateError:
-                continue  # not ours to judge here; the evidence counts decodable records
-            if record["layer"] == layer:
-                out.append(record)
-        return out
-    finally:
-        consumer.close()
+    out: list[dict[str, Any]] = []
+    for msg in read_topic(settings, settings.topics.evaluations, timeout_s=timeout_s):
+        key = msg.key()
+        if key is not None and key.decode("utf-8", "replace") != layer:
+            continue
+        try:
+            record = decode_evaluation(msg.value())
+        except ContractGateError:
+            continue  # not ours to judge here; the evidence counts decodable records
+        if record["layer"] == layer:
+            out.append(record)
+    return out
 
 
 def summarise(contract: Contract, records: Iterable[Mapping[str, Any]], now: datetime) -> Evidence:

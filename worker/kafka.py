@@ -10,7 +10,9 @@ from __future__ import annotations
 import logging
 import os
 import socket
-from collections.abc import Mapping
+import threading
+import time
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -24,6 +26,7 @@ __all__ = [
     "create_topics",
     "describe_settings",
     "produce_one",
+    "read_topic",
 ]
 
 #: Largest record the gate produces or accepts (bytes): high-vertex layers travel inline.
@@ -263,3 +266,74 @@ def produce_one(
     if result["err"] is not None:
         raise KafkaError(f"record to {topic} refused: {result['err'].str()}")
     return int(result["msg"].partition()), int(result["msg"].offset())
+
+
+def read_topic(
+    settings: Settings,
+    topic: str,
+    *,
+    start: Mapping[int, int] | None = None,
+    tail: int | None = None,
+    timeout_s: float = 30.0,
+    follow: bool = False,
+    stop: threading.Event | None = None,
+) -> Iterator[Any]:
+    """Yield the records of ``topic`` with a group-less reader (assign, no commits).
+
+    Every partition is read from its beginning, from ``start[partition]`` when given, or
+    from ``tail`` records before its high watermark. Without ``follow`` the iteration
+    ends when every partition reached EOF (``enable.partition.eof``: never a ListOffsets
+    figure alone, DESIGN.md section 8); with it, it goes on until ``stop`` is set or the
+    caller stops iterating.
+
+    Raises
+    ------
+    KafkaError
+        The topic does not exist, a read fails, or EOF is not reached on every partition
+        within ``timeout_s`` seconds (without ``follow``).
+    """
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
+    from confluent_kafka import KafkaError as CKError
+
+    consumer = Consumer(settings.reader())
+    try:
+        meta = consumer.list_topics(topic, timeout=10).topics.get(topic)
+        if meta is None or meta.error is not None or not meta.partitions:
+            raise KafkaError(
+                f"topic {topic} does not exist; create it with `contract-gate topics create`"
+            )
+        assignment = []
+        for p in sorted(meta.partitions):
+            offset = OFFSET_BEGINNING
+            if start is not None and p in start:
+                offset = start[p]
+            elif tail is not None:
+                low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+                offset = max(low, high - tail)
+            assignment.append(TopicPartition(topic, p, offset))
+        consumer.assign(assignment)
+        at_eof: set[int] = set()
+        deadline = time.monotonic() + timeout_s
+        while stop is None or not stop.is_set():
+            if not follow and len(at_eof) == len(assignment):
+                return
+            if not follow and time.monotonic() > deadline:
+                raise KafkaError(
+                    f"{topic} not read to its end within {timeout_s:.0f} s "
+                    f"({len(at_eof)}/{len(assignment)} partitions at EOF)"
+                )
+            msg = consumer.poll(0.5)
+            if msg is None:
+                continue
+            err = msg.error()
+            if err is not None:
+                if err.code() == CKError._PARTITION_EOF:
+                    at_eof.add(int(msg.partition() or 0))
+                    continue
+                raise KafkaError(f"reading {topic} failed: {err.str()}")
+            at_eof.discard(int(msg.partition() or 0))
+            yield msg
+    except KafkaException as exc:  # confluent-kafka errors, translated at the boundary
+        raise KafkaError(f"reading {topic} failed: {exc.args[0].str()}") from exc
+    finally:
+        consumer.close()

@@ -19,16 +19,14 @@ from __future__ import annotations
 import json
 import re
 import threading
-import time
-import uuid
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
 from worker import codec
-from worker.errors import ContractGateError, DecodeError, KafkaError
-from worker.kafka import Settings, produce_one
+from worker.errors import ContractGateError, DecodeError
+from worker.kafka import Settings, produce_one, read_topic
 
 __all__ = [
     "QuarantineEntry",
@@ -115,50 +113,12 @@ def read_quarantine(
         When the topic does not exist or EOF is not reached within ``timeout_s`` seconds
         (without ``follow``).
     """
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
-    from confluent_kafka import KafkaError as CKError
-
-    topic = settings.topics.quarantine
-    consumer = Consumer(
-        settings.reader(**{"group.id": f"{settings.group_id}-quarantine-{uuid.uuid4().hex[:8]}"})
-    )
-    try:
-        try:
-            tmeta = consumer.list_topics(topic, timeout=10).topics.get(topic)
-        except KafkaException as exc:
-            raise KafkaError(f"cannot read {topic}: {exc.args[0].str()}") from exc
-        if tmeta is None or tmeta.error is not None or not tmeta.partitions:
-            raise KafkaError(
-                f"quarantine topic {topic} does not exist; create it with "
-                "`contract-gate topics create`"
-            )
-        parts = sorted(tmeta.partitions)
-        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in parts])
-        at_eof: set[int] = set()
-        deadline = time.monotonic() + timeout_s
-        while stop is None or not stop.is_set():
-            if not follow and len(at_eof) == len(parts):
-                return
-            if not follow and time.monotonic() > deadline:
-                raise KafkaError(
-                    f"{topic} not read to its end within {timeout_s:.0f} s "
-                    f"({len(at_eof)}/{len(parts)} partitions at EOF)"
-                )
-            msg = consumer.poll(0.5)
-            if msg is None:
-                continue
-            err = msg.error()
-            if err is not None:
-                if err.code() == CKError._PARTITION_EOF:
-                    at_eof.add(int(msg.partition() or 0))
-                    continue
-                raise KafkaError(f"reading {topic} failed: {err.str()}")
-            at_eof.discard(int(msg.partition() or 0))
-            entry = _entry(msg)
-            if layer is None or entry.layer == layer:
-                yield entry
-    finally:
-        consumer.close()
+    for msg in read_topic(
+        settings, settings.topics.quarantine, timeout_s=timeout_s, follow=follow, stop=stop
+    ):
+        entry = _entry(msg)
+        if layer is None or entry.layer == layer:
+            yield entry
 
 
 def find_entry(settings: Settings, ref: str, *, timeout_s: float = 30.0) -> QuarantineEntry:
@@ -230,11 +190,10 @@ def read_admitted(
     KafkaError
         When the topic does not exist or cannot be read to its end within ``timeout_s``.
     """
-    from worker.consumers import _read_to_eof  # the shared group-less scan to EOF
 
     topic = settings.topics.admitted
     out: dict[str, str] = {}
-    for msg in _read_to_eof(settings, topic, timeout_s=timeout_s):
+    for msg in read_topic(settings, topic, timeout_s=timeout_s):
         if layer is not None and (msg.key() or b"").decode("utf-8", "replace") != layer:
             continue
         headers = dict(msg.headers() or [])

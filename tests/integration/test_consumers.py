@@ -16,10 +16,10 @@ import pytest
 
 from worker.cli import main
 from worker.codec import encode_batch, encode_contract_record
-from worker.consumers import _read_to_eof, declare
+from worker.consumers import declare
 from worker.contracts import load_contract, parse_contract
 from worker.features import read_batch_file
-from worker.kafka import Settings, produce_one
+from worker.kafka import Settings, produce_one, read_topic
 from worker.model import Contract
 from worker.publish import contract_record, read_registry
 from worker.scenario import data_file
@@ -124,7 +124,7 @@ def test_three_declared_consumers_migrate_one_at_a_time(settings: Settings, caps
 def _admitted(settings: Settings, n: int, timeout_s: float = 60) -> list[Any]:
     deadline = time.monotonic() + timeout_s
     while True:
-        msgs = list(_read_to_eof(settings, settings.topics.admitted))
+        msgs = list(read_topic(settings, settings.topics.admitted))
         if len(msgs) >= n or time.monotonic() > deadline:
             return msgs
         time.sleep(0.3)

@@ -129,11 +129,11 @@ def cli_code(settings: Settings, *argv: str) -> tuple[int, str]:
 
 
 def admitted_headers(settings: Settings, n: int, timeout_s: float = 60) -> list[dict[str, str]]:
-    from worker.consumers import _read_to_eof
+    from worker.kafka import read_topic
 
     deadline = time.monotonic() + timeout_s
     while True:
-        msgs = list(_read_to_eof(settings, settings.topics.admitted))
+        msgs = list(read_topic(settings, settings.topics.admitted))
         if len(msgs) >= n or time.monotonic() > deadline:
             return [{k: (v or b"").decode() for k, v in (m.headers() or [])} for m in msgs]
         time.sleep(0.3)
