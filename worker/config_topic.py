@@ -12,13 +12,13 @@ from __future__ import annotations
 import logging
 import time
 from collections.abc import Callable
-from typing import Any
+from typing import Any, TypeVar
 
 from worker.errors import KafkaError
 from worker.kafka import Settings
 from worker.registry import ConfigEvent, Registry
 
-__all__ = ["ConfigFollower"]
+__all__ = ["ConfigFollower", "read_config"]
 
 log = logging.getLogger(__name__)
 
@@ -145,3 +145,22 @@ class ConfigFollower:
         if self._consumer is not None:
             self._consumer.close()
             self._consumer = None
+
+
+RegistryT = TypeVar("RegistryT", bound=Registry)
+
+
+def read_config(settings: Settings, registry: RegistryT, timeout_s: float = 30.0) -> RegistryT:
+    """Read the config topic to partition EOF into ``registry`` and return it.
+
+    Raises
+    ------
+    KafkaError
+        As :meth:`ConfigFollower.bootstrap`.
+    """
+    follower = ConfigFollower(settings, registry)
+    try:
+        follower.bootstrap(timeout_s)
+    finally:
+        follower.close()
+    return registry

@@ -8,7 +8,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from worker.codec import decode_contract_record, encode_contract_record
-from worker.config_topic import ConfigFollower
+from worker.config_topic import read_config
 from worker.errors import PolicyError
 from worker.kafka import Settings, produce_one
 from worker.policy import Published
@@ -58,13 +58,7 @@ class RecordingRegistry(Registry):
 
 def read_published(settings: Settings, timeout_s: float = 30.0) -> RecordingRegistry:
     """The config topic read to partition EOF into a :class:`RecordingRegistry`."""
-    registry = RecordingRegistry()
-    follower = ConfigFollower(settings, registry)
-    try:
-        follower.bootstrap(timeout_s)
-    finally:
-        follower.close()
-    return registry
+    return read_config(settings, RecordingRegistry(), timeout_s)
 
 
 def write_records(settings: Settings, records: tuple[Published, ...]) -> list[str]:

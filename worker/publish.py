@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 from pathlib import Path
 
 from worker.codec import encode_batch
-from worker.config_topic import ConfigFollower
+from worker.config_topic import read_config
 from worker.contracts import load_contract
 from worker.errors import PolicyError
 from worker.features import read_batch_file
@@ -26,13 +26,7 @@ __all__ = [
 
 def read_registry(settings: Settings, timeout_s: float = 30.0) -> Registry:
     """The config topic read to its end into a fresh :class:`Registry`."""
-    registry = Registry()
-    follower = ConfigFollower(settings, registry)
-    try:
-        follower.bootstrap(timeout_s)
-    finally:
-        follower.close()
-    return registry
+    return read_config(settings, Registry(), timeout_s)
 
 
 def contract_record(
