@@ -95,7 +95,11 @@ def test_sigkill_mid_stream_loses_nothing(settings: Settings, tmp_path: Path) ->
         partial = collect_results(settings, 3, 0, timeout_s=60)
         assert len(partial.decisions) >= 3
         assert stop(first, signal.SIGKILL) == -signal.SIGKILL
-        second = worker_process(settings, "crash-2", tmp_path / "crash-2.log")
+        # the restarted worker keeps its instance id, hence its transactional.id: its
+        # init_transactions fences the killed one and aborts its open transaction at once
+        # (another id would leave that transaction to time out, stalling read_committed
+        # readers of the output topics for transaction.timeout.ms)
+        second = worker_process(settings, "crash-1", tmp_path / "crash-2.log")
         try:
             result = collect_results(settings, len(placed), len(placed), timeout_s=90)
         finally:
