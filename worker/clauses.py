@@ -19,20 +19,17 @@ import pyarrow.compute as pc
 import shapely
 from pyproj import CRS
 
+from worker.diagnose import diagnose_extent
 from worker.durations import parse_duration_s
-from worker.facts import BatchFacts, nonfinite_mask
+from worker.facts import BatchFacts
 from worker.model import Clause, ClauseResult, Contract
 from worker.spatial import (
     area_m2_or_units,
-    cached_transformer,
     crs_equivalent,
     crs_label,
     fraction_covered,
-    geographic_base,
     region_geometry,
-    reproject,
     resolve_crs,
-    swap_xy,
 )
 
 __all__ = ["EVALUATORS", "GEOMETRY_TYPE_IDS", "Evaluator", "contract_crs"]
@@ -50,7 +47,6 @@ GEOMETRY_TYPE_IDS: dict[str, int] = {
     "GeometryCollection": 7,
 }
 _TYPE_NAMES = {v: k for k, v in GEOMETRY_TYPE_IDS.items()}
-_DIAGNOSIS_CANDIDATES = ("EPSG:3857", "EPSG:4326")
 
 
 def _result(
@@ -104,57 +100,6 @@ def check_axis_order(
     return _result(clause, ok, actual, expect, f"axis order {actual} (expected {expect})")
 
 
-def _diagnose_extent(
-    facts: BatchFacts, region: shapely.Geometry, crs: CRS | None, label: str, min_frac: float
-) -> list[str]:
-    swapped = np.asarray(swap_xy(facts.geometries), dtype=object)
-    declared = facts.declared_crs
-    if crs is not None and declared is not None and not crs_equivalent(declared, crs):
-        swapped = np.asarray(reproject(swapped, declared, crs), dtype=object)
-    usable = facts.usable & ~nonfinite_mask(swapped)
-    if facts.count and fraction_covered(swapped, usable, region) >= min_frac:
-        return ["axis order looks swapped: the coordinates fit the extent with x and y exchanged"]
-    if crs is None:
-        return []
-    candidates = [resolve_crs(c) for c in _DIAGNOSIS_CANDIDATES]
-    base = geographic_base(crs) if crs.is_projected else None
-    if base is not None:
-        candidates.append(base)
-    for cand in candidates:
-        if crs_equivalent(cand, crs) or (
-            facts.declared_crs is not None and crs_equivalent(cand, facts.declared_crs)
-        ):
-            continue
-        moved = np.asarray(reproject(facts.geometries, cand, crs), dtype=object)
-        ok = facts.usable & ~nonfinite_mask(moved)
-        if facts.count and fraction_covered(moved, ok, region) >= min_frac:
-            name = crs_label(cand)
-            hedge = (
-                f" (weak hint: the extent covers most of {label}, other projected CRSs fit too)"
-                if _region_spans_domain(region, crs)
-                else ""
-            )
-            return [
-                f"coordinates look like {name}: they fit the extent after reprojecting "
-                f"from {name} to {label}{hedge}"
-            ]
-    return []
-
-
-def _region_spans_domain(region: shapely.Geometry, crs: CRS) -> bool:
-    """True when ``region`` covers at least half of the CRS's area of use (in CRS units),
-    so that "fits after reprojection" says little about which CRS the data is in."""
-    aou = crs.area_of_use
-    if aou is None:
-        return False
-    try:
-        x0, y0, x1, y1 = cached_transformer("EPSG:4326", crs).transform_bounds(*aou.bounds)
-    except Exception:  # pyproj cannot transform the bounds: assume informative
-        return False
-    domain = shapely.box(x0, y0, x1, y1)
-    return bool(domain.area > 0 and shapely.intersection(region, domain).area >= 0.5 * domain.area)
-
-
 def check_extent(
     clause: Clause, contract: Contract, facts: BatchFacts, now: datetime
 ) -> ClauseResult:
@@ -186,7 +131,7 @@ def check_extent(
         f"{frac:.1%} of {facts.count} features inside the extent in {label}, "
         f"{outside} outside (expected >= {min_frac:.1%})"
     )
-    diagnoses = [] if ok else _diagnose_extent(facts, region, crs, label, min_frac)
+    diagnoses = [] if ok else diagnose_extent(facts, region, crs, label, min_frac)
     return _result(clause, ok, measured, expected, message, diagnoses)
 
 
