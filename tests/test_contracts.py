@@ -304,3 +304,13 @@ def test_an_unknown_kind_is_the_first_error_named() -> None:
     with pytest.raises(ContractError) as exc:
         parse_contract(text, source="t.yaml")
     assert str(exc.value).startswith("t.yaml: clauses[0].kind:")
+
+
+def test_an_invalid_wkt_region_is_refused_with_the_geos_reason() -> None:
+    # found by a fresh-user session: a bowtie region was accepted, then every batch was
+    # quarantined with a GEOS TopologyException in the coverage clause
+    bowtie = "POLYGON ((0 0, 10 10, 10 0, 0 10, 0 0))"
+    for kind, extra in (("extent", {}), ("coverage", {"min_fraction": 0.9})):
+        message = _error(_with_clause({"name": "x", "kind": kind, "region": bowtie, **extra}))
+        assert ": clauses[3].region: the WKT polygon is invalid (Self-intersection" in message
+        assert "make the ring simple" in message

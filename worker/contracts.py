@@ -221,6 +221,14 @@ def _check_region(source: str, path: list[Any], region: Any) -> None:
         raise _fail(source, path, f"not readable as WKT ({exc})", _FIXES["region"]) from None
     if geom is None or geom.is_empty or geom.geom_type not in ("Polygon", "MultiPolygon"):
         raise _fail(source, path, "the WKT is not a non-empty polygon", _FIXES["region"])
+    if not shapely.is_valid(geom):
+        raise _fail(
+            source,
+            path,
+            f"the WKT polygon is invalid ({shapely.is_valid_reason(geom)})",
+            "make the ring simple (no self-intersection), e.g. list the vertices in order "
+            "around the boundary",
+        )
 
 
 def _check_crs(source: str, path: list[Any], text: str) -> None:
