@@ -34,6 +34,9 @@ class ConfigFollower:
         The registry to feed.
     on_event : callable, optional
         Called with every :class:`ConfigEvent` (metrics, logging). Must not raise.
+    quiet_rejections : bool
+        Log rejected records at DEBUG instead of WARNING: for CLI reads, where a rejected
+        record (an edit in place the worker ignores) is not a failure of the command.
     """
 
     def __init__(
@@ -41,10 +44,13 @@ class ConfigFollower:
         settings: Settings,
         registry: Registry,
         on_event: Callable[[ConfigEvent], None] | None = None,
+        *,
+        quiet_rejections: bool = False,
     ) -> None:
         self.settings = settings
         self.registry = registry
         self.on_event = on_event
+        self.quiet_rejections = quiet_rejections
         self.bootstrapped = False
         self.records_read = 0
         self.partitions_total = 0
@@ -134,7 +140,13 @@ class ConfigFollower:
         event = self.registry.apply(key, msg.value())
         self.records_read += 1
         if event.outcome == "rejected":
-            log.warning("config record %s rejected (%s): %s", key, event.reason, event.message)
+            log.log(
+                logging.DEBUG if self.quiet_rejections else logging.WARNING,
+                "config record %s rejected (%s): %s",
+                key,
+                event.reason,
+                event.message,
+            )
         else:
             log.info("config %s: %s", event.outcome, event.message)
         if self.on_event is not None:
@@ -153,12 +165,14 @@ RegistryT = TypeVar("RegistryT", bound=Registry)
 def read_config(settings: Settings, registry: RegistryT, timeout_s: float = 30.0) -> RegistryT:
     """Read the config topic to partition EOF into ``registry`` and return it.
 
+    For CLI reads: rejected records are logged at DEBUG (the worker logs them at WARNING).
+
     Raises
     ------
     KafkaError
         As :meth:`ConfigFollower.bootstrap`.
     """
-    follower = ConfigFollower(settings, registry)
+    follower = ConfigFollower(settings, registry, quiet_rejections=True)
     try:
         follower.bootstrap(timeout_s)
     finally:
