@@ -61,3 +61,69 @@ def test_read_config_is_quiet_about_rejections(monkeypatch: pytest.MonkeyPatch) 
     monkeypatch.setattr(ConfigFollower, "bootstrap", lambda self, t: made.append(self) or 0)
     config_topic.read_config(Settings(), Registry())
     assert [f.quiet_rejections for f in made] == [True]
+
+
+def test_each_applied_change_is_logged_at_info_with_the_active_versions(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # found by a fresh-user session: worker logs never mentioned live config changes
+    v1 = load_contract(data_file("contracts/admin_boundaries.v1.yaml"))
+    v11 = load_contract(data_file("contracts/admin_boundaries.v1.1.yaml"))
+
+    def rec(c: object, mode: str, state: str = "active") -> bytes:
+        return encode_contract_record(contract_record(c, mode=mode, state=state))  # type: ignore[arg-type]
+
+    follower = ConfigFollower(Settings(), Registry())
+    caplog.set_level(logging.DEBUG, logger="worker.config_topic")
+    for msg in (
+        _Msg(v1.key, rec(v1, "enforcing")),
+        _Msg(v11.key, rec(v11, "observing")),
+        _Msg(v11.key, rec(v11, "observing")),  # unchanged: DEBUG only
+        _Msg(v11.key, rec(v11, "enforcing")),
+        _Msg(v1.key, rec(v1, "enforcing", "superseded")),
+        _Msg(v11.key, None),
+    ):
+        follower._apply(msg)
+    info = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
+    tail = "; active versions of admin_boundaries: "
+    assert info == [
+        f"config added: admin_boundaries/v1.0 enforcing active{tail}v1.0 enforcing",
+        f"config added: admin_boundaries/v1.1 observing active{tail}v1.0 enforcing, v1.1 observing",
+        f"config updated: admin_boundaries/v1.1 observing/active -> enforcing/active{tail}"
+        "v1.0 enforcing, v1.1 enforcing",
+        f"config updated: admin_boundaries/v1.0 enforcing/active -> enforcing/superseded{tail}"
+        "v1.1 enforcing",
+        f"config removed: tombstone for admin_boundaries/v1.1{tail}none",
+    ]
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"), [([], logging.INFO), (["--log-level", "ERROR"], logging.NOTSET)]
+)
+def test_run_shows_the_workers_info_lines_unless_a_level_is_given(
+    argv: list[str], expected: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # an explicit --log-level applies to the root logger alone (the worker logger inherits)
+    from worker import cli
+
+    seen: list[int] = []
+    monkeypatch.setitem(
+        cli.COMMANDS, "run", lambda args: seen.append(logging.getLogger("worker").level) or 0
+    )
+    worker_logger = logging.getLogger("worker")
+    try:
+        assert cli.main([*argv, "run"]) == 0
+    finally:
+        worker_logger.setLevel(logging.NOTSET)
+    assert seen == [expected]
+
+
+def test_other_commands_keep_the_warning_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    from worker import cli
+
+    seen: list[int] = []
+    monkeypatch.setitem(
+        cli.COMMANDS, "topics", lambda args: seen.append(logging.getLogger("worker").level) or 0
+    )
+    assert cli.main(["topics", "create"]) == 0
+    assert seen == [logging.NOTSET]

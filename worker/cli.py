@@ -125,7 +125,10 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     parser.add_argument(
-        "--log-level", default="WARNING", help="DEBUG, INFO, WARNING (default), ERROR"
+        "--log-level",
+        default=None,
+        help="DEBUG, INFO, WARNING, ERROR (default WARNING; for `run` the worker's own "
+        "operational lines, e.g. applied config changes, are shown at INFO)",
     )
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -431,13 +434,13 @@ COMMANDS: dict[str, Any] = {
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``contract-gate``; returns the process exit code."""
     args = build_parser().parse_args(argv)
-    level = args.log_level.upper()
+    level = (args.log_level or "WARNING").upper()
     logging.getLogger("librdkafka").setLevel(
         logging.DEBUG if level == "DEBUG" else logging.CRITICAL
     )
-    logging.basicConfig(
-        level=args.log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s"
-    )
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.log_level is None and args.command == "run":
+        logging.getLogger("worker").setLevel(logging.INFO)  # the worker's operational lines
     try:
         return int(COMMANDS[args.command](args))
     except ContractGateError as exc:

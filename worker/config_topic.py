@@ -147,8 +147,17 @@ class ConfigFollower:
                 event.reason,
                 event.message,
             )
-        else:
-            log.info("config %s: %s", event.outcome, event.message)
+        elif event.outcome == "unchanged":
+            log.debug("config %s: %s", event.outcome, event.message)
+        else:  # added, updated (mode/state change), removed (tombstone)
+            active = self.registry.active(event.layer) if event.layer else ()
+            log.info(
+                "config %s: %s; active versions of %s: %s",
+                event.outcome,
+                event.message,
+                event.layer or "?",
+                ", ".join(f"{v.contract.version} {v.mode}" for v in active) or "none",
+            )
         if self.on_event is not None:
             self.on_event(event)
         return event
