@@ -31,6 +31,17 @@ __all__ = ["Pipeline", "partition_lag"]
 log = logging.getLogger(__name__)
 
 
+def _fenced_codes() -> frozenset[int]:
+    from confluent_kafka import KafkaError as CKError
+
+    return frozenset({CKError._FENCED, CKError.PRODUCER_FENCED, CKError.INVALID_PRODUCER_EPOCH})
+
+
+#: Producer errors meaning a newer producer with the same transactional.id took over
+#: (zombie fencing, KIP-98/KIP-447): fatal for this instance, never retried.
+_FENCED_CODES = _fenced_codes()
+
+
 def _utcnow() -> datetime:
     return datetime.now(timezone.utc)
 
@@ -172,11 +183,17 @@ class Pipeline:
             self.close()
 
     def close(self) -> None:
+        """Leave the group, flush the producer, close the config reader."""
+        from confluent_kafka import KafkaException
+
         if self._consumer is not None:
             self._consumer.close()
             self._consumer = None
         if self._producer is not None:
-            self._producer.flush(10)
+            try:
+                self._producer.flush(10)
+            except KafkaException as exc:  # e.g. fenced: nothing of ours is left to deliver
+                log.warning("producer flush at close failed: %s", exc.args[0].str())
             self._producer = None
         self.config.close()
 
@@ -230,7 +247,7 @@ class Pipeline:
                 for v in self.registry.active(outcome.layer or "")
             }
             self.metrics.record_decision(
-                outcome.layer or "unknown", outcome.decision, outcome.duration_s, objectives
+                outcome.layer_label, outcome.decision, outcome.duration_s, objectives
             )
             if self.on_outcome is not None:
                 self.on_outcome(outcome)
@@ -251,8 +268,7 @@ class Pipeline:
             producer.begin_transaction()
             for outcome in outcomes:
                 for r in outcome.records:
-                    producer.produce(r.topic, key=r.key, value=r.value, headers=r.headers)
-                    producer.poll(0)
+                    _produce(producer, r.topic, r.key, r.value, r.headers)
             producer.send_offsets_to_transaction(
                 [TopicPartition(t, p, o) for (t, p), o in next_offsets.items()],
                 self._consumer.consumer_group_metadata(),
@@ -262,6 +278,13 @@ class Pipeline:
             return True
         except KafkaException as exc:
             err = exc.args[0]
+            if err.code() in _FENCED_CODES:
+                raise KafkaError(
+                    f"fenced: another worker with instance id {self.settings.instance_id} "
+                    f"(transactional.id {self.settings.transactional_id_prefix}-"
+                    f"{self.settings.instance_id}) took over; this one stops without "
+                    f"committing its batch, which the other consumes again ({err.str()})"
+                ) from exc
             if getattr(err, "fatal", lambda: False)():
                 raise KafkaError(f"fatal producer error, worker must restart: {err.str()}") from exc
             log.warning(
@@ -281,3 +304,21 @@ class Pipeline:
                     except KafkaException as seek_exc:
                         log.warning("cannot rewind %s[%d]: %s", t, p, seek_exc)
             return False
+
+
+def _produce(producer: Any, topic: str, key: Any, value: bytes, headers: Any) -> None:
+    """Produce one record; while the local queue is full (BufferError), serve delivery
+    reports until there is room (a poll batch of large records can exceed
+    ``queue.buffering.max.kbytes``)."""
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            producer.produce(topic, key=key, value=value, headers=headers)
+            producer.poll(0)
+            return
+        except BufferError:
+            if time.monotonic() > deadline:
+                raise KafkaError(
+                    f"local producer queue full for 60 s producing to {topic}"
+                ) from None
+            producer.poll(0.5)
