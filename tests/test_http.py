@@ -121,13 +121,11 @@ def test_status_lists_versions_counts_and_last_decisions() -> None:
         ]
     }
     # counts cover every decision; the deque keeps the last two, newest first
-    assert doc["decisions"] == {
-        "admin_boundaries": {"admitted": 1, "quarantined": 1},
-        "unknown": {"quarantined": 1},
-    }
+    # an undecodable event counts under its source key, as `quarantine tail` shows it
+    assert doc["decisions"] == {"admin_boundaries": {"admitted": 1, "quarantined": 2}}
     last = doc["last_decisions"]
     assert [e["batch_id"] for e in last] == [None, "stale"]
-    assert last[0]["reasons"] == ["decode_error"] and last[0]["layer"] is None
+    assert last[0]["reasons"] == ["decode_error"] and last[0]["layer"] == "admin_boundaries"
     assert last[1]["decision"] == "quarantined" and "v1.0:fresh" in last[1]["broken"]
     assert last[1]["time"] == "2026-11-29T12:00:00+00:00"
 

@@ -107,3 +107,18 @@ def test_admitted_record_of_a_replay_carries_replay_of_forward() -> None:
     out = route(source, versions, TOPICS, now=NOW, worker_id="w")
     assert dict(out.records[-1].headers)["replay-of"] == b"b1"
     assert "replay-of" not in dict(go(value).records[-1].headers)
+
+
+def test_layer_label_of_an_undecodable_event_is_its_source_key() -> None:
+    # found by a fresh-user session: /status counted undecodable events under "unknown"
+    # while `quarantine tail` showed the record's key layer
+    from worker.quarantine import QuarantineEntry
+
+    garbage = go(b"\x02\x00\xffnot avro")
+    assert garbage.layer is None and garbage.layer_label == "admin_boundaries"
+    key = garbage.records[0].key
+    assert isinstance(key, bytes)
+    entry = QuarantineEntry("q", 0, 0, key.decode(), {}, None)  # as quarantine.tail reads it
+    assert entry.layer == garbage.layer_label
+    assert go(None, key=None).layer_label == "unknown"
+    assert go(codec.encode_batch(WORLD)).layer_label == WORLD.layer

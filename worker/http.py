@@ -141,7 +141,7 @@ class DecisionLog:
         entry = {
             "time": self._clock().isoformat(),
             "batch_id": outcome.batch_id,
-            "layer": outcome.layer,
+            "layer": outcome.layer_label,
             "decision": d.decision,
             "broken": broken,
             "reasons": sorted({r.code for r in d.reasons}),
@@ -149,7 +149,7 @@ class DecisionLog:
         }
         with self._lock:
             self._entries.append(entry)
-            self._counts[(outcome.layer or "unknown", d.decision)] += 1
+            self._counts[(outcome.layer_label, d.decision)] += 1
 
     def snapshot(self) -> tuple[list[dict[str, Any]], dict[str, dict[str, int]]]:
         """``(last decisions newest first, {layer: {decision: count}})``."""

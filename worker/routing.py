@@ -62,6 +62,15 @@ class Outcome:
     records: tuple[OutRecord, ...]
     duration_s: float
 
+    @property
+    def layer_label(self) -> str:
+        """The layer to count the outcome under: the decoded layer, else (undecodable
+        event) the source key as ``quarantine tail`` shows it, else ``unknown``."""
+        if self.layer:
+            return self.layer
+        key = self.source.key
+        return key.decode("utf-8", "replace") if key else "unknown"
+
 
 def _source_headers(source: Source) -> Headers:
     return [
