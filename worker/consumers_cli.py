@@ -90,12 +90,18 @@ def add_retire_args(csub: Any, add_kafka_args: AddKafkaArgs) -> None:
         help="retire a major version once no consumer reads against it",
         description="Retire every active revision of VERSION's major when declared + "
         "unattributed consumers on it are zero; otherwise refuse (exit 2) naming them. "
-        "There is no date option.",
+        "Refused too when no active enforcing version would remain (promote the new major "
+        "first). There is no date option.",
     )
     add_kafka_args(r)
     r.add_argument("layer")
     r.add_argument("version", help="the major to retire, e.g. v1")
-    r.add_argument("--retired-by", default=None, help="name recorded (default: $USER)")
+    r.add_argument(
+        "--retired-by",
+        default=None,
+        help="name shown in the summary (the record keeps its original publisher: the "
+        "ContractRecord has no field for who retired it)",
+    )
     _add_stale(r)
 
 
