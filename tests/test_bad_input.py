@@ -107,3 +107,22 @@ def test_a_parquet_suffix_without_parquet_content_is_named(tmp_path: Path) -> No
     fake.write_text("{}")
     with pytest.raises(PayloadError, match="not a Parquet file"):
         read_features(fake)
+
+
+def test_by_reference_schema_is_the_files_not_the_declared_one(tmp_path: Path) -> None:
+    # found by a fresh-user session: a retyped column was admitted by reference
+    from worker.features import load_payload, read_batch_file
+
+    good = tmp_path / "good.geojson"
+    bad = tmp_path / "bad.geojson"
+    feature = {"type": "Feature", "geometry": {"type": "Point", "coordinates": [1, 2]}}
+    good.write_text(json.dumps({"type": "FeatureCollection",
+                                "features": [{**feature, "properties": {"pop_est": 5}}]}))  # fmt: skip
+    bad.write_text(json.dumps({"type": "FeatureCollection",
+                               "features": [{**feature, "properties": {"pop_est": "5", "foo": 1}}]}))  # fmt: skip
+    event = read_batch_file(good, layer="t")
+    loaded = load_payload(bad.as_uri(), event)
+    assert {(f.name, f.type) for f in loaded.schema_fields} == {
+        ("pop_est", "string"),
+        ("foo", "integer"),
+    }

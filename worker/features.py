@@ -378,8 +378,8 @@ def load_payload(
         The decoded event (metadata, usually no inline features). When given, the result
         is the event with the file's geometries and attributes: the event's metadata wins
         (``declared_crs`` and ``axis_order`` are the producer's declaration, the file's own
-        CRS claim is ignored; ``schema_fields`` are derived from the file only when the
-        event declared none; ``feature_count`` stays the declared count).
+        CRS claim is ignored; ``schema_fields`` are derived from the file's columns,
+        whatever the event declared; ``feature_count`` stays the declared count).
     layer, crs, axis_order, data_time, batch_id, producer
         Without ``event``: as for :func:`read_batch_file` (``layer`` is then required).
 
@@ -408,12 +408,13 @@ def load_payload(
         )
         return replace(batch, payload_uri=uri)
     data = read_features(path)
-    fields = event.schema_fields
-    if not fields:
-        try:
-            fields = derive_schema(data.attributes)
-        except ValueError as exc:
-            raise PayloadError(f"{uri}: {exc}") from None
+    # The schema is the file's, not the event's declaration: the file is what is evaluated
+    # (a fresh-user session had a retyped column admitted by reference while `check` of the
+    # same file broke the schema clause).
+    try:
+        fields = derive_schema(data.attributes)
+    except ValueError as exc:
+        raise PayloadError(f"{uri}: {exc}") from None
     return replace(
         event,
         geometries_wkb=data.geometries_wkb,
