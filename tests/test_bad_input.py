@@ -116,10 +116,9 @@ def test_by_reference_schema_is_the_files_not_the_declared_one(tmp_path: Path) -
     good = tmp_path / "good.geojson"
     bad = tmp_path / "bad.geojson"
     feature = {"type": "Feature", "geometry": {"type": "Point", "coordinates": [1, 2]}}
-    good.write_text(json.dumps({"type": "FeatureCollection",
-                                "features": [{**feature, "properties": {"pop_est": 5}}]}))  # fmt: skip
-    bad.write_text(json.dumps({"type": "FeatureCollection",
-                               "features": [{**feature, "properties": {"pop_est": "5", "foo": 1}}]}))  # fmt: skip
+    for path, props in ((good, {"pop_est": 5}), (bad, {"pop_est": "5", "foo": 1})):
+        doc = {"type": "FeatureCollection", "features": [{**feature, "properties": props}]}
+        path.write_text(json.dumps(doc))
     event = read_batch_file(good, layer="t")
     loaded = load_payload(bad.as_uri(), event)
     assert {(f.name, f.type) for f in loaded.schema_fields} == {
