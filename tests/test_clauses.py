@@ -439,3 +439,23 @@ def test_feature_count_breaks_when_declared_count_differs() -> None:
     truncated = batch_of([VALID_POLYGON], feature_count=1000)
     r = EVALUATORS["feature_count"](size, contract_of(size), BatchFacts(truncated), NOW)
     assert r.result == "break" and "declared 1000 features" in r.message
+
+
+def test_extent_with_a_wrong_declared_crs_reports_raw_bounds_and_diagnoses_it() -> None:
+    # found by a fresh-user session: NYC feet declared EPSG:4326 against an EPSG:2263
+    # contract reported bounds: null (the reprojection fails) and no diagnosis
+    from tests.catalogue import NYC_BOROUGHS, read_geoparquet
+
+    geoms, _, _ = read_geoparquet(NYC_BOROUGHS)
+    c = clause("extent", "extent", region=[909000, 110000, 1068000, 275000])
+    srid = clause("srid", "crs", expect="EPSG:2263")
+    r = run(c, batch_of(list(geoms), crs="EPSG:4326"), srid)
+    assert r.result == "break" and r.measured["fraction_inside"] == 0.0
+    x0, y0, x1, y1 = r.measured["bounds"]
+    assert 909000 < x0 < x1 < 1068000 and 110000 < y0 < y1 < 275000
+    assert r.measured["bounds_crs"] == "EPSG:4326"
+    assert r.diagnoses == (
+        "coordinates fit the extent as EPSG:2263: the declared CRS EPSG:4326 looks wrong",
+    )
+    ok = run(c, batch_of(list(geoms), crs="EPSG:2263"), srid)
+    assert ok.result == "pass" and ok.measured["bounds_crs"] == "EPSG:2263"

@@ -115,11 +115,19 @@ def check_extent(
     ok = frac >= min_frac
     outside = facts.count - round(frac * facts.count)
     bounds = shapely.total_bounds(geoms[usable]) if usable.any() else None
+    bounds_crs = label
+    if bounds is None and facts.usable.any():
+        # reprojection from the declared CRS failed (e.g. feet declared as degrees): the
+        # raw bounds as declared still tell what the batch holds
+        bounds = shapely.total_bounds(facts.geometries[facts.usable])
+        declared = facts.declared_crs
+        bounds_crs = crs_label(declared) if declared is not None else "as declared"
     measured = {
         "fraction_inside": frac,
         "features": facts.count,
         "outside": outside,
         "bounds": None if bounds is None else [float(b) for b in bounds],
+        "bounds_crs": bounds_crs,
     }
     expected = {
         "region": p["region"],

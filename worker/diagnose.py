@@ -1,6 +1,8 @@
-"""Likely causes of a broken extent clause (pure): swapped axes, an undeclared reprojection.
+"""Likely causes of a broken extent clause (pure): a wrong declared CRS, swapped axes, an
+undeclared reprojection.
 
-Both are guesses from coordinates alone, worded as such: "axis order looks swapped" when
+All are guesses from coordinates alone, worded as such: "the declared CRS ... looks wrong"
+when the raw coordinates fit the extent as the contract CRS; "axis order looks swapped" when
 the batch fits the extent with x and y exchanged; "coordinates look like <CRS>" when it
 fits after reprojecting from a candidate CRS (EPSG:3857, EPSG:4326, the geographic base of
 a projected contract CRS) to the contract CRS, marked a weak hint when the extent covers
@@ -35,8 +37,19 @@ def diagnose_extent(
 ) -> list[str]:
     """Diagnoses for a batch whose features are not inside ``region`` (contract CRS units,
     east_north) to at least ``min_frac``; an empty list when nothing fits."""
-    swapped = np.asarray(swap_xy(facts.geometries), dtype=object)
     declared = facts.declared_crs
+    if (
+        facts.count
+        and crs is not None
+        and declared is not None
+        and not crs_equivalent(declared, crs)
+        and fraction_covered(facts.geometries, facts.usable, region) >= min_frac
+    ):
+        return [
+            f"coordinates fit the extent as {label}: the declared CRS "
+            f"{crs_label(declared)} looks wrong"
+        ]
+    swapped = np.asarray(swap_xy(facts.geometries), dtype=object)
     if crs is not None and declared is not None and not crs_equivalent(declared, crs):
         swapped = np.asarray(reproject(swapped, declared, crs), dtype=object)
     usable = facts.usable & ~nonfinite_mask(swapped)
