@@ -99,3 +99,19 @@ def test_the_same_version_twice_is_bad_input(capsys: pytest.CaptureFixture[str])
 def test_unreachable_broker_is_named(capsys: pytest.CaptureFixture[str]) -> None:
     assert main(["topics", "create", "--bootstrap-servers", "127.0.0.1:1"]) == 2
     assert "cannot reach Kafka at 127.0.0.1:1" in capsys.readouterr().err
+
+
+def test_a_closed_output_pipe_is_not_a_traceback() -> None:
+    # found by a fresh-user session: `contract-gate ... --format json | head -1` tracebacked
+    import subprocess
+    import sys
+
+    argv = [sys.executable, "-m", "worker", "check", WORLD, "--contract", V1, "--format", "json"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # the reader is gone before the command writes
+    with proc.stderr:
+        err = proc.stderr.read().decode()
+    proc.wait(timeout=60)
+    assert "Traceback" not in err
+    assert proc.returncode == 141

@@ -122,3 +122,13 @@ def test_layer_label_of_an_undecodable_event_is_its_source_key() -> None:
     assert entry.layer == garbage.layer_label
     assert go(None, key=None).layer_label == "unknown"
     assert go(codec.encode_batch(WORLD)).layer_label == WORLD.layer
+
+
+def test_a_parsed_event_without_features_keeps_its_batch_id_in_quarantine() -> None:
+    # found by a fresh-user session: an empty payload_uri lost the batch id
+    value = codec.encode_batch(WORLD, inline=False, payload_uri="")
+    out = go(value)
+    rec = codec.decode_quarantine(out.records[-1].value)
+    assert rec["reason_code"] == "decode_error"
+    assert (rec["batch_id"], rec["layer"]) == ("b1", "admin_boundaries")
+    assert "neither inline features nor a payload_uri" in rec["reasons"][0]["message"]

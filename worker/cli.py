@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import signal
 import sys
 import threading
@@ -30,6 +31,7 @@ from worker.verify import add_verify_args, cmd_verify
 __all__ = ["build_parser", "main"]
 
 EXIT_ADMITTED, EXIT_QUARANTINED, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_BROKEN_PIPE = 128 + 13  # as a shell reports a process ended by SIGPIPE
 
 
 def _parse_time(text: str) -> datetime:
@@ -216,7 +218,12 @@ def build_parser() -> argparse.ArgumentParser:
         default=3,
         help="partitions of the data topics (default 3)",
     )
-    tp.add_argument("--replication-factor", type=int, default=1)
+    tp.add_argument(
+        "--replication-factor",
+        type=_positive_int,
+        default=1,
+        help="replicas per partition (default 1; use 3 on a production cluster)",
+    )
 
     p = sub.add_parser("contract", help="publish contract versions")
     csub = p.add_subparsers(dest="contract_command", required=True, metavar="ACTION")
@@ -240,13 +247,27 @@ def build_parser() -> argparse.ArgumentParser:
         "publish", help="publish a GeoJSON/GeoParquet file as a batch-arrival event"
     )
     _add_kafka_args(bp)
-    bp.add_argument("file")
-    bp.add_argument("--layer", required=True)
-    bp.add_argument("--crs", help="declared CRS (default: the file's)")
-    bp.add_argument("--axis-order", choices=["east_north", "north_east"])
-    bp.add_argument("--data-time", type=_parse_time)
-    bp.add_argument("--batch-id")
-    bp.add_argument("--producer", default="contract-gate-cli")
+    bp.add_argument("file", help="GeoJSON FeatureCollection or GeoParquet file")
+    bp.add_argument("--layer", required=True, help="layer the batch belongs to (the record key)")
+    bp.add_argument(
+        "--crs",
+        help="declared CRS, e.g. EPSG:2263 (default: the file's; GeoJSON is OGC:CRS84)",
+    )
+    bp.add_argument(
+        "--axis-order",
+        choices=["east_north", "north_east"],
+        help="how x/y are stored (default east_north: x is longitude/easting)",
+    )
+    bp.add_argument(
+        "--data-time",
+        type=_parse_time,
+        help="time the data describes, ISO 8601 with offset; freshness is measured from it "
+        "(default: the file's modification time)",
+    )
+    bp.add_argument("--batch-id", help="batch identifier (default: a new UUID)")
+    bp.add_argument(
+        "--producer", default="contract-gate-cli", help="producer name (default contract-gate-cli)"
+    )
     bp.add_argument(
         "--by-reference",
         action="store_true",
@@ -455,6 +476,12 @@ def main(argv: Sequence[str] | None = None) -> int:
             file=sys.stderr,
         )
         return EXIT_BAD_INPUT
+    except BrokenPipeError:
+        # the reader of our output went away (e.g. `| head`): stop quietly, as a shell tool
+        # would; point stdout at /dev/null so the interpreter's final flush cannot fail
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
 
 
 if __name__ == "__main__":  # pragma: no cover

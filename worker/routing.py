@@ -157,6 +157,7 @@ def route(
     started = time.perf_counter()
     batch: Batch | None = None
     layer: str | None = None
+    salvaged_id: str | None = None
     try:
         if source.value is None:
             raise codec.DecodeError("event has no value (null record)")
@@ -166,6 +167,7 @@ def route(
             batch = (payload_loader or load_payload)(batch.payload_uri, batch)
     except codec.DecodeError as exc:
         decision = _failed("decode_error", f"undecodable batch-arrival event: {exc}")
+        layer, salvaged_id = _salvage(source.value)
     except Exception as exc:  # payload loading must never crash the worker
         decision = _failed(
             "payload_error",
@@ -181,7 +183,7 @@ def route(
             )
         else:
             decision = evaluate(batch, versions, now=now)
-    batch_id = batch.batch_id if batch else None
+    batch_id = batch.batch_id if batch else salvaged_id
     duration_s = time.perf_counter() - started
 
     records: list[OutRecord] = []
@@ -222,3 +224,20 @@ def route(
     else:
         records.append(_quarantine(source, layer, batch_id, decision, topics, now, worker_id))
     return Outcome(source, layer, batch_id, decision, tuple(records), duration_s)
+
+
+def _salvage(value: bytes | None) -> tuple[str | None, str | None]:
+    """``(layer, batch_id)`` of an event whose Avro record parses but does not make a
+    valid batch (e.g. neither features nor payload_uri), so its quarantine record can be
+    found by batch id; ``(None, None)`` when even the record does not parse."""
+    if value is None:
+        return None, None
+    try:
+        record = codec.decode_event(value)
+    except Exception:
+        return None, None
+    layer, batch_id = record.get("layer"), record.get("batch_id")
+    return (
+        layer if isinstance(layer, str) else None,
+        batch_id if isinstance(batch_id, str) else None,
+    )
