@@ -7,6 +7,7 @@ from typing import Any
 
 from worker.contracts import load_contract
 from worker.evidence import (
+    attainment_warning,
     evidence_to_json,
     render_evidence_html,
     render_evidence_text,
@@ -67,9 +68,10 @@ def test_summary_counts_each_batch_once_and_lists_would_be_rejections() -> None:
     assert e.attainment is not None and abs(e.attainment - 1 / 3) < 1e-9
     assert [p.batch_id for p in e.would_reject] == ["b1", "b3"]
     assert e.would_reject[0].broken[0].name == "continent"
-    assert e.span_s == 3 * 3600 and e.missing_s == 3 * 3600
+    # the span runs from the first to the last evaluation (0 h to 2 h), not to now (3 h)
+    assert e.span_s == 2 * 3600 and e.missing_s == 4 * 3600
     text = render_evidence_text(e)
-    assert "3.0 h missing" in text and "b3 (data time" in text
+    assert "4.0 h missing" in text and "b3 (data time" in text
     assert '"Seven seas (open ocean)"' in text
     js = evidence_to_json(e)
     assert js["would_reject"][1]["broken"][0]["measured"] == ["Seven seas (open ocean)"]
@@ -81,10 +83,31 @@ def test_html_is_self_contained_with_an_svg_timeline() -> None:
     assert page.startswith("<!DOCTYPE html>") and "<svg" in page
     assert page.count("<circle") == 3 and page.count('fill="#c22"') == 2
     assert "http://" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")
-    assert "<script" not in page and "missing" not in page.split("<h2>")[0]
+    assert "<script" not in page
+    # seven hours after the first evaluation, the evidence still spans 0 h to 2 h only
+    assert "4.0 h missing" in page.split("<h2>")[0]
 
 
 def test_no_evaluations() -> None:
     e = summarise(V1_1, [], now=T0)
     assert (e.evaluated, e.attainment, e.span_s) == (0, None, 0.0)
     assert "no evaluations yet" in render_evidence_html(e)
+
+
+def test_one_evaluation_followed_by_silence_is_no_cycle_of_evidence() -> None:
+    # found by a fresh-user session: the span ran to "now", so one evaluation and a day of
+    # silence counted as a full cycle of evidence
+    e = summarise(V1_1, [record("b1", 0, True)], now=T0 + timedelta(days=1))
+    assert e.span_s == 0.0 and e.missing_s == V1_1.cadence_s
+    e = summarise(V1_1, [record("b1", 0, True), record("b2", 6, True)], now=T0 + timedelta(days=1))
+    assert e.span_s == 6 * 3600 and e.missing_s == 0
+
+
+def test_attainment_warning_below_objective_only() -> None:
+    e = summarise(V1_1, RECORDS, now=T0 + timedelta(hours=3))
+    warning = attainment_warning(e)
+    assert warning is not None and warning.startswith("WARNING: admin_boundaries/v1.1")
+    assert "0.333 (1/3), below its objective 0.99" in warning
+    good = summarise(V1_1, [record("b1", 0, True)], now=T0)
+    assert attainment_warning(good) is None
+    assert attainment_warning(summarise(V1_1, [], now=T0)) is None

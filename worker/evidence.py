@@ -3,9 +3,10 @@
 :func:`read_evaluations` scans ``gis.contract.evaluations`` with a group-less reader to
 partition EOF (never a ListOffsets figure alone, DESIGN.md section 8) and keeps the records
 of one layer. :func:`summarise` (pure) turns the records of one version into an
-:class:`Evidence`: the span covered (from the first evaluation to *now*) against the
-cadence, batches evaluated, attainment against the objective, and the batches the version
-would have rejected with their broken clauses. Renderers give text, JSON and one
+:class:`Evidence`: the span covered (from the first evaluation to the *last* one: one
+evaluation followed by silence is no cycle of evidence) against the cadence, batches
+evaluated, attainment against the objective, and the batches the version would have
+rejected with their broken clauses. Renderers give text, JSON and one
 self-contained HTML page with an inline SVG timeline (no network at view time).
 """
 
@@ -27,6 +28,7 @@ __all__ = [
     "BrokenClause",
     "EvaluationPoint",
     "Evidence",
+    "attainment_warning",
     "evidence_to_json",
     "read_evaluations",
     "render_evidence_html",
@@ -60,8 +62,10 @@ class EvaluationPoint:
 class Evidence:
     """The observing record of one version up to ``now``.
 
-    ``span_s`` is ``now`` minus the first evaluation (0 without any): the time the version
-    has been evaluating every batch of the layer. ``attainment`` is passed / evaluated
+    ``span_s`` is the last evaluation minus the first (0 with fewer than two): the time
+    over which the version has actually been evaluating batches of the layer (DESIGN.md
+    section 5: "observing evaluations spanning at least one cadence cycle"); silence after
+    the last evaluation is not evidence. ``attainment`` is passed / evaluated
     (None without evaluations). ``points`` are in evaluation order, one per batch.
     """
 
@@ -149,7 +153,7 @@ def summarise(contract: Contract, records: Iterable[Mapping[str, Any]], now: dat
     points = tuple(sorted(by_batch.values(), key=lambda p: p.evaluated_at))
     first = points[0].evaluated_at if points else None
     last = points[-1].evaluated_at if points else None
-    span_s = max(0.0, (now - first).total_seconds()) if first else 0.0
+    span_s = max(0.0, (last - first).total_seconds()) if first and last else 0.0
     return Evidence(
         contract.layer,
         contract.version,
@@ -161,6 +165,22 @@ def summarise(contract: Contract, records: Iterable[Mapping[str, Any]], now: dat
         last,
         span_s,
         points,
+    )
+
+
+def attainment_warning(e: Evidence) -> str | None:
+    """A warning line when the attainment over the evidence is below the objective.
+
+    Promoting such a version makes it reject more batches than its own error budget
+    allows from the first cycle on. None when attainment meets the objective (or there is
+    no evaluation).
+    """
+    if e.attainment is None or e.attainment >= e.objective:
+        return None
+    return (
+        f"WARNING: {e.layer}/{e.version} attainment over the evidence is {e.attainment:.3f} "
+        f"({e.passed}/{e.evaluated}), below its objective {e.objective}: once enforcing it "
+        "would spend its error budget from the start"
     )
 
 
@@ -184,7 +204,8 @@ def render_evidence_text(e: Evidence) -> str:
     att = "n/a" if e.attainment is None else f"{e.attainment:.3f}"
     lines = [
         f"{e.layer}/{e.version} evidence at {e.now.isoformat()}",
-        f"  span covered {_duration(e.span_s)} of one cadence cycle {e.cadence} "
+        f"  span covered {_duration(e.span_s)} (first to last evaluation) of one cadence "
+        f"cycle {e.cadence} "
         f"({_duration(e.cadence_s)}): {e.cycles:.2f} cycles"
         + (f", {_duration(e.missing_s)} missing" if e.missing_s else ""),
         f"  batches evaluated {e.evaluated}, passed {e.passed}, attainment {att} "
@@ -300,7 +321,8 @@ def render_evidence_html(e: Evidence) -> str:
 td,th{{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}}</style>
 </head><body>
 <h1>{esc(title)}</h1>
-<p>At {esc(e.now.isoformat())}: span covered {esc(_duration(e.span_s))} of one cadence cycle
+<p>At {esc(e.now.isoformat())}: span covered {esc(_duration(e.span_s))} (first to last
+evaluation) of one cadence cycle
 {esc(e.cadence)} ({e.cycles:.2f} cycles{esc(missing)}).
 Batches evaluated {e.evaluated}, passed {e.passed}, attainment {att} (objective {e.objective}).</p>
 <h2>Timeline (green: pass, red: would have been rejected)</h2>

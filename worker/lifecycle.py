@@ -4,7 +4,7 @@ change class and provenance (for ``contract publish``, ``promote`` and ``list``)
 from __future__ import annotations
 
 from collections.abc import Callable
-from datetime import datetime
+from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
 from worker.codec import decode_contract_record, encode_contract_record
@@ -18,6 +18,7 @@ if TYPE_CHECKING:
     from worker.evidence import Evidence
 
 __all__ = [
+    "MAX_NOW_AHEAD",
     "RecordingRegistry",
     "canonical_version",
     "gather_evidence",
@@ -26,6 +27,10 @@ __all__ = [
     "read_published",
     "write_records",
 ]
+
+#: How far ``--now`` of ``contract promote`` may be ahead of the wall clock (the default
+#: ``max_clock_skew`` of freshness clauses).
+MAX_NOW_AHEAD = timedelta(minutes=5)
 
 
 class RecordingRegistry(Registry):
@@ -120,18 +125,35 @@ def promote(
 ) -> str:
     """Promote an observing version to enforcing (DESIGN.md section 5).
 
-    Refused while its evidence spans less than one cadence cycle (the message says how
-    much is missing). Shows the batches it would have rejected and asks ``confirm`` (a
+    Refused while its evidence (first to last evaluation) spans less than one cadence
+    cycle (the message says how much is missing), and when ``now`` is more than
+    :data:`MAX_NOW_AHEAD` ahead of the wall clock (``--now`` is for tests and replays of
+    the past, not for skipping the wait). Shows the batches it would have rejected, a
+    warning line when its attainment is below its objective, and asks ``confirm`` (a
     question -> bool) unless ``yes``; then writes it enforcing and supersedes the earlier
     active revisions of its major.
 
     Raises
     ------
     PolicyError
-        Unknown version, not observing/active, too little evidence, not confirmed.
+        Unknown version, not observing/active, ``now`` in the future, too little
+        evidence, not confirmed.
     """
-    from worker.evidence import read_evaluations, render_evidence_text, summarise
+    from worker.evidence import (
+        attainment_warning,
+        read_evaluations,
+        render_evidence_text,
+        summarise,
+    )
     from worker.policy import decide_promotion
+
+    wall = datetime.now(timezone.utc)
+    if now - wall > MAX_NOW_AHEAD:
+        raise PolicyError(
+            f"--now {now.isoformat()} is {(now - wall).total_seconds() / 3600:.1f} h ahead of "
+            f"the wall clock ({wall.isoformat(timespec='seconds')}): refused for promote; "
+            "--now is for tests and replays of the past"
+        )
 
     registry = read_published(settings)
     target = _find(registry, layer, version)
@@ -143,6 +165,9 @@ def promote(
         raise PolicyError(d.message)
     evidence = summarise(target.contract, read_evaluations(settings, layer), now)
     report = render_evidence_text(evidence)
+    warning = attainment_warning(evidence)
+    if warning:
+        report += "\n" + warning
     d = decide_promotion(target.contract.key, known=known, span_s=evidence.span_s, confirmed=True)
     if d.action == "refuse":
         raise PolicyError(f"{d.message}\n{report}")

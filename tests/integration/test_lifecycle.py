@@ -121,25 +121,33 @@ def test_full_tightening_cycle(
     args = ["admin_boundaries", "v1.1", now_arg, *kafka_args(settings)]
     assert main(["contract", "evidence", *args, "--format", "html", "-o", str(html_file)]) == 0
     page = html_file.read_text()
-    assert "<svg" in page and "b3-real" in page and "4.0 h missing" in page
+    # the span runs from the first to the last evaluation (T0 to T0+1h), not to --now
+    assert "<svg" in page and "b3-real" in page and "5.0 h missing" in page
     capsys.readouterr()
     assert main(["contract", "evidence", *args, "--format", "json"]) == 0
     js = json.loads(capsys.readouterr().out)
     assert [p["batch_id"] for p in js["would_reject"]] == ["b1-real", "b3-real"]
     assert main(["contract", "promote", *args]) == 2  # no terminal, no --yes; too early anyway
-    assert "4.0 h missing" in capsys.readouterr().err
+    assert "5.0 h missing" in capsys.readouterr().err
     # the enforcing v1 admitted all three
     v1 = wait_evidence(settings, "v1.0", 3, clock.now)
     assert v1.passed == 3
 
     # before one cadence cycle (PT6H) since the first evaluation: refused, says what's missing
-    with pytest.raises(PolicyError, match=r"4\.0 h missing"):
+    with pytest.raises(PolicyError, match=r"5\.0 h missing"):
         promote(settings, "admin_boundaries", "v1.1", now=T0 + timedelta(hours=2), yes=True)
+    # silence after the last evaluation is no evidence: still refused seven hours on
+    with pytest.raises(PolicyError, match=r"5\.0 h missing"):
+        promote(settings, "admin_boundaries", "v1.1", now=T0 + timedelta(hours=7), yes=True)
+    clock.now = T0 + timedelta(hours=6)
+    publish_batch(settings, world("b3b-clean", clock.now, without_seven_seas=True))
+    assert wait_evidence(settings, "v1.1", 4, clock.now).span_s == 6 * 3600
     with pytest.raises(PolicyError, match="not confirmed"):
         promote(settings, "admin_boundaries", "v1.1", now=T0 + timedelta(hours=7))
     report = promote(settings, "admin_boundaries", "v1.1", now=T0 + timedelta(hours=7), yes=True)
     assert "promoted to enforcing; supersedes v1.0" in report
     assert "b1-real" in report
+    assert "WARNING: admin_boundaries/v1.1 attainment over the evidence is 0.500" in report
 
     # the worker picks the change up live and enforces v1.1
     deadline = time.monotonic() + 20
@@ -151,10 +159,10 @@ def test_full_tightening_cycle(
     assert [(v.contract.version, v.mode) for v in active] == [("v1.1", "enforcing")]
     clock.now = T0 + timedelta(hours=7)
     publish_batch(settings, world("b4-real", clock.now))
-    e = wait_evidence(settings, "v1.1", 4, clock.now)
+    e = wait_evidence(settings, "v1.1", 5, clock.now)
     b4 = next(p for p in e.points if p.batch_id == "b4-real")
     assert not b4.passed
-    assert worker.pipeline.batches_committed == 4
+    assert worker.pipeline.batches_committed == 5
 
 
 def test_edit_in_place_refused_by_cli_ignored_by_worker_and_numbering(
