@@ -114,3 +114,81 @@ def test_exporter_publishes_unattributed_rows_and_counts_per_major() -> None:
         for p in m.data.data_points
     }
     assert counts == {("v1", "true"): 1, ("v2", "false"): 1}
+
+
+class _Rec:
+    """A record of the admitted topic, shaped like a confluent-kafka Message."""
+
+    def __init__(self, partition: int, offset: int, layer: str, enforced: str) -> None:
+        self._p, self._o, self._layer = partition, offset, layer
+        self._headers = [("batch-id", f"b{partition}-{offset}".encode()), *_headers(enforced)[1:]]
+        self._headers[1] = ("layer", layer.encode())
+
+    def key(self) -> bytes:
+        return self._layer.encode()
+
+    def headers(self) -> list[tuple[str, bytes]]:
+        return self._headers
+
+    def partition(self) -> int:
+        return self._p
+
+    def offset(self) -> int:
+        return self._o
+
+    def timestamp(self) -> tuple[int, int]:
+        return 1, 1000 * self._o + self._p
+
+
+def _fake_admitted(
+    monkeypatch: pytest.MonkeyPatch, parts: dict[int, list[_Rec]]
+) -> list[dict[int, int]]:
+    reads: list[dict[int, int]] = []
+
+    def read_topic(settings: Settings, topic: str, *, start: Any = None, **kw: Any) -> Any:
+        tail = kw.get("tail")
+        reads.append(dict(start or {}))
+        for p, recs in parts.items():
+            first = (start or {}).get(p, len(recs) if tail == 0 else 0)
+            yield from (r for r in recs if r.offset() >= first)
+
+    monkeypatch.setattr(consumers, "read_topic", read_topic)
+    monkeypatch.setattr(
+        consumers, "_watermarks", lambda s, t: {p: (0, len(r)) for p, r in parts.items()}
+    )
+    return reads
+
+
+def test_last_n_means_the_last_n_records_of_the_layer(monkeypatch: pytest.MonkeyPatch) -> None:
+    # found by a fresh-user session: --last 1 read the last record per partition before
+    # filtering by layer, found no roads record and passed ("0 admitted record(s) checked")
+    roads = [_Rec(1, 0, "roads", "v1.0")]
+    roads += [_Rec(1, i, "admin_boundaries", "v1.0") for i in range(1, 300)]
+    reads = _fake_admitted(monkeypatch, {0: [], 1: roads})
+    with pytest.raises(VersionMismatchError, match=r"\[1\]@0: batch b1-0 of layer roads"):
+        consumers.check_admitted(Settings(), "roads", "v2", last=1)
+    assert len(reads) > 1  # the window widened until it reached the roads record
+    assert consumers.check_admitted(Settings(), "roads", "v1", last=1).startswith(
+        "1 admitted record(s) of roads checked"
+    )
+    with pytest.raises(ContractGateError, match="no admitted record of parcels found"):
+        consumers.check_admitted(Settings(), "parcels", "v1", last=5)
+    with pytest.raises(ContractGateError, match="at least 1"):
+        consumers.check_admitted(Settings(), "roads", "v1", last=0)
+
+
+def test_assert_at_coordinates_refuses_a_record_of_another_layer(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # found by a fresh-user session: the record of admin_boundaries at 1@0 "passed" for
+    # nyc_boroughs v1
+    from worker.cli import main
+
+    _fake_admitted(monkeypatch, {0: [], 1: [_Rec(1, 0, "admin_boundaries", "v1.0")]})
+    code = main(["consumers", "assert", "nyc_boroughs", "v1", "--partition", "1", "--offset", "0"])
+    err = capsys.readouterr().err
+    assert code == 2
+    assert "is of layer admin_boundaries, not nyc_boroughs" in err
+    with pytest.raises(SystemExit):
+        main(["consumers", "assert", "roads", "v1", "--last", "0"])
+    assert "is not a whole number >= 1" in capsys.readouterr().err

@@ -44,6 +44,7 @@ __all__ = [
     "check_admitted",
     "consumer_groups",
     "declare",
+    "latest_of_layer",
     "migration_view",
     "read_declarations",
 ]
@@ -250,6 +251,59 @@ def migration_view(
     )
 
 
+def _watermarks(settings: Settings, topic: str) -> dict[int, tuple[int, int]]:
+    """``{partition: (low, high)}`` of ``topic`` (ListOffsets: only a starting point for a
+    read that still ends on partition EOF, DESIGN.md section 8).
+
+    Raises
+    ------
+    KafkaError
+        The topic does not exist or the broker does not answer.
+    """
+    from confluent_kafka import Consumer, KafkaException, TopicPartition
+
+    consumer = Consumer(settings.reader())
+    try:
+        meta = consumer.list_topics(topic, timeout=10).topics.get(topic)
+        if meta is None or meta.error is not None or not meta.partitions:
+            raise KafkaError(
+                f"topic {topic} does not exist; create it with `contract-gate topics create`"
+            )
+        marks: dict[int, tuple[int, int]] = {}
+        for p in sorted(meta.partitions):
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+            marks[p] = (int(low), int(high))
+        return marks
+    except KafkaException as exc:
+        raise KafkaError(f"reading {topic} failed: {exc.args[0].str()}") from exc
+    finally:
+        consumer.close()
+
+
+def _key(msg: Any) -> str:
+    return (msg.key() or b"").decode("utf-8", "replace")
+
+
+def latest_of_layer(settings: Settings, layer: str, last: int) -> list[Any]:
+    """The latest ``last`` records of ``layer`` (by key) on the admitted topic, oldest first.
+
+    Reads a window before each partition's end and widens it (x4) until it holds ``last``
+    records of the layer or starts at the beginning of every partition: the records of
+    other layers in between never hide the layer's own.
+    """
+    topic = settings.topics.admitted
+    marks = _watermarks(settings, topic)
+    window = max(4 * last, 64)
+    while True:
+        start = {p: max(low, high - window) for p, (low, high) in marks.items()}
+        msgs = [m for m in read_topic(settings, topic, start=start) if _key(m) == layer]
+        if len(msgs) >= last or all(start[p] <= low for p, (low, _) in marks.items()):
+            break
+        window *= 4
+    msgs.sort(key=lambda m: (m.timestamp()[1], m.partition(), m.offset()))
+    return msgs[-last:]
+
+
 def check_admitted(
     settings: Settings,
     layer: str,
@@ -261,36 +315,45 @@ def check_admitted(
 ) -> str:
     """Run :func:`assert_admitted_under` on admitted records of ``layer``.
 
-    With ``partition`` and ``offset``: that one record. Otherwise the latest ``last``
-    records of the layer (per partition tail). Returns a one-line summary.
+    With ``partition`` and ``offset``: that one record, which must be of ``layer``.
+    Otherwise the latest ``last`` (>= 1) records of the layer (:func:`latest_of_layer`).
+    Returns a one-line summary.
 
     Raises
     ------
     VersionMismatchError
         On the first record not admitted under ``version`` (named by partition@offset).
+    ContractGateError
+        The record at ``partition@offset`` is missing or of another layer; no record of
+        ``layer`` was found; ``last`` < 1.
     """
     topic = settings.topics.admitted
-    records: Iterable[Any]
+    selected: list[Any]
     if partition is not None:
         if offset is None:
             raise ContractGateError("give --offset with --partition")
-        records = (
+        found = [
             m
             for m in read_topic(settings, topic, start={partition: offset}, tail=0)
             if m.partition() == partition and m.offset() == offset
-        )
-        found = list(records)
+        ]
         if not found:
             raise ContractGateError(f"no admitted record at {topic}[{partition}]@{offset}")
+        actual = _key(found[0]) or _header_map(found[0].headers()).get("layer", "")
+        if actual != layer:
+            raise ContractGateError(
+                f"the record at {topic}[{partition}]@{offset} is of layer "
+                f"{actual or '(no key)'}, not {layer}: check the layer or the coordinates"
+            )
         selected = found[:1]
     else:
-        msgs = [
-            m
-            for m in read_topic(settings, topic, tail=max(1, last) * 3)
-            if (m.key() or b"").decode("utf-8", "replace") == layer
-        ]
-        msgs.sort(key=lambda m: (m.timestamp()[1], m.partition(), m.offset()))
-        selected = msgs[-last:] if last > 0 else []
+        if last < 1:
+            raise ContractGateError(f"--last must be at least 1 (got {last})")
+        selected = latest_of_layer(settings, layer, last)
+        if not selected:
+            raise ContractGateError(
+                f"no admitted record of {layer} found on {topic}: nothing to check"
+            )
     for m in selected:
         try:
             assert_admitted_under(m.headers(), version)

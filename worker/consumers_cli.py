@@ -27,6 +27,16 @@ def _hours(text: str) -> timedelta:
     return timedelta(hours=value)
 
 
+def _at_least_one(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 1")
+    return value
+
+
 def _add_stale(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--stale-after-hours",
@@ -59,13 +69,19 @@ def add_consumers_args(sub: Any, add_kafka_args: AddKafkaArgs) -> None:
         "assert",
         help="check admitted records of a layer were admitted under a version",
         description="Exit 0 when every checked record of the admitted topic passed an "
-        "enforcing revision of VERSION's major (at least its minor), 2 otherwise. Checks "
-        "the latest --last records of LAYER, or the one record at --partition/--offset.",
+        "enforcing revision of VERSION's major (at least its minor), 2 otherwise (also when "
+        "no record of LAYER is found). Checks the latest --last records of LAYER, or the one "
+        "record at --partition/--offset, which must be of LAYER.",
     )
     add_kafka_args(a)
     a.add_argument("layer")
     a.add_argument("version", help="the version the reader was built for")
-    a.add_argument("--last", type=int, default=10, help="latest records to check (default 10)")
+    a.add_argument(
+        "--last",
+        type=_at_least_one,
+        default=10,
+        help="the latest N records of LAYER to check (default 10)",
+    )
     a.add_argument("--partition", type=int, help="check the record at this partition ...")
     a.add_argument("--offset", type=int, help="... and this offset")
 
