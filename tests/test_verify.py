@@ -55,14 +55,15 @@ def test_twin_passes_with_equal_attainment_over_common_batches() -> None:
     assert "attainment 0.500 (1/2) vs 0.500 (1/2); 0 judged differently" in r.reason
 
 
-def test_twin_fails_when_a_batch_is_judged_differently_or_nothing_is_common() -> None:
+def test_twin_fails_when_a_batch_is_judged_differently_inconclusive_if_nothing_common() -> None:
     records = [ev("v1.0", "b1", True), ev("v1.2", "b1", False), ev("v1.2", "b1", True)]
     assert check_twin(E1, T12, records).status == "pass"  # the last evaluation counts
     records.append(ev("v1.2", "b1", False))
     r = check_twin(E1, T12, records)
     assert r.status == "fail" and "1 judged differently: b1" in r.reason
     r = check_twin(E1, T12, [ev("v1.0", "b1", True)])
-    assert r.status == "fail" and "no batch evaluated by both yet" in r.reason
+    assert r.status == "inconclusive" and "no batch evaluated by both yet" in r.reason
+    assert r.reason.startswith("not applicable yet")
 
 
 def strict_records() -> list[dict[str, object]]:
@@ -86,15 +87,34 @@ def test_stricter_passes_with_breaches_on_admitted_batches_and_none_attributable
     assert "4 batch(es) evaluated, 3 breach(es), 2 of them admitted" in r.reason
 
 
-def test_stricter_fails_on_an_attributable_quarantine_or_without_admitted_breach() -> None:
+def test_stricter_fails_on_an_attributable_quarantine_inconclusive_without_evidence() -> None:
     # w3 quarantined although the enforcing v1.0 passed it: the observing version halted it
     r = check_stricter(E1, S11, strict_records(), ["v1.0"], {"w1", "w2"}, {"w3": set()})
     assert r.status == "fail" and "1 quarantine(s) attributable to v1.1: w3" in r.reason
     r = check_stricter(E1, S11, strict_records(), ["v1.0"], {"w1"}, {"w1x": {"v1.1"}})
     assert r.status == "pass"
     r = check_stricter(E1, S11, strict_records(), ["v1.0"], set(), {})
-    assert r.status == "fail" and "3 not decided yet" in r.reason
+    assert r.status == "inconclusive" and "3 not decided yet" in r.reason
     assert "no breach on an admitted batch recorded yet" in r.reason
+
+
+def test_stricter_version_that_never_fired_is_inconclusive_and_exits_0() -> None:
+    # found by a fresh-user session: FAIL (exit 1) when there was simply no evidence yet
+    records = [ev(v, b, True) for b in ("w1", "w2") for v in ("v1.0", "v1.1")]
+    r = check_stricter(E1, S11, records, ["v1.0"], {"w1", "w2"}, {})
+    assert r.status == "inconclusive"
+    assert r.reason.startswith("not applicable yet: no breach on an admitted batch")
+    ok = CheckResult("undeclared_reader", "pass", "undeclared readers", "fine")
+    report = OverlapReport("l", (("v1.0", "enforcing"), ("v1.1", "observing")), (r, ok))
+    assert report.exit_code == 0
+    text = render_report(report)
+    assert "  INCONCLUSIVE  stricter observing: v1.1 (observing)" in text
+    assert text.endswith(
+        "result: PASS (1 of 1 applicable check(s) pass; 1 inconclusive, not applicable yet)"
+    )
+    assert report_to_json(report)["inconclusive"] == 1
+    bad = CheckResult("identical_twin", "fail", "v1.2", "judged differently")
+    assert OverlapReport("l", (), (r, ok, bad)).exit_code == 1
 
 
 def test_undeclared_reader_counted_against_the_oldest_active_version() -> None:

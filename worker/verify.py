@@ -1,20 +1,22 @@
 """``contract-gate verify overlap LAYER``: the overlap mechanism checked on a live cluster.
 
-Three checks (issue 5), each ``pass``, ``fail`` or ``not_applicable`` (with a reason), with
-the figures it rests on:
+Three checks (issue 5), each ``pass``, ``fail``, ``not_applicable`` (the situation does
+not exist) or ``inconclusive`` (it exists but there is no evidence yet: not applicable yet),
+with the reason and the figures it rests on:
 
 * **identical twin**: an active version whose clauses equal another active version's
   (change class ``none``, or the same digest of the clause list: name, kind, on_break and
   parameters; descriptions, changelog and owner do not evaluate anything) but with another
   version or mode, at least one of the two observing. Over the batches *both* evaluated
   (the last evaluation of each batch, from the evaluations topic), the two must show the
-  same attainment and judge no batch differently. No batch evaluated by both yet is a
-  failure: nothing was shown.
+  same attainment and judge no batch differently. No batch evaluated by both yet is
+  inconclusive: nothing was shown either way.
 * **stricter observing**: an observing version that is a *tightening* of an enforcing one
   (:func:`worker.classify.classify`). It passes when it recorded breaches on batches that
   were admitted (batch id on the admitted topic) and no quarantine is attributable to it:
   no quarantined batch it broke whose enforcing evaluations all passed, and no quarantine
-  reason naming it.
+  reason naming it. An attributable quarantine fails; no breach on an admitted batch yet
+  (the stricter version never fired on one) is inconclusive.
 * **undeclared reader**: every consumer group with committed offsets on the admitted topic
   that never declared for the layer (the gate's own groups excluded) must be counted, as
   unattributed, against the layer's oldest active version in the migration view
@@ -23,7 +25,7 @@ the figures it rests on:
 
 The checks are pure functions of plain values; :func:`verify_overlap` reads the topics
 and the admin API and runs them. Exit codes of the command: 0 when every applicable check
-passes, 1 otherwise, 2 on errors.
+passes (inconclusive ones are not applicable yet), 1 otherwise, 2 on errors.
 """
 
 from __future__ import annotations
@@ -58,7 +60,7 @@ __all__ = [
     "verify_overlap",
 ]
 
-Status = Literal["pass", "fail", "not_applicable"]
+Status = Literal["pass", "fail", "not_applicable", "inconclusive"]
 
 TWIN, STRICTER, UNDECLARED = "identical_twin", "stricter_observing", "undeclared_reader"
 _TITLES = {TWIN: "identical twin", STRICTER: "stricter observing", UNDECLARED: "undeclared reader"}
@@ -85,7 +87,12 @@ class OverlapReport:
 
     @property
     def applicable(self) -> tuple[CheckResult, ...]:
-        return tuple(c for c in self.checks if c.status != "not_applicable")
+        """Checks that passed or failed (not the not-applicable or inconclusive ones)."""
+        return tuple(c for c in self.checks if c.status in ("pass", "fail"))
+
+    @property
+    def inconclusive(self) -> tuple[CheckResult, ...]:
+        return tuple(c for c in self.checks if c.status == "inconclusive")
 
     @property
     def passed(self) -> bool:
@@ -185,10 +192,11 @@ def check_twin(
     if not n:
         return CheckResult(
             TWIN,
-            "fail",
+            "inconclusive",
             subject,
-            f"no batch evaluated by both yet ({len(a)} by {original.contract.version}, "
-            f"{len(b)} by {twin.contract.version}): nothing shown; publish batches and run again",
+            f"not applicable yet: no batch evaluated by both yet ({len(a)} by "
+            f"{original.contract.version}, {len(b)} by {twin.contract.version}); publish "
+            "batches and run again",
             figures,
         )
     reason = (
@@ -265,8 +273,11 @@ def check_stricter(
     if attributable:
         status: Status = "fail"
     elif not breaches_admitted:
-        status = "fail"
-        reason += "; no breach on an admitted batch recorded yet: nothing shown"
+        status = "inconclusive"
+        reason = (
+            f"not applicable yet: no breach on an admitted batch recorded yet, "
+            f"{stricter.contract.version} has not fired on one; {reason}"
+        )
     else:
         status = "pass"
     return CheckResult(STRICTER, status, subject, reason, figures)
@@ -327,11 +338,19 @@ def render_report(report: OverlapReport) -> str:
         f"verify overlap {report.layer}: active " + ", ".join(f"{v} {m}" for v, m in report.active)
     ]
     for c in report.checks:
-        status = {"pass": "PASS", "fail": "FAIL", "not_applicable": "N/A "}[c.status]
+        status = {
+            "pass": "PASS",
+            "fail": "FAIL",
+            "not_applicable": "N/A ",
+            "inconclusive": "INCONCLUSIVE",
+        }[c.status]
         lines.append(f"  {status}  {_TITLES[c.check]}: {c.subject}: {c.reason}")
     n, ok = len(report.applicable), sum(c.status == "pass" for c in report.applicable)
+    pending = len(report.inconclusive)
     lines.append(
-        f"result: {'PASS' if report.passed else 'FAIL'} ({ok} of {n} applicable check(s) pass)"
+        f"result: {'PASS' if report.passed else 'FAIL'} ({ok} of {n} applicable check(s) pass"
+        + (f"; {pending} inconclusive, not applicable yet" if pending else "")
+        + ")"
     )
     return "\n".join(lines)
 
@@ -353,6 +372,7 @@ def report_to_json(report: OverlapReport) -> dict[str, Any]:
         "result": "pass" if report.passed else "fail",
         "applicable": len(report.applicable),
         "passed": sum(c.status == "pass" for c in report.applicable),
+        "inconclusive": len(report.inconclusive),
     }
 
 
@@ -446,7 +466,8 @@ def add_verify_args(sub: Any, add_kafka_args: Callable[[argparse.ArgumentParser]
         "its original over the same batches; a stricter observing version records breaches "
         "while the batches are still admitted; an undeclared reader is counted against the "
         "oldest active version. A check whose situation does not exist is reported as not "
-        "applicable. Exit 0 when every applicable check passes, 1 otherwise, 2 on errors.",
+        "applicable; one without evidence yet (e.g. the stricter version never fired) as "
+        "inconclusive. Exit 0 when every applicable check passes, 1 otherwise, 2 on errors.",
     )
     add_kafka_args(o)
     o.add_argument("layer", metavar="LAYER")
