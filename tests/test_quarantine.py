@@ -5,11 +5,12 @@ from __future__ import annotations
 import json
 from dataclasses import replace
 from datetime import datetime, timezone
+from typing import Any
 
 import pytest
 
 from tests.test_routing import TOPICS, WORLD, go
-from worker import codec
+from worker import codec, quarantine
 from worker.errors import ContractGateError
 from worker.kafka import Settings
 from worker.quarantine import (
@@ -128,3 +129,89 @@ def test_all_since_needs_an_offset(capsys: pytest.CaptureFixture[str]) -> None:
     with pytest.raises(SystemExit):
         main(["quarantine", "replay", "--all-since", "2026-11-29T06:00:00"])
     assert "has no UTC offset" in capsys.readouterr().err
+
+
+def _quarantined_replay(
+    value: bytes, source_offset: int, headers: tuple[tuple[str, bytes | None], ...]
+) -> QuarantineEntry:
+    """The quarantine entry of an event consumed at gis.batches[0]@source_offset."""
+    from tests.test_routing import versions
+    from worker.routing import Source, route
+
+    out = route(
+        Source("gis.batches", 0, source_offset, b"admin_boundaries", value, headers),
+        versions,
+        TOPICS,
+        now=datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc),
+        worker_id="w",
+    )
+    (rec,) = [r for r in out.records if r.topic == TOPICS.quarantine]
+    decoded = codec.decode_quarantine(rec.value)
+    return QuarantineEntry(
+        TOPICS.quarantine,
+        1,
+        36,
+        "admin_boundaries",
+        {k: v.decode() for k, v in rec.headers},
+        decoded,
+    )
+
+
+def test_a_replayed_undecodable_event_is_selected_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # found by a fresh-user session: replay --all-since replayed an undecodable event twice,
+    # the original quarantined at 1@30 and its re-quarantined replay at 1@36
+    t = datetime(2026, 11, 29, 6, 0, tzinfo=timezone.utc)
+    original = at(entry_of(b"\x00junk", offset=30), t.replace(hour=7), 30)  # source 2@41
+    replay_source = ("replay-source", f"{TOPICS.quarantine}[2]@30".encode())
+    again = _quarantined_replay(b"\x00junk", 5, (("replay-of", b"2@41"), replay_source))
+    assert again.headers["replay-of"] == "2@41"  # the worker carries it forward
+    again = at(again, t.replace(hour=8), 36)
+    selected, _ = entries_since([original, again], t)
+    assert [e.offset for e in selected] == [36]
+    # quarantined by an older worker: only the batches record of the copy names the original
+    legacy = replace(again, headers={k: v for k, v in again.headers.items() if k != "replay-of"})
+    assert len(entries_since([original, legacy], t)[0]) == 2
+    lookup = {("gis.batches", 0, 5): "2@41"}
+    assert [e.offset for e in entries_since([original, legacy], t, lookup)[0]] == [36]
+    # replaying the copy names the original event again, not the copy
+    sent: list[Any] = []
+    monkeypatch.setattr(
+        quarantine, "produce_one", lambda *a, **kw: sent.append(kw["headers"]) or (0, 9)
+    )
+    replay(Settings(), again)
+    assert dict(sent[0])["replay-of"] == "2@41"
+
+
+def test_replay_headers_reads_the_copies_of_undecodable_entries(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    legacy = replace(_quarantined_replay(b"\x00junk", 5, ()), headers={})  # no replay-of
+
+    class Msg:
+        def __init__(self, offset: int, headers: list[tuple[str, bytes]]) -> None:
+            self._o, self._h = offset, headers
+
+        def topic(self) -> str:
+            return "gis.batches"
+
+        def partition(self) -> int:
+            return 0
+
+        def offset(self) -> int:
+            return self._o
+
+        def headers(self) -> list[tuple[str, bytes]]:
+            return self._h
+
+    starts: list[Any] = []
+
+    def read_topic(settings: Settings, topic: str, **kw: Any) -> Any:
+        starts.append((topic, kw["start"]))
+        return iter([Msg(4, []), Msg(5, [("replay-of", b"2@41")]), Msg(6, [])])
+
+    monkeypatch.setattr(quarantine, "read_topic", read_topic)
+    assert quarantine.replay_headers(Settings(), [legacy, entry_of(STALE)]) == {
+        ("gis.batches", 0, 5): "2@41"
+    }
+    assert starts == [("gis.batches", {0: 5})]
+    assert quarantine.replay_headers(Settings(), [entry_of(STALE)]) == {}  # nothing to read

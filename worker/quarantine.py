@@ -27,6 +27,7 @@ from typing import Any
 from worker import codec
 from worker.errors import ContractGateError, DecodeError
 from worker.kafka import Settings, produce_one, read_topic
+from worker.routing import REPLAY_OF
 
 __all__ = [
     "QuarantineEntry",
@@ -34,11 +35,13 @@ __all__ = [
     "entries_since",
     "entry_to_json",
     "find_entry",
+    "original_of",
     "read_admitted",
     "read_quarantine",
     "render_entry",
     "render_line",
     "replay",
+    "replay_headers",
 ]
 
 _COORD = re.compile(r"^(\d+)@(\d+)$")
@@ -145,14 +148,71 @@ def find_entry(settings: Settings, ref: str, *, timeout_s: float = 30.0) -> Quar
     return found
 
 
+def original_of(
+    entry: QuarantineEntry, replay_of: Mapping[tuple[str, int, int], str] | None = None
+) -> str:
+    """What the entry is a quarantine of: its batch id, else (an undecodable event) the
+    source coordinates of the original event, ``PARTITION@OFFSET`` on the batches topic.
+
+    A replayed undecodable event quarantined again points at the replayed copy; its
+    ``replay-of`` header (carried forward by the worker), or else the ``replay-of`` header
+    of that copy (``replay_of``: ``(topic, partition, offset) -> header``, from
+    :func:`replay_headers`), names the original.
+    """
+    if entry.batch_id:
+        return entry.batch_id
+    if entry.headers.get(REPLAY_OF):
+        return "@" + entry.headers[REPLAY_OF]
+    r = entry.record
+    if r is None:
+        return f"@@{entry.partition}@{entry.offset}"
+    src = (r["source_topic"], r["source_partition"], r["source_offset"])
+    if replay_of and src in replay_of:
+        return "@" + replay_of[src]
+    return f"@{r['source_partition']}@{r['source_offset']}"
+
+
+def replay_headers(
+    settings: Settings, entries: Iterable[QuarantineEntry], *, timeout_s: float = 30.0
+) -> dict[tuple[str, int, int], str]:
+    """``replay-of`` headers of the source events of undecodable entries that carry none
+    themselves (quarantined by a worker that did not carry it forward): ``(topic,
+    partition, offset) -> header``, read from the batches topic from the lowest source
+    offset of each partition."""
+    wanted = {
+        (r["source_topic"], r["source_partition"], r["source_offset"])
+        for e in entries
+        if (r := e.record) is not None and not e.batch_id and REPLAY_OF not in e.headers
+    }
+    wanted = {w for w in wanted if w[0] == settings.topics.batches}
+    if not wanted:
+        return {}
+    start: dict[int, int] = {}
+    for _, p, o in wanted:
+        start[p] = min(o, start.get(p, o))
+    found: dict[tuple[str, int, int], str] = {}
+    for msg in read_topic(
+        settings, settings.topics.batches, start=start, tail=0, timeout_s=timeout_s
+    ):
+        coord = (msg.topic(), msg.partition(), msg.offset())
+        if coord in wanted:
+            for k, v in msg.headers() or []:
+                if k == REPLAY_OF and v:
+                    found[coord] = v.decode("utf-8", "replace")
+    return found
+
+
 def entries_since(
-    entries: Iterable[QuarantineEntry], since: datetime
+    entries: Iterable[QuarantineEntry],
+    since: datetime,
+    replay_of: Mapping[tuple[str, int, int], str] | None = None,
 ) -> tuple[list[QuarantineEntry], list[QuarantineEntry]]:
     """``(selected, unreadable)``: the latest record of every batch quarantined at or after
     ``since`` (aware), oldest first, and the records that carry no readable time.
 
     A batch quarantined more than once (again after a replay) is selected once, with its
-    latest record; undecodable events (no batch id) are told apart by their coordinates.
+    latest record; undecodable events (no batch id) are told apart by the coordinates of
+    their original event (:func:`original_of`), so a replayed one is selected once too.
     """
     latest: dict[str, QuarantineEntry] = {}
     unreadable: list[QuarantineEntry] = []
@@ -165,7 +225,7 @@ def entries_since(
             at = at.replace(tzinfo=timezone.utc)
         if at < since:
             continue
-        key = entry.batch_id or f"@{entry.partition}@{entry.offset}"
+        key = original_of(entry, replay_of)
         known = latest.get(key)
         if known is None or _at(known) <= at:
             latest[key] = entry
@@ -303,8 +363,9 @@ def entry_to_json(entry: QuarantineEntry) -> dict[str, Any]:
 def replay(settings: Settings, entry: QuarantineEntry) -> tuple[int, int]:
     """Republish the entry's original event to the batches topic; returns its coordinates.
 
-    Headers: ``replay-of`` (the batch id, or the record's coordinates for an undecodable
-    event) and ``replay-source`` (the quarantine record's coordinates).
+    Headers: ``replay-of`` (the batch id; for an undecodable event the coordinates of the
+    original event, kept through replays) and ``replay-source`` (the quarantine record's
+    coordinates).
 
     Raises
     ------
@@ -325,7 +386,12 @@ def replay(settings: Settings, entry: QuarantineEntry) -> tuple[int, int]:
         )
     r = entry.record
     headers: list[tuple[str, str | bytes | None]] = [
-        ("replay-of", entry.batch_id or f"{r['source_partition']}@{r['source_offset']}"),
+        (
+            REPLAY_OF,
+            entry.batch_id
+            or entry.headers.get(REPLAY_OF)
+            or f"{r['source_partition']}@{r['source_offset']}",
+        ),
         ("replay-source", entry.coordinates),
     ]
     return produce_one(

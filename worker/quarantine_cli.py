@@ -95,10 +95,15 @@ def _replay_all(args: argparse.Namespace, settings: Any) -> int:
         read_admitted,
         read_quarantine,
         replay,
+        replay_headers,
     )
 
+    entries = list(read_quarantine(settings, layer=args.layer))
+    selected, _unreadable = entries_since(entries, args.all_since)
+    # a replayed undecodable event quarantined again by an older worker names its original
+    # only in the replay-of header of its copy on the batches topic
     selected, _unreadable = entries_since(
-        read_quarantine(settings, layer=args.layer), args.all_since
+        entries, args.all_since, replay_headers(settings, selected)
     )
     admitted = read_admitted(settings)
     replayed = refused = 0

@@ -25,7 +25,7 @@ __all__ = ["REPLAY_OF", "OutRecord", "Outcome", "Source", "route"]
 Headers = list[tuple[str, bytes]]
 
 #: Input header of a replayed event (``contract-gate quarantine replay``), carried forward
-#: to its admitted record.
+#: to its admitted or quarantine record.
 REPLAY_OF = "replay-of"
 
 
@@ -80,6 +80,11 @@ def _source_headers(source: Source) -> Headers:
     ]
 
 
+def _replay_of(source: Source) -> Headers:
+    """The input's ``replay-of`` header, carried forward to the output record."""
+    return [(k, v) for k, v in source.headers if k == REPLAY_OF and v is not None]
+
+
 def _quarantine(
     source: Source,
     layer: str | None,
@@ -112,6 +117,7 @@ def _quarantine(
         ("batch-id", (batch_id or "").encode()),
         ("layer", (layer or "").encode()),
         *_source_headers(source),
+        *_replay_of(source),  # a replayed event quarantined again names its original
     ]
     key = layer if layer is not None else source.key  # undecodable: source key byte for byte
     return OutRecord(topics.quarantine, key, value, headers)
@@ -218,7 +224,7 @@ def route(
             ("contract-versions-enforced", ",".join(decision.enforcing_passed).encode()),
             ("contract-versions-observing", observing.encode()),
             *_source_headers(source),
-            *((k, v) for k, v in source.headers if k == REPLAY_OF and v is not None),
+            *_replay_of(source),
         ]
         records.append(OutRecord(topics.admitted, batch.layer, source.value, headers))
     else:
