@@ -57,6 +57,48 @@ def _points(reader: InMemoryMetricReader) -> dict[tuple[str, str, str], float]:
     return out
 
 
+class FakeConfig:
+    """The config topic as ``declare`` reads it: roads v1.0 (retired) and v2.0."""
+
+    def versions(self, layer: str | None = None) -> list[Any]:
+        from types import SimpleNamespace
+
+        return [
+            SimpleNamespace(contract=SimpleNamespace(major=m, version=f"v{m}.0"), state=state)
+            for m, state in ((1, "retired"), (2, "active"))
+            if layer == "roads"
+        ]
+
+
+def test_declare_refuses_a_version_never_published_unless_forced(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # found by a fresh-user session: `consumers declare` accepted layers and versions that
+    # were never published
+    from worker.cli import main
+    from worker.errors import PolicyError
+
+    sent: list[str | None] = []
+    monkeypatch.setattr(consumers, "produce_one", lambda s, t, key, v: sent.append(key) or (0, 0))
+    monkeypatch.setattr(consumers, "read_config", lambda settings, registry: FakeConfig())
+    meter = MeterProvider(metric_readers=[InMemoryMetricReader()]).get_meter("test")
+    with pytest.raises(PolicyError, match=r"roads v3 is not published on gis\.contracts"):
+        declare(Settings(), "r", "roads", "v3.1", meter=meter)
+    with pytest.raises(PolicyError, match="versions of rivers: none"):
+        declare(Settings(), "r", "rivers", "v1", meter=meter)
+    assert sent == []
+    declare(Settings(), "r", "roads", "v1.4", meter=meter)  # a retired major still exists
+    declare(Settings(), "r", "rivers", "v1", meter=meter, force=True)
+    assert sent == ["r/roads", "r/rivers"]
+    argv = ["consumers", "declare", "r", "roads", "v3", "--bootstrap-servers", "127.0.0.1:9"]
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "roads v3 is not published" in err and "v1.0 (retired), v2.0 (active)" in err
+    assert "--force" in err
+    assert main([*argv, "--force"]) == 0
+    assert sent[-1] == "r/roads"
+
+
 def test_declare_writes_the_record_and_moves_the_gauge(monkeypatch: pytest.MonkeyPatch) -> None:
     sent: list[tuple[str, str | None, Any]] = []
 
@@ -67,6 +109,7 @@ def test_declare_writes_the_record_and_moves_the_gauge(monkeypatch: pytest.Monke
         return 0, len(sent) - 1
 
     monkeypatch.setattr(consumers, "produce_one", fake_produce)
+    monkeypatch.setattr(consumers, "read_config", lambda settings, registry: FakeConfig())
     reader = InMemoryMetricReader()
     meter = MeterProvider(metric_readers=[reader]).get_meter("test")
     settings = Settings()

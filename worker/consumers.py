@@ -25,7 +25,8 @@ from typing import Any
 from opentelemetry import metrics
 
 from worker.codec import decode_consumer_declaration, encode_consumer_declaration
-from worker.errors import ContractGateError, KafkaError, VersionMismatchError
+from worker.config_topic import read_config
+from worker.errors import ContractGateError, KafkaError, PolicyError, VersionMismatchError
 from worker.kafka import Settings, produce_one, read_topic
 from worker.migration import (
     Declaration,
@@ -83,8 +84,13 @@ def declare(
     *,
     meter: metrics.Meter | None = None,
     now: datetime | None = None,
+    force: bool = False,
 ) -> tuple[int, int]:
     """Declare that ``consumer`` (its consumer group id) reads ``layer`` against ``version``.
+
+    Unless ``force``, the config topic is read first and the declaration is refused when
+    ``layer`` has no published version (in any state) of ``version``'s major: a typo would
+    otherwise count a consumer against a version that never existed.
 
     Writes a ConsumerDeclaration keyed ``consumer/layer`` (the latest one wins after
     compaction) and sets ``gis_consumer_contract_version{consumer,layer,version}`` to 1; the
@@ -95,13 +101,24 @@ def declare(
     ------
     ContractGateError
         ``version`` is not ``v<major>[.<minor>]`` or a name is empty.
+    PolicyError
+        ``(layer, major)`` was never published on the config topic (and not ``force``).
     KafkaError
-        The declaration was not delivered.
+        The config topic cannot be read, or the declaration was not delivered.
     """
     if not consumer or not layer:
         raise ContractGateError("a declaration needs a consumer (its group id) and a layer")
     major, minor = parse_version(version)
     version = f"v{major}.{minor}"
+    if not force:
+        published = read_config(settings, Registry()).versions(layer)
+        if not any(v.contract.major == major for v in published):
+            listed = ", ".join(f"{v.contract.version} ({v.state})" for v in published)
+            raise PolicyError(
+                f"{layer} v{major} is not published on {settings.topics.contracts} "
+                f"(versions of {layer}: {listed or 'none'}); declare a published version, "
+                "or pass --force (force=True) to declare it anyway"
+            )
     at = now or datetime.now(timezone.utc)
     value = encode_consumer_declaration(consumer, layer, version, at)
     coord = produce_one(settings, settings.topics.consumers, f"{consumer}/{layer}", value)

@@ -64,6 +64,12 @@ def add_consumers_args(sub: Any, add_kafka_args: AddKafkaArgs) -> None:
     d.add_argument("consumer", help="the consumer's Kafka consumer group id")
     d.add_argument("layer")
     d.add_argument("version", help="v<major>[.<minor>], e.g. v2")
+    d.add_argument(
+        "--force",
+        action="store_true",
+        help="declare even if LAYER has no published version of VERSION's major on the "
+        "config topic (refused otherwise)",
+    )
 
     a = s.add_parser(
         "assert",
@@ -128,7 +134,9 @@ def cmd_consumers(args: argparse.Namespace) -> int:
 
     settings = settings_from_args(args)
     if args.consumers_command == "declare":
-        partition, offset = declare(settings, args.consumer, args.layer, args.version)
+        partition, offset = declare(
+            settings, args.consumer, args.layer, args.version, force=args.force
+        )
         print(
             f"declared {args.consumer} reads {args.layer} against {args.version} "
             f"at {settings.topics.consumers}[{partition}]@{offset}"
