@@ -11,6 +11,7 @@ import yaml
 
 from worker.classify import classification_to_json, classify, render_classification
 from worker.contracts import parse_contract
+from worker.errors import ContractGateError
 from worker.model import Contract
 
 BASE_YAML = """\
@@ -204,21 +205,30 @@ def test_each_major_trigger(
     assert any(d.class_ == "major" and fragment in d.reason for d in c.differences)
 
 
-def test_crs_spelling_of_an_equivalent_crs_is_none_and_2263_to_4326_is_major() -> None:
+def test_crs_spelling_of_an_equivalent_crs_is_minor_with_a_none_difference() -> None:
+    # DESIGN.md section 4: none = identical content (same digest); a respelled CRS changes
+    # the document, so the overall class is minor, the difference itself is listed as none
     def crs(expect: str) -> Contract:
         return edited(lambda d: (_set("srid", expect=expect)(d), _drop("extent")(d)))
 
     web = classify(crs("EPSG:3857"), crs("ESRI:102100"))
-    assert web.class_ == "none"
+    assert web.class_ == "minor"
     assert [(d.clause, d.class_) for d in web.differences] == [("srid", "none")]
+    assert web.differences[0].reason.startswith("equivalent CRS, spelling changed")
     assert classify(crs("EPSG:2263"), crs("EPSG:4326")).class_ == "major"
 
 
-def test_region_written_differently_but_equal_is_unchanged() -> None:
+def test_region_written_differently_but_equal_is_minor_with_none_differences() -> None:
     wkt = "POLYGON ((909000 110000, 1068000 110000, 1068000 275000, 909000 275000, 909000 110000))"
     c = classify(BASE, edited(_set("extent", region=wkt)))
-    assert c.class_ == "none"
-    assert all(d.class_ == "none" for d in c.differences)
+    assert c.class_ == "minor"
+    assert c.differences and all(d.class_ == "none" for d in c.differences)
+
+
+def test_versions_of_different_layers_are_refused() -> None:
+    other = parse_contract(BASE_YAML.replace("layer: parcels", "layer: roads"), source="roads")
+    with pytest.raises(ContractGateError, match="different layers: parcels vs roads"):
+        classify(BASE, other)
 
 
 @pytest.mark.parametrize("field", ["owner", "changelog"])

@@ -129,3 +129,17 @@ def test_escalations() -> None:
     warnings = escalations(old, NOW)
     assert any("3 active versions" in w for w in warnings)
     assert any("open for 2.2 cadence cycles" in w for w in warnings)
+
+
+def test_crs_respelled_is_numbered_and_published_as_a_minor() -> None:
+    respelled = variant(V1, "v1.1", ('"EPSG:4326"', '"urn:ogc:def:crs:EPSG::4326"'))
+    d = decide(respelled, "enforcing", pub(V1))
+    assert d.action == "write" and d.classification is not None
+    assert d.classification.class_ == "minor"
+    assert [(w.contract.version, w.state) for w in d.writes] == [
+        ("v1.1", "active"),
+        ("v1.0", "superseded"),
+    ]
+    assert d.writes[0].change_class == "minor"
+    wrong = variant(V1, "v2.0", ('"EPSG:4326"', '"urn:ogc:def:crs:EPSG::4326"'))
+    assert "a minor change must be v1.1" in decide(wrong, "enforcing", pub(V1)).message

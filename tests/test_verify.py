@@ -149,3 +149,13 @@ def test_report_exit_code_text_and_json() -> None:
     doc = report_to_json(failed)
     json.dumps(doc)
     assert (doc["result"], doc["applicable"], doc["passed"]) == ("fail", 2, 1)
+
+
+def test_twin_with_an_equivalent_crs_spelled_otherwise_is_still_a_twin() -> None:
+    respelled = parse_contract(
+        TWIN.text.replace('"EPSG:4326"', '"urn:ogc:def:crs:EPSG::4326"'), source="respelled"
+    )
+    assert clause_digest(respelled) != clause_digest(V1)
+    assert find_twins([E1, ActiveVersion(respelled, "observing")]) == [
+        (E1, ActiveVersion(respelled, "observing"))
+    ]

@@ -11,8 +11,13 @@ overall class is the most severe one (``major`` > ``tightening`` > ``minor`` > `
   bound made stricter; a new required schema field; a new clause; ``on_break`` warn -> halt.
 * **minor**: the reverse of each tightening; a new nullable field; a clause removed (other
   than crs/axis_order); owner, description, changelog, objective, cadence edits.
-* **none**: identical content (same digest), or a spelling-only change of an equivalent
-  CRS (``EPSG:3857`` -> ``ESRI:102100``), which is listed with class ``none``.
+* **none**: identical content (same digest). A difference that changes nothing evaluated,
+  e.g. the spelling of an equivalent CRS (``EPSG:3857`` -> ``ESRI:102100``) or a region
+  rewritten as the same geometry, is listed with class ``none``; the document still
+  changed, so the overall class of two documents with different digests is at least
+  ``minor``.
+
+Both documents must be versions of one layer: other layers are refused.
 """
 
 from __future__ import annotations
@@ -163,7 +168,7 @@ def _compare_clause(old: Clause, new: Clause, old_c: Contract, new_c: Contract) 
         handled = {"expect"}
         if p["expect"] != q["expect"]:
             if _crs_same(p["expect"], q["expect"]):
-                d.add("none", f"equivalent CRS, spelling only ({p['expect']} -> {q['expect']})")
+                d.add("none", f"equivalent CRS, spelling changed ({p['expect']} -> {q['expect']})")
             else:
                 d.add("major", f"CRS not equivalent ({p['expect']} -> {q['expect']})")
     elif kind == "axis_order":
@@ -312,15 +317,23 @@ def classify(old: Contract, new: Contract) -> Classification:
     -------
     Classification
         The most severe class and every difference, document-level first, then clauses in
-        the order of ``new`` (removed clauses last, in the order of ``old``).
+        the order of ``new`` (removed clauses last, in the order of ``old``). ``none`` only
+        for the same digest; otherwise at least ``minor``, even when every difference is
+        of class ``none`` (DESIGN.md section 4: none = identical content).
+
+    Raises
+    ------
+    ContractGateError
+        ``old`` and ``new`` are versions of different layers.
     """
+    if old.layer != new.layer:
+        raise ContractGateError(
+            f"different layers: {old.layer} vs {new.layer}; classification compares "
+            "versions of one layer"
+        )
     if old.digest == new.digest:
         return Classification("none", ())
     diffs: list[Difference] = []
-    if old.layer != new.layer:
-        diffs.append(
-            Difference(_DOC, "layer", "major", f"layer changed ({old.layer} -> {new.layer})")
-        )
     for field in ("owner", "changelog"):
         if getattr(old, field) != getattr(new, field):
             diffs.append(Difference(_DOC, field, "minor", f"{field} edited"))
@@ -350,7 +363,13 @@ def classify(old: Contract, new: Contract) -> Classification:
                 diffs.append(
                     Difference(clause.name, clause.kind, "minor", f"{clause.kind} clause removed")
                 )
-    return Classification(most_severe([d.class_ for d in diffs]), tuple(diffs))
+    if not diffs:
+        diffs.append(
+            Difference(_DOC, "document", "none", "no clause or metadata change (renumbered)")
+        )
+    # another digest is another document: never "none" overall (section 4)
+    overall = most_severe([d.class_ for d in diffs] + ["minor"])
+    return Classification(overall, tuple(diffs))
 
 
 def classification_to_json(c: Classification) -> dict[str, Any]:

@@ -5,7 +5,8 @@ not exist) or ``inconclusive`` (it exists but there is no evidence yet: not appl
 with the reason and the figures it rests on:
 
 * **identical twin**: an active version whose clauses equal another active version's
-  (change class ``none``, or the same digest of the clause list: name, kind, on_break and
+  (only differences of class ``none`` or of the document, or the same digest of the
+  clause list: name, kind, on_break and
   parameters; descriptions, changelog and owner do not evaluate anything) but with another
   version or mode, at least one of the two observing. Over the batches *both* evaluated
   (the last evaluation of each batch, from the evaluations topic), the two must show the
@@ -135,7 +136,12 @@ def find_twins(active: Sequence[ActiveVersion]) -> list[tuple[ActiveVersion, Act
             if (original.contract.version, original.mode) == (twin.contract.version, twin.mode):
                 continue
             same = clause_digest(original.contract) == clause_digest(twin.contract)
-            if same or classify(original.contract, twin.contract).class_ == "none":
+            # differences of class none (an equivalent CRS spelled otherwise) or of the
+            # document alone (owner, changelog, objective) evaluate nothing differently
+            if same or all(
+                d.class_ == "none" or d.clause == "(document)"
+                for d in classify(original.contract, twin.contract).differences
+            ):
                 pairs.append((original, twin))
     return pairs
 
