@@ -25,7 +25,8 @@ def add_lifecycle_args(
         "classify",
         help="classify the change between two contract files (offline)",
         description="Compare OLD and NEW clause by clause (DESIGN.md section 4) and print the "
-        "change class (major, tightening, minor, none) and every difference. Exit 0.",
+        "change class (major, tightening, minor, none) and every difference. Exit 0; 2 when "
+        "OLD and NEW are versions of different layers.",
     )
     p.add_argument("old", help="the previous version's YAML file")
     p.add_argument("new", help="the new version's YAML file")
