@@ -111,3 +111,25 @@ def test_attainment_warning_below_objective_only() -> None:
     good = summarise(V1_1, [record("b1", 0, True)], now=T0)
     assert attainment_warning(good) is None
     assert attainment_warning(summarise(V1_1, [], now=T0)) is None
+
+
+def test_would_be_rejections_say_how_many_were_not_quarantined_already() -> None:
+    # found by a fresh-user session: an owner deciding a promotion needs the newly
+    # rejected subset, not only the total
+    def enforcing(batch: str, passed: bool) -> dict[str, Any]:
+        return {**record(batch, 0.5, passed, version="v1.0"), "mode": "enforcing"}
+
+    records = [*RECORDS, enforcing("b1", True), enforcing("b3", True), enforcing("b3", False)]
+    e = summarise(V1_1, records, now=T0 + timedelta(hours=3))
+    assert [p.batch_id for p in e.would_reject] == ["b1", "b3"]
+    assert [p.batch_id for p in e.newly_rejected] == ["b1"]
+    assert e.would_reject[1].quarantined_by == ("v1.0",)
+    text = render_evidence_text(e)
+    assert "would have rejected 2 batch(es), 1 of them not already quarantined by an " in text
+    assert "b3 (data time" in text and "already quarantined by v1.0)" in text
+    js = evidence_to_json(e)
+    assert js["newly_rejected"] == 1 and js["would_reject"][1]["quarantined_by"] == ["v1.0"]
+    assert "1 not already\nquarantined by an enforcing version" in render_evidence_html(e)
+    # an observing version failing the batch does not quarantine it
+    observing = {**record("b1", 0.5, False, version="v1.2"), "mode": "observing"}
+    assert len(summarise(V1_1, [*records, observing], now=T0).newly_rejected) == 1

@@ -15,7 +15,7 @@ from __future__ import annotations
 import html
 import json
 from collections.abc import Iterable, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import Any
 
@@ -49,13 +49,19 @@ class BrokenClause:
 
 @dataclass(frozen=True)
 class EvaluationPoint:
-    """One batch evaluated against the version; ``broken`` is empty when it passed."""
+    """One batch evaluated against the version; ``broken`` is empty when it passed.
+
+    ``quarantined_by`` are the other versions that evaluated the same batch *enforcing*
+    and failed it (their last evaluation of it): the batch was quarantined anyway, so
+    rejecting it is nothing new.
+    """
 
     batch_id: str
     data_time: datetime
     evaluated_at: datetime
     passed: bool
     broken: tuple[BrokenClause, ...]
+    quarantined_by: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -97,6 +103,12 @@ class Evidence:
         return tuple(p for p in self.points if not p.passed)
 
     @property
+    def newly_rejected(self) -> tuple[EvaluationPoint, ...]:
+        """The would-be rejections an enforcing version did not quarantine already: what
+        promoting this version changes."""
+        return tuple(p for p in self.would_reject if not p.quarantined_by)
+
+    @property
     def cycles(self) -> float:
         return self.span_s / self.cadence_s
 
@@ -133,11 +145,18 @@ def summarise(contract: Contract, records: Iterable[Mapping[str, Any]], now: dat
     """The :class:`Evidence` of ``contract`` from evaluation records (any layer/version).
 
     A batch evaluated more than once (redelivery after an aborted transaction) counts once,
-    with its last evaluation.
+    with its last evaluation. The enforcing evaluations of other versions of the layer for
+    the same batch id (same topic) say whether a would-be rejection was quarantined anyway
+    (:attr:`EvaluationPoint.quarantined_by`).
     """
     by_batch: dict[str, EvaluationPoint] = {}
+    enforcing: dict[str, dict[str, bool]] = {}  # batch id -> version -> passed (last)
     for r in records:
-        if r["layer"] != contract.layer or r["version"] != contract.version:
+        if r["layer"] != contract.layer:
+            continue
+        if r["version"] != contract.version:
+            if r.get("mode") == "enforcing":
+                enforcing.setdefault(r["batch_id"], {})[r["version"]] = bool(r["passed"])
             continue
         broken = tuple(
             BrokenClause(
@@ -150,7 +169,15 @@ def summarise(contract: Contract, records: Iterable[Mapping[str, Any]], now: dat
         by_batch[r["batch_id"]] = EvaluationPoint(
             r["batch_id"], r["data_time"], r["evaluated_at"], bool(r["passed"]), broken
         )
-    points = tuple(sorted(by_batch.values(), key=lambda p: p.evaluated_at))
+    points = tuple(
+        replace(
+            p,
+            quarantined_by=tuple(
+                sorted(v for v, ok in enforcing.get(p.batch_id, {}).items() if not ok)
+            ),
+        )
+        for p in sorted(by_batch.values(), key=lambda p: p.evaluated_at)
+    )
     first = points[0].evaluated_at if points else None
     last = points[-1].evaluated_at if points else None
     span_s = max(0.0, (last - first).total_seconds()) if first and last else 0.0
@@ -210,10 +237,14 @@ def render_evidence_text(e: Evidence) -> str:
         + (f", {_duration(e.missing_s)} missing" if e.missing_s else ""),
         f"  batches evaluated {e.evaluated}, passed {e.passed}, attainment {att} "
         f"(objective {e.objective})",
-        f"  would have rejected {len(e.would_reject)} batch(es)",
+        f"  would have rejected {len(e.would_reject)} batch(es), {len(e.newly_rejected)} of "
+        "them not already quarantined by an enforcing version",
     ]
     for p in e.would_reject:
-        lines.append(f"    {p.batch_id} (data time {p.data_time.isoformat()})")
+        already = (
+            f", already quarantined by {', '.join(p.quarantined_by)}" if p.quarantined_by else ""
+        )
+        lines.append(f"    {p.batch_id} (data time {p.data_time.isoformat()}{already})")
         lines += [f"      {_clause_line(c)}" for c in p.broken]
     return "\n".join(lines)
 
@@ -227,6 +258,7 @@ def evidence_to_json(e: Evidence) -> dict[str, Any]:
             "data_time": p.data_time.isoformat(),
             "evaluated_at": p.evaluated_at.isoformat(),
             "passed": p.passed,
+            "quarantined_by": list(p.quarantined_by),
             "broken": [
                 {
                     "clause": c.name,
@@ -256,6 +288,7 @@ def evidence_to_json(e: Evidence) -> dict[str, Any]:
         "attainment": e.attainment,
         "objective": e.objective,
         "would_reject": [point(p) for p in e.would_reject],
+        "newly_rejected": len(e.newly_rejected),
         "evaluations": [point(p) for p in e.points],
     }
 
@@ -311,7 +344,7 @@ def render_evidence_html(e: Evidence) -> str:
     rows = "".join(
         f"<tr><td>{esc(p.batch_id)}</td><td>{esc(p.data_time.isoformat())}</td><td>"
         + "<br>".join(esc(_clause_line(c)) for c in p.broken)
-        + "</td></tr>"
+        + f"</td><td>{esc(', '.join(p.quarantined_by)) or 'no: newly rejected'}</td></tr>"
         for p in e.would_reject
     )
     title = f"{e.layer}/{e.version} observing evidence"
@@ -327,8 +360,10 @@ evaluation) of one cadence cycle
 Batches evaluated {e.evaluated}, passed {e.passed}, attainment {att} (objective {e.objective}).</p>
 <h2>Timeline (green: pass, red: would have been rejected)</h2>
 {_svg_timeline(e)}
-<h2>Batches it would have rejected ({len(e.would_reject)})</h2>
-<table><tr><th>batch</th><th>data time</th><th>broken clauses (measured, expected)</th></tr>
+<h2>Batches it would have rejected ({len(e.would_reject)}; {len(e.newly_rejected)} not already
+quarantined by an enforcing version)</h2>
+<table><tr><th>batch</th><th>data time</th><th>broken clauses (measured, expected)</th>
+<th>already quarantined by</th></tr>
 {rows}</table>
 </body></html>
 """

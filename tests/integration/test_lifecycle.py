@@ -116,6 +116,7 @@ def test_full_tightening_cycle(
     assert [p.batch_id for p in e.would_reject] == ["b1-real", "b3-real"]
     assert {c.name for p in e.would_reject for c in p.broken} == {"continent"}
     assert e.evaluated == 3 and e.passed == 1
+    assert len(e.newly_rejected) == 2  # the enforcing v1 admitted both
     html_file = tmp_path / "evidence.html"
     now_arg = f"--now={(T0 + timedelta(hours=2)).isoformat()}"
     args = ["admin_boundaries", "v1.1", now_arg, *kafka_args(settings)]
