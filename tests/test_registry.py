@@ -2,6 +2,9 @@
 
 from __future__ import annotations
 
+import logging
+from typing import Any
+
 from worker.codec import encode_contract_record
 from worker.contracts import load_contract, parse_contract
 from worker.publish import contract_record
@@ -66,3 +69,47 @@ def test_tombstone_removes_and_active_is_ordered_by_version() -> None:
     reg.apply(V11.key, record(V11, mode="observing", state="retired"))
     assert reg.active("admin_boundaries") == ()
     assert reg.layers() == ("admin_boundaries",)
+
+
+def test_tombstone_is_flagged_logged_at_warning_and_counted(caplog: Any) -> None:
+    # found by a fresh-user session: a tombstone silently deleted a version
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    from worker.kafka import Settings
+    from worker.metrics import GateMetrics
+    from worker.pipeline import Pipeline
+
+    reader = InMemoryMetricReader()
+    metrics = GateMetrics(MeterProvider(metric_readers=[reader]).get_meter("test"))
+    pipeline = Pipeline(Settings(), metrics=metrics)
+
+    class Msg:
+        def __init__(self, key: str, value: bytes | None) -> None:
+            self._key, self._value = key.encode(), value
+
+        def key(self) -> bytes:
+            return self._key
+
+        def value(self) -> bytes | None:
+            return self._value
+
+    pipeline.config._apply(Msg(V1.key, record()))
+    with caplog.at_level(logging.INFO, logger="worker.config_topic"):
+        ev = pipeline.config._apply(Msg(V1.key, None))
+    assert (ev.outcome, ev.tombstone, ev.layer) == ("removed", True, "admin_boundaries")
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert [r.getMessage() for r in warnings] == [
+        "config tombstone for admin_boundaries/v1.0: v1.0 (enforcing/active) deleted, "
+        "no longer evaluated"
+    ]
+    assert not pipeline.registry.active("admin_boundaries")
+    counted = {}
+    data = reader.get_metrics_data()
+    for rm in data.resource_metrics if data else []:
+        for sm in rm.scope_metrics:
+            for m in sm.metrics:
+                counted[m.name] = [(dict(p.attributes), p.value) for p in m.data.data_points]
+    assert counted["gis.contract.config_tombstones_total"] == [({"layer": "admin_boundaries"}, 1)]
+    assert "gis.contract.config_rejections_total" not in counted  # not a rejection
+    assert Registry().apply(V1.key, record()).tombstone is False

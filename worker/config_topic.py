@@ -147,9 +147,15 @@ class ConfigFollower:
                 event.reason,
                 event.message,
             )
+        elif event.tombstone:  # legitimate compaction, but it deletes a version: say so
+            log.log(
+                logging.DEBUG if self.quiet_rejections else logging.WARNING,
+                "config %s",
+                event.message,
+            )
         elif event.outcome == "unchanged":
             log.debug("config %s: %s", event.outcome, event.message)
-        else:  # added, updated (mode/state change), removed (tombstone)
+        else:  # added, updated (mode/state change)
             active = self.registry.active(event.layer) if event.layer else ()
             log.info(
                 "config %s: %s; active versions of %s: %s",

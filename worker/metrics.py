@@ -36,6 +36,8 @@ class GateMetrics:
     ``gis.contract.batches_total`` {layer, decision};
     ``gis.contract.version_evaluations_total`` {layer, version, mode, result};
     ``gis.contract.config_rejections_total`` {layer, reason};
+    ``gis.contract.config_tombstones_total`` {layer} (null values on the config topic:
+    compaction, not a rejection, but each deletes a version from the registry);
     ``gis.contract.evaluation.duration`` histogram in seconds {layer}.
 
     Observable gauges (values set by the pipeline thread, read at collection time):
@@ -153,6 +155,11 @@ class GateMetrics:
             unit="{record}",
             description="Config-topic records ignored by the worker, by layer and reason",
         )
+        self.config_tombstones = meter.create_counter(
+            "gis.contract.config_tombstones_total",
+            unit="{record}",
+            description="Config-topic tombstones (null values) applied, by layer",
+        )
         self.evaluation_duration = meter.create_histogram(
             "gis.contract.evaluation.duration",
             unit="s",
@@ -200,6 +207,9 @@ class GateMetrics:
 
     def record_config_rejection(self, layer: str | None, reason: str) -> None:
         self.config_rejections.add(1, {"layer": layer or "unknown", "reason": reason})
+
+    def record_config_tombstone(self, layer: str | None) -> None:
+        self.config_tombstones.add(1, {"layer": layer or "unknown"})
 
     # -- values of the observable gauges (set by the pipeline thread) ---------------------
     def set_lifecycle(

@@ -130,6 +130,8 @@ class Pipeline:
     def _on_config_event(self, event: ConfigEvent) -> None:
         if event.outcome == "rejected":
             self.metrics.record_config_rejection(event.layer, event.reason or "invalid")
+        if event.tombstone:
+            self.metrics.record_config_tombstone(event.layer)
         self.metrics.set_config_bootstrap(self.config.records_read, self.config.bootstrapped)
         if event.outcome in ("added", "updated", "removed"):
             self.metrics.set_lifecycle(self.registry.published(), self.clock)

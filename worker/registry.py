@@ -32,7 +32,8 @@ class ConfigEvent:
 
     ``outcome`` is ``added`` | ``updated`` | ``unchanged`` | ``removed`` | ``rejected``;
     ``reason`` (rejections only) is ``edit_in_place`` | ``invalid_record`` |
-    ``invalid_contract`` | ``key_mismatch``.
+    ``invalid_contract`` | ``key_mismatch``. ``tombstone`` is True for a null value
+    (legitimate compaction, never a rejection; ``removed`` when it deleted a version).
     """
 
     outcome: str
@@ -41,6 +42,7 @@ class ConfigEvent:
     message: str
     reason: str | None = None
     version: ActiveVersion | None = None
+    tombstone: bool = False
 
 
 def active_version_from_record(record: dict[str, Any], *, source: str) -> ActiveVersion:
@@ -78,7 +80,14 @@ class Registry:
                 "removed" if gone else "unchanged",
                 key,
                 layer_of_key,
-                f"tombstone for {key}" + ("" if gone else " (unknown key)"),
+                f"tombstone for {key}"
+                + (
+                    f": {gone.contract.version} ({gone.mode}/{gone.state}) deleted, no longer "
+                    "evaluated"
+                    if gone
+                    else " (unknown key)"
+                ),
+                tombstone=True,
             )
         source = f"config record {key or '<no key>'}"
         try:
