@@ -143,3 +143,24 @@ def test_crs_respelled_is_numbered_and_published_as_a_minor() -> None:
     assert d.writes[0].change_class == "minor"
     wrong = variant(V1, "v2.0", ('"EPSG:4326"', '"urn:ogc:def:crs:EPSG::4326"'))
     assert "a minor change must be v1.1" in decide(wrong, "enforcing", pub(V1)).message
+
+
+def test_promotion_and_supersession_writes_keep_class_differences_and_provenance() -> None:
+    earlier = NOW - timedelta(days=3)
+    v1 = Published(V1, "enforcing", "active", "minor", (), earlier, "first-publisher")
+    v11 = decide(V1_1, "observing", v1).writes[0]
+    assert (v11.change_class, v11.published_by) == ("tightening", "me")
+    d = decide_promotion(V1_1.key, known=[v1, v11], span_s=V1_1.cadence_s, confirmed=True)
+    promoted, superseded = d.writes
+    assert (promoted.mode, promoted.change_class, promoted.differences) == (
+        "enforcing",
+        "tightening",
+        v11.differences,
+    )
+    assert (promoted.published_at, promoted.published_by) == (NOW, "me")
+    assert superseded.state == "superseded"
+    assert (superseded.change_class, superseded.published_at, superseded.published_by) == (
+        "minor",
+        earlier,
+        "first-publisher",
+    )
