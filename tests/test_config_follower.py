@@ -93,7 +93,12 @@ def test_each_applied_change_is_logged_at_info_with_the_active_versions(
         "v1.0 enforcing, v1.1 enforcing",
         f"config updated: admin_boundaries/v1.0 enforcing/active -> enforcing/superseded{tail}"
         "v1.1 enforcing",
-        f"config removed: tombstone for admin_boundaries/v1.1{tail}none",
+    ]
+    # a tombstone deletes a version: a WARNING naming it (counted by the worker)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warnings == [
+        "config removed: tombstone for admin_boundaries/v1.1: v1.1 (enforcing/active) deleted, "
+        f"no longer evaluated{tail}none"
     ]
 
 

@@ -100,8 +100,8 @@ def test_tombstone_is_flagged_logged_at_warning_and_counted(caplog: Any) -> None
     assert (ev.outcome, ev.tombstone, ev.layer) == ("removed", True, "admin_boundaries")
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert [r.getMessage() for r in warnings] == [
-        "config tombstone for admin_boundaries/v1.0: v1.0 (enforcing/active) deleted, "
-        "no longer evaluated"
+        "config removed: tombstone for admin_boundaries/v1.0: v1.0 (enforcing/active) "
+        "deleted, no longer evaluated; active versions of admin_boundaries: none"
     ]
     assert not pipeline.registry.active("admin_boundaries")
     counted = {}

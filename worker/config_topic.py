@@ -147,17 +147,15 @@ class ConfigFollower:
                 event.reason,
                 event.message,
             )
-        elif event.tombstone:  # legitimate compaction, but it deletes a version: say so
-            log.log(
-                logging.DEBUG if self.quiet_rejections else logging.WARNING,
-                "config %s",
-                event.message,
-            )
-        elif event.outcome == "unchanged":
+        elif event.outcome == "unchanged" and not event.tombstone:
             log.debug("config %s: %s", event.outcome, event.message)
-        else:  # added, updated (mode/state change)
+        else:  # added, updated (mode/state change), a tombstone (deletes a version: WARNING)
             active = self.registry.active(event.layer) if event.layer else ()
-            log.info(
+            level = logging.INFO
+            if event.tombstone:
+                level = logging.DEBUG if self.quiet_rejections else logging.WARNING
+            log.log(
+                level,
                 "config %s: %s; active versions of %s: %s",
                 event.outcome,
                 event.message,
