@@ -1,7 +1,8 @@
 """The demo scenario through a real worker: /metrics and /status carry the SLO series.
 
 Seven admin_boundaries batches are evaluated (ab-real admitted, six quarantined); the
-undecodable event has no layer and no verdict. So over the scenario v1.0 (enforcing)
+undecodable event (keyed admin_boundaries by its producer) is quarantined under its source
+key, as `quarantine tail` shows it, with no verdict. So over the scenario v1.0 (enforcing)
 attains 1/7 and v1.1 (observing, which the real data already breaks) 0, each against its
 own objective of 0.99, in separate series.
 """
@@ -63,10 +64,11 @@ def test_demo_scenario_metrics_and_status(settings: Settings, start_worker: Any)
         m = scrape(url)
 
         batches = "gis_contract_batches_total"
-        assert value(m, batches, decision="quarantined", layer="admin_boundaries") == 6
+        # six contract breaks plus the undecodable event, counted under its source key
+        assert value(m, batches, decision="quarantined", layer="admin_boundaries") == 7
         assert value(m, batches, decision="admitted", layer="admin_boundaries") == 1
         assert value(m, batches, decision="admitted", layer="nyc_boroughs") == 1
-        assert value(m, batches, decision="quarantined", layer="unknown") == 1  # undecodable
+        assert value(m, batches, decision="quarantined", layer="road_network") == 1
 
         att, budget = "gis_contract_attainment", "gis_contract_error_budget_remaining"
         ab = {"layer": "admin_boundaries"}
