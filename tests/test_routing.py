@@ -5,6 +5,9 @@ from __future__ import annotations
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
 from worker import codec
 from worker.contracts import load_contract
 from worker.features import read_batch_file
@@ -24,6 +27,9 @@ WORLD = read_batch_file(
     data_time=NOW - timedelta(hours=1),
     batch_id="b1",
 )
+
+
+REAL_EVENT = codec.encode_batch(WORLD)
 
 
 def versions(layer: str) -> tuple[ActiveVersion, ...]:
@@ -132,3 +138,25 @@ def test_a_parsed_event_without_features_keeps_its_batch_id_in_quarantine() -> N
     assert rec["reason_code"] == "decode_error"
     assert (rec["batch_id"], rec["layer"]) == ("b1", "admin_boundaries")
     assert "neither inline features nor a payload_uri" in rec["reasons"][0]["message"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=512), st.one_of(st.none(), st.binary(max_size=16)))
+def test_any_bytes_route_to_exactly_one_decision_record(value: bytes, key: bytes | None) -> None:
+    """Bad input never crashes the worker and never loses a record."""
+    out = go(value, key=key)
+    decisions = [r for r in out.records if r.topic in (TOPICS.admitted, TOPICS.quarantine)]
+    assert len(decisions) == 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_corrupted_real_events_route_to_exactly_one_decision_record(data: st.DataObject) -> None:
+    value = bytearray(REAL_EVENT)
+    for _ in range(data.draw(st.integers(1, 8))):
+        i = data.draw(st.integers(0, len(value) - 1))
+        value[i] = data.draw(st.integers(0, 255))
+    cut = data.draw(st.integers(1, len(value)))
+    out = go(bytes(value[:cut]))
+    decisions = [r for r in out.records if r.topic in (TOPICS.admitted, TOPICS.quarantine)]
+    assert len(decisions) == 1
