@@ -11,6 +11,7 @@ only log or set flags.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -40,6 +41,13 @@ def _fenced_codes() -> frozenset[int]:
 #: Producer errors meaning a newer producer with the same transactional.id took over
 #: (zombie fencing, KIP-98/KIP-447): fatal for this instance, never retried.
 _FENCED_CODES = _fenced_codes()
+
+#: Timeouts of the transactional producer calls (seconds).
+INIT_TRANSACTIONS_TIMEOUT_S = 30.0
+SEND_OFFSETS_TIMEOUT_S = 30.0
+COMMIT_TIMEOUT_S = 60.0
+ABORT_TIMEOUT_S = 30.0
+QUEUE_FULL_TIMEOUT_S = 60.0
 
 
 def _utcnow() -> datetime:
@@ -168,7 +176,7 @@ class Pipeline:
             progress(f"config bootstrapped from {n} records; active versions: {layers or 'none'}")
         try:
             self._producer = Producer(self.settings.producer(transactional=True))
-            self._producer.init_transactions(30)
+            self._producer.init_transactions(INIT_TRANSACTIONS_TIMEOUT_S)
         except KafkaException as exc:
             raise KafkaError(f"cannot initialise transactions: {exc.args[0].str()}") from exc
         self._consumer = Consumer(self.settings.consumer())
@@ -257,6 +265,13 @@ class Pipeline:
         return len(events)
 
     def _commit(self, events: list[Any], outcomes: list[Outcome]) -> bool:
+        """Write every record and the consumed offsets in one transaction.
+
+        Returns False when the transaction was aborted and the batch rewound (it will be
+        consumed again). Raises :class:`KafkaError` when this instance must stop: fenced,
+        a fatal producer error, or a failed abort or rewind (a restart then resumes from
+        the committed offsets, so nothing is lost).
+        """
         from confluent_kafka import KafkaException, TopicPartition
 
         next_offsets: dict[tuple[str, int], int] = {}
@@ -274,9 +289,9 @@ class Pipeline:
             producer.send_offsets_to_transaction(
                 [TopicPartition(t, p, o) for (t, p), o in next_offsets.items()],
                 self._consumer.consumer_group_metadata(),
-                30,
+                SEND_OFFSETS_TIMEOUT_S,
             )
-            producer.commit_transaction(60)
+            _commit_transaction(producer)
             return True
         except KafkaException as exc:
             err = exc.args[0]
@@ -289,30 +304,65 @@ class Pipeline:
                 ) from exc
             if getattr(err, "fatal", lambda: False)():
                 raise KafkaError(f"fatal producer error, worker must restart: {err.str()}") from exc
-            log.warning(
-                "transaction failed (%s); aborting and consuming the batch again", err.str()
-            )
-            self.transactions_aborted += 1
+            reason = err.str()
+        except KafkaError as exc:  # ours, e.g. the local queue stayed full
+            reason = str(exc)
+        except Exception:  # a bug: never leave the transaction open behind the crash
+            with contextlib.suppress(Exception):
+                producer.abort_transaction(ABORT_TIMEOUT_S)
+            raise
+        self._abort_and_rewind(first_offsets, reason)
+        return False
+
+    def _abort_and_rewind(self, first_offsets: dict[tuple[str, int], int], reason: str) -> None:
+        """Abort the open transaction and seek each still-assigned partition back to the
+        first offset of the batch; partitions revoked meanwhile resume, at their next
+        owner, from the committed offsets."""
+        from confluent_kafka import KafkaException, TopicPartition
+
+        log.warning("transaction failed (%s); aborting and consuming the batch again", reason)
+        self.transactions_aborted += 1
+        try:
+            self._producer.abort_transaction(ABORT_TIMEOUT_S)
+        except KafkaException as exc:
+            raise KafkaError(f"cannot abort transaction: {exc.args[0].str()}") from exc
+        for (t, p), offset in first_offsets.items():
+            if (t, p) not in self.assigned:
+                continue
             try:
-                producer.abort_transaction(30)
-            except KafkaException as abort_exc:
+                self._consumer.seek(TopicPartition(t, p, offset))
+            except KafkaException as exc:
+                # continuing would commit offsets past the aborted batch: stop instead, a
+                # restart resumes from the committed offsets
                 raise KafkaError(
-                    f"cannot abort transaction: {abort_exc.args[0].str()}"
-                ) from abort_exc
-            for (t, p), offset in first_offsets.items():
-                if (t, p) in self.assigned:
-                    try:
-                        self._consumer.seek(TopicPartition(t, p, offset))
-                    except KafkaException as seek_exc:
-                        log.warning("cannot rewind %s[%d]: %s", t, p, seek_exc)
-            return False
+                    f"cannot rewind {t}[{p}] to {offset} after an aborted transaction "
+                    f"({exc.args[0].str()}); stopping so a restart resumes from the "
+                    "committed offsets"
+                ) from exc
+
+
+def _commit_transaction(producer: Any) -> None:
+    """``commit_transaction``, called again while librdkafka says the error is retriable
+    (its documented contract for a timed-out commit), up to :data:`COMMIT_TIMEOUT_S`."""
+    from confluent_kafka import KafkaException
+
+    deadline = time.monotonic() + COMMIT_TIMEOUT_S
+    while True:
+        try:
+            producer.commit_transaction(max(1.0, deadline - time.monotonic()))
+            return
+        except KafkaException as exc:
+            err = exc.args[0]
+            if not err.retriable() or time.monotonic() > deadline:
+                raise
+            log.warning("commit_transaction: %s; retrying", err.str())
 
 
 def _produce(producer: Any, topic: str, key: Any, value: bytes, headers: Any) -> None:
     """Produce one record; while the local queue is full (BufferError), serve delivery
     reports until there is room (a poll batch of large records can exceed
     ``queue.buffering.max.kbytes``)."""
-    deadline = time.monotonic() + 60
+    deadline = time.monotonic() + QUEUE_FULL_TIMEOUT_S
     while True:
         try:
             producer.produce(topic, key=key, value=value, headers=headers)
