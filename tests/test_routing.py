@@ -160,3 +160,27 @@ def test_corrupted_real_events_route_to_exactly_one_decision_record(data: st.Dat
     out = go(bytes(value[:cut]))
     decisions = [r for r in out.records if r.topic in (TOPICS.admitted, TOPICS.quarantine)]
     assert len(decisions) == 1
+
+
+def test_a_record_that_cannot_be_encoded_is_quarantined_not_a_crash(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # poison pill: an exception while building output records must not stop the partition
+    def broken(*args: object, **kwargs: object) -> bytes:
+        raise ValueError("value out of range for long")
+
+    monkeypatch.setattr(codec, "encode_evaluation", broken)
+    out = go(REAL_EVENT)
+    (record,) = out.records
+    rec = codec.decode_quarantine(record.value)
+    assert rec["reason_code"] == "encode_error"
+    assert "value out of range for long" in rec["reasons"][0]["message"]
+
+
+def test_an_admitted_event_above_the_record_limit_is_quarantined(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import worker.routing
+
+    monkeypatch.setattr(worker.routing, "MAX_MESSAGE_BYTES", len(REAL_EVENT) - 1)
+    out = go(REAL_EVENT)
+    rec = codec.decode_quarantine(out.records[-1].value)
+    assert rec["reason_code"] == "record_too_large"
+    assert f"the event is {len(REAL_EVENT)} bytes" in rec["reasons"][0]["message"]
+    assert rec["original"] == b""  # too large to carry twice

@@ -192,9 +192,43 @@ def route(
     batch_id = batch.batch_id if batch else salvaged_id
     duration_s = time.perf_counter() - started
 
+    if decision.admitted and source.value is not None and len(source.value) > MAX_MESSAGE_BYTES:
+        decision = Decision(
+            "quarantined",
+            decision.verdicts,
+            (
+                QuarantineReason(
+                    code="record_too_large",
+                    message=f"the event is {len(source.value)} bytes, above the "
+                    f"{MAX_MESSAGE_BYTES} bytes the admitted topic takes; send it by "
+                    "reference (payload_uri) instead",
+                ),
+            ),
+            decision.diagnoses,
+        )
+    try:
+        records = _records(source, batch, layer, batch_id, decision, topics, now, worker_id)
+    except Exception as exc:  # a record we cannot build must not stop the partition
+        decision = _failed("encode_error", f"output records cannot be encoded: {exc}")
+        records = [_quarantine(source, layer, None, decision, topics, now, worker_id)]
+    return Outcome(source, layer, batch_id, decision, tuple(records), duration_s)
+
+
+def _records(
+    source: Source,
+    batch: Batch | None,
+    layer: str | None,
+    batch_id: str | None,
+    decision: Decision,
+    topics: Topics,
+    now: datetime,
+    worker_id: str,
+) -> list[OutRecord]:
+    """The evaluation records and the admitted or quarantine record of one decision."""
     records: list[OutRecord] = []
     for verdict in decision.verdicts:
-        assert batch is not None
+        if batch is None:  # verdicts exist only for a decoded batch
+            raise ValueError("a verdict without a decoded batch")
         records.append(
             OutRecord(
                 topics.evaluations,
@@ -212,7 +246,8 @@ def route(
             )
         )
     if decision.admitted:
-        assert batch is not None and source.value is not None
+        if batch is None or source.value is None:
+            raise ValueError("an admitted decision without a decoded batch")
         observing = ";".join(
             f"{v.version}={'pass' if v.passed else 'break'}"
             for v in decision.verdicts
@@ -229,7 +264,7 @@ def route(
         records.append(OutRecord(topics.admitted, batch.layer, source.value, headers))
     else:
         records.append(_quarantine(source, layer, batch_id, decision, topics, now, worker_id))
-    return Outcome(source, layer, batch_id, decision, tuple(records), duration_s)
+    return records
 
 
 def _salvage(value: bytes | None) -> tuple[str | None, str | None]:
