@@ -82,7 +82,7 @@ class FakeConsumer:
 def pipeline_with(producer: FakeProducer, consumer: FakeConsumer) -> Pipeline:
     p = Pipeline(Settings(instance_id="pod-0"))
     p._producer, p._consumer = producer, consumer
-    p.assigned = {("in", 0), ("in", 1)}
+    p.assigned = frozenset({("in", 0), ("in", 1)})
     return p
 
 
@@ -112,7 +112,7 @@ def test_abortable_commit_error_aborts_and_rewinds_to_the_first_offsets() -> Non
     producer = FakeProducer([CKError(CKError._TIMED_OUT, "x", txn_requires_abort=True)])
     consumer = FakeConsumer()
     p = pipeline_with(producer, consumer)
-    p.assigned = {("in", 0)}  # partition 1 was revoked meanwhile: its next owner resumes
+    p.assigned = frozenset({("in", 0)})  # partition 1 was revoked meanwhile: its next owner resumes
     assert p._commit(EVENTS, OUTCOMES) is False
     assert producer.calls == ["begin", "commit", "abort"]
     assert consumer.seeks == [("in", 0, 10)]

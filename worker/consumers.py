@@ -463,8 +463,10 @@ class MigrationExporter:
         while not self._stop.is_set():
             try:
                 self.refresh()
-            except (ContractGateError, RuntimeError) as exc:  # RuntimeError: registry moved
+            except ContractGateError as exc:
                 log.warning("migration view not refreshed: %s", exc)
+            except Exception:  # never let the thread die silently with frozen gauges
+                log.exception("migration view not refreshed (unexpected error)")
             self._stop.wait(self.interval_s)
 
     def stop(self) -> None:

@@ -121,7 +121,8 @@ class Pipeline:
         self.on_outcome = on_outcome
         self.registry = RecordingRegistry()  # keeps published_at, for escalation gauges
         self.config = ConfigFollower(settings, self.registry, self._on_config_event)
-        self.assigned: set[tuple[str, int]] = set()
+        # replaced, never mutated: the HTTP thread may read it while the loop reassigns
+        self.assigned: frozenset[tuple[str, int]] = frozenset()
         self.last_loop_monotonic = time.monotonic()
         self.batches_committed = 0
         self.transactions_aborted = 0
@@ -145,11 +146,11 @@ class Pipeline:
             self.metrics.set_lifecycle(self.registry.published(), self.clock)
 
     def _on_assign(self, consumer: Any, partitions: list[Any]) -> None:
-        self.assigned |= {(p.topic, p.partition) for p in partitions}
+        self.assigned = self.assigned | {(p.topic, p.partition) for p in partitions}
         log.info("assigned %s", sorted(self.assigned))
 
     def _on_revoke(self, consumer: Any, partitions: list[Any]) -> None:
-        self.assigned -= {(p.topic, p.partition) for p in partitions}
+        self.assigned = self.assigned - {(p.topic, p.partition) for p in partitions}
         log.info("revoked %s", [(p.topic, p.partition) for p in partitions])
 
     # -- lifecycle ----------------------------------------------------------------------

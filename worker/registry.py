@@ -75,7 +75,10 @@ class Registry:
         key = key or ""
         layer_of_key = key.split("/", 1)[0] if "/" in key else None
         if value is None:
-            gone = self._versions.pop(key, None)
+            gone = self._versions.get(key)
+            # copy on write: readers in other threads (HTTP /status, the migration
+            # exporter) iterate the previous dict undisturbed
+            self._versions = {k: v for k, v in self._versions.items() if k != key}
             return ConfigEvent(
                 "removed" if gone else "unchanged",
                 key,
@@ -120,7 +123,7 @@ class Registry:
                 "publish a new version instead",
                 "edit_in_place",
             )
-        self._versions[key] = incoming
+        self._versions = {**self._versions, key: incoming}  # copy on write (see above)
         if known is None:
             return ConfigEvent(
                 "added", key, c.layer, f"{key} {incoming.mode} {incoming.state}", None, incoming
