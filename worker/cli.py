@@ -366,6 +366,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
         pipeline.run(stop)
     finally:
         exporter.stop()
+        pipeline.close()  # also when start() failed; a no-op after run()
         if http is not None:
             http.close()
     provider.shutdown()

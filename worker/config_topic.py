@@ -124,14 +124,32 @@ class ConfigFollower:
         return self.records_read
 
     def poll_updates(self, max_records: int = 100) -> list[ConfigEvent]:
-        """Apply config records that arrived since the last call (non-blocking)."""
+        """Apply config records that arrived since the last call (non-blocking).
+
+        Raises
+        ------
+        KafkaError
+            On a fatal client error; transient errors are logged and retried by the
+            client, EOF notifications after the bootstrap are ignored.
+        """
+        from confluent_kafka import KafkaError as CKError
+        from confluent_kafka import KafkaException
+
         if self._consumer is None:
             return []
+        try:
+            msgs = self._consumer.consume(num_messages=max_records, timeout=0)
+        except KafkaException as exc:
+            raise KafkaError(f"config topic read failed: {exc.args[0].str()}") from exc
         events = []
-        for msg in self._consumer.consume(num_messages=max_records, timeout=0):
-            if msg.error() is not None:
-                continue  # EOF notifications after bootstrap, transient errors are retried
-            events.append(self._apply(msg))
+        for msg in msgs:
+            err = msg.error()
+            if err is None:
+                events.append(self._apply(msg))
+            elif err.fatal():
+                raise KafkaError(f"config topic read failed: {err.str()}")
+            elif err.code() != CKError._PARTITION_EOF:
+                log.warning("config topic: %s (the client retries)", err.str())
         return events
 
     def _apply(self, msg: Any) -> ConfigEvent:

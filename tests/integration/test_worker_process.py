@@ -16,6 +16,7 @@ from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
+from worker.broker import RunningBroker
 from worker.codec import encode_batch
 from worker.demo import collect_results, publish_demo_contracts
 from worker.features import read_batch_file
@@ -87,7 +88,9 @@ def test_sigterm_stops_the_worker_cleanly_after_routing(settings: Settings, tmp_
     assert "worker stopped after 6 events (0 transactions aborted)" in log
 
 
-def test_sigkill_mid_stream_loses_nothing(settings: Settings, tmp_path: Path) -> None:
+def test_sigkill_mid_stream_loses_nothing(
+    settings: Settings, tmp_path: Path, broker: RunningBroker
+) -> None:
     publish_demo_contracts(settings, out=io.StringIO())
     placed = publish_nyc(settings, 30)
     first = worker_process(settings, "crash-1", tmp_path / "crash-1.log")
@@ -110,6 +113,10 @@ def test_sigkill_mid_stream_loses_nothing(settings: Settings, tmp_path: Path) ->
     assert set(result.decisions.values()) == {"admitted"}
     ids = [ev["batch_id"] for ev in result.evaluations]
     assert set(ids) == {f"b{i}" for i in range(30)}
-    # duplicates only for batches in flight at the crash: at most one poll batch (5 events)
-    # per partition (3 partitions) can be redelivered
-    assert len(ids) - 30 <= 15
+    if broker.kind == "embedded":
+        # Tansu's read_committed readers also see aborted records (DESIGN.md section 8):
+        # duplicates only for batches in flight at the crash, at most one poll batch
+        # (5 events) per partition (3 partitions)
+        assert len(ids) - 30 <= 15
+    else:  # Apache Kafka: exactly once
+        assert len(ids) == 30
