@@ -163,8 +163,6 @@ CONTINENTS = [
 
 
 def _real(path: object) -> tuple[Batch, np.ndarray, dict[str, object]]:
-    if not ADMIN_BOUNDARIES.exists() or not NYC_BOROUGHS.exists():
-        pytest.skip("worker/data GeoParquet files are not shipped yet")
     geoms, table, wkb = read_geoparquet(path)  # type: ignore[arg-type]
     geo = json.loads(pq.read_schema(path).metadata[b"geo"])  # type: ignore[arg-type]
     crs_json = geo["columns"]["geometry"]["crs"]
