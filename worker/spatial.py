@@ -96,7 +96,13 @@ def crs_equivalent(a: CrsInput, b: CrsInput) -> bool:
     worker.errors.CrsError
         Either definition cannot be resolved.
     """
-    ca, cb = resolve_crs(a), resolve_crs(b)
+    return _crs_equivalent(resolve_crs(a), resolve_crs(b))
+
+
+@functools.lru_cache(maxsize=1024)
+def _crs_equivalent(ca: CRS, cb: CRS) -> bool:
+    # cached per pair of (cached, hence identical) CRS objects: the EPSG identification
+    # below queries the PROJ database and must not run for every batch
     if ca.equals(cb, ignore_axis_order=True):
         return True
     ea, eb = ca.to_epsg(min_confidence=100), cb.to_epsg(min_confidence=100)
