@@ -7,6 +7,7 @@ import zipfile
 from pathlib import Path
 
 import numpy as np
+import pyproj
 import pytest
 import shapely
 from hypothesis import given
@@ -159,12 +160,18 @@ def test_area_planar_in_projected_units() -> None:
 
 
 def test_area_geodesic_for_geographic_crs_in_m2() -> None:
-    # one degree square at the equator: about 12,308.8 km² on WGS84
+    # one degree cell at the equator bounded by the parallels 0 and 1 N: computed
+    # independently with pyproj.Geod on the ring densified to 0.0005 degrees (so its top
+    # edge follows the parallel): 12,308,463,894 m2 on WGS84
     cell = shapely.box(0, 0, 1, 1)
-    assert area_m2_or_units(cell, resolve_crs("EPSG:4326")) == pytest.approx(1.2308778e10, rel=1e-5)
+    geod = pyproj.Geod(ellps="WGS84")
+    dense = shapely.orient_polygons(shapely.segmentize(cell, 0.0005))
+    reference = abs(geod.geometry_area_perimeter(dense)[0])
+    assert reference == pytest.approx(1.2308463894e10, rel=1e-9)
+    assert area_m2_or_units(cell, resolve_crs("EPSG:4326")) == pytest.approx(reference, rel=1e-8)
     # orientation does not matter (clockwise ring gives the same positive area)
     cw = shapely.Polygon([(0, 0), (0, 1), (1, 1), (1, 0)])
-    assert area_m2_or_units(cw, resolve_crs("EPSG:4326")) == pytest.approx(1.2308778e10, rel=1e-5)
+    assert area_m2_or_units(cw, resolve_crs("EPSG:4326")) == pytest.approx(reference, rel=1e-8)
     # band 0..30 N is sin(30°)/sin(60°) of band 0..60 N on a sphere; ellipsoid is close
     ratio = area_m2_or_units(shapely.box(0, 0, 10, 30), resolve_crs("EPSG:4326")) / (
         area_m2_or_units(shapely.box(0, 0, 10, 60), resolve_crs("EPSG:4326"))
@@ -200,3 +207,15 @@ def test_area_geodesic_whole_world_and_antimeridian_region() -> None:
     across = area_m2_or_units(region_geometry([170, -10, -170, 10], wgs84), wgs84)
     plain = area_m2_or_units(region_geometry([0, -10, 20, 10], wgs84), wgs84)
     assert across == pytest.approx(plain, rel=1e-9)
+
+
+def test_an_exact_tiling_covers_its_region_exactly_and_lines_have_no_area() -> None:
+    # found by a data-path review: 1-degree densified geodesic edges gave 0.99998 for an
+    # exact tiling of a lon/lat box, and lines got an area
+    wgs84 = resolve_crs("EPSG:4326")
+    region = shapely.box(0, 0, 1, 1)
+    tiles = shapely.union_all([shapely.box(i / 3, 0, (i + 1) / 3, 1) for i in range(3)])
+    assert area_m2_or_units(tiles, wgs84) == pytest.approx(
+        area_m2_or_units(region, wgs84), rel=1e-12
+    )
+    assert area_m2_or_units(shapely.LineString([(0, 0), (10, 10)]), wgs84) == 0.0

@@ -217,33 +217,35 @@ def area_m2_or_units(geom: shapely.Geometry, crs: CRS | None) -> float:
     geom : shapely.Geometry
         Coordinates in ``crs``, ``east_north`` order (longitude, latitude when geographic).
     crs : pyproj.CRS or None
-        For a geographic CRS the geodesic area on its ellipsoid is returned, in m²
-        (:meth:`pyproj.Geod.geometry_area_perimeter` on 90°-wide longitude strips,
-        densified to 1° so straight lon/lat edges follow parallels, polygons oriented so
-        parts never cancel). For a projected CRS, or None, the planar area is returned in CRS
-        units squared (e.g. US survey feet² for EPSG:2263), not m².
+        For a geographic CRS the area on its ellipsoid is returned, in m²: the planar area
+        after projecting to the Lambert cylindrical equal-area projection of that ellipsoid
+        (``+proj=cea``, Snyder 1987, Map Projections: A Working Manual, USGS PP 1395,
+        pp. 76-85), which is exact for the ellipsoid and maps meridians and parallels to
+        straight lines, so graticule-bounded regions (lon/lat boxes) and any exact tiling of
+        them measure exactly; lines and points have no area. For a projected CRS, or None,
+        the planar area is returned in CRS units squared (e.g. US survey feet² for
+        EPSG:2263), not m².
     """
     if geom is None or geom.is_empty:
         return 0.0
     if crs is None or not crs.is_geographic:
         return float(geom.area)
-    geod = crs.get_geod()
-    if geod is None:  # pragma: no cover - every geographic CRS has an ellipsoid
-        return float(geom.area)
-    # Cut into 90°-wide longitude strips (a polygon spanning 360° has an ambiguous geodesic
-    # ring) and densify to 1° so bbox edges follow parallels rather than geodesics.
-    total = 0.0
-    for west, east in _STRIPS:
-        piece = shapely.intersection(geom, shapely.box(west, -90.0, east, 90.0))
-        if piece.is_empty:
-            continue
-        piece = shapely.orient_polygons(shapely.segmentize(piece, 1.0), exterior_cw=False)
-        area, _perimeter = geod.geometry_area_perimeter(piece)
-        total += abs(float(area))
-    return total
+    to_cea = _equal_area_transformer(crs)
+    projected = shapely.transform(
+        geom, lambda xy: np.column_stack(to_cea.transform(xy[:, 0], xy[:, 1]))
+    )
+    return float(shapely.area(projected))
 
 
-_STRIPS = ((-181.0, -90.0), (-90.0, 0.0), (0.0, 90.0), (90.0, 181.0))
+@functools.lru_cache(maxsize=64)
+def _equal_area_transformer(crs: CRS) -> Transformer:
+    """lon/lat of ``crs`` -> Lambert cylindrical equal-area (metres) on its ellipsoid."""
+    e = crs.ellipsoid
+    if e is None:  # pragma: no cover - every geographic CRS has an ellipsoid
+        raise CrsError(f"{crs_label(crs)} has no ellipsoid: cannot compute an area in m2")
+    shape = f"+rf={e.inverse_flattening}" if e.inverse_flattening else f"+b={e.semi_minor_metre}"
+    cea = CRS.from_proj4(f"+proj=cea +lon_0=0 +lat_ts=0 +a={e.semi_major_metre} {shape} +units=m")
+    return Transformer.from_crs(crs.geodetic_crs or crs, cea, always_xy=True)
 
 
 def fraction_covered(geoms: np.ndarray, usable: np.ndarray, region: shapely.Geometry) -> float:
