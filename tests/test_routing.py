@@ -184,3 +184,24 @@ def test_an_admitted_event_above_the_record_limit_is_quarantined(monkeypatch) ->
     assert rec["reason_code"] == "record_too_large"
     assert f"the event is {len(REAL_EVENT)} bytes" in rec["reasons"][0]["message"]
     assert rec["original"] == b""  # too large to carry twice
+
+
+def test_inline_schema_is_the_columns_sent_not_the_declaration() -> None:
+    from worker.model import FieldSpec
+
+    schema = [f for f in V1.contract.clauses if f.kind == "schema"]
+    assert schema  # the demo contract has a schema clause
+    lying = replace(
+        WORLD,
+        schema_fields=WORLD.schema_fields,  # declares pop_est integer ...
+        attributes=WORLD.attributes.set_column(
+            WORLD.attributes.schema.get_field_index("pop_est"),
+            "pop_est",
+            WORLD.attributes.column("pop_est").cast("string"),  # ... but sends strings
+        ),
+    )
+    assert FieldSpec("pop_est", "integer") in lying.schema_fields
+    out = go(codec.encode_batch(lying))
+    rec = codec.decode_quarantine(out.records[-1].value)
+    assert [(r["version"], r["clause"]) for r in rec["reasons"]] == [("v1.0", "schema")]
+    assert "field 'pop_est' has type string, expected integer" in rec["reasons"][0]["message"]

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime
 
 from worker import codec
 from worker.evaluate import evaluate
-from worker.features import load_payload
+from worker.features import derive_schema, load_payload
 from worker.kafka import MAX_MESSAGE_BYTES, Topics
 from worker.model import ActiveVersion, Batch, Decision, QuarantineReason
 
@@ -171,6 +171,11 @@ def route(
         layer = batch.layer
         if batch.payload_uri and not batch.geometries_wkb:
             batch = (payload_loader or load_payload)(batch.payload_uri, batch)
+        else:
+            # the schema clause checks the columns sent, not the producer's declaration
+            # (found by a data-path review: a declared integer column carrying strings, an
+            # undeclared extra column and a missing one all passed)
+            batch = replace(batch, schema_fields=derive_schema(batch.attributes))
     except codec.DecodeError as exc:
         decision = _failed("decode_error", f"undecodable batch-arrival event: {exc}")
         layer, salvaged_id = _salvage(source.value)
