@@ -138,3 +138,10 @@ def test_empty_batch() -> None:
     assert f.bounds.shape == (0, 4)
     assert f.invalid_count == 0
     assert f.has_nonfinite.shape == (0,)
+
+
+def test_nan_in_the_measure_coordinate_is_non_finite() -> None:
+    # DESIGN.md section 3: NaN/inf coordinates are invalid, M included
+    m_nan = shapely.from_wkt("POINT M (1 2 NaN)")
+    m_ok = shapely.from_wkt("POINT M (1 2 3)")
+    assert nonfinite_mask(np.array([m_nan, m_ok], dtype=object)).tolist() == [True, False]

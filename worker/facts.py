@@ -41,7 +41,7 @@ def schema_fingerprint(fields: Any) -> str:
 
 
 def nonfinite_mask(geoms: np.ndarray) -> np.ndarray:
-    """bool (N,): some coordinate of the geometry (x, y, or z when present) is NaN or ±inf.
+    """bool (N,): some coordinate of the geometry (x, y, or z or m when present) is NaN or ±inf.
 
     Vectorized: one ``get_coordinates`` call, rows mapped back to features with
     ``np.repeat`` over ``get_num_coordinates``. None and empty geometries give False.
@@ -59,6 +59,11 @@ def nonfinite_mask(geoms: np.ndarray) -> np.ndarray:
         idx = np.flatnonzero(with_z)
         xyz = shapely.get_coordinates(geoms[idx], include_z=True)
         out[np.repeat(idx, counts[idx])[~np.isfinite(xyz[:, 2])]] = True
+    with_m = np.asarray(shapely.has_m(geoms), dtype=bool)
+    if with_m.any():
+        idx = np.flatnonzero(with_m)
+        xym = shapely.get_coordinates(geoms[idx], include_m=True)
+        out[np.repeat(idx, counts[idx])[~np.isfinite(xym[:, -1])]] = True
     return out
 
 
