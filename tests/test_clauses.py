@@ -5,6 +5,7 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 import pyarrow as pa
+import pyproj
 import pytest
 import shapely
 from hypothesis import given, settings
@@ -459,3 +460,28 @@ def test_extent_with_a_wrong_declared_crs_reports_raw_bounds_and_diagnoses_it() 
     )
     ok = run(c, batch_of(list(geoms), crs="EPSG:2263"), srid)
     assert ok.result == "pass" and ok.measured["bounds_crs"] == "EPSG:2263"
+
+
+def test_a_pacific_polygon_in_a_projected_crs_is_inside_an_antimeridian_extent() -> None:
+    # found by a data-path review: 178E..178W in EPSG:3832 came back 356 degrees wide
+    from pyproj import Transformer
+
+    to_3832 = Transformer.from_crs("OGC:CRS84", "EPSG:3832", always_xy=True)
+    ring = [(178, -18), (-178, -18), (-178, -16), (178, -16), (178, -18)]
+    fiji = shapely.Polygon([to_3832.transform(x, y) for x, y in ring])
+    region = [170, -25, -170, -10]
+    extent = clause("e", "extent", crs="EPSG:4326", region=region)
+    cover = clause("c", "coverage", crs="EPSG:4326", region=region, min_fraction=0.0)
+    c = contract_of(extent, cover)
+    facts = BatchFacts(batch_of([fiji], crs="EPSG:3832"))
+    assert EVALUATORS["extent"](extent, c, facts, NOW).measured["fraction_inside"] == 1.0
+    # independent figure: 4 x 2 degrees over 20 x 15 degrees, areas on the ellipsoid
+    wgs84 = pyproj.Geod(ellps="WGS84")
+
+    def band(w: float, s: float, e: float, n: float) -> float:
+        poly = shapely.orient_polygons(shapely.segmentize(shapely.box(w, s, e, n), 0.01))
+        return abs(wgs84.geometry_area_perimeter(poly)[0])
+
+    expected = (band(178, -18, 180, -16) * 2) / (band(170, -25, 180, -10) * 2)
+    got = EVALUATORS["coverage"](cover, c, facts, NOW).measured["fraction"]
+    assert got == pytest.approx(expected, rel=1e-3)

@@ -22,7 +22,13 @@ from pyproj import CRS
 
 from worker.errors import CrsError
 from worker.model import Batch
-from worker.spatial import crs_equivalent, reproject, resolve_crs, swap_xy
+from worker.spatial import (
+    crs_equivalent,
+    reproject,
+    resolve_crs,
+    split_at_antimeridian,
+    swap_xy,
+)
 
 __all__ = ["MAX_REASONS", "BatchFacts", "nonfinite_mask", "schema_fingerprint"]
 
@@ -162,6 +168,8 @@ class BatchFacts:
                 hit = (self.geometries, self.usable)
             else:
                 geoms = np.asarray(reproject(self.geometries, src, dst), dtype=object)
+                if dst.is_geographic and not src.is_geographic:
+                    geoms = split_at_antimeridian(geoms)
                 hit = (geoms, self.usable & ~nonfinite_mask(geoms))
             self._reprojected[key] = hit
         return hit

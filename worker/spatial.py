@@ -35,6 +35,7 @@ __all__ = [
     "region_geometry",
     "reproject",
     "resolve_crs",
+    "split_at_antimeridian",
     "swap_xy",
 ]
 
@@ -156,6 +157,46 @@ def reproject(geoms: Any, src: CrsInput, dst: CrsInput) -> Any:
 
     with np.errstate(all="ignore"):
         return shapely.transform(geoms, _tx, include_z=False)
+
+
+def split_at_antimeridian(geoms: Any) -> np.ndarray:
+    """Repair geometries that crossed the antimeridian in a projected CRS and were then
+    reprojected vertex by vertex to longitude/latitude.
+
+    Such a geometry comes back spanning almost 360° of longitude (e.g. 178°E..178°W
+    becomes -178..178). When moving its negative longitudes by +360° makes it narrower, it
+    is moved so, cut at 180° and the part east of 180° moved back by -360°: the result has
+    parts on both sides of the antimeridian, as RFC 7946 section 3.1.9 asks. Geometries
+    that are genuinely wide (narrower unshifted) are returned unchanged.
+
+    Parameters
+    ----------
+    geoms : array of shapely geometries (lon/lat, ``east_north``); None and empties pass.
+    """
+    geoms = np.asarray(geoms, dtype=object)
+    with np.errstate(invalid="ignore"):
+        b = shapely.bounds(geoms)
+        candidates = np.flatnonzero((b[:, 2] - b[:, 0]) > 180.0)
+    if candidates.size == 0:
+        return geoms
+
+    def _east(xy: np.ndarray) -> np.ndarray:
+        return np.column_stack([np.where(xy[:, 0] < 0, xy[:, 0] + 360.0, xy[:, 0]), xy[:, 1]])
+
+    shifted = shapely.transform(geoms[candidates], _east)
+    sb = shapely.bounds(shifted)
+    narrower = (sb[:, 2] - sb[:, 0]) < (b[candidates, 2] - b[candidates, 0])
+    idx, shifted = candidates[narrower], shifted[narrower]
+    if idx.size == 0:
+        return geoms
+    west_of_180 = shapely.intersection(shifted, shapely.box(-180.0, -90.0, 180.0, 90.0))
+    east_of_180 = shapely.transform(
+        shapely.intersection(shifted, shapely.box(180.0, -90.0, 540.0, 90.0)),
+        lambda xy: xy - np.array([360.0, 0.0]),
+    )
+    out = geoms.copy()
+    out[idx] = shapely.union(west_of_180, east_of_180)
+    return out
 
 
 def _looks_geographic(crs: CRS | None, values: Sequence[float]) -> bool:
