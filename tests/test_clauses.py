@@ -485,3 +485,16 @@ def test_a_pacific_polygon_in_a_projected_crs_is_inside_an_antimeridian_extent()
     expected = (band(178, -18, 180, -16) * 2) / (band(170, -25, 180, -10) * 2)
     got = EVALUATORS["coverage"](cover, c, facts, NOW).measured["fraction"]
     assert got == pytest.approx(expected, rel=1e-3)
+
+
+def test_whole_floats_match_integer_codes_but_not_fractions_or_strings() -> None:
+    # found by a data-path review: GeoJSON {"c": 1} and {"c": 2.0} arrive as a float column
+    dom = clause("d", "domain", column="c", values={1: "a", 2: "b"})
+    floats = batch_of([VALID_POLYGON] * 3, attributes=pa.table({"c": pa.array([1.0, 2.0, 2.5])}))
+    r = EVALUATORS["domain"](dom, contract_of(dom), BatchFacts(floats), NOW)
+    assert (r.result, r.measured["unknown"]) == ("break", [2.5])
+    whole = batch_of([VALID_POLYGON] * 2, attributes=pa.table({"c": pa.array([1.0, 2.0])}))
+    assert EVALUATORS["domain"](dom, contract_of(dom), BatchFacts(whole), NOW).result == "pass"
+    padded = clause("d", "domain", column="c", values={"01": "a", "02": "b"})
+    r = EVALUATORS["domain"](padded, contract_of(padded), BatchFacts(whole), NOW)
+    assert r.result == "break"  # no coercion between numbers and strings

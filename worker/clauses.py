@@ -218,7 +218,15 @@ def check_domain(
         col = col.cast(col.type.value_type)
     family = _family(col.type)
     keys = [k for k in values if _key_family(k) == family]
-    if keys:
+    if family == "float" and not keys and any(_key_family(k) == "int" for k in values):
+        # JSON has one number type (a column of 1 and 2.0 arrives as floats): whole
+        # numbers match integer codes, 2.5 does not; strings never match numbers
+        whole = pc.equal(col, pc.floor(col))
+        col_int = pc.if_else(whole, col, pa.scalar(None, col.type)).cast(pa.int64())
+        ints = [k for k in values if _key_family(k) == "int"]
+        known = pc.and_(whole, pc.is_in(col_int, value_set=pa.array(ints, type=pa.int64())))
+        known = pc.fill_null(known, False)
+    elif keys:
         key_type = pa.int64() if family == "int" else col.type
         col_cmp = col.cast(pa.int64()) if family == "int" else col
         known = pc.is_in(col_cmp, value_set=pa.array(keys, type=key_type))
