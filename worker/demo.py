@@ -91,7 +91,8 @@ def collect_results(
 def publish_demo_contracts(settings: Settings, *, out: TextIO = sys.stdout) -> None:
     """Publish the demo contracts (v1 enforcing, v1.1 observing, nyc v1 enforcing)."""
     for path, mode in contract_files():
-        print(f"  {publish_contract(settings, path, mode=mode, published_by='demo')}", file=out)
+        summary = publish_contract(settings, path, mode=mode, published_by="demo")
+        print("\n".join(f"  {line}" for line in summary.splitlines()), file=out)
 
 
 def publish_demo_events(
