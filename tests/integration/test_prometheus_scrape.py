@@ -13,7 +13,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import socket
 import subprocess
 import threading
 import time
@@ -30,6 +29,7 @@ from opentelemetry.exporter.prometheus import PrometheusMetricReader
 from opentelemetry.sdk.metrics import MeterProvider
 from prometheus_client import CollectorRegistry
 
+from worker.broker import free_port
 from worker.codec import encode_batch
 from worker.features import read_batch_file
 from worker.http import DecisionLog, GateHTTPServer
@@ -47,12 +47,6 @@ RULES = Path(__file__).resolve().parents[2] / "deploy" / "prometheus"
 pytestmark = pytest.mark.skipif(
     PROMETHEUS is None, reason="prometheus binary not installed (apt-get install prometheus)"
 )
-
-
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def wait_for(
