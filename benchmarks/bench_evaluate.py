@@ -2,7 +2,7 @@
 
 Prints, for the shipped layers, the median wall time of one batch evaluated against N
 active versions (N = 1, 2, 4, 8 copies of the layer's contract, alternating enforcing and
-observing) with the shared facts of :func:`worker.evaluate.evaluate`, and the same work
+observing) with the shared facts of :func:`worker.core.evaluate.evaluate`, and the same work
 with facts rebuilt per version (what a naive implementation does), and their ratio in
 the same run. Run: ``python benchmarks/bench_evaluate.py [--repeat N]``.
 """
@@ -15,11 +15,11 @@ import time
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
-from worker.contracts import load_contract
-from worker.evaluate import evaluate
-from worker.features import read_batch_file
-from worker.model import ActiveVersion
-from worker.scenario import data_file
+from worker.cli.scenario import data_file
+from worker.core.evaluate import evaluate
+from worker.core.model import ActiveVersion
+from worker.io.contract_files import load_contract
+from worker.io.features import read_batch_file
 
 NOW = datetime.now(timezone.utc)
 LAYERS = (

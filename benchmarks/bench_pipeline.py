@@ -19,14 +19,15 @@ from datetime import datetime, timezone
 
 from confluent_kafka import Producer
 
-from worker.broker import start_broker
-from worker.codec import encode_batch
-from worker.demo import collect_results
-from worker.features import read_batch_file
-from worker.kafka import Settings, Topics, create_topics
-from worker.pipeline import Pipeline
-from worker.publish import publish_contract
-from worker.scenario import data_file
+from worker.cli.demo import collect_results
+from worker.cli.scenario import data_file
+from worker.io.codec import encode_batch
+from worker.io.features import read_batch_file
+from worker.kafka.broker import start_broker
+from worker.kafka.client import create_topics
+from worker.kafka.pipeline import Pipeline
+from worker.kafka.publish import publish_contract
+from worker.kafka.settings import Settings, Topics
 
 
 def run(bootstrap: str, events: int, max_batch_events: int) -> float:

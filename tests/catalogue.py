@@ -15,7 +15,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import shapely
 
-from worker.model import ActiveVersion, Batch, Clause, Contract, FieldSpec
+from worker.core.model import ActiveVersion, Batch, Clause, Contract, FieldSpec
 
 __all__ = [
     "ADMIN_BOUNDARIES",

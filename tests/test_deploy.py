@@ -41,6 +41,16 @@ _INSTRUMENT_FACTORIES = {
 }
 
 
+def _string_constants(tree: ast.Module) -> dict[str, str]:
+    return {
+        t.id: n.value.value
+        for n in tree.body
+        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant)
+        for t in n.targets
+        if isinstance(t, ast.Name) and isinstance(n.value.value, str)
+    }
+
+
 def _instruments(path: Path) -> list[tuple[str, str, str]]:
     """``(kind, otel name, unit)`` of every instrument created in one module.
 
@@ -48,13 +58,13 @@ def _instruments(path: Path) -> list[tuple[str, str, str]]:
     ``for name, ..., unit, ... in ((..), ..): meter.create_x(name, unit=unit)``.
     """
     tree = ast.parse(path.read_text())
-    consts = {
-        t.id: n.value.value
-        for n in tree.body
-        if isinstance(n, ast.Assign) and isinstance(n.value, ast.Constant)
-        for t in n.targets
-        if isinstance(t, ast.Name) and isinstance(n.value.value, str)
-    }
+    consts = _string_constants(tree)
+    for node in tree.body:  # a constant imported from another module of the package
+        if isinstance(node, ast.ImportFrom) and (node.module or "").startswith("worker."):
+            source = ROOT / (node.module or "").replace(".", "/")
+            source = source / "__init__.py" if source.is_dir() else source.with_suffix(".py")
+            theirs = _string_constants(ast.parse(source.read_text()))
+            consts |= {a.asname or a.name: theirs[a.name] for a in node.names if a.name in theirs}
     found: list[tuple[str, str, str]] = []
 
     def creates(node: ast.AST) -> list[ast.Call]:
@@ -126,7 +136,7 @@ def _prometheus_names(kind: str, name: str, unit: str) -> set[str]:
 
 def exported_names() -> set[str]:
     names: set[str] = set()
-    for path in sorted((ROOT / "worker").glob("*.py")):
+    for path in sorted((ROOT / "worker").rglob("*.py")):
         for kind, name, unit in _instruments(path):
             names |= _prometheus_names(kind, name, unit)
     return names

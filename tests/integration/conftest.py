@@ -14,9 +14,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from worker.broker import RunningBroker, start_broker
-from worker.kafka import Settings, Topics, create_topics
-from worker.pipeline import Pipeline
+from worker.kafka.broker import RunningBroker, start_broker
+from worker.kafka.client import create_topics
+from worker.kafka.pipeline import Pipeline
+from worker.kafka.settings import Settings, Topics
 
 
 @pytest.fixture(scope="session")

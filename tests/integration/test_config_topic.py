@@ -5,13 +5,14 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from worker.codec import encode_contract_record
-from worker.config_topic import ConfigFollower
-from worker.contracts import load_contract
-from worker.kafka import Settings, produce_one
-from worker.publish import contract_record
-from worker.registry import Registry
-from worker.scenario import data_file
+from worker.cli.scenario import data_file
+from worker.core.registry import Registry
+from worker.io.codec import encode_contract_record
+from worker.io.contract_files import load_contract
+from worker.kafka.client import produce_one
+from worker.kafka.config_topic import ConfigFollower
+from worker.kafka.publish import contract_record
+from worker.kafka.settings import Settings
 
 
 def _publish(settings: Settings, name: str, mode: str = "enforcing", state: str = "active") -> str:
@@ -61,7 +62,7 @@ def test_edit_in_place_is_ignored_and_lifecycle_changes_are_followed_live(
         # an edited document under the same key: refused, the original stays in force
         edited = load_contract(data_file("contracts/admin_boundaries.v1.yaml"))
         text = edited.text.replace("max_age: PT6H", "max_age: PT1H")
-        from worker.contracts import parse_contract
+        from worker.core.contracts import parse_contract
 
         value = encode_contract_record(contract_record(parse_contract(text), mode="enforcing"))
         produce_one(settings, settings.topics.contracts, key, value)

@@ -14,15 +14,17 @@ from typing import Any
 
 import pytest
 
-from worker.cli import main
-from worker.codec import encode_batch, encode_contract_record
-from worker.consumers import declare
-from worker.contracts import load_contract, parse_contract
-from worker.features import read_batch_file
-from worker.kafka import Settings, produce_one, read_topic
-from worker.model import Contract
-from worker.publish import contract_record, read_registry
-from worker.scenario import data_file
+from worker.cli.main import main
+from worker.cli.scenario import data_file
+from worker.core.contracts import parse_contract
+from worker.core.model import Contract
+from worker.io.codec import encode_batch, encode_contract_record
+from worker.io.contract_files import load_contract
+from worker.io.features import read_batch_file
+from worker.kafka.client import produce_one, read_topic
+from worker.kafka.consumers import declare
+from worker.kafka.publish import contract_record, read_registry
+from worker.kafka.settings import Settings
 
 LAYER = "nyc_boroughs"
 

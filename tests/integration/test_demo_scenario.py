@@ -5,13 +5,13 @@ from __future__ import annotations
 import io
 from typing import Any
 
-from worker.demo import (
+from worker.cli.demo import (
     collect_results,
     expected_evaluations,
     publish_demo_contracts,
     publish_demo_events,
 )
-from worker.kafka import Settings
+from worker.kafka.settings import Settings
 
 # label -> (decision, {(version, clause) or reason code}, diagnosis fragment or None)
 EXPECTED: dict[str, tuple[str, set[Any], str | None]] = {
@@ -32,7 +32,9 @@ def test_demo_scenario_decisions_and_reasons(settings: Settings, start_worker: A
     out = io.StringIO()
     publish_demo_contracts(settings, out=out)
     worker = start_worker(settings)
-    assert [v.contract.version for v in worker.pipeline.registry.active("admin_boundaries")] == [
+    assert [
+        v.contract.version for v in worker.pipeline.registry.active("admin_boundaries")
+    ] == [
         "v1.0",
         "v1.1",
     ]

@@ -10,13 +10,14 @@ from datetime import datetime, timezone
 
 import pytest
 
-from worker.codec import encode_batch
-from worker.demo import publish_demo_contracts
-from worker.errors import KafkaError
-from worker.features import read_batch_file
-from worker.kafka import Settings, produce_one
-from worker.pipeline import Pipeline
-from worker.scenario import data_file
+from worker.cli.demo import publish_demo_contracts
+from worker.cli.scenario import data_file
+from worker.core.errors import KafkaError
+from worker.io.codec import encode_batch
+from worker.io.features import read_batch_file
+from worker.kafka.client import produce_one
+from worker.kafka.pipeline import Pipeline
+from worker.kafka.settings import Settings
 
 
 def test_a_fenced_worker_stops_with_a_clear_error(settings: Settings) -> None:

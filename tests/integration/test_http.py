@@ -13,14 +13,16 @@ from opentelemetry.exporter.prometheus import PrometheusMetricReader
 from opentelemetry.sdk.metrics import MeterProvider
 from prometheus_client import CollectorRegistry
 
-from worker.codec import encode_batch
-from worker.features import read_batch_file
-from worker.http import DecisionLog, GateHTTPServer
-from worker.kafka import Settings, produce_one
-from worker.metrics import GateMetrics
-from worker.pipeline import Pipeline
-from worker.publish import publish_contract
-from worker.scenario import data_file
+from worker.cli.scenario import data_file
+from worker.io.codec import encode_batch
+from worker.io.features import read_batch_file
+from worker.kafka.client import produce_one
+from worker.kafka.pipeline import Pipeline
+from worker.kafka.publish import publish_contract
+from worker.kafka.settings import Settings
+from worker.ops.http import GateHTTPServer
+from worker.ops.http_handlers import DecisionLog
+from worker.ops.metrics import GateMetrics
 
 
 def get(url: str) -> tuple[int, bytes]:

@@ -18,18 +18,20 @@ import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
-from worker.cli import main
-from worker.codec import encode_contract_record
-from worker.contracts import load_contract, parse_contract
-from worker.errors import PolicyError
-from worker.evidence import Evidence
-from worker.features import read_batch_file
-from worker.kafka import Settings, produce_one
-from worker.lifecycle import gather_evidence, promote
-from worker.metrics import GateMetrics
-from worker.model import Batch
-from worker.publish import contract_record, publish_batch, publish_contract
-from worker.scenario import data_file
+from worker.cli.main import main
+from worker.cli.scenario import data_file
+from worker.core.contracts import parse_contract
+from worker.core.errors import PolicyError
+from worker.core.evidence import Evidence
+from worker.core.model import Batch
+from worker.io.codec import encode_contract_record
+from worker.io.contract_files import load_contract
+from worker.io.features import read_batch_file
+from worker.kafka.client import produce_one
+from worker.kafka.lifecycle import gather_evidence, promote
+from worker.kafka.publish import contract_record, publish_batch, publish_contract
+from worker.kafka.settings import Settings
+from worker.ops.metrics import GateMetrics
 
 T0 = datetime(2026, 11, 29, 6, 0, tzinfo=timezone.utc)
 V1 = data_file("contracts/admin_boundaries.v1.yaml")

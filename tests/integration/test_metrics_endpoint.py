@@ -20,10 +20,11 @@ from prometheus_client import CollectorRegistry
 from prometheus_client.parser import text_string_to_metric_families
 
 from tests.integration.test_http import get, wait_for
-from worker.demo import publish_demo_contracts, publish_demo_events
-from worker.http import DecisionLog, GateHTTPServer
-from worker.kafka import Settings
-from worker.metrics import GateMetrics
+from worker.cli.demo import publish_demo_contracts, publish_demo_events
+from worker.kafka.settings import Settings
+from worker.ops.http import GateHTTPServer
+from worker.ops.http_handlers import DecisionLog
+from worker.ops.metrics import GateMetrics
 
 Samples = dict[str, dict[frozenset[tuple[str, str]], float]]
 
@@ -55,7 +56,11 @@ def test_demo_scenario_metrics_and_status(settings: Settings, start_worker: Any)
         settings, metrics=GateMetrics(provider.get_meter("t")), on_outcome=decisions
     )
     server = GateHTTPServer(
-        worker.pipeline, host="127.0.0.1", port=0, decisions=decisions, metrics_registry=registry
+        worker.pipeline,
+        host="127.0.0.1",
+        port=0,
+        decisions=decisions,
+        metrics_registry=registry,
     ).start()
     url = f"http://127.0.0.1:{server.port}"
     try:

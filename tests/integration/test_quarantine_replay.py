@@ -10,14 +10,15 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
-from worker.cli import main
-from worker.codec import encode_batch
-from worker.demo import collect_results
-from worker.features import read_batch_file
-from worker.kafka import Settings, produce_one
-from worker.publish import publish_contract
-from worker.quarantine import QuarantineEntry, read_quarantine
-from worker.scenario import data_file
+from worker.cli.demo import collect_results
+from worker.cli.main import main
+from worker.cli.scenario import data_file
+from worker.io.codec import encode_batch
+from worker.io.features import read_batch_file
+from worker.kafka.client import produce_one
+from worker.kafka.publish import publish_contract
+from worker.kafka.settings import Settings
+from worker.ops.quarantine import QuarantineEntry, read_quarantine
 
 
 def cli(settings: Settings, *argv: str) -> str:
@@ -98,7 +99,9 @@ def test_replay_after_contract_fix_is_admitted(
     report = publish_contract(settings, contract_with_max(tmp_path, "v1.1", 10), published_by="t")
     assert "minor" in report, report
     deadline = time.monotonic() + 30
-    while [v.contract.version for v in worker.pipeline.registry.active("nyc_boroughs")] != ["v1.1"]:
+    while [v.contract.version for v in worker.pipeline.registry.active("nyc_boroughs")] != [
+        "v1.1"
+    ]:
         assert time.monotonic() < deadline, "worker did not pick up v1.1"
         time.sleep(0.2)
 
@@ -129,7 +132,7 @@ def cli_code(settings: Settings, *argv: str) -> tuple[int, str]:
 
 
 def admitted_headers(settings: Settings, n: int, timeout_s: float = 60) -> list[dict[str, str]]:
-    from worker.kafka import read_topic
+    from worker.kafka.client import read_topic
 
     deadline = time.monotonic() + timeout_s
     while True:
@@ -165,7 +168,9 @@ def test_replay_all_since_and_never_twice_admitted(
 
     publish_contract(settings, contract_with_max(tmp_path, "v1.1", 10), published_by="t")
     deadline = time.monotonic() + 30
-    while [v.contract.version for v in worker.pipeline.registry.active("nyc_boroughs")] != ["v1.1"]:
+    while [v.contract.version for v in worker.pipeline.registry.active("nyc_boroughs")] != [
+        "v1.1"
+    ]:
         assert time.monotonic() < deadline, "worker did not pick up v1.1"
         time.sleep(0.2)
 

@@ -8,11 +8,12 @@ from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Any
 
-from worker.codec import encode_batch
-from worker.demo import collect_results, publish_demo_contracts
-from worker.features import read_batch_file
-from worker.kafka import Settings, produce_one
-from worker.scenario import data_file
+from worker.cli.demo import collect_results, publish_demo_contracts
+from worker.cli.scenario import data_file
+from worker.io.codec import encode_batch
+from worker.io.features import read_batch_file
+from worker.kafka.client import produce_one
+from worker.kafka.settings import Settings
 
 
 def test_second_worker_shares_partitions_and_nothing_is_lost(

@@ -1,0 +1,117 @@
+"""The offline ``contract-gate check`` command: output shapes and exit codes."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from worker.cli.main import main
+from worker.cli.scenario import data_file
+
+V1 = str(data_file("contracts/admin_boundaries.v1.yaml"))
+V11 = str(data_file("contracts/admin_boundaries.v1.1.yaml"))
+WORLD = str(data_file("admin_boundaries.parquet"))
+RECENT = ["--data-time", "2026-11-29T10:00:00Z", "--now", "2026-11-29T12:00:00+00:00"]
+
+
+def test_check_json_shape_and_exit_0_when_admitted(capsys: pytest.CaptureFixture[str]) -> None:
+    code = main(["check", WORLD, "--contract", V1, "--observing", V11, "--format", "json", *RECENT])
+    doc = json.loads(capsys.readouterr().out)
+    assert code == 0 and doc["decision"] == "admitted"
+    assert [(v["version"], v["mode"], v["passed"]) for v in doc["versions"]] == [
+        ("v1.0", "enforcing", True),
+        ("v1.1", "observing", False),
+    ]
+    clause = doc["versions"][1]["clauses"][5]
+    assert set(clause) == {"name", "kind", "result", "on_break", "measured", "expected", "message"}
+    assert (clause["name"], clause["result"]) == ("continent", "break")
+    assert clause["measured"]["unknown"] == ["Seven seas (open ocean)"]
+    assert doc["versions"][0]["clauses"][0]["measured"] == "EPSG:4326"
+
+
+def test_check_exit_1_when_quarantined_with_swap_diagnosis(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # Paris stored latitude-first in an RFC 7946 file (declared east_north by the format)
+    path = tmp_path / "paris.geojson"
+    path.write_text(
+        json.dumps(
+            {
+                "type": "FeatureCollection",
+                "features": [
+                    {
+                        "type": "Feature",
+                        "geometry": {"type": "Point", "coordinates": [48.8566, 2.3522]},
+                        "properties": {"name": "Paris"},
+                    }
+                ],
+            }
+        )
+    )
+    contract = tmp_path / "cities.yaml"
+    contract.write_text(
+        "layer: cities\nversion: v1\ncadence: P1D\nobjective: 0.99\nowner: t\nchangelog: first\n"
+        "clauses:\n"
+        "  - {name: srid, kind: crs, expect: 'EPSG:4326'}\n"
+        "  - {name: europe, kind: extent, region: [-25, 34, 45, 72]}\n"
+    )
+    code = main(["check", str(path), "--contract", str(contract), *RECENT])
+    out = capsys.readouterr().out
+    assert code == 1
+    assert "BREAK europe" in out
+    assert "diagnosis: axis order looks swapped" in out
+    assert out.strip().endswith("decision: quarantined")
+
+
+@pytest.mark.parametrize(
+    "argv, fragment",
+    [
+        (["check", "/nonexistent.geojson", "--contract", V1], "nonexistent.geojson"),
+        (["check", WORLD], "--contract"),
+        (["check", WORLD, "--contract", "/nope.yaml"], "nope.yaml"),
+        (["check", WORLD, "--contract", V1, "--crs", "EPSG:99999999"], "EPSG:99999999"),
+    ],
+)
+def test_bad_input_exit_2_with_a_message(
+    argv: list[str], fragment: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    assert main(argv) == 2
+    err = capsys.readouterr().err
+    assert "error:" in err and fragment in err
+
+
+def test_data_time_without_offset_is_refused_by_argparse(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["check", WORLD, "--contract", V1, "--data-time", "2026-11-29T10:00:00"])
+    assert exc.value.code == 2
+    assert "no UTC offset" in capsys.readouterr().err
+
+
+def test_the_same_version_twice_is_bad_input(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["check", WORLD, "--contract", V1, "--observing", V1]) == 2
+    assert "admin_boundaries/v1.0 given more than once" in capsys.readouterr().err
+
+
+def test_unreachable_broker_is_named(capsys: pytest.CaptureFixture[str]) -> None:
+    assert main(["topics", "create", "--bootstrap-servers", "127.0.0.1:1"]) == 2
+    assert "cannot reach Kafka at 127.0.0.1:1" in capsys.readouterr().err
+
+
+def test_a_closed_output_pipe_is_not_a_traceback() -> None:
+    # found by a fresh-user session: `contract-gate ... --format json | head -1` tracebacked
+    import subprocess
+    import sys
+
+    argv = [sys.executable, "-m", "worker", "check", WORLD, "--contract", V1, "--format", "json"]
+    proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    assert proc.stdout is not None and proc.stderr is not None
+    proc.stdout.close()  # the reader is gone before the command writes
+    with proc.stderr:
+        err = proc.stderr.read().decode()
+    proc.wait(timeout=60)
+    assert "Traceback" not in err
+    assert proc.returncode == 141

@@ -1,0 +1,500 @@
+"""One evaluator per clause kind, passing and breaking (worker.core.clauses)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pyarrow as pa
+import pyproj
+import pytest
+import shapely
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.catalogue import (
+    ANTIMERIDIAN_PARTS,
+    BOWTIE,
+    EMPTY_POLYGON,
+    EUROPE_BBOX,
+    NAN_VERTEX_WKB,
+    NOW,
+    PARIS,
+    PARIS_3857,
+    PARIS_LAT_FIRST,
+    UNPARSEABLE_WKB,
+    VALID_POLYGON,
+    batch_of,
+    clause,
+    contract_of,
+)
+from worker.core.clauses import EVALUATORS
+from worker.core.durations import parse_duration_s
+from worker.core.facts import BatchFacts
+from worker.core.model import CLAUSE_KINDS, Batch, Clause, ClauseResult, FieldSpec
+
+SWAP = "axis order looks swapped: the coordinates fit the extent with x and y exchanged"
+
+
+def run(c: Clause, batch: Batch, *others: Clause, now: datetime = NOW) -> ClauseResult:
+    result = EVALUATORS[c.kind](c, contract_of(c, *others), BatchFacts(batch), now)
+    assert result.name == c.name and result.kind == c.kind
+    assert result.message and "\n" not in result.message
+    return result
+
+
+def test_registry_covers_every_kind() -> None:
+    assert set(EVALUATORS) == set(CLAUSE_KINDS)
+
+
+# -- crs, axis_order -----------------------------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("declared", "expect", "result"),
+    [
+        ("OGC:CRS84", "EPSG:4326", "pass"),
+        ("ESRI:102100", "EPSG:3857", "pass"),
+        ("EPSG:4326", "EPSG:4326", "pass"),
+        ("EPSG:2263", "EPSG:4326", "break"),
+        (None, "EPSG:4326", "break"),
+        ("EPSG:999999", "EPSG:4326", "break"),
+    ],
+)
+def test_crs(declared: str | None, expect: str, result: str) -> None:
+    r = run(clause("srid", "crs", expect=expect), batch_of([PARIS], crs=declared))
+    assert r.result == result
+    assert r.measured == declared and r.expected == expect
+
+
+def test_crs_undeclared_message() -> None:
+    r = run(clause("srid", "crs", expect="EPSG:4326"), batch_of([PARIS], crs=None))
+    assert "declares no CRS" in r.message
+
+
+def test_axis_order() -> None:
+    c = clause("axes", "axis_order", expect="east_north")
+    assert run(c, batch_of([PARIS])).result == "pass"
+    r = run(c, batch_of([PARIS], axis_order="north_east"))
+    assert (r.result, r.measured, r.expected) == ("break", "north_east", "east_north")
+
+
+# -- extent --------------------------------------------------------------------------------
+
+
+def test_extent_passes_inside_europe() -> None:
+    r = run(clause("ext", "extent", region=EUROPE_BBOX), batch_of([PARIS]))
+    assert r.result == "pass" and r.measured["fraction_inside"] == 1.0
+    assert r.diagnoses == ()
+
+
+def test_extent_latitude_first_point_breaks_with_swap_diagnosis() -> None:
+    crs = clause("srid", "crs", expect="EPSG:4326")
+    r = run(clause("ext", "extent", region=EUROPE_BBOX), batch_of([PARIS_LAT_FIRST]), crs)
+    assert r.result == "break"
+    assert r.measured["fraction_inside"] == 0.0 and r.measured["outside"] == 1
+    assert r.diagnoses == (SWAP,)
+
+
+def test_extent_north_east_batch_is_normalised_before_measuring() -> None:
+    batch = batch_of([PARIS_LAT_FIRST], axis_order="north_east")
+    assert run(clause("ext", "extent", region=EUROPE_BBOX), batch).result == "pass"
+
+
+def test_extent_metres_declared_as_degrees_diagnosed_as_3857() -> None:
+    crs = clause("srid", "crs", expect="EPSG:4326")
+    r = run(clause("ext", "extent", region=EUROPE_BBOX), batch_of([PARIS_3857]), crs)
+    assert r.result == "break"
+    assert r.diagnoses == (
+        "coordinates look like EPSG:3857: they fit the extent after reprojecting "
+        "from EPSG:3857 to EPSG:4326",
+    )
+
+
+def test_extent_degrees_declared_as_state_plane_diagnosed_as_geographic_base() -> None:
+    nyc = shapely.Point(-73.97, 40.78)
+    c = clause("ext", "extent", region=[909000, 110000, 1068000, 275000])
+    r = run(c, batch_of([nyc], crs="EPSG:2263"), clause("srid", "crs", expect="EPSG:2263"))
+    assert r.result == "break"
+    assert len(r.diagnoses) == 1 and "coordinates look like EPSG:4" in r.diagnoses[0]
+    assert r.diagnoses[0].endswith("to EPSG:2263")
+
+
+def test_extent_reprojects_when_declared_crs_differs_from_contract() -> None:
+    c = clause("ext", "extent", region=EUROPE_BBOX, crs="EPSG:4326")
+    assert run(c, batch_of([PARIS_3857], crs="EPSG:3857")).result == "pass"
+
+
+def test_extent_empty_and_nan_are_not_inside() -> None:
+    c = clause("ext", "extent", region=[-10, -10, 10, 10])
+    for bad in (EMPTY_POLYGON, NAN_VERTEX_WKB, UNPARSEABLE_WKB, None):
+        r = run(c, batch_of([VALID_POLYGON, bad]))
+        assert r.result == "break", bad
+        assert r.measured["fraction_inside"] == 0.5
+    r = run(
+        clause("ext", "extent", region=[-10, -10, 10, 10], min_fraction_inside=0.5),
+        batch_of([VALID_POLYGON, NAN_VERTEX_WKB]),
+    )
+    assert r.result == "pass"
+
+
+def test_extent_antimeridian_bbox_passes_split_features() -> None:
+    parts = [
+        ANTIMERIDIAN_PARTS,
+        shapely.box(176, 0, 179, 1),
+        shapely.box(-179, 0, -176, 1),
+        shapely.Point(180, 0),
+    ]
+    r = run(clause("ext", "extent", region=[170, -10, -170, 10]), batch_of(parts))
+    assert r.result == "pass" and r.measured["fraction_inside"] == 1.0
+    r = run(clause("ext", "extent", region=[170, -10, -170, 10]), batch_of([PARIS]))
+    assert r.result == "break"
+
+
+def test_extent_tolerance_buffers_region() -> None:
+    near = shapely.Point(10.5, 0)
+    assert run(clause("e", "extent", region=[0, 0, 10, 10]), batch_of([near])).result == "break"
+    c = clause("e", "extent", region=[0, 0, 10, 10], tolerance=1.0)
+    assert run(c, batch_of([near])).result == "pass"
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(
+        st.tuples(st.floats(-180, 180), st.floats(-90, 90)),
+        min_size=1,
+        max_size=15,
+    )
+)
+def test_extent_fraction_is_in_unit_interval(coords: list[tuple[float, float]]) -> None:
+    r = run(clause("e", "extent", region=EUROPE_BBOX), batch_of([shapely.Point(c) for c in coords]))
+    assert 0.0 <= r.measured["fraction_inside"] <= 1.0
+    assert (r.result == "pass") == (r.measured["fraction_inside"] == 1.0)
+
+
+# -- geometry_type, validity ---------------------------------------------------------------
+
+
+def test_geometry_type() -> None:
+    c = clause("types", "geometry_type", allowed=["Polygon", "MultiPolygon"])
+    assert run(c, batch_of([VALID_POLYGON, ANTIMERIDIAN_PARTS])).result == "pass"
+    r = run(c, batch_of([VALID_POLYGON, PARIS, PARIS, EMPTY_POLYGON, UNPARSEABLE_WKB]))
+    assert r.result == "break"
+    assert r.measured == {"Point": 2, "missing or unparseable": 1, "empty": 1}
+    c2 = clause("types", "geometry_type", allowed=["Polygon"], allow_empty=True)
+    assert run(c2, batch_of([VALID_POLYGON, EMPTY_POLYGON])).result == "pass"
+
+
+def test_validity_bowtie_breaks_and_is_not_repaired() -> None:
+    batch = batch_of([VALID_POLYGON, BOWTIE])
+    r = run(clause("valid", "validity"), batch)
+    assert r.result == "break"
+    assert r.measured["invalid"] == 1 and r.measured["invalid_fraction"] == 0.5
+    assert r.measured["reasons"] == [{"index": 1, "reason": "Self-intersection[0.5 0.5]"}]
+    assert "feature 1: Self-intersection[0.5 0.5]" in r.message
+    assert batch.geometries_wkb[1] == shapely.to_wkb(BOWTIE)  # never repaired
+    assert run(clause("v", "validity", max_invalid_fraction=0.5), batch).result == "pass"
+
+
+def test_validity_empty_and_nan_break() -> None:
+    r = run(clause("valid", "validity"), batch_of([EMPTY_POLYGON, NAN_VERTEX_WKB, VALID_POLYGON]))
+    assert r.result == "break" and r.measured["invalid"] == 2
+    assert "feature 0: empty geometry" in r.message
+    assert "feature 1: non-finite coordinate" in r.message
+    assert run(clause("valid", "validity"), batch_of([VALID_POLYGON])).result == "pass"
+
+
+# -- domain --------------------------------------------------------------------------------
+
+
+def _domain_batch(values: pa.Array) -> Batch:
+    return batch_of([PARIS] * len(values), attributes=pa.table({"code": values}))
+
+
+def test_domain_passes_on_known_string_codes() -> None:
+    c = clause("d", "domain", column="code", values={"01": "one", "02": "two"})
+    assert run(c, _domain_batch(pa.array(["01", "02", "01"]))).result == "pass"
+
+
+def test_domain_integer_codes_do_not_match_zero_padded_strings() -> None:
+    c = clause("d", "domain", column="code", values={"01": "one", "02": "two"})
+    r = run(c, _domain_batch(pa.array([1, 2, 1], type=pa.int64())))
+    assert r.result == "break"
+    assert r.measured["unknown"] == [1, 2] and r.measured["unknown_count"] == 3
+    # "1" is not "01" either
+    r = run(c, _domain_batch(pa.array(["1", "01"])))
+    assert r.measured["unknown"] == ["1"] and r.measured["unknown_count"] == 1
+
+
+def test_domain_integer_keys_and_integer_column() -> None:
+    c = clause("d", "domain", column="code", values={1: "one", 2: "two"})
+    assert run(c, _domain_batch(pa.array([1, 2], type=pa.int8()))).result == "pass"
+    assert run(c, _domain_batch(pa.array(["1", "2"]))).result == "break"
+
+
+def test_domain_nulls_and_dictionary_column() -> None:
+    c = clause("d", "domain", column="code", values={"R1": "res"})
+    r = run(c, _domain_batch(pa.array(["R1", None])))
+    assert r.result == "break" and r.measured["null_count"] == 1
+    c2 = clause("d", "domain", column="code", values={"R1": "res"}, allow_null=True)
+    assert run(c2, _domain_batch(pa.array(["R1", None]))).result == "pass"
+    dict_col = pa.array(["R1", "R1"]).dictionary_encode()
+    assert run(c, _domain_batch(dict_col)).result == "pass"
+
+
+def test_domain_missing_column() -> None:
+    c = clause("d", "domain", column="land_use", values={"R1": "res"})
+    r = run(c, batch_of([PARIS]))
+    assert r.result == "break" and "'land_use' is missing" in r.message
+
+
+# -- freshness -----------------------------------------------------------------------------
+
+
+def test_freshness_pass_and_break() -> None:
+    c = clause("fresh", "freshness", max_age="PT4H")
+    r = run(c, batch_of([PARIS], data_time=NOW - timedelta(hours=3)))
+    assert r.result == "pass" and r.measured == 3 * 3600.0
+    r = run(c, batch_of([PARIS], data_time=NOW - timedelta(hours=5)))
+    assert r.result == "break" and r.measured == 5 * 3600.0
+
+
+def test_freshness_honours_utc_offset() -> None:
+    # 15:00+05:00 is 10:00 UTC: two hours before NOW (12:00 UTC), not three hours ahead
+    plus5 = timezone(timedelta(hours=5))
+    data_time = datetime(2024, 6, 1, 15, 0, tzinfo=plus5)
+    r = run(clause("fresh", "freshness", max_age="PT4H"), batch_of([PARIS], data_time=data_time))
+    assert r.result == "pass" and r.measured == 7200.0
+    r = run(clause("fresh", "freshness", max_age="PT1H"), batch_of([PARIS], data_time=data_time))
+    assert r.result == "break"
+
+
+def test_freshness_future_beyond_clock_skew_breaks() -> None:
+    c = clause("fresh", "freshness", max_age="P1D")
+    assert run(c, batch_of([PARIS], data_time=NOW + timedelta(minutes=4))).result == "pass"
+    r = run(c, batch_of([PARIS], data_time=NOW + timedelta(minutes=6)))
+    assert r.result == "break" and r.measured == -360.0 and "future" in r.message
+    c2 = clause("fresh", "freshness", max_age="P1D", max_clock_skew="PT10M")
+    assert run(c2, batch_of([PARIS], data_time=NOW + timedelta(minutes=6))).result == "pass"
+
+
+@pytest.mark.parametrize(
+    ("text", "seconds"),
+    [
+        ("PT4H", 14400.0),
+        ("P1D", 86400.0),
+        ("P1W", 604800.0),
+        ("P1DT2H30M", 95400.0),
+        ("PT0.5S", 0.5),
+        ("PT1,5M", 90.0),
+        ("PT5M", 300.0),
+    ],
+)
+def test_parse_duration_s(text: str, seconds: float) -> None:
+    assert parse_duration_s(text) == seconds
+
+
+@pytest.mark.parametrize("text", ["P", "PT", "4H", "P1DT", "-PT1H", "P1Y", "P2M", "PT1H2D"])
+def test_parse_duration_s_rejects(text: str) -> None:
+    with pytest.raises(ValueError, match=repr(text).replace("+", r"\+")):
+        parse_duration_s(text)
+
+
+# -- coverage ------------------------------------------------------------------------------
+
+
+def test_coverage_geodesic_differs_from_planar() -> None:
+    # data covers latitudes 0..30 of a 0..60 region: planar 50 %, geodesic about 57.7 %
+    c = clause("cov", "coverage", region=[0, 0, 10, 60], min_fraction=0.55)
+    r = run(c, batch_of([shapely.box(0, 0, 10, 30)]))
+    assert r.result == "pass" and r.measured["unit"] == "m²"
+    assert r.measured["fraction"] == pytest.approx(0.5774, abs=0.005)
+    # the same numbers in a projected CRS are planar: exactly one half
+    c2 = clause("cov", "coverage", region=[0, 0, 10, 60], min_fraction=0.55, crs="EPSG:2263")
+    r2 = run(c2, batch_of([shapely.box(0, 0, 10, 30)], crs="EPSG:2263"))
+    assert r2.result == "break" and r2.measured["fraction"] == pytest.approx(0.5)
+    assert r2.measured["unit"] == "CRS units²"
+
+
+def test_coverage_union_skips_invalid_and_counts_overlap_once() -> None:
+    c = clause("cov", "coverage", region=[0, 0, 4, 1], min_fraction=0.5, crs="EPSG:2263")
+    geoms = [shapely.box(0, 0, 1, 1), shapely.box(0.5, 0, 1.5, 1), shapely.box(2, 0, 3, 1)]
+    r = run(c, batch_of([*geoms, BOWTIE, NAN_VERTEX_WKB], crs="EPSG:2263"))
+    assert r.measured["fraction"] == pytest.approx(2.5 / 4)
+    assert r.result == "pass"
+    r = run(c, batch_of([BOWTIE, EMPTY_POLYGON], crs="EPSG:2263"))
+    assert r.result == "break" and r.measured["fraction"] == 0.0
+
+
+def test_coverage_by_feature_count() -> None:
+    c = clause("cov", "coverage", expected_features=100, min_fraction=0.98)
+    assert run(c, batch_of([PARIS] * 98)).result == "pass"
+    r = run(c, batch_of([PARIS] * 97))
+    assert r.result == "break" and r.measured["features"] == 97
+    # without expected_features the producer's declared count is the reference
+    c2 = clause("cov", "coverage", min_fraction=0.98)
+    assert run(c2, batch_of([PARIS] * 9, feature_count=10)).result == "break"
+    assert run(c2, batch_of([PARIS] * 10, feature_count=10)).result == "pass"
+
+
+# -- schema, feature_count -----------------------------------------------------------------
+
+FIELDS = [
+    {"name": "parcel_id", "type": "string"},
+    {"name": "land_use", "type": "string", "nullable": True},
+]
+
+
+def _schema_batch(fields: tuple[FieldSpec, ...], table: pa.Table | None = None) -> Batch:
+    if table is None:
+        table = pa.table({"parcel_id": ["a", "b"], "land_use": ["R1", None]})
+    return batch_of([PARIS, PARIS], schema_fields=fields, attributes=table)
+
+
+def test_schema_passes() -> None:
+    fields = (FieldSpec("parcel_id", "string"), FieldSpec("land_use", "string", True))
+    r = run(clause("schema", "schema", fields=FIELDS), _schema_batch(fields))
+    assert r.result == "pass" and r.measured["problems"] == []
+    assert len(r.measured["fingerprint"]) == 64
+
+
+def test_schema_breaks_on_each_problem() -> None:
+    fields = (
+        FieldSpec("parcel_id", "integer", True),
+        FieldSpec("extra", "double"),
+    )
+    table = pa.table({"parcel_id": [1, None], "extra": [1.0, 2.0]})
+    r = run(clause("schema", "schema", fields=FIELDS), _schema_batch(fields, table))
+    assert r.result == "break"
+    assert r.measured["problems"] == [
+        "field 'parcel_id' has type integer, expected string",
+        "field 'parcel_id' is nullable, expected not nullable",
+        "field 'parcel_id' has 1 nulls",
+        "missing field 'land_use'",
+        "extra field 'extra'",
+    ]
+    c = clause(
+        "schema",
+        "schema",
+        fields=[{"name": "parcel_id", "type": "integer", "nullable": True}],
+        allow_extra=True,
+    )
+    assert run(c, _schema_batch(fields, table)).result == "pass"
+
+
+def test_schema_actual_nulls_in_non_nullable_field() -> None:
+    fields = (FieldSpec("parcel_id", "string"), FieldSpec("land_use", "string", True))
+    table = pa.table({"parcel_id": ["a", None], "land_use": ["R1", None]})
+    r = run(clause("schema", "schema", fields=FIELDS), _schema_batch(fields, table))
+    assert r.result == "break" and r.measured["problems"] == ["field 'parcel_id' has 1 nulls"]
+
+
+def test_feature_count() -> None:
+    c = clause("size", "feature_count", min=1, max=3)
+    assert run(c, batch_of([PARIS] * 3)).result == "pass"
+    assert run(c, batch_of([PARIS] * 4)).measured == 4
+    assert run(c, batch_of([PARIS] * 4)).result == "break"
+    assert run(c, batch_of([])).result == "break"
+    assert run(clause("size", "feature_count"), batch_of([])).result == "pass"
+
+
+def test_3857_hint_is_hedged_when_the_extent_spans_the_whole_crs() -> None:
+    # found by a fresh-user session: NYC feet declared OGC:CRS84 against a world extent were
+    # "diagnosed" as EPSG:3857; any projected coordinates fit a world box after that reprojection
+    from tests.catalogue import NYC_BOROUGHS, active, read_geoparquet
+    from worker.core.evaluate import evaluate
+
+    geoms, _, _ = read_geoparquet(NYC_BOROUGHS)
+    batch = batch_of(list(geoms), crs="OGC:CRS84")
+    world = contract_of(
+        clause("srid", "crs", expect="OGC:CRS84"),
+        clause("extent", "extent", region=[-180, -90, 180, 90]),
+    )
+    result = evaluate(batch, [active(world)], now=NOW)
+    (diag,) = result.diagnoses
+    assert diag.startswith("coordinates look like EPSG:3857")
+    assert "weak hint" in diag
+    europe = contract_of(
+        clause("srid", "crs", expect="EPSG:4326"),
+        clause("extent", "extent", region=EUROPE_BBOX),
+    )
+    paris_m = batch_of([PARIS_3857], crs="EPSG:4326")
+    (diag,) = evaluate(paris_m, [active(europe)], now=NOW).diagnoses
+    assert diag.startswith("coordinates look like EPSG:3857") and "weak hint" not in diag
+
+
+def test_integer_field_satisfies_a_double_field_but_not_the_reverse() -> None:
+    # found by a fresh-user session: GeoJSON writes 123456.0 as 123456
+    shape = clause("schema", "schema", fields=[{"name": "len", "type": "double"}])
+    ints = batch_of([VALID_POLYGON], schema_fields=(FieldSpec("len", "integer"),),
+                    attributes=pa.table({"len": pa.array([123456])}))  # fmt: skip
+    assert EVALUATORS["schema"](shape, contract_of(shape), BatchFacts(ints), NOW).result == "pass"
+    strict = clause("schema", "schema", fields=[{"name": "len", "type": "integer"}])
+    doubles = batch_of([VALID_POLYGON], schema_fields=(FieldSpec("len", "double"),),
+                       attributes=pa.table({"len": pa.array([1.5])}))  # fmt: skip
+    r = EVALUATORS["schema"](strict, contract_of(strict), BatchFacts(doubles), NOW)
+    assert r.result == "break" and "has type double, expected integer" in r.message
+
+
+def test_feature_count_breaks_when_declared_count_differs() -> None:
+    size = clause("size", "feature_count", min=1, max=10)
+    truncated = batch_of([VALID_POLYGON], feature_count=1000)
+    r = EVALUATORS["feature_count"](size, contract_of(size), BatchFacts(truncated), NOW)
+    assert r.result == "break" and "declared 1000 features" in r.message
+
+
+def test_extent_with_a_wrong_declared_crs_reports_raw_bounds_and_diagnoses_it() -> None:
+    # found by a fresh-user session: NYC feet declared EPSG:4326 against an EPSG:2263
+    # contract reported bounds: null (the reprojection fails) and no diagnosis
+    from tests.catalogue import NYC_BOROUGHS, read_geoparquet
+
+    geoms, _, _ = read_geoparquet(NYC_BOROUGHS)
+    c = clause("extent", "extent", region=[909000, 110000, 1068000, 275000])
+    srid = clause("srid", "crs", expect="EPSG:2263")
+    r = run(c, batch_of(list(geoms), crs="EPSG:4326"), srid)
+    assert r.result == "break" and r.measured["fraction_inside"] == 0.0
+    x0, y0, x1, y1 = r.measured["bounds"]
+    assert 909000 < x0 < x1 < 1068000 and 110000 < y0 < y1 < 275000
+    assert r.measured["bounds_crs"] == "EPSG:4326"
+    assert r.diagnoses == (
+        "coordinates fit the extent as EPSG:2263: the declared CRS EPSG:4326 looks wrong",
+    )
+    ok = run(c, batch_of(list(geoms), crs="EPSG:2263"), srid)
+    assert ok.result == "pass" and ok.measured["bounds_crs"] == "EPSG:2263"
+
+
+def test_a_pacific_polygon_in_a_projected_crs_is_inside_an_antimeridian_extent() -> None:
+    # found by a data-path review: 178E..178W in EPSG:3832 came back 356 degrees wide
+    from pyproj import Transformer
+
+    to_3832 = Transformer.from_crs("OGC:CRS84", "EPSG:3832", always_xy=True)
+    ring = [(178, -18), (-178, -18), (-178, -16), (178, -16), (178, -18)]
+    fiji = shapely.Polygon([to_3832.transform(x, y) for x, y in ring])
+    region = [170, -25, -170, -10]
+    extent = clause("e", "extent", crs="EPSG:4326", region=region)
+    cover = clause("c", "coverage", crs="EPSG:4326", region=region, min_fraction=0.0)
+    c = contract_of(extent, cover)
+    facts = BatchFacts(batch_of([fiji], crs="EPSG:3832"))
+    assert EVALUATORS["extent"](extent, c, facts, NOW).measured["fraction_inside"] == 1.0
+    # independent figure: 4 x 2 degrees over 20 x 15 degrees, areas on the ellipsoid
+    wgs84 = pyproj.Geod(ellps="WGS84")
+
+    def band(w: float, s: float, e: float, n: float) -> float:
+        poly = shapely.orient_polygons(shapely.segmentize(shapely.box(w, s, e, n), 0.01))
+        return abs(wgs84.geometry_area_perimeter(poly)[0])
+
+    expected = (band(178, -18, 180, -16) * 2) / (band(170, -25, 180, -10) * 2)
+    got = EVALUATORS["coverage"](cover, c, facts, NOW).measured["fraction"]
+    assert got == pytest.approx(expected, rel=1e-3)
+
+
+def test_whole_floats_match_integer_codes_but_not_fractions_or_strings() -> None:
+    # found by a data-path review: GeoJSON {"c": 1} and {"c": 2.0} arrive as a float column
+    dom = clause("d", "domain", column="c", values={1: "a", 2: "b"})
+    floats = batch_of([VALID_POLYGON] * 3, attributes=pa.table({"c": pa.array([1.0, 2.0, 2.5])}))
+    r = EVALUATORS["domain"](dom, contract_of(dom), BatchFacts(floats), NOW)
+    assert (r.result, r.measured["unknown"]) == ("break", [2.5])
+    whole = batch_of([VALID_POLYGON] * 2, attributes=pa.table({"c": pa.array([1.0, 2.0])}))
+    assert EVALUATORS["domain"](dom, contract_of(dom), BatchFacts(whole), NOW).result == "pass"
+    padded = clause("d", "domain", column="c", values={"01": "a", "02": "b"})
+    r = EVALUATORS["domain"](padded, contract_of(padded), BatchFacts(whole), NOW)
+    assert r.result == "break"  # no coercion between numbers and strings

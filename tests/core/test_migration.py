@@ -1,0 +1,126 @@
+"""The migration view with plain values: declared, unattributed, stale, per major version."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+import pytest
+
+from worker.core.errors import ContractGateError
+from worker.core.migration import (
+    Declaration,
+    build_view,
+    major_label,
+    parse_version,
+    render_view,
+    version_covers,
+    view_to_json,
+)
+
+NOW = datetime(2026, 11, 29, 12, tzinfo=timezone.utc)
+WEEK = timedelta(days=7)
+
+
+def _decl(consumer: str, version: str, layer: str = "roads", age: timedelta = timedelta(0)):
+    return Declaration(consumer, layer, version, NOW - age)
+
+
+def _view(active, decls=(), reading=(), existing=(), **kw):
+    return build_view(active, decls, reading, existing, now=NOW, stale_after=WEEK, **kw)
+
+
+def test_parse_version_and_major() -> None:
+    assert parse_version("v7.1") == (7, 1)
+    assert parse_version("v7") == (7, 0)
+    assert parse_version("7") == (7, 0)
+    assert major_label("v1.1") == "v1"
+    with pytest.raises(ContractGateError, match="v<major>"):
+        parse_version("seven")
+
+
+def test_version_covers_same_major_and_at_least_the_minor() -> None:
+    assert version_covers("v1.1", "v1")
+    assert version_covers("v1.0", "v1.0")
+    assert not version_covers("v1.0", "v1.1")
+    assert not version_covers("v2.0", "v1.0")
+
+
+def test_declared_consumers_count_on_their_major() -> None:
+    view = _view(
+        {"roads": ["v1.0", "v1.1", "v2.0"]},
+        [_decl("a", "v1.0"), _decl("b", "v1.1"), _decl("c", "v2")],
+    )
+    v1, v2 = view.layers["roads"].versions
+    assert (v1.version, v1.revisions, v1.oldest, v1.count) == ("v1", ("v1.0", "v1.1"), True, 2)
+    assert [r.name for r in v1.declared] == ["a", "b"]
+    assert (v2.version, v2.count, v2.oldest) == ("v2", 1, False)
+
+
+def test_unattributed_groups_count_against_the_oldest_active_major() -> None:
+    view = _view(
+        {"roads": ["v2.0", "v3.0"], "rivers": ["v1.0"]},
+        [_decl("declared-reader", "v3")],
+        reading=["declared-reader", "silent", "gate", "gate-reader-host-1"],
+        existing=["declared-reader", "silent", "gate"],
+        excluded=["gate"],
+        excluded_prefixes=["gate-reader-"],
+    )
+    roads = view.layers["roads"]
+    v2 = roads.get("v2")
+    assert v2 is not None
+    assert [(r.name, r.kind, r.label) for r in v2.unattributed] == [
+        ("silent", "unattributed", "unattributed:silent")
+    ]
+    assert v2.count == 1
+    assert roads.get("v3").count == 1  # type: ignore[union-attr]
+    # a group that declared for roads only is unattributed on every other layer
+    rivers = view.layers["rivers"].get("v1")
+    assert rivers is not None
+    assert sorted(r.name for r in rivers.unattributed) == ["declared-reader", "silent"]
+
+
+def test_stale_declarations_are_shown_not_counted() -> None:
+    view = _view(
+        {"roads": ["v1.0", "v2.0"]},
+        [
+            _decl("gone-old", "v1", age=WEEK * 2),  # group gone, old: stale
+            _decl("gone-new", "v1", age=timedelta(hours=1)),  # group gone, recent: counts
+            _decl("alive-old", "v1", age=WEEK * 2),  # group exists: counts
+        ],
+        existing=["alive-old"],
+    )
+    v1 = view.count("roads", "v1")
+    assert v1 is not None
+    assert [r.name for r in v1.stale] == ["gone-old"]
+    assert sorted(r.name for r in v1.declared) == ["alive-old", "gone-new"]
+    assert v1.count == 2
+
+
+def test_declarations_on_an_inactive_version_keep_their_row() -> None:
+    view = _view({"roads": ["v2.0"]}, [_decl("late", "v1.0")])
+    v1, v2 = view.layers["roads"].versions
+    assert (v1.version, v1.active, v1.count) == ("v1", False, 1)
+    assert (v2.version, v2.active, v2.oldest) == ("v2", True, True)
+
+
+def test_migration_one_at_a_time_counts_down() -> None:
+    names = ["a", "b", "c"]
+    counts = []
+    for moved in range(4):
+        decls = [_decl(n, "v2" if i < moved else "v1") for i, n in enumerate(names)]
+        counts.append(_view({"roads": ["v1.0", "v2.0"]}, decls).count("roads", "v1").count)  # type: ignore[union-attr]
+    assert counts == [3, 2, 1, 0]
+
+
+def test_render_and_json_name_every_consumer() -> None:
+    view = _view(
+        {"roads": ["v1.0", "v2.0"]},
+        [_decl("a", "v1"), _decl("gone", "v1", age=WEEK * 2)],
+        reading=["silent"],
+        existing=["a", "silent"],
+    )
+    text = render_view(view)
+    assert "v1 (active v1.0, oldest): 2 consumer(s)" in text
+    assert "declared: a" in text and "unattributed: silent" in text and "stale: gone" in text
+    rows = view_to_json(view)
+    assert rows[0]["count"] == 2 and rows[0]["stale"][0]["name"] == "gone"  # type: ignore[index]

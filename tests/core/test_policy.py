@@ -1,0 +1,167 @@
+"""Lifecycle policy decisions (DESIGN.md section 5), pure."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+
+from worker.cli.scenario import data_file
+from worker.core.contracts import parse_contract
+from worker.core.model import Contract
+from worker.core.policy import Published, decide_promotion, decide_publish, escalations
+from worker.io.contract_files import load_contract
+
+NOW = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
+V1 = load_contract(data_file("contracts/admin_boundaries.v1.yaml"))
+V1_1 = load_contract(data_file("contracts/admin_boundaries.v1.1.yaml"))  # tightening
+
+
+def variant(base: Contract, version: str, *edits: tuple[str, str]) -> Contract:
+    text = base.text.replace(
+        f"version: {base.text.split('version: ')[1].split()[0]}", f"version: {version}"
+    )
+    for old, new in edits:
+        assert old in text
+        text = text.replace(old, new)
+    return parse_contract(text, source=version)
+
+
+def pub(
+    c: Contract, mode: str = "enforcing", state: str = "active", at: datetime = NOW
+) -> Published:
+    return Published(c, mode, state, None, (), at, "tester")
+
+
+def decide(c: Contract, mode: str, *known: Published):  # type: ignore[no-untyped-def]
+    return decide_publish(c, mode=mode, known=list(known), published_by="me", now=NOW)
+
+
+def test_first_version_is_written_as_given() -> None:
+    d = decide(V1, "enforcing")
+    assert d.action == "write" and [w.contract.key for w in d.writes] == ["admin_boundaries/v1.0"]
+
+
+def test_same_digest_noop_other_digest_edit_in_place() -> None:
+    assert decide(V1, "enforcing", pub(V1)).action == "noop"
+    edited = parse_contract(V1.text.replace("max_age: PT6H", "max_age: PT1H"))
+    d = decide(edited, "enforcing", pub(V1))
+    assert d.action == "refuse" and "edit in place" in d.message
+
+
+def test_same_document_in_another_mode_is_refused_not_a_noop() -> None:
+    # found by a fresh-user session: republishing with --mode observing printed "no-op"
+    d = decide(V1_1, "enforcing", pub(V1), pub(V1_1, "observing"))
+    assert d.action == "refuse"
+    assert "already published observing" in d.message
+    assert "contract-gate contract promote admin_boundaries v1.1" in d.message
+    d = decide(V1, "observing", pub(V1))
+    assert d.action == "refuse" and "cannot change its mode to observing" in d.message
+
+
+def test_tightening_only_observing_and_carries_its_class() -> None:
+    d = decide(V1_1, "enforcing", pub(V1))
+    assert d.action == "refuse" and "--mode observing" in d.message
+    assert "change class tightening" in d.message
+    ok = decide(V1_1, "observing", pub(V1))
+    assert ok.action == "write" and len(ok.writes) == 1
+    (w,) = ok.writes
+    assert (w.mode, w.state, w.change_class) == ("observing", "active", "tightening")
+    assert [x.clause for x in w.differences] == ["(document)", "continent"]
+    assert w.to_record()["differences"][1]["class"] == "tightening"
+
+
+def test_numbering_follows_the_class() -> None:
+    projection = variant(V1, "v1.1", ('expect: "EPSG:4326"', 'expect: "EPSG:3857"'))
+    d = decide(projection, "observing", pub(V1))
+    assert d.action == "refuse"
+    assert "a major change must be v2.0, not v1.1" in d.message
+    minor_as_major = variant(V1, "v2", ("owner: boundaries-team", "owner: geo-team"))
+    d = decide(minor_as_major, "enforcing", pub(V1))
+    assert d.action == "refuse" and "a minor change must be v1.1, not v2.0" in d.message
+
+
+def test_enforcing_minor_supersedes_its_predecessor_of_the_same_major() -> None:
+    minor = variant(V1, "v1.1", ("owner: boundaries-team", "owner: geo-team"))
+    d = decide(minor, "enforcing", pub(V1))
+    assert d.action == "write"
+    assert [(w.contract.version, w.mode, w.state) for w in d.writes] == [
+        ("v1.1", "enforcing", "active"),
+        ("v1.0", "enforcing", "superseded"),
+    ]
+    assert "supersedes v1.0" in d.message
+
+
+def test_enforcing_minor_after_an_observing_tightening_is_refused() -> None:
+    minor_of_tight = variant(V1_1, "v1.2", ("owner: boundaries-team", "owner: geo-team"))
+    d = decide(minor_of_tight, "enforcing", pub(V1), pub(V1_1, "observing"))
+    assert d.action == "refuse" and "without evidence" in d.message
+
+
+def test_major_opens_an_overlap() -> None:
+    major = variant(V1, "v2", ("expect: east_north", "expect: north_east"))
+    d = decide(major, "observing", pub(V1))
+    assert d.action == "write" and len(d.writes) == 1
+    assert "overlap begins with v1.0" in d.message
+
+
+def test_promotion_needs_one_cadence_and_confirmation_then_supersedes() -> None:
+    known = [pub(V1), pub(V1_1, "observing")]
+    short = decide_promotion(V1_1.key, known=known, span_s=2 * 3600, confirmed=True)
+    assert short.action == "refuse"
+    assert "4.0 h missing" in short.message  # cadence PT6H
+    unconfirmed = decide_promotion(V1_1.key, known=known, span_s=6 * 3600, confirmed=False)
+    assert unconfirmed.action == "refuse" and "--yes" in unconfirmed.message
+    ok = decide_promotion(V1_1.key, known=known, span_s=6 * 3600, confirmed=True)
+    assert [(w.contract.version, w.mode, w.state) for w in ok.writes] == [
+        ("v1.1", "enforcing", "active"),
+        ("v1.0", "enforcing", "superseded"),
+    ]
+    assert (
+        decide_promotion("admin_boundaries/v9.0", known=known, span_s=1e9, confirmed=True).action
+        == "refuse"
+    )
+
+
+def test_escalations() -> None:
+    v2 = variant(V1, "v2", ("expect: east_north", "expect: north_east"))
+    v2_1 = variant(v2, "v2.1", ("owner: boundaries-team", "owner: geo-team"))
+    young = [pub(V1), pub(v2, at=NOW - timedelta(hours=6))]
+    assert escalations(young, NOW) == []
+    old = [pub(V1), pub(v2, at=NOW - timedelta(hours=13)), pub(v2_1, "observing")]
+    warnings = escalations(old, NOW)
+    assert any("3 active versions" in w for w in warnings)
+    assert any("open for 2.2 cadence cycles" in w for w in warnings)
+
+
+def test_crs_respelled_is_numbered_and_published_as_a_minor() -> None:
+    respelled = variant(V1, "v1.1", ('"EPSG:4326"', '"urn:ogc:def:crs:EPSG::4326"'))
+    d = decide(respelled, "enforcing", pub(V1))
+    assert d.action == "write" and d.classification is not None
+    assert d.classification.class_ == "minor"
+    assert [(w.contract.version, w.state) for w in d.writes] == [
+        ("v1.1", "active"),
+        ("v1.0", "superseded"),
+    ]
+    assert d.writes[0].change_class == "minor"
+    wrong = variant(V1, "v2.0", ('"EPSG:4326"', '"urn:ogc:def:crs:EPSG::4326"'))
+    assert "a minor change must be v1.1" in decide(wrong, "enforcing", pub(V1)).message
+
+
+def test_promotion_and_supersession_writes_keep_class_differences_and_provenance() -> None:
+    earlier = NOW - timedelta(days=3)
+    v1 = Published(V1, "enforcing", "active", "minor", (), earlier, "first-publisher")
+    v11 = decide(V1_1, "observing", v1).writes[0]
+    assert (v11.change_class, v11.published_by) == ("tightening", "me")
+    d = decide_promotion(V1_1.key, known=[v1, v11], span_s=V1_1.cadence_s, confirmed=True)
+    promoted, superseded = d.writes
+    assert (promoted.mode, promoted.change_class, promoted.differences) == (
+        "enforcing",
+        "tightening",
+        v11.differences,
+    )
+    assert (promoted.published_at, promoted.published_by) == (NOW, "me")
+    assert superseded.state == "superseded"
+    assert (superseded.change_class, superseded.published_at, superseded.published_by) == (
+        "minor",
+        earlier,
+        "first-publisher",
+    )

@@ -1,0 +1,117 @@
+"""Registry of contract versions from config records: policy re-checks, tombstones, order."""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from worker.cli.scenario import data_file
+from worker.core.contracts import parse_contract
+from worker.core.registry import Registry
+from worker.io.codec import encode_contract_record
+from worker.io.config_records import apply_config_value
+from worker.io.contract_files import load_contract
+from worker.kafka.publish import contract_record
+
+V1 = load_contract(data_file("contracts/admin_boundaries.v1.yaml"))
+V11 = load_contract(data_file("contracts/admin_boundaries.v1.1.yaml"))
+
+
+def record(contract=V1, **kw) -> bytes:  # type: ignore[no-untyped-def]
+    return encode_contract_record(contract_record(contract, mode=kw.pop("mode", "enforcing"), **kw))
+
+
+def test_added_then_lifecycle_update_then_unchanged() -> None:
+    reg = Registry()
+    assert apply_config_value(reg, V1.key, record()).outcome == "added"
+    ev = apply_config_value(reg, V1.key, record(mode="observing"))
+    assert (ev.outcome, ev.message) == (
+        "updated",
+        "admin_boundaries/v1.0 enforcing/active -> observing/active",
+    )
+    assert apply_config_value(reg, V1.key, record(mode="observing")).outcome == "unchanged"
+    assert [v.mode for v in reg.active("admin_boundaries")] == ["observing"]
+
+
+def test_edit_in_place_is_rejected_and_original_kept() -> None:
+    reg = Registry()
+    apply_config_value(reg, V1.key, record())
+    edited = parse_contract(V1.text.replace("max_age: PT6H", "max_age: PT1H"))
+    ev = apply_config_value(reg, V1.key, record(edited))
+    assert (ev.outcome, ev.reason, ev.layer) == ("rejected", "edit_in_place", "admin_boundaries")
+    assert "edit in place refused" in ev.message
+    kept = reg.get(V1.key)
+    assert kept is not None and kept.contract.digest == V1.digest
+
+
+def test_undecodable_invalid_and_mismatched_records_are_rejected_with_reasons() -> None:
+    reg = Registry()
+    assert apply_config_value(reg, "x/v1.0", b"\x00\x01garbage").reason == "invalid_record"
+    broken = encode_contract_record(
+        {**contract_record(V1, mode="enforcing"), "document": "layer: x\nversion: nope\n"}
+    )
+    ev = apply_config_value(reg, V1.key, broken)
+    assert ev.reason == "invalid_contract" and "version" in ev.message
+    assert apply_config_value(reg, "admin_boundaries/v9.0", record()).reason == "key_mismatch"
+    wrong_digest = encode_contract_record(
+        {**contract_record(V1, mode="enforcing"), "digest": "0" * 64}
+    )
+    assert apply_config_value(reg, V1.key, wrong_digest).reason == "invalid_contract"
+    assert reg.versions() == ()
+
+
+def test_tombstone_removes_and_active_is_ordered_by_version() -> None:
+    reg = Registry()
+    apply_config_value(reg, V11.key, record(V11, mode="observing"))
+    apply_config_value(reg, V1.key, record())
+    assert [v.contract.version for v in reg.active("admin_boundaries")] == ["v1.0", "v1.1"]
+    assert apply_config_value(reg, V1.key, None).outcome == "removed"
+    assert apply_config_value(reg, V1.key, None).outcome == "unchanged"
+    assert [v.contract.version for v in reg.active("admin_boundaries")] == ["v1.1"]
+    apply_config_value(reg, V11.key, record(V11, mode="observing", state="retired"))
+    assert reg.active("admin_boundaries") == ()
+    assert reg.layers() == ("admin_boundaries",)
+
+
+def test_tombstone_is_flagged_logged_at_warning_and_counted(caplog: Any) -> None:
+    # found by a fresh-user session: a tombstone silently deleted a version
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    from worker.kafka.pipeline import Pipeline
+    from worker.kafka.settings import Settings
+    from worker.ops.metrics import GateMetrics
+
+    reader = InMemoryMetricReader()
+    metrics = GateMetrics(MeterProvider(metric_readers=[reader]).get_meter("test"))
+    pipeline = Pipeline(Settings(), metrics=metrics)
+
+    class Msg:
+        def __init__(self, key: str, value: bytes | None) -> None:
+            self._key, self._value = key.encode(), value
+
+        def key(self) -> bytes:
+            return self._key
+
+        def value(self) -> bytes | None:
+            return self._value
+
+    pipeline.config._apply(Msg(V1.key, record()))
+    with caplog.at_level(logging.INFO, logger="worker.kafka.config_topic"):
+        ev = pipeline.config._apply(Msg(V1.key, None))
+    assert (ev.outcome, ev.tombstone, ev.layer) == ("removed", True, "admin_boundaries")
+    warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
+    assert [r.getMessage() for r in warnings] == [
+        "config removed: tombstone for admin_boundaries/v1.0: v1.0 (enforcing/active) "
+        "deleted, no longer evaluated; active versions of admin_boundaries: none"
+    ]
+    assert not pipeline.registry.active("admin_boundaries")
+    counted = {}
+    data = reader.get_metrics_data()
+    for rm in data.resource_metrics if data else []:
+        for sm in rm.scope_metrics:
+            for m in sm.metrics:
+                counted[m.name] = [(dict(p.attributes), p.value) for p in m.data.data_points]
+    assert counted["gis.contract.config_tombstones_total"] == [({"layer": "admin_boundaries"}, 1)]
+    assert "gis.contract.config_rejections_total" not in counted  # not a rejection
+    assert apply_config_value(Registry(), V1.key, record()).tombstone is False

@@ -1,0 +1,424 @@
+"""Tests of worker.io.codec: round trips of every record, typed columns, bad bytes."""
+
+from __future__ import annotations
+
+import contextlib
+import io
+import json
+from dataclasses import replace
+from datetime import date, datetime, timedelta, timezone
+from pathlib import Path
+
+import fastavro
+import pyarrow as pa
+import pytest
+import shapely
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from worker.core.errors import BatchError, DecodeError
+from worker.core.model import (
+    Batch,
+    ClauseResult,
+    Decision,
+    FieldSpec,
+    QuarantineReason,
+    VersionVerdict,
+)
+from worker.io import codec
+from worker.io.codec.avro import BATCH_ARRIVAL
+from worker.io.features import read_batch_file
+
+UTC = timezone.utc
+T0 = datetime(2024, 5, 1, 12, 30, 15, 123000, tzinfo=UTC)
+DEMO = Path(__file__).resolve().parents[2] / "worker" / "data"
+
+
+def _batch(**changes: object) -> Batch:
+    attrs = pa.table(
+        {
+            "s": pa.array(["a", None], pa.string()),
+            "i": pa.array([1, 2], pa.int64()),
+            "f": pa.array([1.5, float("nan")], pa.float64()),
+            "b": pa.array([True, None], pa.bool_()),
+            "t": pa.array([T0, None], pa.timestamp("us", tz="UTC")),
+            "d": pa.array([date(2024, 5, 1), date(1960, 1, 2)], pa.date32()),
+            "x": pa.array([b"\x00\xff", None], pa.binary()),
+        }
+    )
+    base: dict[str, object] = {
+        "batch_id": "b-1",
+        "layer": "parcels",
+        "producer": "etl",
+        "data_time": T0,
+        "produced_at": T0 + timedelta(seconds=5),
+        "declared_crs": "EPSG:2263",
+        "axis_order": "east_north",
+        "schema_fields": (FieldSpec("s", "string", True), FieldSpec("i", "integer")),
+        "feature_count": 2,
+        "geometries_wkb": (shapely.Point(1, 2).wkb, None),
+        "attributes": attrs,
+    }
+    base.update(changes)
+    return Batch(**base)  # type: ignore[arg-type]
+
+
+def _same(a: Batch, b: Batch) -> None:
+    for name in (
+        "batch_id",
+        "layer",
+        "producer",
+        "data_time",
+        "produced_at",
+        "declared_crs",
+        "axis_order",
+        "schema_fields",
+        "feature_count",
+        "geometries_wkb",
+        "payload_uri",
+    ):
+        assert getattr(a, name) == getattr(b, name), name
+    assert a.attributes.schema == b.attributes.schema
+    assert a.attributes.num_rows == b.attributes.num_rows
+    assert json.dumps(a.attributes.to_pylist(), default=str) == json.dumps(
+        b.attributes.to_pylist(), default=str
+    )
+
+
+def test_batch_round_trip_with_typed_columns() -> None:
+    b = _batch()
+    out = codec.decode_batch(codec.encode_batch(b))
+    _same(b, out)
+    assert out.attributes.column("i").to_pylist() == [1, 2]  # ints stay ints
+    assert out.attributes.column("t").to_pylist()[0] == T0
+
+
+def test_column_widths_and_units_normalise() -> None:
+    attrs = pa.table(
+        {
+            "i8": pa.array([1, None], pa.int8()),
+            "f32": pa.array([0.5, 1.0], pa.float32()),
+            "ts_ms": pa.array([T0.replace(tzinfo=None)] * 2, pa.timestamp("ms")),
+            "ls": pa.array(["x", "y"], pa.large_string()),
+        }
+    )
+    out = codec.decode_batch(codec.encode_batch(_batch(attributes=attrs)))
+    assert out.attributes.schema == pa.schema(
+        [
+            ("i8", pa.int64()),
+            ("f32", pa.float64()),
+            ("ts_ms", pa.timestamp("us", tz="UTC")),
+            ("ls", pa.string()),
+        ]
+    )
+    assert out.attributes.column("ts_ms").to_pylist() == [T0, T0]
+    assert out.attributes.column("i8").to_pylist() == [1, None]
+
+
+def test_zero_column_and_zero_feature_batches() -> None:
+    n3 = pa.table({"_": pa.nulls(3)}).drop_columns(["_"])
+    out = codec.decode_batch(
+        codec.encode_batch(_batch(attributes=n3, geometries_wkb=(None, None, None)))
+    )
+    assert out.attributes.num_rows == 3 and out.attributes.num_columns == 0
+    empty = codec.decode_batch(
+        codec.encode_batch(_batch(attributes=pa.table({}), geometries_wkb=()))
+    )
+    assert empty.geometries_wkb == () and empty.attributes.num_rows == 0
+
+
+def test_payload_uri_event_decodes_without_features() -> None:
+    data = codec.encode_batch(_batch(), inline=False, payload_uri="file:///data/b.parquet")
+    out = codec.decode_batch(data)
+    assert out.payload_uri == "file:///data/b.parquet"
+    assert out.geometries_wkb == () and out.attributes.num_rows == 0
+    assert out.feature_count == 2
+    assert codec.decode_event(data)["features"] is None
+    with pytest.raises(BatchError, match="needs a uri"):
+        codec.encode_batch(_batch(), inline=False)
+
+
+def test_demo_file_round_trips() -> None:
+    b = read_batch_file(DEMO / "nyc_boroughs.parquet", layer="nyc_boroughs", data_time=T0)
+    b = replace(b, produced_at=T0)  # timestamps travel in milliseconds
+    _same(codec.decode_batch(codec.encode_batch(b)), b)
+
+
+def test_encode_refuses_unsupported_values() -> None:
+    with pytest.raises(BatchError, match="arrow type list"):
+        codec.encode_batch(_batch(attributes=pa.table({"l": [[1], [2]]})))
+    big = pa.table({"u": pa.array([2**64 - 1, 0], pa.uint64())})
+    with pytest.raises(BatchError, match="cannot encode batch b-1"):
+        codec.encode_batch(_batch(attributes=big))
+
+
+_values = {
+    "integer": st.integers(-(2**63), 2**63 - 1),
+    "double": st.floats(allow_nan=False),
+    "string": st.text(max_size=8),
+    "boolean": st.booleans(),
+    "binary": st.binary(max_size=8),
+}
+_arrow = {
+    "integer": pa.int64(),
+    "double": pa.float64(),
+    "string": pa.string(),
+    "boolean": pa.bool_(),
+    "binary": pa.binary(),
+}
+_millis = st.integers(0, 4_000_000_000_000).map(
+    lambda ms: datetime(1970, 1, 1, tzinfo=UTC) + timedelta(milliseconds=ms)
+)
+
+
+@st.composite
+def batches(draw: st.DrawFn) -> Batch:
+    n = draw(st.integers(0, 5))
+    kinds = draw(st.lists(st.sampled_from(sorted(_values)), max_size=4))
+    cols = {
+        f"c{i}": pa.array(draw(st.lists(st.none() | _values[k], min_size=n, max_size=n)), _arrow[k])
+        for i, k in enumerate(kinds)
+    }
+    attrs = pa.table(cols) if cols else pa.table({"_": pa.nulls(n)}).drop_columns(["_"])
+    geoms = draw(st.lists(st.none() | st.binary(min_size=1, max_size=30), min_size=n, max_size=n))
+    return Batch(
+        batch_id=draw(st.text(min_size=1, max_size=10)),
+        layer=draw(st.text(max_size=10)),
+        producer=draw(st.text(max_size=10)),
+        data_time=draw(_millis),
+        produced_at=draw(_millis),
+        declared_crs=draw(st.none() | st.text(max_size=20)),
+        axis_order=draw(st.sampled_from(["east_north", "north_east"])),
+        schema_fields=tuple(
+            FieldSpec(f"c{i}", k, draw(st.booleans())) for i, k in enumerate(kinds)
+        ),
+        feature_count=draw(st.integers(0, 2**40)),
+        geometries_wkb=tuple(geoms),
+        attributes=attrs,
+        payload_uri=draw(st.none() | st.just("file:///x.parquet")),
+    )
+
+
+@settings(max_examples=150, deadline=None)
+@given(batches())
+def test_batch_arrival_round_trip_property(b: Batch) -> None:
+    _same(b, codec.decode_batch(codec.encode_batch(b)))
+
+
+def _good() -> bytes:
+    return codec.encode_batch(_batch())
+
+
+def _raw(record: dict) -> bytes:
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, BATCH_ARRIVAL, record)
+    return out.getvalue()
+
+
+def _tampered(**changes: object) -> bytes:
+    record = codec.decode_event(_good())
+    record.update(changes)
+    return _raw(record)
+
+
+def _column_tamper(name: str, values: list, type_: str | None = None) -> bytes:
+    record = codec.decode_event(_good())
+    for c in record["features"]["columns"]:
+        if c["name"] == name:
+            c["values"] = values
+            c["type"] = type_ or c["type"]
+    return _raw(record)
+
+
+def _enum_index_out_of_range() -> bytes:
+    good = _good()
+    # axis_order is the first enum; rewrite its index (0 -> 9) right after declared_crs
+    marker = b"\x02\x12EPSG:2263"  # union branch 1 (string), length 9, text
+    at = good.index(marker) + len(marker)
+    return good[:at] + b"\x12" + good[at + 1 :]
+
+
+@pytest.mark.parametrize(
+    ("data", "reason"),
+    [
+        (b"", "empty bytes"),
+        (_good()[:10], "truncated"),
+        (_good()[:-1], "truncated"),
+        (_good() + b"\x00", "trailing bytes"),
+        (b"\x06\xff\xfe\xfd" + _good()[4:], "UTF-8"),
+        (_enum_index_out_of_range(), "enum"),
+        (b"\x01" + _good()[1:], "negative length"),
+        (codec.encode_consumer_declaration("c", "l", "v1.0", T0), "not a BatchArrival"),
+        (_tampered(features=None, payload_uri=None), "neither inline features nor"),
+        (_column_tamper("i", [1, "2"]), "holds a str at row 1"),
+        (_column_tamper("i", [1]), "has 1 values for 2 geometries"),
+        (_column_tamper("i", [1, 2], "decimal"), "unknown logical type"),
+        (_column_tamper("f", [1, 2]), "of type double holds a int"),
+        (_column_tamper("b", [1, 0]), "of type boolean holds a int"),
+    ],
+)
+def test_bad_bytes_raise_decode_error_with_reason(data: bytes, reason: str) -> None:
+    with pytest.raises(DecodeError, match=reason):
+        codec.decode_batch(data)
+
+
+def test_not_bytes_is_a_decode_error() -> None:
+    with pytest.raises(DecodeError, match="expected bytes"):
+        codec.decode_batch("text")  # type: ignore[arg-type]
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=200))
+def test_random_bytes_never_raise_another_exception(data: bytes) -> None:
+    for decode in (
+        codec.decode_batch,
+        codec.decode_quarantine,
+        codec.decode_contract_record,
+        codec.decode_evaluation,
+        codec.decode_consumer_declaration,
+    ):
+        with contextlib.suppress(DecodeError):
+            decode(data)
+
+
+@settings(max_examples=150, deadline=None)
+@given(st.data())
+def test_corrupted_events_never_raise_another_exception(data: st.DataObject) -> None:
+    good = bytearray(_good())
+    for _ in range(data.draw(st.integers(1, 4))):
+        good[data.draw(st.integers(0, len(good) - 1))] = data.draw(st.integers(0, 255))
+    with contextlib.suppress(DecodeError):
+        codec.decode_batch(bytes(good))
+
+
+def _verdict() -> VersionVerdict:
+    return VersionVerdict(
+        layer="parcels",
+        version="v7.1",
+        mode="observing",
+        passed=False,
+        clauses=(
+            ClauseResult("srid", "crs", "pass", "halt", "EPSG:2263", "EPSG:2263", "ok"),
+            ClauseResult(
+                "extent",
+                "extent",
+                "break",
+                "halt",
+                {"inside": 0.5, "n": 10},
+                [909000, 110000, 1068000, 275000],
+                "half outside",
+                ("axis order looks swapped",),
+            ),
+            ClauseResult(
+                "fresh",
+                "freshness",
+                "break",
+                "warn",
+                7200.0,
+                None,
+                "old",
+                ("axis order looks swapped", "clock skew"),
+            ),
+        ),
+    )
+
+
+def test_evaluation_round_trip() -> None:
+    data = codec.encode_evaluation(
+        _verdict(),
+        batch_id="b-1",
+        data_time=T0,
+        evaluated_at=T0 + timedelta(minutes=1),
+        source_topic="gis.batches",
+        source_partition=3,
+        source_offset=42,
+    )
+    rec = codec.decode_evaluation(data)
+    assert (rec["layer"], rec["version"], rec["mode"], rec["passed"]) == (
+        "parcels",
+        "v7.1",
+        "observing",
+        False,
+    )
+    assert rec["data_time"] == T0 and rec["source_offset"] == 42
+    assert rec["clauses"][1]["measured"] == {"inside": 0.5, "n": 10}
+    assert rec["clauses"][1]["expected"] == [909000, 110000, 1068000, 275000]
+    assert rec["clauses"][2]["expected"] is None and rec["clauses"][2]["on_break"] == "warn"
+    assert rec["diagnoses"] == ["axis order looks swapped", "clock skew"]
+
+
+def test_quarantine_round_trip_from_decision_and_reasons() -> None:
+    reason = QuarantineReason(
+        "contract_break",
+        "half outside",
+        "v7.1",
+        "enforcing",
+        "extent",
+        {"inside": 0.5},
+        [0, 0, 1, 1],
+    )
+    decision = Decision("quarantined", (_verdict(),), (reason,), ("axis order looks swapped",))
+    common = dict(
+        batch_id="b-1",
+        layer="parcels",
+        source_topic="gis.batches",
+        source_partition=0,
+        source_offset=7,
+        original=b"\x00raw",
+        quarantined_at=T0,
+        worker_id="w-1",
+    )
+    rec = codec.decode_quarantine(codec.encode_quarantine(decision, **common))  # type: ignore[arg-type]
+    assert rec["reason_code"] == "contract_break" and rec["original"] == b"\x00raw"
+    assert rec["reasons"][0]["measured"] == {"inside": 0.5}
+    assert rec["reasons"][0]["clause"] == "extent" and rec["quarantined_at"] == T0
+    assert rec["diagnoses"] == ["axis order looks swapped"]
+    bare = QuarantineReason("decode_error", "undecodable")
+    common.update(batch_id=None, layer=None)
+    rec = codec.decode_quarantine(codec.encode_quarantine([bare], **common))  # type: ignore[arg-type]
+    assert rec["reason_code"] == "decode_error" and rec["batch_id"] is None
+    assert rec["reasons"][0]["version"] is None and rec["reasons"][0]["measured"] is None
+
+
+def test_contract_record_round_trip() -> None:
+    record = {
+        "layer": "parcels",
+        "version": "v7.1",
+        "document": "layer: parcels\n",
+        "digest": "ab" * 32,
+        "mode": "observing",
+        "state": "active",
+        "change_class": "tightening",
+        "differences": [
+            {
+                "clause": "fresh",
+                "kind": "freshness",
+                "class": "tightening",
+                "reason": "max_age PT6H -> PT4H",
+            }
+        ],
+        "published_at": T0,
+        "published_by": "alice",
+        "changelog": "tighter",
+    }
+    assert codec.decode_contract_record(codec.encode_contract_record(record)) == record
+    minimal = {k: v for k, v in record.items() if k not in ("change_class", "differences")}
+    out = codec.decode_contract_record(codec.encode_contract_record(minimal))
+    assert out["change_class"] is None and out["differences"] == []
+    with pytest.raises(Exception, match="cannot encode ContractRecord"):
+        codec.encode_contract_record({**record, "mode": "shadow"})
+
+
+def test_consumer_declaration_round_trip() -> None:
+    data = codec.encode_consumer_declaration("team-a", "parcels", "v7.0", T0)
+    assert codec.decode_consumer_declaration(data) == {
+        "consumer": "team-a",
+        "layer": "parcels",
+        "version": "v7.0",
+        "declared_at": T0,
+    }
+
+
+def test_naive_datetimes_are_read_as_utc() -> None:
+    data = codec.encode_consumer_declaration("c", "l", "v1.0", T0.replace(tzinfo=None))
+    assert codec.decode_consumer_declaration(data)["declared_at"] == T0

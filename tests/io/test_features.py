@@ -1,0 +1,273 @@
+"""Tests of worker.io.features: GeoJSON, GeoParquet (spec files and demo data), schemas."""
+
+from __future__ import annotations
+
+import csv
+import json
+from datetime import date, datetime, timezone
+from pathlib import Path
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import shapely
+
+from worker.core.errors import PayloadError
+from worker.core.model import Batch, FieldSpec
+from worker.io.features import derive_schema, load_payload, read_batch_file, read_features
+
+REPO = Path(__file__).resolve().parents[2]
+SPEC = REPO.parent / "shared" / "data" / "geoparquet"
+DEMO = REPO / "worker" / "data"
+needs_spec = pytest.mark.skipif(
+    not SPEC.is_dir(), reason=f"shared GeoParquet spec files not present at {SPEC}"
+)
+
+
+def _fc(features: list[dict], **extra: object) -> dict:
+    return {"type": "FeatureCollection", "features": features, **extra}
+
+
+def _feature(geometry: dict | None, **props: object) -> dict:
+    return {"type": "Feature", "geometry": geometry, "properties": props}
+
+
+POINT = {"type": "Point", "coordinates": [-73.98, 40.75]}
+SQUARE = {"type": "Polygon", "coordinates": [[[0, 0], [1, 0], [1, 1], [0, 1], [0, 0]]]}
+
+
+def _write(tmp_path: Path, doc: object, name: str = "batch.geojson") -> Path:
+    path = tmp_path / name
+    path.write_text(json.dumps(doc), encoding="utf-8")
+    return path
+
+
+def test_geojson_rfc7946_defaults(tmp_path: Path) -> None:
+    path = _write(tmp_path, _fc([_feature(POINT, id=1, kind="a"), _feature(None, id=2)]))
+    b = read_batch_file(path, layer="pts")
+    assert (b.declared_crs, b.axis_order, b.layer) == ("OGC:CRS84", "east_north", "pts")
+    assert b.feature_count == 2 and b.geometries_wkb[1] is None
+    assert shapely.from_wkb(b.geometries_wkb[0]).equals(shapely.Point(-73.98, 40.75))
+    assert b.attributes.to_pylist() == [{"id": 1, "kind": "a"}, {"id": 2, "kind": None}]
+    assert b.schema_fields == (FieldSpec("id", "integer"), FieldSpec("kind", "string", True))
+    assert b.data_time.tzinfo is not None and b.producer == "contract-gate-cli"
+    assert len(b.batch_id) == 36
+
+
+def test_geojson_overrides(tmp_path: Path) -> None:
+    path = _write(tmp_path, _fc([_feature(SQUARE)]))
+    t = datetime(2024, 5, 1, 12, tzinfo=timezone.utc)
+    b = read_batch_file(
+        path, layer="x", crs="EPSG:4326", axis_order="north_east", data_time=t, batch_id="b1"
+    )
+    assert (b.declared_crs, b.axis_order, b.data_time, b.batch_id) == (
+        "EPSG:4326",
+        "north_east",
+        t,
+        "b1",
+    )
+    assert b.attributes.num_rows == 1 and b.attributes.num_columns == 0
+
+
+def test_geojson_legacy_crs_member_is_honoured(tmp_path: Path) -> None:
+    legacy = {"type": "name", "properties": {"name": "urn:ogc:def:crs:EPSG::2263"}}
+    b = read_batch_file(_write(tmp_path, _fc([_feature(POINT)], crs=legacy)), layer="x")
+    assert b.declared_crs == "urn:ogc:def:crs:EPSG::2263"
+
+
+def test_empty_feature_collection(tmp_path: Path) -> None:
+    b = read_batch_file(_write(tmp_path, _fc([])), layer="x")
+    assert b.feature_count == 0 and b.geometries_wkb == () and b.schema_fields == ()
+
+
+@pytest.mark.parametrize(
+    ("content", "message"),
+    [
+        (b"{not json", "not a JSON document"),
+        (b"\xff\xfe\x00", "not a JSON document"),
+        (json.dumps({"type": "Feature", "geometry": POINT}).encode(), "not a GeoJSON Feature"),
+        (json.dumps([1, 2]).encode(), "not a GeoJSON FeatureCollection"),
+        (json.dumps({"type": "FeatureCollection"}).encode(), "no 'features' list"),
+        (json.dumps(_fc([{"type": "Point"}])).encode(), r"features\[0\] is not a GeoJSON"),
+        (
+            json.dumps(_fc([_feature({"type": "Pointy", "coordinates": [1]})])).encode(),
+            r"features\[0\]\.geometry is not valid",
+        ),
+        (
+            json.dumps(_fc([_feature(POINT, a=1), _feature(POINT, a="x")])).encode(),
+            "property 'a' mixes value types",
+        ),
+        (json.dumps(_fc([], crs={"type": "name"})).encode(), "bad CRS"),
+        (b"PAR1 not really parquet", "not a readable Parquet file"),
+    ],
+)
+def test_bad_files_raise_payload_error_naming_the_file(
+    tmp_path: Path, content: bytes, message: str
+) -> None:
+    path = tmp_path / "bad.geojson"
+    path.write_bytes(content)
+    with pytest.raises(PayloadError, match=message) as info:
+        read_batch_file(path, layer="x")
+    assert str(path) in str(info.value)
+
+
+def test_missing_file_and_bad_axis_order(tmp_path: Path) -> None:
+    with pytest.raises(PayloadError, match="cannot open the batch file"):
+        read_batch_file(tmp_path / "nope.geojson", layer="x")
+    path = _write(tmp_path, _fc([]))
+    with pytest.raises(PayloadError, match="bad axis order"):
+        read_batch_file(path, layer="x", axis_order="lat_lon")
+    with pytest.raises(PayloadError, match="timezone-aware"):
+        read_batch_file(path, layer="x", data_time=datetime(2024, 1, 1))
+
+
+def test_parquet_without_geometry_column(tmp_path: Path) -> None:
+    path = tmp_path / "plain.parquet"
+    pq.write_table(pa.table({"a": [1, 2]}), path)
+    with pytest.raises(PayloadError, match="no geometry column"):
+        read_features(path)
+
+
+def test_plain_parquet_with_wkb_geometry_column_has_unknown_crs(tmp_path: Path) -> None:
+    path = tmp_path / "plain.parquet"
+    wkb = shapely.to_wkb(shapely.points([[1, 2], [3, 4]])).tolist()
+    pq.write_table(pa.table({"a": [1, 2], "geometry": pa.array(wkb, pa.binary())}), path)
+    data = read_features(path)
+    assert data.declared_crs is None and data.attributes.column_names == ["a"]
+
+
+def _spec_cases() -> list[str]:
+    return sorted(p.name for p in SPEC.glob("*.parquet")) if SPEC.is_dir() else ["absent"]
+
+
+@needs_spec
+@pytest.mark.parametrize("name", _spec_cases())
+def test_geoparquet_spec_files(name: str) -> None:
+    data = read_features(SPEC / name)
+    stem = name.split("-encoding_")[0]
+    wkt_file = SPEC / f"{stem}-wkt.csv"
+    if wkt_file.exists():
+        with wkt_file.open(newline="") as fh:
+            expected = [row["geometry"] or None for row in csv.DictReader(fh)]
+        assert len(expected) == len(data.geometries_wkb)
+        for wkb, wkt in zip(data.geometries_wkb, expected, strict=True):
+            if wkt is None:
+                assert wkb is None
+                continue
+            got, want = shapely.from_wkb(wkb), shapely.from_wkt(wkt)
+            assert got.geom_type == want.geom_type
+            assert shapely.normalize(got).wkt == shapely.normalize(want).wkt or got.equals(want)
+        assert data.attributes.column_names == ["col"]
+    else:
+        assert all(g is None or shapely.from_wkb(g) is not None for g in data.geometries_wkb)
+    expected_crs = {"data_crs_null.parquet": None}.get(name, "OGC:CRS84")
+    if name == "example.parquet":
+        assert json.loads(data.declared_crs)["id"] == {"authority": "OGC", "code": "CRS84"}
+        assert "bbox" not in data.attributes.column_names  # covering column dropped
+    else:
+        assert data.declared_crs == expected_crs
+    assert data.axis_order == "east_north"
+
+
+@pytest.mark.parametrize(
+    ("name", "count", "epsg", "types"),
+    [
+        ("admin_boundaries", 177, 4326, {"Polygon", "MultiPolygon"}),
+        ("nyc_boroughs", 5, 2263, {"MultiPolygon"}),
+    ],
+)
+def test_shipped_demo_files(name: str, count: int, epsg: int, types: set[str]) -> None:
+    from pyproj import CRS
+
+    b = read_batch_file(DEMO / f"{name}.parquet", layer=name)
+    assert b.feature_count == count == b.attributes.num_rows
+    assert CRS.from_user_input(json.loads(b.declared_crs)).to_epsg() == epsg
+    geoms = shapely.from_wkb(list(b.geometries_wkb))
+    assert set(shapely.get_type_id(geoms).tolist()) and {g.geom_type for g in geoms} == types
+    assert shapely.is_valid(geoms).all()
+
+
+def test_derive_schema_maps_arrow_types() -> None:
+    table = pa.table(
+        {
+            "i8": pa.array([1, None], pa.int8()),
+            "u64": pa.array([1, 2], pa.uint64()),
+            "f32": pa.array([1.5, 2.0], pa.float32()),
+            "s": pa.array(["a", "b"], pa.large_string()),
+            "b": pa.array([True, False]),
+            "ts": pa.array([datetime(2024, 1, 1, tzinfo=timezone.utc)] * 2, pa.timestamp("ms")),
+            "d": pa.array([date(2024, 1, 1)] * 2, pa.date32()),
+            "bin": pa.array([b"x", None], pa.binary()),
+            "dict": pa.array(["a", "b"]).dictionary_encode(),
+        }
+    )
+    assert [(f.name, f.type, f.nullable) for f in derive_schema(table)] == [
+        ("i8", "integer", True),
+        ("u64", "integer", False),
+        ("f32", "double", False),
+        ("s", "string", False),
+        ("b", "boolean", False),
+        ("ts", "timestamp", False),
+        ("d", "date", False),
+        ("bin", "binary", True),
+        ("dict", "string", False),
+    ]
+    with pytest.raises(ValueError, match="'l' has arrow type list"):
+        derive_schema(pa.table({"l": [[1], [2]]}))
+
+
+def _event(**changes: object) -> Batch:
+    base = {
+        "batch_id": "b1",
+        "layer": "nyc_boroughs",
+        "producer": "p",
+        "data_time": datetime(2024, 1, 1, tzinfo=timezone.utc),
+        "produced_at": datetime(2024, 1, 1, tzinfo=timezone.utc),
+        "declared_crs": "EPSG:2263",
+        "axis_order": "east_north",
+        "schema_fields": (),
+        "feature_count": 5,
+        "geometries_wkb": (),
+        "attributes": pa.table({}),
+    }
+    base.update(changes)
+    return Batch(**base)  # type: ignore[arg-type]
+
+
+@pytest.mark.parametrize("as_uri", [True, False])
+def test_load_payload_keeps_event_metadata(as_uri: bool) -> None:
+    path = DEMO / "nyc_boroughs.parquet"
+    uri = path.as_uri() if as_uri else str(path)
+    b = load_payload(uri, _event())
+    assert b.declared_crs == "EPSG:2263" and b.payload_uri == uri
+    assert len(b.geometries_wkb) == 5 and b.attributes.num_rows == 5
+    assert [f.name for f in b.schema_fields] == ["BoroCode", "BoroName", "Shape_Leng", "Shape_Area"]
+    declared = (FieldSpec("BoroCode", "integer"),)
+    # the file's schema, not the declaration, is what the schema clause must see
+    assert load_payload(uri, _event(schema_fields=declared)).schema_fields == b.schema_fields
+
+
+@pytest.mark.parametrize(
+    ("uri", "message"),
+    [
+        ("s3://bucket/key.parquet", "unsupported payload URI scheme"),
+        ("file://otherhost/x.parquet", "remote host"),
+        ("file:///no/such/file.parquet", "cannot open"),
+    ],
+)
+def test_load_payload_errors(uri: str, message: str) -> None:
+    with pytest.raises(PayloadError, match=message):
+        load_payload(uri, _event())
+
+
+def test_load_payload_without_event_reads_like_read_batch_file() -> None:
+    uri = (DEMO / "nyc_boroughs.parquet").as_uri()
+    b = load_payload(uri, layer="nyc_boroughs", crs="EPSG:2263", axis_order="east_north")
+    assert (b.layer, b.declared_crs, b.payload_uri, b.feature_count) == (
+        "nyc_boroughs",
+        "EPSG:2263",
+        uri,
+        5,
+    )
+    with pytest.raises(PayloadError, match="needs the decoded event or a layer"):
+        load_payload(uri)

@@ -1,0 +1,135 @@
+"""worker.kafka.config_topic.ConfigFollower without a broker: how applied records are logged.
+
+(Not test_config_topic.py: that basename is taken by tests/integration/test_config_topic.py.)
+"""
+
+from __future__ import annotations
+
+import logging
+
+import pytest
+
+from worker.cli.scenario import data_file
+from worker.core.contracts import parse_contract
+from worker.core.registry import Registry
+from worker.io.codec import encode_contract_record
+from worker.io.contract_files import load_contract
+from worker.kafka.config_topic import ConfigFollower
+from worker.kafka.publish import contract_record
+from worker.kafka.settings import Settings
+
+
+class _Msg:
+    def __init__(self, key: str, value: bytes | None) -> None:
+        self._key, self._value = key.encode(), value
+
+    def key(self) -> bytes:
+        return self._key
+
+    def value(self) -> bytes | None:
+        return self._value
+
+
+def _edit_in_place() -> tuple[_Msg, _Msg]:
+    v1 = load_contract(data_file("contracts/admin_boundaries.v1.yaml"))
+    edited = parse_contract(v1.text.replace("changelog:", "changelog: edited"), source="e")
+    assert edited.key == v1.key and edited.digest != v1.digest
+    return (
+        _Msg(v1.key, encode_contract_record(contract_record(v1, mode="enforcing"))),
+        _Msg(v1.key, encode_contract_record(contract_record(edited, mode="enforcing"))),
+    )
+
+
+@pytest.mark.parametrize(("quiet", "level"), [(False, logging.WARNING), (True, logging.DEBUG)])
+def test_rejections_are_warnings_for_the_worker_and_debug_for_cli_reads(
+    quiet: bool, level: int, caplog: pytest.LogCaptureFixture
+) -> None:
+    # found by a fresh-user session: CLI reads printed the worker's WARNING about an edit in
+    # place on the config topic, which read as if the command itself had failed
+    original, edited = _edit_in_place()
+    follower = ConfigFollower(Settings(), Registry(), quiet_rejections=quiet)
+    caplog.set_level(logging.DEBUG, logger="worker.kafka.config_topic")
+    follower._apply(original)
+    follower._apply(edited)
+    rejected = [r for r in caplog.records if "rejected (edit_in_place)" in r.getMessage()]
+    assert [r.levelno for r in rejected] == [level]
+
+
+def test_read_config_is_quiet_about_rejections(monkeypatch: pytest.MonkeyPatch) -> None:
+    from worker.kafka import config_topic
+
+    made: list[ConfigFollower] = []
+    monkeypatch.setattr(ConfigFollower, "bootstrap", lambda self, t: made.append(self) or 0)
+    config_topic.read_config(Settings(), Registry())
+    assert [f.quiet_rejections for f in made] == [True]
+
+
+def test_each_applied_change_is_logged_at_info_with_the_active_versions(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # found by a fresh-user session: worker logs never mentioned live config changes
+    v1 = load_contract(data_file("contracts/admin_boundaries.v1.yaml"))
+    v11 = load_contract(data_file("contracts/admin_boundaries.v1.1.yaml"))
+
+    def rec(c: object, mode: str, state: str = "active") -> bytes:
+        return encode_contract_record(contract_record(c, mode=mode, state=state))  # type: ignore[arg-type]
+
+    follower = ConfigFollower(Settings(), Registry())
+    caplog.set_level(logging.DEBUG, logger="worker.kafka.config_topic")
+    for msg in (
+        _Msg(v1.key, rec(v1, "enforcing")),
+        _Msg(v11.key, rec(v11, "observing")),
+        _Msg(v11.key, rec(v11, "observing")),  # unchanged: DEBUG only
+        _Msg(v11.key, rec(v11, "enforcing")),
+        _Msg(v1.key, rec(v1, "enforcing", "superseded")),
+        _Msg(v11.key, None),
+    ):
+        follower._apply(msg)
+    info = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
+    tail = "; active versions of admin_boundaries: "
+    assert info == [
+        f"config added: admin_boundaries/v1.0 enforcing active{tail}v1.0 enforcing",
+        f"config added: admin_boundaries/v1.1 observing active{tail}v1.0 enforcing, v1.1 observing",
+        f"config updated: admin_boundaries/v1.1 observing/active -> enforcing/active{tail}"
+        "v1.0 enforcing, v1.1 enforcing",
+        f"config updated: admin_boundaries/v1.0 enforcing/active -> enforcing/superseded{tail}"
+        "v1.1 enforcing",
+    ]
+    # a tombstone deletes a version: a WARNING naming it (counted by the worker)
+    warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
+    assert warnings == [
+        "config removed: tombstone for admin_boundaries/v1.1: v1.1 (enforcing/active) deleted, "
+        f"no longer evaluated{tail}none"
+    ]
+
+
+@pytest.mark.parametrize(
+    ("argv", "expected"), [([], logging.INFO), (["--log-level", "ERROR"], logging.NOTSET)]
+)
+def test_run_shows_the_workers_info_lines_unless_a_level_is_given(
+    argv: list[str], expected: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # an explicit --log-level applies to the root logger alone (the worker logger inherits)
+    from worker.cli import main as cli
+
+    seen: list[int] = []
+    monkeypatch.setitem(
+        cli.COMMANDS, "run", lambda args: seen.append(logging.getLogger("worker").level) or 0
+    )
+    worker_logger = logging.getLogger("worker")
+    try:
+        assert cli.main([*argv, "run"]) == 0
+    finally:
+        worker_logger.setLevel(logging.NOTSET)
+    assert seen == [expected]
+
+
+def test_other_commands_keep_the_warning_default(monkeypatch: pytest.MonkeyPatch) -> None:
+    from worker.cli import main as cli
+
+    seen: list[int] = []
+    monkeypatch.setitem(
+        cli.COMMANDS, "topics", lambda args: seen.append(logging.getLogger("worker").level) or 0
+    )
+    assert cli.main(["topics", "create"]) == 0
+    assert seen == [logging.NOTSET]

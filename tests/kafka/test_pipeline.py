@@ -1,0 +1,138 @@
+"""The transaction discipline of Pipeline._commit, with in-memory doubles of the clients.
+
+Real-broker behaviour (crash, fencing, scale-out) is in tests/integration; these cover the
+failure branches a real broker rarely produces on demand: an abortable commit error, a
+retriable commit timeout, a failed rewind, a fenced producer.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import pytest
+from confluent_kafka import KafkaError as CKError
+from confluent_kafka import KafkaException
+
+from worker.core.errors import KafkaError
+from worker.core.model import Decision
+from worker.kafka.pipeline import Pipeline
+from worker.kafka.routing import Outcome, OutRecord, Source
+from worker.kafka.settings import Settings
+
+
+@dataclass
+class FakeMessage:
+    t: str
+    p: int
+    o: int
+
+    def topic(self) -> str:
+        return self.t
+
+    def partition(self) -> int:
+        return self.p
+
+    def offset(self) -> int:
+        return self.o
+
+
+@dataclass
+class FakeProducer:
+    commit_errors: list[CKError] = field(default_factory=list)
+    calls: list[str] = field(default_factory=list)
+    produced: list[str] = field(default_factory=list)
+    offsets: list[Any] = field(default_factory=list)
+
+    def begin_transaction(self) -> None:
+        self.calls.append("begin")
+
+    def produce(self, topic: str, **kw: Any) -> None:
+        self.produced.append(topic)
+
+    def poll(self, timeout: float = 0) -> int:
+        return 0
+
+    def send_offsets_to_transaction(self, offsets: Any, meta: Any, timeout: float) -> None:
+        self.offsets = [(tp.topic, tp.partition, tp.offset) for tp in offsets]
+
+    def commit_transaction(self, timeout: float) -> None:
+        self.calls.append("commit")
+        if self.commit_errors:
+            raise KafkaException(self.commit_errors.pop(0))
+
+    def abort_transaction(self, timeout: float) -> None:
+        self.calls.append("abort")
+
+
+@dataclass
+class FakeConsumer:
+    seek_fails: bool = False
+    seeks: list[tuple[str, int, int]] = field(default_factory=list)
+
+    def consumer_group_metadata(self) -> object:
+        return object()
+
+    def seek(self, tp: Any) -> None:
+        if self.seek_fails:
+            raise KafkaException(CKError(CKError._STATE, "partition not assigned"))
+        self.seeks.append((tp.topic, tp.partition, tp.offset))
+
+
+def pipeline_with(producer: FakeProducer, consumer: FakeConsumer) -> Pipeline:
+    p = Pipeline(Settings(instance_id="pod-0"))
+    p._producer, p._consumer = producer, consumer
+    p.assigned = frozenset({("in", 0), ("in", 1)})
+    return p
+
+
+EVENTS = [FakeMessage("in", 0, 10), FakeMessage("in", 0, 11), FakeMessage("in", 1, 7)]
+OUTCOMES = [
+    Outcome(
+        Source("in", m.p, m.o, None, b"x"),
+        "l",
+        "b",
+        Decision("admitted", ()),
+        (OutRecord("out", "l", b"x", []),),
+        0.0,
+    )
+    for m in EVENTS
+]
+
+
+def test_commit_writes_every_record_and_the_next_offsets() -> None:
+    producer, consumer = FakeProducer(), FakeConsumer()
+    assert pipeline_with(producer, consumer)._commit(EVENTS, OUTCOMES) is True
+    assert producer.produced == ["out", "out", "out"]
+    assert sorted(producer.offsets) == [("in", 0, 12), ("in", 1, 8)]
+    assert producer.calls == ["begin", "commit"]
+
+
+def test_abortable_commit_error_aborts_and_rewinds_to_the_first_offsets() -> None:
+    producer = FakeProducer([CKError(CKError._TIMED_OUT, "x", txn_requires_abort=True)])
+    consumer = FakeConsumer()
+    p = pipeline_with(producer, consumer)
+    p.assigned = frozenset({("in", 0)})  # partition 1 was revoked meanwhile: its next owner resumes
+    assert p._commit(EVENTS, OUTCOMES) is False
+    assert producer.calls == ["begin", "commit", "abort"]
+    assert consumer.seeks == [("in", 0, 10)]
+    assert p.transactions_aborted == 1
+
+
+def test_retriable_commit_error_is_retried_not_aborted() -> None:
+    producer = FakeProducer([CKError(CKError._TIMED_OUT, "slow", retriable=True)])
+    assert pipeline_with(producer, FakeConsumer())._commit(EVENTS, OUTCOMES) is True
+    assert producer.calls == ["begin", "commit", "commit"]
+
+
+def test_a_failed_rewind_stops_the_worker_instead_of_skipping_the_batch() -> None:
+    producer = FakeProducer([CKError(CKError._TIMED_OUT, "x", txn_requires_abort=True)])
+    with pytest.raises(KafkaError, match=r"cannot rewind in\[0\] to 10"):
+        pipeline_with(producer, FakeConsumer(seek_fails=True))._commit(EVENTS, OUTCOMES)
+
+
+def test_fenced_producer_is_fatal_for_the_instance() -> None:
+    producer = FakeProducer([CKError(CKError.PRODUCER_FENCED, "newer producer")])
+    with pytest.raises(KafkaError, match="fenced: another worker with instance id pod-0"):
+        pipeline_with(producer, FakeConsumer())._commit(EVENTS, OUTCOMES)
+    assert "abort" not in producer.calls

@@ -1,0 +1,97 @@
+"""The retirement gate of ``contract retire`` without a broker (pure decision, record rewrite)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timezone
+from typing import Any
+
+import pytest
+
+from worker.cli.scenario import data_file
+from worker.core.classify import Difference
+from worker.core.contracts import parse_contract
+from worker.core.errors import PolicyError
+from worker.core.migration import build_view
+from worker.core.policy import Published
+from worker.io.contract_files import load_contract
+from worker.kafka import retirement
+from worker.kafka.retirement import retire, retirement_targets
+from worker.kafka.settings import Settings
+
+AT = datetime(2026, 11, 1, 8, 0, tzinfo=timezone.utc)
+V1 = load_contract(data_file("contracts/admin_boundaries.v1.yaml"))
+V1_1 = load_contract(data_file("contracts/admin_boundaries.v1.1.yaml"))
+V2 = parse_contract(V1.text.replace("version: v1\n", "version: v2.0\n"), source="v2")
+DIFF = Difference("continent", "domain", "tightening", "domain codes removed: 'x'")
+
+
+def pub(c: Any, mode: str, change_class: str | None = None) -> Published:
+    diffs = (DIFF,) if change_class else ()
+    return Published(c, mode, "active", change_class, diffs, AT, "original-publisher")
+
+
+def test_retirement_refused_when_no_enforcing_version_would_remain() -> None:
+    # found by a fresh-user session: v1.1 enforcing, v2.0 observing, `retire v1` succeeded
+    # and every later batch was admitted
+    active = [pub(V1_1, "enforcing", "tightening"), pub(V2, "observing", "major")]
+    with pytest.raises(PolicyError) as err:
+        retirement_targets(active, "admin_boundaries", 1)
+    msg = str(err.value)
+    assert "without an active enforcing version" in msg
+    assert "promote the new major first: " in msg
+    assert "contract-gate contract promote admin_boundaries v2.0" in msg
+    active = [pub(V1_1, "enforcing"), pub(V2, "enforcing", "major")]
+    assert [p.contract.version for p in retirement_targets(active, "admin_boundaries", 1)] == [
+        "v1.1"
+    ]
+    with pytest.raises(PolicyError, match="only active major"):
+        retirement_targets(active[:1], "admin_boundaries", 1)
+    with pytest.raises(PolicyError, match="not active"):
+        retirement_targets(active, "admin_boundaries", 3)
+
+
+class FakeRegistry:
+    def __init__(self, known: list[Published]) -> None:
+        self.known = known
+
+    def published(self, layer: str | None = None) -> list[Published]:
+        return self.known
+
+
+def test_retirement_rewrite_keeps_class_differences_and_provenance(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # found by a fresh-user session: the retired record lost its change class
+    v1_1 = pub(V1_1, "enforcing", "tightening")
+    known = [pub(V1, "enforcing"), v1_1, pub(V2, "enforcing", "major")]
+    known[0] = Published(V1, "enforcing", "superseded", None, (), AT, "original-publisher")
+    written: list[Published] = []
+    monkeypatch.setattr(retirement, "read_published", lambda settings: FakeRegistry(known))
+    monkeypatch.setattr(
+        retirement,
+        "migration_view",
+        lambda settings, **kw: build_view(
+            {"admin_boundaries": ["v1.1", "v2.0"]},
+            [],
+            [],
+            [],
+            now=AT,
+            stale_after=kw["stale_after"],
+        ),
+    )
+
+    def fake_write(settings: Settings, records: tuple[Published, ...]) -> list[str]:
+        written.extend(records)
+        return []
+
+    monkeypatch.setattr(retirement, "write_records", fake_write)
+    out = retire(Settings(), "admin_boundaries", "v1", retired_by="ops")
+    assert out.startswith("retired admin_boundaries v1 (v1.1) by ops")
+    assert len(written) == 1
+    record = written[0].to_record()
+    assert record["state"] == "retired" and record["mode"] == "enforcing"
+    assert record["change_class"] == "tightening"
+    assert record["differences"] == [
+        {"clause": "continent", "kind": "domain", "class": "tightening", "reason": DIFF.reason}
+    ]
+    assert (record["published_at"], record["published_by"]) == (AT, "original-publisher")

@@ -1,0 +1,207 @@
+"""Routing one event to its output records (no broker): every failure path is a record."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import datetime, timedelta, timezone
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from worker.cli.scenario import data_file
+from worker.core.model import ActiveVersion
+from worker.io import codec
+from worker.io.contract_files import load_contract
+from worker.io.features import read_batch_file
+from worker.kafka.routing import Source, route
+from worker.kafka.settings import Topics
+
+NOW = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
+TOPICS = Topics()
+V1 = ActiveVersion(load_contract(data_file("contracts/admin_boundaries.v1.yaml")), "enforcing")
+V11 = ActiveVersion(load_contract(data_file("contracts/admin_boundaries.v1.1.yaml")), "observing")
+WORLD = read_batch_file(
+    data_file("admin_boundaries.parquet"),
+    layer="admin_boundaries",
+    crs="EPSG:4326",
+    data_time=NOW - timedelta(hours=1),
+    batch_id="b1",
+)
+
+
+REAL_EVENT = codec.encode_batch(WORLD)
+
+
+def versions(layer: str) -> tuple[ActiveVersion, ...]:
+    return (V1, V11) if layer == "admin_boundaries" else ()
+
+
+def go(value: bytes | None, key: bytes | None = b"admin_boundaries", loader=None):  # type: ignore[no-untyped-def]
+    return route(
+        Source("gis.batches", 2, 41, key, value),
+        versions,
+        TOPICS,
+        now=NOW,
+        worker_id="w",
+        payload_loader=loader,
+    )
+
+
+def test_admitted_carries_original_bytes_headers_and_one_evaluation_per_version() -> None:
+    value = codec.encode_batch(WORLD)
+    out = go(value)
+    assert out.decision.decision == "admitted"
+    topics = [r.topic for r in out.records]
+    assert topics == [TOPICS.evaluations, TOPICS.evaluations, TOPICS.admitted]
+    admitted = out.records[-1]
+    assert admitted.value == value and admitted.key == "admin_boundaries"
+    headers = dict(admitted.headers)
+    assert headers["contract-versions-enforced"] == b"v1.0"
+    assert headers["contract-versions-observing"] == b"v1.1=break"
+    assert (headers["source-partition"], headers["source-offset"]) == (b"2", b"41")
+    evs = [codec.decode_evaluation(r.value) for r in out.records[:2]]
+    assert [(e["version"], e["mode"], e["passed"]) for e in evs] == [
+        ("v1.0", "enforcing", True),
+        ("v1.1", "observing", False),
+    ]
+
+
+def test_contract_break_goes_to_quarantine_with_reasons_and_original() -> None:
+    stale = codec.encode_batch(replace(WORLD, data_time=NOW - timedelta(days=2)))
+    out = go(stale)
+    q = out.records[-1]
+    assert q.topic == TOPICS.quarantine
+    rec = codec.decode_quarantine(q.value)
+    assert rec["reason_code"] == "contract_break"
+    assert [(r["version"], r["clause"]) for r in rec["reasons"]] == [("v1.0", "fresh")]
+    assert rec["reasons"][0]["measured"] == 2 * 86400.0
+    assert rec["original"] == stale
+    assert dict(q.headers)["dlq.broken"] == b"v1.0:fresh"
+
+
+def test_undecodable_null_unknown_layer_and_bad_payload_are_quarantined() -> None:
+    garbage = go(b"\x02\x00\xffnot avro")
+    assert [codec.decode_quarantine(r.value)["reason_code"] for r in garbage.records] == [
+        "decode_error"
+    ]
+    assert garbage.records[0].key == b"admin_boundaries"  # falls back to the source key
+    odd_key = go(b"\x02\x00", key=b"\xff\xfe")
+    assert odd_key.records[0].key == b"\xff\xfe"  # not a UTF-8 replacement
+    null = go(None, key=None)
+    assert codec.decode_quarantine(null.records[0].value)["reason_code"] == "decode_error"
+    roads = go(codec.encode_batch(replace(WORLD, layer="roads")))
+    rec = codec.decode_quarantine(roads.records[0].value)
+    assert rec["reason_code"] == "no_active_contract" and "roads" in rec["reasons"][0]["message"]
+    by_ref = codec.encode_batch(
+        WORLD, inline=False, payload_uri="file:///nonexistent/world.parquet"
+    )
+    missing = go(by_ref)
+    rec = codec.decode_quarantine(missing.records[0].value)
+    assert rec["reason_code"] == "payload_error" and rec["batch_id"] == "b1"
+
+
+def test_payload_uri_is_loaded_and_evaluated() -> None:
+    uri = data_file("admin_boundaries.parquet").as_uri()
+    out = go(codec.encode_batch(WORLD, inline=False, payload_uri=uri))
+    assert out.decision.decision == "admitted"
+    assert len(out.decision.verdicts) == 2
+
+
+def test_admitted_record_of_a_replay_carries_replay_of_forward() -> None:
+    value = codec.encode_batch(WORLD)
+    source = Source("gis.batches", 0, 9, b"admin_boundaries", value, (("replay-of", b"b1"),))
+    out = route(source, versions, TOPICS, now=NOW, worker_id="w")
+    assert dict(out.records[-1].headers)["replay-of"] == b"b1"
+    assert "replay-of" not in dict(go(value).records[-1].headers)
+
+
+def test_layer_label_of_an_undecodable_event_is_its_source_key() -> None:
+    # found by a fresh-user session: /status counted undecodable events under "unknown"
+    # while `quarantine tail` showed the record's key layer
+    from worker.ops.quarantine import QuarantineEntry
+
+    garbage = go(b"\x02\x00\xffnot avro")
+    assert garbage.layer is None and garbage.layer_label == "admin_boundaries"
+    key = garbage.records[0].key
+    assert isinstance(key, bytes)
+    entry = QuarantineEntry("q", 0, 0, key.decode(), {}, None)  # as quarantine.tail reads it
+    assert entry.layer == garbage.layer_label
+    assert go(None, key=None).layer_label == "unknown"
+    assert go(codec.encode_batch(WORLD)).layer_label == WORLD.layer
+
+
+def test_a_parsed_event_without_features_keeps_its_batch_id_in_quarantine() -> None:
+    # found by a fresh-user session: an empty payload_uri lost the batch id
+    value = codec.encode_batch(WORLD, inline=False, payload_uri="")
+    out = go(value)
+    rec = codec.decode_quarantine(out.records[-1].value)
+    assert rec["reason_code"] == "decode_error"
+    assert (rec["batch_id"], rec["layer"]) == ("b1", "admin_boundaries")
+    assert "neither inline features nor a payload_uri" in rec["reasons"][0]["message"]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.binary(max_size=512), st.one_of(st.none(), st.binary(max_size=16)))
+def test_any_bytes_route_to_exactly_one_decision_record(value: bytes, key: bytes | None) -> None:
+    """Bad input never crashes the worker and never loses a record."""
+    out = go(value, key=key)
+    decisions = [r for r in out.records if r.topic in (TOPICS.admitted, TOPICS.quarantine)]
+    assert len(decisions) == 1
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.data())
+def test_corrupted_real_events_route_to_exactly_one_decision_record(data: st.DataObject) -> None:
+    value = bytearray(REAL_EVENT)
+    for _ in range(data.draw(st.integers(1, 8))):
+        i = data.draw(st.integers(0, len(value) - 1))
+        value[i] = data.draw(st.integers(0, 255))
+    cut = data.draw(st.integers(1, len(value)))
+    out = go(bytes(value[:cut]))
+    decisions = [r for r in out.records if r.topic in (TOPICS.admitted, TOPICS.quarantine)]
+    assert len(decisions) == 1
+
+
+def test_a_record_that_cannot_be_encoded_is_quarantined_not_a_crash(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    # poison pill: an exception while building output records must not stop the partition
+    def broken(*args: object, **kwargs: object) -> bytes:
+        raise ValueError("value out of range for long")
+
+    monkeypatch.setattr(codec, "encode_evaluation", broken)
+    out = go(REAL_EVENT)
+    (record,) = out.records
+    rec = codec.decode_quarantine(record.value)
+    assert rec["reason_code"] == "encode_error"
+    assert "value out of range for long" in rec["reasons"][0]["message"]
+
+
+def test_an_admitted_event_above_the_record_limit_is_quarantined(monkeypatch) -> None:  # type: ignore[no-untyped-def]
+    import worker.kafka.routing
+
+    monkeypatch.setattr(worker.kafka.routing, "MAX_MESSAGE_BYTES", len(REAL_EVENT) - 1)
+    out = go(REAL_EVENT)
+    rec = codec.decode_quarantine(out.records[-1].value)
+    assert rec["reason_code"] == "record_too_large"
+    assert f"the event is {len(REAL_EVENT)} bytes" in rec["reasons"][0]["message"]
+    assert rec["original"] == b""  # too large to carry twice
+
+
+def test_inline_schema_is_the_columns_sent_not_the_declaration() -> None:
+    from worker.core.model import FieldSpec
+
+    schema = [f for f in V1.contract.clauses if f.kind == "schema"]
+    assert schema  # the demo contract has a schema clause
+    lying = replace(
+        WORLD,
+        schema_fields=WORLD.schema_fields,  # declares pop_est integer ...
+        attributes=WORLD.attributes.set_column(
+            WORLD.attributes.schema.get_field_index("pop_est"),
+            "pop_est",
+            WORLD.attributes.column("pop_est").cast("string"),  # ... but sends strings
+        ),
+    )
+    assert FieldSpec("pop_est", "integer") in lying.schema_fields
+    out = go(codec.encode_batch(lying))
+    rec = codec.decode_quarantine(out.records[-1].value)
+    assert [(r["version"], r["clause"]) for r in rec["reasons"]] == [("v1.0", "schema")]
+    assert "field 'pop_est' has type string, expected integer" in rec["reasons"][0]["message"]

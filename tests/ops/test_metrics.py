@@ -1,0 +1,117 @@
+"""Instruments record the decision of a routed batch with the attributes of DESIGN.md s.7."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+from datetime import timedelta
+
+from opentelemetry.sdk.metrics import MeterProvider
+from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+from tests.kafka.test_routing import NOW, V1, V11, WORLD, go
+from worker.core.policy import Published
+from worker.io import codec
+from worker.ops.metrics import GateMetrics
+
+
+def points(reader: InMemoryMetricReader) -> dict[str, list[tuple[dict, float]]]:
+    data = reader.get_metrics_data()
+    out: dict[str, list[tuple[dict, float]]] = {}
+    for rm in data.resource_metrics:
+        for sm in rm.scope_metrics:
+            for m in sm.metrics:
+                out[m.name] = [
+                    (dict(p.attributes), getattr(p, "value", getattr(p, "count", None)))
+                    for p in m.data.data_points
+                ]
+    return out
+
+
+def test_counts_per_clause_version_and_decision() -> None:
+    reader = InMemoryMetricReader()
+    metrics = GateMetrics(MeterProvider(metric_readers=[reader]).get_meter("test"))
+    out = go(codec.encode_batch(WORLD))
+    metrics.record_decision("admin_boundaries", out.decision, out.duration_s)
+    metrics.record_config_rejection("admin_boundaries", "edit_in_place")
+    p = points(reader)
+    assert p["gis.contract.batches_total"] == [
+        ({"layer": "admin_boundaries", "decision": "admitted"}, 1)
+    ]
+    clause_points = {
+        (a["version"], a["clause"], a["result"], a["mode"]): v
+        for a, v in p["gis.contract.clause_evaluations_total"]
+    }
+    assert len(clause_points) == 18  # 9 clauses x 2 versions
+    assert clause_points[("v1.1", "continent", "break", "observing")] == 1
+    assert clause_points[("v1.0", "continent", "pass", "enforcing")] == 1
+    versions = {(a["version"], a["result"]) for a, _ in p["gis.contract.version_evaluations_total"]}
+    assert versions == {("v1.0", "pass"), ("v1.1", "break")}
+    assert p["gis.contract.config_rejections_total"] == [
+        ({"layer": "admin_boundaries", "reason": "edit_in_place"}, 1)
+    ]
+    assert p["gis.contract.evaluation.duration"][0][1] == 1
+
+
+def test_slo_escalation_lag_and_bootstrap_gauges() -> None:
+    reader = InMemoryMetricReader()
+    metrics = GateMetrics(MeterProvider(metric_readers=[reader]).get_meter("test"))
+    objectives = {"v1.0": V1.contract.objective, "v1.1": V11.contract.objective}
+    stale = codec.encode_batch(replace(WORLD, data_time=NOW - timedelta(days=2)))
+    for value in (codec.encode_batch(WORLD), stale, stale, stale):
+        out = go(value)
+        metrics.record_decision("admin_boundaries", out.decision, out.duration_s, objectives)
+    opened = NOW - timedelta(hours=18)
+    v2 = replace(V1.contract, version="v2.0", major=2, minor=0)
+    metrics.set_lifecycle(
+        [
+            Published(V1.contract, "enforcing", "active", None, (), opened, "t"),
+            Published(V11.contract, "observing", "active", "tightening", (), opened, "t"),
+            Published(v2, "observing", "active", "major", (), opened, "t"),
+        ],
+        lambda: NOW,
+    )
+    metrics.set_consumer_lag({("gis.batches", 0): 3, ("gis.batches", 1): 0})
+    metrics.set_config_bootstrap(3, True)
+    p = points(reader)
+
+    def by_version(name: str) -> dict[tuple[str, str], float]:
+        return {
+            (a["version"], a["mode"]): v for a, v in p[name] if a["layer"] == "admin_boundaries"
+        }
+
+    # v1.0 enforcing: 1 of 4 passed; v1.1 observing breaks on every batch (real data)
+    assert by_version("gis.contract.attainment") == {
+        ("v1.0", "enforcing"): 0.25,
+        ("v1.1", "observing"): 0.0,
+    }
+    assert by_version("gis.contract.error_budget_remaining") == {
+        ("v1.0", "enforcing"): 0.0,
+        ("v1.1", "observing"): 0.0,
+    }
+    assert p["gis.contract.active_versions"] == [({"layer": "admin_boundaries"}, 3)]
+    # each active version's own objective, per mode (the burn-rate rules divide by it)
+    assert by_version("gis.contract.objective") == {
+        ("v1.0", "enforcing"): V1.contract.objective,
+        ("v1.1", "observing"): V11.contract.objective,
+        ("v2.0", "observing"): V1.contract.objective,
+    }
+    # v2.0 published 18 h ago, cadence PT6H: three cycles of overlap
+    assert p["gis.contract.overlap_age_cycles"] == [({"layer": "admin_boundaries"}, 3.0)]
+    assert sorted((a["kind"], v) for a, v in p["gis.contract.escalations"]) == [
+        ("active_versions", 1),
+        ("overlap_age", 1),
+    ]
+    assert sorted((a["partition"], v) for a, v in p["gis.contract.consumer_lag"]) == [
+        ("0", 3),
+        ("1", 0),
+    ]
+    assert p["gis.contract.config_bootstrap_records"] == [({}, 3)]
+    assert p["gis.contract.config_bootstrapped"] == [({}, 1)]
+
+    # retiring v1.1 drops its series; a single version: no overlap, no escalation
+    metrics.set_lifecycle([Published(V1.contract, "enforcing", "active", None, (), opened, "t")])
+    p = points(reader)
+    assert set(by_version("gis.contract.attainment")) == {("v1.0", "enforcing")}
+    assert set(by_version("gis.contract.objective")) == {("v1.0", "enforcing")}
+    assert "gis.contract.overlap_age_cycles" not in p or not p["gis.contract.overlap_age_cycles"]
+    assert {v for _, v in p["gis.contract.escalations"]} == {0}

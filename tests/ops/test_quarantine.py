@@ -1,0 +1,218 @@
+"""Quarantine rendering and replay refusals, on records built by the router (no Kafka)."""
+
+from __future__ import annotations
+
+import json
+from dataclasses import replace
+from datetime import datetime, timezone
+from typing import Any
+
+import pytest
+
+from tests.kafka.test_routing import TOPICS, WORLD, go
+from worker.core.errors import ContractGateError
+from worker.io import codec
+from worker.kafka.settings import Settings
+from worker.ops import quarantine
+from worker.ops.quarantine import (
+    QuarantineEntry,
+    check_not_admitted,
+    entries_since,
+    entry_to_json,
+    render_entry,
+    render_line,
+    replay,
+)
+
+
+def entry_of(value: bytes | None, offset: int = 7) -> QuarantineEntry:
+    out = go(value)
+    (rec,) = [r for r in out.records if r.topic == TOPICS.quarantine]
+    decoded = codec.decode_quarantine(rec.value)
+    headers = {k: v.decode() for k, v in rec.headers}
+    return QuarantineEntry(TOPICS.quarantine, 2, offset, rec.key, headers, decoded)
+
+
+STALE = codec.encode_batch(
+    replace(WORLD, batch_id="ab-stale", data_time=datetime(2020, 1, 1, tzinfo=timezone.utc))
+)
+
+
+def test_line_names_time_layer_batch_broken_clauses_and_coordinates() -> None:
+    line = render_line(entry_of(STALE))
+    assert line.startswith("2026-11-29T12:00:00Z  admin_boundaries  ab-stale  ")
+    assert "v1.0:fresh" in line and line.endswith("(2@7)")
+
+
+def test_line_of_undecodable_event_shows_the_reason_code() -> None:
+    e = entry_of(b"\x00junk")
+    assert e.batch_id is None
+    assert "decode_error" in render_line(e)
+
+
+def test_show_has_measured_versus_expected_and_source() -> None:
+    text = render_entry(entry_of(STALE))
+    assert "batch ab-stale of layer admin_boundaries" in text
+    assert "v1.0 (enforcing) fresh:" in text
+    assert "measured:" in text and "expected:" in text
+    assert f"record:   {TOPICS.quarantine}[2]@7" in text
+    assert "(replayable)" in text
+
+
+def test_json_view_replaces_original_bytes_by_their_size() -> None:
+    doc = entry_to_json(entry_of(STALE))
+    json.dumps(doc, default=str)
+    assert doc["record"]["original_bytes"] == len(STALE)
+    assert doc["record"]["batch_id"] == "ab-stale"
+    assert doc["headers"]["dlq.reason"] == "contract_break"
+
+
+def test_replay_refuses_records_without_original_bytes() -> None:
+    e = entry_of(STALE)
+    assert e.record is not None
+    empty = replace(e, record={**e.record, "original": b""})
+    with pytest.raises(ContractGateError, match="cannot be replayed; the event is at"):
+        replay(Settings(bootstrap_servers="127.0.0.1:1"), empty)
+    undecodable = replace(e, record=None, error="bad")
+    with pytest.raises(ContractGateError, match="cannot be replayed"):
+        replay(Settings(bootstrap_servers="127.0.0.1:1"), undecodable)
+
+
+def at(entry: QuarantineEntry, when: datetime, offset: int) -> QuarantineEntry:
+    assert entry.record is not None
+    return replace(entry, offset=offset, record={**entry.record, "quarantined_at": when})
+
+
+def test_entries_since_keeps_the_latest_record_of_each_batch_since_the_time() -> None:
+    stale, junk = entry_of(STALE), entry_of(b"\x00junk")
+    t = datetime(2026, 11, 29, 6, 0, tzinfo=timezone.utc)
+    entries = [
+        at(stale, t.replace(hour=5), 1),  # before TIME
+        at(junk, t.replace(hour=7), 2),
+        at(stale, t.replace(hour=8), 3),
+        at(stale, t.replace(hour=9), 4),  # quarantined again after a replay: the latest
+        replace(stale, offset=5, record=None, error="bad"),  # no readable time
+    ]
+    selected, unreadable = entries_since(entries, t)
+    assert [(e.batch_id, e.offset) for e in selected] == [(None, 2), ("ab-stale", 4)]
+    assert [e.offset for e in unreadable] == [5]
+    assert entries_since(entries, t.replace(hour=10))[0] == []
+
+
+def test_replay_of_an_admitted_batch_is_refused_with_where_and_force() -> None:
+    e = entry_of(STALE)
+    with pytest.raises(ContractGateError, match=r"already admitted \(at adm\[0\]@3\).*--force"):
+        check_not_admitted(e, {"ab-stale": "adm[0]@3"})
+    check_not_admitted(e, {"other": "adm[0]@1"})
+    check_not_admitted(entry_of(b"\x00junk"), {"": "x"})  # no batch id: never admitted
+
+
+@pytest.mark.parametrize(
+    ("argv", "message"),
+    [
+        (["replay"], "either BATCH_ID or --all-since"),
+        (["replay", "b1", "--all-since", "2026-11-29T06:00:00Z"], "either BATCH_ID"),
+        (["replay", "b1", "--layer", "x"], "--layer selects batches for --all-since only"),
+    ],
+)
+def test_replay_arguments(
+    argv: list[str], message: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from worker.cli.main import main
+
+    assert main(["quarantine", *argv, "--bootstrap-servers", "127.0.0.1:1"]) == 2
+    assert message in capsys.readouterr().err
+
+
+def test_all_since_needs_an_offset(capsys: pytest.CaptureFixture[str]) -> None:
+    from worker.cli.main import main
+
+    with pytest.raises(SystemExit):
+        main(["quarantine", "replay", "--all-since", "2026-11-29T06:00:00"])
+    assert "has no UTC offset" in capsys.readouterr().err
+
+
+def _quarantined_replay(
+    value: bytes, source_offset: int, headers: tuple[tuple[str, bytes | None], ...]
+) -> QuarantineEntry:
+    """The quarantine entry of an event consumed at gis.batches[0]@source_offset."""
+    from tests.kafka.test_routing import versions
+    from worker.kafka.routing import Source, route
+
+    out = route(
+        Source("gis.batches", 0, source_offset, b"admin_boundaries", value, headers),
+        versions,
+        TOPICS,
+        now=datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc),
+        worker_id="w",
+    )
+    (rec,) = [r for r in out.records if r.topic == TOPICS.quarantine]
+    decoded = codec.decode_quarantine(rec.value)
+    return QuarantineEntry(
+        TOPICS.quarantine,
+        1,
+        36,
+        "admin_boundaries",
+        {k: v.decode() for k, v in rec.headers},
+        decoded,
+    )
+
+
+def test_a_replayed_undecodable_event_is_selected_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # found by a fresh-user session: replay --all-since replayed an undecodable event twice,
+    # the original quarantined at 1@30 and its re-quarantined replay at 1@36
+    t = datetime(2026, 11, 29, 6, 0, tzinfo=timezone.utc)
+    original = at(entry_of(b"\x00junk", offset=30), t.replace(hour=7), 30)  # source 2@41
+    replay_source = ("replay-source", f"{TOPICS.quarantine}[2]@30".encode())
+    again = _quarantined_replay(b"\x00junk", 5, (("replay-of", b"2@41"), replay_source))
+    assert again.headers["replay-of"] == "2@41"  # the worker carries it forward
+    again = at(again, t.replace(hour=8), 36)
+    selected, _ = entries_since([original, again], t)
+    assert [e.offset for e in selected] == [36]
+    # quarantined by an older worker: only the batches record of the copy names the original
+    legacy = replace(again, headers={k: v for k, v in again.headers.items() if k != "replay-of"})
+    assert len(entries_since([original, legacy], t)[0]) == 2
+    lookup = {("gis.batches", 0, 5): "2@41"}
+    assert [e.offset for e in entries_since([original, legacy], t, lookup)[0]] == [36]
+    # replaying the copy names the original event again, not the copy
+    sent: list[Any] = []
+    monkeypatch.setattr(
+        quarantine, "produce_one", lambda *a, **kw: sent.append(kw["headers"]) or (0, 9)
+    )
+    replay(Settings(), again)
+    assert dict(sent[0])["replay-of"] == "2@41"
+
+
+def test_replay_headers_reads_the_copies_of_undecodable_entries(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    legacy = replace(_quarantined_replay(b"\x00junk", 5, ()), headers={})  # no replay-of
+
+    class Msg:
+        def __init__(self, offset: int, headers: list[tuple[str, bytes]]) -> None:
+            self._o, self._h = offset, headers
+
+        def topic(self) -> str:
+            return "gis.batches"
+
+        def partition(self) -> int:
+            return 0
+
+        def offset(self) -> int:
+            return self._o
+
+        def headers(self) -> list[tuple[str, bytes]]:
+            return self._h
+
+    starts: list[Any] = []
+
+    def read_topic(settings: Settings, topic: str, **kw: Any) -> Any:
+        starts.append((topic, kw["start"]))
+        return iter([Msg(4, []), Msg(5, [("replay-of", b"2@41")]), Msg(6, [])])
+
+    monkeypatch.setattr(quarantine, "read_topic", read_topic)
+    assert quarantine.replay_headers(Settings(), [legacy, entry_of(STALE)]) == {
+        ("gis.batches", 0, 5): "2@41"
+    }
+    assert starts == [("gis.batches", {0: 5})]
+    assert quarantine.replay_headers(Settings(), [entry_of(STALE)]) == {}  # nothing to read

@@ -1,0 +1,141 @@
+"""The package's layering (README "Architecture"): imports only go downward, no cycles.
+
+worker.core <- worker.io <- worker.kafka <- worker.ops <- worker.cli. The core is pure: no
+Kafka client, no OpenTelemetry SDK, no sockets, no HTTP, no file or process I/O. Imports
+are read with :mod:`ast` (every ``import`` statement, also inside functions and
+``TYPE_CHECKING`` blocks), so an upward import hidden in a function body is found too.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+import pytest
+
+PACKAGE = Path(__file__).resolve().parents[1] / "worker"
+LAYERS = ("core", "io", "kafka", "ops", "cli")
+#: Modules (or packages) the pure core must not import, with why.
+CORE_FORBIDDEN = {
+    "confluent_kafka": "the Kafka client belongs in worker.kafka",
+    "opentelemetry.sdk": "the OpenTelemetry SDK belongs in worker.ops",
+    "socket": "network I/O",
+    "http": "network I/O",
+    "urllib.request": "network I/O",
+    "subprocess": "process I/O",
+    "shutil": "file I/O",
+    "tempfile": "file I/O",
+    "pathlib": "file I/O (take text or bytes from worker.io instead)",
+    "os": "environment and file I/O",
+    "pyarrow.parquet": "file I/O (worker.io reads files)",
+}
+
+
+def _module_name(path: Path) -> str:
+    parts = path.relative_to(PACKAGE.parent).with_suffix("").parts
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _modules() -> dict[str, Path]:
+    return {_module_name(p): p for p in sorted(PACKAGE.rglob("*.py"))}
+
+
+def _imports(path: Path) -> list[tuple[str, int]]:
+    """Absolute names imported by one module, with line numbers (``from a import b`` gives
+    ``a.b`` when ``a.b`` is a module of the package, else ``a``)."""
+    modules = _modules()
+    found: list[tuple[str, int]] = []
+    for node in ast.walk(ast.parse(path.read_text(), str(path))):
+        if isinstance(node, ast.Import):
+            found += [(alias.name, node.lineno) for alias in node.names]
+        elif isinstance(node, ast.ImportFrom):
+            assert node.level == 0, f"{path}: relative import at line {node.lineno}"
+            base = node.module or ""
+            for alias in node.names:
+                full = f"{base}.{alias.name}"
+                found.append((full if full in modules else base, node.lineno))
+    return found
+
+
+def _layer(module: str) -> int | None:
+    parts = module.split(".")
+    if parts[0] != "worker" or len(parts) < 2:
+        return None
+    if parts[1] == "__main__":
+        return LAYERS.index("cli")
+    return LAYERS.index(parts[1]) if parts[1] in LAYERS else None
+
+
+def test_every_module_belongs_to_a_layer() -> None:
+    outside = [
+        m
+        for m in _modules()
+        if _layer(m) is None and m not in ("worker", "worker.data", "worker.__main__")
+    ]
+    assert outside == [], f"modules outside the five layers: {outside}"
+
+
+@pytest.mark.parametrize("module", sorted(_modules()))
+def test_imports_only_go_down(module: str) -> None:
+    mine = _layer(module)
+    if mine is None:
+        return
+    upward = [
+        f"line {line}: {name} ({LAYERS[theirs]})"
+        for name, line in _imports(_modules()[module])
+        if (theirs := _layer(name)) is not None and theirs > mine
+    ]
+    assert upward == [], f"{module} ({LAYERS[mine]}) imports from a layer above it: {upward}"
+
+
+@pytest.mark.parametrize("module", sorted(m for m in _modules() if m.startswith("worker.core")))
+def test_the_core_does_no_io(module: str) -> None:
+    bad = [
+        f"line {line}: {name} ({why})"
+        for name, line in _imports(_modules()[module])
+        for forbidden, why in CORE_FORBIDDEN.items()
+        if name == forbidden or name.startswith(forbidden + ".")
+    ]
+    tree = ast.parse(_modules()[module].read_text())
+    bad += [
+        f"line {n.lineno}: open() (file I/O)"
+        for n in ast.walk(tree)
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Name) and n.func.id == "open"
+    ]
+    assert bad == [], f"{module} is in the pure core but does I/O: {bad}"
+
+
+def test_no_import_cycles() -> None:
+    modules = _modules()
+    graph = {
+        m: sorted({n for n, _ in _imports(p) if n in modules and n != m})
+        for m, p in modules.items()
+    }
+    # a package's __init__ re-exporting its own submodules is not a cycle of meaning
+    for m in graph:
+        graph[m] = [n for n in graph[m] if not (m.startswith(n + ".") and n in modules)]
+    state: dict[str, int] = {}
+    cycles: list[list[str]] = []
+
+    def visit(node: str, stack: list[str]) -> None:
+        state[node] = 1
+        for nxt in graph[node]:
+            if state.get(nxt) == 1:
+                cycles.append([*stack[stack.index(nxt) :], nxt])
+            elif nxt not in state:
+                visit(nxt, [*stack, nxt])
+        state[node] = 2
+
+    for m in sorted(graph):
+        if m not in state:
+            visit(m, [m])
+    assert cycles == [], "import cycles: " + "; ".join(" -> ".join(c) for c in cycles)
+
+
+def test_the_guard_sees_an_upward_import(tmp_path: Path) -> None:
+    """The walker itself works: an import of worker.kafka from a core module is found."""
+    fake = tmp_path / "m.py"
+    fake.write_text("def f():\n    from worker.kafka.settings import Settings\n")
+    names = [n for n, _ in _imports(fake)]
+    assert "worker.kafka.settings" in names
+    assert _layer("worker.kafka.settings") > _layer("worker.core.model")  # type: ignore[operator]

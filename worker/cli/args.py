@@ -1,0 +1,98 @@
+"""Argument helpers shared by every command module: Kafka settings from flags, times, numbers.
+
+Command modules import these, never :mod:`worker.cli.main` (which imports them all).
+"""
+
+from __future__ import annotations
+
+import argparse
+from datetime import datetime, timezone
+
+from worker.kafka.settings import Settings, Topics
+
+#: Exit codes of ``check``: admitted, quarantined, bad input (or any error of this package).
+EXIT_ADMITTED, EXIT_QUARANTINED, EXIT_BAD_INPUT = 0, 1, 2
+EXIT_BROKEN_PIPE = 128 + 13  # as a shell reports a process ended by SIGPIPE
+
+
+def parse_time(text: str) -> datetime:
+    try:
+        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not an ISO 8601 date-time; use e.g. 2026-11-29T06:00:00+00:00"
+        ) from None
+    if value.tzinfo is None:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} has no UTC offset; add one, e.g. {text}+00:00 or {text}Z"
+        )
+    return value.astimezone(timezone.utc)
+
+
+def positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 1")
+    return value
+
+
+def parse_kv(text: str) -> tuple[str, str]:
+    if "=" not in text:
+        raise argparse.ArgumentTypeError(f"{text!r} is not KEY=VALUE (e.g. security.protocol=SSL)")
+    k, v = text.split("=", 1)
+    return k.strip(), v
+
+
+def add_kafka_args(p: argparse.ArgumentParser) -> None:
+    g = p.add_argument_group("Kafka connection (flags override the environment)")
+    g.add_argument(
+        "--bootstrap-servers",
+        help="host:port list (env KAFKA_BOOTSTRAP_SERVERS; default localhost:9092)",
+    )
+    g.add_argument(
+        "--group-id",
+        help="consumer group of the workers (env CONTRACT_GATE_GROUP_ID; default contract-gate)",
+    )
+    g.add_argument(
+        "--transactional-id-prefix", help="prefix of transactional.id (default contract-gate)"
+    )
+    g.add_argument(
+        "--instance-id",
+        help="stable id of this worker instance, e.g. the pod name (default host-pid)",
+    )
+    g.add_argument(
+        "--session-timeout-ms", type=int, help="consumer session.timeout.ms (default 45000)"
+    )
+    g.add_argument(
+        "--kafka-property",
+        action="append",
+        type=parse_kv,
+        default=[],
+        metavar="KEY=VALUE",
+        help="any librdkafka property for every client, repeatable (env CONTRACT_GATE_KAFKA_<KEY>)",
+    )
+    d = Topics()
+    for field_name, default in d.__dict__.items():
+        g.add_argument(
+            f"--{field_name}-topic",
+            dest=f"topic_{field_name}",
+            default=default,
+            help=f"(default {default})",
+        )
+
+
+def settings_from_args(args: argparse.Namespace) -> Settings:
+    """Settings from the environment, overridden by the flags that were given."""
+    topics = Topics(**{k: getattr(args, f"topic_{k}") for k in Topics().__dict__})
+    return Settings.from_env(
+        bootstrap_servers=args.bootstrap_servers,
+        group_id=args.group_id,
+        transactional_id_prefix=args.transactional_id_prefix,
+        instance_id=args.instance_id,
+        session_timeout_ms=args.session_timeout_ms,
+        extra=dict(args.kafka_property),
+        topics=topics,
+    )

@@ -1,0 +1,171 @@
+"""The gate's own commands: ``check``, ``run``, ``topics create``, ``contract publish``,
+``batch publish`` and ``demo``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import signal
+import sys
+import threading
+from datetime import datetime, timezone
+
+from worker.cli.args import EXIT_ADMITTED, EXIT_QUARANTINED, settings_from_args
+from worker.cli.consumers import cmd_retire
+from worker.cli.lifecycle import LIFECYCLE_COMMANDS
+from worker.core.errors import ContractGateError
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from worker.core.evaluate import evaluate
+    from worker.core.model import ActiveVersion
+    from worker.io.contract_files import load_contract
+    from worker.io.features import read_batch_file
+    from worker.io.report import decision_to_json, render_decision
+
+    if not args.contract and not args.observing:
+        raise ContractGateError("give at least one --contract FILE (or --observing FILE)")
+    if args.crs:
+        from worker.core.spatial import resolve_crs
+
+        resolve_crs(args.crs)  # a --crs that does not resolve is bad input (exit 2)
+    versions = [ActiveVersion(load_contract(f), "enforcing") for f in args.contract]
+    versions += [ActiveVersion(load_contract(f), "observing") for f in args.observing]
+    keys = [v.contract.key for v in versions]
+    twice = sorted({k for k in keys if keys.count(k) > 1})
+    if twice:
+        raise ContractGateError(
+            f"{', '.join(twice)} given more than once; pass each version once (a version is "
+            "one document: two files with the same layer/version are an edit in place)"
+        )
+    layers = {v.contract.layer for v in versions}
+    if len(layers) > 1:
+        raise ContractGateError(
+            f"contracts are for different layers {sorted(layers)}; check one layer at a time"
+        )
+    batch = read_batch_file(
+        args.batch,
+        layer=layers.pop(),
+        crs=args.crs,
+        axis_order=args.axis_order,
+        data_time=args.data_time,
+    )
+    decision = evaluate(batch, versions, now=args.now or datetime.now(timezone.utc))
+    if args.format == "json":
+        print(json.dumps(decision_to_json(decision), indent=2, default=str))
+    else:
+        print(
+            render_decision(
+                decision, title=f"batch {args.batch}: {len(batch.geometries_wkb)} features"
+            )
+        )
+    return EXIT_ADMITTED if decision.admitted else EXIT_QUARANTINED
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    from worker.kafka.pipeline import Pipeline
+    from worker.kafka.settings import describe_settings
+    from worker.ops.http import start_http_server
+    from worker.ops.http_handlers import DecisionLog
+    from worker.ops.metrics import GateMetrics, configure_sdk
+    from worker.ops.migration_exporter import MigrationExporter
+
+    settings = settings_from_args(args)
+    provider = configure_sdk()
+    stop = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stop.set())
+    signal.signal(signal.SIGINT, lambda *_: stop.set())
+    print(f"contract-gate worker: {describe_settings(settings)}", file=sys.stderr)
+    decisions = DecisionLog()  # the last decisions and counts shown on /status
+    pipeline = Pipeline(
+        settings,
+        metrics=GateMetrics(),
+        max_batch_events=args.max_batch_events,
+        max_batch_wait_ms=args.max_batch_wait_ms,
+        config_timeout_s=args.config_timeout_s,
+        on_outcome=decisions,
+    )
+    http = start_http_server(pipeline, settings, args.http_port, args.http_host, decisions)
+    exporter = MigrationExporter(settings, pipeline.registry)  # unattributed groups, counts
+    if http is not None:
+        http.migration = lambda: exporter.view  # migration counts on /status
+    try:
+        pipeline.start(progress=lambda s: print(s, file=sys.stderr))
+        exporter.start()
+        print("worker running; SIGTERM or Ctrl-C stops it", file=sys.stderr)
+        pipeline.run(stop)
+    finally:
+        exporter.stop()
+        pipeline.close()  # also when start() failed; a no-op after run()
+        if http is not None:
+            http.close()
+    provider.shutdown()
+    print(
+        f"worker stopped after {pipeline.batches_committed} events "
+        f"({pipeline.transactions_aborted} transactions aborted)",
+        file=sys.stderr,
+    )
+    return 0
+
+
+def cmd_topics(args: argparse.Namespace) -> int:
+    from worker.kafka.client import create_topics
+
+    settings = settings_from_args(args)
+    for name, outcome in create_topics(
+        settings, partitions=args.partitions, replication_factor=args.replication_factor
+    ).items():
+        print(f"{name}: {outcome}")
+    return 0
+
+
+def cmd_contract(args: argparse.Namespace) -> int:
+    from worker.kafka.publish import publish_contract
+
+    if args.contract_command in LIFECYCLE_COMMANDS:
+        return int(LIFECYCLE_COMMANDS[args.contract_command](args))
+    if args.contract_command == "retire":
+        return cmd_retire(args)
+
+    settings = settings_from_args(args)
+    print(
+        publish_contract(
+            settings,
+            args.file,
+            mode=args.mode,
+            published_by=args.published_by,
+            dry_run=args.dry_run,
+        )
+    )
+    return 0
+
+
+def cmd_batch(args: argparse.Namespace) -> int:
+    from worker.kafka.publish import publish_batch_file
+
+    settings = settings_from_args(args)
+    print(
+        publish_batch_file(
+            settings,
+            args.file,
+            layer=args.layer,
+            crs=args.crs,
+            axis_order=args.axis_order,
+            data_time=args.data_time,
+            batch_id=args.batch_id,
+            producer=args.producer,
+            by_reference=args.by_reference,
+        )
+    )
+    return 0
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from worker.cli.demo import run_demo
+
+    def _terminate(signum: int, frame: object) -> None:
+        raise SystemExit(128 + signum)  # unwinds run_demo's finally: the broker is stopped
+
+    signal.signal(signal.SIGTERM, _terminate)
+    return run_demo(timeout_s=args.timeout_s)

@@ -1,0 +1,253 @@
+"""The ``contract-gate`` command line (also ``python -m worker``).
+
+Commands: ``check`` (offline), ``run`` (the worker), ``topics create``,
+``contract publish``, ``batch publish``, ``demo``. Every command that talks to Kafka takes
+the same connection settings (flags or environment; secrets are never printed). Errors
+of this package are reported as one line on stderr with exit code 2.
+"""
+
+from __future__ import annotations
+
+import argparse
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from typing import Any
+
+from confluent_kafka import KafkaException
+
+from worker.cli.args import (
+    EXIT_BAD_INPUT,
+    EXIT_BROKEN_PIPE,
+    add_kafka_args,
+    parse_time,
+    positive_int,
+)
+from worker.cli.consumers import add_consumers_args, add_retire_args, cmd_consumers
+from worker.cli.gate import cmd_batch, cmd_check, cmd_contract, cmd_demo, cmd_run, cmd_topics
+from worker.cli.lifecycle import add_lifecycle_args
+from worker.cli.quarantine import add_quarantine_args, cmd_quarantine
+from worker.cli.verify import add_verify_args, cmd_verify
+from worker.core.errors import ContractGateError
+
+__all__ = ["build_parser", "main"]
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The argument parser of every subcommand."""
+    parser = argparse.ArgumentParser(
+        prog="contract-gate",
+        description=(
+            "Guard spatial data layers with versioned data contracts: evaluate batches "
+            "against every active contract version, admit or quarantine them."
+        ),
+    )
+    parser.add_argument(
+        "--log-level",
+        default=None,
+        help="DEBUG, INFO, WARNING, ERROR (default WARNING; for `run` the worker's own "
+        "operational lines, e.g. applied config changes, are shown at INFO)",
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+
+    p = sub.add_parser(
+        "check",
+        help="evaluate a GeoJSON or GeoParquet file offline against contract files",
+        description=(
+            "Evaluate a batch file against contract versions without Kafka. Exit 0 when "
+            "admitted, 1 when quarantined, 2 on bad input."
+        ),
+    )
+    p.add_argument(
+        "batch", help="GeoJSON FeatureCollection (.geojson/.json) or GeoParquet (.parquet)"
+    )
+    p.add_argument(
+        "--contract",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="an enforcing version (repeatable)",
+    )
+    p.add_argument(
+        "--observing",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="an observing version (repeatable)",
+    )
+    p.add_argument("--crs", help="declared CRS, overriding the file's (GeoJSON default OGC:CRS84)")
+    p.add_argument(
+        "--axis-order",
+        choices=["east_north", "north_east"],
+        help="declared axis order (default east_north)",
+    )
+    p.add_argument(
+        "--data-time",
+        type=parse_time,
+        help="batch data time, ISO 8601 with offset (default: file mtime)",
+    )
+    p.add_argument(
+        "--now", type=parse_time, help="evaluation time (default: now), for reproducible checks"
+    )
+    p.add_argument("--format", choices=["text", "json"], default="text")
+
+    p = sub.add_parser(
+        "run",
+        help="run the worker (consumer group member)",
+        description="Join the consumer group on the batches topic and route every batch.",
+    )
+    add_kafka_args(p)
+    p.add_argument(
+        "--max-batch-events", type=int, default=500, help="events per transaction (default 500)"
+    )
+    p.add_argument(
+        "--max-batch-wait-ms", type=int, default=100, help="poll wait per transaction (default 100)"
+    )
+    p.add_argument(
+        "--config-timeout-s",
+        type=float,
+        default=60.0,
+        help="deadline of the config bootstrap (default 60)",
+    )
+    p.add_argument(
+        "--http-port",
+        type=int,
+        default=None,
+        help="port of /healthz, /readyz, /metrics, /status "
+        "(env CONTRACT_GATE_HTTP_PORT; default 8080; 0 disables the server)",
+    )
+    p.add_argument(
+        "--http-host",
+        default="0.0.0.0",
+        help="address the HTTP server binds (default 0.0.0.0)",
+    )
+
+    p = sub.add_parser("topics", help="manage the gate's topics")
+    tsub = p.add_subparsers(dest="topics_command", required=True, metavar="ACTION")
+    tp = tsub.add_parser(
+        "create", help="create the six topics (config and consumers topics compacted)"
+    )
+    add_kafka_args(tp)
+    tp.add_argument(
+        "--partitions",
+        type=positive_int,
+        default=3,
+        help="partitions of the data topics (default 3)",
+    )
+    tp.add_argument(
+        "--replication-factor",
+        type=positive_int,
+        default=1,
+        help="replicas per partition (default 1; use 3 on a production cluster)",
+    )
+
+    p = sub.add_parser("contract", help="publish contract versions")
+    csub = p.add_subparsers(dest="contract_command", required=True, metavar="ACTION")
+    cp = csub.add_parser("publish", help="publish a contract version to the config topic")
+    add_kafka_args(cp)
+    cp.add_argument("file", help="contract YAML file")
+    cp.add_argument("--mode", choices=["enforcing", "observing"], default="enforcing")
+    cp.add_argument("--published-by", default=None, help="publisher name (default: $USER)")
+    cp.add_argument(
+        "--dry-run", action="store_true", help="classify and apply the policy, write nothing"
+    )
+    add_lifecycle_args(csub, add_kafka_args)
+    add_retire_args(csub, add_kafka_args)
+    add_consumers_args(sub, add_kafka_args)
+    add_quarantine_args(sub, add_kafka_args)
+    add_verify_args(sub, add_kafka_args)
+
+    p = sub.add_parser("batch", help="publish batch-arrival events")
+    bsub = p.add_subparsers(dest="batch_command", required=True, metavar="ACTION")
+    bp = bsub.add_parser(
+        "publish", help="publish a GeoJSON/GeoParquet file as a batch-arrival event"
+    )
+    add_kafka_args(bp)
+    bp.add_argument("file", help="GeoJSON FeatureCollection or GeoParquet file")
+    bp.add_argument("--layer", required=True, help="layer the batch belongs to (the record key)")
+    bp.add_argument(
+        "--crs",
+        help="declared CRS, e.g. EPSG:2263 (default: the file's; GeoJSON is OGC:CRS84)",
+    )
+    bp.add_argument(
+        "--axis-order",
+        choices=["east_north", "north_east"],
+        help="how x/y are stored (default east_north: x is longitude/easting)",
+    )
+    bp.add_argument(
+        "--data-time",
+        type=parse_time,
+        help="time the data describes, ISO 8601 with offset; freshness is measured from it "
+        "(default: the file's modification time)",
+    )
+    bp.add_argument("--batch-id", help="batch identifier (default: a new UUID)")
+    bp.add_argument(
+        "--producer", default="contract-gate-cli", help="producer name (default contract-gate-cli)"
+    )
+    bp.add_argument(
+        "--by-reference",
+        action="store_true",
+        help="send payload_uri (a file:// URI of the file's absolute path; the workers must "
+        "be able to read it) instead of inline features",
+    )
+
+    p = sub.add_parser(
+        "demo",
+        help="run the demo on real data with an embedded broker",
+        description="Start a broker (KAFKA_BOOTSTRAP_SERVERS, Docker, or embedded "
+        "Tansu), publish contracts and real batches, run the worker, print the results.",
+    )
+    p.add_argument(
+        "--timeout-s", type=float, default=90.0, help="give up after this long (default 90)"
+    )
+    return parser
+
+
+COMMANDS: dict[str, Any] = {
+    "check": cmd_check,
+    "run": cmd_run,
+    "topics": cmd_topics,
+    "contract": cmd_contract,
+    "batch": cmd_batch,
+    "demo": cmd_demo,
+    "consumers": cmd_consumers,
+    "quarantine": cmd_quarantine,
+    "verify": cmd_verify,
+}
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    """Entry point of ``contract-gate``; returns the process exit code."""
+    args = build_parser().parse_args(argv)
+    level = (args.log_level or "WARNING").upper()
+    logging.getLogger("librdkafka").setLevel(
+        logging.DEBUG if level == "DEBUG" else logging.CRITICAL
+    )
+    logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.log_level is None and args.command == "run":
+        logging.getLogger("worker").setLevel(logging.INFO)  # the worker's operational lines
+    try:
+        return int(COMMANDS[args.command](args))
+    except ContractGateError as exc:
+        print(f"contract-gate {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
+    except KafkaException as exc:  # e.g. an unknown --kafka-property, translated at the edge
+        err = exc.args[0] if exc.args else exc
+        text = err.str() if hasattr(err, "str") else str(err)
+        print(
+            f"contract-gate {args.command}: Kafka error: {text}; check --bootstrap-servers, "
+            "--kafka-property and CONTRACT_GATE_KAFKA_* settings",
+            file=sys.stderr,
+        )
+        return EXIT_BAD_INPUT
+    except BrokenPipeError:
+        # the reader of our output went away (e.g. `| head`): stop quietly, as a shell tool
+        # would; point stdout at /dev/null so the interpreter's final flush cannot fail
+        devnull = os.open(os.devnull, os.O_WRONLY)
+        os.dup2(devnull, sys.stdout.fileno())
+        return EXIT_BROKEN_PIPE
+
+
+if __name__ == "__main__":  # pragma: no cover
+    sys.exit(main())

@@ -1,0 +1,180 @@
+"""``contract-gate quarantine tail|show|replay``.
+
+Kept apart from :mod:`worker.cli.main` so the shared entry point only needs a few lines:
+:func:`add_quarantine_args` registers the command, :func:`cmd_quarantine` handles it
+(returns an exit code; errors of this package reach ``cli.main``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from collections.abc import Callable
+from typing import Any
+
+from worker.core.errors import ContractGateError, KafkaError
+
+__all__ = ["add_quarantine_args", "cmd_quarantine"]
+
+
+def add_quarantine_args(
+    sub: Any, add_kafka_args: Callable[[argparse.ArgumentParser], None]
+) -> None:
+    """Register the ``quarantine`` command and its actions."""
+    p = sub.add_parser(
+        "quarantine",
+        help="list, inspect and replay quarantined batches",
+        description="Work the quarantine topic: one line per quarantined batch, the full "
+        "record with measured versus expected, and replay of the original event.",
+    )
+    s = p.add_subparsers(dest="quarantine_command", required=True, metavar="ACTION")
+
+    t = s.add_parser(
+        "tail",
+        help="one line per quarantined batch: time, layer, batch id, what broke, diagnosis",
+        description="Print every record of the quarantine topic (oldest first per "
+        "partition), then stop, or with --follow keep printing new ones until Ctrl-C.",
+    )
+    add_kafka_args(t)
+    t.add_argument("--layer", help="only this layer")
+    t.add_argument("--follow", "-f", action="store_true", help="keep printing new records")
+    t.add_argument("--format", choices=["text", "json"], default="text", help="json: one per line")
+
+    for name, text in (
+        ("show", "the full quarantine record, measured versus expected"),
+        ("replay", "republish the original event to the batches topic (header replay-of)"),
+    ):
+        a = s.add_parser(
+            name,
+            help=text,
+            description=f"{text[0].upper()}{text[1:]}. BATCH_ID selects the latest record of "
+            "that batch; PARTITION@OFFSET selects a record of the quarantine topic (for "
+            "undecodable events, which have no batch id)."
+            + (
+                " The worker re-evaluates the event like any other, under the contract "
+                "versions active now."
+                if name == "replay"
+                else ""
+            ),
+        )
+        add_kafka_args(a)
+        if name == "show":
+            a.add_argument("batch", metavar="BATCH_ID", help="batch id, or PARTITION@OFFSET")
+            a.add_argument("--format", choices=["text", "json"], default="text")
+            continue
+        a.add_argument("batch", metavar="BATCH_ID", nargs="?", help="batch id, or PARTITION@OFFSET")
+        a.add_argument(
+            "--all-since",
+            type=_since,
+            metavar="TIME",
+            help="instead of BATCH_ID: every batch quarantined at or after TIME (ISO 8601 "
+            "with offset, e.g. 2026-11-29T06:00:00+00:00), the latest record of each",
+        )
+        a.add_argument("--layer", help="with --all-since: only this layer")
+        a.add_argument(
+            "--force",
+            action="store_true",
+            help="replay even a batch already on the admitted topic (it may be admitted twice)",
+        )
+
+
+def _since(text: str) -> Any:
+    from worker.cli.args import parse_time
+
+    return parse_time(text)
+
+
+def _replay_all(args: argparse.Namespace, settings: Any) -> int:
+    """``replay --all-since``: exit 0 when every selected batch was replayed, 1 when some
+    were refused (already admitted, or no original bytes)."""
+    from worker.core.errors import ContractGateError
+    from worker.ops.quarantine import (
+        check_not_admitted,
+        entries_since,
+        read_admitted,
+        read_quarantine,
+        replay,
+        replay_headers,
+    )
+
+    entries = list(read_quarantine(settings, layer=args.layer))
+    selected, _unreadable = entries_since(entries, args.all_since)
+    # a replayed undecodable event quarantined again by an older worker names its original
+    # only in the replay-of header of its copy on the batches topic
+    selected, _unreadable = entries_since(
+        entries, args.all_since, replay_headers(settings, selected)
+    )
+    admitted = read_admitted(settings)
+    replayed = refused = 0
+    for entry in selected:
+        name = entry.batch_id or f"{entry.partition}@{entry.offset}"
+        try:
+            if not args.force:
+                check_not_admitted(entry, admitted)
+            partition, offset = replay(settings, entry)
+        except ContractGateError as exc:
+            if isinstance(exc, KafkaError):
+                raise
+            refused += 1
+            print(f"not replayed {name}: {exc}")
+            continue
+        replayed += 1
+        print(
+            f"replayed {name} (from {entry.coordinates}) to "
+            f"{settings.topics.batches}[{partition}]@{offset}"
+        )
+    scope = f" of layer {args.layer}" if args.layer else ""
+    print(
+        f"{replayed} batch(es){scope} quarantined since {args.all_since.isoformat()} replayed, "
+        f"{refused} not replayed; the worker re-evaluates them"
+    )
+    return 1 if refused else 0
+
+
+def cmd_quarantine(args: argparse.Namespace) -> int:
+    from worker.cli.args import settings_from_args
+    from worker.ops.quarantine import (
+        check_not_admitted,
+        entry_to_json,
+        find_entry,
+        read_admitted,
+        read_quarantine,
+        render_entry,
+        render_line,
+        replay,
+    )
+
+    settings = settings_from_args(args)
+    if args.quarantine_command == "tail":
+        try:
+            for entry in read_quarantine(settings, layer=args.layer, follow=args.follow):
+                if args.format == "json":
+                    print(json.dumps(entry_to_json(entry), default=str), flush=True)
+                else:
+                    print(render_line(entry), flush=True)
+        except KeyboardInterrupt:
+            print("", file=sys.stderr)
+        return 0
+    if args.quarantine_command == "replay":
+        if (args.batch is None) == (args.all_since is None):
+            raise ContractGateError("give either BATCH_ID or --all-since TIME (not both)")
+        if args.layer and args.all_since is None:
+            raise ContractGateError("--layer selects batches for --all-since only")
+        if args.all_since is not None:
+            return _replay_all(args, settings)
+    entry = find_entry(settings, args.batch)
+    if args.quarantine_command == "show":
+        if args.format == "json":
+            print(json.dumps(entry_to_json(entry), indent=2, default=str))
+        else:
+            print(render_entry(entry))
+        return 0
+    if not args.force:
+        check_not_admitted(entry, read_admitted(settings))
+    partition, offset = replay(settings, entry)
+    print(
+        f"replayed {entry.batch_id or args.batch} (from {entry.coordinates}) to "
+        f"{settings.topics.batches}[{partition}]@{offset}; the worker re-evaluates it"
+    )
+    return 0

@@ -1,0 +1,49 @@
+"""The ``contract-gate verify overlap`` command."""
+
+from __future__ import annotations
+
+import argparse
+import json
+from collections.abc import Callable
+from typing import Any
+
+from worker.ops.verify import render_report, report_to_json, verify_overlap
+
+__all__ = ["add_verify_args", "cmd_verify"]
+
+
+# -- command line ----------------------------------------------------------------------------
+
+
+def add_verify_args(sub: Any, add_kafka_args: Callable[[argparse.ArgumentParser], None]) -> None:
+    """Register ``verify overlap LAYER [--format text|json]``."""
+    p = sub.add_parser(
+        "verify",
+        help="check the gate's mechanisms against a live cluster",
+        description="Run checks against a live cluster and print pass/fail with figures.",
+    )
+    s = p.add_subparsers(dest="verify_command", required=True, metavar="CHECK")
+    o = s.add_parser(
+        "overlap",
+        help="identical twin, stricter observing version, undeclared reader",
+        description="For LAYER: an identical observing twin shows the same attainment as "
+        "its original over the same batches; a stricter observing version records breaches "
+        "while the batches are still admitted; an undeclared reader is counted against the "
+        "oldest active version. A check whose situation does not exist is reported as not "
+        "applicable; one without evidence yet (e.g. the stricter version never fired) as "
+        "inconclusive. Exit 0 when every applicable check passes, 1 otherwise, 2 on errors.",
+    )
+    add_kafka_args(o)
+    o.add_argument("layer", metavar="LAYER")
+    o.add_argument("--format", choices=["text", "json"], default="text")
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    from worker.cli.args import settings_from_args
+
+    report = verify_overlap(settings_from_args(args), args.layer)
+    if args.format == "json":
+        print(json.dumps(report_to_json(report), indent=2, default=str))
+    else:
+        print(render_report(report))
+    return report.exit_code

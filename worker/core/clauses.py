@@ -1,0 +1,385 @@
+"""One small evaluator per clause kind (DESIGN.md section 3), each -> ClauseResult.
+
+Every evaluator has the signature ``(clause, contract, facts, now) -> ClauseResult`` and
+reads only the shared :class:`worker.core.facts.BatchFacts`, so N versions cost one parse.
+Spatial clauses measure ``east_north`` geometries in the contract CRS: the clause's ``crs``
+parameter, else the ``expect`` of the contract's crs clause, else the batch's declared CRS.
+``measured``/``expected`` are JSON-compatible. :data:`EVALUATORS` maps kind -> evaluator.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timezone
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
+import shapely
+from pyproj import CRS
+
+from worker.core.diagnose import diagnose_extent
+from worker.core.durations import parse_duration_s
+from worker.core.facts import BatchFacts
+from worker.core.model import Clause, ClauseResult, Contract
+from worker.core.spatial import (
+    area_m2_or_units,
+    crs_equivalent,
+    crs_label,
+    fraction_covered,
+    region_geometry,
+    resolve_crs,
+)
+
+__all__ = ["EVALUATORS", "GEOMETRY_TYPE_IDS", "Evaluator", "contract_crs"]
+
+Evaluator = Callable[[Clause, Contract, BatchFacts, datetime], ClauseResult]
+
+GEOMETRY_TYPE_IDS: dict[str, int] = {
+    "Point": 0,
+    "LineString": 1,
+    "LinearRing": 2,
+    "Polygon": 3,
+    "MultiPoint": 4,
+    "MultiLineString": 5,
+    "MultiPolygon": 6,
+    "GeometryCollection": 7,
+}
+_TYPE_NAMES = {v: k for k, v in GEOMETRY_TYPE_IDS.items()}
+
+
+def _result(
+    clause: Clause, ok: bool, measured: Any, expected: Any, message: str, diagnoses: Any = ()
+) -> ClauseResult:
+    return ClauseResult(
+        name=clause.name,
+        kind=clause.kind,
+        result="pass" if ok else "break",
+        on_break=clause.on_break,
+        measured=measured,
+        expected=expected,
+        message=message,
+        diagnoses=tuple(diagnoses),
+    )
+
+
+def contract_crs(clause: Clause, contract: Contract, facts: BatchFacts) -> tuple[CRS | None, str]:
+    """The CRS a spatial clause's region is written in, and a label for messages.
+
+    The clause's ``crs``, else the contract's crs clause ``expect``, else the batch's declared
+    CRS (None when that is missing too). Raises CrsError for an unresolvable contract CRS.
+    """
+    text = clause.params.get("crs")
+    if text is None:
+        text = next((c.params.get("expect") for c in contract.clauses if c.kind == "crs"), None)
+    if text is None:
+        crs = facts.declared_crs
+        return crs, crs_label(crs) if crs is not None else "undeclared CRS"
+    crs = resolve_crs(text)
+    return crs, text if isinstance(text, str) and len(text) <= 40 else crs_label(crs)
+
+
+def check_crs(clause: Clause, contract: Contract, facts: BatchFacts, now: datetime) -> ClauseResult:
+    expect = clause.params["expect"]
+    declared = facts.batch.declared_crs
+    if facts.declared_crs is None:
+        why = facts.declared_crs_error or "the batch declares no CRS"
+        return _result(clause, False, declared, expect, f"CRS expected {expect}: {why}")
+    ok = crs_equivalent(facts.declared_crs, expect)
+    label = crs_label(facts.declared_crs)
+    verb = "is equivalent to" if ok else "is not equivalent to"
+    return _result(clause, ok, label, expect, f"declared CRS {label} {verb} {expect}")
+
+
+def check_axis_order(
+    clause: Clause, contract: Contract, facts: BatchFacts, now: datetime
+) -> ClauseResult:
+    expect, actual = clause.params["expect"], facts.batch.axis_order
+    ok = actual == expect
+    return _result(clause, ok, actual, expect, f"axis order {actual} (expected {expect})")
+
+
+def check_extent(
+    clause: Clause, contract: Contract, facts: BatchFacts, now: datetime
+) -> ClauseResult:
+    p = clause.params
+    crs, label = contract_crs(clause, contract, facts)
+    region = region_geometry(p["region"], crs)
+    tolerance = float(p.get("tolerance", 0.0) or 0.0)
+    if tolerance > 0:
+        region = region.buffer(tolerance, join_style="mitre")
+    min_frac = float(p.get("min_fraction_inside", 1.0))
+    geoms, usable = facts.in_crs(crs) if crs is not None else (facts.geometries, facts.usable)
+    frac = fraction_covered(geoms, usable, region)
+    ok = frac >= min_frac
+    outside = facts.count - round(frac * facts.count)
+    bounds = shapely.total_bounds(geoms[usable]) if usable.any() else None
+    bounds_crs = label
+    if bounds is None and facts.usable.any():
+        # reprojection from the declared CRS failed (e.g. feet declared as degrees): the
+        # raw bounds as declared still tell what the batch holds
+        bounds = shapely.total_bounds(facts.geometries[facts.usable])
+        declared = facts.declared_crs
+        bounds_crs = crs_label(declared) if declared is not None else "as declared"
+    measured = {
+        "fraction_inside": frac,
+        "features": facts.count,
+        "outside": outside,
+        "bounds": None if bounds is None else [float(b) for b in bounds],
+        "bounds_crs": bounds_crs,
+    }
+    expected = {
+        "region": p["region"],
+        "crs": label,
+        "min_fraction_inside": min_frac,
+        "tolerance": tolerance,
+    }
+    message = (
+        f"{frac:.1%} of {facts.count} features inside the extent in {label}, "
+        f"{outside} outside (expected >= {min_frac:.1%})"
+    )
+    diagnoses = [] if ok else diagnose_extent(facts, region, crs, label, min_frac)
+    return _result(clause, ok, measured, expected, message, diagnoses)
+
+
+def check_geometry_type(
+    clause: Clause, contract: Contract, facts: BatchFacts, now: datetime
+) -> ClauseResult:
+    allowed = list(clause.params["allowed"])
+    unknown = [a for a in allowed if a not in GEOMETRY_TYPE_IDS]
+    if unknown:
+        raise ValueError(f"unknown geometry type names {unknown}; use {list(GEOMETRY_TYPE_IDS)}")
+    allow_empty = bool(clause.params.get("allow_empty", False))
+    type_ok = np.isin(facts.type_ids, [GEOMETRY_TYPE_IDS[a] for a in allowed])
+    ids, counts = np.unique(facts.type_ids[~type_ok], return_counts=True)
+    names = [_TYPE_NAMES.get(int(i), "missing or unparseable") for i in ids]
+    measured: dict[str, int] = {k: int(c) for k, c in zip(names, counts, strict=True)}
+    n_empty = int(np.count_nonzero(facts.is_empty & type_ok))
+    if n_empty and not allow_empty:
+        measured["empty"] = n_empty
+    ok = not measured
+    shown = ", ".join(f"{k}: {v}" for k, v in measured.items()) or "none"
+    message = f"disallowed geometries {shown} (allowed {allowed}, allow_empty={allow_empty})"
+    expected = {"allowed": allowed, "allow_empty": allow_empty}
+    return _result(clause, ok, measured, expected, message)
+
+
+def check_validity(
+    clause: Clause, contract: Contract, facts: BatchFacts, now: datetime
+) -> ClauseResult:
+    limit = float(clause.params.get("max_invalid_fraction", 0.0))
+    frac = facts.invalid_count / facts.count if facts.count else 0.0
+    ok = frac <= limit
+    reasons = [{"index": i, "reason": r} for i, r in facts.invalid_reasons]
+    measured = {
+        "invalid_fraction": frac,
+        "invalid": facts.invalid_count,
+        "features": facts.count,
+        "reasons": reasons,
+    }
+    shown = "; ".join(f"feature {i}: {r}" for i, r in facts.invalid_reasons)
+    message = (
+        f"{facts.invalid_count} of {facts.count} geometries invalid ({frac:.1%}, expected "
+        f"<= {limit:.1%})" + (f": {shown}" if shown else "")
+    )
+    return _result(clause, ok, measured, {"max_invalid_fraction": limit}, message)
+
+
+def _family(t: pa.DataType) -> str:
+    if pa.types.is_boolean(t):
+        return "bool"
+    if pa.types.is_integer(t):
+        return "int"
+    if pa.types.is_floating(t):
+        return "float"
+    if pa.types.is_string(t) or pa.types.is_large_string(t):
+        return "str"
+    return str(t)
+
+
+def _key_family(v: Any) -> str:
+    return {bool: "bool", int: "int", float: "float", str: "str"}.get(type(v), type(v).__name__)
+
+
+def check_domain(
+    clause: Clause, contract: Contract, facts: BatchFacts, now: datetime
+) -> ClauseResult:
+    column, values = clause.params["column"], clause.params["values"]
+    allow_null = bool(clause.params.get("allow_null", False))
+    expected = {"column": column, "values": list(values), "allow_null": allow_null}
+    table = facts.batch.attributes
+    if column not in table.column_names:
+        measured = {"missing_column": column, "columns": list(table.column_names)}
+        msg = f"domain column {column!r} is missing from the batch attributes"
+        return _result(clause, False, measured, expected, msg)
+    col = table.column(column)
+    if pa.types.is_dictionary(col.type):
+        col = col.cast(col.type.value_type)
+    family = _family(col.type)
+    keys = [k for k in values if _key_family(k) == family]
+    if family == "float" and not keys and any(_key_family(k) == "int" for k in values):
+        # JSON has one number type (a column of 1 and 2.0 arrives as floats): whole
+        # numbers match integer codes, 2.5 does not; strings never match numbers
+        whole = pc.equal(col, pc.floor(col))
+        col_int = pc.if_else(whole, col, pa.scalar(None, col.type)).cast(pa.int64())
+        ints = [k for k in values if _key_family(k) == "int"]
+        known = pc.and_(whole, pc.is_in(col_int, value_set=pa.array(ints, type=pa.int64())))
+        known = pc.fill_null(known, False)
+    elif keys:
+        key_type = pa.int64() if family == "int" else col.type
+        col_cmp = col.cast(pa.int64()) if family == "int" else col
+        known = pc.is_in(col_cmp, value_set=pa.array(keys, type=key_type))
+    else:  # no key of the column's type: every non-null value is unknown (no coercion)
+        known = pa.array(np.zeros(len(col), dtype=bool))
+    unknown_mask = pc.and_(pc.invert(known), pc.is_valid(col))
+    n_unknown = int(pc.sum(unknown_mask).as_py() or 0)
+    unknown = pc.unique(col.filter(unknown_mask)).to_pylist()[:10]
+    n_null = int(col.null_count)
+    ok = n_unknown == 0 and (allow_null or n_null == 0)
+    measured = {"unknown": unknown, "unknown_count": n_unknown, "null_count": n_null}
+    message = (
+        f"column {column!r} ({col.type}): {n_unknown} values not in the domain {unknown}, "
+        f"{n_null} nulls (expected codes {list(values)[:10]}, allow_null={allow_null})"
+    )
+    return _result(clause, ok, measured, expected, message)
+
+
+def check_freshness(
+    clause: Clause, contract: Contract, facts: BatchFacts, now: datetime
+) -> ClauseResult:
+    max_age = clause.params["max_age"]
+    skew = clause.params.get("max_clock_skew", "PT5M")
+    max_age_s, skew_s = parse_duration_s(max_age), parse_duration_s(skew)
+    data_time = facts.batch.data_time
+    if data_time.tzinfo is None:  # naive times are taken as UTC (the model's convention)
+        data_time = data_time.replace(tzinfo=timezone.utc)
+    if now.tzinfo is None:
+        now = now.replace(tzinfo=timezone.utc)
+    age_s = (now - data_time).total_seconds()
+    ok = age_s <= max_age_s and -age_s <= skew_s
+    expected = {"max_age": max_age, "max_clock_skew": skew}
+    where = "in the future" if age_s < 0 else "old"
+    message = (
+        f"data time {data_time.isoformat()} is {abs(age_s):.0f} s {where} "
+        f"(expected age <= {max_age_s:.0f} s, future skew <= {skew_s:.0f} s)"
+    )
+    return _result(clause, ok, age_s, expected, message)
+
+
+def _coverage_by_count(clause: Clause, facts: BatchFacts, min_frac: float) -> ClauseResult:
+    # Without expected_features the producer's declared feature_count is the reference.
+    expected_n = int(clause.params.get("expected_features", facts.batch.feature_count))
+    frac = facts.count / expected_n if expected_n else 1.0
+    ok = facts.count >= min_frac * expected_n
+    measured = {"features": facts.count, "fraction": frac}
+    expected = {"expected_features": expected_n, "min_fraction": min_frac}
+    message = (
+        f"{facts.count} features = {frac:.1%} of {expected_n} expected (expected >= {min_frac:.1%})"
+    )
+    return _result(clause, ok, measured, expected, message)
+
+
+def check_coverage(
+    clause: Clause, contract: Contract, facts: BatchFacts, now: datetime
+) -> ClauseResult:
+    p = clause.params
+    min_frac = float(p.get("min_fraction", 1.0))
+    if "region" not in p:
+        return _coverage_by_count(clause, facts, min_frac)
+    crs, label = contract_crs(clause, contract, facts)
+    region = region_geometry(p["region"], crs)
+    geoms, usable = facts.in_crs(crs) if crs is not None else (facts.geometries, facts.usable)
+    valid = usable & facts.is_valid  # invalid geometries are excluded, never repaired
+    union = shapely.union_all(geoms[valid]) if valid.any() else None
+    covered = shapely.intersection(union, region) if union is not None else None
+    region_area = area_m2_or_units(region, crs)
+    covered_area = area_m2_or_units(covered, crs)
+    frac = covered_area / region_area if region_area > 0 else 0.0
+    ok = frac >= min_frac
+    unit = "m²" if crs is not None and crs.is_geographic else "CRS units²"
+    measured = {
+        "fraction": frac,
+        "covered_area": covered_area,
+        "region_area": region_area,
+        "unit": unit,
+    }
+    expected = {"region": p["region"], "crs": label, "min_fraction": min_frac}
+    message = (
+        f"valid geometries cover {frac:.1%} of the region area ({covered_area:.6g} of "
+        f"{region_area:.6g} {unit}, {label}; expected >= {min_frac:.1%})"
+    )
+    return _result(clause, ok, measured, expected, message)
+
+
+#: (batch type, contract type) pairs accepted as matching: JSON (GeoJSON) does not tell
+#: 123456 from 123456.0, so an integer column satisfies a ``double`` field.
+_LOSSLESS_WIDENING = {("integer", "double")}
+
+
+def check_schema(
+    clause: Clause, contract: Contract, facts: BatchFacts, now: datetime
+) -> ClauseResult:
+    """Batch fields against ``fields`` (name, type, nullable) and ``allow_extra``.
+
+    An ``integer`` batch field satisfies a ``double`` contract field (lossless widening);
+    no other type coercion.
+    """
+    wanted = [
+        (f["name"], f["type"], bool(f.get("nullable", False))) for f in clause.params["fields"]
+    ]
+    allow_extra = bool(clause.params.get("allow_extra", False))
+    have = {f.name: f for f in facts.batch.schema_fields}
+    table = facts.batch.attributes
+    problems: list[str] = []
+    for name, ftype, nullable in wanted:
+        got = have.get(name)
+        if got is None:
+            problems.append(f"missing field {name!r}")
+            continue
+        if got.type != ftype and (got.type, ftype) not in _LOSSLESS_WIDENING:
+            problems.append(f"field {name!r} has type {got.type}, expected {ftype}")
+        if got.nullable and not nullable:
+            problems.append(f"field {name!r} is nullable, expected not nullable")
+        if not nullable and name in table.column_names and table.column(name).null_count:
+            problems.append(f"field {name!r} has {table.column(name).null_count} nulls")
+    if not allow_extra:
+        extra = sorted(set(have) - {w[0] for w in wanted})
+        problems.extend(f"extra field {name!r}" for name in extra)
+    measured = {"fingerprint": facts.schema_fingerprint, "problems": problems}
+    expected = {
+        "fields": [{"name": n, "type": t, "nullable": b} for n, t, b in wanted],
+        "allow_extra": allow_extra,
+    }
+    message = "schema matches" if not problems else "schema differs: " + "; ".join(problems[:5])
+    return _result(clause, not problems, measured, expected, message)
+
+
+def check_feature_count(
+    clause: Clause, contract: Contract, facts: BatchFacts, now: datetime
+) -> ClauseResult:
+    """``min`` <= actual count <= ``max``; also breaks when the producer's declared
+    ``feature_count`` differs from the features the batch holds (a truncated batch)."""
+    lo = int(clause.params.get("min", 0))
+    hi = clause.params.get("max")
+    declared = facts.batch.feature_count
+    ok = facts.count >= lo and (hi is None or facts.count <= int(hi))
+    message = f"{facts.count} features (expected {lo} .. {'unbounded' if hi is None else hi})"
+    if declared != facts.count:
+        ok = False
+        message += f"; the producer declared {declared} features: truncated or padded batch?"
+    return _result(clause, ok, facts.count, {"min": lo, "max": hi}, message)
+
+
+EVALUATORS: dict[str, Evaluator] = {
+    "crs": check_crs,
+    "axis_order": check_axis_order,
+    "extent": check_extent,
+    "geometry_type": check_geometry_type,
+    "validity": check_validity,
+    "domain": check_domain,
+    "freshness": check_freshness,
+    "coverage": check_coverage,
+    "schema": check_schema,
+    "feature_count": check_feature_count,
+}

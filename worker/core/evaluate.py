@@ -1,0 +1,121 @@
+"""Evaluate every active contract version against one batch and decide its route (pure).
+
+The batch facts are built once; every active version's clauses read the same
+:class:`worker.core.facts.BatchFacts`. A verdict passes when no clause with ``on_break: halt``
+broke; the batch is quarantined exactly when an *enforcing* verdict failed. Observing
+versions are measured and reported but never change the decision.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from worker.core.clauses import EVALUATORS
+from worker.core.facts import BatchFacts
+from worker.core.model import (
+    ActiveVersion,
+    Batch,
+    Clause,
+    ClauseResult,
+    Contract,
+    Decision,
+    QuarantineReason,
+    VersionVerdict,
+)
+
+__all__ = ["evaluate", "evaluate_clause", "evaluate_versions"]
+
+
+def evaluate_clause(
+    clause: Clause, contract: Contract, facts: BatchFacts, now: datetime
+) -> ClauseResult:
+    """Run one clause; an unknown kind or an exception becomes a break, never a crash.
+
+    The ``"evaluation error: ..."`` break is a last resort for bugs and contract values
+    the schema let through; the evaluators report ordinary failures themselves.
+    """
+    evaluator = EVALUATORS.get(clause.kind)
+    try:
+        if evaluator is None:
+            raise ValueError(f"unknown clause kind {clause.kind!r}")
+        return evaluator(clause, contract, facts, now)
+    except Exception as exc:  # last resort: one clause must not crash the batch
+        return ClauseResult(
+            name=clause.name,
+            kind=clause.kind,
+            result="break",
+            on_break=clause.on_break,
+            measured=None,
+            expected=dict(clause.params),
+            message=f"evaluation error: {type(exc).__name__}: {exc}",
+        )
+
+
+def evaluate_versions(
+    facts: BatchFacts, versions: Sequence[ActiveVersion], now: datetime
+) -> tuple[VersionVerdict, ...]:
+    """One verdict per version in state ``active`` (others are skipped), in input order."""
+    verdicts = []
+    for v in versions:
+        if v.state != "active":
+            continue
+        results = tuple(evaluate_clause(c, v.contract, facts, now) for c in v.contract.clauses)
+        verdicts.append(
+            VersionVerdict(
+                layer=v.contract.layer,
+                version=v.contract.version,
+                mode=v.mode,
+                passed=not any(r.halts for r in results),
+                clauses=results,
+            )
+        )
+    return tuple(verdicts)
+
+
+def evaluate(batch: Batch, versions: Sequence[ActiveVersion], *, now: datetime) -> Decision:
+    """Evaluate ``batch`` against every active version and decide its route.
+
+    Parameters
+    ----------
+    batch : worker.core.model.Batch
+        The decoded batch.
+    versions : sequence of ActiveVersion
+        The versions of the batch's layer; only those in state ``active`` are evaluated.
+    now : datetime
+        Timezone-aware evaluation time (freshness is measured against it).
+
+    Returns
+    -------
+    Decision
+        ``quarantined`` iff an enforcing verdict failed; one ``contract_break`` reason per
+        broken halt clause of an enforcing version; diagnoses of every broken clause of
+        every evaluated version, deduplicated in order. With no active version the batch is
+        admitted with no verdicts (routing of layers without contracts is the caller's).
+    """
+    facts = BatchFacts(batch)
+    verdicts = evaluate_versions(facts, versions, now)
+    reasons = tuple(
+        QuarantineReason(
+            code="contract_break",
+            message=r.message,
+            version=v.version,
+            mode=v.mode,
+            clause=r.name,
+            measured=r.measured,
+            expected=r.expected,
+        )
+        for v in verdicts
+        if v.mode == "enforcing"
+        for r in v.clauses
+        if r.halts
+    )
+    diagnoses = tuple(
+        dict.fromkeys(d for v in verdicts for r in v.clauses if r.broke for d in r.diagnoses)
+    )
+    return Decision(
+        decision="quarantined" if reasons else "admitted",
+        verdicts=verdicts,
+        reasons=reasons,
+        diagnoses=diagnoses,
+    )

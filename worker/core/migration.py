@@ -1,0 +1,287 @@
+"""The migration view: who still reads against which contract version (pure, no Kafka).
+
+DESIGN.md sections 2 and 5. A consumer is its Kafka consumer group id; a declaration under
+that id covers the group. Per layer and active *major* version the view holds:
+
+* ``declared``: consumers whose latest declaration for the layer names that major;
+* ``unattributed``: consumer groups with committed offsets on the admitted topic that never
+  declared for the layer, each counted against the layer's **oldest** active major;
+* ``stale``: declarations whose group no longer exists and that are older than the horizon.
+  They are shown, not counted, and never silently dropped.
+
+The count that gates retirement is ``declared + unattributed``. Versions are compared by
+major: a declaration of ``v1``, ``v1.0`` or ``v1.1`` is a declaration on major ``v1``.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+from typing import Literal
+
+from worker.core.errors import ContractGateError
+
+__all__ = [
+    "UNATTRIBUTED_PREFIX",
+    "ConsumerRef",
+    "Declaration",
+    "LayerView",
+    "MigrationView",
+    "VersionCount",
+    "build_view",
+    "major_label",
+    "parse_version",
+    "render_view",
+    "version_covers",
+    "view_to_json",
+]
+
+Kind = Literal["declared", "unattributed", "stale"]
+
+#: Prefix of the ``consumer`` label of unattributed groups in ``gis_consumer_contract_version``.
+UNATTRIBUTED_PREFIX = "unattributed:"
+
+
+def parse_version(text: str) -> tuple[int, int]:
+    """``"v7.1"`` -> ``(7, 1)``; ``"v7"`` and ``"7"`` mean ``(7, 0)``.
+
+    Raises
+    ------
+    ContractGateError
+        When ``text`` is not ``v<major>[.<minor>]``.
+    """
+    body = text.strip()
+    body = body[1:] if body[:1] in ("v", "V") else body
+    major_s, _, minor_s = body.partition(".")
+    try:
+        major, minor = int(major_s), int(minor_s or 0)
+    except ValueError:
+        raise ContractGateError(
+            f"{text!r} is not a contract version; write v<major>[.<minor>], e.g. v2 or v1.1"
+        ) from None
+    if major < 0 or minor < 0:
+        raise ContractGateError(f"{text!r}: version numbers are not negative")
+    return major, minor
+
+
+def major_label(version: str | int) -> str:
+    """The major a version belongs to, as a label: ``"v1.1"`` -> ``"v1"``."""
+    major = version if isinstance(version, int) else parse_version(version)[0]
+    return f"v{major}"
+
+
+def version_covers(enforced: str, built_for: str) -> bool:
+    """True when a record admitted under ``enforced`` serves a reader built for ``built_for``.
+
+    Same major, and a minor at least the reader's: later minors and tightenings of a major
+    only add guarantees, a different major may change their meaning.
+    """
+    e_major, e_minor = parse_version(enforced)
+    r_major, r_minor = parse_version(built_for)
+    return e_major == r_major and e_minor >= r_minor
+
+
+@dataclass(frozen=True)
+class Declaration:
+    """The latest ConsumerDeclaration of ``consumer`` for ``layer``."""
+
+    consumer: str
+    layer: str
+    version: str
+    declared_at: datetime
+
+
+@dataclass(frozen=True)
+class ConsumerRef:
+    """One consumer in a version's row: its name, kind and (declared only) declaration."""
+
+    name: str
+    kind: Kind
+    declared_version: str | None = None
+    declared_at: datetime | None = None
+
+    @property
+    def label(self) -> str:
+        """The ``consumer`` label of ``gis_consumer_contract_version``."""
+        return UNATTRIBUTED_PREFIX + self.name if self.kind == "unattributed" else self.name
+
+
+@dataclass(frozen=True)
+class VersionCount:
+    """Consumers of one major version of one layer.
+
+    ``revisions`` are the active revisions of the major (e.g. ``("v1.0", "v1.1")``); empty
+    when the major is not active (consumers still declared on a retired or unknown version).
+    """
+
+    layer: str
+    version: str
+    revisions: tuple[str, ...]
+    oldest: bool
+    declared: tuple[ConsumerRef, ...] = ()
+    unattributed: tuple[ConsumerRef, ...] = ()
+    stale: tuple[ConsumerRef, ...] = ()
+
+    @property
+    def active(self) -> bool:
+        return bool(self.revisions)
+
+    @property
+    def count(self) -> int:
+        """Declared + unattributed consumers: zero is the retirement condition."""
+        return len(self.declared) + len(self.unattributed)
+
+    @property
+    def stragglers(self) -> tuple[ConsumerRef, ...]:
+        return self.declared + self.unattributed
+
+
+@dataclass(frozen=True)
+class LayerView:
+    layer: str
+    versions: tuple[VersionCount, ...]
+
+    def get(self, version: str) -> VersionCount | None:
+        label = major_label(version)
+        return next((v for v in self.versions if v.version == label), None)
+
+
+@dataclass(frozen=True)
+class MigrationView:
+    """Every layer's :class:`LayerView`, by layer name."""
+
+    layers: Mapping[str, LayerView] = field(default_factory=dict)
+
+    def count(self, layer: str, version: str) -> VersionCount | None:
+        view = self.layers.get(layer)
+        return None if view is None else view.get(version)
+
+
+def build_view(
+    active: Mapping[str, Iterable[str]],
+    declarations: Iterable[Declaration],
+    reading_groups: Iterable[str],
+    existing_groups: Iterable[str],
+    *,
+    now: datetime,
+    stale_after: timedelta,
+    excluded: Iterable[str] = (),
+    excluded_prefixes: Iterable[str] = (),
+) -> MigrationView:
+    """Count consumers per layer and major version.
+
+    Parameters
+    ----------
+    active : mapping of layer to versions
+        The active revisions of every layer (any order), e.g. ``{"roads": ["v1.0", "v2.0"]}``.
+    declarations : iterable of Declaration
+        The latest declaration per (consumer, layer), as read from the consumers topic.
+    reading_groups : iterable of str
+        Consumer groups with committed offsets on the admitted topic.
+    existing_groups : iterable of str
+        Every consumer group the broker knows (for staleness).
+    now, stale_after : datetime, timedelta
+        A declaration whose group does not exist and that is older than ``now -
+        stale_after`` is stale.
+    excluded, excluded_prefixes : iterable of str
+        Group ids (and prefixes) that are never consumers: the gate's own groups.
+    """
+    excluded = set(excluded)
+    prefixes = tuple(excluded_prefixes)
+
+    def ignored(group: str) -> bool:
+        return group in excluded or group.startswith(prefixes)
+
+    existing = set(existing_groups)
+    reading = sorted({g for g in reading_groups if not ignored(g)})
+    by_layer: dict[str, list[Declaration]] = {}
+    for d in declarations:
+        by_layer.setdefault(d.layer, []).append(d)
+
+    layers: dict[str, LayerView] = {}
+    for layer in sorted(set(active) | set(by_layer)):
+        revisions: dict[str, list[tuple[int, int]]] = {}
+        for v in active.get(layer, ()):
+            revisions.setdefault(major_label(v), []).append(parse_version(v))
+        majors = sorted(revisions, key=lambda m: parse_version(m))
+        oldest = majors[0] if majors else None
+        rows: dict[str, dict[str, list[ConsumerRef]]] = {
+            m: {"declared": [], "unattributed": [], "stale": []} for m in majors
+        }
+        declared_names = set()
+        for d in sorted(by_layer.get(layer, []), key=lambda d: d.consumer):
+            declared_names.add(d.consumer)
+            label = major_label(d.version)
+            is_stale = d.consumer not in existing and now - d.declared_at > stale_after
+            kind: Kind = "stale" if is_stale else "declared"
+            rows.setdefault(label, {"declared": [], "unattributed": [], "stale": []})
+            rows[label][kind].append(ConsumerRef(d.consumer, kind, d.version, d.declared_at))
+        if oldest is not None:
+            for group in reading:
+                if group not in declared_names:
+                    rows[oldest]["unattributed"].append(ConsumerRef(group, "unattributed"))
+        counts = tuple(
+            VersionCount(
+                layer=layer,
+                version=m,
+                revisions=tuple(f"v{a}.{b}" for a, b in sorted(revisions.get(m, ()))),
+                oldest=m == oldest,
+                declared=tuple(r["declared"]),
+                unattributed=tuple(r["unattributed"]),
+                stale=tuple(r["stale"]),
+            )
+            for m, r in sorted(rows.items(), key=lambda kv: parse_version(kv[0]))
+        )
+        layers[layer] = LayerView(layer, counts)
+    return MigrationView(layers)
+
+
+def view_to_json(view: MigrationView) -> list[dict[str, object]]:
+    """The view as JSON-compatible rows, one per (layer, version)."""
+
+    def ref(r: ConsumerRef) -> dict[str, object]:
+        out: dict[str, object] = {"name": r.name, "kind": r.kind}
+        if r.declared_version is not None:
+            out["declared_version"] = r.declared_version
+        if r.declared_at is not None:
+            out["declared_at"] = r.declared_at.isoformat()
+        return out
+
+    return [
+        {
+            "layer": v.layer,
+            "version": v.version,
+            "revisions": list(v.revisions),
+            "active": v.active,
+            "oldest_active": v.oldest,
+            "count": v.count,
+            "declared": [ref(r) for r in v.declared],
+            "unattributed": [ref(r) for r in v.unattributed],
+            "stale": [ref(r) for r in v.stale],
+        }
+        for lv in view.layers.values()
+        for v in lv.versions
+    ]
+
+
+def render_view(view: MigrationView) -> str:
+    """The view as text: per layer and version, the count and the consumers by name."""
+    lines: list[str] = []
+    for lv in view.layers.values():
+        lines.append(f"{lv.layer}")
+        for v in lv.versions:
+            state = (
+                f"active {'/'.join(v.revisions)}" + (", oldest" if v.oldest else "")
+                if v.active
+                else "not active"
+            )
+            lines.append(f"  {v.version} ({state}): {v.count} consumer(s)")
+            for kind, refs in (
+                ("declared", v.declared),
+                ("unattributed", v.unattributed),
+                ("stale", v.stale),
+            ):
+                if refs:
+                    lines.append(f"    {kind}: " + ", ".join(r.name for r in refs))
+    return "\n".join(lines) if lines else "no layers and no declarations"

@@ -1,0 +1,209 @@
+"""Registry of contract versions per layer, fed by config-topic records (pure, no Kafka).
+
+The worker re-checks the lifecycle policy of DESIGN.md section 5 on every record:
+
+* a record whose document differs (by digest) from the version already known under the
+  same ``layer/version`` key is an *edit in place*: ignored, the original stays in force;
+* a record that does not decode, whose document fails validation, whose digest does not
+  match its document, or whose key does not match its layer/version is rejected;
+* a record with the same digest updates the lifecycle (mode, state): promotion,
+  supersession, retirement;
+* a tombstone (null value) removes the key, as log compaction would.
+
+Rejections never raise: :meth:`Registry.apply` returns a :class:`ConfigEvent` saying why.
+The registry takes *decoded* records (plain dicts); the Avro bytes of the config topic are
+decoded by :func:`worker.io.config_records.apply_config_value`, which also turns an
+undecodable record into an ``invalid_record`` rejection (:meth:`Registry.reject`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from worker.core.contracts import parse_contract
+from worker.core.errors import ContractGateError
+from worker.core.model import ActiveVersion
+from worker.core.policy import Published
+
+__all__ = ["ConfigEvent", "RecordingRegistry", "Registry", "active_version_from_record"]
+
+
+@dataclass(frozen=True)
+class ConfigEvent:
+    """What applying one config record did.
+
+    ``outcome`` is ``added`` | ``updated`` | ``unchanged`` | ``removed`` | ``rejected``;
+    ``reason`` (rejections only) is ``edit_in_place`` | ``invalid_record`` |
+    ``invalid_contract`` | ``key_mismatch``. ``tombstone`` is True for a null value
+    (legitimate compaction, never a rejection; ``removed`` when it deleted a version).
+    """
+
+    outcome: str
+    key: str
+    layer: str | None
+    message: str
+    reason: str | None = None
+    version: ActiveVersion | None = None
+    tombstone: bool = False
+
+
+def _layer_of(key: str) -> str | None:
+    return key.split("/", 1)[0] if "/" in key else None
+
+
+def active_version_from_record(record: Mapping[str, Any], *, source: str) -> ActiveVersion:
+    """Build the :class:`ActiveVersion` a decoded ContractRecord describes.
+
+    Raises
+    ------
+    ContractError
+        When the document is invalid or its digest differs from the record's digest.
+    """
+    from worker.core.errors import ContractError
+
+    contract = parse_contract(record["document"], source=source)
+    if record.get("digest") and record["digest"] != contract.digest:
+        raise ContractError(
+            f"{source}: record digest {record['digest'][:12]} does not match its document "
+            f"(digest {contract.digest[:12]}); republish with `contract-gate contract publish`"
+        )
+    return ActiveVersion(contract=contract, mode=record["mode"], state=record["state"])
+
+
+class Registry:
+    """Contract versions known to this worker, keyed ``layer/version``."""
+
+    def __init__(self) -> None:
+        self._versions: dict[str, ActiveVersion] = {}
+
+    def reject(self, key: str | None, message: str, reason: str = "invalid_record") -> ConfigEvent:
+        """The event for a record that never reached :meth:`apply` (e.g. it did not decode)."""
+        key = key or ""
+        return ConfigEvent("rejected", key, _layer_of(key), message, reason)
+
+    def apply(self, key: str | None, record: Mapping[str, Any] | None) -> ConfigEvent:
+        """Apply one decoded ContractRecord (``record`` None is a tombstone).
+
+        ``record`` has the fields of the Avro ContractRecord (``layer``, ``version``,
+        ``document``, ``digest``, ``mode``, ``state``, ...); it is untrusted: a document that
+        fails validation or a digest that does not match it is a rejection, never an error.
+        """
+        key = key or ""
+        layer_of_key = _layer_of(key)
+        if record is None:
+            gone = self._versions.get(key)
+            # copy on write: readers in other threads (HTTP /status, the migration
+            # exporter) iterate the previous dict undisturbed
+            self._versions = {k: v for k, v in self._versions.items() if k != key}
+            return ConfigEvent(
+                "removed" if gone else "unchanged",
+                key,
+                layer_of_key,
+                f"tombstone for {key}"
+                + (
+                    f": {gone.contract.version} ({gone.mode}/{gone.state}) deleted, no longer "
+                    "evaluated"
+                    if gone
+                    else " (unknown key)"
+                ),
+                tombstone=True,
+            )
+        source = f"config record {key or '<no key>'}"
+        try:
+            incoming = active_version_from_record(record, source=source)
+        except ContractGateError as exc:
+            return ConfigEvent(
+                "rejected", key, record.get("layer") or layer_of_key, str(exc), "invalid_contract"
+            )
+        c = incoming.contract
+        if key != c.key:
+            return ConfigEvent(
+                "rejected",
+                key,
+                c.layer,
+                f"{source}: key does not match the document's layer/version {c.key}",
+                "key_mismatch",
+            )
+        known = self._versions.get(key)
+        if known is not None and known.contract.digest != c.digest:
+            return ConfigEvent(
+                "rejected",
+                key,
+                c.layer,
+                f"{source}: edit in place refused: {key} is published with digest "
+                f"{known.contract.digest[:12]}, this record has {c.digest[:12]}; "
+                "publish a new version instead",
+                "edit_in_place",
+            )
+        self._versions = {**self._versions, key: incoming}  # copy on write (see above)
+        if known is None:
+            return ConfigEvent(
+                "added", key, c.layer, f"{key} {incoming.mode} {incoming.state}", None, incoming
+            )
+        if (known.mode, known.state) == (incoming.mode, incoming.state):
+            return ConfigEvent("unchanged", key, c.layer, f"{key} unchanged", None, incoming)
+        return ConfigEvent(
+            "updated",
+            key,
+            c.layer,
+            f"{key} {known.mode}/{known.state} -> {incoming.mode}/{incoming.state}",
+            None,
+            incoming,
+        )
+
+    def active(self, layer: str) -> tuple[ActiveVersion, ...]:
+        """Active versions of ``layer``, oldest first (by major, then minor)."""
+        return tuple(
+            v
+            for v in sorted(
+                self._versions.values(), key=lambda v: (v.contract.major, v.contract.minor)
+            )
+            if v.contract.layer == layer and v.state == "active"
+        )
+
+    def versions(self, layer: str | None = None) -> tuple[ActiveVersion, ...]:
+        """Every known version (any state), optionally of one layer, oldest first."""
+        return tuple(
+            v
+            for v in sorted(
+                self._versions.values(),
+                key=lambda v: (v.contract.layer, v.contract.major, v.contract.minor),
+            )
+            if layer is None or v.contract.layer == layer
+        )
+
+    def get(self, key: str) -> ActiveVersion | None:
+        return self._versions.get(key)
+
+    def layers(self) -> tuple[str, ...]:
+        return tuple(sorted({v.contract.layer for v in self._versions.values()}))
+
+
+class RecordingRegistry(Registry):
+    """A :class:`Registry` that also keeps the last accepted record of every key.
+
+    Records the registry rejects (edit in place, invalid) are not kept, so what it
+    returns is what the workers hold in force.
+    """
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.records: dict[str, dict[str, Any]] = {}
+
+    def apply(self, key: str | None, record: Mapping[str, Any] | None) -> ConfigEvent:
+        event = super().apply(key, record)
+        if event.outcome == "removed":
+            self.records = {k: v for k, v in self.records.items() if k != event.key}
+        elif event.outcome != "rejected" and record is not None and event.version is not None:
+            self.records = {**self.records, event.key: dict(record)}
+        return event
+
+    def published(self, layer: str | None = None) -> list[Published]:
+        """Every known version (any state), oldest first, optionally of one layer."""
+        return [
+            Published.from_record(v.contract, self.records[v.contract.key])
+            for v in self.versions(layer)
+            if v.contract.key in self.records
+        ]

@@ -1,0 +1,108 @@
+"""Avro plumbing shared by every record kind: the parsed schemas and checked read/write.
+
+Schemas (namespace ``gis.contract``; DESIGN.md section 6) are read from ``schemas/*.avsc`` and
+parsed once at import. :func:`_read` raises :class:`worker.core.errors.DecodeError` with a
+specific reason on any failure (truncated bytes, trailing bytes, invalid enum or union index,
+non-UTF-8 text); no other exception escapes.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+from collections.abc import Mapping
+from datetime import datetime, timezone
+from importlib import resources
+from typing import Any
+
+import fastavro
+import fastavro.validation
+
+from worker.core.errors import DecodeError
+
+
+def _schema(name: str) -> Any:
+    text = resources.files("worker").joinpath(f"schemas/{name}.avsc").read_text("utf-8")
+    return fastavro.parse_schema(json.loads(text))
+
+
+BATCH_ARRIVAL = _schema("batch_arrival")
+QUARANTINE_RECORD = _schema("quarantine_record")
+CONTRACT_RECORD = _schema("contract_record")
+EVALUATION_RECORD = _schema("evaluation_record")
+CONSUMER_DECLARATION = _schema("consumer_declaration")
+
+
+def _write(
+    schema: Any,
+    record: Mapping[str, Any],
+    what: str,
+    error: type[Exception],
+    *,
+    unchecked: tuple[str, ...] = (),
+) -> bytes:
+    """Validate (except the ``unchecked`` fields, checked by the caller) and encode."""
+    out = io.BytesIO()
+    try:
+        checked = {k: (None if k in unchecked else v) for k, v in record.items()}
+        fastavro.validation.validate(checked, schema, raise_errors=True)
+        fastavro.schemaless_writer(out, schema, dict(record))
+    except Exception as exc:  # fastavro raises ValueError, TypeError, OverflowError, ...
+        raise error(f"cannot encode {what}: {type(exc).__name__}: {exc}") from None
+    return out.getvalue()
+
+
+def _reason(exc: BaseException) -> str:
+    if "Expected -" in str(exc):
+        return f"a negative length prefix ({exc})"
+    if isinstance(exc, EOFError) or "unpack" in str(exc) or "buffer" in str(exc):
+        return f"truncated bytes ({exc})"
+    if isinstance(exc, UnicodeDecodeError):
+        return f"a string is not valid UTF-8 ({exc.reason} at byte {exc.start})"
+    if isinstance(exc, IndexError):
+        return f"invalid enum symbol or union branch index ({exc})"
+    return f"{type(exc).__name__}: {exc}"
+
+
+def _read(schema: Any, data: bytes, what: str) -> dict[str, Any]:
+    if not isinstance(data, (bytes, bytearray, memoryview)):
+        raise DecodeError(f"not a {what}: expected bytes, got {type(data).__name__}")
+    raw = bytes(data)
+    if not raw:
+        raise DecodeError(f"not a {what}: empty bytes")
+    buf = io.BytesIO(raw)
+    try:
+        record = fastavro.schemaless_reader(buf, schema, None)
+    except Exception as exc:  # a foreign error of any kind means the bytes are bad
+        raise DecodeError(f"not a {what}: {_reason(exc)}") from None
+    if buf.tell() != len(raw):
+        raise DecodeError(
+            f"not a {what}: {len(raw) - buf.tell()} trailing bytes after the record "
+            "(another schema or concatenated records?)"
+        )
+    if not isinstance(record, dict):
+        raise DecodeError(f"not a {what}: decoded to {type(record).__name__}")
+    return record
+
+
+def _utc(value: datetime) -> datetime:
+    return value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
+
+
+def _json(value: Any) -> str | None:
+    if value is None:
+        return None
+
+    def fallback(v: Any) -> Any:
+        return v.item() if hasattr(v, "item") else str(v)  # numpy scalars, then anything
+
+    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=fallback)
+
+
+def _unjson(text: str | None, what: str) -> Any:
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise DecodeError(f"{what} is not JSON text ({exc})") from None

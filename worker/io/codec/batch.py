@@ -1,0 +1,213 @@
+"""Avro BatchArrival events to and from :class:`worker.core.model.Batch`.
+
+Inline attribute columns carry a logical ``type`` (:data:`worker.core.model.FIELD_TYPES`)
+and typed values, never coerced: ``integer`` -> int64, ``double`` -> float64, ``string``,
+``boolean``, ``binary``; ``timestamp`` -> long microseconds since the epoch, decoded as
+``timestamp[us, tz=UTC]``; ``date`` -> long days since the epoch, decoded as ``date32``.
+Decoders raise :class:`worker.core.errors.DecodeError`; :func:`encode_batch` raises
+:class:`worker.core.errors.BatchError`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.compute as pc
+
+from worker.core.errors import BatchError, DecodeError
+from worker.core.model import Batch, FieldSpec
+from worker.io.codec.avro import BATCH_ARRIVAL, _read, _utc, _write
+
+__all__ = ["batch_from_event", "decode_batch", "decode_event", "encode_batch"]
+
+_ARROW = {
+    "integer": pa.int64(),
+    "double": pa.float64(),
+    "string": pa.string(),
+    "boolean": pa.bool_(),
+    "binary": pa.binary(),
+    "timestamp": pa.int64(),
+    "date": pa.int32(),
+}
+_INT64_MAX = 2**63 - 1
+_PYTHON: dict[str, type] = {
+    "integer": int,
+    "double": float,
+    "string": str,
+    "boolean": bool,
+    "binary": bytes,
+    "timestamp": int,
+    "date": int,
+}
+
+
+# -- BatchArrival -------------------------------------------------------------------------
+
+
+def _column_values(name: str, col: pa.ChunkedArray, logical: str) -> list[Any]:
+    if logical == "timestamp":
+        unit = pa.timestamp("us", tz=col.type.tz)
+        return col.cast(unit, safe=False).cast(pa.int64()).to_pylist()
+    if logical == "date":
+        return col.cast(pa.date32()).cast(pa.int32()).to_pylist()
+    if logical == "double":
+        return [None if v is None else float(v) for v in col.to_pylist()]
+    too_big = pa.types.is_uint64(col.type) and (pc.max(col).as_py() or 0) > _INT64_MAX
+    if logical == "integer" and too_big:
+        raise BatchError(f"column {name!r}: uint64 values above 2**63 - 1 do not fit a long")
+    return col.to_pylist()
+
+
+def encode_batch(batch: Batch, *, inline: bool = True, payload_uri: str | None = None) -> bytes:
+    """Encode ``batch`` as a BatchArrival event.
+
+    Parameters
+    ----------
+    batch : Batch
+        Attributes must have arrow types with a logical equivalent (see
+        :func:`worker.io.features.derive_schema`).
+    inline : bool
+        Carry geometries (WKB) and attribute columns in the event; when False the event
+        carries metadata only and ``payload_uri`` locates the features.
+    payload_uri : str, optional
+        Default ``batch.payload_uri``.
+
+    Raises
+    ------
+    BatchError
+        No payload_uri for a non-inline event, an unsupported column type, a value Avro
+        cannot carry (e.g. an unsigned integer above 2**63 - 1).
+    """
+    from worker.io.features import derive_schema
+
+    uri = payload_uri if payload_uri is not None else batch.payload_uri
+    features = None
+    if inline:
+        try:
+            specs = derive_schema(batch.attributes)
+        except ValueError as exc:
+            raise BatchError(f"cannot encode batch {batch.batch_id}: {exc}") from None
+        try:
+            columns = [
+                {
+                    "name": s.name,
+                    "type": s.type,
+                    "values": _column_values(s.name, batch.attributes.column(i), s.type),
+                }
+                for i, s in enumerate(specs)
+            ]
+        except (BatchError, pa.ArrowException) as exc:
+            raise BatchError(f"cannot encode batch {batch.batch_id}: {exc}") from None
+        features = {"geometry_wkb": list(batch.geometries_wkb), "columns": columns}
+    elif uri is None:
+        raise BatchError(f"batch {batch.batch_id}: an event without inline features needs a uri")
+    record = {
+        "batch_id": batch.batch_id,
+        "layer": batch.layer,
+        "producer": batch.producer,
+        "data_time": _utc(batch.data_time),
+        "produced_at": _utc(batch.produced_at),
+        "declared_crs": batch.declared_crs,
+        "axis_order": batch.axis_order,
+        "schema_fields": [
+            {"name": f.name, "type": f.type, "nullable": f.nullable} for f in batch.schema_fields
+        ],
+        "feature_count": batch.feature_count,
+        "features": features,
+        "payload_uri": uri,
+    }
+    what = f"batch {batch.batch_id}"
+    return _write(BATCH_ARRIVAL, record, what, BatchError, unchecked=("features",))
+
+
+def decode_event(data: bytes) -> dict[str, Any]:
+    """Decode BatchArrival bytes to the raw record (dict shaped as the Avro schema).
+
+    Raises
+    ------
+    DecodeError
+        The bytes are not one complete BatchArrival record.
+    """
+    return _read(BATCH_ARRIVAL, data, "BatchArrival record")
+
+
+def _column(col: Mapping[str, Any], n: int) -> pa.Array:
+    name, logical, values = col["name"], col["type"], col["values"]
+    if logical not in _ARROW:
+        raise DecodeError(f"column {name!r} has unknown logical type {logical!r}")
+    if len(values) != n:
+        raise DecodeError(f"column {name!r} has {len(values)} values for {n} geometries")
+    want = _PYTHON[logical]
+    for i, v in enumerate(values):
+        if v is not None and (type(v) is not want):
+            raise DecodeError(
+                f"column {name!r} of type {logical} holds a {type(v).__name__} at row {i}"
+            )
+    arr = pa.array(values, _ARROW[logical])
+    if logical == "timestamp":
+        return arr.cast(pa.timestamp("us", tz="UTC"))
+    return arr.cast(pa.date32()) if logical == "date" else arr
+
+
+def batch_from_event(record: Mapping[str, Any]) -> Batch:
+    """Build a :class:`Batch` from a decoded BatchArrival record.
+
+    An event without inline features gives a Batch with no geometries, an empty attribute
+    table and ``payload_uri`` set: load it with :func:`worker.io.features.load_payload`.
+
+    Raises
+    ------
+    DecodeError
+        Neither inline features nor a payload_uri; column lengths or value types wrong.
+    """
+    feats = record["features"]
+    if feats is None:
+        if not record["payload_uri"]:
+            raise DecodeError("the event carries neither inline features nor a payload_uri")
+        geoms: tuple[bytes | None, ...] = ()
+        table = pa.table({})
+    else:
+        geoms = tuple(feats["geometry_wkb"])
+        n = len(geoms)
+        names = [c["name"] for c in feats["columns"]]
+        if len(set(names)) != len(names):
+            raise DecodeError(f"duplicate column names in {names}")
+        if names:
+            table = pa.table({c["name"]: _column(c, n) for c in feats["columns"]})
+        else:
+            table = pa.table({"_": pa.nulls(n)}).drop_columns(["_"])
+    return Batch(
+        batch_id=record["batch_id"],
+        layer=record["layer"],
+        producer=record["producer"],
+        data_time=record["data_time"],
+        produced_at=record["produced_at"],
+        declared_crs=record["declared_crs"],
+        axis_order=record["axis_order"],
+        schema_fields=tuple(
+            FieldSpec(f["name"], f["type"], f["nullable"]) for f in record["schema_fields"]
+        ),
+        feature_count=record["feature_count"],
+        geometries_wkb=geoms,
+        attributes=table,
+        payload_uri=record["payload_uri"],
+    )
+
+
+def decode_batch(data: bytes) -> Batch:
+    """Decode BatchArrival bytes to a :class:`Batch` (see :func:`batch_from_event`).
+
+    Raises
+    ------
+    DecodeError
+        With a specific reason, on any failure.
+    """
+    event = decode_event(data)
+    try:
+        return batch_from_event(event)
+    except DecodeError:
+        raise
+    except Exception as exc:  # e.g. pyarrow refusing a value
+        raise DecodeError(f"not a usable BatchArrival: {type(exc).__name__}: {exc}") from None

@@ -1,0 +1,191 @@
+"""Avro QuarantineRecord, ContractRecord, EvaluationRecord and ConsumerDeclaration.
+
+``measured``/``expected`` travel as JSON text (sorted keys) and decode back to values.
+Timestamps are ``timestamp-millis``: encoders take timezone-aware datetimes (naive ones are
+read as UTC), decoders return aware UTC datetimes truncated to milliseconds.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from datetime import datetime
+from typing import Any
+
+from worker.core.errors import ContractGateError
+from worker.core.model import Decision, QuarantineReason, VersionVerdict
+from worker.io.codec.avro import (
+    CONSUMER_DECLARATION,
+    CONTRACT_RECORD,
+    EVALUATION_RECORD,
+    QUARANTINE_RECORD,
+    _json,
+    _read,
+    _unjson,
+    _utc,
+    _write,
+)
+
+__all__ = [
+    "decode_consumer_declaration",
+    "decode_contract_record",
+    "decode_evaluation",
+    "decode_quarantine",
+    "encode_consumer_declaration",
+    "encode_contract_record",
+    "encode_evaluation",
+    "encode_quarantine",
+]
+
+
+# -- QuarantineRecord ---------------------------------------------------------------------
+
+
+def encode_quarantine(
+    decision: Decision | Sequence[QuarantineReason],
+    *,
+    batch_id: str | None,
+    layer: str | None,
+    source_topic: str,
+    source_partition: int,
+    source_offset: int,
+    original: bytes,
+    quarantined_at: datetime,
+    worker_id: str,
+    diagnoses: Sequence[str] | None = None,
+    reason_code: str | None = None,
+) -> bytes:
+    """Encode a QuarantineRecord from a :class:`Decision` (or its reasons).
+
+    ``reason_code`` defaults to the first reason's code (``contract_break`` when there is
+    none); ``diagnoses`` default to the decision's.
+    """
+    reasons = decision.reasons if isinstance(decision, Decision) else tuple(decision)
+    if diagnoses is None:
+        diagnoses = decision.diagnoses if isinstance(decision, Decision) else ()
+    record = {
+        "batch_id": batch_id,
+        "layer": layer,
+        "reason_code": reason_code or (reasons[0].code if reasons else "contract_break"),
+        "reasons": [
+            {
+                "code": r.code,
+                "version": r.version,
+                "mode": r.mode,
+                "clause": r.clause,
+                "measured": _json(r.measured),
+                "expected": _json(r.expected),
+                "message": r.message,
+            }
+            for r in reasons
+        ],
+        "diagnoses": list(diagnoses),
+        "source_topic": source_topic,
+        "source_partition": source_partition,
+        "source_offset": source_offset,
+        "original": bytes(original),
+        "quarantined_at": _utc(quarantined_at),
+        "worker_id": worker_id,
+    }
+    return _write(QUARANTINE_RECORD, record, "QuarantineRecord", ContractGateError)
+
+
+def decode_quarantine(data: bytes) -> dict[str, Any]:
+    """Decode a QuarantineRecord; each reason's ``measured``/``expected`` parsed from JSON."""
+    record = _read(QUARANTINE_RECORD, data, "QuarantineRecord")
+    for r in record["reasons"]:
+        r["measured"] = _unjson(r["measured"], "reasons[].measured")
+        r["expected"] = _unjson(r["expected"], "reasons[].expected")
+    return record
+
+
+# -- ContractRecord, EvaluationRecord, ConsumerDeclaration --------------------------------
+
+
+def encode_contract_record(record: Mapping[str, Any]) -> bytes:
+    """Encode a ContractRecord given as a mapping of its fields.
+
+    Keys: layer, version, document (YAML text), digest, mode (enforcing|observing), state
+    (active|superseded|retired), change_class (None or major|tightening|minor|none),
+    differences (list of {clause, kind, class, reason}; default []), published_at (aware
+    datetime), published_by, changelog.
+    """
+    rec = {"change_class": None, "differences": [], **record}
+    rec["published_at"] = _utc(rec["published_at"]) if "published_at" in rec else None
+    return _write(CONTRACT_RECORD, rec, f"ContractRecord {rec.get('layer')}", ContractGateError)
+
+
+def decode_contract_record(data: bytes) -> dict[str, Any]:
+    """Decode a ContractRecord to a dict with the keys of :func:`encode_contract_record`."""
+    return _read(CONTRACT_RECORD, data, "ContractRecord")
+
+
+def encode_evaluation(
+    verdict: VersionVerdict,
+    *,
+    batch_id: str,
+    data_time: datetime,
+    evaluated_at: datetime,
+    source_topic: str,
+    source_partition: int,
+    source_offset: int,
+    diagnoses: Sequence[str] | None = None,
+) -> bytes:
+    """Encode an EvaluationRecord: one batch against one version, every clause result.
+
+    ``diagnoses`` default to those of the verdict's broken clauses, deduplicated in order.
+    """
+    if diagnoses is None:
+        diagnoses = list(dict.fromkeys(d for c in verdict.clauses if c.broke for d in c.diagnoses))
+    record = {
+        "batch_id": batch_id,
+        "layer": verdict.layer,
+        "version": verdict.version,
+        "mode": verdict.mode,
+        "passed": verdict.passed,
+        "evaluated_at": _utc(evaluated_at),
+        "data_time": _utc(data_time),
+        "source_topic": source_topic,
+        "source_partition": source_partition,
+        "source_offset": source_offset,
+        "clauses": [
+            {
+                "name": c.name,
+                "kind": c.kind,
+                "result": c.result,
+                "on_break": c.on_break,
+                "measured": _json(c.measured),
+                "expected": _json(c.expected),
+                "message": c.message,
+            }
+            for c in verdict.clauses
+        ],
+        "diagnoses": list(diagnoses),
+    }
+    return _write(EVALUATION_RECORD, record, f"EvaluationRecord {batch_id}", ContractGateError)
+
+
+def decode_evaluation(data: bytes) -> dict[str, Any]:
+    """Decode an EvaluationRecord; each clause's ``measured``/``expected`` parsed from JSON."""
+    record = _read(EVALUATION_RECORD, data, "EvaluationRecord")
+    for c in record["clauses"]:
+        c["measured"] = _unjson(c["measured"], "clauses[].measured")
+        c["expected"] = _unjson(c["expected"], "clauses[].expected")
+    return record
+
+
+def encode_consumer_declaration(
+    consumer: str, layer: str, version: str, declared_at: datetime
+) -> bytes:
+    """Encode a ConsumerDeclaration (compacted topic, key ``consumer/layer``)."""
+    record = {
+        "consumer": consumer,
+        "layer": layer,
+        "version": version,
+        "declared_at": _utc(declared_at),
+    }
+    return _write(CONSUMER_DECLARATION, record, "ConsumerDeclaration", ContractGateError)
+
+
+def decode_consumer_declaration(data: bytes) -> dict[str, Any]:
+    """Decode a ConsumerDeclaration to ``{consumer, layer, version, declared_at}``."""
+    return _read(CONSUMER_DECLARATION, data, "ConsumerDeclaration")

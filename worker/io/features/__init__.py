@@ -1,0 +1,11 @@
+"""Read batch files (GeoJSON, GeoParquet) and by-reference payloads into batches.
+
+One module per format (:mod:`.geojson`, :mod:`.geoparquet`), what they share in
+:mod:`.base`, and file / URI entry points in :mod:`.payload`. Every failure raises
+:class:`worker.core.errors.PayloadError` naming the file and the problem.
+"""
+
+from worker.io.features.base import FeatureData, derive_schema
+from worker.io.features.payload import load_payload, read_batch_file, read_features
+
+__all__ = ["FeatureData", "derive_schema", "load_payload", "read_batch_file", "read_features"]

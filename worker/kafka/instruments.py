@@ -1,0 +1,77 @@
+"""What the pipeline reports to telemetry, as a protocol (the implementation is in ops).
+
+:class:`worker.ops.metrics.GateMetrics` implements :class:`Instruments` with OpenTelemetry
+instruments; the pipeline depends only on this protocol, so the Kafka layer never imports
+the operator layer. :class:`NullInstruments` records nothing (a pipeline without telemetry).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+from datetime import datetime
+from typing import Protocol
+
+from worker.core.model import Decision
+from worker.core.policy import Published
+
+__all__ = ["Instruments", "NullInstruments"]
+
+
+class Instruments(Protocol):
+    """The telemetry calls of :class:`worker.kafka.pipeline.Pipeline` (DESIGN.md section 7)."""
+
+    def record_decision(
+        self,
+        layer: str,
+        decision: Decision,
+        duration_s: float,
+        objectives: Mapping[str, float] | None = None,
+    ) -> None:
+        """One routed batch: its decision, verdicts, clause results; ``duration_s`` in s."""
+
+    def record_config_rejection(self, layer: str | None, reason: str) -> None:
+        """One config record the registry rejected, with the rejection reason."""
+
+    def record_config_tombstone(self, layer: str | None) -> None:
+        """One tombstone applied from the config topic."""
+
+    def set_lifecycle(
+        self, published: Sequence[Published], now: Callable[[], datetime] | None = None
+    ) -> None:
+        """The versions now on the config topic (any state)."""
+
+    def set_consumer_lag(self, lag: Mapping[tuple[str, int], int]) -> None:
+        """Records behind the high watermark per assigned ``(topic, partition)``."""
+
+    def set_config_bootstrap(self, records: int, bootstrapped: bool) -> None:
+        """Config records read so far and whether the bootstrap reached partition EOF."""
+
+
+class NullInstruments:
+    """:class:`Instruments` that record nothing."""
+
+    def record_decision(
+        self,
+        layer: str,
+        decision: Decision,
+        duration_s: float,
+        objectives: Mapping[str, float] | None = None,
+    ) -> None:
+        return None
+
+    def record_config_rejection(self, layer: str | None, reason: str) -> None:
+        return None
+
+    def record_config_tombstone(self, layer: str | None) -> None:
+        return None
+
+    def set_lifecycle(
+        self, published: Sequence[Published], now: Callable[[], datetime] | None = None
+    ) -> None:
+        return None
+
+    def set_consumer_lag(self, lag: Mapping[tuple[str, int], int]) -> None:
+        return None
+
+    def set_config_bootstrap(self, records: int, bootstrapped: bool) -> None:
+        return None

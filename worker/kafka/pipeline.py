@@ -1,0 +1,377 @@
+"""The worker loop: poll a batch of events -> route each -> one Kafka transaction.
+
+Checkpoint discipline (as quix-streams): a poll batch of up to ``max_batch_events`` events
+or ``max_batch_wait_ms`` is routed in memory; then, in ONE transaction, every output record
+(admitted or quarantine record, one evaluation record per version) and the consumed
+offsets (``send_offsets_to_transaction``, KIP-447) are written and committed. A failure
+aborts the whole transaction and rewinds the consumer to the first offset of the batch,
+so the batch is consumed again; order within a partition is preserved. Kafka callbacks
+only log or set flags.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable
+from datetime import datetime, timezone
+from typing import Any
+
+from worker.core.errors import KafkaError
+from worker.core.registry import ConfigEvent, RecordingRegistry
+from worker.kafka.config_topic import ConfigFollower
+from worker.kafka.instruments import Instruments, NullInstruments
+from worker.kafka.routing import Outcome, Source, route
+from worker.kafka.settings import Settings
+
+__all__ = ["Pipeline", "partition_lag"]
+
+log = logging.getLogger(__name__)
+
+
+def _fenced_codes() -> frozenset[int]:
+    from confluent_kafka import KafkaError as CKError
+
+    return frozenset({CKError._FENCED, CKError.PRODUCER_FENCED, CKError.INVALID_PRODUCER_EPOCH})
+
+
+#: Producer errors meaning a newer producer with the same transactional.id took over
+#: (zombie fencing, KIP-98/KIP-447): fatal for this instance, never retried.
+_FENCED_CODES = _fenced_codes()
+
+#: Timeouts of the transactional producer calls (seconds).
+INIT_TRANSACTIONS_TIMEOUT_S = 30.0
+SEND_OFFSETS_TIMEOUT_S = 30.0
+COMMIT_TIMEOUT_S = 60.0
+ABORT_TIMEOUT_S = 30.0
+QUEUE_FULL_TIMEOUT_S = 60.0
+
+
+def _utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+#: Seconds between two consumer-lag refreshes of the loop.
+LAG_INTERVAL_S = 1.0
+
+
+def partition_lag(consumer: Any, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
+    """Lag per partition: high watermark minus the consumer's position (next offset).
+
+    Both figures are local to the client, no broker round trip: the position, and
+    ``get_watermark_offsets(cached=True)``, whose high watermark librdkafka updates from
+    every Fetch response. Partitions without a known watermark or position (nothing
+    fetched yet) are left out. A watermark from ListOffsets (``cached=False``) can be too
+    low on Tansu after multi-record produce batches (DESIGN.md section 8), so lag computed
+    from it would be unreliable there; the Fetch-fed cached value is what is used here.
+    """
+    from confluent_kafka import KafkaException, TopicPartition
+
+    lag: dict[tuple[str, int], int] = {}
+    try:
+        positions = consumer.position([TopicPartition(t, p) for t, p in partitions])
+        for tp in positions:
+            if tp.offset < 0:
+                continue
+            _, high = consumer.get_watermark_offsets(tp, cached=True)
+            if high is not None and high >= 0:
+                lag[(tp.topic, tp.partition)] = max(0, high - tp.offset)
+    except KafkaException as exc:  # e.g. a partition revoked meanwhile: next refresh
+        log.debug("consumer lag not refreshed: %s", exc)
+    return lag
+
+
+class Pipeline:
+    """A contract-gate worker: one group member with its transactional producer.
+
+    Parameters
+    ----------
+    settings : Settings
+        Kafka settings (bootstrap, group id, topics, transactional id prefix, extras).
+    metrics : Instruments, optional
+        Telemetry (:class:`worker.ops.metrics.GateMetrics` in ``contract-gate run``);
+        default: nothing recorded.
+    clock : callable, optional
+        Returns "now" as an aware UTC datetime (freshness); injectable for tests.
+    max_batch_events, max_batch_wait_ms : int
+        Bounds of one poll batch, hence of one transaction.
+    on_outcome : callable, optional
+        Called with each committed :class:`Outcome` (after the commit), e.g. by the demo.
+    """
+
+    def __init__(
+        self,
+        settings: Settings,
+        *,
+        metrics: Instruments | None = None,
+        clock: Callable[[], datetime] = _utcnow,
+        max_batch_events: int = 500,
+        max_batch_wait_ms: int = 100,
+        config_timeout_s: float = 60.0,
+        on_outcome: Callable[[Outcome], None] | None = None,
+    ) -> None:
+        self.settings = settings
+        self.metrics: Instruments = metrics or NullInstruments()
+        self.clock = clock
+        self.max_batch_events = max_batch_events
+        self.max_batch_wait_s = max_batch_wait_ms / 1000.0
+        self.config_timeout_s = config_timeout_s
+        self.on_outcome = on_outcome
+        self.registry = RecordingRegistry()  # keeps published_at, for escalation gauges
+        self.config = ConfigFollower(settings, self.registry, self._on_config_event)
+        # replaced, never mutated: the HTTP thread may read it while the loop reassigns
+        self.assigned: frozenset[tuple[str, int]] = frozenset()
+        self.last_loop_monotonic = time.monotonic()
+        self.batches_committed = 0
+        self.transactions_aborted = 0
+        self._lag_at = 0.0
+        self._consumer: Any = None
+        self._producer: Any = None
+
+    # -- state --------------------------------------------------------------------------
+    @property
+    def ready(self) -> bool:
+        """Config bootstrapped and at least one input partition assigned."""
+        return self.config.bootstrapped and bool(self.assigned)
+
+    def _on_config_event(self, event: ConfigEvent) -> None:
+        if event.outcome == "rejected":
+            self.metrics.record_config_rejection(event.layer, event.reason or "invalid")
+        if event.tombstone:
+            self.metrics.record_config_tombstone(event.layer)
+        self.metrics.set_config_bootstrap(self.config.records_read, self.config.bootstrapped)
+        if event.outcome in ("added", "updated", "removed"):
+            self.metrics.set_lifecycle(self.registry.published(), self.clock)
+
+    def _on_assign(self, consumer: Any, partitions: list[Any]) -> None:
+        self.assigned = self.assigned | {(p.topic, p.partition) for p in partitions}
+        log.info("assigned %s", sorted(self.assigned))
+
+    def _on_revoke(self, consumer: Any, partitions: list[Any]) -> None:
+        self.assigned = self.assigned - {(p.topic, p.partition) for p in partitions}
+        log.info("revoked %s", [(p.topic, p.partition) for p in partitions])
+
+    # -- lifecycle ----------------------------------------------------------------------
+    def start(self, progress: Callable[[str], None] | None = None) -> None:
+        """Bootstrap the config topic, init transactions, join the consumer group.
+
+        Raises
+        ------
+        KafkaError
+            When the config topic cannot be read to its end or the producer cannot
+            initialise transactions.
+        """
+        from confluent_kafka import Consumer, KafkaException, Producer
+
+        n = self.config.bootstrap(self.config_timeout_s, progress)
+        self.metrics.set_config_bootstrap(n, True)
+        self.metrics.set_lifecycle(self.registry.published(), self.clock)
+        if progress:
+            layers = ", ".join(
+                f"{layer}: " + " ".join(f"{v.contract.version}/{v.mode}" for v in active)
+                for layer in self.registry.layers()
+                if (active := self.registry.active(layer))
+            )
+            progress(f"config bootstrapped from {n} records; active versions: {layers or 'none'}")
+        try:
+            self._producer = Producer(self.settings.producer(transactional=True))
+            self._producer.init_transactions(INIT_TRANSACTIONS_TIMEOUT_S)
+        except KafkaException as exc:
+            raise KafkaError(f"cannot initialise transactions: {exc.args[0].str()}") from exc
+        self._consumer = Consumer(self.settings.consumer())
+        self._consumer.subscribe(
+            [self.settings.topics.batches], on_assign=self._on_assign, on_revoke=self._on_revoke
+        )
+
+    def run(self, stop: threading.Event) -> None:
+        """Process poll batches until ``stop`` is set, then leave the group cleanly."""
+        try:
+            while not stop.is_set():
+                self.step()
+        finally:
+            self.close()
+
+    def close(self) -> None:
+        """Leave the group, flush the producer, close the config reader."""
+        from confluent_kafka import KafkaException
+
+        if self._consumer is not None:
+            self._consumer.close()
+            self._consumer = None
+        if self._producer is not None:
+            try:
+                self._producer.flush(10)
+            except KafkaException as exc:  # e.g. fenced: nothing of ours is left to deliver
+                log.warning("producer flush at close failed: %s", exc.args[0].str())
+            self._producer = None
+        self.config.close()
+
+    # -- one poll batch -----------------------------------------------------------------
+    def step(self) -> int:
+        """Poll one batch of events and commit its results in one transaction.
+
+        Returns the number of events committed (0 when nothing arrived or the
+        transaction was aborted and the events will be consumed again).
+        """
+        from confluent_kafka import KafkaError as CKError
+
+        self.last_loop_monotonic = time.monotonic()
+        self.config.poll_updates()
+        msgs = self._consumer.consume(self.max_batch_events, timeout=self.max_batch_wait_s)
+        if self.last_loop_monotonic - self._lag_at >= LAG_INTERVAL_S:
+            self._lag_at = self.last_loop_monotonic
+            self.metrics.set_consumer_lag(partition_lag(self._consumer, sorted(self.assigned)))
+        events = []
+        for m in msgs:
+            err = m.error()
+            if err is None:
+                events.append(m)
+            elif err.code() != CKError._PARTITION_EOF:
+                log.warning("consumer error: %s", err.str())
+        if not events:
+            return 0
+        outcomes = [
+            route(
+                Source(
+                    m.topic(),
+                    m.partition(),
+                    m.offset(),
+                    m.key(),
+                    m.value(),
+                    tuple(m.headers() or ()),
+                ),
+                self.registry.active,
+                self.settings.topics,
+                now=self.clock(),
+                worker_id=self.settings.instance_id,
+            )
+            for m in events
+        ]
+        if not self._commit(events, outcomes):
+            return 0
+        for outcome in outcomes:
+            # the versions route() evaluated: config updates are applied only at step start
+            objectives = {
+                v.contract.version: v.contract.objective
+                for v in self.registry.active(outcome.layer or "")
+            }
+            self.metrics.record_decision(
+                outcome.layer_label, outcome.decision, outcome.duration_s, objectives
+            )
+            if self.on_outcome is not None:
+                self.on_outcome(outcome)
+        self.batches_committed += len(events)
+        return len(events)
+
+    def _commit(self, events: list[Any], outcomes: list[Outcome]) -> bool:
+        """Write every record and the consumed offsets in one transaction.
+
+        Returns False when the transaction was aborted and the batch rewound (it will be
+        consumed again). Raises :class:`KafkaError` when this instance must stop: fenced,
+        a fatal producer error, or a failed abort or rewind (a restart then resumes from
+        the committed offsets, so nothing is lost).
+        """
+        from confluent_kafka import KafkaException, TopicPartition
+
+        next_offsets: dict[tuple[str, int], int] = {}
+        first_offsets: dict[tuple[str, int], int] = {}
+        for m in events:
+            tp = (m.topic(), m.partition())
+            next_offsets[tp] = max(next_offsets.get(tp, 0), m.offset() + 1)
+            first_offsets.setdefault(tp, m.offset())
+        producer = self._producer
+        try:
+            producer.begin_transaction()
+            for outcome in outcomes:
+                for r in outcome.records:
+                    _produce(producer, r.topic, r.key, r.value, r.headers)
+            producer.send_offsets_to_transaction(
+                [TopicPartition(t, p, o) for (t, p), o in next_offsets.items()],
+                self._consumer.consumer_group_metadata(),
+                SEND_OFFSETS_TIMEOUT_S,
+            )
+            _commit_transaction(producer)
+            return True
+        except KafkaException as exc:
+            err = exc.args[0]
+            if err.code() in _FENCED_CODES:
+                raise KafkaError(
+                    f"fenced: another worker with instance id {self.settings.instance_id} "
+                    f"(transactional.id {self.settings.transactional_id_prefix}-"
+                    f"{self.settings.instance_id}) took over; this one stops without "
+                    f"committing its batch, which the other consumes again ({err.str()})"
+                ) from exc
+            if getattr(err, "fatal", lambda: False)():
+                raise KafkaError(f"fatal producer error, worker must restart: {err.str()}") from exc
+            reason = err.str()
+        except KafkaError as exc:  # ours, e.g. the local queue stayed full
+            reason = str(exc)
+        except Exception:  # a bug: never leave the transaction open behind the crash
+            with contextlib.suppress(Exception):
+                producer.abort_transaction(ABORT_TIMEOUT_S)
+            raise
+        self._abort_and_rewind(first_offsets, reason)
+        return False
+
+    def _abort_and_rewind(self, first_offsets: dict[tuple[str, int], int], reason: str) -> None:
+        """Abort the open transaction and seek each still-assigned partition back to the
+        first offset of the batch; partitions revoked meanwhile resume, at their next
+        owner, from the committed offsets."""
+        from confluent_kafka import KafkaException, TopicPartition
+
+        log.warning("transaction failed (%s); aborting and consuming the batch again", reason)
+        self.transactions_aborted += 1
+        try:
+            self._producer.abort_transaction(ABORT_TIMEOUT_S)
+        except KafkaException as exc:
+            raise KafkaError(f"cannot abort transaction: {exc.args[0].str()}") from exc
+        for (t, p), offset in first_offsets.items():
+            if (t, p) not in self.assigned:
+                continue
+            try:
+                self._consumer.seek(TopicPartition(t, p, offset))
+            except KafkaException as exc:
+                # continuing would commit offsets past the aborted batch: stop instead, a
+                # restart resumes from the committed offsets
+                raise KafkaError(
+                    f"cannot rewind {t}[{p}] to {offset} after an aborted transaction "
+                    f"({exc.args[0].str()}); stopping so a restart resumes from the "
+                    "committed offsets"
+                ) from exc
+
+
+def _commit_transaction(producer: Any) -> None:
+    """``commit_transaction``, called again while librdkafka says the error is retriable
+    (its documented contract for a timed-out commit), up to :data:`COMMIT_TIMEOUT_S`."""
+    from confluent_kafka import KafkaException
+
+    deadline = time.monotonic() + COMMIT_TIMEOUT_S
+    while True:
+        try:
+            producer.commit_transaction(max(1.0, deadline - time.monotonic()))
+            return
+        except KafkaException as exc:
+            err = exc.args[0]
+            if not err.retriable() or time.monotonic() > deadline:
+                raise
+            log.warning("commit_transaction: %s; retrying", err.str())
+
+
+def _produce(producer: Any, topic: str, key: Any, value: bytes, headers: Any) -> None:
+    """Produce one record; while the local queue is full (BufferError), serve delivery
+    reports until there is room (a poll batch of large records can exceed
+    ``queue.buffering.max.kbytes``)."""
+    deadline = time.monotonic() + QUEUE_FULL_TIMEOUT_S
+    while True:
+        try:
+            producer.produce(topic, key=key, value=value, headers=headers)
+            producer.poll(0)
+            return
+        except BufferError:
+            if time.monotonic() > deadline:
+                raise KafkaError(
+                    f"local producer queue full for 60 s producing to {topic}"
+                ) from None
+            producer.poll(0.5)

@@ -1,0 +1,140 @@
+"""Publishing to the gate: contract versions to the config topic, batches to the input topic."""
+
+from __future__ import annotations
+
+import getpass
+from datetime import datetime, timezone
+from pathlib import Path
+
+from worker.core.errors import PolicyError
+from worker.core.model import AxisOrder, Batch, Contract
+from worker.core.registry import Registry
+from worker.io.codec import encode_batch
+from worker.io.contract_files import load_contract
+from worker.io.features import read_batch_file
+from worker.kafka.client import produce_one
+from worker.kafka.config_topic import read_config
+from worker.kafka.settings import Settings
+
+__all__ = [
+    "contract_record",
+    "publish_batch",
+    "publish_batch_file",
+    "publish_contract",
+    "read_registry",
+]
+
+
+def read_registry(settings: Settings, timeout_s: float = 30.0) -> Registry:
+    """The config topic read to its end into a fresh :class:`Registry`."""
+    return read_config(settings, Registry(), timeout_s)
+
+
+def contract_record(
+    contract: Contract,
+    *,
+    mode: str,
+    state: str = "active",
+    change_class: str | None = None,
+    published_by: str | None = None,
+    published_at: datetime | None = None,
+) -> dict[str, object]:
+    """The ContractRecord (as a dict for :func:`worker.io.codec.encode_contract_record`)."""
+    return {
+        "layer": contract.layer,
+        "version": contract.version,
+        "document": contract.text,
+        "digest": contract.digest,
+        "mode": mode,
+        "state": state,
+        "change_class": change_class,
+        "differences": [],
+        "published_at": published_at or datetime.now(timezone.utc),
+        "published_by": published_by or getpass.getuser(),
+        "changelog": contract.changelog,
+    }
+
+
+def publish_contract(
+    settings: Settings,
+    path: str | Path,
+    *,
+    mode: str = "enforcing",
+    published_by: str | None = None,
+    dry_run: bool = False,
+    now: datetime | None = None,
+) -> str:
+    """Publish a contract file as a new version under the lifecycle policy; returns a report.
+
+    The file is classified against the newest version of its layer on the config topic
+    (DESIGN.md sections 4 and 5, :func:`worker.core.policy.decide_publish`): same key and
+    digest is a no-op; same key, other digest is refused (edit in place); the number must
+    follow the class; a tightening must be observing; an enforcing minor supersedes the
+    earlier revisions of its major; a major opens an overlap. ``dry_run`` writes nothing.
+
+    Raises
+    ------
+    ContractError
+        The file is not a valid contract.
+    PolicyError
+        The policy refuses the publication (the message names the class and the fix).
+    KafkaError
+        The config topic cannot be read or written.
+    """
+    from worker.core.policy import decide_publish
+    from worker.kafka.lifecycle import read_published, write_records
+
+    contract = load_contract(path)
+    known = read_published(settings).published(contract.layer)
+    decision = decide_publish(
+        contract,
+        mode=mode,
+        known=known,
+        published_by=published_by or getpass.getuser(),
+        now=now or datetime.now(timezone.utc),
+    )
+    if decision.action == "refuse":
+        raise PolicyError(decision.message)
+    if decision.action == "noop" or dry_run:
+        prefix = "dry run (nothing written): " if dry_run and decision.action == "write" else ""
+        return prefix + decision.message
+    lines = write_records(settings, decision.writes)
+    return "\n".join([decision.message, *lines])
+
+
+def publish_batch(
+    settings: Settings, batch: Batch, *, payload_uri: str | None = None
+) -> tuple[int, int]:
+    """Publish one batch-arrival event keyed by layer; returns ``(partition, offset)``."""
+    value = encode_batch(batch, inline=payload_uri is None, payload_uri=payload_uri)
+    return produce_one(settings, settings.topics.batches, batch.layer, value)
+
+
+def publish_batch_file(
+    settings: Settings,
+    path: str | Path,
+    *,
+    layer: str,
+    crs: str | None = None,
+    axis_order: AxisOrder | None = None,
+    data_time: datetime | None = None,
+    batch_id: str | None = None,
+    producer: str = "contract-gate-cli",
+    by_reference: bool = False,
+) -> str:
+    """Read a GeoJSON/GeoParquet file and publish it as a batch-arrival event."""
+    batch = read_batch_file(
+        path,
+        layer=layer,
+        crs=crs,
+        axis_order=axis_order,
+        data_time=data_time,
+        batch_id=batch_id,
+        producer=producer,
+    )
+    uri = Path(path).resolve().as_uri() if by_reference else None
+    partition, offset = publish_batch(settings, batch, payload_uri=uri)
+    return (
+        f"published batch {batch.batch_id} ({len(batch.geometries_wkb)} features, layer {layer}) "
+        f"to {settings.topics.batches}[{partition}]@{offset}"
+    )

@@ -1,0 +1,156 @@
+"""Kafka settings of the gate: bootstrap servers, topics, group and instance ids, client configs.
+
+:class:`Settings` is built from flags and ``KAFKA_*`` / ``CONTRACT_GATE_*`` environment
+variables; :meth:`Settings.consumer_config` and friends give librdkafka configurations.
+Secrets (:data:`SECRET_KEYS`) are never printed by :func:`describe_settings`.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import socket
+from collections.abc import Mapping
+from dataclasses import dataclass, field, replace
+from typing import Any
+
+__all__ = ["MAX_MESSAGE_BYTES", "SECRET_KEYS", "Settings", "Topics", "describe_settings"]
+
+#: Largest record the gate produces or accepts (bytes): high-vertex layers travel inline.
+MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+
+#: librdkafka properties whose values are never printed.
+SECRET_KEYS = ("password", "secret", "sasl.oauthbearer.config", "ssl.key.pem", "token")
+
+
+@dataclass(frozen=True)
+class Topics:
+    """Topic names of DESIGN.md section 6 (all configurable)."""
+
+    batches: str = "gis.batches"
+    admitted: str = "gis.batches.admitted"
+    quarantine: str = "gis.batches.quarantine"
+    contracts: str = "gis.contracts"
+    consumers: str = "gis.contract.consumers"
+    evaluations: str = "gis.contract.evaluations"
+
+    def with_prefix(self, prefix: str) -> Topics:
+        """The same names under ``prefix`` (used by tests and the demo on shared clusters)."""
+        return Topics(**{k: prefix + v for k, v in self.__dict__.items()})
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Connection and naming settings shared by every command that talks to Kafka.
+
+    ``extra`` holds any librdkafka property (``--kafka-property key=value`` or environment
+    ``CONTRACT_GATE_KAFKA_<KEY>`` with dots as underscores); it is applied to every client.
+    """
+
+    bootstrap_servers: str = "localhost:9092"
+    group_id: str = "contract-gate"
+    topics: Topics = field(default_factory=Topics)
+    transactional_id_prefix: str = "contract-gate"
+    instance_id: str = field(default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}")
+    session_timeout_ms: int = 45000
+    extra: Mapping[str, str] = field(default_factory=dict)
+
+    def with_(self, **changes: Any) -> Settings:
+        return replace(self, **changes)
+
+    def base(self) -> dict[str, Any]:
+        # librdkafka's own log lines go to the "librdkafka" Python logger (quiet unless
+        # --log-level DEBUG): failures reach the caller as errors, not as log spam.
+        conf: dict[str, Any] = {
+            "bootstrap.servers": self.bootstrap_servers,
+            "logger": logging.getLogger("librdkafka"),
+        }
+        conf.update(self.extra)
+        return conf
+
+    def consumer(self, **overrides: Any) -> dict[str, Any]:
+        """Configuration of the input consumer (group member, read_committed, manual commit)."""
+        conf = self.base()
+        conf.update(
+            {
+                "group.id": self.group_id,
+                "enable.auto.commit": False,
+                "auto.offset.reset": "earliest",
+                "isolation.level": "read_committed",
+                "session.timeout.ms": self.session_timeout_ms,
+                "heartbeat.interval.ms": max(500, self.session_timeout_ms // 6),
+                "fetch.max.bytes": MAX_MESSAGE_BYTES * 4,
+                "max.partition.fetch.bytes": MAX_MESSAGE_BYTES,
+                "receive.message.max.bytes": MAX_MESSAGE_BYTES * 4 + 1024 * 1024,
+            }
+        )
+        conf.update(overrides)
+        return conf
+
+    def reader(self, **overrides: Any) -> dict[str, Any]:
+        """Configuration of a group-less reader (assign, no commits) for topic scans."""
+        conf = self.consumer()
+        conf.update(
+            {
+                "group.id": f"{self.group_id}-reader-{self.instance_id}",
+                "enable.partition.eof": True,
+            }
+        )
+        conf.update(overrides)
+        return conf
+
+    def producer(self, *, transactional: bool = False, **overrides: Any) -> dict[str, Any]:
+        """Configuration of a producer; ``transactional`` gives it ``transactional.id``."""
+        conf = self.base()
+        conf.update(
+            {
+                "message.max.bytes": MAX_MESSAGE_BYTES + 1024 * 1024,
+                "enable.idempotence": True,
+                "linger.ms": 5,
+                "compression.type": "lz4",
+            }
+        )
+        if transactional:
+            conf["transactional.id"] = f"{self.transactional_id_prefix}-{self.instance_id}"
+            conf["transaction.timeout.ms"] = 60000
+        conf.update(overrides)
+        return conf
+
+    @classmethod
+    def from_env(cls, env: Mapping[str, str] | None = None, **overrides: Any) -> Settings:
+        """Settings from ``KAFKA_BOOTSTRAP_SERVERS``, ``CONTRACT_GATE_*`` and ``overrides``.
+
+        Overrides whose value is None are ignored, so CLI flags that were not given keep
+        the environment's value.
+        """
+        env = os.environ if env is None else env
+        kwargs: dict[str, Any] = {}
+        if env.get("KAFKA_BOOTSTRAP_SERVERS"):
+            kwargs["bootstrap_servers"] = env["KAFKA_BOOTSTRAP_SERVERS"]
+        if env.get("CONTRACT_GATE_GROUP_ID"):
+            kwargs["group_id"] = env["CONTRACT_GATE_GROUP_ID"]
+        if env.get("CONTRACT_GATE_TRANSACTIONAL_ID_PREFIX"):
+            kwargs["transactional_id_prefix"] = env["CONTRACT_GATE_TRANSACTIONAL_ID_PREFIX"]
+        if env.get("CONTRACT_GATE_INSTANCE_ID"):
+            kwargs["instance_id"] = env["CONTRACT_GATE_INSTANCE_ID"]
+        extra = {
+            k[len("CONTRACT_GATE_KAFKA_") :].lower().replace("_", "."): v
+            for k, v in env.items()
+            if k.startswith("CONTRACT_GATE_KAFKA_")
+        }
+        extra.update(overrides.pop("extra", None) or {})
+        kwargs["extra"] = extra
+        kwargs.update({k: v for k, v in overrides.items() if v is not None})
+        return cls(**kwargs)
+
+
+def describe_settings(settings: Settings) -> str:
+    """One line describing the settings, with every secret value masked."""
+    extra = ", ".join(
+        f"{k}={'***' if any(s in k for s in SECRET_KEYS) else v}"
+        for k, v in sorted(settings.extra.items())
+    )
+    return (
+        f"bootstrap={settings.bootstrap_servers} group={settings.group_id} "
+        f"instance={settings.instance_id}" + (f" extra[{extra}]" if extra else "")
+    )

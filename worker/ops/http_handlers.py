@@ -1,0 +1,265 @@
+"""The HTTP endpoints as pure functions of a :class:`GateState` and a monotonic now.
+
+* ``/healthz``: 200 while the poll loop makes progress, i.e. the pipeline's
+  ``last_loop_monotonic`` is newer than ``max.poll.interval.ms`` (default 300000 ms, the
+  consumer's own liveness bound); 503 when the loop stalled.
+* ``/readyz``: 200 when the config topic is bootstrapped and input partitions are
+  assigned; 503 before, with a JSON body naming what is missing.
+* ``/metrics``: Prometheus text exposition of a ``prometheus_client`` registry (the OTel
+  SDK's ``PrometheusMetricReader`` feeds it, see :func:`worker.ops.metrics.configure_sdk`).
+* ``/status``: JSON: readiness, versions per layer (mode, state and, when the state has
+  ``metrics`` (a :class:`worker.ops.metrics.GateMetrics`), objective, attainment, error budget
+  remaining and verdicts in the SLO window), batch counts, the migration counts per major
+  (when a ``migration`` view source is given) and the last decisions (kept by a
+  :class:`DecisionLog` fed by the pipeline's ``on_outcome``).
+
+:class:`GateState` is anything shaped like :class:`worker.kafka.pipeline.Pipeline`; the
+handlers are unit-tested with plain values.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from collections import Counter, deque
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass
+from datetime import datetime, timezone
+from typing import Any, Protocol
+
+from worker.kafka.routing import Outcome
+
+__all__ = ["DEFAULT_MAX_POLL_INTERVAL_MS", "DecisionLog", "GateState", "Response", "handle"]
+#: librdkafka's default ``max.poll.interval.ms``: the loop is unhealthy past this silence.
+DEFAULT_MAX_POLL_INTERVAL_MS = 300_000
+
+JSON_TYPE = "application/json"
+
+
+class _ConfigState(Protocol):
+    @property
+    def bootstrapped(self) -> bool: ...
+
+
+class _VersionView(Protocol):
+    @property
+    def mode(self) -> str: ...
+
+    @property
+    def state(self) -> str: ...
+
+    @property
+    def contract(self) -> Any: ...
+
+
+class _RegistryView(Protocol):
+    def layers(self) -> Sequence[str]: ...
+
+    def versions(self, layer: str | None = None) -> Sequence[_VersionView]: ...
+
+
+class GateState(Protocol):
+    """What the handlers read of a worker (a :class:`worker.kafka.pipeline.Pipeline` fits)."""
+
+    @property
+    def config(self) -> _ConfigState: ...
+
+    @property
+    def assigned(self) -> Collection[tuple[str, int]]: ...
+
+    @property
+    def last_loop_monotonic(self) -> float: ...
+
+    @property
+    def batches_committed(self) -> int: ...
+
+    @property
+    def transactions_aborted(self) -> int: ...
+
+    @property
+    def registry(self) -> _RegistryView: ...
+
+
+@dataclass(frozen=True)
+class Response:
+    """An HTTP response: status code, content type and body bytes."""
+
+    status: int
+    content_type: str
+    body: bytes
+
+
+def _json(status: int, doc: Any) -> Response:
+    return Response(status, JSON_TYPE, (json.dumps(doc, indent=2, default=str) + "\n").encode())
+
+
+class DecisionLog:
+    """The last ``maxlen`` committed decisions and counts per (layer, decision).
+
+    Pass an instance as the pipeline's ``on_outcome``: it is called in the pipeline
+    thread after each commit; :meth:`snapshot` is called from HTTP threads (a lock
+    guards both). Entries hold a batch id, so they stay out of metric attributes.
+    """
+
+    def __init__(
+        self, maxlen: int = 50, clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc)
+    ) -> None:
+        self._entries: deque[dict[str, Any]] = deque(maxlen=maxlen)
+        self._counts: Counter[tuple[str, str]] = Counter()
+        self._lock = threading.Lock()
+        self._clock = clock
+
+    def __call__(self, outcome: Outcome) -> None:
+        d = outcome.decision
+        broken = sorted(
+            {f"{r.version}:{r.clause}" for r in d.reasons if r.clause}
+            | {f"{v.version}:{c.name}" for v in d.verdicts for c in v.broken}
+        )
+        entry = {
+            "time": self._clock().isoformat(),
+            "batch_id": outcome.batch_id,
+            "layer": outcome.layer_label,
+            "decision": d.decision,
+            "broken": broken,
+            "reasons": sorted({r.code for r in d.reasons}),
+            "diagnoses": list(d.diagnoses),
+        }
+        with self._lock:
+            self._entries.append(entry)
+            self._counts[(outcome.layer_label, d.decision)] += 1
+
+    def snapshot(self) -> tuple[list[dict[str, Any]], dict[str, dict[str, int]]]:
+        """``(last decisions newest first, {layer: {decision: count}})``."""
+        with self._lock:
+            entries = list(reversed(self._entries))
+            counts: dict[str, dict[str, int]] = {}
+            for (layer, decision), n in sorted(self._counts.items()):
+                counts.setdefault(layer, {})[decision] = n
+        return entries, counts
+
+
+def healthz(state: GateState, now_monotonic: float, max_poll_interval_ms: int) -> Response:
+    silent_s = now_monotonic - state.last_loop_monotonic
+    limit_s = max_poll_interval_ms / 1000.0
+    ok = silent_s <= limit_s
+    return _json(
+        200 if ok else 503,
+        {
+            "status": "ok" if ok else "stalled",
+            "seconds_since_poll_loop": round(silent_s, 3),
+            "max_poll_interval_ms": max_poll_interval_ms,
+        },
+    )
+
+
+def readyz(state: GateState) -> Response:
+    missing = []
+    if not state.config.bootstrapped:
+        missing.append("config bootstrap (the config topic is not read to its end yet)")
+    if not state.assigned:
+        missing.append("partition assignment (no input partition assigned to this worker)")
+    return _json(
+        503 if missing else 200,
+        {
+            "ready": not missing,
+            "config_bootstrapped": state.config.bootstrapped,
+            "partitions_assigned": len(state.assigned),
+            "missing": missing,
+        },
+    )
+
+
+def _slo_fields(state: GateState) -> dict[tuple[str, str, str], dict[str, Any]] | None:
+    """SLO figures per (layer, version, mode), None when the state has no GateMetrics."""
+    tracker = getattr(getattr(state, "metrics", None), "slo", None)
+    if tracker is None:
+        return None
+    return {
+        (s.key.layer, s.key.version, s.key.mode): {
+            "attainment": s.attainment,
+            "error_budget_remaining": s.error_budget_remaining,
+            "window_evaluated": s.evaluated,
+        }
+        for s in tracker.snapshot()
+    }
+
+
+def status(
+    state: GateState,
+    now_monotonic: float,
+    decisions: DecisionLog | None,
+    migration: Callable[[], Any] | None = None,
+) -> Response:
+    slo = _slo_fields(state)
+    empty = {"attainment": None, "error_budget_remaining": None, "window_evaluated": 0}
+    layers: dict[str, list[dict[str, Any]]] = {}
+    for layer in state.registry.layers():
+        layers[layer] = [
+            {"version": v.contract.version, "mode": v.mode, "state": v.state}
+            | (
+                {}
+                if slo is None
+                else {"objective": v.contract.objective}
+                | slo.get((layer, v.contract.version, v.mode), empty)
+            )
+            for v in state.registry.versions(layer)
+        ]
+    last, counts = decisions.snapshot() if decisions is not None else ([], {})
+    extra: dict[str, Any] = {}
+    if migration is not None:
+        from worker.core.migration import view_to_json
+
+        extra["migration"] = view_to_json(migration())
+    return _json(
+        200,
+        {
+            "ready": state.config.bootstrapped and bool(state.assigned),
+            "config_bootstrapped": state.config.bootstrapped,
+            "partitions_assigned": sorted(f"{t}[{p}]" for t, p in state.assigned),
+            "seconds_since_poll_loop": round(now_monotonic - state.last_loop_monotonic, 3),
+            "batches_committed": state.batches_committed,
+            "transactions_aborted": state.transactions_aborted,
+            "decisions": counts,
+            "layers": layers,
+            **extra,
+            "last_decisions": last,
+        },
+    )
+
+
+def _prometheus_text(registry: Any) -> Response:
+    from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
+
+    return Response(200, CONTENT_TYPE_LATEST, generate_latest(registry or REGISTRY))
+
+
+def handle(
+    path: str,
+    state: GateState,
+    *,
+    now_monotonic: float,
+    max_poll_interval_ms: int = DEFAULT_MAX_POLL_INTERVAL_MS,
+    decisions: DecisionLog | None = None,
+    metrics_registry: Any = None,
+    migration: Callable[[], Any] | None = None,
+) -> Response:
+    """The response to ``GET path`` (query strings ignored); 404 for unknown paths.
+
+    ``metrics_registry`` is the ``prometheus_client`` registry served on ``/metrics``
+    (default: its global ``REGISTRY``, where ``PrometheusMetricReader`` registers).
+    ``migration`` returns the latest :class:`worker.core.migration.MigrationView` for
+    ``/status`` (e.g. ``lambda: exporter.view`` of a ``MigrationExporter``).
+    """
+    route = path.split("?", 1)[0].rstrip("/") or "/"
+    if route == "/healthz":
+        return healthz(state, now_monotonic, max_poll_interval_ms)
+    if route == "/readyz":
+        return readyz(state)
+    if route == "/status":
+        return status(state, now_monotonic, decisions, migration)
+    if route == "/metrics":
+        return _prometheus_text(metrics_registry)
+    return _json(404, {"error": f"no such endpoint {route}", "endpoints": ENDPOINTS})
+
+
+ENDPOINTS = ["/healthz", "/readyz", "/metrics", "/status"]
