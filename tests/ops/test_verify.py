@@ -9,8 +9,7 @@ from worker.cli.scenario import data_file
 from worker.core.contracts import parse_contract
 from worker.core.migration import build_view
 from worker.core.model import ActiveVersion
-from worker.io.contract_files import load_contract
-from worker.ops.verify import (
+from worker.core.overlap import (
     CheckResult,
     OverlapReport,
     check_stricter,
@@ -19,9 +18,9 @@ from worker.ops.verify import (
     clause_digest,
     find_stricter,
     find_twins,
-    render_report,
-    report_to_json,
 )
+from worker.io.contract_files import load_contract
+from worker.ops.verify import render_report, report_to_json
 
 V1 = load_contract(data_file("contracts/admin_boundaries.v1.yaml"))
 STRICT = load_contract(data_file("contracts/admin_boundaries.v1.1.yaml"))
