@@ -1,0 +1,102 @@
+"""Structural WKB pre-check (worker.core.wkb): real geometries pass, hostile headers don't."""
+
+from __future__ import annotations
+
+import contextlib
+import struct
+
+import pyarrow.parquet as pq
+import pytest
+import shapely
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from worker.cli.scenario import data_file
+from worker.core.wkb import wkb_problem
+
+
+def nested_collection(depth: int) -> bytes:
+    """A GeometryCollection holding one GeometryCollection ... holding one point."""
+    out = shapely.to_wkb(shapely.Point(1, 2))
+    for _ in range(depth):
+        out = struct.pack("<BII", 1, 7, 1) + out
+    return out
+
+
+def test_every_feature_of_the_shipped_data_passes() -> None:
+    for name in ("admin_boundaries.parquet", "nyc_boroughs.parquet"):
+        column = pq.read_table(data_file(name)).column("geometry").to_pylist()
+        assert [wkb_problem(w) for w in column] == [None] * len(column)
+
+
+@pytest.mark.parametrize(
+    "wkt",
+    [
+        "POINT (1 2)",
+        "POINT Z (1 2 3)",
+        "LINESTRING (0 0, 1 1)",
+        "POLYGON ((0 0, 1 0, 1 1, 0 0), (0.1 0.1, 0.2 0.1, 0.2 0.2, 0.1 0.1))",
+        "MULTIPOLYGON Z (((0 0 1, 1 0 1, 1 1 1, 0 0 1)))",
+        "GEOMETRYCOLLECTION (POINT (1 2), GEOMETRYCOLLECTION (LINESTRING (0 0, 1 1)))",
+        "POLYGON EMPTY",
+        "POINT EMPTY",
+    ],
+)
+@pytest.mark.parametrize("flavor", ["iso", "extended"])
+@pytest.mark.parametrize("byte_order", [0, 1])
+def test_well_formed_wkb_in_every_flavour_passes(wkt: str, flavor: str, byte_order: int) -> None:
+    geom = shapely.from_wkt(wkt)
+    data = shapely.to_wkb(geom, flavor=flavor, byte_order=byte_order)
+    assert wkb_problem(data) is None
+
+
+def test_ewkb_with_an_srid_passes() -> None:
+    geom = shapely.set_srid(shapely.from_wkt("MULTIPOINT (1 2, 3 4)"), 4326)
+    assert wkb_problem(shapely.to_wkb(geom, include_srid=True)) is None
+
+
+def test_iso_m_and_zm_types_pass() -> None:
+    point_m = struct.pack("<BIddd", 1, 2001, 1.0, 2.0, 7.0)
+    point_zm = struct.pack("<BIdddd", 1, 3001, 1.0, 2.0, 3.0, 7.0)
+    assert wkb_problem(point_m) is None
+    assert wkb_problem(point_zm) is None
+    assert wkb_problem(point_m[:-8]) is not None  # an M point is three doubles long
+
+
+def test_nesting_beyond_the_limit_is_refused_without_reaching_geos() -> None:
+    assert wkb_problem(nested_collection(31)) is None
+    assert "nest deeper than 32 levels" in str(wkb_problem(nested_collection(32)))
+    # the 20,000-level event that crashed GEOS with SIGSEGV: refused, quickly
+    assert "nest deeper" in str(wkb_problem(nested_collection(20_000)))
+
+
+def test_invalid_byte_order_flag_is_refused() -> None:
+    data = b"\x02" + shapely.to_wkb(shapely.Point(1, 2))[1:]
+    assert wkb_problem(data) == (
+        "WKB rejected before parsing: invalid byte-order flag 2 at byte 0 (expected 0 or 1)"
+    )
+
+
+def test_counts_larger_than_the_data_are_refused() -> None:
+    huge = struct.pack("<BII", 1, 2, 0xFFFFFFFF) + b"\x00" * 32
+    reason = wkb_problem(huge)
+    assert reason is not None and "claims 4294967295 points" in reason
+    parts = struct.pack("<BII", 1, 7, 1_000_000)
+    assert "claims 1000000 parts" in str(wkb_problem(parts))
+
+
+def test_unknown_type_codes_are_refused() -> None:
+    assert "unknown WKB geometry type code 99" in str(
+        wkb_problem(struct.pack("<BI", 1, 99) + b"\x00" * 16)
+    )
+    assert "type code 4001" in str(wkb_problem(struct.pack("<BI", 1, 4001) + b"\x00" * 16))
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.binary(max_size=200))
+def test_any_bytes_get_an_answer_and_accepted_ones_parse_or_fail_cleanly(data: bytes) -> None:
+    reason = wkb_problem(data)
+    if reason is None:
+        # GEOS parses it or refuses it with a message (a feature-level finding), never crashes
+        with contextlib.suppress(shapely.errors.GEOSException):
+            shapely.from_wkb(data)
