@@ -65,12 +65,31 @@ def test_tombstone_removes_and_active_is_ordered_by_version() -> None:
     apply_config_value(reg, V11.key, record(V11, mode="observing"))
     apply_config_value(reg, V1.key, record())
     assert [v.contract.version for v in reg.active("admin_boundaries")] == ["v1.0", "v1.1"]
-    assert apply_config_value(reg, V1.key, None).outcome == "removed"
-    assert apply_config_value(reg, V1.key, None).outcome == "unchanged"
-    assert [v.contract.version for v in reg.active("admin_boundaries")] == ["v1.1"]
-    apply_config_value(reg, V11.key, record(V11, mode="observing", state="retired"))
+    assert apply_config_value(reg, V11.key, None).outcome == "removed"
+    assert apply_config_value(reg, V11.key, None).outcome == "unchanged"
+    assert [v.contract.version for v in reg.active("admin_boundaries")] == ["v1.0"]
+    apply_config_value(reg, V1.key, record(state="retired"))
     assert reg.active("admin_boundaries") == ()
     assert reg.layers() == ("admin_boundaries",)
+    assert apply_config_value(reg, V1.key, None).outcome == "removed"  # retired first: allowed
+    assert reg.layers() == ()
+
+
+def test_a_tombstone_cannot_switch_enforcement_off() -> None:
+    # issue 10: a raw null value on the only enforcing version left only observing ones
+    reg = Registry()
+    apply_config_value(reg, V1.key, record())
+    apply_config_value(reg, V11.key, record(V11, mode="observing"))
+    ev = apply_config_value(reg, V1.key, None)
+    assert (ev.outcome, ev.reason, ev.tombstone) == ("rejected", "unretired_tombstone", True)
+    assert "contract-gate contract retire" in ev.message
+    assert [(v.contract.version, v.mode) for v in reg.active("admin_boundaries")] == [
+        ("v1.0", "enforcing"),
+        ("v1.1", "observing"),
+    ]
+    # superseded enforcing versions are no longer in force: their tombstone is compaction
+    apply_config_value(reg, V1.key, record(state="superseded"))
+    assert apply_config_value(reg, V1.key, None).outcome == "removed"
 
 
 def test_tombstone_is_flagged_logged_at_warning_and_counted(caplog: Any) -> None:
@@ -97,12 +116,13 @@ def test_tombstone_is_flagged_logged_at_warning_and_counted(caplog: Any) -> None
             return self._value
 
     pipeline.config._apply(Msg(V1.key, record()))
+    pipeline.config._apply(Msg(V1.key, record(state="retired")))
     with caplog.at_level(logging.INFO, logger="worker.kafka.config_topic"):
         ev = pipeline.config._apply(Msg(V1.key, None))
     assert (ev.outcome, ev.tombstone, ev.layer) == ("removed", True, "admin_boundaries")
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert [r.getMessage() for r in warnings] == [
-        "config removed: tombstone for admin_boundaries/v1.0: v1.0 (enforcing/active) "
+        "config removed: tombstone for admin_boundaries/v1.0: v1.0 (enforcing/retired) "
         "deleted, no longer evaluated; active versions of admin_boundaries: none"
     ]
     assert not pipeline.registry.active("admin_boundaries")

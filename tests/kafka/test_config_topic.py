@@ -82,7 +82,8 @@ def test_each_applied_change_is_logged_at_info_with_the_active_versions(
         _Msg(v11.key, rec(v11, "observing")),  # unchanged: DEBUG only
         _Msg(v11.key, rec(v11, "enforcing")),
         _Msg(v1.key, rec(v1, "enforcing", "superseded")),
-        _Msg(v11.key, None),
+        _Msg(v1.key, None),
+        _Msg(v11.key, None),  # the only enforcing version: refused, stays in force
     ):
         follower._apply(msg)
     info = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
@@ -98,8 +99,12 @@ def test_each_applied_change_is_logged_at_info_with_the_active_versions(
     # a tombstone deletes a version: a WARNING naming it (counted by the worker)
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert warnings == [
-        "config removed: tombstone for admin_boundaries/v1.1: v1.1 (enforcing/active) deleted, "
-        f"no longer evaluated{tail}none"
+        "config removed: tombstone for admin_boundaries/v1.0: v1.0 (enforcing/superseded) "
+        f"deleted, no longer evaluated{tail}v1.1 enforcing",
+        "config record admin_boundaries/v1.1 rejected (unretired_tombstone): tombstone for "
+        "admin_boundaries/v1.1 refused: v1.1 is enforcing and active, so deleting it would turn "
+        "enforcement off; retire it with `contract-gate contract retire` (the zero-consumer "
+        "gate) first",
     ]
 
 

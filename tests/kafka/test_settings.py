@@ -35,3 +35,51 @@ def test_consumer_is_read_committed_with_manual_commits() -> None:
 def test_topic_prefix() -> None:
     t = Topics().with_prefix("x.")
     assert (t.batches, t.contracts) == ("x.gis.batches", "x.gis.contracts")
+
+
+def test_misspelt_and_unknown_keys_are_masked_known_ones_printed() -> None:
+    s = Settings(
+        extra={
+            "sasl.pasword": "typo-secret",  # a typo of sasl.password: still a secret
+            "sasl.jaas.config": "user pw",
+            "ssl.key.location": "/k.pem",
+            "my.custom.thing": "unknown-value",
+            "security.protocol": "SASL_SSL",
+            "linger.ms": "x" * 5000,
+        }
+    )
+    line = describe_settings(s)
+    for hidden in ("typo-secret", "user pw", "/k.pem", "unknown-value"):
+        assert hidden not in line
+    assert "sasl.pasword=***" in line and "my.custom.thing=***" in line
+    assert "security.protocol=SASL_SSL" in line
+    assert "[clipped: 5000 chars in all]" in line and len(line) < 600
+
+
+def test_default_instance_id_is_stable_across_processes() -> None:
+    import socket
+    import subprocess
+    import sys
+
+    code = "from worker.kafka.settings import Settings; print(Settings().instance_id)"
+    ids = {
+        subprocess.run(
+            [sys.executable, "-c", code], capture_output=True, text=True, check=True
+        ).stdout.strip()
+        for _ in range(2)
+    }
+    assert ids == {socket.gethostname()}
+
+
+def test_static_membership_sets_group_instance_id_for_members_only() -> None:
+    s = Settings.from_env({"CONTRACT_GATE_STATIC_MEMBERSHIP": "true"}, instance_id="pod-3")
+    assert s.consumer()["group.instance.id"] == "pod-3"
+    assert "group.instance.id" not in s.reader()
+    assert "group.instance.id" not in Settings(instance_id="pod-3").consumer()
+    assert "static-membership" in describe_settings(s)
+
+
+def test_no_client_creates_topics() -> None:
+    s = Settings()
+    assert s.consumer()["allow.auto.create.topics"] is False
+    assert s.producer(transactional=True)["allow.auto.create.topics"] is False

@@ -61,7 +61,17 @@ def add_kafka_args(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--instance-id",
-        help="stable id of this worker instance, e.g. the pod name (default host-pid)",
+        help="stable id of this worker instance, e.g. the pod name (env "
+        "CONTRACT_GATE_INSTANCE_ID; default the host name). It names the transactional.id, so "
+        "a restarted worker fences its predecessor; two processes on one host need two ids",
+    )
+    g.add_argument(
+        "--static-membership",
+        action="store_true",
+        default=None,
+        help="KIP-345 static membership: group.instance.id = the instance id (env "
+        "CONTRACT_GATE_STATIC_MEMBERSHIP=1). A restarted member keeps its partitions without "
+        "a rebalance; a dead one's partitions wait session.timeout.ms before takeover",
     )
     g.add_argument(
         "--session-timeout-ms", type=int, help="consumer session.timeout.ms (default 45000)"
@@ -93,6 +103,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         transactional_id_prefix=args.transactional_id_prefix,
         instance_id=args.instance_id,
         session_timeout_ms=args.session_timeout_ms,
+        static_membership=args.static_membership,
         extra=dict(args.kafka_property),
         topics=topics,
     )

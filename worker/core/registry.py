@@ -8,7 +8,9 @@ The worker re-checks the lifecycle policy of DESIGN.md section 5 on every record
   match its document, or whose key does not match its layer/version is rejected;
 * a record with the same digest updates the lifecycle (mode, state): promotion,
   supersession, retirement;
-* a tombstone (null value) removes the key, as log compaction would.
+* a tombstone (null value) removes the key, as log compaction would, except for a version
+  that is active and enforcing: retirement goes through its gate (``contract retire``), so
+  such a tombstone is rejected (``unretired_tombstone``) and the version stays in force.
 
 Rejections never raise: :meth:`Registry.apply` returns a :class:`ConfigEvent` saying why.
 The registry takes *decoded* records (plain dicts); the Avro bytes of the config topic are
@@ -36,8 +38,9 @@ class ConfigEvent:
 
     ``outcome`` is ``added`` | ``updated`` | ``unchanged`` | ``removed`` | ``rejected``;
     ``reason`` (rejections only) is ``edit_in_place`` | ``invalid_record`` |
-    ``invalid_contract`` | ``key_mismatch``. ``tombstone`` is True for a null value
-    (legitimate compaction, never a rejection; ``removed`` when it deleted a version).
+    ``invalid_contract`` | ``key_mismatch`` | ``unretired_tombstone`` (a null value for a
+    version that is still active and enforcing: refused, the version stays in force).
+    ``tombstone`` is True for a null value (``removed`` when it deleted a version).
     """
 
     outcome: str
@@ -94,6 +97,19 @@ class Registry:
         layer_of_key = _layer_of(key)
         if record is None:
             gone = self._versions.get(key)
+            if gone is not None and gone.mode == "enforcing" and gone.state == "active":
+                # a raw tombstone must not bypass the retirement gate (DESIGN.md section 5)
+                return ConfigEvent(
+                    "rejected",
+                    key,
+                    gone.contract.layer,
+                    f"tombstone for {key} refused: {gone.contract.version} is enforcing and "
+                    "active, so deleting it would turn enforcement off; retire it with "
+                    "`contract-gate contract retire` (the zero-consumer gate) first",
+                    "unretired_tombstone",
+                    gone,
+                    tombstone=True,
+                )
             # copy on write: readers in other threads (HTTP /status, the migration
             # exporter) iterate the previous dict undisturbed
             self._versions = {k: v for k, v in self._versions.items() if k != key}

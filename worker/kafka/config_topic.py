@@ -14,6 +14,7 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
+from worker.core.echo import clip
 from worker.core.errors import KafkaError
 from worker.core.registry import ConfigEvent, Registry
 from worker.io.config_records import apply_config_value
@@ -162,12 +163,12 @@ class ConfigFollower:
             log.log(
                 logging.DEBUG if self.quiet_rejections else logging.WARNING,
                 "config record %s rejected (%s): %s",
-                key,
+                clip(key or "<no key>", 200),
                 event.reason,
-                event.message,
+                clip(event.message),
             )
         elif event.outcome == "unchanged" and not event.tombstone:
-            log.debug("config %s: %s", event.outcome, event.message)
+            log.debug("config %s: %s", event.outcome, clip(event.message))
         else:  # added, updated (mode/state change), a tombstone (deletes a version: WARNING)
             active = self.registry.active(event.layer) if event.layer else ()
             level = logging.INFO
@@ -177,8 +178,8 @@ class ConfigFollower:
                 level,
                 "config %s: %s; active versions of %s: %s",
                 event.outcome,
-                event.message,
-                event.layer or "?",
+                clip(event.message),
+                clip(event.layer or "?", 200),
                 ", ".join(f"{v.contract.version} {v.mode}" for v in active) or "none",
             )
         if self.on_event is not None:

@@ -14,13 +14,87 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-__all__ = ["MAX_MESSAGE_BYTES", "SECRET_KEYS", "Settings", "Topics", "describe_settings"]
+from worker.core.echo import clip
+
+__all__ = [
+    "MAX_MESSAGE_BYTES",
+    "PRINTABLE_KEYS",
+    "SECRET_KEYS",
+    "Settings",
+    "Topics",
+    "default_instance_id",
+    "describe_settings",
+    "is_secret_key",
+]
 
 #: Largest record the gate produces or accepts (bytes): high-vertex layers travel inline.
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 
-#: librdkafka properties whose values are never printed.
-SECRET_KEYS = ("password", "secret", "sasl.oauthbearer.config", "ssl.key.pem", "token")
+#: Parts of librdkafka property names whose values are never printed, even when the key is
+#: misspelt (``sasl.pasword``): any key containing one of these is masked.
+SECRET_KEYS = ("pass", "pasw", "secret", "token", "key", "credential", "oauthbearer", "jaas", "pem")
+
+#: librdkafka properties whose values are printed as given (nothing secret in them). Every
+#: other key, unknown or misspelt ones included, is printed with its value masked.
+PRINTABLE_KEYS = frozenset(
+    {
+        "acks",
+        "allow.auto.create.topics",
+        "auto.offset.reset",
+        "batch.size",
+        "client.id",
+        "client.rack",
+        "compression.type",
+        "debug",
+        "enable.idempotence",
+        "fetch.max.bytes",
+        "heartbeat.interval.ms",
+        "isolation.level",
+        "linger.ms",
+        "max.partition.fetch.bytes",
+        "max.poll.interval.ms",
+        "message.max.bytes",
+        "message.timeout.ms",
+        "metadata.max.age.ms",
+        "queue.buffering.max.messages",
+        "receive.message.max.bytes",
+        "reconnect.backoff.max.ms",
+        "reconnect.backoff.ms",
+        "request.timeout.ms",
+        "retry.backoff.ms",
+        "sasl.kerberos.service.name",
+        "sasl.mechanism",
+        "sasl.mechanisms",
+        "sasl.username",
+        "security.protocol",
+        "session.timeout.ms",
+        "socket.timeout.ms",
+        "ssl.ca.location",
+        "ssl.certificate.location",
+        "ssl.endpoint.identification.algorithm",
+        "statistics.interval.ms",
+        "topic.metadata.refresh.interval.ms",
+        "transaction.timeout.ms",
+    }
+)
+
+
+def default_instance_id() -> str:
+    """The default instance id: the host name (in Kubernetes, the pod name).
+
+    Stable across restarts on purpose: the transactional id derives from it, so a
+    restarted worker fences its predecessor and aborts its open transaction. A fresh id
+    per start would leave a killed worker's transaction open, and the embedded Tansu
+    broker never expires it, hiding later records from read_committed readers. Two worker
+    processes on one host need distinct ``--instance-id`` values (``host-0``, ``host-1``).
+    """
+    return socket.gethostname() or "contract-gate"
+
+
+def is_secret_key(key: str) -> bool:
+    """Whether the value of librdkafka property ``key`` must never be printed."""
+    lowered = key.lower()
+    return key not in PRINTABLE_KEYS or any(part in lowered for part in SECRET_KEYS)
 
 
 @dataclass(frozen=True)
@@ -45,14 +119,20 @@ class Settings:
 
     ``extra`` holds any librdkafka property (``--kafka-property key=value`` or environment
     ``CONTRACT_GATE_KAFKA_<KEY>`` with dots as underscores); it is applied to every client.
+    Clients never create topics (``allow.auto.create.topics=false``): a missing topic is an
+    error naming it, not a topic silently re-created on an empty broker.
     """
 
     bootstrap_servers: str = "localhost:9092"
     group_id: str = "contract-gate"
     topics: Topics = field(default_factory=Topics)
     transactional_id_prefix: str = "contract-gate"
-    instance_id: str = field(default_factory=lambda: f"{socket.gethostname()}-{os.getpid()}")
+    instance_id: str = field(default_factory=default_instance_id)
     session_timeout_ms: int = 45000
+    #: KIP-345 static membership: ``group.instance.id`` = the instance id, so a restarted
+    #: member gets its partitions back without a rebalance; a dead member's partitions wait
+    #: for ``session.timeout.ms`` before anyone takes them over.
+    static_membership: bool = False
     extra: Mapping[str, str] = field(default_factory=dict)
 
     def with_(self, **changes: Any) -> Settings:
@@ -64,6 +144,7 @@ class Settings:
         conf: dict[str, Any] = {
             "bootstrap.servers": self.bootstrap_servers,
             "logger": logging.getLogger("librdkafka"),
+            "allow.auto.create.topics": False,
         }
         conf.update(self.extra)
         return conf
@@ -84,12 +165,15 @@ class Settings:
                 "receive.message.max.bytes": MAX_MESSAGE_BYTES * 4 + 1024 * 1024,
             }
         )
+        if self.static_membership:
+            conf["group.instance.id"] = self.instance_id
         conf.update(overrides)
         return conf
 
     def reader(self, **overrides: Any) -> dict[str, Any]:
         """Configuration of a group-less reader (assign, no commits) for topic scans."""
         conf = self.consumer()
+        conf.pop("group.instance.id", None)  # readers are not group members
         conf.update(
             {
                 "group.id": f"{self.group_id}-reader-{self.instance_id}",
@@ -133,6 +217,8 @@ class Settings:
             kwargs["transactional_id_prefix"] = env["CONTRACT_GATE_TRANSACTIONAL_ID_PREFIX"]
         if env.get("CONTRACT_GATE_INSTANCE_ID"):
             kwargs["instance_id"] = env["CONTRACT_GATE_INSTANCE_ID"]
+        if env.get("CONTRACT_GATE_STATIC_MEMBERSHIP", "").lower() in ("1", "true", "yes"):
+            kwargs["static_membership"] = True
         extra = {
             k[len("CONTRACT_GATE_KAFKA_") :].lower().replace("_", "."): v
             for k, v in env.items()
@@ -145,12 +231,18 @@ class Settings:
 
 
 def describe_settings(settings: Settings) -> str:
-    """One line describing the settings, with every secret value masked."""
+    """One line describing the settings; only values of :data:`PRINTABLE_KEYS` are shown.
+
+    Every other value (secrets, and keys that are unknown or misspelt, which may be
+    secrets typed wrong) is printed as ``***``; long values are clipped.
+    """
     extra = ", ".join(
-        f"{k}={'***' if any(s in k for s in SECRET_KEYS) else v}"
+        f"{k}={'***' if is_secret_key(k) else clip(str(v), 200)}"
         for k, v in sorted(settings.extra.items())
     )
     return (
         f"bootstrap={settings.bootstrap_servers} group={settings.group_id} "
-        f"instance={settings.instance_id}" + (f" extra[{extra}]" if extra else "")
+        f"instance={settings.instance_id}"
+        + (" static-membership" if settings.static_membership else "")
+        + (f" extra[{extra}]" if extra else "")
     )

@@ -1,0 +1,32 @@
+"""Bounds on values echoed from untrusted input into records, logs and messages (pure).
+
+A producer controls attribute values, config documents and payload bytes; any of them may
+be megabytes long. Whatever the gate repeats of them (a measured value, a parser's
+message, a rejected document) goes through :func:`clip` so that a record or log line has
+a known maximum size and says how much was left out.
+"""
+
+from __future__ import annotations
+
+__all__ = ["MAX_ECHO_CHARS", "clip"]
+
+#: Default longest echo of an untrusted value, in characters.
+MAX_ECHO_CHARS = 1000
+
+
+def clip(text: str, max_chars: int = MAX_ECHO_CHARS) -> str:
+    """``text`` itself when at most ``max_chars`` long, else its head and a marker.
+
+    The marker names the original length: ``"abc... [clipped: 10485760 chars in all]"``.
+    The result is at most ``max_chars + 40`` characters long.
+
+    Raises
+    ------
+    ValueError
+        ``max_chars`` below 1.
+    """
+    if max_chars < 1:
+        raise ValueError(f"max_chars must be at least 1, got {max_chars}")
+    if len(text) <= max_chars:
+        return text
+    return f"{text[:max_chars]}... [clipped: {len(text)} chars in all]"
