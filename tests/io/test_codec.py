@@ -342,7 +342,8 @@ def test_evaluation_round_trip() -> None:
     )
     assert rec["data_time"] == T0 and rec["source_offset"] == 42
     assert rec["clauses"][1]["measured"] == {"inside": 0.5, "n": 10}
-    assert rec["clauses"][1]["expected"] == [909000, 110000, 1068000, 275000]
+    # the contract's parameters are never copied into evaluation records (issue 10)
+    assert [c["expected"] for c in rec["clauses"]] == [None] * len(rec["clauses"])
     assert rec["clauses"][2]["expected"] is None and rec["clauses"][2]["on_break"] == "warn"
     assert rec["diagnoses"] == ["axis order looks swapped", "clock skew"]
 
@@ -422,3 +423,36 @@ def test_consumer_declaration_round_trip() -> None:
 def test_naive_datetimes_are_read_as_utc() -> None:
     data = codec.encode_consumer_declaration("c", "l", "v1.0", T0.replace(tzinfo=None))
     assert codec.decode_consumer_declaration(data)["declared_at"] == T0
+
+
+def test_echoed_values_are_bounded_and_stay_json() -> None:
+    from worker.core.model import QuarantineReason
+    from worker.io.codec.records import MAX_MESSAGE_CHARS, MAX_VALUE_CHARS
+
+    huge = "x" * 10_000_000  # a 10 MB attribute value, as in issue 10 item 4
+    reason = QuarantineReason(
+        code="contract_break",
+        version="v1.0",
+        mode="enforcing",
+        clause="continent",
+        measured={"offending": [huge]},
+        expected={"allowed": ["Europe"]},
+        message=f"value {huge} not allowed",
+    )
+    data = codec.encode_quarantine(
+        [reason],
+        batch_id="b",
+        layer="l",
+        source_topic="t",
+        source_partition=0,
+        source_offset=1,
+        original=b"",
+        quarantined_at=T0,
+        worker_id="w",
+    )
+    assert len(data) < MAX_VALUE_CHARS * 2 + MAX_MESSAGE_CHARS + 1000
+    rec = codec.decode_quarantine(data)["reasons"][0]
+    assert rec["expected"] == {"allowed": ["Europe"]}  # short values are kept as they are
+    assert isinstance(rec["measured"], str)
+    assert rec["measured"].endswith("[clipped: 10000019 chars in all]")
+    assert rec["message"].endswith(f"[clipped: {len(reason.message)} chars in all]")

@@ -205,3 +205,22 @@ def test_inline_schema_is_the_columns_sent_not_the_declaration() -> None:
     rec = codec.decode_quarantine(out.records[-1].value)
     assert [(r["version"], r["clause"]) for r in rec["reasons"]] == [("v1.0", "schema")]
     assert "field 'pop_est' has type string, expected integer" in rec["reasons"][0]["message"]
+
+
+def test_any_output_record_above_the_limit_becomes_one_small_quarantine_record(
+    monkeypatch,  # type: ignore[no-untyped-def]
+) -> None:
+    # issue 10: an oversized record aborted the transaction and the batch came back forever
+    import worker.kafka.routing
+
+    sizes = [len(r.value) for r in go(REAL_EVENT).records if r.topic.endswith("evaluations")]
+    monkeypatch.setattr(worker.kafka.routing, "MAX_MESSAGE_BYTES", min(sizes) - 1)
+    out = go(REAL_EVENT)
+    assert [r.topic for r in out.records] == [TOPICS.quarantine]
+    rec = codec.decode_quarantine(out.records[0].value)
+    assert rec["reason_code"] == "record_too_large"
+    assert rec["reasons"][0]["message"].startswith(
+        f"the {TOPICS.evaluations} record for this batch would be "
+    )
+    assert rec["original"] == b"" and rec["batch_id"] == WORLD.batch_id
+    assert len(out.records[0].value) < min(sizes)

@@ -108,6 +108,7 @@ def summarise(contract: Contract, records: Iterable[Mapping[str, Any]], now: dat
     the same batch id (same topic) say whether a would-be rejection was quarantined anyway
     (:attr:`EvaluationPoint.quarantined_by`).
     """
+    params = {c.name: dict(c.params) for c in contract.clauses}
     by_batch: dict[str, EvaluationPoint] = {}
     enforcing: dict[str, dict[str, bool]] = {}  # batch id -> version -> passed (last)
     for r in records:
@@ -119,7 +120,13 @@ def summarise(contract: Contract, records: Iterable[Mapping[str, Any]], now: dat
             continue
         broken = tuple(
             BrokenClause(
-                c["name"], c["kind"], c["on_break"], c["measured"], c["expected"], c["message"]
+                c["name"],
+                c["kind"],
+                c["on_break"],
+                c["measured"],
+                # records name the version instead of copying its parameters
+                c["expected"] if c["expected"] is not None else params.get(c["name"]),
+                c["message"],
             )
             for c in r["clauses"]
             if c["result"] == "break"

@@ -217,7 +217,27 @@ def route(
     except Exception as exc:  # a record we cannot build must not stop the partition
         decision = _failed("encode_error", f"output records cannot be encoded: {exc}")
         records = [_quarantine(source, layer, None, decision, topics, now, worker_id)]
+    oversized = [r for r in records if _record_bytes(r) > MAX_MESSAGE_BYTES]
+    if oversized:
+        # a record the broker refuses would abort the transaction and the batch would be
+        # consumed again, forever: quarantine it with a record that surely fits
+        r = oversized[0]
+        decision = _failed(
+            "record_too_large",
+            f"the {r.topic} record for this batch would be {_record_bytes(r)} bytes, above "
+            f"the {MAX_MESSAGE_BYTES} bytes a record may take; the original is not carried "
+            "(the source coordinates locate it)",
+        )
+        small = replace(source, value=b"")
+        records = [_quarantine(small, layer, batch_id, decision, topics, now, worker_id)]
     return Outcome(source, layer, batch_id, decision, tuple(records), duration_s)
+
+
+def _record_bytes(record: OutRecord) -> int:
+    """Bytes of one output record: key, value and headers."""
+    key = record.key.encode() if isinstance(record.key, str) else (record.key or b"")
+    headers = sum(len(k) + len(v or b"") for k, v in record.headers)
+    return len(key) + len(record.value or b"") + headers
 
 
 def _records(

@@ -7,10 +7,12 @@ read as UTC), decoders return aware UTC datetimes truncated to milliseconds.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
+from worker.core.echo import clip
 from worker.core.errors import ContractGateError
 from worker.core.model import Decision, QuarantineReason, VersionVerdict
 from worker.io.codec.avro import (
@@ -40,6 +42,21 @@ __all__ = [
 # -- QuarantineRecord ---------------------------------------------------------------------
 
 
+#: Longest JSON text of one echoed ``measured`` / ``expected`` value, in characters.
+MAX_VALUE_CHARS = 4000
+#: Longest echoed message, in characters.
+MAX_MESSAGE_CHARS = 2000
+
+
+def _bounded_json(value: Any) -> str | None:
+    """``_json(value)``, or when longer than :data:`MAX_VALUE_CHARS` the JSON *string* of
+    its clipped text (still valid JSON; it decodes to a str ending in the clip marker)."""
+    text = _json(value)
+    if text is None or len(text) <= MAX_VALUE_CHARS:
+        return text
+    return json.dumps(clip(text, MAX_VALUE_CHARS))
+
+
 def encode_quarantine(
     decision: Decision | Sequence[QuarantineReason],
     *,
@@ -57,7 +74,9 @@ def encode_quarantine(
     """Encode a QuarantineRecord from a :class:`Decision` (or its reasons).
 
     ``reason_code`` defaults to the first reason's code (``contract_break`` when there is
-    none); ``diagnoses`` default to the decision's.
+    none); ``diagnoses`` default to the decision's. ``measured``, ``expected`` and
+    ``message`` are bounded (:data:`MAX_VALUE_CHARS`, :data:`MAX_MESSAGE_CHARS`): a 10 MB
+    attribute value is echoed as its head and its length, never in full.
     """
     reasons = decision.reasons if isinstance(decision, Decision) else tuple(decision)
     if diagnoses is None:
@@ -72,9 +91,9 @@ def encode_quarantine(
                 "version": r.version,
                 "mode": r.mode,
                 "clause": r.clause,
-                "measured": _json(r.measured),
-                "expected": _json(r.expected),
-                "message": r.message,
+                "measured": _bounded_json(r.measured),
+                "expected": _bounded_json(r.expected),
+                "message": clip(r.message, MAX_MESSAGE_CHARS),
             }
             for r in reasons
         ],
@@ -132,6 +151,10 @@ def encode_evaluation(
 ) -> bytes:
     """Encode an EvaluationRecord: one batch against one version, every clause result.
 
+    ``measured`` and ``message`` are bounded (:func:`_bounded_json`, :func:`clip`);
+    ``expected`` is null: the clause's parameters are those of the named, immutable
+    version (readers such as :func:`worker.core.evidence.summarise` take them from it).
+
     ``diagnoses`` default to those of the verdict's broken clauses, deduplicated in order.
     """
     if diagnoses is None:
@@ -153,9 +176,11 @@ def encode_evaluation(
                 "kind": c.kind,
                 "result": c.result,
                 "on_break": c.on_break,
-                "measured": _json(c.measured),
-                "expected": _json(c.expected),
-                "message": c.message,
+                "measured": _bounded_json(c.measured),
+                # contract parameters are never copied: the version names them (a
+                # 100,000-code domain clause would make every record megabytes long)
+                "expected": None,
+                "message": clip(c.message, MAX_MESSAGE_CHARS),
             }
             for c in verdict.clauses
         ],
