@@ -223,3 +223,15 @@ def test_status_shows_slo_per_version_and_migration_counts() -> None:
     )
     assert doc["migration"][0]["layer"] == "admin_boundaries"
     assert doc["migration"][0]["count"] == 0
+
+
+def test_readyz_goes_red_while_the_broker_is_unreachable() -> None:
+    # issue 10: /readyz stayed 200 through a 30 s broker outage
+    import time
+
+    s = FakeState(config=SimpleNamespace(bootstrapped=True), assigned={("gis.batches", 0)})
+    assert handle("/readyz", s, now_monotonic=0.0, max_poll_interval_ms=1).status == 200
+    s.broker_unreachable_since = time.monotonic() - 12  # type: ignore[attr-defined]
+    red = handle("/readyz", s, now_monotonic=0.0, max_poll_interval_ms=1)
+    assert red.status == 503
+    assert body(red)["missing"] == ["the Kafka broker (unreachable for 12 s)"]

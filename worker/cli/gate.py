@@ -6,10 +6,12 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import signal
 import sys
 import threading
 from datetime import datetime, timezone
+from typing import Any
 
 from worker.cli.args import EXIT_ADMITTED, EXIT_QUARANTINED, settings_from_args
 from worker.cli.consumers import cmd_retire
@@ -74,8 +76,22 @@ def cmd_run(args: argparse.Namespace) -> int:
     settings = settings_from_args(args)
     provider = configure_sdk()
     stop = threading.Event()
-    signal.signal(signal.SIGTERM, lambda *_: stop.set())
-    signal.signal(signal.SIGINT, lambda *_: stop.set())
+
+    def on_signal(*_: Any) -> None:
+        if stop.is_set():
+            return
+        stop.set()
+        # a loop stuck in a blocking client call must not outlive the pod's grace period
+        timer = threading.Timer(
+            args.stop_grace_s,
+            _force_exit,
+            (f"did not stop within {args.stop_grace_s:.0f} s of the signal", 143),
+        )
+        timer.daemon = True
+        timer.start()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
     print(f"contract-gate worker: {describe_settings(settings)}", file=sys.stderr)
     decisions = DecisionLog()  # the last decisions and counts shown on /status
     pipeline = Pipeline(
@@ -94,7 +110,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         pipeline.start(progress=lambda s: print(s, file=sys.stderr))
         exporter.start()
         print("worker running; SIGTERM or Ctrl-C stops it", file=sys.stderr)
-        pipeline.run(stop)
+        pipeline.run(stop, on_stuck=lambda message: _force_exit(message, 75))
     finally:
         exporter.stop()
         pipeline.close()  # also when start() failed; a no-op after run()
@@ -107,6 +123,16 @@ def cmd_run(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     return 0
+
+
+def _force_exit(message: str, status: int) -> None:
+    """End the process now (the worker is stuck): status 75 for a stuck client call,
+    143 for a stop signal not honoured in time. Nothing is lost: the open transaction is
+    aborted by the broker or fenced by the restarted worker, and the batch is consumed
+    again from the committed offsets."""
+    print(f"contract-gate worker: {message}; exiting with status {status}", file=sys.stderr)
+    sys.stderr.flush()
+    os._exit(status)
 
 
 def cmd_topics(args: argparse.Namespace) -> int:

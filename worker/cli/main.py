@@ -111,6 +111,14 @@ def build_parser() -> argparse.ArgumentParser:
         help="deadline of the config bootstrap (default 60)",
     )
     p.add_argument(
+        "--stop-grace-s",
+        type=float,
+        default=30.0,
+        help="after SIGTERM or Ctrl-C, seconds to finish the open transaction and leave the "
+        "group before the process exits anyway with status 143 (default 30; keep it below "
+        "the pod's terminationGracePeriodSeconds)",
+    )
+    p.add_argument(
         "--http-port",
         type=int,
         default=None,

@@ -22,6 +22,7 @@ from typing import Any
 from worker.core.errors import KafkaError
 from worker.core.registry import ConfigEvent, RecordingRegistry
 from worker.kafka.config_topic import ConfigFollower
+from worker.kafka.health import BrokerHealth, Watchdog
 from worker.kafka.instruments import Instruments, NullInstruments
 from worker.kafka.routing import Outcome, Source, route
 from worker.kafka.settings import Settings
@@ -129,6 +130,19 @@ class Pipeline:
         self._lag_at = 0.0
         self._consumer: Any = None
         self._producer: Any = None
+        self.health = BrokerHealth()
+        self.watchdog: Watchdog | None = None
+
+    @property
+    def broker_unreachable_since(self) -> float | None:
+        """``time.monotonic()`` since which the broker is unreachable, or None (``/readyz``)."""
+        return self.health.unreachable_since
+
+    def _guard(self, name: str, deadline_s: float) -> contextlib.AbstractContextManager[None]:
+        """A blocking client call under the watchdog (when :meth:`run` was given one)."""
+        if self.watchdog is None:
+            return contextlib.nullcontext()
+        return self.watchdog.call(name, deadline_s)
 
     # -- state --------------------------------------------------------------------------
     @property
@@ -176,21 +190,33 @@ class Pipeline:
             )
             progress(f"config bootstrapped from {n} records; active versions: {layers or 'none'}")
         try:
-            self._producer = Producer(self.settings.producer(transactional=True))
+            self._producer = Producer(
+                self.settings.producer(transactional=True, **self.health.client_config())
+            )
             self._producer.init_transactions(INIT_TRANSACTIONS_TIMEOUT_S)
         except KafkaException as exc:
             raise KafkaError(f"cannot initialise transactions: {exc.args[0].str()}") from exc
-        self._consumer = Consumer(self.settings.consumer())
+        self._consumer = Consumer(self.settings.consumer(**self.health.client_config()))
         self._consumer.subscribe(
             [self.settings.topics.batches], on_assign=self._on_assign, on_revoke=self._on_revoke
         )
 
-    def run(self, stop: threading.Event) -> None:
-        """Process poll batches until ``stop`` is set, then leave the group cleanly."""
+    def run(self, stop: threading.Event, on_stuck: Callable[[str], None] | None = None) -> None:
+        """Process poll batches until ``stop`` is set, then leave the group cleanly.
+
+        ``on_stuck`` (optional) is called with a message when a blocking transactional
+        call outlives its timeout by 15 s (:class:`~worker.kafka.health.Watchdog`);
+        ``contract-gate run`` exits the process there.
+        """
+        if on_stuck is not None:
+            self.watchdog = Watchdog(on_stuck)
+            self.watchdog.start()
         try:
             while not stop.is_set():
                 self.step()
         finally:
+            if self.watchdog is not None:
+                self.watchdog.stop()
             self.close()
 
     def close(self) -> None:
@@ -284,15 +310,19 @@ class Pipeline:
         producer = self._producer
         try:
             producer.begin_transaction()
-            for outcome in outcomes:
-                for r in outcome.records:
-                    _produce(producer, r.topic, r.key, r.value, r.headers)
-            producer.send_offsets_to_transaction(
-                [TopicPartition(t, p, o) for (t, p), o in next_offsets.items()],
-                self._consumer.consumer_group_metadata(),
-                SEND_OFFSETS_TIMEOUT_S,
-            )
-            _commit_transaction(producer)
+            with self._guard("producing the batch's records", QUEUE_FULL_TIMEOUT_S):
+                for outcome in outcomes:
+                    for r in outcome.records:
+                        _produce(producer, r.topic, r.key, r.value, r.headers)
+            with self._guard("send_offsets_to_transaction", SEND_OFFSETS_TIMEOUT_S):
+                producer.send_offsets_to_transaction(
+                    [TopicPartition(t, p, o) for (t, p), o in next_offsets.items()],
+                    self._consumer.consumer_group_metadata(),
+                    SEND_OFFSETS_TIMEOUT_S,
+                )
+            with self._guard("commit_transaction", COMMIT_TIMEOUT_S):
+                _commit_transaction(producer)
+            self.health.reachable()
             return True
         except KafkaException as exc:
             err = exc.args[0]
@@ -324,7 +354,8 @@ class Pipeline:
         log.warning("transaction failed (%s); aborting and consuming the batch again", reason)
         self.transactions_aborted += 1
         try:
-            self._producer.abort_transaction(ABORT_TIMEOUT_S)
+            with self._guard("abort_transaction", ABORT_TIMEOUT_S):
+                self._producer.abort_transaction(ABORT_TIMEOUT_S)
         except KafkaException as exc:
             raise KafkaError(f"cannot abort transaction: {exc.args[0].str()}") from exc
         for (t, p), offset in first_offsets.items():

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 import json
 import threading
+import time
 from collections import Counter, deque
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
@@ -158,6 +159,11 @@ def readyz(state: GateState) -> Response:
         missing.append("config bootstrap (the config topic is not read to its end yet)")
     if not state.assigned:
         missing.append("partition assignment (no input partition assigned to this worker)")
+    down_since = getattr(state, "broker_unreachable_since", None)
+    if down_since is not None:
+        missing.append(
+            f"the Kafka broker (unreachable for {max(0.0, time.monotonic() - down_since):.0f} s)"
+        )
     return _json(
         503 if missing else 200,
         {
