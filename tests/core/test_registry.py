@@ -135,3 +135,55 @@ def test_tombstone_is_flagged_logged_at_warning_and_counted(caplog: Any) -> None
     assert counted["gis.contract.config_tombstones_total"] == [({"layer": "admin_boundaries"}, 1)]
     assert "gis.contract.config_rejections_total" not in counted  # not a rejection
     assert apply_config_value(Registry(), V1.key, record()).tombstone is False
+
+
+def _compact(log: list[tuple[str, bytes | None]]) -> list[tuple[str, bytes | None]]:
+    """What log compaction keeps: the last record of each key, in the order of those
+    last records (Kafka's cleaner keeps offsets; only superseded records go)."""
+    last = {key: i for i, (key, _) in enumerate(log)}
+    return [entry for i, entry in enumerate(log) if last[entry[0]] == i]
+
+
+def test_edit_in_place_protection_survives_compaction() -> None:
+    # issue 10 item 8: with layer/version keys, compaction kept only the edit
+    from worker.core.registry import config_key
+
+    edited = parse_contract(V1.text.replace("max_age: PT6H", "max_age: PT1H"))
+    log = [
+        (config_key(V1), record()),
+        (config_key(V1), record(state="active", mode="enforcing")),  # a lifecycle rewrite
+        (config_key(edited), record(edited)),  # the edit in place, as a producer writes it
+    ]
+    compacted = _compact(log)
+    assert len(compacted) == 2  # the original's latest record is never compacted away
+    fresh = Registry()  # a worker bootstrapping after compaction
+    events = [apply_config_value(fresh, key, value) for key, value in compacted]
+    assert [(e.outcome, e.reason) for e in events] == [
+        ("added", None),
+        ("rejected", "edit_in_place"),
+    ]
+    kept = fresh.get(V1.key)
+    assert kept is not None and kept.contract.digest == V1.digest
+    # the old key scheme shows the fault: compaction leaves the edit alone, and it wins
+    old = _compact([(V1.key, record()), (V1.key, record(edited))])
+    naive = Registry()
+    for key, value in old:
+        apply_config_value(naive, key, value)
+    assert naive.get(V1.key).contract.digest == edited.digest  # type: ignore[union-attr]
+
+
+def test_digest_keys_must_match_their_document_and_edit_tombstones_leave_the_original() -> None:
+    from worker.core.registry import config_key, split_config_key
+
+    assert split_config_key(config_key(V1)) == (V1.key, V1.digest)
+    assert split_config_key("a/v1.0") == ("a/v1.0", None)
+    reg = Registry()
+    forged = f"{V1.key}/{'0' * 64}"
+    assert apply_config_value(reg, forged, record()).reason == "key_mismatch"
+    assert apply_config_value(reg, config_key(V11), record(V11, mode="observing")).outcome == (
+        "added"
+    )
+    ev = apply_config_value(reg, f"{V11.key}/{'f' * 64}", None)  # tombstone of an edit's key
+    assert (ev.outcome, ev.tombstone) == ("unchanged", True)
+    assert reg.get(V11.key) is not None
+    assert apply_config_value(reg, config_key(V11), None).outcome == "removed"

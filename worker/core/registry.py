@@ -26,10 +26,17 @@ from typing import Any
 
 from worker.core.contracts import parse_contract
 from worker.core.errors import ContractGateError
-from worker.core.model import ActiveVersion
+from worker.core.model import ActiveVersion, Contract
 from worker.core.policy import Published
 
-__all__ = ["ConfigEvent", "RecordingRegistry", "Registry", "active_version_from_record"]
+__all__ = [
+    "ConfigEvent",
+    "RecordingRegistry",
+    "Registry",
+    "active_version_from_record",
+    "config_key",
+    "split_config_key",
+]
 
 
 @dataclass(frozen=True)
@@ -50,6 +57,25 @@ class ConfigEvent:
     reason: str | None = None
     version: ActiveVersion | None = None
     tombstone: bool = False
+
+
+def config_key(contract: Contract) -> str:
+    """The config-topic key of a version: ``layer/version/digest``.
+
+    With the digest in the key, an edit in place (same layer/version, another document)
+    has a key of its own, so log compaction never replaces the original by the edit: the
+    first record of a version stays on the topic and wins at every bootstrap. Keys
+    without the digest (``layer/version``, written before) are still read.
+    """
+    return f"{contract.key}/{contract.digest}"
+
+
+def split_config_key(key: str) -> tuple[str, str | None]:
+    """``layer/version/digest`` -> ``("layer/version", digest)``; two-part keys keep None."""
+    parts = key.split("/")
+    if len(parts) == 3 and parts[2]:
+        return f"{parts[0]}/{parts[1]}", parts[2]
+    return key, None
 
 
 def _layer_of(key: str) -> str | None:
@@ -93,10 +119,20 @@ class Registry:
         ``document``, ``digest``, ``mode``, ``state``, ...); it is untrusted: a document that
         fails validation or a digest that does not match it is a rejection, never an error.
         """
-        key = key or ""
+        key, key_digest = split_config_key(key or "")
         layer_of_key = _layer_of(key)
         if record is None:
             gone = self._versions.get(key)
+            if gone is not None and key_digest and key_digest != gone.contract.digest:
+                # the key of a refused edit in place: the version in force is not touched
+                return ConfigEvent(
+                    "unchanged",
+                    key,
+                    gone.contract.layer,
+                    f"tombstone for {key} digest {key_digest[:12]} (an edit never in force); "
+                    f"{gone.contract.version} digest {gone.contract.digest[:12]} stays",
+                    tombstone=True,
+                )
             if gone is not None and gone.mode == "enforcing" and gone.state == "active":
                 # a raw tombstone must not bypass the retirement gate (DESIGN.md section 5)
                 return ConfigEvent(
@@ -134,7 +170,7 @@ class Registry:
                 "rejected", key, record.get("layer") or layer_of_key, str(exc), "invalid_contract"
             )
         c = incoming.contract
-        if key != c.key:
+        if key != c.key or (key_digest and key_digest != c.digest):
             return ConfigEvent(
                 "rejected",
                 key,

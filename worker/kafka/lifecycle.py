@@ -9,7 +9,7 @@ from typing import TYPE_CHECKING
 
 from worker.core.errors import PolicyError
 from worker.core.policy import Published
-from worker.core.registry import RecordingRegistry
+from worker.core.registry import RecordingRegistry, config_key
 from worker.io.codec import encode_contract_record
 from worker.kafka.client import produce_one
 from worker.kafka.config_topic import read_config
@@ -43,7 +43,9 @@ def write_records(settings: Settings, records: tuple[Published, ...]) -> list[st
     lines = []
     for p in records:
         value = encode_contract_record(p.to_record())
-        partition, offset = produce_one(settings, settings.topics.contracts, p.contract.key, value)
+        partition, offset = produce_one(
+            settings, settings.topics.contracts, config_key(p.contract), value
+        )
         lines.append(
             f"wrote {p.contract.key} {p.mode}/{p.state} at "
             f"{settings.topics.contracts}[{partition}]@{offset}"
