@@ -32,9 +32,7 @@ def test_demo_scenario_decisions_and_reasons(settings: Settings, start_worker: A
     out = io.StringIO()
     publish_demo_contracts(settings, out=out)
     worker = start_worker(settings)
-    assert [
-        v.contract.version for v in worker.pipeline.registry.active("admin_boundaries")
-    ] == [
+    assert [v.contract.version for v in worker.pipeline.registry.active("admin_boundaries")] == [
         "v1.0",
         "v1.1",
     ]

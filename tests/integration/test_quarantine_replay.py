@@ -99,9 +99,7 @@ def test_replay_after_contract_fix_is_admitted(
     report = publish_contract(settings, contract_with_max(tmp_path, "v1.1", 10), published_by="t")
     assert "minor" in report, report
     deadline = time.monotonic() + 30
-    while [v.contract.version for v in worker.pipeline.registry.active("nyc_boroughs")] != [
-        "v1.1"
-    ]:
+    while [v.contract.version for v in worker.pipeline.registry.active("nyc_boroughs")] != ["v1.1"]:
         assert time.monotonic() < deadline, "worker did not pick up v1.1"
         time.sleep(0.2)
 
@@ -168,9 +166,7 @@ def test_replay_all_since_and_never_twice_admitted(
 
     publish_contract(settings, contract_with_max(tmp_path, "v1.1", 10), published_by="t")
     deadline = time.monotonic() + 30
-    while [v.contract.version for v in worker.pipeline.registry.active("nyc_boroughs")] != [
-        "v1.1"
-    ]:
+    while [v.contract.version for v in worker.pipeline.registry.active("nyc_boroughs")] != ["v1.1"]:
         assert time.monotonic() < deadline, "worker did not pick up v1.1"
         time.sleep(0.2)
 
