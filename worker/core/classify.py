@@ -215,9 +215,9 @@ def _compare_clause(old: Clause, new: Clause, old_c: Contract, new_c: Contract) 
         handled = {"allowed", "allow_empty"}
         ta, tb = set(p["allowed"]), set(q["allowed"])
         if ta - tb:
-            d.add("tightening", f"geometry types removed: {_types_shown(ta - tb, tb)}")
+            d.add("tightening", f"geometry types removed: {_types_shown(ta - tb, tb, 'stays')}")
         if tb - ta:
-            d.add("minor", f"geometry types added: {_types_shown(tb - ta, ta)}")
+            d.add("minor", f"geometry types added: {_types_shown(tb - ta, tb, 'also')}")
         d.flag("allow_empty", p.get("allow_empty", False), q.get("allow_empty", False))
     elif kind == "validity":
         handled = {"max_invalid_fraction"}
@@ -302,22 +302,22 @@ def _compare_clause(old: Clause, new: Clause, old_c: Contract, new_c: Contract) 
 _DIMENSION_NAMES = {"": "XY", "Z": "XYZ", "M": "XYM", "ZM": "XYZM"}
 
 
-def _types_shown(changed: set[str], other: set[str]) -> str:
-    """Changed geometry type names, each with its coordinate dimension and, when the other
-    version lists the same base type in another dimension, that dimension too: a
-    dimension added is a type added, a dimension removed a type removed (GeoParquet
-    ``geometry_types`` names: ``Polygon`` is XY only, ``Polygon Z`` XYZ)."""
+def _types_shown(changed: set[str], now_allowed: set[str], verb: str) -> str:
+    """Changed geometry type names, each with its coordinate dimension and the dimensions
+    the new version still allows of the same base type (GeoParquet ``geometry_types``
+    names: ``Polygon`` is XY only, ``Polygon Z`` XYZ): a dimension added is a type added,
+    a dimension removed a type removed."""
     out = []
     for name in sorted(changed):
         base, _, dim = name.partition(" ")
-        also = sorted(
+        same_base = sorted(
             _DIMENSION_NAMES.get(o.partition(" ")[2], "?")
-            for o in other
-            if o.partition(" ")[0] == base
+            for o in now_allowed
+            if o.partition(" ")[0] == base and o != name
         )
-        note = f"{_DIMENSION_NAMES.get(dim, dim)}"
-        if also:
-            note += f"; {base} stays allowed as {', '.join(also)}"
+        note = _DIMENSION_NAMES.get(dim, dim)
+        if same_base:
+            note += f"; {base} {verb} allowed as {', '.join(same_base)}"
         out.append(f"{name} ({note})")
     return ", ".join(out)
 

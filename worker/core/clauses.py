@@ -237,7 +237,7 @@ def check_domain(
     if family == "float" and not keys and any(_key_family(k) == "int" for k in values):
         # JSON has one number type (a column of 1 and 2.0 arrives as floats): whole
         # numbers match integer codes, 2.5 does not; strings never match numbers
-        whole = pc.equal(col, pc.floor(col))
+        whole = pc.and_(pc.is_finite(col), pc.equal(col, pc.floor(col)))  # inf is no code
         col_int = pc.if_else(whole, col, pa.scalar(None, col.type)).cast(pa.int64())
         ints = [k for k in values if _key_family(k) == "int"]
         known = pc.and_(whole, pc.is_in(col_int, value_set=pa.array(ints, type=pa.int64())))

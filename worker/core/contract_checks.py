@@ -305,11 +305,31 @@ def _describe(
         return path, "needs min, max or both", "give integer bounds, e.g. {min: 1, max: 1000}"
     shown = error.instance if not isinstance(error.instance, (dict, list)) else None
     what = f"invalid value {shown!r} ({error.message})" if shown is not None else error.message
+    hint = _numeric_text_hint(error.instance)
+    if hint:
+        return path, what, hint
     if field == "expect":
         kind = _clause_kind(doc, path)
         fix = _FIXES["crs"] if kind == "crs" else "expected east_north or north_east"
         return path, what, fix
     return path, what, _FIXES.get(field)
+
+
+_YAML11_FLOAT_TEXT = re.compile(r"[-+]?(?:[0-9]+(?:\.[0-9]*)?|\.[0-9]+)[eE]([-+]?)([0-9]+)")
+
+
+def _numeric_text_hint(instance: Any) -> str | None:
+    """A fix for a number YAML 1.1 read as text (``1e9``, ``1.0e9``: its floats need a dot
+    and a signed exponent, ``1.0e+9``), found in ``instance`` or its list items."""
+    items = instance if isinstance(instance, list) else [instance]
+    for item in items:
+        m = _YAML11_FLOAT_TEXT.fullmatch(item) if isinstance(item, str) else None
+        if m:
+            mantissa = item[: m.start(1) - 1]
+            mantissa = mantissa if "." in mantissa else mantissa + ".0"
+            fixed = f"{mantissa}e{m.group(1) or '+'}{m.group(2)}"
+            return f"YAML 1.1 reads {item!r} as text: write {fixed} (a dot and a signed exponent)"
+    return None
 
 
 def _clause_kind(doc: Any, path: Sequence[Any]) -> Any:
@@ -401,7 +421,8 @@ def _check_region(source: str, path: list[Any], region: Any, crs: Any = None) ->
     import shapely
 
     try:
-        geom = shapely.from_wkt(region)
+        with np.errstate(all="ignore"):  # 1e400 in WKT overflows to inf: refused below
+            geom = shapely.from_wkt(region)
     except shapely.errors.GEOSException as exc:
         raise _fail(source, path, f"not readable as WKT ({exc})", _FIXES["region"]) from None
     if geom is None or geom.is_empty or geom.geom_type not in ("Polygon", "MultiPolygon"):
