@@ -515,3 +515,26 @@ def test_a_number_yaml_11_reads_as_text_gets_a_hint() -> None:
     message = _error(_region_contract("EPSG:3857", "[0, 0, 1000, 10]").replace("1.0}", "1e-2}"))
     assert ": clauses[1].min_fraction_inside: " in message
     assert "YAML 1.1 reads '1e-2' as text: write 1.0e-2" in message
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "path"),
+    [
+        ("objective: 0.99", "objective: .nan", "objective"),
+        (
+            "max_invalid_fraction: 0.0",
+            "max_invalid_fraction: .nan",
+            "clauses[4].max_invalid_fraction",
+        ),
+        ("min_fraction: 0.98", "min_fraction: -.inf", "clauses[7].min_fraction"),
+        (
+            "min_fraction_inside: 1.0",
+            "min_fraction_inside: 1.0, tolerance: 1.0e+400",
+            "clauses[2].tolerance",
+        ),
+    ],
+)
+def test_non_finite_numbers_are_refused_anywhere(old: str, new: str, path: str) -> None:
+    assert old in FULL
+    message = _error(FULL.replace(old, new))
+    assert f": {path}: " in message and "is not a finite number" in message

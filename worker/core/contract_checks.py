@@ -365,6 +365,29 @@ def _check_keys(doc: Any, source: str) -> None:
                 )
 
 
+def _check_finite(value: Any, source: str, path: list[Any] | None = None) -> None:
+    """Every number in the document is finite (JSON Schema lets NaN pass ``minimum`` and
+    ``maximum``, and infinity pass ``minimum``). Region bboxes are left to
+    :func:`_check_region`, which names the bound."""
+    path = path or []
+    if isinstance(value, float) and not math.isfinite(value):
+        raise _fail(
+            source,
+            path,
+            f"{value} is not a finite number (YAML .inf/.nan, or a literal beyond about "
+            "1.8e308 such as 1.0e+400, which overflows to infinity)",
+            _FIXES.get(next((p for p in reversed(path) if isinstance(p, str)), ""))
+            or "write a finite number",
+        )
+    if isinstance(value, dict):
+        for k, v in value.items():
+            if k != "region":
+                _check_finite(v, source, [*path, k])
+    elif isinstance(value, list):
+        for i, v in enumerate(value):
+            _check_finite(v, source, [*path, i])
+
+
 def _region_crs(doc: dict[str, Any], clause: dict[str, Any]) -> Any:
     """The CRS a clause's region is written in (clause ``crs``, else the crs clause's
     ``expect``, as :func:`worker.core.clauses.contract_crs`), resolved; None when the

@@ -20,6 +20,7 @@ import yaml
 
 from worker.core.contract_checks import (
     _COMMON,
+    _check_finite,
     _check_keys,
     _construct_mapping,
     _describe,
@@ -71,6 +72,7 @@ def parse_contract(text: str, *, source: str = "<string>") -> Contract:
     if not isinstance(doc, dict):
         raise _fail(source, [], "the document is not a mapping", "start with `layer: <name>`")
     _check_keys(doc, source)
+    _check_finite(doc, source)
     errors = sorted(
         _validator().iter_errors(_for_schema(doc)),
         # a wrong clause kind explains the "unknown field" errors of that clause: lead with it
