@@ -67,3 +67,26 @@ def test_classify_crs_respelled_is_minor_listing_a_none_difference(
     assert out["class"] == "minor"
     assert [(d["kind"], d["class"]) for d in out["differences"]] == [("crs", "none")]
     assert out["differences"][0]["reason"].startswith("equivalent CRS, spelling changed")
+
+
+def test_classify_a_dimension_added_then_removed(
+    capsys: pytest.CaptureFixture[str], tmp_path: Path
+) -> None:
+    text = Path(V1).read_text()
+    assert "allowed: [Polygon, MultiPolygon]" in text
+    with_z = tmp_path / "v1.1.yaml"
+    with_z.write_text(
+        text.replace(
+            "allowed: [Polygon, MultiPolygon]", "allowed: [Polygon, MultiPolygon Z]"
+        ).replace("\nversion: v1\n", "\nversion: v1.1\n")
+    )
+    assert main(["contract", "classify", V1, str(with_z), "--format", "json"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["class"] == "tightening"
+    assert [(d["class"], d["reason"]) for d in out["differences"]] == [
+        (
+            "tightening",
+            "geometry types removed: MultiPolygon (XY; MultiPolygon stays allowed as XYZ)",
+        ),
+        ("minor", "geometry types added: MultiPolygon Z (XYZ)"),
+    ]

@@ -174,7 +174,8 @@ def test_new_nullable_field_is_minor() -> None:
 
 
 MAJORS: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
-    ("crs not equivalent", _set("srid", expect="EPSG:4326"), "CRS not equivalent"),
+    # another projected CRS whose range holds the region (a geographic one would refuse it)
+    ("crs not equivalent", _set("srid", expect="EPSG:32618"), "CRS not equivalent"),
     ("crs clause removed", _drop("srid"), "crs clause removed"),
     ("axis order changed", _set("axis_order", expect="north_east"), "axis order changed"),
     ("axis order removed", _drop("axis_order"), "axis_order clause removed"),
@@ -280,3 +281,62 @@ def test_real_shipped_contracts_v1_to_v1_1() -> None:
         ("(document)", "minor"),
         ("continent", "tightening"),
     ]
+
+
+# -- coordinate dimensions: part of the geometry type ---------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "class_", "reasons"),
+    [
+        (
+            ["Polygon", "MultiPolygon"],
+            ["Polygon", "Polygon Z", "MultiPolygon"],
+            "minor",
+            [("minor", "geometry types added: Polygon Z (XYZ; Polygon also allowed as XY)")],
+        ),
+        (
+            ["Polygon", "Polygon Z", "MultiPolygon"],
+            ["Polygon", "MultiPolygon"],
+            "tightening",
+            [
+                (
+                    "tightening",
+                    "geometry types removed: Polygon Z (XYZ; Polygon stays allowed as XY)",
+                )
+            ],
+        ),
+        (
+            ["Polygon", "MultiPolygon"],
+            ["Polygon Z", "MultiPolygon"],
+            "tightening",
+            [
+                (
+                    "tightening",
+                    "geometry types removed: Polygon (XY; Polygon stays allowed as XYZ)",
+                ),
+                ("minor", "geometry types added: Polygon Z (XYZ)"),
+            ],
+        ),
+        (
+            ["Polygon", "MultiPolygon"],
+            ["Polygon", "MultiPolygon", "MultiPolygon M", "MultiPolygon ZM"],
+            "minor",
+            [
+                (
+                    "minor",
+                    "geometry types added: MultiPolygon M (XYM; MultiPolygon also allowed as XY, "
+                    "XYZM), MultiPolygon ZM (XYZM; MultiPolygon also allowed as XY, XYM)",
+                )
+            ],
+        ),
+    ],
+)
+def test_a_coordinate_dimension_added_is_a_type_added_removed_a_type_removed(
+    old: list[str], new: list[str], class_: str, reasons: list[tuple[str, str]]
+) -> None:
+    before = edited(_set("geometry_types", allowed=old))
+    after = edited(_set("geometry_types", allowed=new))
+    c = classify(before, after)
+    assert c.class_ == class_, render_classification(c)
+    assert [(d.class_, d.reason) for d in c.differences] == reasons

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+import struct
 from datetime import datetime, timedelta, timezone
 
 import pyarrow as pa
@@ -498,3 +500,50 @@ def test_whole_floats_match_integer_codes_but_not_fractions_or_strings() -> None
     padded = clause("d", "domain", column="c", values={"01": "a", "02": "b"})
     r = EVALUATORS["domain"](padded, contract_of(padded), BatchFacts(whole), NOW)
     assert r.result == "break"  # no coercion between numbers and strings
+
+
+# -- geometry_type: the coordinate dimension is part of the type ---------------------------
+
+ISO_POINT_Z = struct.pack("<BI3d", 1, 1001, 1.0, 2.0, 3.0)  # ISO WKB 1001, as in case S17a
+ISO_POINT_M = struct.pack("<BI3d", 1, 2001, 1.0, 2.0, 3.0)  # ISO WKB 2001
+EWKB_POINT_Z = struct.pack(">BI3d", 0, 0x80000001, 1.0, 2.0, 3.0)  # PostGIS EWKB, big-endian
+POLYGON_Z = shapely.from_wkt("POLYGON Z ((0 0 5, 1 0 5, 1 1 5, 0 0 5))")
+POLYGON_ZM = shapely.from_wkt("POLYGON ZM ((0 0 5 1, 1 0 5 1, 1 1 5 1, 0 0 5 1))")
+
+
+@pytest.mark.parametrize(
+    ("geoms", "allowed", "measured"),
+    [
+        ([PARIS, ISO_POINT_Z, ISO_POINT_M], ["Point"], {"Point M": 1, "Point Z": 1}),
+        ([PARIS, EWKB_POINT_Z], ["Point"], {"Point Z": 1}),
+        ([ISO_POINT_Z, EWKB_POINT_Z], ["Point", "Point Z"], {}),
+        ([ISO_POINT_M], ["Point Z"], {"Point M": 1}),
+        ([ISO_POINT_M], ["Point M"], {}),
+        ([VALID_POLYGON, POLYGON_Z], ["Polygon", "MultiPolygon"], {"Polygon Z": 1}),
+        ([POLYGON_Z], ["Polygon Z"], {}),
+        ([POLYGON_ZM], ["Polygon Z", "Polygon M"], {"Polygon ZM": 1}),
+        ([VALID_POLYGON], ["Polygon Z"], {"Polygon": 1}),
+    ],
+)
+def test_geometry_type_dimension(geoms: list, allowed: list[str], measured: dict) -> None:
+    r = run(clause("types", "geometry_type", allowed=allowed), batch_of(geoms))
+    assert r.measured == measured
+    assert r.result == ("pass" if not measured else "break")
+
+
+def test_geometry_type_says_how_to_allow_a_dimension() -> None:
+    r = run(clause("types", "geometry_type", allowed=["Point"]), batch_of([ISO_POINT_Z, PARIS]))
+    assert "disallowed geometries Point Z: 1" in r.message
+    assert "a bare type name allows XY coordinates only: list Point Z in allowed" in r.message
+
+
+# -- measured values are JSON: no NaN or Infinity --------------------------------------------
+
+
+def test_non_finite_measured_values_become_strings() -> None:
+    values = pa.array([1.0, float("nan"), float("inf"), 2.0])
+    batch = batch_of([PARIS] * 4, attributes=pa.table({"code": values}))
+    r = run(clause("code", "domain", column="code", values={1: "one", 2: "two"}), batch)
+    assert r.result == "break"
+    assert sorted(r.measured["unknown"]) == ["inf", "nan"]
+    assert json.loads(json.dumps(r.measured, allow_nan=False))["unknown_count"] == 2

@@ -3,17 +3,22 @@
 from __future__ import annotations
 
 import json
+import time
+import tracemalloc
 from pathlib import Path
 
 import pytest
 import yaml
 
+from worker.core.contract_checks import MAX_DOCUMENT_BYTES
 from worker.core.contracts import canonical_json, contract_to_document, parse_contract
 from worker.core.errors import ContractError
+from worker.core.facts import GEOMETRY_TYPES
 from worker.core.model import CLAUSE_KINDS
 from worker.io.contract_files import load_contract
 
 DATA = Path(__file__).resolve().parents[2] / "worker" / "data" / "contracts"
+SCHEMAS = Path(__file__).resolve().parents[2] / "worker" / "schemas"
 
 FULL = """\
 layer: parcels_authoritative
@@ -316,3 +321,220 @@ def test_an_invalid_wkt_region_is_refused_with_the_geos_reason() -> None:
         message = _error(_with_clause({"name": "x", "kind": kind, "region": bowtie, **extra}))
         assert ": clauses[3].region: the WKT polygon is invalid (Self-intersection" in message
         assert "make the ring simple" in message
+
+
+# -- geometry types: the GeoParquet vocabulary with coordinate dimensions -------------------
+
+
+def test_schema_lists_the_geoparquet_geometry_type_vocabulary() -> None:
+    schema = json.loads((SCHEMAS / "contract.schema.json").read_text(encoding="utf-8"))
+    assert tuple(schema["$defs"]["geometry_type_name"]["enum"]) == GEOMETRY_TYPES
+    assert len(GEOMETRY_TYPES) == 28 and "MultiPolygon ZM" in GEOMETRY_TYPES
+
+
+def test_dimensioned_geometry_types_load_and_misspellings_are_refused() -> None:
+    allowed = ["Point", "Point Z", "Polygon M", "MultiPolygon ZM"]
+    c = parse_contract(_with_clause({"name": "t", "kind": "geometry_type", "allowed": allowed}))
+    assert c.clause("t").params["allowed"] == allowed
+    for wrong in ("PointZ", "Point z", "POINT Z", "Point 3D"):
+        message = _error(_with_clause({"name": "t", "kind": "geometry_type", "allowed": [wrong]}))
+        assert ": clauses[3].allowed[0]: invalid value" in message
+        assert "with a space and Z, M or ZM" in message and "'Polygon Z'" in message
+
+
+# -- YAML 1.1 implicit types: codes mean what their authors wrote ---------------------------
+
+
+def _domain(values_yaml: str) -> str:
+    return FULL.replace("values: {R1: residential, C1: commercial}", f"values: {values_yaml}")
+
+
+@pytest.mark.parametrize(
+    ("written", "reads"),
+    [
+        ("010", "an integer: 8"),  # octal
+        ("007", "an integer: 7"),
+        ("0x1A", "an integer: 26"),  # hexadecimal
+        ("1:30", "an integer: 90"),  # sexagesimal
+        ("1_000", "an integer: 1000"),  # digit separators
+        ("0b101", "an integer: 5"),  # binary
+        ("+5", "an integer: 5"),
+        ("yes", "a boolean: True"),
+        ("off", "a boolean: False"),
+        ("1.5", "a float: 1.5"),
+        ("~", "null: None"),
+        ("2020-01-01", "a timestamp: datetime.date(2020, 1, 1)"),
+    ],
+)
+def test_domain_codes_yaml_would_retype_are_refused(written: str, reads: str) -> None:
+    message = _error(_domain(f"{{{written}: x, R1: residential}}"))
+    assert f": clauses[5].values.{written}: domain code {written} is written unquoted" in message
+    assert f"YAML 1.1 reads it as {reads}" in message
+    assert f"quote it ('{written}': ...)" in message
+
+
+@pytest.mark.parametrize("written", ["010", "0x1A", "1:30", "yes", "1.5"])
+def test_domain_meanings_yaml_would_retype_are_refused(written: str) -> None:
+    message = _error(_domain(f"{{R1: {written}}}"))
+    assert f": clauses[5].values.R1: the meaning {written} is written unquoted" in message
+    assert "a meaning is text" in message and f"quote it (...: '{written}')" in message
+
+
+def test_quoted_codes_plain_decimals_and_plain_strings_keep_what_was_written() -> None:
+    c = parse_contract(_domain("{'010': a, \"0x1A\": b, 10: c, -3: d, 0: e, 08: f, R1: '010'}"))
+    values = c.clause("land_use").params["values"]
+    assert values == {"010": "a", "0x1A": "b", 10: "c", -3: "d", 0: "e", "08": "f", "R1": "010"}
+
+
+# -- YAML: no aliases, bounded size and depth -----------------------------------------------
+
+
+def test_anchors_and_aliases_are_refused() -> None:
+    text = FULL.replace("max_age: PT4H", "max_age: &age PT4H") + (
+        "  - {name: fresh2, kind: freshness, max_age: *age}\n"
+    )
+    message = _error(text)
+    assert "not readable as YAML" in message and "anchors and aliases" in message
+    assert "line 15, column 45" in message  # where the anchor is, not only that there is one
+
+
+def test_a_billion_laughs_document_is_refused_fast_without_memory_growth() -> None:
+    lines = ['a0: &a0 ["lol","lol","lol","lol","lol","lol","lol","lol","lol"]']
+    lines += [f"a{i}: &a{i} [{','.join([f'*a{i - 1}'] * 9)}]" for i in range(1, 10)]
+    text = "\n".join(lines) + "\n"  # 9 levels: 9**10 = 3.5e9 strings once expanded
+    tracemalloc.start()
+    started = time.perf_counter()
+    try:
+        message = _error(text)
+        elapsed = time.perf_counter() - started
+        _, peak = tracemalloc.get_traced_memory()
+    finally:
+        tracemalloc.stop()
+    assert "anchors and aliases" in message
+    assert elapsed < 0.5
+    assert peak < 2_000_000  # bytes: nothing was expanded
+
+
+def test_a_document_over_the_size_cap_is_refused_before_parsing() -> None:
+    text = FULL + "# " + "x" * MAX_DOCUMENT_BYTES + "\n"
+    started = time.perf_counter()
+    message = _error(text)
+    assert time.perf_counter() - started < 0.5
+    assert f"more than the {MAX_DOCUMENT_BYTES} a contract may have" in message
+
+
+def test_deep_nesting_and_unhashable_keys_are_clear_errors() -> None:
+    message = _error("layer: " + "[" * 100_000 + "]" * 100_000 + "\n")
+    assert "nested deeper than 32 levels" in message
+    message = _error(FULL + "? [a, b]\n: 1\n")
+    assert "not readable as YAML" in message and "a mapping key is a list" in message
+
+
+# -- regions are checked against the contract CRS -------------------------------------------
+
+
+def _region_contract(crs: str | None, region: str, kind: str = "extent") -> str:
+    srid = f'  - {{name: srid, kind: crs, expect: "{crs}"}}\n' if crs else ""
+    extra = "min_fraction: 0.9" if kind == "coverage" else "min_fraction_inside: 1.0"
+    return (
+        "layer: t\nversion: v1\ncadence: P1D\nobjective: 0.9\nowner: me\nchangelog: t\n"
+        f"clauses:\n{srid}  - {{name: area, kind: {kind}, region: {region}, {extra}}}\n"
+    )
+
+
+@pytest.mark.parametrize("kind", ["extent", "coverage"])
+@pytest.mark.parametrize(
+    ("crs", "region", "what"),
+    [
+        ("OGC:CRS84", "[8.4, 47.3, 800, 47.5]", "longitude 800 (maxx) is outside [-180, 180]"),
+        ("OGC:CRS84", "[8.4, 47.3, 1.0e+400, 47.5]", "maxx is inf (not a finite number"),
+        ("OGC:CRS84", "[-.inf, 47.3, 8.6, 47.5]", "minx is -inf (not a finite number"),
+        ("OGC:CRS84", "[.nan, 47.3, 8.6, 47.5]", "minx is nan (not a finite number"),
+        (None, "[8.4, 47.3, 1.0e+400, 47.5]", "maxx is inf"),
+        # EPSG:4326 is lat/lon by definition, but regions are [minx, miny, maxx, maxy] with
+        # x = longitude, as for OGC:CRS84 (worker.core.spatial.region_geometry)
+        ("EPSG:4326", "[170, -95, 175, 10]", "latitude -95 (miny) is outside [-90, 90]"),
+        ("EPSG:4326", "[-181, 10, 20, 30]", "longitude -181 (minx) is outside [-180, 180]"),
+        (
+            "OGC:CRS84",
+            "'POLYGON ((170 0, 200 0, 200 10, 170 0))'",
+            "longitude 200 (maxx) is outside [-180, 180]",
+        ),
+        (
+            "OGC:CRS84",
+            "'POLYGON ((0 0, 1 0, 1 1e400, 0 0))'",
+            "the WKT polygon has a non-finite coordinate",
+        ),
+        ("EPSG:3857", "[0, 0, 1000, 1.0e+9]", "lies far outside the area of use of EPSG:3857"),
+        (
+            "EPSG:2263",
+            "[909000000, 110000, 1068000000, 275000]",
+            "lies far outside the area of use of EPSG:2263",
+        ),
+        ("EPSG:3857", "[1000, 0, -1000, 10]", "minx is greater than maxx in the projected CRS"),
+    ],
+)
+def test_regions_outside_the_crs_range_are_refused(
+    crs: str | None, region: str, what: str, kind: str
+) -> None:
+    message = _error(_region_contract(crs, region, kind))
+    index = 1 if crs else 0
+    assert f": clauses[{index}].region: " in message and what in message
+
+
+@pytest.mark.parametrize(
+    ("crs", "region"),
+    [
+        ("OGC:CRS84", "[-180, -90, 180, 90]"),
+        ("OGC:CRS84", "[170, -10, -170, 10]"),  # crosses the antimeridian
+        ("EPSG:4326", "[8.4, 47.3, 8.6, 47.5]"),
+        ("EPSG:3857", "[-20037508.34, -20048966.1, 20037508.34, 20048966.1]"),
+        ("EPSG:2263", "[909000, 110000, 1068000, 275000]"),
+        ("EPSG:32618", "[300000, 4400000, 700000, 4600000]"),
+        (None, "[909000, 110000, 1068000, 275000]"),  # the batch's CRS: unknown at load
+    ],
+)
+def test_regions_within_the_crs_range_load(crs: str | None, region: str) -> None:
+    c = parse_contract(_region_contract(crs, region))
+    assert c.clause("area") is not None
+
+
+def test_a_clause_crs_overrides_the_contract_crs_for_its_region() -> None:
+    text = _region_contract("OGC:CRS84", "[900000, 6000000, 1000000, 6100000]").replace(
+        "min_fraction_inside: 1.0}", 'min_fraction_inside: 1.0, crs: "EPSG:3857"}'
+    )
+    assert parse_contract(text).clause("area").params["crs"] == "EPSG:3857"
+    assert "longitude 900000" in _error(_region_contract("OGC:CRS84", "[900000, 0, 1000000, 1]"))
+
+
+def test_a_number_yaml_11_reads_as_text_gets_a_hint() -> None:
+    # YAML 1.1 floats need a dot and a signed exponent: 1.0e9 and 1e9 are strings
+    message = _error(_region_contract("EPSG:3857", "[0, 0, 1000, 1.0e9]"))
+    assert ": clauses[1].region: " in message
+    assert "YAML 1.1 reads '1.0e9' as text: write 1.0e+9" in message
+    message = _error(_region_contract("EPSG:3857", "[0, 0, 1000, 10]").replace("1.0}", "1e-2}"))
+    assert ": clauses[1].min_fraction_inside: " in message
+    assert "YAML 1.1 reads '1e-2' as text: write 1.0e-2" in message
+
+
+@pytest.mark.parametrize(
+    ("old", "new", "path"),
+    [
+        ("objective: 0.99", "objective: .nan", "objective"),
+        (
+            "max_invalid_fraction: 0.0",
+            "max_invalid_fraction: .nan",
+            "clauses[4].max_invalid_fraction",
+        ),
+        ("min_fraction: 0.98", "min_fraction: -.inf", "clauses[7].min_fraction"),
+        (
+            "min_fraction_inside: 1.0",
+            "min_fraction_inside: 1.0, tolerance: 1.0e+400",
+            "clauses[2].tolerance",
+        ),
+    ],
+)
+def test_non_finite_numbers_are_refused_anywhere(old: str, new: str, path: str) -> None:
+    assert old in FULL
+    message = _error(FULL.replace(old, new))
+    assert f": {path}: " in message and "is not a finite number" in message

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import struct
+
 import numpy as np
 import pytest
 import shapely
@@ -16,7 +18,13 @@ from tests.catalogue import (
     VALID_POLYGON,
     batch_of,
 )
-from worker.core.facts import BatchFacts, nonfinite_mask, schema_fingerprint
+from worker.core.facts import (
+    GEOMETRY_TYPES,
+    BatchFacts,
+    nonfinite_mask,
+    schema_fingerprint,
+    wkb_dimensions,
+)
 from worker.core.model import FieldSpec
 from worker.core.spatial import resolve_crs
 
@@ -145,3 +153,69 @@ def test_nan_in_the_measure_coordinate_is_non_finite() -> None:
     m_nan = shapely.from_wkt("POINT M (1 2 NaN)")
     m_ok = shapely.from_wkt("POINT M (1 2 3)")
     assert nonfinite_mask(np.array([m_nan, m_ok], dtype=object)).tolist() == [True, False]
+
+
+# -- coordinate dimensions (GeoParquet geometry_types names) --------------------------------
+
+
+def _point_wkb(order: str, code: int, *coords: float, srid: int | None = None) -> bytes:
+    head = struct.pack(f"{order}BI", 1 if order == "<" else 0, code)
+    if srid is not None:
+        head += struct.pack(f"{order}I", srid)
+    return head + struct.pack(f"{order}{len(coords)}d", *coords)
+
+
+# (WKB, has_z, has_m): ISO codes (1001 = Point Z, 2001 = Point M, 3001 = Point ZM, as in
+# GeoParquet files) and PostGIS EWKB flags (0x80000000 Z, 0x40000000 M, 0x20000000 SRID)
+HEADERS = [
+    (_point_wkb("<", 1, 1, 2), False, False),
+    (_point_wkb("<", 1001, 1, 2, 3), True, False),
+    (_point_wkb("<", 2001, 1, 2, 3), False, True),
+    (_point_wkb(">", 3001, 1, 2, 3, 4), True, True),
+    (_point_wkb(">", 0x80000001, 1, 2, 3), True, False),
+    (_point_wkb("<", 0x40000001, 1, 2, 3), False, True),
+    (_point_wkb("<", 0xE0000001, 1, 2, 3, 4, srid=4326), True, True),
+    (b"\x01\x03", False, False),
+]
+
+
+def test_wkb_dimensions_reads_iso_codes_and_ewkb_flags() -> None:
+    z, m = wkb_dimensions([h for h, _, _ in HEADERS] + [None])
+    assert z.tolist() == [hz for _, hz, _ in HEADERS] + [False]
+    assert m.tolist() == [hm for _, _, hm in HEADERS] + [False]
+
+
+def test_type_names_carry_the_coordinate_dimension() -> None:
+    geoms = [
+        shapely.from_wkt(w)
+        for w in (
+            "POINT (1 2)",
+            "POINT Z (1 2 3)",
+            "POINT M (1 2 3)",
+            "POLYGON Z ((0 0 1, 1 0 1, 1 1 1, 0 0 1))",
+            "MULTIPOLYGON ZM (((0 0 1 2, 1 0 1 2, 1 1 1 2, 0 0 1 2)))",
+            "POINT Z EMPTY",
+        )
+    ]
+    f = BatchFacts(batch_of([*geoms, None, UNPARSEABLE_WKB]))
+    assert f.type_names.tolist() == [
+        "Point",
+        "Point Z",
+        "Point M",
+        "Polygon Z",
+        "MultiPolygon ZM",
+        "Point Z",
+        None,
+        None,
+    ]
+    assert set(f.type_names[:6]) <= set(GEOMETRY_TYPES)
+
+
+def test_has_m_falls_back_to_the_wkb_header(monkeypatch: pytest.MonkeyPatch) -> None:
+    # shapely < 2.1 (or GEOS < 3.12) has no has_m: the WKB header still tells
+    batch = batch_of([_point_wkb("<", 2001, 1, 2, 3), _point_wkb("<", 3001, 1, 2, 3, 4), PARIS])
+    expected = BatchFacts(batch).type_names.tolist()
+    monkeypatch.delattr(shapely, "has_m")
+    f = BatchFacts(batch)
+    assert f.has_m.tolist() == [True, True, False]
+    assert f.type_names.tolist() == expected == ["Point M", "Point ZM", "Point"]

@@ -456,3 +456,35 @@ def test_echoed_values_are_bounded_and_stay_json() -> None:
     assert isinstance(rec["measured"], str)
     assert rec["measured"].endswith("[clipped: 10000019 chars in all]")
     assert rec["message"].endswith(f"[clipped: {len(reason.message)} chars in all]")
+
+
+def test_records_never_carry_nan_or_infinity_tokens() -> None:
+    verdict = VersionVerdict(
+        layer="parcels",
+        version="v7.1",
+        mode="enforcing",
+        passed=False,
+        clauses=(
+            ClauseResult(
+                "code",
+                "domain",
+                "break",
+                "halt",
+                {"unknown": [float("nan"), float("inf")], "bound": -float("inf")},
+                {"values": [1, 2]},
+                "unknown codes",
+            ),
+        ),
+    )
+    data = codec.encode_evaluation(
+        verdict,
+        batch_id="b-nan",
+        data_time=T0,
+        evaluated_at=T0,
+        source_topic="gis.batches",
+        source_partition=0,
+        source_offset=1,
+    )
+    assert b"NaN" not in data and b"Infinity" not in data
+    rec = codec.decode_evaluation(data)
+    assert rec["clauses"][0]["measured"] == {"unknown": ["nan", "inf"], "bound": "-inf"}

@@ -9,10 +9,11 @@ handle them (each returns an exit code; errors of this package reach ``cli.main`
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
+
+from worker.core.jsonsafe import dumps_json
 
 __all__ = ["add_consumers_args", "add_retire_args", "cmd_consumers", "cmd_retire"]
 
@@ -159,7 +160,7 @@ def cmd_consumers(args: argparse.Namespace) -> int:
     if args.layer:
         view = MigrationView({k: v for k, v in view.layers.items() if k == args.layer})
     if args.format == "json":
-        print(json.dumps(view_to_json(view), indent=2))
+        print(dumps_json(view_to_json(view), indent=2))
     else:
         print(render_view(view))
     return 0

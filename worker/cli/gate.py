@@ -5,7 +5,6 @@
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import signal
 import sys
@@ -17,6 +16,7 @@ from worker.cli.args import EXIT_ADMITTED, EXIT_QUARANTINED, settings_from_args
 from worker.cli.consumers import cmd_retire
 from worker.cli.lifecycle import LIFECYCLE_COMMANDS
 from worker.core.errors import ContractGateError
+from worker.core.jsonsafe import dumps_json
 
 
 def cmd_check(args: argparse.Namespace) -> int:
@@ -55,7 +55,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     )
     decision = evaluate(batch, versions, now=args.now or datetime.now(timezone.utc))
     if args.format == "json":
-        print(json.dumps(decision_to_json(decision), indent=2, default=str))
+        print(dumps_json(decision_to_json(decision), indent=2, default=str))
     else:
         print(
             render_decision(

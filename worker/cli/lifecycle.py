@@ -8,11 +8,12 @@ entry point; :func:`add_lifecycle_args` registers the subparsers and
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
+
+from worker.core.jsonsafe import dumps_json
 
 __all__ = ["LIFECYCLE_COMMANDS", "add_lifecycle_args"]
 
@@ -103,7 +104,7 @@ def _cmd_evidence(args: argparse.Namespace) -> int:
 
     evidence = gather_evidence(_settings(args), args.layer, args.version, _now(args))
     if args.format == "json":
-        text = json.dumps(evidence_to_json(evidence), indent=2, default=str)
+        text = dumps_json(evidence_to_json(evidence), indent=2, default=str)
     elif args.format == "html":
         text = render_evidence_html(evidence)
     else:
@@ -149,7 +150,7 @@ def _cmd_classify(args: argparse.Namespace) -> int:
     old, new = load_contract(args.old), load_contract(args.new)
     result = classify(old, new)
     if args.format == "json":
-        print(json.dumps(classification_to_json(result), indent=2))
+        print(dumps_json(classification_to_json(result), indent=2))
     else:
         print(render_classification(result, f"{old.key} -> {new.key}"))
     return 0

@@ -8,12 +8,12 @@ Kept apart from :mod:`worker.cli.main` so the shared entry point only needs a fe
 from __future__ import annotations
 
 import argparse
-import json
 import sys
 from collections.abc import Callable
 from typing import Any
 
 from worker.core.errors import ContractGateError, KafkaError
+from worker.core.jsonsafe import dumps_json
 
 __all__ = ["add_quarantine_args", "cmd_quarantine"]
 
@@ -150,7 +150,7 @@ def cmd_quarantine(args: argparse.Namespace) -> int:
         try:
             for entry in read_quarantine(settings, layer=args.layer, follow=args.follow):
                 if args.format == "json":
-                    print(json.dumps(entry_to_json(entry), default=str), flush=True)
+                    print(dumps_json(entry_to_json(entry), default=str), flush=True)
                 else:
                     print(render_line(entry), flush=True)
         except KeyboardInterrupt:
@@ -166,7 +166,7 @@ def cmd_quarantine(args: argparse.Namespace) -> int:
     entry = find_entry(settings, args.batch)
     if args.quarantine_command == "show":
         if args.format == "json":
-            print(json.dumps(entry_to_json(entry), indent=2, default=str))
+            print(dumps_json(entry_to_json(entry), indent=2, default=str))
         else:
             print(render_entry(entry))
         return 0

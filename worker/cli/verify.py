@@ -3,10 +3,10 @@
 from __future__ import annotations
 
 import argparse
-import json
 from collections.abc import Callable
 from typing import Any
 
+from worker.core.jsonsafe import dumps_json
 from worker.ops.verify import render_report, report_to_json, verify_overlap
 
 __all__ = ["add_verify_args", "cmd_verify"]
@@ -43,7 +43,7 @@ def cmd_verify(args: argparse.Namespace) -> int:
 
     report = verify_overlap(settings_from_args(args), args.layer)
     if args.format == "json":
-        print(json.dumps(report_to_json(report), indent=2, default=str))
+        print(dumps_json(report_to_json(report), indent=2, default=str))
     else:
         print(render_report(report))
     return report.exit_code

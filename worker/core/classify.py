@@ -7,8 +7,10 @@ overall class is the most severe one (``major`` > ``tightening`` > ``minor`` > `
   order changes or its clause is removed; an extent (or coverage) region is redrawn (by
   shapely geometry equality, not by text); a domain code's meaning or the domain column
   changes; a schema field is removed, renamed or retyped; a clause changes kind.
-* **tightening**: domain codes or geometry types removed; ``allow_*`` true -> false; any
-  bound made stricter; a new required schema field; a new clause; ``on_break`` warn -> halt.
+* **tightening**: domain codes or geometry types removed (the coordinate dimension is part
+  of the type: ``Point`` -> ``Point Z`` removes ``Point`` and adds ``Point Z``); ``allow_*``
+  true -> false; any bound made stricter; a new required schema field; a new clause;
+  ``on_break`` warn -> halt.
 * **minor**: the reverse of each tightening; a new nullable field; a clause removed (other
   than crs/axis_order); owner, description, changelog, objective, cadence edits.
 * **none**: identical content (same digest). A difference that changes nothing evaluated,
@@ -213,9 +215,9 @@ def _compare_clause(old: Clause, new: Clause, old_c: Contract, new_c: Contract) 
         handled = {"allowed", "allow_empty"}
         ta, tb = set(p["allowed"]), set(q["allowed"])
         if ta - tb:
-            d.add("tightening", f"geometry types removed: {', '.join(sorted(ta - tb))}")
+            d.add("tightening", f"geometry types removed: {_types_shown(ta - tb, tb, 'stays')}")
         if tb - ta:
-            d.add("minor", f"geometry types added: {', '.join(sorted(tb - ta))}")
+            d.add("minor", f"geometry types added: {_types_shown(tb - ta, tb, 'also')}")
         d.flag("allow_empty", p.get("allow_empty", False), q.get("allow_empty", False))
     elif kind == "validity":
         handled = {"max_invalid_fraction"}
@@ -295,6 +297,29 @@ def _compare_clause(old: Clause, new: Clause, old_c: Contract, new_c: Contract) 
     if old.description != new.description:
         d.add("minor", "description edited")
     return d.out
+
+
+_DIMENSION_NAMES = {"": "XY", "Z": "XYZ", "M": "XYM", "ZM": "XYZM"}
+
+
+def _types_shown(changed: set[str], now_allowed: set[str], verb: str) -> str:
+    """Changed geometry type names, each with its coordinate dimension and the dimensions
+    the new version still allows of the same base type (GeoParquet ``geometry_types``
+    names: ``Polygon`` is XY only, ``Polygon Z`` XYZ): a dimension added is a type added,
+    a dimension removed a type removed."""
+    out = []
+    for name in sorted(changed):
+        base, _, dim = name.partition(" ")
+        same_base = sorted(
+            _DIMENSION_NAMES.get(o.partition(" ")[2], "?")
+            for o in now_allowed
+            if o.partition(" ")[0] == base and o != name
+        )
+        note = _DIMENSION_NAMES.get(dim, dim)
+        if same_base:
+            note += f"; {base} {verb} allowed as {', '.join(same_base)}"
+        out.append(f"{name} ({note})")
+    return ", ".join(out)
 
 
 def _contract_crs(c: Contract) -> Any:

@@ -21,7 +21,8 @@ from pyproj import CRS
 
 from worker.core.diagnose import diagnose_extent
 from worker.core.durations import parse_duration_s
-from worker.core.facts import BatchFacts
+from worker.core.facts import GEOMETRY_TYPES, BatchFacts
+from worker.core.jsonsafe import finite_json
 from worker.core.model import Clause, ClauseResult, Contract
 from worker.core.spatial import (
     area_m2_or_units,
@@ -46,7 +47,7 @@ GEOMETRY_TYPE_IDS: dict[str, int] = {
     "MultiPolygon": 6,
     "GeometryCollection": 7,
 }
-_TYPE_NAMES = {v: k for k, v in GEOMETRY_TYPE_IDS.items()}
+_MISSING_TYPE = "missing or unparseable"
 
 
 def _result(
@@ -57,8 +58,8 @@ def _result(
         kind=clause.kind,
         result="pass" if ok else "break",
         on_break=clause.on_break,
-        measured=measured,
-        expected=expected,
+        measured=finite_json(measured),
+        expected=finite_json(expected),
         message=message,
         diagnoses=tuple(diagnoses),
     )
@@ -146,21 +147,36 @@ def check_extent(
 def check_geometry_type(
     clause: Clause, contract: Contract, facts: BatchFacts, now: datetime
 ) -> ClauseResult:
+    """Every geometry's type, with its coordinate dimension, is one of ``allowed``.
+
+    Names are the GeoParquet 1.1 ``geometry_types`` vocabulary (:data:`GEOMETRY_TYPES`): a
+    bare name (``Polygon``) is XY only; ``Polygon Z``, ``Polygon M`` and ``Polygon ZM`` must
+    be listed to be allowed. ``measured`` maps each disallowed type name (same vocabulary;
+    ``missing or unparseable`` for a feature without a geometry, ``empty`` for empties of an
+    allowed type when ``allow_empty`` is false) to its feature count.
+    """
     allowed = list(clause.params["allowed"])
-    unknown = [a for a in allowed if a not in GEOMETRY_TYPE_IDS]
+    unknown = [a for a in allowed if a not in GEOMETRY_TYPES]
     if unknown:
-        raise ValueError(f"unknown geometry type names {unknown}; use {list(GEOMETRY_TYPE_IDS)}")
+        raise ValueError(f"unknown geometry type names {unknown}; use {list(GEOMETRY_TYPES)}")
     allow_empty = bool(clause.params.get("allow_empty", False))
-    type_ok = np.isin(facts.type_ids, [GEOMETRY_TYPE_IDS[a] for a in allowed])
-    ids, counts = np.unique(facts.type_ids[~type_ok], return_counts=True)
-    names = [_TYPE_NAMES.get(int(i), "missing or unparseable") for i in ids]
-    measured: dict[str, int] = {k: int(c) for k, c in zip(names, counts, strict=True)}
+    names = facts.type_names
+    type_ok = np.isin(names, np.asarray(allowed, dtype=object))
+    bad = np.asarray([_MISSING_TYPE if n is None else n for n in names[~type_ok]], dtype=object)
+    shown_names, counts = np.unique(bad, return_counts=True) if bad.size else ((), ())
+    measured: dict[str, int] = {str(k): int(c) for k, c in zip(shown_names, counts, strict=True)}
     n_empty = int(np.count_nonzero(facts.is_empty & type_ok))
     if n_empty and not allow_empty:
         measured["empty"] = n_empty
     ok = not measured
     shown = ", ".join(f"{k}: {v}" for k, v in measured.items()) or "none"
     message = f"disallowed geometries {shown} (allowed {allowed}, allow_empty={allow_empty})"
+    dims = [k for k in measured if " " in k and k.split(" ")[0] in allowed and k in GEOMETRY_TYPES]
+    if dims:
+        message += (
+            f"; a bare type name allows XY coordinates only: list {', '.join(dims)} in "
+            "allowed to accept them, or have the producer drop the extra dimension"
+        )
     expected = {"allowed": allowed, "allow_empty": allow_empty}
     return _result(clause, ok, measured, expected, message)
 
@@ -221,7 +237,7 @@ def check_domain(
     if family == "float" and not keys and any(_key_family(k) == "int" for k in values):
         # JSON has one number type (a column of 1 and 2.0 arrives as floats): whole
         # numbers match integer codes, 2.5 does not; strings never match numbers
-        whole = pc.equal(col, pc.floor(col))
+        whole = pc.and_(pc.is_finite(col), pc.equal(col, pc.floor(col)))  # inf is no code
         col_int = pc.if_else(whole, col, pa.scalar(None, col.type)).cast(pa.int64())
         ints = [k for k in values if _key_family(k) == "int"]
         known = pc.and_(whole, pc.is_in(col_int, value_set=pa.array(ints, type=pa.int64())))

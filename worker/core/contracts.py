@@ -20,6 +20,7 @@ import yaml
 
 from worker.core.contract_checks import (
     _COMMON,
+    _check_finite,
     _check_keys,
     _construct_mapping,
     _describe,
@@ -28,6 +29,7 @@ from worker.core.contract_checks import (
     _semantic_checks,
     _UniqueKeyLoader,
     _validator,
+    load_document,
 )
 from worker.core.errors import ContractError
 from worker.core.model import Clause, Contract
@@ -60,17 +62,17 @@ def parse_contract(text: str, *, source: str = "<string>") -> Contract:
     Raises
     ------
     ContractError
-        Unreadable YAML, a schema violation, a bad duration, a duplicate clause name, an
-        unresolvable CRS or a malformed region; the message names ``source``, the JSON
-        path of the field and the fix.
+        Unreadable YAML (also: larger than 1 MiB, anchors or aliases, domain codes YAML
+        1.1 would retype such as unquoted ``010``), a schema violation, a bad duration, a
+        duplicate clause name, an unresolvable CRS or a malformed or out-of-range region
+        (non-finite, beyond ±180/±90 degrees, far outside a projected CRS's area of use);
+        the message names ``source``, the JSON path of the field and the fix.
     """
-    try:
-        doc = yaml.load(text, Loader=_UniqueKeyLoader)
-    except yaml.YAMLError as exc:
-        raise ContractError(f"{source}: (document): not readable as YAML: {exc}") from None
+    doc = load_document(text, source)
     if not isinstance(doc, dict):
         raise _fail(source, [], "the document is not a mapping", "start with `layer: <name>`")
     _check_keys(doc, source)
+    _check_finite(doc, source)
     errors = sorted(
         _validator().iter_errors(_for_schema(doc)),
         # a wrong clause kind explains the "unknown field" errors of that clause: lead with it

@@ -30,10 +30,45 @@ from worker.core.spatial import (
     swap_xy,
 )
 
-__all__ = ["MAX_REASONS", "BatchFacts", "nonfinite_mask", "schema_fingerprint"]
+__all__ = [
+    "BASE_TYPES",
+    "DIMENSIONS",
+    "GEOMETRY_TYPES",
+    "MAX_REASONS",
+    "BatchFacts",
+    "geometry_type_names",
+    "nonfinite_mask",
+    "schema_fingerprint",
+    "wkb_dimensions",
+]
 
 #: How many invalid-geometry reasons are computed for messages.
 MAX_REASONS = 3
+
+#: OGC Simple Features geometry types, indexed by shapely's type id (LinearRing, id 2,
+#: has no WKB code of its own and is named as the LineString it is written as).
+BASE_TYPES: tuple[str, ...] = (
+    "Point",
+    "LineString",
+    "LineString",
+    "Polygon",
+    "MultiPoint",
+    "MultiLineString",
+    "MultiPolygon",
+    "GeometryCollection",
+)
+
+#: Coordinate dimension suffixes of the GeoParquet ``geometry_types`` vocabulary
+#: (GeoParquet 1.1, "Geometry types"): none = XY, `` Z`` = XYZ, `` M`` = XYM, `` ZM`` = XYZM.
+DIMENSIONS: tuple[str, ...] = ("", " Z", " M", " ZM")
+
+#: The GeoParquet ``geometry_types`` vocabulary: every base type with every dimension,
+#: e.g. ``Polygon`` (XY only), ``Polygon Z``, ``Polygon M``, ``Polygon ZM``.
+GEOMETRY_TYPES: tuple[str, ...] = tuple(
+    base + dim for base in dict.fromkeys(BASE_TYPES) for dim in DIMENSIONS
+)
+
+_EWKB_Z, _EWKB_M, _EWKB_SRID = 0x80000000, 0x40000000, 0x20000000
 
 
 def schema_fingerprint(fields: Any) -> str:
@@ -65,11 +100,62 @@ def nonfinite_mask(geoms: np.ndarray) -> np.ndarray:
         idx = np.flatnonzero(with_z)
         xyz = shapely.get_coordinates(geoms[idx], include_z=True)
         out[np.repeat(idx, counts[idx])[~np.isfinite(xyz[:, 2])]] = True
-    with_m = np.asarray(shapely.has_m(geoms), dtype=bool)
+    with_m = _has_m(geoms)
     if with_m.any():
         idx = np.flatnonzero(with_m)
         xym = shapely.get_coordinates(geoms[idx], include_m=True)
         out[np.repeat(idx, counts[idx])[~np.isfinite(xym[:, -1])]] = True
+    return out
+
+
+def wkb_dimensions(wkb: Any) -> tuple[np.ndarray, np.ndarray]:
+    """(has_z, has_m), each bool (N,), read from the header of each WKB value.
+
+    The header is the byte-order byte and the uint32 geometry type code. Both conventions
+    are read: ISO WKB (ISO 19125-1 / OGC Simple Features 1.2.1 section 8.2.3: type code
+    + 1000 for Z, + 2000 for M, + 3000 for ZM, e.g. 1001 = Point Z, 2003 = Polygon M) and
+    PostGIS EWKB (flags 0x80000000 = Z, 0x40000000 = M, 0x20000000 = an SRID follows).
+    None and values shorter than 5 bytes give False. Used where shapely cannot say
+    (``shapely.has_m`` needs shapely >= 2.1 and GEOS >= 3.12; older GEOS drops M on read).
+    """
+    values = list(wkb)
+    z = np.zeros(len(values), dtype=bool)
+    m = np.zeros(len(values), dtype=bool)
+    for i, raw in enumerate(values):
+        if raw is None or len(raw) < 5 or raw[0] not in (0, 1):
+            continue
+        code = int.from_bytes(raw[1:5], "little" if raw[0] == 1 else "big")
+        iso = ((code & ~(_EWKB_Z | _EWKB_M | _EWKB_SRID)) // 1000) % 4
+        z[i] = bool(code & _EWKB_Z) or iso in (1, 3)
+        m[i] = bool(code & _EWKB_M) or iso in (2, 3)
+    return z, m
+
+
+def _has_m(geoms: np.ndarray, wkb: Any = None) -> np.ndarray:
+    """bool (N,): geometries with M values; shapely.has_m when this shapely/GEOS has it,
+    else the WKB headers (``wkb``; all False without them: such a GEOS keeps no M)."""
+    has_m = getattr(shapely, "has_m", None)
+    if has_m is not None:
+        try:
+            return np.asarray(has_m(geoms), dtype=bool)
+        except shapely.errors.UnsupportedGEOSVersionError:
+            pass
+    if wkb is None:
+        return np.zeros(len(geoms), dtype=bool)
+    return wkb_dimensions(wkb)[1]
+
+
+def geometry_type_names(type_ids: np.ndarray, has_z: np.ndarray, has_m: np.ndarray) -> np.ndarray:
+    """object (N,): the GeoParquet ``geometry_types`` name of each geometry, e.g.
+    ``"Polygon"`` (XY), ``"Point Z"``, ``"MultiPolygon ZM"``; None where ``type_ids`` is -1
+    (missing or unparseable). Inputs are the shapely type ids and dimension flags."""
+    ids = np.asarray(type_ids, dtype=int)
+    out = np.full(len(ids), None, dtype=object)
+    ok = ids >= 0
+    dim = np.asarray(has_z, dtype=int) + 2 * np.asarray(has_m, dtype=int)
+    base = np.asarray(BASE_TYPES, dtype=object)
+    suffix = np.asarray(DIMENSIONS, dtype=object)
+    out[ok] = base[ids[ok]] + suffix[dim[ok]]
     return out
 
 
@@ -143,6 +229,23 @@ class BatchFacts:
     def type_ids(self) -> np.ndarray:
         """int (N,): shapely geometry type id, -1 when missing or unparseable."""
         return np.asarray(shapely.get_type_id(self.geometries), dtype=int)
+
+    @functools.cached_property
+    def has_z(self) -> np.ndarray:
+        """bool (N,): the geometry has Z coordinates (also when empty, e.g. POINT Z EMPTY)."""
+        return np.asarray(shapely.has_z(self.raw_geometries), dtype=bool) & self.parsed
+
+    @functools.cached_property
+    def has_m(self) -> np.ndarray:
+        """bool (N,): the geometry has M values (shapely.has_m, else the WKB header)."""
+        return _has_m(self.raw_geometries, self._wkb_array) & self.parsed
+
+    @functools.cached_property
+    def type_names(self) -> np.ndarray:
+        """object (N,): GeoParquet ``geometry_types`` name with coordinate dimension
+        (``Point``, ``Point Z``, ``Polygon M``, ``MultiPolygon ZM``); None when missing or
+        unparseable. See :func:`geometry_type_names`."""
+        return geometry_type_names(self.type_ids, self.has_z, self.has_m)
 
     @functools.cached_property
     def is_empty(self) -> np.ndarray:

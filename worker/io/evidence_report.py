@@ -5,10 +5,10 @@ page with an inline SVG timeline (no network at view time).
 from __future__ import annotations
 
 import html
-import json
 from typing import Any
 
 from worker.core.evidence import BrokenClause, EvaluationPoint, Evidence
+from worker.core.jsonsafe import dumps_json
 
 __all__ = ["evidence_to_json", "render_evidence_html", "render_evidence_text"]
 
@@ -23,8 +23,8 @@ def _duration(seconds: float) -> str:
 
 def _clause_line(c: BrokenClause) -> str:
     return (
-        f"{c.name} ({c.kind}, {c.on_break}): measured {json.dumps(c.measured, default=str)}, "
-        f"expected {json.dumps(c.expected, default=str)}"
+        f"{c.name} ({c.kind}, {c.on_break}): measured {dumps_json(c.measured, default=str)}, "
+        f"expected {dumps_json(c.expected, default=str)}"
     )
 
 

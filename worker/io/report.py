@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
+from worker.core.jsonsafe import dumps_json
 from worker.core.model import ClauseResult, Decision
 
 __all__ = ["decision_to_json", "render_decision", "short_value"]
@@ -13,7 +13,7 @@ __all__ = ["decision_to_json", "render_decision", "short_value"]
 def short_value(value: Any, limit: int = 60) -> str:
     """A compact one-line rendering of a measured/expected value."""
     text = (
-        value if isinstance(value, str) else json.dumps(value, default=str, separators=(",", ":"))
+        value if isinstance(value, str) else dumps_json(value, default=str, separators=(",", ":"))
     )
     return text if len(text) <= limit else text[: limit - 3] + "..."
 

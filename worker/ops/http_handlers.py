@@ -19,7 +19,6 @@ handlers are unit-tested with plain values.
 
 from __future__ import annotations
 
-import json
 import threading
 import time
 from collections import Counter, deque
@@ -28,6 +27,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Protocol
 
+from worker.core.jsonsafe import dumps_json
 from worker.kafka.routing import Outcome
 
 __all__ = ["DEFAULT_MAX_POLL_INTERVAL_MS", "DecisionLog", "GateState", "Response", "handle"]
@@ -91,7 +91,7 @@ class Response:
 
 
 def _json(status: int, doc: Any) -> Response:
-    return Response(status, JSON_TYPE, (json.dumps(doc, indent=2, default=str) + "\n").encode())
+    return Response(status, JSON_TYPE, (dumps_json(doc, indent=2, default=str) + "\n").encode())
 
 
 class DecisionLog:

@@ -16,7 +16,6 @@ never duplicates an admitted batch: a batch whose id is already on the admitted 
 
 from __future__ import annotations
 
-import json
 import re
 import threading
 from collections.abc import Iterable, Iterator, Mapping
@@ -25,6 +24,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from worker.core.errors import ContractGateError, DecodeError
+from worker.core.jsonsafe import dumps_json
 from worker.io import codec
 from worker.kafka.client import produce_one, read_topic
 from worker.kafka.routing import REPLAY_OF
@@ -308,7 +308,7 @@ def render_line(entry: QuarantineEntry) -> str:
 
 
 def _value(v: Any) -> str:
-    return json.dumps(v, sort_keys=True, default=str)
+    return dumps_json(v, sort_keys=True, default=str)
 
 
 def render_entry(entry: QuarantineEntry) -> str:

@@ -19,6 +19,7 @@ import fastavro
 import fastavro.validation
 
 from worker.core.errors import DecodeError
+from worker.core.jsonsafe import dumps_json
 
 
 def _schema(name: str) -> Any:
@@ -96,7 +97,7 @@ def _json(value: Any) -> str | None:
     def fallback(v: Any) -> Any:
         return v.item() if hasattr(v, "item") else str(v)  # numpy scalars, then anything
 
-    return json.dumps(value, sort_keys=True, ensure_ascii=False, default=fallback)
+    return dumps_json(value, sort_keys=True, ensure_ascii=False, default=fallback)
 
 
 def _unjson(text: str | None, what: str) -> Any:
