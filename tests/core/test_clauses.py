@@ -195,12 +195,18 @@ def test_validity_bowtie_breaks_and_is_not_repaired() -> None:
     assert run(clause("v", "validity", max_invalid_fraction=0.5), batch).result == "pass"
 
 
-def test_validity_empty_and_nan_break() -> None:
-    r = run(clause("valid", "validity"), batch_of([EMPTY_POLYGON, NAN_VERTEX_WKB, VALID_POLYGON]))
-    assert r.result == "break" and r.measured["invalid"] == 2
-    assert "feature 0: empty geometry" in r.message
-    assert "feature 1: non-finite coordinate" in r.message
+def test_validity_nan_breaks_and_empty_is_left_to_geometry_type() -> None:
+    # issue 9 (DESIGN.md section 3): empties are governed by geometry_type's allow_empty;
+    # validity, like GEOS, does not count them, so an empty feature is reported once
+    batch = batch_of([EMPTY_POLYGON, NAN_VERTEX_WKB, VALID_POLYGON])
+    r = run(clause("valid", "validity"), batch)
+    assert r.result == "break" and r.measured["invalid"] == 1
+    assert "feature 1: non-finite coordinate" in r.message and "feature 0" not in r.message
     assert run(clause("valid", "validity"), batch_of([VALID_POLYGON])).result == "pass"
+    empty_only = batch_of([EMPTY_POLYGON, VALID_POLYGON])
+    assert run(clause("valid", "validity"), empty_only).result == "pass"
+    types = run(clause("t", "geometry_type", allowed=["Polygon"]), empty_only)
+    assert types.result == "break" and types.measured == {"empty": 1}
 
 
 # -- domain --------------------------------------------------------------------------------
