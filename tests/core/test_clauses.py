@@ -504,3 +504,35 @@ def test_whole_floats_match_integer_codes_but_not_fractions_or_strings() -> None
     padded = clause("d", "domain", column="c", values={"01": "a", "02": "b"})
     r = EVALUATORS["domain"](padded, contract_of(padded), BatchFacts(whole), NOW)
     assert r.result == "break"  # no coercion between numbers and strings
+
+
+# -- issue 9 section 7: messages -----------------------------------------------------------
+
+
+def test_domain_names_a_unicode_normalisation_mismatch() -> None:
+    nfd, nfc = "Zu\u0308rich", "Z\u00fcrich"
+    c = clause("canton", "domain", column="code", values={nfc: "Zurich", "Bern": "Bern"})
+    r = run(c, _domain_batch(pa.array([nfd, "Bern", "Genf"])))
+    assert r.result == "break" and r.measured["unknown_count"] == 2
+    (note,) = r.diagnoses
+    assert note == (
+        f"value {nfd!r} (NFD: U+005A U+0075 U+0308 U+0072 U+0069 U+0063 U+0068) differs from "
+        f"the code {nfc!r} (NFC: U+005A U+00FC U+0072 U+0069 U+0063 U+0068) only by Unicode "
+        "normalisation: normalise the column (or the contract) to NFC"
+    )
+    assert note in r.message and "Genf" not in note
+
+
+def test_schema_names_a_type_no_contract_can_name() -> None:
+    from worker.core.model import LOGICAL_TYPE_KEY, VALUE_TYPES_KEY
+
+    # as worker.io.features.base.text_column tags an integer beyond int64
+    meta = {LOGICAL_TYPE_KEY: b"other", VALUE_TYPES_KEY: b"integer"}
+    field = pa.field("big", pa.string(), metadata=meta)
+    table = pa.Table.from_arrays([pa.array([str(2**64)])], schema=pa.schema([field]))
+    batch = batch_of([PARIS], attributes=table, schema_fields=(FieldSpec("big", "other"),))
+    r = run(clause("schema", "schema", fields=[{"name": "big", "type": "integer"}]), batch)
+    assert r.measured["problems"] == [
+        "field 'big' has a type no contract can name (integer values arrow cannot hold), "
+        "expected integer"
+    ]

@@ -316,3 +316,18 @@ def test_an_invalid_wkt_region_is_refused_with_the_geos_reason() -> None:
         message = _error(_with_clause({"name": "x", "kind": kind, "region": bowtie, **extra}))
         assert ": clauses[3].region: the WKT polygon is invalid (Self-intersection" in message
         assert "make the ring simple" in message
+
+
+def test_schema_fields_can_name_every_field_type_but_not_mixed() -> None:
+    # issue 9: nested columns are nameable (FIELD_TYPES); 'mixed' and 'other' are batch-only
+    from worker.core.model import BATCH_ONLY_FIELD_TYPES, FIELD_TYPES
+
+    def doc(ftype: str) -> str:
+        return FULL.replace("{name: parcel_id, type: string}", f"{{name: bbox, type: {ftype}}}")
+
+    for ftype in FIELD_TYPES:
+        fields = parse_contract(doc(ftype)).clause("schema").params["fields"]  # type: ignore[union-attr]
+        assert fields[0] == {"name": "bbox", "type": ftype}
+    for ftype in BATCH_ONLY_FIELD_TYPES:
+        with pytest.raises(ContractError, match="type"):
+            parse_contract(doc(ftype))

@@ -148,3 +148,28 @@ def test_nan_in_the_measure_coordinate_is_non_finite() -> None:
     m_nan = shapely.from_wkt("POINT M (1 2 NaN)")
     m_ok = shapely.from_wkt("POINT M (1 2 3)")
     assert nonfinite_mask(np.array([m_nan, m_ok], dtype=object)).tolist() == [True, False]
+
+
+def test_open_ring_is_invalid_with_geos_reason_but_located_and_typed() -> None:
+    # issue 9: GEOS's reason is kept; the ring is closed only to locate and type it
+    from dataclasses import replace
+
+    from tests.catalogue import polygon_wkb
+
+    open_ring = polygon_wkb([(0.0, 0.0), (10.0, 0.0), (10.0, 10.0), (0.0, 10.0)])
+    batch = batch_of([open_ring, None, VALID_POLYGON])
+    f = BatchFacts(replace(batch, geometry_errors={1: "ParseException: Unknown geometry type!"}))
+    assert f.unparseable.tolist() == [True, True, False]
+    assert f.missing.tolist() == [False, False, False]
+    assert f.parsed.tolist() == [True, False, True]
+    assert f.type_ids.tolist() == [3, -1, 3]
+    assert f.bounds[0].tolist() == [0.0, 0.0, 10.0, 10.0]
+    assert f.is_valid.tolist() == [False, False, True]
+    assert f.invalid_reasons == (
+        (
+            0,
+            "unparseable WKB: IllegalArgumentException: "
+            "Points of LinearRing do not form a closed linestring",
+        ),
+        (1, "unreadable geometry: ParseException: Unknown geometry type!"),
+    )

@@ -92,7 +92,10 @@ def encode_batch(batch: Batch, *, inline: bool = True, payload_uri: str | None =
         :func:`worker.io.features.derive_schema`).
     inline : bool
         Carry geometries (WKB) and attribute columns in the event; when False the event
-        carries metadata only and ``payload_uri`` locates the features.
+        carries metadata only and ``payload_uri`` locates the features. WKB travels as it
+        is (an unparseable one too: the worker judges it). A geometry the reader could not
+        write as WKB at all (``batch.geometry_errors``) travels as null: the worker counts
+        it invalid as a missing geometry, without the reader's reason.
     payload_uri : str, optional
         Default ``batch.payload_uri``.
 
