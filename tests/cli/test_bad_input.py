@@ -17,7 +17,7 @@ from worker.core.contracts import parse_contract
 from worker.core.errors import PayloadError
 from worker.core.model import ActiveVersion, Batch
 from worker.io import codec
-from worker.io.features import read_features
+from worker.io.features import derive_schema, read_features
 from worker.kafka.routing import Source, route
 from worker.kafka.settings import Topics
 
@@ -34,15 +34,28 @@ def bigint_geojson(path: Path) -> Path:
     return path
 
 
+def not_json(path: Path) -> Path:
+    path.write_text('{"type": "FeatureCollection", "features": [')
+    return path
+
+
 def geo_not_object(path: Path) -> Path:
     t = pa.table({"geometry": [shapely.to_wkb(shapely.Point(1, 2))]})
     pq.write_table(t.replace_schema_metadata({"geo": "[1,2]"}), path)
     return path
 
 
-def test_integer_beyond_int64_is_a_payload_error(tmp_path: Path) -> None:
-    with pytest.raises(PayloadError, match=r"b\.geojson"):
-        read_features(bigint_geojson(tmp_path / "b.geojson"))
+def test_integer_beyond_int64_is_read_as_text_not_a_payload_error(tmp_path: Path) -> None:
+    # issue 9: one column arrow cannot type never makes the whole file bad input; it is
+    # read as text with a type no contract can name, so a schema clause naming it breaks
+    data = read_features(bigint_geojson(tmp_path / "b.geojson"))
+    assert data.attributes.column("a").to_pylist() == [str(2**64)]
+    assert [(f.name, f.type) for f in derive_schema(data.attributes)] == [("a", "other")]
+
+
+def test_truncated_json_is_a_payload_error(tmp_path: Path) -> None:
+    with pytest.raises(PayloadError, match=r"n\.geojson: not a JSON document"):
+        read_features(not_json(tmp_path / "n.geojson"))
 
 
 def test_geo_metadata_that_is_not_an_object_is_a_payload_error(tmp_path: Path) -> None:
@@ -55,16 +68,13 @@ def test_check_exits_2_on_unreadable_content(
 ) -> None:
     contract = tmp_path / "c.yaml"
     contract.write_text(CONTRACT)
-    assert (
-        main(["check", str(bigint_geojson(tmp_path / "b.geojson")), "--contract", str(contract)])
-        == 2
-    )
+    assert main(["check", str(not_json(tmp_path / "b.geojson")), "--contract", str(contract)]) == 2
     assert "b.geojson" in capsys.readouterr().err
 
 
-@pytest.mark.parametrize("make", [bigint_geojson, geo_not_object])
+@pytest.mark.parametrize("make", [not_json, geo_not_object])
 def test_worker_quarantines_a_by_reference_batch_it_cannot_read(tmp_path: Path, make) -> None:  # type: ignore[no-untyped-def]
-    path = make(tmp_path / ("p.geojson" if make is bigint_geojson else "p.parquet"))
+    path = make(tmp_path / ("p.geojson" if make is not_json else "p.parquet"))
     now = datetime(2026, 11, 29, tzinfo=timezone.utc)
     event = Batch(
         "b1", "t", "p", now, now, "OGC:CRS84", "east_north", (), 1, (), pa.table({}), None

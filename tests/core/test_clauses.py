@@ -197,12 +197,18 @@ def test_validity_bowtie_breaks_and_is_not_repaired() -> None:
     assert run(clause("v", "validity", max_invalid_fraction=0.5), batch).result == "pass"
 
 
-def test_validity_empty_and_nan_break() -> None:
-    r = run(clause("valid", "validity"), batch_of([EMPTY_POLYGON, NAN_VERTEX_WKB, VALID_POLYGON]))
-    assert r.result == "break" and r.measured["invalid"] == 2
-    assert "feature 0: empty geometry" in r.message
-    assert "feature 1: non-finite coordinate" in r.message
+def test_validity_nan_breaks_and_empty_is_left_to_geometry_type() -> None:
+    # issue 9 (DESIGN.md section 3): empties are governed by geometry_type's allow_empty;
+    # validity, like GEOS, does not count them, so an empty feature is reported once
+    batch = batch_of([EMPTY_POLYGON, NAN_VERTEX_WKB, VALID_POLYGON])
+    r = run(clause("valid", "validity"), batch)
+    assert r.result == "break" and r.measured["invalid"] == 1
+    assert "feature 1: non-finite coordinate" in r.message and "feature 0" not in r.message
     assert run(clause("valid", "validity"), batch_of([VALID_POLYGON])).result == "pass"
+    empty_only = batch_of([EMPTY_POLYGON, VALID_POLYGON])
+    assert run(clause("valid", "validity"), empty_only).result == "pass"
+    types = run(clause("t", "geometry_type", allowed=["Polygon"]), empty_only)
+    assert types.result == "break" and types.measured == {"empty": 1}
 
 
 # -- domain --------------------------------------------------------------------------------
@@ -547,3 +553,35 @@ def test_non_finite_measured_values_become_strings() -> None:
     assert r.result == "break"
     assert sorted(r.measured["unknown"]) == ["inf", "nan"]
     assert json.loads(json.dumps(r.measured, allow_nan=False))["unknown_count"] == 2
+
+
+# -- issue 9 section 7: messages -----------------------------------------------------------
+
+
+def test_domain_names_a_unicode_normalisation_mismatch() -> None:
+    nfd, nfc = "Zu\u0308rich", "Z\u00fcrich"
+    c = clause("canton", "domain", column="code", values={nfc: "Zurich", "Bern": "Bern"})
+    r = run(c, _domain_batch(pa.array([nfd, "Bern", "Genf"])))
+    assert r.result == "break" and r.measured["unknown_count"] == 2
+    (note,) = r.diagnoses
+    assert note == (
+        f"value {nfd!r} (NFD: U+005A U+0075 U+0308 U+0072 U+0069 U+0063 U+0068) differs from "
+        f"the code {nfc!r} (NFC: U+005A U+00FC U+0072 U+0069 U+0063 U+0068) only by Unicode "
+        "normalisation: normalise the column (or the contract) to NFC"
+    )
+    assert note in r.message and "Genf" not in note
+
+
+def test_schema_names_a_type_no_contract_can_name() -> None:
+    from worker.core.model import LOGICAL_TYPE_KEY, VALUE_TYPES_KEY
+
+    # as worker.io.features.base.text_column tags an integer beyond int64
+    meta = {LOGICAL_TYPE_KEY: b"other", VALUE_TYPES_KEY: b"integer"}
+    field = pa.field("big", pa.string(), metadata=meta)
+    table = pa.Table.from_arrays([pa.array([str(2**64)])], schema=pa.schema([field]))
+    batch = batch_of([PARIS], attributes=table, schema_fields=(FieldSpec("big", "other"),))
+    r = run(clause("schema", "schema", fields=[{"name": "big", "type": "integer"}]), batch)
+    assert r.measured["problems"] == [
+        "field 'big' has a type no contract can name (integer values arrow cannot hold), "
+        "expected integer"
+    ]

@@ -538,3 +538,18 @@ def test_non_finite_numbers_are_refused_anywhere(old: str, new: str, path: str) 
     assert old in FULL
     message = _error(FULL.replace(old, new))
     assert f": {path}: " in message and "is not a finite number" in message
+
+
+def test_schema_fields_can_name_every_field_type_but_not_mixed() -> None:
+    # issue 9: nested columns are nameable (FIELD_TYPES); 'mixed' and 'other' are batch-only
+    from worker.core.model import BATCH_ONLY_FIELD_TYPES, FIELD_TYPES
+
+    def doc(ftype: str) -> str:
+        return FULL.replace("{name: parcel_id, type: string}", f"{{name: bbox, type: {ftype}}}")
+
+    for ftype in FIELD_TYPES:
+        fields = parse_contract(doc(ftype)).clause("schema").params["fields"]  # type: ignore[union-attr]
+        assert fields[0] == {"name": "bbox", "type": ftype}
+    for ftype in BATCH_ONLY_FIELD_TYPES:
+        with pytest.raises(ContractError, match="type"):
+            parse_contract(doc(ftype))

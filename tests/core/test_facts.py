@@ -48,14 +48,16 @@ def test_parse_never_raises_and_flags_bad_wkb() -> None:
     assert f.has_nonfinite.tolist() == [False, False, False, True, False, False, False]
 
 
-def test_validity_counts_nan_empty_unparseable_missing_as_invalid() -> None:
+def test_validity_counts_nan_unparseable_missing_as_invalid_not_empty() -> None:
+    # issue 9: an empty geometry is GEOS-valid; geometry_type's allow_empty governs it, so
+    # one empty feature is reported once, by one clause (issue 2 had it break both)
     f = _mixed()
-    assert f.is_valid.tolist() == [True, False, False, False, False, False, True]
-    assert f.invalid_count == 5
+    assert f.is_valid.tolist() == [True, False, True, False, False, False, True]
+    assert f.invalid_count == 4
     assert f.invalid_reasons == (
         (1, "Self-intersection[0.5 0.5]"),
-        (2, "empty geometry"),
         (3, "non-finite coordinate (NaN or inf)"),
+        (4, "unparseable WKB: ParseException: Unexpected EOF parsing WKB"),
     )
 
 
@@ -108,7 +110,8 @@ def test_facts_are_computed_once(monkeypatch: pytest.MonkeyPatch) -> None:
     for _ in range(3):
         assert f.geometries is first
         _ = f.is_valid, f.bounds, f.type_ids, f.has_nonfinite
-    assert calls["from_wkb"] == 1
+    # one strict parse of the batch, one structure-fixing parse of its unparseable WKB only
+    assert calls["from_wkb"] == 2
 
 
 def test_declared_crs_resolved_or_error_kept() -> None:
@@ -219,3 +222,28 @@ def test_has_m_falls_back_to_the_wkb_header(monkeypatch: pytest.MonkeyPatch) -> 
     f = BatchFacts(batch)
     assert f.has_m.tolist() == [True, True, False]
     assert f.type_names.tolist() == expected == ["Point M", "Point ZM", "Point"]
+
+
+def test_open_ring_is_invalid_with_geos_reason_but_located_and_typed() -> None:
+    # issue 9: GEOS's reason is kept; the ring is closed only to locate and type it
+    from dataclasses import replace
+
+    from tests.catalogue import polygon_wkb
+
+    open_ring = polygon_wkb([(0.0, 0.0), (10.0, 0.0), (10.0, 10.0), (0.0, 10.0)])
+    batch = batch_of([open_ring, None, VALID_POLYGON])
+    f = BatchFacts(replace(batch, geometry_errors={1: "ParseException: Unknown geometry type!"}))
+    assert f.unparseable.tolist() == [True, True, False]
+    assert f.missing.tolist() == [False, False, False]
+    assert f.parsed.tolist() == [True, False, True]
+    assert f.type_ids.tolist() == [3, -1, 3]
+    assert f.bounds[0].tolist() == [0.0, 0.0, 10.0, 10.0]
+    assert f.is_valid.tolist() == [False, False, True]
+    assert f.invalid_reasons == (
+        (
+            0,
+            "unparseable WKB: IllegalArgumentException: "
+            "Points of LinearRing do not form a closed linestring",
+        ),
+        (1, "unreadable geometry: ParseException: Unknown geometry type!"),
+    )

@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import io
 import json
+import struct
 from dataclasses import replace
 from datetime import date, datetime, timedelta, timezone
 from pathlib import Path
@@ -145,8 +146,6 @@ def test_demo_file_round_trips() -> None:
 
 
 def test_encode_refuses_unsupported_values() -> None:
-    with pytest.raises(BatchError, match="arrow type list"):
-        codec.encode_batch(_batch(attributes=pa.table({"l": [[1], [2]]})))
     big = pa.table({"u": pa.array([2**64 - 1, 0], pa.uint64())})
     with pytest.raises(BatchError, match="cannot encode batch b-1"):
         codec.encode_batch(_batch(attributes=big))
@@ -252,7 +251,8 @@ def _enum_index_out_of_range() -> bytes:
         (_tampered(features=None, payload_uri=None), "neither inline features nor"),
         (_column_tamper("i", [1, "2"]), "holds a str at row 1"),
         (_column_tamper("i", [1]), "has 1 values for 2 geometries"),
-        (_column_tamper("i", [1, 2], "decimal"), "unknown logical type"),
+        (_column_tamper("i", [1, 2], "widget"), "unknown logical type"),
+        (_column_tamper("i", [1, 2], "struct"), "of type struct holds a int"),
         (_column_tamper("f", [1, 2]), "of type double holds a int"),
         (_column_tamper("b", [1, 0]), "of type boolean holds a int"),
     ],
@@ -488,3 +488,42 @@ def test_records_never_carry_nan_or_infinity_tokens() -> None:
     assert b"NaN" not in data and b"Infinity" not in data
     rec = codec.decode_evaluation(data)
     assert rec["clauses"][0]["measured"] == {"unknown": ["nan", "inf"], "bound": "-inf"}
+
+
+def test_inline_events_carry_nested_mixed_and_unparseable_features(tmp_path: Path) -> None:
+    # issue 9: what a file reader accepts, an inline event carries with the same verdict:
+    # struct/list/map/decimal columns and mixed properties as JSON text keeping their
+    # logical type, an open ring as its literal (unparseable) WKB
+    from worker.io.features import derive_schema
+    from worker.io.features.base import text_column
+
+    open_ring = b"\x01\x03\x00\x00\x00\x01\x00\x00\x00\x04\x00\x00\x00" + b"".join(
+        struct.pack("<dd", x, y) for x, y in ((0, 0), (1, 0), (1, 1), (0, 1))
+    )
+    mixed_field, mixed = text_column("note", [42, "n/a"])
+    attrs = pa.Table.from_arrays(
+        [
+            pa.array([{"xmin": 1.0, "ymax": 2.0}, None]),
+            pa.array([[1, 2], []]),
+            pa.array([[("k", 1)], None], pa.map_(pa.string(), pa.int64())),
+            mixed,
+        ],
+        schema=pa.schema(
+            [
+                pa.field("bbox", pa.struct([("xmin", pa.float64()), ("ymax", pa.float64())])),
+                pa.field("tags", pa.list_(pa.int64())),
+                pa.field("m", pa.map_(pa.string(), pa.int64())),
+                mixed_field,
+            ]
+        ),
+    )
+    batch = _batch(attributes=attrs, geometries_wkb=(open_ring, shapely.Point(1, 2).wkb))
+    decoded = codec.decode_batch(codec.encode_batch(batch))
+    assert derive_schema(decoded.attributes) == derive_schema(attrs)
+    assert [f.type for f in derive_schema(attrs)] == ["struct", "list", "map", "mixed"]
+    assert decoded.attributes.column("bbox").to_pylist() == ['{"xmin": 1.0, "ymax": 2.0}', None]
+    assert decoded.attributes.column("m").to_pylist() == ['[["k", 1]]', None]
+    assert decoded.attributes.column("note").to_pylist() == ["42", "n/a"]
+    assert decoded.geometries_wkb == batch.geometries_wkb
+    again = codec.decode_batch(codec.encode_batch(decoded))  # text columns re-encode as is
+    assert again.attributes.equals(decoded.attributes, check_metadata=True)

@@ -89,14 +89,6 @@ def test_empty_feature_collection(tmp_path: Path) -> None:
         (json.dumps([1, 2]).encode(), "not a GeoJSON FeatureCollection"),
         (json.dumps({"type": "FeatureCollection"}).encode(), "no 'features' list"),
         (json.dumps(_fc([{"type": "Point"}])).encode(), r"features\[0\] is not a GeoJSON"),
-        (
-            json.dumps(_fc([_feature({"type": "Pointy", "coordinates": [1]})])).encode(),
-            r"features\[0\]\.geometry is not valid",
-        ),
-        (
-            json.dumps(_fc([_feature(POINT, a=1), _feature(POINT, a="x")])).encode(),
-            "property 'a' mixes value types",
-        ),
         (json.dumps(_fc([], crs={"type": "name"})).encode(), "bad CRS"),
         (b"PAR1 not really parquet", "not a readable Parquet file"),
     ],
@@ -212,8 +204,6 @@ def test_derive_schema_maps_arrow_types() -> None:
         ("bin", "binary", True),
         ("dict", "string", False),
     ]
-    with pytest.raises(ValueError, match="'l' has arrow type list"):
-        derive_schema(pa.table({"l": [[1], [2]]}))
 
 
 def _event(**changes: object) -> Batch:

@@ -9,6 +9,7 @@ parameter, else the ``expect`` of the contract's crs clause, else the batch's de
 
 from __future__ import annotations
 
+import unicodedata
 from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
@@ -23,7 +24,7 @@ from worker.core.diagnose import diagnose_extent
 from worker.core.durations import parse_duration_s
 from worker.core.facts import GEOMETRY_TYPES, BatchFacts
 from worker.core.jsonsafe import finite_json
-from worker.core.model import Clause, ClauseResult, Contract
+from worker.core.model import VALUE_TYPES_KEY, Clause, ClauseResult, Contract
 from worker.core.spatial import (
     area_m2_or_units,
     crs_equivalent,
@@ -258,7 +259,46 @@ def check_domain(
         f"column {column!r} ({col.type}): {n_unknown} values not in the domain {unknown}, "
         f"{n_null} nulls (expected codes {list(values)[:10]}, allow_null={allow_null})"
     )
-    return _result(clause, ok, measured, expected, message)
+    near = normalisation_mismatches(unknown, values)
+    if near:
+        message += "; " + "; ".join(near)
+    return _result(clause, ok, measured, expected, message, near)
+
+
+def _form(text: str) -> str:
+    for form in ("NFC", "NFD"):
+        if unicodedata.is_normalized(form, text):
+            return form
+    return "neither NFC nor NFD"
+
+
+def _code_points(text: str) -> str:
+    return " ".join(f"U+{ord(ch):04X}" for ch in text)
+
+
+def normalisation_mismatches(unknown: Any, codes: Any) -> list[str]:
+    """Messages for unknown values that equal a domain code after Unicode normalisation.
+
+    ``"Zu\u0308rich"`` (NFD: u + combining diaeresis) and ``"Z\u00fcrich"`` (NFC: ü) look
+    identical but are different strings (Unicode Standard Annex #15); the message names both
+    forms and their code points, and the fix. Only string values and string codes compare.
+    """
+    by_nfc: dict[str, str] = {}
+    for code in codes:
+        if isinstance(code, str):
+            by_nfc.setdefault(unicodedata.normalize("NFC", code), code)
+    out = []
+    for value in unknown:
+        if not isinstance(value, str):
+            continue
+        code = by_nfc.get(unicodedata.normalize("NFC", value))
+        if code is not None and code != value:
+            out.append(
+                f"value {value!r} ({_form(value)}: {_code_points(value)}) differs from the code "
+                f"{code!r} ({_form(code)}: {_code_points(code)}) only by Unicode "
+                f"normalisation: normalise the column (or the contract) to {_form(code)}"
+            )
+    return out
 
 
 def check_freshness(
@@ -333,6 +373,24 @@ def check_coverage(
 _LOSSLESS_WIDENING = {("integer", "double")}
 
 
+def _type_problem(name: str, got: str, want: str, table: pa.Table) -> str:
+    """Why field ``name`` of type ``got`` does not satisfy ``want``; for a column read as
+    text (``mixed``, ``other``) the JSON types found in it, from its field metadata."""
+    index = table.schema.get_field_index(name)
+    meta = (table.schema.field(index).metadata or {}) if index >= 0 else {}
+    found = meta.get(VALUE_TYPES_KEY, b"").decode("utf-8", "replace").replace(",", ", ")
+    if got == "mixed":
+        kinds = f" ({found})" if found else ""
+        return (
+            f"field {name!r} mixes value types{kinds}, read as text; expected {want}: "
+            f"give the field one type in every feature"
+        )
+    if got == "other":
+        kinds = f" ({found} values arrow cannot hold)" if found else ""
+        return f"field {name!r} has a type no contract can name{kinds}, expected {want}"
+    return f"field {name!r} has type {got}, expected {want}"
+
+
 def check_schema(
     clause: Clause, contract: Contract, facts: BatchFacts, now: datetime
 ) -> ClauseResult:
@@ -354,7 +412,7 @@ def check_schema(
             problems.append(f"missing field {name!r}")
             continue
         if got.type != ftype and (got.type, ftype) not in _LOSSLESS_WIDENING:
-            problems.append(f"field {name!r} has type {got.type}, expected {ftype}")
+            problems.append(_type_problem(name, got.type, ftype, table))
         if got.nullable and not nullable:
             problems.append(f"field {name!r} is nullable, expected not nullable")
         if not nullable and name in table.column_names and table.column(name).null_count:

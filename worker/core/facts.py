@@ -6,7 +6,11 @@ All array facts are vectorized numpy arrays with one entry per feature, in batch
 
 Geometries are normalised to ``east_north`` order (x = longitude/easting) in
 :attr:`BatchFacts.geometries`; :attr:`BatchFacts.raw_geometries` keeps the stored order.
-Missing (None) and unparseable WKB give a ``None`` geometry and count as invalid.
+Missing (None) and unparseable WKB give a ``None`` geometry and count as invalid (the
+reason of an unparseable one is GEOS's, e.g. "Points of LinearRing do not form a closed
+linestring"); so does a geometry the reader could not write as WKB (``Batch.geometry_errors``).
+Empty geometries are valid here, as in GEOS: the geometry_type clause governs them
+(``allow_empty``), so one empty feature is reported once, by one clause.
 """
 
 from __future__ import annotations
@@ -186,17 +190,22 @@ class BatchFacts:
         return arr
 
     @functools.cached_property
-    def missing(self) -> np.ndarray:
-        """bool (N,): the feature has no geometry (WKB is None)."""
-        return np.asarray(self._wkb_array == None, dtype=bool)  # noqa: E711 - elementwise
+    def _unbuilt(self) -> np.ndarray:
+        """bool (N,): the reader could not write the geometry as WKB (see geometry_errors)."""
+        out = np.zeros(self.count, dtype=bool)
+        idx = [i for i in self.batch.geometry_errors if 0 <= i < self.count]
+        out[idx] = True
+        return out
 
     @functools.cached_property
-    def raw_geometries(self) -> np.ndarray:
-        """Geometries as stored (axis order as declared); None when missing or unparseable.
+    def missing(self) -> np.ndarray:
+        """bool (N,): the feature has no geometry (WKB is None and no reader error)."""
+        none = np.asarray(self._wkb_array == None, dtype=bool)  # noqa: E711 - elementwise
+        return none & ~self._unbuilt
 
-        Parsed with ``shapely.from_wkb(..., on_invalid="ignore")``: bad WKB never raises and
-        is never repaired.
-        """
+    @functools.cached_property
+    def _strict(self) -> np.ndarray:
+        """GEOS's strict WKB parse (``on_invalid="ignore"``): None when missing or unparseable."""
         if self.count == 0:
             return np.empty(0, dtype=object)
         with np.errstate(invalid="ignore"):  # NaN coordinates are a fact here, not a warning
@@ -204,14 +213,51 @@ class BatchFacts:
         return np.asarray(geoms, dtype=object)
 
     @functools.cached_property
+    def raw_geometries(self) -> np.ndarray:
+        """Geometries as stored (axis order as declared); None when missing or unreadable.
+
+        Parsed with ``shapely.from_wkb(..., on_invalid="ignore")``: bad WKB never raises and
+        is never repaired for validity. A WKB that GEOS refuses only for its structure (an
+        open ring) is read again with ``on_invalid="fix"`` so that the clauses that locate
+        and type features (extent, geometry_type) see where and what it is; it stays
+        :attr:`unparseable`, so validity counts it invalid with GEOS's reason and coverage
+        leaves it out. One defect, one clause.
+        """
+        geoms = self._strict
+        bad = np.flatnonzero(self.unparseable & ~self._unbuilt)
+        if len(bad):
+            geoms = geoms.copy()
+            with np.errstate(invalid="ignore"):
+                geoms[bad] = shapely.from_wkb(self._wkb_array[bad], on_invalid="fix")
+        return geoms
+
+    @functools.cached_property
     def unparseable(self) -> np.ndarray:
-        """bool (N,): WKB was given but could not be parsed."""
-        return shapely.is_missing(self.raw_geometries) & ~self.missing
+        """bool (N,): WKB was given but GEOS's strict reader refused it, or the reader could
+        not write the geometry as WKB at all (``Batch.geometry_errors``)."""
+        return np.asarray(shapely.is_missing(self._strict), dtype=bool) & ~self.missing
 
     @functools.cached_property
     def parsed(self) -> np.ndarray:
-        """bool (N,): a geometry object exists (not missing, not unparseable)."""
+        """bool (N,): a geometry object exists (not missing; read strictly, or with its
+        structure fixed for locating and typing only: see :attr:`raw_geometries`)."""
         return ~np.asarray(shapely.is_missing(self.raw_geometries), dtype=bool)
+
+    def parse_error(self, index: int) -> str:
+        """Why feature ``index`` has no geometry object: the reader's reason
+        (``Batch.geometry_errors``), GEOS's WKB reader's (e.g. "IllegalArgumentException:
+        Points of LinearRing do not form a closed linestring"), or "missing geometry"."""
+        if index in self.batch.geometry_errors:
+            return f"unreadable geometry: {self.batch.geometry_errors[index]}"
+        wkb = self.batch.geometries_wkb[index]
+        if wkb is None:
+            return "missing geometry"
+        try:
+            with np.errstate(invalid="ignore"):
+                shapely.from_wkb(wkb)
+        except (shapely.errors.GEOSException, TypeError, ValueError) as exc:
+            return f"unparseable WKB: {exc}"
+        return "unparseable WKB"
 
     @functools.cached_property
     def geometries(self) -> np.ndarray:
@@ -227,7 +273,8 @@ class BatchFacts:
 
     @functools.cached_property
     def type_ids(self) -> np.ndarray:
-        """int (N,): shapely geometry type id, -1 when missing or unparseable."""
+        """int (N,): shapely geometry type id, -1 when missing or unreadable even with its
+        structure fixed (see :attr:`raw_geometries`)."""
         return np.asarray(shapely.get_type_id(self.geometries), dtype=int)
 
     @functools.cached_property
@@ -284,9 +331,13 @@ class BatchFacts:
 
     @functools.cached_property
     def is_valid(self) -> np.ndarray:
-        """bool (N,): GEOS-valid, parsed, non-empty, all coordinates finite."""
+        """bool (N,): parsed, GEOS-valid and all coordinates finite.
+
+        An empty geometry is valid (as for GEOS, OGC Simple Features): whether empties are
+        allowed is the geometry_type clause's ``allow_empty``.
+        """
         geos_valid = np.asarray(shapely.is_valid(self.geometries), dtype=bool)
-        return geos_valid & self.usable
+        return geos_valid & self.parsed & ~self.unparseable & ~self.has_nonfinite
 
     @functools.cached_property
     def invalid_count(self) -> int:
@@ -299,12 +350,8 @@ class BatchFacts:
         reasons: list[tuple[int, str]] = []
         for i in np.flatnonzero(~self.is_valid)[:MAX_REASONS]:
             idx = int(i)
-            if self.missing[idx]:
-                reason = "missing geometry"
-            elif self.unparseable[idx]:
-                reason = "unparseable WKB"
-            elif self.is_empty[idx]:
-                reason = "empty geometry"
+            if self.unparseable[idx] or self.missing[idx]:
+                reason = self.parse_error(idx)
             elif self.has_nonfinite[idx]:
                 reason = "non-finite coordinate (NaN or inf)"
             else:

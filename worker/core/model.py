@@ -24,10 +24,13 @@ import pyarrow as pa
 
 __all__ = [
     "AXIS_ORDERS",
+    "BATCH_ONLY_FIELD_TYPES",
     "CLAUSE_KINDS",
     "FIELD_TYPES",
+    "LOGICAL_TYPE_KEY",
     "MODES",
     "STATES",
+    "VALUE_TYPES_KEY",
     "ActiveVersion",
     "Batch",
     "Clause",
@@ -60,8 +63,11 @@ CLAUSE_KINDS: tuple[str, ...] = (
     "schema",
     "feature_count",
 )
-#: Logical attribute types of a schema field. Arrow integer types of any width map to
-#: ``integer``, floating types to ``double``, string/large_string to ``string``.
+#: Logical attribute types of a schema field, the names a contract's schema clause may use.
+#: Arrow integer types of any width map to ``integer``, floating types to ``double``,
+#: string/large_string to ``string``; ``decimal``, ``time`` and ``duration`` are the arrow
+#: types of those names; ``struct``, ``list`` (list, large_list, fixed_size_list) and ``map``
+#: are nested columns (e.g. the GeoParquet 1.1 bbox covering column, a struct).
 FIELD_TYPES: tuple[str, ...] = (
     "string",
     "integer",
@@ -70,7 +76,23 @@ FIELD_TYPES: tuple[str, ...] = (
     "timestamp",
     "date",
     "binary",
+    "decimal",
+    "time",
+    "duration",
+    "struct",
+    "list",
+    "map",
 )
+#: Types a batch field can have that no contract can name, so the schema clause breaks on
+#: such a field whenever it lists it (and passes it as an extra with ``allow_extra``):
+#: ``mixed`` is a property whose values have different JSON types (``42`` and ``"n/a"``),
+#: read as text; ``other`` an arrow type with no logical equivalent (e.g. a union).
+BATCH_ONLY_FIELD_TYPES: tuple[str, ...] = ("mixed", "other")
+#: Arrow field metadata keys that readers set on a column read as text: its logical type
+#: (:data:`FIELD_TYPES` or :data:`BATCH_ONLY_FIELD_TYPES`) and, for ``mixed``, the JSON
+#: types of its values, comma-separated (e.g. ``integer,string``).
+LOGICAL_TYPE_KEY = b"contract_gate.logical_type"
+VALUE_TYPES_KEY = b"contract_gate.value_types"
 
 
 @dataclass(frozen=True)
@@ -152,7 +174,9 @@ class Batch:
     feature; ``attributes`` is a pyarrow Table with one row per feature (same order).
     ``schema_fields`` is the schema the producer declared (or, for files, the one derived
     from the attribute table). ``feature_count`` is the producer's declared count; the
-    facts use the actual number of geometries.
+    facts use the actual number of geometries. ``geometry_errors`` maps the index of a
+    feature whose geometry the reader could not write as WKB at all (its ``geometries_wkb``
+    entry is None) to the parser's reason; such a feature counts as an invalid geometry.
     """
 
     batch_id: str
@@ -167,6 +191,7 @@ class Batch:
     geometries_wkb: tuple[bytes | None, ...]
     attributes: pa.Table
     payload_uri: str | None = None
+    geometry_errors: Mapping[int, str] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -4,12 +4,18 @@ Inline attribute columns carry a logical ``type`` (:data:`worker.core.model.FIEL
 and typed values, never coerced: ``integer`` -> int64, ``double`` -> float64, ``string``,
 ``boolean``, ``binary``; ``timestamp`` -> long microseconds since the epoch, decoded as
 ``timestamp[us, tz=UTC]``; ``date`` -> long days since the epoch, decoded as ``date32``.
+Every other logical type (``decimal``, ``time``, ``duration``, the nested ``struct``,
+``list`` and ``map``, and the batch-only ``mixed`` and ``other``) travels as text: each value
+as JSON (a string column read as text, e.g. ``mixed``, as it is), decoded as a ``string``
+column whose field metadata keeps the logical type, so the schema clause judges the same
+field type inline as in the file.
 Decoders raise :class:`worker.core.errors.DecodeError`; :func:`encode_batch` raises
 :class:`worker.core.errors.BatchError`.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,7 +23,13 @@ import pyarrow as pa
 import pyarrow.compute as pc
 
 from worker.core.errors import BatchError, DecodeError
-from worker.core.model import Batch, FieldSpec
+from worker.core.model import (
+    BATCH_ONLY_FIELD_TYPES,
+    FIELD_TYPES,
+    LOGICAL_TYPE_KEY,
+    Batch,
+    FieldSpec,
+)
 from worker.io.codec.avro import BATCH_ARRIVAL, _read, _utc, _write
 
 __all__ = ["batch_from_event", "decode_batch", "decode_event", "encode_batch"]
@@ -42,11 +54,21 @@ _PYTHON: dict[str, type] = {
     "date": int,
 }
 
+#: Logical types carried as JSON text (see the module docstring).
+_TEXT = frozenset(FIELD_TYPES + BATCH_ONLY_FIELD_TYPES) - set(_ARROW)
+
 
 # -- BatchArrival -------------------------------------------------------------------------
 
 
 def _column_values(name: str, col: pa.ChunkedArray, logical: str) -> list[Any]:
+    if logical in _TEXT:
+        if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
+            return col.to_pylist()
+        return [
+            None if v is None else json.dumps(v, default=str, ensure_ascii=False)
+            for v in col.to_pylist()
+        ]
     if logical == "timestamp":
         unit = pa.timestamp("us", tz=col.type.tz)
         return col.cast(unit, safe=False).cast(pa.int64()).to_pylist()
@@ -70,7 +92,10 @@ def encode_batch(batch: Batch, *, inline: bool = True, payload_uri: str | None =
         :func:`worker.io.features.derive_schema`).
     inline : bool
         Carry geometries (WKB) and attribute columns in the event; when False the event
-        carries metadata only and ``payload_uri`` locates the features.
+        carries metadata only and ``payload_uri`` locates the features. WKB travels as it
+        is (an unparseable one too: the worker judges it). A geometry the reader could not
+        write as WKB at all (``batch.geometry_errors``) travels as null: the worker counts
+        it invalid as a missing geometry, without the reader's reason.
     payload_uri : str, optional
         Default ``batch.payload_uri``.
 
@@ -133,22 +158,27 @@ def decode_event(data: bytes) -> dict[str, Any]:
     return _read(BATCH_ARRIVAL, data, "BatchArrival record")
 
 
-def _column(col: Mapping[str, Any], n: int) -> pa.Array:
+def _column(col: Mapping[str, Any], n: int) -> tuple[pa.Field, pa.Array]:
     name, logical, values = col["name"], col["type"], col["values"]
-    if logical not in _ARROW:
+    if logical not in _ARROW and logical not in _TEXT:
         raise DecodeError(f"column {name!r} has unknown logical type {logical!r}")
     if len(values) != n:
         raise DecodeError(f"column {name!r} has {len(values)} values for {n} geometries")
-    want = _PYTHON[logical]
+    want = str if logical in _TEXT else _PYTHON[logical]
     for i, v in enumerate(values):
         if v is not None and (type(v) is not want):
             raise DecodeError(
                 f"column {name!r} of type {logical} holds a {type(v).__name__} at row {i}"
             )
+    if logical in _TEXT:
+        meta = {LOGICAL_TYPE_KEY: logical.encode()}
+        return pa.field(name, pa.string(), metadata=meta), pa.array(values, pa.string())
     arr = pa.array(values, _ARROW[logical])
     if logical == "timestamp":
-        return arr.cast(pa.timestamp("us", tz="UTC"))
-    return arr.cast(pa.date32()) if logical == "date" else arr
+        arr = arr.cast(pa.timestamp("us", tz="UTC"))
+    elif logical == "date":
+        arr = arr.cast(pa.date32())
+    return pa.field(name, arr.type), arr
 
 
 def batch_from_event(record: Mapping[str, Any]) -> Batch:
@@ -175,7 +205,8 @@ def batch_from_event(record: Mapping[str, Any]) -> Batch:
         if len(set(names)) != len(names):
             raise DecodeError(f"duplicate column names in {names}")
         if names:
-            table = pa.table({c["name"]: _column(c, n) for c in feats["columns"]})
+            fields, arrays = zip(*(_column(c, n) for c in feats["columns"]), strict=True)
+            table = pa.Table.from_arrays(list(arrays), schema=pa.schema(fields))
         else:
             table = pa.table({"_": pa.nulls(n)}).drop_columns(["_"])
     return Batch(

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -11,9 +13,9 @@ import pyarrow as pa
 import shapely
 
 from worker.core.errors import PayloadError
-from worker.core.model import FieldSpec
+from worker.core.model import LOGICAL_TYPE_KEY, VALUE_TYPES_KEY, FieldSpec
 
-__all__ = ["FeatureData", "derive_schema"]
+__all__ = ["FeatureData", "derive_schema", "text_column"]
 
 
 #: The CRS of RFC 7946 GeoJSON (WGS 84 longitude, latitude).
@@ -22,50 +24,120 @@ RFC7946_CRS = "OGC:CRS84"
 
 @dataclass(frozen=True)
 class FeatureData:
-    """The content of a batch file: geometries, attributes and the file's own CRS claim."""
+    """The content of a batch file: geometries, attributes and the file's own CRS claim.
+
+    ``geometry_errors`` maps a feature index whose geometry could not be written as WKB
+    (its entry in ``geometries_wkb`` is None) to the parser's reason.
+    """
 
     geometries_wkb: tuple[bytes | None, ...]
     attributes: pa.Table
     declared_crs: str | None
     axis_order: str = "east_north"
+    geometry_errors: Mapping[int, str] = field(default_factory=dict)
 
 
 def derive_schema(table: pa.Table) -> tuple[FieldSpec, ...]:
     """Logical schema of an attribute table (:data:`worker.core.model.FIELD_TYPES`).
 
-    Integer types of any width -> ``integer``; floating -> ``double``; string and
-    large_string -> ``string``; bool -> ``boolean``; timestamp -> ``timestamp``; date32/64
-    -> ``date``; binary types -> ``binary``; dictionary types map by their value type; an
-    all-null column (arrow type ``null``) -> ``string``. ``nullable`` is True when the column
-    holds a null.
-
-    Raises
-    ------
-    ValueError
-        A column has a type with no logical equivalent (struct, list, map, decimal...).
+    Integer types of any width -> ``integer``; floating -> ``double``; string,
+    large_string and string_view -> ``string``; bool -> ``boolean``; timestamp ->
+    ``timestamp``; date32/64 -> ``date``; binary types -> ``binary``; decimal -> ``decimal``;
+    time32/64 -> ``time``; duration -> ``duration``; struct -> ``struct``; list,
+    large_list and fixed_size_list -> ``list``; map -> ``map``; dictionary types map by
+    their value type; an all-null column (arrow type ``null``) -> ``string``; any other type
+    (union, interval, extension...) -> ``other``. A column whose field metadata carries
+    :data:`~worker.core.model.LOGICAL_TYPE_KEY` (a column read as text, see
+    :func:`text_column`) has that type, e.g. ``mixed``. ``nullable`` is True when the column
+    holds a null. Never raises: every column a reader could read has a logical type.
     """
     out = []
     for f, col in zip(table.schema, table.columns, strict=True):
         t = f.type.value_type if pa.types.is_dictionary(f.type) else f.type
-        out.append(FieldSpec(f.name, _logical(f.name, t), col.null_count > 0))
+        tagged = (f.metadata or {}).get(LOGICAL_TYPE_KEY)
+        logical = tagged.decode("utf-8", "replace") if tagged else _logical(t)
+        out.append(FieldSpec(f.name, logical, col.null_count > 0))
     return tuple(out)
 
 
-def _logical(name: str, t: pa.DataType) -> str:
+def _logical(t: pa.DataType) -> str:
     checks = [
         (pa.types.is_boolean, "boolean"),
         (pa.types.is_integer, "integer"),
         (pa.types.is_floating, "double"),
-        (lambda x: pa.types.is_string(x) or pa.types.is_large_string(x), "string"),
+        (_is_string, "string"),
         (pa.types.is_timestamp, "timestamp"),
         (pa.types.is_date, "date"),
-        (lambda x: pa.types.is_binary(x) or pa.types.is_large_binary(x), "binary"),
+        (_is_binary, "binary"),
+        (pa.types.is_decimal, "decimal"),
+        (pa.types.is_time, "time"),
+        (pa.types.is_duration, "duration"),
+        (pa.types.is_struct, "struct"),
+        (pa.types.is_map, "map"),
+        (_is_list, "list"),
         (pa.types.is_null, "string"),
     ]
     for check, logical in checks:
         if check(t):
             return logical
-    raise ValueError(f"column {name!r} has arrow type {t}, which has no logical field type")
+    return "other"
+
+
+def _is_string(t: pa.DataType) -> bool:
+    return bool(pa.types.is_string(t) or pa.types.is_large_string(t) or _is(t, "string_view"))
+
+
+def _is_binary(t: pa.DataType) -> bool:
+    kinds = ("binary", "large_binary", "fixed_size_binary", "binary_view")
+    return any(_is(t, k) for k in kinds)
+
+
+def _is_list(t: pa.DataType) -> bool:
+    kinds = ("list", "large_list", "fixed_size_list", "list_view", "large_list_view")
+    return any(_is(t, k) for k in kinds)
+
+
+def _is(t: pa.DataType, kind: str) -> bool:
+    check = getattr(pa.types, f"is_{kind}", None)  # the *_view types are pyarrow >= 16
+    return bool(check(t)) if check is not None else False
+
+
+_JSON_TYPES = {bool: "boolean", int: "integer", float: "double", str: "string"}
+_JSON_TYPES.update({list: "list", dict: "struct"})
+
+
+def text_column(name: str, values: Sequence[Any], reason: str = "") -> tuple[pa.Field, pa.Array]:
+    """A column arrow cannot type, read as text: strings as they are, other values as JSON.
+
+    Parameters
+    ----------
+    name : str
+        Column name.
+    values : sequence
+        Decoded JSON values, one per feature (None = null).
+    reason : str
+        Why arrow refused the values (kept in the field metadata under ``reason``).
+
+    Returns
+    -------
+    (pyarrow.Field, pyarrow.Array)
+        A ``string`` field tagged with :data:`~worker.core.model.LOGICAL_TYPE_KEY`
+        ``mixed`` (values of several JSON types, e.g. ``42`` and ``"see survey"``) or
+        ``other`` (one type arrow still cannot hold, e.g. an integer beyond int64), and
+        :data:`~worker.core.model.VALUE_TYPES_KEY` the JSON types found, e.g.
+        ``integer,string``.
+    """
+    kinds = sorted({_JSON_TYPES.get(type(v), type(v).__name__) for v in values if v is not None})
+    text = [
+        None if v is None else v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
+        for v in values
+    ]
+    meta = {
+        LOGICAL_TYPE_KEY: b"mixed" if len(kinds) > 1 else b"other",
+        VALUE_TYPES_KEY: ",".join(kinds).encode(),
+        b"reason": reason.encode(),
+    }
+    return pa.field(name, pa.string(), metadata=meta), pa.array(text, pa.string())
 
 
 def _fail(path: Path | str, what: str) -> PayloadError:

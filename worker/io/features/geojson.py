@@ -15,7 +15,8 @@ import numpy as np
 import pyarrow as pa
 import shapely
 
-from worker.io.features.base import RFC7946_CRS, FeatureData, _fail, _to_wkb
+from worker.io.features.base import RFC7946_CRS, FeatureData, _fail, _to_wkb, text_column
+from worker.io.features.wkb import geojson_to_wkb
 
 
 def _read_geojson(path: Path) -> FeatureData:
@@ -35,22 +36,47 @@ def _read_geojson(path: Path) -> FeatureData:
         if not isinstance(feat, dict) or feat.get("type") != "Feature":
             raise _fail(path, f"features[{i}] is not a GeoJSON Feature")
         g, p = feat.get("geometry"), feat.get("properties")
-        if g is not None and not isinstance(g, dict):
-            raise _fail(path, f"features[{i}].geometry is not an object or null")
         if p is not None and not isinstance(p, dict):
             raise _fail(path, f"features[{i}].properties is not an object or null")
         geoms.append(json.dumps(g) if g is not None else None)
         props.append(p or {})
+    wkb, errors = _geometries(geoms)
+    return FeatureData(
+        wkb, _properties_table(props), _legacy_crs(path, doc), geometry_errors=errors
+    )
+
+
+def _geometries(texts: Sequence[str | None]) -> tuple[tuple[bytes | None, ...], dict[int, str]]:
+    """WKB per feature (None when the geometry is null or cannot be written as WKB) and,
+    for the latter, GEOS's reason.
+
+    GEOS's GeoJSON reader parses the batch in one vectorized call; a geometry it refuses
+    (an open ring: "Points of LinearRing do not form a closed linestring") is written as
+    literal WKB by :func:`geojson_to_wkb`, so the defect travels unrepaired to validity (and
+    through inline events) and GEOS's WKB reader reports it there. Only an object that is
+    not a geometry at all (unknown type, coordinates of the wrong nesting) has no WKB: its
+    feature carries GEOS's reason in ``errors`` and counts as an invalid geometry.
+    """
+    parsed = shapely.from_geojson(np.asarray(texts, dtype=object), on_invalid="ignore")
+    wkb = list(_to_wkb(parsed))
+    errors: dict[int, str] = {}
+    for i in np.flatnonzero(shapely.is_missing(parsed)):
+        idx, text = int(i), texts[int(i)]
+        if text is None:
+            continue
+        try:
+            wkb[idx] = geojson_to_wkb(json.loads(text))
+        except ValueError as exc:
+            errors[idx] = f"{_geos_reason(text)} ({exc})"
+    return tuple(wkb), errors
+
+
+def _geos_reason(text: str) -> str:
     try:
-        parsed = shapely.from_geojson(np.asarray(geoms, dtype=object))
-    except shapely.errors.GEOSException:
-        for i, g in enumerate(geoms):
-            try:
-                shapely.from_geojson(g)
-            except shapely.errors.GEOSException as exc:
-                raise _fail(path, f"features[{i}].geometry is not valid GeoJSON ({exc})") from None
-        raise
-    return FeatureData(_to_wkb(parsed), _properties_table(path, props), _legacy_crs(path, doc))
+        shapely.from_geojson(text)
+    except shapely.errors.GEOSException as exc:
+        return str(exc)
+    return "GEOS could not read the geometry"
 
 
 def _legacy_crs(path: Path, doc: dict[str, Any]) -> str:
@@ -63,14 +89,24 @@ def _legacy_crs(path: Path, doc: dict[str, Any]) -> str:
     return name
 
 
-def _properties_table(path: Path, props: Sequence[dict[str, Any]]) -> pa.Table:
+def _properties_table(props: Sequence[dict[str, Any]]) -> pa.Table:
+    """One column per property name (first appearance order), one row per feature.
+
+    A property whose values arrow cannot put in one type (``42`` and ``"see survey"``) is
+    read as text with the mix recorded (:func:`~worker.io.features.base.text_column`): the
+    schema clause breaks on it when the contract names the field, and nothing else looks.
+    """
     names = list(dict.fromkeys(k for p in props for k in p))
-    arrays = {}
+    fields, arrays = [], []
     for name in names:
+        values = [p.get(name) for p in props]
         try:
-            arrays[name] = pa.array([p.get(name) for p in props])
-        except (pa.ArrowInvalid, pa.ArrowTypeError) as exc:
-            raise _fail(path, f"property {name!r} mixes value types ({exc})") from None
+            arr = pa.array(values)
+            fields.append(pa.field(name, arr.type))
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
+            fld, arr = text_column(name, values, str(exc))
+            fields.append(fld)
+        arrays.append(arr)
     if not names:  # no properties at all: a table of len(props) rows and no columns
         return pa.table({"_": pa.nulls(len(props))}).drop_columns(["_"])
-    return pa.table(arrays)
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))

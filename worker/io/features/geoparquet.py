@@ -16,17 +16,17 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
-import shapely
 
-from worker.io.features.base import RFC7946_CRS, FeatureData, _fail, _to_wkb
+from worker.io.features.base import RFC7946_CRS, FeatureData, _fail
+from worker.io.features.wkb import DIMENSIONS, ragged_to_wkb
 
 _NATIVE = {
-    "point": shapely.GeometryType.POINT,
-    "linestring": shapely.GeometryType.LINESTRING,
-    "polygon": shapely.GeometryType.POLYGON,
-    "multipoint": shapely.GeometryType.MULTIPOINT,
-    "multilinestring": shapely.GeometryType.MULTILINESTRING,
-    "multipolygon": shapely.GeometryType.MULTIPOLYGON,
+    "point": "Point",
+    "linestring": "LineString",
+    "polygon": "Polygon",
+    "multipoint": "MultiPoint",
+    "multilinestring": "MultiLineString",
+    "multipolygon": "MultiPolygon",
 }
 _NESTING = {
     "point": 0,
@@ -38,16 +38,27 @@ _NESTING = {
 }
 
 
-def _coords(arr: pa.Array) -> np.ndarray:
+def _coords(arr: pa.Array) -> tuple[np.ndarray, str]:
+    """Coordinates (M, D) and their GeoArrow dimension name (``xy``, ``xyz``, ``xym``, ``xyzm``).
+
+    Separated coordinates are a struct whose field names spell the dimension; interleaved
+    ones a fixed_size_list whose value field is named after it (GeoArrow 0.1), 3 values
+    without a telling name being ``xyz``.
+    """
     if pa.types.is_struct(arr.type):
-        return np.column_stack(
-            [arr.field(i).to_numpy(zero_copy_only=False) for i in range(arr.type.num_fields)]
-        )
+        names = "".join(arr.type.field(i).name.lower() for i in range(arr.type.num_fields))
+        cols = [c.to_numpy(zero_copy_only=False) for c in arr.flatten()]
+        return np.column_stack(cols).astype(float), names
     width = arr.type.list_size  # interleaved: fixed_size_list<double>[2|3|4]
-    return arr.flatten().to_numpy(zero_copy_only=False).reshape(-1, width)
+    name = arr.type.value_field.name.lower()
+    dims = name if name in DIMENSIONS and len(name) == width else {3: "xyz", 4: "xyzm"}.get(width)
+    flat = arr.flatten().to_numpy(zero_copy_only=False).astype(float)
+    return flat.reshape(-1, width), dims or "xy"
 
 
 def _native(path: Path, column: pa.ChunkedArray, encoding: str) -> tuple[bytes | None, ...]:
+    """WKB of a GeoArrow native column, written literally (:func:`ragged_to_wkb`):
+    ``shapely.from_ragged_array`` would close open rings before validity sees them."""
     arr = column.combine_chunks()
     valid = arr.is_valid().to_numpy(zero_copy_only=False)
     offsets: list[np.ndarray] = []
@@ -58,14 +69,15 @@ def _native(path: Path, column: pa.ChunkedArray, encoding: str) -> tuple[bytes |
             start, end = int(raw[0]), int(raw[-1])
             offsets.append(raw - start)
             level = level.values.slice(start, end - start)
-        coords = _coords(level)
-        geoms = shapely.from_ragged_array(_NATIVE[encoding], coords, tuple(reversed(offsets)))
-    except (AttributeError, ValueError, pa.ArrowException) as exc:
+        coords, dims = _coords(level)
+        if dims not in DIMENSIONS:
+            raise ValueError(f"coordinate fields {dims!r} are not one of {list(DIMENSIONS)}")
+        wkb = ragged_to_wkb(_NATIVE[encoding], coords, offsets, dims)
+    except (AttributeError, ValueError, IndexError, pa.ArrowException) as exc:
         raise _fail(
             path, f"GeoArrow {encoding} column of type {arr.type} is unreadable: {exc}"
         ) from None
-    geoms = np.where(valid, geoms, None)
-    return _to_wkb(geoms)
+    return tuple(w if ok else None for w, ok in zip(wkb, valid, strict=True))
 
 
 def _parquet_crs(path: Path, meta: dict[str, Any]) -> str | None:

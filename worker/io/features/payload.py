@@ -117,6 +117,7 @@ def read_batch_file(
         feature_count=len(data.geometries_wkb),
         geometries_wkb=data.geometries_wkb,
         attributes=data.attributes,
+        geometry_errors=data.geometry_errors,
     )
 
 
@@ -195,4 +196,5 @@ def load_payload(
         attributes=data.attributes,
         schema_fields=fields,
         payload_uri=uri,
+        geometry_errors=data.geometry_errors,
     )

@@ -1,0 +1,248 @@
+"""One bad feature or column never makes a file bad input, and no reader repairs a geometry
+before validity sees it (issue 9 sections 1 and 2; field cases S10a, S10c, N04a, N05b).
+
+Every input is built here: GeoJSON text, GeoParquet with WKB written by hand (struct.pack)
+and GeoParquet with GeoArrow native columns, each carrying the same defects.
+"""
+
+from __future__ import annotations
+
+import json
+import struct
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import pytest
+import shapely
+
+from tests.catalogue import active, clause, contract_of, polygon_wkb
+from worker.core.evaluate import evaluate
+from worker.core.facts import BatchFacts
+from worker.io.features import derive_schema, read_batch_file, read_features
+from worker.io.features.wkb import geojson_to_wkb, ragged_to_wkb
+
+T = datetime(2026, 11, 29, 6, tzinfo=timezone.utc)
+OPEN = [[0.0, 0.0], [10.0, 0.0], [10.0, 10.0], [0.0, 10.0]]  # first != last
+CLOSED = [[20.0, 20.0], [21.0, 20.0], [21.0, 21.0], [20.0, 20.0]]
+NOT_CLOSED = "Points of LinearRing do not form a closed linestring"
+CONTRACT = contract_of(
+    clause("srid", "crs", expect="OGC:CRS84"),
+    clause("extent", "extent", region=[-180, -90, 180, 90], min_fraction_inside=1.0),
+    clause("types", "geometry_type", allowed=["Polygon", "MultiPolygon"]),
+    clause("valid", "validity", max_invalid_fraction=0.0),
+)
+
+
+def _geojson(tmp_path: Path, features: list[dict[str, Any]]) -> Path:
+    path = tmp_path / "batch.geojson"
+    path.write_text(json.dumps({"type": "FeatureCollection", "features": features}))
+    return path
+
+
+def _feature(geometry: Any, **props: Any) -> dict[str, Any]:
+    return {"type": "Feature", "geometry": geometry, "properties": props}
+
+
+def _geo_meta(encoding: str, **extra: Any) -> dict[bytes, bytes]:
+    meta = {"encoding": encoding, "geometry_types": ["Polygon"], **extra}
+    geo = {"version": "1.1.0", "primary_column": "geometry", "columns": {"geometry": meta}}
+    return {b"geo": json.dumps(geo).encode()}
+
+
+def _wkb_parquet(tmp_path: Path, wkb: list[bytes | None], **cols: list[Any]) -> Path:
+    path = tmp_path / "wkb.parquet"
+    table = pa.table({"geometry": pa.array(wkb, pa.binary()), **cols})
+    pq.write_table(table.replace_schema_metadata(_geo_meta("WKB")), path)
+    return path
+
+
+def _native_polygons(tmp_path: Path, rings: list[list[list[float]] | None]) -> Path:
+    """GeoArrow ``polygon`` (interleaved xy) of one-ring polygons; None = null geometry."""
+    coord = pa.list_(pa.field("xy", pa.float64()), 2)
+    typ = pa.list_(pa.field("rings", pa.list_(pa.field("vertices", coord))))
+    arr = pa.array([None if r is None else [r] for r in rings], typ)
+    path = tmp_path / "native.parquet"
+    pq.write_table(pa.table({"geometry": arr}).replace_schema_metadata(_geo_meta("polygon")), path)
+    return path
+
+
+def _decide(path: Path) -> tuple[str, list[str], str]:
+    batch = read_batch_file(path, layer="parcels", data_time=T)
+    decision = evaluate(batch, [active(CONTRACT)], now=T)
+    broken = [c for v in decision.verdicts for c in v.broken]
+    return decision.decision, sorted(c.name for c in broken), " ".join(c.message for c in broken)
+
+
+# -- section 2: no repair before validation ---------------------------------------------
+
+
+def test_geojson_open_ring_is_carried_as_literal_wkb(tmp_path: Path) -> None:
+    path = _geojson(tmp_path, [_feature({"type": "Polygon", "coordinates": [OPEN]})])
+    data = read_features(path)
+    wkb = data.geometries_wkb[0]
+    assert wkb is not None and data.geometry_errors == {}
+    assert struct.unpack("<BIII", wkb[:13]) == (1, 3, 1, 4)  # 1 ring of 4 points, not 5
+    with pytest.raises(shapely.errors.GEOSException, match=NOT_CLOSED):
+        shapely.from_wkb(wkb)
+
+
+def test_native_open_ring_is_not_closed_by_the_reader(tmp_path: Path) -> None:
+    data = read_features(_native_polygons(tmp_path, [OPEN, CLOSED, None]))
+    assert data.geometries_wkb[2] is None
+    with pytest.raises(shapely.errors.GEOSException, match=NOT_CLOSED):
+        shapely.from_wkb(data.geometries_wkb[0])
+    closed = shapely.Polygon(CLOSED)
+    assert data.geometries_wkb[1] == shapely.to_wkb(closed)  # same bytes as GEOS writes
+
+
+@pytest.mark.parametrize("encoding", ["geojson", "wkb", "native"])
+def test_open_ring_gets_one_verdict_in_every_encoding(tmp_path: Path, encoding: str) -> None:
+    if encoding == "geojson":
+        polys = [{"type": "Polygon", "coordinates": [r]} for r in (OPEN, CLOSED)]
+        path = _geojson(tmp_path, [_feature(p) for p in polys])
+    elif encoding == "wkb":
+        path = _wkb_parquet(tmp_path, [polygon_wkb([tuple(p) for p in r]) for r in (OPEN, CLOSED)])
+    else:
+        path = _native_polygons(tmp_path, [OPEN, CLOSED])
+    decision, broken, message = _decide(path)
+    # validity alone breaks: extent and geometry_type locate and type the ring as written
+    assert (decision, broken) == ("quarantined", ["valid"])
+    assert f"feature 0: unparseable WKB: IllegalArgumentException: {NOT_CLOSED}" in message
+
+
+def test_three_point_ring_is_invalid_not_padded(tmp_path: Path) -> None:
+    tri = [[0.0, 0.0], [1.0, 1.0], [0.0, 0.0]]
+    path = _geojson(tmp_path, [_feature({"type": "Polygon", "coordinates": [tri]})])
+    decision, broken, message = _decide(path)
+    assert (decision, broken) == ("quarantined", ["valid"])
+    assert "feature 0: Too few points" in message
+    native = _decide(_native_polygons(tmp_path, [tri]))
+    assert native[:2] == ("quarantined", ["valid"]) and "Too few points" in native[2]
+
+
+def test_native_dimensions_follow_the_coordinate_field_names(tmp_path: Path) -> None:
+    coord = pa.struct([("x", pa.float64()), ("y", pa.float64()), ("m", pa.float64())])
+    arr = pa.array([{"x": 1.0, "y": 2.0, "m": 7.0}], coord)
+    path = tmp_path / "pm.parquet"
+    pq.write_table(pa.table({"geometry": arr}).replace_schema_metadata(_geo_meta("point")), path)
+    geom = shapely.from_wkb(read_features(path).geometries_wkb[0])
+    assert shapely.has_m(geom) and not shapely.has_z(geom)
+    assert shapely.get_coordinates(geom, include_m=True).tolist() == [[1.0, 2.0, 7.0]]
+
+
+def test_ragged_writer_keeps_duplicates_and_orientation() -> None:
+    import numpy as np
+
+    cw = np.array([[0, 0], [0, 1], [0, 1], [1, 1], [1, 0], [0, 0]], dtype=float)  # clockwise
+    wkb = ragged_to_wkb("Polygon", cw, [np.array([0, 1]), np.array([0, 6])], "xy")[0]
+    assert shapely.get_coordinates(shapely.from_wkb(wkb)).tolist() == cw.tolist()
+
+
+# -- section 1: one bad feature or column never sinks the file ----------------------------
+
+
+@pytest.mark.parametrize(
+    ("geometry", "reason"),
+    [
+        ({"type": "Pointy", "coordinates": [1, 2]}, "Unknown geometry type"),
+        ({"type": "Polygon", "coordinates": "x"}, "type must be array"),
+        ({"type": "LineString", "coordinates": [[1, 2], [3]]}, "not a position"),
+        ("POINT (1 2)", "not an object"),
+    ],
+)
+def test_geometry_that_is_no_geometry_is_one_invalid_feature(
+    tmp_path: Path, geometry: Any, reason: str
+) -> None:
+    square = {"type": "Polygon", "coordinates": [CLOSED]}
+    path = _geojson(tmp_path, [_feature(square), _feature(geometry)])
+    batch = read_batch_file(path, layer="parcels", data_time=T)
+    assert batch.feature_count == 2 and batch.geometries_wkb[1] is None
+    assert reason in batch.geometry_errors[1]
+    facts = BatchFacts(batch)
+    assert facts.is_valid.tolist() == [True, False] and not facts.missing[1]
+    ((index, text),) = facts.invalid_reasons
+    assert index == 1 and text.startswith("unreadable geometry: ") and reason in text
+
+
+def test_geojson_to_wkb_refuses_what_wkb_cannot_hold() -> None:
+    with pytest.raises(ValueError, match="mixed in one LineString"):
+        geojson_to_wkb({"type": "LineString", "coordinates": [[0, 0], [1, 1, 1]]})
+    point_z = geojson_to_wkb({"type": "Point", "coordinates": [1, 2, 3]})
+    assert shapely.from_wkb(point_z).equals(shapely.Point(1, 2, 3))
+    empty = shapely.from_wkb(geojson_to_wkb({"type": "Point", "coordinates": []}))
+    assert empty.is_empty
+
+
+def test_mixed_property_is_read_as_text_with_the_mix_recorded(tmp_path: Path) -> None:
+    pts = [_feature({"type": "Point", "coordinates": [i, i]}, note=v) for i, v in enumerate(
+        [42, "see survey", None, True])]  # fmt: skip
+    batch = read_batch_file(_geojson(tmp_path, pts), layer="parcels", data_time=T)
+    assert batch.attributes.column("note").to_pylist() == ["42", "see survey", None, "true"]
+    assert [(f.name, f.type, f.nullable) for f in batch.schema_fields] == [("note", "mixed", True)]
+    ungoverned = contract_of(clause("valid", "validity"))
+    assert evaluate(batch, [active(ungoverned)], now=T).decision == "admitted"
+    governed = contract_of(
+        clause("schema", "schema", fields=[{"name": "note", "type": "string", "nullable": True}])
+    )
+    decision = evaluate(batch, [active(governed)], now=T)
+    (result,) = decision.verdicts[0].broken
+    assert decision.decision == "quarantined" and result.name == "schema"
+    assert "field 'note' mixes value types (boolean, integer, string), read as text" in (
+        result.message
+    )
+
+
+def test_struct_bbox_column_of_a_geoparquet_1_0_file_is_an_extra_field(tmp_path: Path) -> None:
+    bbox = pa.array(
+        [{"xmin": 10.0, "ymin": 50.0, "xmax": 10.0, "ymax": 50.0}],
+        pa.struct([(k, pa.float64()) for k in ("xmin", "ymin", "xmax", "ymax")]),
+    )
+    path = tmp_path / "v10.parquet"
+    meta = {"version": "1.0.0", "primary_column": "geometry",
+            "columns": {"geometry": {"encoding": "WKB", "geometry_types": ["Point"]}}}  # fmt: skip
+    table = pa.table({"geometry": [shapely.to_wkb(shapely.Point(10, 50))], "name": ["a"],
+                      "bbox": bbox, "tags": pa.array([["x", "y"]])})  # fmt: skip
+    pq.write_table(table.replace_schema_metadata({b"geo": json.dumps(meta).encode()}), path)
+    batch = read_batch_file(path, layer="parcels", data_time=T)
+    assert [(f.name, f.type) for f in batch.schema_fields] == [
+        ("name", "string"),
+        ("bbox", "struct"),
+        ("tags", "list"),
+    ]
+    fields = [{"name": "name", "type": "string"}]
+    extra = contract_of(clause("schema", "schema", fields=fields, allow_extra=True))
+    assert evaluate(batch, [active(extra)], now=T).decision == "admitted"
+    named = [*fields, {"name": "bbox", "type": "struct"}, {"name": "tags", "type": "list"}]
+    exact = contract_of(clause("schema", "schema", fields=named))
+    assert evaluate(batch, [active(exact)], now=T).decision == "admitted"
+    strict = contract_of(clause("schema", "schema", fields=fields))
+    (broken,) = evaluate(batch, [active(strict)], now=T).verdicts[0].broken
+    assert broken.measured["problems"] == ["extra field 'bbox'", "extra field 'tags'"]
+
+
+def test_derive_schema_names_every_arrow_type() -> None:
+    from decimal import Decimal
+
+    table = pa.table(
+        {
+            "dec": pa.array([Decimal("1.50")], pa.decimal128(5, 2)),
+            "t": pa.array([3600], pa.time32("s")),
+            "dur": pa.array([5], pa.duration("s")),
+            "m": pa.array([[("k", 1)]], pa.map_(pa.string(), pa.int64())),
+            "fsl": pa.array([[1, 2]], pa.list_(pa.int64(), 2)),
+            "u": pa.UnionArray.from_sparse(
+                pa.array([0], pa.int8()), [pa.array([1]), pa.array(["a"])]
+            ),
+        }
+    )
+    assert [f.type for f in derive_schema(table)] == [
+        "decimal",
+        "time",
+        "duration",
+        "map",
+        "list",
+        "other",
+    ]
