@@ -153,6 +153,14 @@ class Batch:
     ``schema_fields`` is the schema the producer declared (or, for files, the one derived
     from the attribute table). ``feature_count`` is the producer's declared count; the
     facts use the actual number of geometries.
+
+    The GeoParquet geometry column metadata that changes what the geometries mean rides
+    along (defaults: what GeoJSON and inline WKB mean): ``edges`` is ``planar`` (straight
+    lines in the CRS) or ``spherical`` (each edge the shorter great-circle arc, GeoParquet
+    1.1); ``orientation`` is None (no assertion) or ``counterclockwise`` (exterior rings
+    counterclockwise, interior rings clockwise); ``covering_bbox`` holds the file's bbox
+    covering column (GeoParquet 1.1 ``covering.bbox``), one ``(xmin, ymin, xmax, ymax)``
+    or None per feature, in the stored axis order, or None when the file has none.
     """
 
     batch_id: str
@@ -167,6 +175,9 @@ class Batch:
     geometries_wkb: tuple[bytes | None, ...]
     attributes: pa.Table
     payload_uri: str | None = None
+    edges: str = "planar"
+    orientation: str | None = None
+    covering_bbox: tuple[tuple[float, float, float, float] | None, ...] | None = None
 
 
 @dataclass(frozen=True)

@@ -22,12 +22,20 @@ RFC7946_CRS = "OGC:CRS84"
 
 @dataclass(frozen=True)
 class FeatureData:
-    """The content of a batch file: geometries, attributes and the file's own CRS claim."""
+    """The content of a batch file: geometries, attributes and the file's own CRS claim.
+
+    ``edges``, ``orientation`` and ``covering_bbox`` are the GeoParquet geometry column
+    metadata carried to :class:`worker.core.model.Batch` (see there); GeoJSON has the
+    defaults (RFC 7946: planar edges, no orientation assertion, no covering column).
+    """
 
     geometries_wkb: tuple[bytes | None, ...]
     attributes: pa.Table
     declared_crs: str | None
     axis_order: str = "east_north"
+    edges: str = "planar"
+    orientation: str | None = None
+    covering_bbox: tuple[tuple[float, float, float, float] | None, ...] | None = None
 
 
 def derive_schema(table: pa.Table) -> tuple[FieldSpec, ...]:

@@ -117,6 +117,9 @@ def read_batch_file(
         feature_count=len(data.geometries_wkb),
         geometries_wkb=data.geometries_wkb,
         attributes=data.attributes,
+        edges=data.edges,
+        orientation=data.orientation,
+        covering_bbox=data.covering_bbox,
     )
 
 
@@ -195,4 +198,7 @@ def load_payload(
         attributes=data.attributes,
         schema_fields=fields,
         payload_uri=uri,
+        edges=data.edges,
+        orientation=data.orientation,
+        covering_bbox=data.covering_bbox,
     )
