@@ -326,9 +326,16 @@ def split_at_antimeridian(geoms: Any) -> np.ndarray:
         return geoms
 
     def _east(xy: np.ndarray) -> np.ndarray:
-        return np.column_stack([np.where(xy[:, 0] < 0, xy[:, 0] + 360.0, xy[:, 0]), xy[:, 1]])
+        out = xy.copy()  # z, when present, is kept
+        out[:, 0] = np.where(xy[:, 0] < 0, xy[:, 0] + 360.0, xy[:, 0])
+        return out
 
-    shifted = shapely.transform(geoms[candidates], _east)
+    def _west(xy: np.ndarray) -> np.ndarray:
+        out = xy.copy()
+        out[:, 0] -= 360.0
+        return out
+
+    shifted = shapely.transform(geoms[candidates], _east, include_z=None)
     sb = shapely.bounds(shifted)
     narrower = (sb[:, 2] - sb[:, 0]) < (b[candidates, 2] - b[candidates, 0])
     idx, shifted = candidates[narrower], shifted[narrower]
@@ -337,7 +344,8 @@ def split_at_antimeridian(geoms: Any) -> np.ndarray:
     west_of_180 = shapely.intersection(shifted, shapely.box(-180.0, -90.0, 180.0, 90.0))
     east_of_180 = shapely.transform(
         shapely.intersection(shifted, shapely.box(180.0, -90.0, 540.0, 90.0)),
-        lambda xy: xy - np.array([360.0, 0.0]),
+        _west,
+        include_z=None,
     )
     out = geoms.copy()
     out[idx] = shapely.union(west_of_180, east_of_180)
