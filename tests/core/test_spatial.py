@@ -370,3 +370,22 @@ def test_spherical_edges_follow_great_circles() -> None:
     assert densify_spherical(np.array([small, shapely.Point(1, 1), None], dtype=object))[0].equals(
         small
     )
+
+
+def test_a_geometry_geos_cannot_cut_does_not_stop_the_others() -> None:
+    # found reprojecting the shipped Natural Earth countries to EPSG:3857 and back: one
+    # geometry made GEOS raise "side location conflict" for the whole array
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(
+        Path(__file__).resolve().parents[2] / "worker/data/admin_boundaries.parquet"
+    )
+    names = table.column("name").to_pylist()
+    geoms = shapely.from_wkb(np.asarray(table.column("geometry").to_pylist(), dtype=object))
+    merc, wgs84 = resolve_crs("EPSG:3857"), resolve_crs("OGC:CRS84")
+    back = reproject_to_lonlat(reproject(geoms, wgs84, merc), merc, wgs84)
+    fiji = back[names.index("Fiji")]
+    assert fiji.geom_type == "MultiPolygon"
+    assert fiji.bounds[0] == pytest.approx(-180.0) and fiji.bounds[2] == pytest.approx(180.0)
+    # the east-west extent of Fiji's parts is a few degrees, not 360
+    assert sum(p.bounds[2] - p.bounds[0] for p in fiji.geoms) < 10

@@ -321,7 +321,8 @@ def split_at_antimeridian(geoms: Any) -> np.ndarray:
     geoms = np.asarray(geoms, dtype=object)
     with np.errstate(invalid="ignore"):
         b = shapely.bounds(geoms)
-        candidates = np.flatnonzero((b[:, 2] - b[:, 0]) > 180.0)
+        wide = (b[:, 2] - b[:, 0]) > 180.0
+        candidates = np.flatnonzero(wide & ~_nonfinite(geoms))
     if candidates.size == 0:
         return geoms
 
@@ -341,14 +342,36 @@ def split_at_antimeridian(geoms: Any) -> np.ndarray:
     idx, shifted = candidates[narrower], shifted[narrower]
     if idx.size == 0:
         return geoms
-    west_of_180 = shapely.intersection(shifted, shapely.box(-180.0, -90.0, 180.0, 90.0))
-    east_of_180 = shapely.transform(
-        shapely.intersection(shifted, shapely.box(180.0, -90.0, 540.0, 90.0)),
-        _west,
-        include_z=None,
-    )
+
+    def _split(g: Any) -> Any:
+        west_of_180 = shapely.intersection(g, shapely.box(-180.0, -90.0, 180.0, 90.0))
+        east_of_180 = shapely.transform(
+            shapely.intersection(g, shapely.box(180.0, -90.0, 540.0, 90.0)),
+            _west,
+            include_z=None,
+        )
+        return shapely.union(west_of_180, east_of_180)
+
     out = geoms.copy()
-    out[idx] = shapely.union(west_of_180, east_of_180)
+    try:
+        out[idx] = _split(shifted)
+    except shapely.errors.GEOSException:
+        # an invalid geometry (e.g. self-intersecting after reprojection) cannot be cut:
+        # that one stays as reprojected (validity judges it), the others are split
+        for i, g in zip(idx, shifted, strict=True):
+            try:
+                out[i] = _split(g)
+            except shapely.errors.GEOSException:
+                continue
+    return out
+
+
+def _nonfinite(geoms: np.ndarray) -> np.ndarray:
+    """bool (N,): some x or y of the geometry is NaN or inf."""
+    counts = np.asarray(shapely.get_num_coordinates(geoms), dtype=np.intp)
+    xy = shapely.get_coordinates(geoms)
+    out = np.zeros(len(geoms), dtype=bool)
+    out[np.repeat(np.arange(len(geoms)), counts)[~np.isfinite(xy).all(axis=1)]] = True
     return out
 
 
