@@ -144,6 +144,8 @@ def check_extent(
         region = region.buffer(tolerance, join_style="mitre")
     geoms, usable = facts.in_crs(crs) if crs is not None else (facts.geometries, facts.usable)
     beyond = facts.outside_area_of_use & facts.usable
+    src = facts.declared_crs
+    moved = crs is not None and src is not None and not crs_equivalent(src, crs)
     failed = facts.reprojection_failed(crs) if crs is not None else np.zeros(facts.count, bool)
     frac = fraction_covered(geoms, usable & ~beyond, region)
     ok = frac >= min_frac
@@ -180,7 +182,7 @@ def check_extent(
         measured["outside_area_of_use"] = n_beyond
         message += (
             f"; {_count_phrase(n_beyond, 'outside the area of use of')} {declared_label}"
-            f"{where}, counted outside whatever reprojection makes of them"
+            f"{where}, counted outside" + (" whatever reprojection makes of them" if moved else "")
         )
     if n_failed:
         measured["not_reprojectable"] = n_failed
