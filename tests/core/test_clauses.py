@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import json
 import struct
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
+import numpy as np
 import pyarrow as pa
 import pyproj
 import pytest
@@ -585,3 +587,130 @@ def test_schema_names_a_type_no_contract_can_name() -> None:
         "field 'big' has a type no contract can name (integer values arrow cannot hold), "
         "expected integer"
     ]
+
+
+# -- CRS limits, poles, non-finite transforms, GeoParquet edges (issue 9 sections 4, 5) ----
+
+
+def _merc(lon: float, lat: float) -> shapely.Point:
+    t = pyproj.Transformer.from_crs("OGC:CRS84", "EPSG:3857", always_xy=True)
+    return shapely.Point(t.transform(lon, lat))
+
+
+def test_extent_counts_coordinates_beyond_the_crs_area_of_use_as_outside() -> None:
+    # inverse Mercator maps any huge y to latitude ~90, inside a global lon/lat extent
+    batch = batch_of([_merc(10, 50), _merc(0, 89), shapely.Point(0, 1e9)], crs="EPSG:3857")
+    world = clause("extent", "extent", crs="OGC:CRS84", region=[-180, -90, 180, 90])
+    r = run(world, batch)
+    assert r.result == "break"
+    assert r.measured["fraction_inside"] == pytest.approx(1 / 3)
+    assert r.measured["outside_area_of_use"] == 2
+    assert "2 features outside the area of use of EPSG:3857" in r.message
+    assert "latitude -85.07..85.07" in r.message
+    assert r.diagnoses == ()  # swapped values (y = 0, x = 1e9) fit no CRS either
+    assert r.measured["bounds"] == pytest.approx([10.0, 50.0, 10.0, 50.0])
+    tolerant = clause("e", "extent", crs="OGC:CRS84", region=[-180, -90, 180, 90],
+                      min_fraction_inside=0.3)  # fmt: skip
+    assert run(tolerant, batch).result == "pass"  # outside counts against the tolerance
+
+
+def test_extent_beyond_the_area_of_use_without_reprojection() -> None:
+    # found in field case N10: x = 1e279 was "diagnosed" as EPSG:3857 coordinates
+    c = clause("extent", "extent", region=[-180, -90, 180, 90])
+    srid = clause("srid", "crs", expect="OGC:CRS84")
+    r = run(c, batch_of([shapely.Point(1e279, 0), shapely.Point(10, 50)], crs="OGC:CRS84"), srid)
+    assert r.result == "break" and r.measured["outside_area_of_use"] == 1
+    assert "outside the area of use of OGC:CRS84" in r.message
+    assert r.diagnoses == ()
+    # plausible candidates are still named: metres within Web Mercator's range
+    r = run(clause("extent", "extent", region=EUROPE_BBOX), batch_of([PARIS_3857]), srid)
+    assert r.diagnoses and r.diagnoses[0].startswith("coordinates look like EPSG:3857")
+
+
+def test_antimeridian_and_crs_limit_in_one_batch() -> None:
+    x_east = 2 * 20037508.342789244 + _merc(-178, 0).x  # 182 E written continuously
+    pacific = shapely.box(_merc(178, 10).x, _merc(0, 10).y, x_east, _merc(0, 20).y)
+    polar = shapely.box(_merc(178, 80).x, _merc(0, 80).y, x_east, _merc(0, 86).y)
+    batch = batch_of([pacific, polar], crs="EPSG:3857")
+    region = [170, 0, -170, 89]  # crosses the antimeridian; lat 86 would be inside
+    r = run(clause("e", "extent", crs="OGC:CRS84", region=region), batch)
+    assert r.result == "break" and r.measured["fraction_inside"] == 0.5
+    assert r.measured["outside_area_of_use"] == 1
+    cover = clause("c", "coverage", crs="OGC:CRS84", region=[178, 10, -178, 20])
+    r = run(cover, batch)
+    # the Pacific box covers the region exactly; the polar one is left out, not wrapped in
+    assert r.measured["fraction"] == pytest.approx(1.0, rel=1e-6)
+    assert r.measured["outside_area_of_use"] == 1 and r.result == "pass"
+
+
+def test_non_finite_transform_results_break_extent_and_coverage() -> None:
+    # 105 E cannot be written in UTM zone 33N (PROJ returns inf)
+    far = shapely.box(105, 0, 106, 1)
+    near = shapely.box(14, 59, 16, 61)
+    batch = batch_of([near, far], crs="EPSG:4326")
+    region = [0, 0, 1_000_000, 10_000_000]
+    r = run(clause("e", "extent", crs="EPSG:32633", region=region), batch)
+    assert r.result == "break" and r.measured["not_reprojectable"] == 1
+    assert "1 feature could not be reprojected from EPSG:4326 to EPSG:32633" in r.message
+    c = clause("c", "coverage", crs="EPSG:32633", region=region, min_fraction=0.0)
+    r = run(c, batch)
+    assert r.result == "break" and r.measured["not_reprojectable"] == 1
+    assert "the covered area is unknown" in r.message
+    assert run(c, batch_of([near], crs="EPSG:4326")).result == "pass"
+
+
+@pytest.mark.parametrize(
+    ("crs", "cap", "region"),
+    [("EPSG:32661", 87.5, [-180, 88, 180, 90]), ("EPSG:3031", -87.5, [-180, -90, 180, -88])],
+)
+def test_a_polar_cap_covers_the_pole_region(crs: str, cap: float, region: list[float]) -> None:
+    # field case S20c: a UPS North cap was measured 0% covered; the south pole likewise
+    t = pyproj.Transformer.from_crs("OGC:CRS84", crs, always_xy=True)
+    lon = np.linspace(-180, 180, 720, endpoint=False)
+    ring = np.column_stack(t.transform(lon, np.full(lon.size, cap)))
+    batch = batch_of([shapely.Polygon(ring)], crs=crs)
+    r = run(clause("c", "coverage", crs="OGC:CRS84", region=region, min_fraction=0.95), batch)
+    assert r.result == "pass" and r.measured["fraction"] == pytest.approx(1.0, rel=1e-9)
+    e = run(clause("e", "extent", crs="OGC:CRS84", region=[-180, -90, 180, 90]), batch)
+    x0, y0, x1, y1 = e.measured["bounds"]
+    assert (x0, x1) == pytest.approx((-180, 180))
+    assert (y1 == 90.0) if cap > 0 else (y0 == -90.0)  # the pole is reached
+
+
+def _band() -> shapely.Polygon:
+    return shapely.Polygon([(-60, 55), (60, 55), (60, 60), (-60, 60), (-60, 55)])
+
+
+def test_spherical_edges_are_honoured_by_the_extent() -> None:
+    # field case N01: the northern great-circle edge reaches latitude 73.9
+    c = clause("extent", "extent", region=[-70, 50, 70, 62])
+    planar = batch_of([_band()], crs="OGC:CRS84")
+    assert run(c, planar).result == "pass"
+    r = run(c, replace(planar, edges="spherical", orientation="counterclockwise"))
+    assert r.result == "break" and r.measured["bounds"][3] == pytest.approx(73.898, abs=1e-3)
+    assert "great-circle arcs (GeoParquet edges: spherical)" in r.message
+    wide = clause("extent", "extent", region=[-70, 50, 70, 75])
+    assert run(wide, replace(planar, edges="spherical")).result == "pass"
+
+
+def test_spherical_edges_that_cannot_be_honoured_break_with_the_reason() -> None:
+    batch = replace(batch_of([_band()], crs="EPSG:3857"), edges="spherical")
+    for c in (
+        clause("extent", "extent", region=[-100, 0, 100, 100]),
+        clause("cover", "coverage", region=[-100, 0, 100, 100], min_fraction=0.0),
+    ):
+        r = run(c, batch)
+        assert r.result == "break" and r.measured["edges"] == "spherical"
+        assert "edges 'spherical'" in r.message and "EPSG:3857" in r.message
+
+
+def test_covering_bbox_disagreement_is_a_warning_of_the_extent() -> None:
+    batch = replace(
+        batch_of([VALID_POLYGON, VALID_POLYGON]),
+        covering_bbox=((0.0, 0.0, 1.0, 1.0), (5.0, 5.0, 6.0, 6.0)),
+    )
+    r = run(clause("extent", "extent", region=[-10, -10, 10, 10]), batch)
+    assert r.result == "pass" and r.measured["covering_bbox_disagrees"] == 1
+    assert "bbox covering column does not bound 1 feature (index 1)" in r.message
+    clean = run(clause("extent", "extent", region=[-10, -10, 10, 10]), batch_of([VALID_POLYGON]))
+    assert "covering_bbox_disagrees" not in clean.measured

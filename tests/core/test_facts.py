@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import struct
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -247,3 +248,72 @@ def test_open_ring_is_invalid_with_geos_reason_but_located_and_typed() -> None:
         ),
         (1, "unreadable geometry: ParseException: Unknown geometry type!"),
     )
+
+
+# -- reprojection failures, area of use, GeoParquet edges/orientation/covering -------------
+
+
+def test_a_transform_that_fails_is_reported_not_dropped() -> None:
+    # 105 E is 90 degrees from UTM zone 33's central meridian: PROJ gives inf
+    f = BatchFacts(batch_of([shapely.Point(15, 60), shapely.Point(105, 0), NAN_VERTEX_WKB]))
+    utm = resolve_crs("EPSG:32633")
+    geoms, usable = f.in_crs(utm)
+    assert np.isfinite(shapely.get_coordinates(geoms[0])).all()
+    assert usable.tolist() == [True, False, False]
+    assert f.reprojection_failed(utm).tolist() == [False, True, False]  # NaN: not a failure
+    assert not f.reprojection_failed(resolve_crs("OGC:CRS84")).any()
+
+
+def test_outside_area_of_use_is_a_fact_of_the_declared_crs() -> None:
+    f = BatchFacts(batch_of([shapely.Point(0, 1e9), shapely.Point(0, 1e6)], crs="EPSG:3857"))
+    assert f.outside_area_of_use.tolist() == [True, False]
+    assert not BatchFacts(batch_of([shapely.Point(0, 1e9)], crs=None)).outside_area_of_use.any()
+
+
+CCW = shapely.Polygon([(0, 0), (4, 0), (4, 4), (0, 4)], [[(1, 1), (1, 2), (2, 2), (2, 1)]])
+
+
+def test_orientation_contradicting_the_declaration_is_invalid_with_its_reason() -> None:
+    assert CCW.exterior.is_ccw and not CCW.interiors[0].is_ccw
+    cw_shell = shapely.Polygon(CCW.exterior.coords[::-1], [CCW.interiors[0].coords])
+    ccw_hole = shapely.Polygon(CCW.exterior.coords, [CCW.interiors[0].coords[::-1]])
+    multi = shapely.MultiPolygon([CCW, shapely.Polygon(shapely.box(10, 10, 11, 11).exterior)])
+    geoms = [CCW, cw_shell, ccw_hole, multi, PARIS]
+    declared = BatchFacts(replace(batch_of(geoms), orientation="counterclockwise"))
+    assert declared.orientation_contradicted.tolist() == [False, True, True, False, False]
+    assert declared.is_valid.tolist() == [True, False, False, True, True]
+    (i, reason), _ = declared.invalid_reasons
+    assert i == 1 and "contradicts the declared GeoParquet orientation" in reason
+    undeclared = BatchFacts(batch_of(geoms))  # no assertion: both windings are valid
+    assert not undeclared.orientation_contradicted.any() and undeclared.is_valid.all()
+
+
+def test_covering_bbox_that_does_not_bound_its_geometry() -> None:
+    boxes = ((0.0, 0.0, 1.0, 1.0), (0.0, 0.0, 0.5, 1.0), (-1.0, -1.0, 2.0, 2.0), None, None)
+    geoms = [VALID_POLYGON, VALID_POLYGON, VALID_POLYGON, VALID_POLYGON, None]
+    f = BatchFacts(replace(batch_of(geoms), covering_bbox=boxes))
+    # exact, too small, loose (still bounds), missing for a geometry, missing for none
+    assert f.covering_bbox_disagrees.tolist() == [False, True, False, True, False]
+    # float32 rounding of the stored bbox is not a disagreement
+    f32 = float(np.float32(0.1)) - 1e-9
+    nudged = BatchFacts(
+        replace(batch_of([shapely.box(0.1, 0, 1, 1)]), covering_bbox=((f32, 0, 1, 1),))
+    )
+    assert not nudged.covering_bbox_disagrees.any()
+    assert not BatchFacts(batch_of(geoms)).covering_bbox_disagrees.any()
+
+
+def test_spherical_edges_are_densified_for_every_clause() -> None:
+    band = shapely.Polygon([(-60, 55), (60, 55), (60, 60), (-60, 60), (-60, 55)])
+    spherical = BatchFacts(replace(batch_of([band], crs="OGC:CRS84"), edges="spherical"))
+    assert spherical.edges_problem is None
+    assert spherical.bounds[0, 3] == pytest.approx(73.898, abs=1e-3)
+    assert spherical.east_north[0].equals(band)  # stored vertices untouched
+    assert BatchFacts(batch_of([band])).bounds[0, 3] == 60.0  # planar: the default
+    projected = BatchFacts(replace(batch_of([band], crs="EPSG:3857"), edges="spherical"))
+    assert projected.edges_problem is not None and "EPSG:3857" in projected.edges_problem
+    assert projected.geometries[0].equals(band)  # not honoured: not densified either
+    unknown = BatchFacts(replace(batch_of([band]), edges="ellipsoidal"))
+    assert unknown.edges_problem is not None and "'ellipsoidal'" in unknown.edges_problem
+    undeclared = BatchFacts(replace(batch_of([band], crs=None), edges="spherical"))
+    assert undeclared.edges_problem is None  # lon/lat values: great circles apply

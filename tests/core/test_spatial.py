@@ -17,12 +17,17 @@ from pyproj import CRS
 from worker.core.errors import CrsError
 from worker.core.spatial import (
     area_m2_or_units,
+    area_of_use,
     cached_transformer,
     crs_equivalent,
     crs_label,
+    densify_for_transform,
+    densify_spherical,
     fraction_covered,
+    outside_area_of_use,
     region_geometry,
     reproject,
+    reproject_to_lonlat,
     resolve_crs,
     swap_xy,
 )
@@ -219,3 +224,168 @@ def test_an_exact_tiling_covers_its_region_exactly_and_lines_have_no_area() -> N
         area_m2_or_units(region, wgs84), rel=1e-12
     )
     assert area_m2_or_units(shapely.LineString([(0, 0), (10, 10)]), wgs84) == 0.0
+
+
+# -- area of use, densified edges, poles, spherical edges (issue 9 sections 4, 5) ---------
+
+WEB_MERCATOR_Y_LIMIT = 20048966.1  # y of latitude 85.06, EPSG:3857's area of use
+
+
+def _circle_ring(lat: float, n: int = 720) -> np.ndarray:
+    lon = np.linspace(-180.0, 180.0, n, endpoint=False)
+    return np.column_stack([lon, np.full(n, lat)])
+
+
+def _projected_polygon(
+    dst: str, shell_lat: float, hole_lat: float | None = None
+) -> shapely.Polygon:
+    """A polygon around a pole, built from parallels (lon/lat) transformed into ``dst``."""
+    t = pyproj.Transformer.from_crs("OGC:CRS84", dst, always_xy=True)
+
+    def ring(lat: float) -> np.ndarray:
+        c = _circle_ring(lat)
+        return np.column_stack(t.transform(c[:, 0], c[:, 1]))
+
+    return shapely.Polygon(ring(shell_lat), [] if hole_lat is None else [ring(hole_lat)])
+
+
+def test_area_of_use_of_web_mercator_and_of_a_geographic_crs() -> None:
+    aou = area_of_use(resolve_crs("EPSG:3857"))
+    assert aou is not None and not aou.geographic and aou.full_longitude
+    assert aou.lonlat == pytest.approx((-180.0, -85.07, 180.0, 85.07))
+    x0, y0, x1, y1 = aou.bounds
+    # EPSG bounds 85.06 plus the 0.01 degree margin; x allows one wrap each side
+    assert WEB_MERCATOR_Y_LIMIT < y1 < 20_070_000 and y0 == pytest.approx(-y1)
+    assert x1 == pytest.approx(3 * 20037508.34, rel=1e-9) and x0 == pytest.approx(-x1)
+    world = area_of_use(resolve_crs("OGC:CRS84"))
+    assert world is not None and world.bounds == (-180.0, -90.0, 180.0, 90.0)
+    assert area_of_use(resolve_crs("EPSG:3857")) is aou  # cached per CRS
+
+
+def test_outside_area_of_use_is_tested_before_reprojection_wraps_values() -> None:
+    merc = resolve_crs("EPSG:3857")
+    pts = np.array(
+        [
+            shapely.Point(261845.7, 6250564.3),  # Paris
+            shapely.Point(0, 30240971.96),  # latitude 89: a Mercator position, beyond 85.06
+            shapely.Point(0, 1e9),  # inverse Mercator says latitude 90
+            shapely.Point(1e279, 0),  # inverse Mercator says longitude -180
+            shapely.Point(20_200_000, 0),  # 181.5 E written continuously: allowed
+            shapely.Point(np.nan, 0),  # non-finite: validity's business, not this test
+            None,
+        ],
+        dtype=object,
+    )
+    got = outside_area_of_use(pts, merc).tolist()
+    assert got == [False, True, True, True, False, False, False]
+    # a UTM zone's area of use is 6 degrees wide: 25 E is not in zone 33N (12..18 E)
+    utm = resolve_crs("EPSG:32633")
+    to_utm = pyproj.Transformer.from_crs("OGC:CRS84", utm, always_xy=True)
+    inside, beyond = (
+        shapely.Point(to_utm.transform(15, 60)),
+        shapely.Point(to_utm.transform(25, 60)),
+    )
+    assert outside_area_of_use(np.array([inside, beyond]), utm).tolist() == [False, True]
+    lonlat = np.array([shapely.Point(180, 90), shapely.Point(180.5, 0), shapely.Point(0, -91)])
+    assert outside_area_of_use(lonlat, resolve_crs("EPSG:4326")).tolist() == [False, True, True]
+    assert not outside_area_of_use(pts, None).any()
+
+
+def test_reprojection_densifies_so_a_long_edge_keeps_its_bulge() -> None:
+    ups = resolve_crs("EPSG:32661")
+    to_ups = pyproj.Transformer.from_crs("OGC:CRS84", ups, always_xy=True)
+    a, b = to_ups.transform(-60, 60), to_ups.transform(60, 60)
+    edge = shapely.LineString([a, b])  # straight in UPS North: passes nearer the pole
+    mid = to_ups.transform(*edge.interpolate(0.5, normalized=True).coords[0], direction="INVERSE")
+    assert mid[1] > 64  # the true image of the edge's middle
+    dense = reproject(np.array([edge]), ups, "OGC:CRS84")[0]
+    sparse = reproject(np.array([edge]), ups, "OGC:CRS84", densify=False)[0]
+    assert sparse.bounds[3] == pytest.approx(60.0)  # vertex by vertex: the bulge is lost
+    assert dense.bounds[3] == pytest.approx(mid[1], abs=1e-9)
+    assert len(densify_for_transform(np.array([edge]))[0].coords) == 65
+    point = shapely.Point(1, 2)
+    assert densify_for_transform(np.array([point, None], dtype=object))[0] is point
+
+
+@pytest.mark.parametrize(
+    ("crs", "cap_lat", "pole_lat"), [("EPSG:32661", 87.5, 90.0), ("EPSG:3031", -80.0, -90.0)]
+)
+def test_a_polygon_around_a_pole_reaches_it_in_lon_lat(
+    crs: str, cap_lat: float, pole_lat: float
+) -> None:
+    cap = _projected_polygon(crs, cap_lat)
+    (out,) = reproject_to_lonlat(np.array([cap]), resolve_crs(crs), resolve_crs("OGC:CRS84"))
+    x0, y0, x1, y1 = out.bounds
+    assert (x0, x1) == pytest.approx((-180.0, 180.0))
+    assert (max(y0, y1) if pole_lat > 0 else min(y0, y1)) == pole_lat
+    wgs84 = resolve_crs("OGC:CRS84")
+    lo, hi = sorted((cap_lat, pole_lat))
+    expected = area_m2_or_units(shapely.box(-180, lo, 180, hi), wgs84)  # exact for boxes
+    assert area_m2_or_units(out, wgs84) == pytest.approx(expected, rel=1e-4)
+
+
+def test_a_ring_around_the_pole_with_a_polar_hole_is_a_band() -> None:
+    annulus = _projected_polygon("EPSG:32661", 70.0, hole_lat=80.0)
+    ups, wgs84 = resolve_crs("EPSG:32661"), resolve_crs("OGC:CRS84")
+    (out,) = reproject_to_lonlat(np.array([annulus]), ups, wgs84)
+    assert out.bounds[1] == pytest.approx(70.0, abs=0.01)
+    assert out.bounds[3] == pytest.approx(80.0, abs=0.01)
+    expected = area_m2_or_units(shapely.box(-180, 70, 180, 80), wgs84)
+    assert area_m2_or_units(out, wgs84) == pytest.approx(expected, rel=1e-4)
+
+
+def test_a_polygon_crossing_the_antimeridian_and_the_crs_limit() -> None:
+    merc, wgs84 = resolve_crs("EPSG:3857"), resolve_crs("OGC:CRS84")
+    to_merc = pyproj.Transformer.from_crs(wgs84, merc, always_xy=True)
+    (x0, y0), (x1, y1) = to_merc.transform(178, 10), to_merc.transform(-178, 20)
+    x1 += 2 * 20037508.342789244  # 182 E, written continuously beyond the antimeridian
+    (_, y_polar) = to_merc.transform(0, 86)
+    pacific = shapely.box(x0, y0, x1, y1)  # x beyond 20037508: one continuous polygon
+    polar = shapely.box(x0, y0, x1, y_polar)  # also beyond latitude 85.06
+    assert outside_area_of_use(np.array([pacific, polar]), merc).tolist() == [False, True]
+    out = reproject_to_lonlat(np.array([pacific, polar]), merc, wgs84)
+    assert out[0].geom_type == "MultiPolygon"  # split at the antimeridian (RFC 7946 3.1.9)
+    assert out[0].bounds == pytest.approx((-180.0, 10.0, 180.0, 20.0))
+    assert shapely.area(out[0]) == pytest.approx(4 * 10, rel=1e-6)  # square degrees
+
+
+def test_spherical_edges_follow_great_circles() -> None:
+    band = shapely.Polygon([(-60, 55), (60, 55), (60, 60), (-60, 60), (-60, 55)])
+    (out,) = densify_spherical(np.array([band]))
+    # the great circle through two points at latitude 60, 120 degrees apart, peaks at
+    # atan(tan(60) / cos(60)) = 73.898 degrees; the southern edge peaks at 70.71
+    peak = math.degrees(math.atan(math.tan(math.radians(60)) / math.cos(math.radians(60))))
+    assert out.bounds[3] == pytest.approx(peak, abs=1e-3)
+    assert out.bounds[1] == pytest.approx(55.0)  # the corners stay where they are
+    assert out.is_valid and shapely.get_num_coordinates(out) > 100
+    # an arc across the antimeridian is 20 degrees long, split there, not 340 degrees
+    (line,) = densify_spherical(np.array([shapely.LineString([(170, 0, 5), (-170, 0, 25)])]))
+    assert line.geom_type == "MultiLineString" and line.length == pytest.approx(20.0)
+    assert line.has_z and set(np.round(shapely.get_coordinates(line, include_z=True)[:, 2])) > {
+        5.0,
+        25.0,
+    }
+    # short edges and points pass unchanged
+    small = shapely.box(0, 0, 0.01, 0.01)
+    assert densify_spherical(np.array([small, shapely.Point(1, 1), None], dtype=object))[0].equals(
+        small
+    )
+
+
+def test_a_geometry_geos_cannot_cut_does_not_stop_the_others() -> None:
+    # found reprojecting the shipped Natural Earth countries to EPSG:3857 and back: one
+    # geometry made GEOS raise "side location conflict" for the whole array
+    import pyarrow.parquet as pq
+
+    table = pq.read_table(
+        Path(__file__).resolve().parents[2] / "worker/data/admin_boundaries.parquet"
+    )
+    names = table.column("name").to_pylist()
+    geoms = shapely.from_wkb(np.asarray(table.column("geometry").to_pylist(), dtype=object))
+    merc, wgs84 = resolve_crs("EPSG:3857"), resolve_crs("OGC:CRS84")
+    back = reproject_to_lonlat(reproject(geoms, wgs84, merc), merc, wgs84)
+    fiji = back[names.index("Fiji")]
+    assert fiji.geom_type == "MultiPolygon"
+    assert fiji.bounds[0] == pytest.approx(-180.0) and fiji.bounds[2] == pytest.approx(180.0)
+    # the east-west extent of Fiji's parts is a few degrees, not 360
+    assert sum(p.bounds[2] - p.bounds[0] for p in fiji.geoms) < 10

@@ -261,3 +261,87 @@ def test_load_payload_without_event_reads_like_read_batch_file() -> None:
     )
     with pytest.raises(PayloadError, match="needs the decoded event or a layer"):
         load_payload(uri)
+
+
+# -- GeoParquet metadata that changes meaning: edges, orientation, covering bbox -----------
+
+BAND = shapely.Polygon([(-60, 55), (60, 55), (60, 60), (-60, 60), (-60, 55)])
+
+
+def _geoparquet(
+    tmp_path: Path, geoms: list[shapely.Geometry], bbox: list[dict] | None = None, **column: object
+) -> Path:
+    """A GeoParquet 1.1 file of WKB ``geoms``; ``column`` adds geometry column metadata and
+    ``bbox`` a ``bbox`` struct column declared as the covering."""
+    meta: dict[str, object] = {"encoding": "WKB", "geometry_types": ["Polygon"], **column}
+    cols: dict[str, object] = {
+        "name": [f"f{i}" for i in range(len(geoms))],
+        "geometry": pa.array(shapely.to_wkb(geoms).tolist(), pa.binary()),
+    }
+    if bbox is not None:
+        cols["bbox"] = pa.array(
+            bbox,
+            pa.struct([(k, pa.float32()) for k in ("xmin", "ymin", "xmax", "ymax")]),
+        )
+        meta["covering"] = {"bbox": {k: ["bbox", k] for k in ("xmin", "ymin", "xmax", "ymax")}}
+    geo = {"version": "1.1.0", "primary_column": "geometry", "columns": {"geometry": meta}}
+    table = pa.table(cols).replace_schema_metadata({"geo": json.dumps(geo)})
+    path = tmp_path / "batch.parquet"
+    pq.write_table(table, path)
+    return path
+
+
+def test_geoparquet_edges_and_orientation_ride_on_the_batch(tmp_path: Path) -> None:
+    path = _geoparquet(tmp_path, [BAND], edges="spherical", orientation="counterclockwise")
+    b = read_batch_file(path, layer="x")
+    assert (b.edges, b.orientation, b.covering_bbox) == ("spherical", "counterclockwise", None)
+    # the reader keeps the stored vertices: honouring the edges is the core's job
+    assert shapely.from_wkb(b.geometries_wkb[0]).equals_exact(BAND, tolerance=0)
+    by_reference = load_payload(path.as_uri(), _event(declared_crs="OGC:CRS84"))
+    assert (by_reference.edges, by_reference.orientation) == ("spherical", "counterclockwise")
+    plain = read_batch_file(_geoparquet(tmp_path, [BAND]), layer="x")
+    assert (plain.edges, plain.orientation) == ("planar", None)
+
+
+def test_a_spherical_file_is_judged_by_its_great_circle_edges(tmp_path: Path) -> None:
+    # field case N01, built here: planar reading fits lat 50..62, the arcs reach 73.9
+    from tests.catalogue import NOW, active, clause, contract_of
+    from worker.core.evaluate import evaluate
+
+    contract = contract_of(clause("extent", "extent", region=[-70, 50, 70, 62]))
+    spherical = read_batch_file(_geoparquet(tmp_path, [BAND], edges="spherical"), layer="x")
+    decision = evaluate(spherical, [active(contract)], now=NOW)
+    assert decision.decision == "quarantined"
+    (reason,) = decision.reasons
+    assert reason.clause == "extent" and reason.measured["bounds"][3] == pytest.approx(73.9, 0.01)
+    planar = read_batch_file(_geoparquet(tmp_path, [BAND]), layer="x")
+    assert evaluate(planar, [active(contract)], now=NOW).admitted
+
+
+@pytest.mark.parametrize(
+    ("column", "message"),
+    [
+        ({"edges": "ellipsoidal"}, "unsupported GeoParquet edges 'ellipsoidal'"),
+        ({"orientation": "clockwise"}, "unsupported GeoParquet orientation 'clockwise'"),
+    ],
+)
+def test_edge_metadata_the_spec_does_not_define_is_refused(
+    tmp_path: Path, column: dict, message: str
+) -> None:
+    with pytest.raises(PayloadError, match=message):
+        read_features(_geoparquet(tmp_path, [BAND], **column))
+
+
+def test_geoparquet_covering_bbox_is_read_per_row(tmp_path: Path) -> None:
+    boxes = [
+        {"xmin": -60.0, "ymin": 55.0, "xmax": 60.0, "ymax": 60.0},
+        {"xmin": 0.0, "ymin": 0.0, "xmax": 1.0, "ymax": 1.0},  # does not bound row 1
+        None,
+    ]
+    path = _geoparquet(tmp_path, [BAND, BAND, BAND], bbox=boxes)
+    b = read_batch_file(path, layer="x")
+    assert b.covering_bbox == ((-60.0, 55.0, 60.0, 60.0), (0.0, 0.0, 1.0, 1.0), None)
+    assert "bbox" not in b.attributes.column_names  # a covering column is no attribute
+    from worker.core.facts import BatchFacts
+
+    assert BatchFacts(b).covering_bbox_disagrees.tolist() == [False, True, True]

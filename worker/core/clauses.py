@@ -27,6 +27,7 @@ from worker.core.jsonsafe import finite_json
 from worker.core.model import VALUE_TYPES_KEY, Clause, ClauseResult, Contract
 from worker.core.spatial import (
     area_m2_or_units,
+    area_of_use,
     crs_equivalent,
     crs_label,
     fraction_covered,
@@ -102,45 +103,103 @@ def check_axis_order(
     return _result(clause, ok, actual, expect, f"axis order {actual} (expected {expect})")
 
 
+def _edges_break(clause: Clause, facts: BatchFacts, expected: Any) -> ClauseResult | None:
+    """A break when the batch's edge model cannot be honoured (never the planar reading)."""
+    problem = facts.edges_problem
+    if problem is None:
+        return None
+    measured = {"edges": facts.batch.edges, "features": facts.count}
+    return _result(clause, False, measured, expected, problem)
+
+
+def _count_phrase(n: int, what: str) -> str:
+    return f"{n} {'feature' if n == 1 else 'features'} {what}"
+
+
 def check_extent(
     clause: Clause, contract: Contract, facts: BatchFacts, now: datetime
 ) -> ClauseResult:
+    """Share of features covered by the region (``min_fraction_inside``), in the contract CRS.
+
+    A feature counts as outside when it is missing, empty or non-finite, when some
+    coordinate lies outside the declared CRS's area of use (tested before reprojection:
+    ``measured.outside_area_of_use``), or when it cannot be reprojected to the contract
+    CRS (``measured.not_reprojectable``). ``measured.bounds`` are in ``bounds_crs`` units.
+    A GeoParquet bbox covering column that does not bound its geometries is reported
+    (``measured.covering_bbox_disagrees``) without breaking the clause.
+    """
     p = clause.params
     crs, label = contract_crs(clause, contract, facts)
-    region = region_geometry(p["region"], crs)
-    tolerance = float(p.get("tolerance", 0.0) or 0.0)
-    if tolerance > 0:
-        region = region.buffer(tolerance, join_style="mitre")
     min_frac = float(p.get("min_fraction_inside", 1.0))
-    geoms, usable = facts.in_crs(crs) if crs is not None else (facts.geometries, facts.usable)
-    frac = fraction_covered(geoms, usable, region)
-    ok = frac >= min_frac
-    outside = facts.count - round(frac * facts.count)
-    bounds = shapely.total_bounds(geoms[usable]) if usable.any() else None
-    bounds_crs = label
-    if bounds is None and facts.usable.any():
-        # reprojection from the declared CRS failed (e.g. feet declared as degrees): the
-        # raw bounds as declared still tell what the batch holds
-        bounds = shapely.total_bounds(facts.geometries[facts.usable])
-        declared = facts.declared_crs
-        bounds_crs = crs_label(declared) if declared is not None else "as declared"
-    measured = {
-        "fraction_inside": frac,
-        "features": facts.count,
-        "outside": outside,
-        "bounds": None if bounds is None else [float(b) for b in bounds],
-        "bounds_crs": bounds_crs,
-    }
+    tolerance = float(p.get("tolerance", 0.0) or 0.0)
     expected = {
         "region": p["region"],
         "crs": label,
         "min_fraction_inside": min_frac,
         "tolerance": tolerance,
     }
+    edges = _edges_break(clause, facts, expected)
+    if edges is not None:
+        return edges
+    region = region_geometry(p["region"], crs)
+    if tolerance > 0:
+        region = region.buffer(tolerance, join_style="mitre")
+    geoms, usable = facts.in_crs(crs) if crs is not None else (facts.geometries, facts.usable)
+    beyond = facts.outside_area_of_use & facts.usable
+    src = facts.declared_crs
+    moved = crs is not None and src is not None and not crs_equivalent(src, crs)
+    failed = facts.reprojection_failed(crs) if crs is not None else np.zeros(facts.count, bool)
+    frac = fraction_covered(geoms, usable & ~beyond, region)
+    ok = frac >= min_frac
+    outside = facts.count - round(frac * facts.count)
+    shown = usable & ~beyond
+    bounds = shapely.total_bounds(geoms[shown]) if shown.any() else None
+    bounds_crs = label
+    if bounds is None and facts.usable.any():
+        # reprojection from the declared CRS failed (e.g. feet declared as degrees) or
+        # every feature is beyond the CRS's area of use: the raw bounds as declared
+        # still tell what the batch holds
+        bounds = shapely.total_bounds(facts.geometries[facts.usable])
+        declared = facts.declared_crs
+        bounds_crs = crs_label(declared) if declared is not None else "as declared"
+    n_beyond, n_failed = int(np.count_nonzero(beyond)), int(np.count_nonzero(failed & ~beyond))
+    disagree = np.flatnonzero(facts.covering_bbox_disagrees)
+    measured: dict[str, Any] = {
+        "fraction_inside": frac,
+        "features": facts.count,
+        "outside": outside,
+        "bounds": None if bounds is None else [float(b) for b in bounds],
+        "bounds_crs": bounds_crs,
+    }
     message = (
         f"{frac:.1%} of {facts.count} features inside the extent in {label}, "
         f"{outside} outside (expected >= {min_frac:.1%})"
     )
+    if facts.batch.edges == "spherical":
+        message += "; edges read as great-circle arcs (GeoParquet edges: spherical)"
+    declared_label = crs_label(facts.declared_crs) if facts.declared_crs is not None else ""
+    if n_beyond:
+        aou = area_of_use(facts.declared_crs) if facts.declared_crs is not None else None
+        where = f" ({aou.text})" if aou is not None else ""
+        measured["outside_area_of_use"] = n_beyond
+        message += (
+            f"; {_count_phrase(n_beyond, 'outside the area of use of')} {declared_label}"
+            f"{where}, counted outside" + (" whatever reprojection makes of them" if moved else "")
+        )
+    if n_failed:
+        measured["not_reprojectable"] = n_failed
+        message += (
+            f"; {_count_phrase(n_failed, 'could not be reprojected')} from {declared_label} "
+            f"to {label} (non-finite result), counted outside"
+        )
+    if disagree.size:
+        measured["covering_bbox_disagrees"] = int(disagree.size)
+        first = ", ".join(str(int(i)) for i in disagree[:5])
+        message += (
+            f"; warning: the GeoParquet bbox covering column does not bound "
+            f"{_count_phrase(int(disagree.size), f'(index {first})')}: readers filtering "
+            "by it would skip them"
+        )
     diagnoses = [] if ok else diagnose_extent(facts, region, crs, label, min_frac)
     return _result(clause, ok, measured, expected, message, diagnoses)
 
@@ -339,32 +398,67 @@ def _coverage_by_count(clause: Clause, facts: BatchFacts, min_frac: float) -> Cl
 def check_coverage(
     clause: Clause, contract: Contract, facts: BatchFacts, now: datetime
 ) -> ClauseResult:
+    """Area of the region covered by the union of valid geometries (``min_fraction``), or
+    the feature count against ``expected_features`` when there is no region.
+
+    Areas are m² on the ellipsoid for a geographic contract CRS, CRS units² otherwise
+    (``measured.unit``). Geometries are reprojected with densified edges, polar caps and
+    antimeridian splits (:meth:`BatchFacts.in_crs`). Features beyond the declared CRS's
+    area of use are left out when they are reprojected (reprojection can wrap them into
+    range; ``measured.outside_area_of_use``); a valid feature that cannot be reprojected
+    (non-finite result) breaks the clause: its area is unknown.
+    """
     p = clause.params
     min_frac = float(p.get("min_fraction", 1.0))
     if "region" not in p:
         return _coverage_by_count(clause, facts, min_frac)
     crs, label = contract_crs(clause, contract, facts)
+    expected = {"region": p["region"], "crs": label, "min_fraction": min_frac}
+    edges = _edges_break(clause, facts, expected)
+    if edges is not None:
+        return edges
     region = region_geometry(p["region"], crs)
     geoms, usable = facts.in_crs(crs) if crs is not None else (facts.geometries, facts.usable)
-    valid = usable & facts.is_valid  # invalid geometries are excluded, never repaired
+    src = facts.declared_crs
+    moved = crs is not None and src is not None and not crs_equivalent(src, crs)
+    # only reprojection can wrap coordinates beyond the area of use into the region
+    beyond = facts.outside_area_of_use & facts.is_valid & moved
+    failed = (
+        facts.reprojection_failed(crs) & facts.is_valid & ~beyond
+        if crs is not None
+        else np.zeros(facts.count, dtype=bool)
+    )
+    valid = usable & facts.is_valid & ~beyond  # invalid geometries are excluded, never repaired
     union = shapely.union_all(geoms[valid]) if valid.any() else None
     covered = shapely.intersection(union, region) if union is not None else None
     region_area = area_m2_or_units(region, crs)
     covered_area = area_m2_or_units(covered, crs)
     frac = covered_area / region_area if region_area > 0 else 0.0
-    ok = frac >= min_frac
+    n_failed, n_beyond = int(np.count_nonzero(failed)), int(np.count_nonzero(beyond))
+    ok = frac >= min_frac and n_failed == 0
     unit = "m²" if crs is not None and crs.is_geographic else "CRS units²"
-    measured = {
+    measured: dict[str, Any] = {
         "fraction": frac,
         "covered_area": covered_area,
         "region_area": region_area,
         "unit": unit,
     }
-    expected = {"region": p["region"], "crs": label, "min_fraction": min_frac}
     message = (
         f"valid geometries cover {frac:.1%} of the region area ({covered_area:.6g} of "
         f"{region_area:.6g} {unit}, {label}; expected >= {min_frac:.1%})"
     )
+    declared_label = crs_label(facts.declared_crs) if facts.declared_crs is not None else ""
+    if n_beyond:
+        measured["outside_area_of_use"] = n_beyond
+        message += (
+            f"; {_count_phrase(n_beyond, 'outside the area of use of')} {declared_label} left out"
+        )
+    if n_failed:
+        measured["not_reprojectable"] = n_failed
+        message += (
+            f"; {_count_phrase(n_failed, 'could not be reprojected')} from {declared_label} "
+            f"to {label} (non-finite result): the covered area is unknown"
+        )
     return _result(clause, ok, measured, expected, message)
 
 

@@ -6,7 +6,9 @@ when the raw coordinates fit the extent as the contract CRS; "axis order looks s
 the batch fits the extent with x and y exchanged; "coordinates look like <CRS>" when it
 fits after reprojecting from a candidate CRS (EPSG:3857, EPSG:4326, the geographic base of
 a projected contract CRS) to the contract CRS, marked a weak hint when the extent covers
-most of the contract CRS's area of use (then almost any projected data fits).
+most of the contract CRS's area of use (then almost any projected data fits). A candidate
+is only named when every raw coordinate lies within its area of use
+(:func:`worker.core.spatial.outside_area_of_use`): x = 1e279 looks like no CRS.
 """
 
 from __future__ import annotations
@@ -22,6 +24,7 @@ from worker.core.spatial import (
     crs_label,
     fraction_covered,
     geographic_base,
+    outside_area_of_use,
     reproject,
     resolve_crs,
     swap_xy,
@@ -53,6 +56,8 @@ def diagnose_extent(
     if crs is not None and declared is not None and not crs_equivalent(declared, crs):
         swapped = np.asarray(reproject(swapped, declared, crs), dtype=object)
     usable = facts.usable & ~nonfinite_mask(swapped)
+    if declared is not None:  # swapped values the declared CRS cannot hold are no fit
+        usable &= ~outside_area_of_use(np.asarray(swap_xy(facts.geometries)), declared)
     if facts.count and fraction_covered(swapped, usable, region) >= min_frac:
         return ["axis order looks swapped: the coordinates fit the extent with x and y exchanged"]
     if crs is None:
@@ -66,6 +71,8 @@ def diagnose_extent(
             facts.declared_crs is not None and crs_equivalent(cand, facts.declared_crs)
         ):
             continue
+        if outside_area_of_use(facts.geometries[facts.usable], cand).any():
+            continue  # never suggest a CRS the raw coordinates cannot be in (x = 1e279)
         moved = np.asarray(reproject(facts.geometries, cand, crs), dtype=object)
         ok = facts.usable & ~nonfinite_mask(moved)
         if facts.count and fraction_covered(moved, ok, region) >= min_frac:

@@ -28,9 +28,12 @@ from worker.core.errors import CrsError
 from worker.core.model import Batch
 from worker.core.spatial import (
     crs_equivalent,
+    crs_label,
+    densify_spherical,
+    outside_area_of_use,
     reproject,
+    reproject_to_lonlat,
     resolve_crs,
-    split_at_antimeridian,
     swap_xy,
 )
 
@@ -260,11 +263,54 @@ class BatchFacts:
         return "unparseable WKB"
 
     @functools.cached_property
-    def geometries(self) -> np.ndarray:
-        """Geometries in ``east_north`` order (x/y swapped when the batch is ``north_east``)."""
+    def east_north(self) -> np.ndarray:
+        """Geometries as stored but in ``east_north`` order (x/y swapped when the batch is
+        ``north_east``), vertices untouched."""
         if self.batch.axis_order == "north_east" and self.count:
             return np.asarray(swap_xy(self.raw_geometries), dtype=object)
         return self.raw_geometries
+
+    @functools.cached_property
+    def geometries(self) -> np.ndarray:
+        """The geometries every clause measures: :attr:`east_north`, and for GeoParquet
+        ``edges: spherical`` densified along their great-circle edges
+        (:func:`worker.core.spatial.densify_spherical`) so that planar predicates see the
+        arcs (unless :attr:`edges_problem` says they cannot be honoured)."""
+        if self.batch.edges == "spherical" and self.count and self.edges_problem is None:
+            return densify_spherical(self.east_north)
+        return self.east_north
+
+    @functools.cached_property
+    def edges_problem(self) -> str | None:
+        """Why the batch's edge model cannot be honoured, or None.
+
+        GeoParquet ``edges: spherical`` needs longitude/latitude coordinates: a geographic
+        declared CRS, or an undeclared one with every coordinate within ±180, ±90. Any
+        ``edges`` value other than ``planar`` or ``spherical`` is unsupported.
+        """
+        edges = self.batch.edges
+        if edges == "planar":
+            return None
+        if edges != "spherical":
+            return (
+                f"GeoParquet edges {edges!r} is not supported (GeoParquet 1.1 defines "
+                "'planar' and 'spherical'): the geometries cannot be evaluated"
+            )
+        crs = self.declared_crs
+        if crs is not None and crs.is_geographic:
+            return None
+        if crs is None and self.count:
+            with np.errstate(invalid="ignore"):
+                xy = shapely.get_coordinates(self.east_north)
+                fits = bool(((np.abs(xy[:, 0]) <= 180) & (np.abs(xy[:, 1]) <= 90)).all())
+            if fits:
+                return None
+        where = crs_label(crs) if crs is not None else "an undeclared CRS"
+        return (
+            f"GeoParquet edges 'spherical' (great-circle arcs) with coordinates in {where}: "
+            "spherical edges need longitude/latitude; write the file in a geographic CRS "
+            "or with edges 'planar'"
+        )
 
     @functools.cached_property
     def bounds(self) -> np.ndarray:
@@ -308,7 +354,12 @@ class BatchFacts:
         """Geometries reprojected from the declared CRS to ``dst``, and their usable mask.
 
         ``east_north`` order in and out. When the declared CRS is unknown or equivalent to
-        ``dst`` the normalised geometries are returned unchanged. Cached per ``dst``.
+        ``dst`` the normalised geometries are returned unchanged. Edges are densified
+        before transforming; from a projected to a geographic CRS, polygons enclosing a
+        pole reach it and geometries crossing the antimeridian are split there
+        (:func:`worker.core.spatial.reproject_to_lonlat`). A feature whose transform gives
+        a non-finite coordinate is not usable (see :meth:`reprojection_failed`). Cached
+        per ``dst``.
         """
         key = dst.to_wkt()
         hit = self._reprojected.get(key)
@@ -317,12 +368,67 @@ class BatchFacts:
             if src is None or crs_equivalent(src, dst):
                 hit = (self.geometries, self.usable)
             else:
-                geoms = np.asarray(reproject(self.geometries, src, dst), dtype=object)
                 if dst.is_geographic and not src.is_geographic:
-                    geoms = split_at_antimeridian(geoms)
+                    geoms = reproject_to_lonlat(self.geometries, src, dst)
+                else:
+                    geoms = np.asarray(reproject(self.geometries, src, dst), dtype=object)
                 hit = (geoms, self.usable & ~nonfinite_mask(geoms))
             self._reprojected[key] = hit
         return hit
+
+    def reprojection_failed(self, dst: CRS) -> np.ndarray:
+        """bool (N,): usable features whose transform to ``dst`` gave a non-finite
+        coordinate (PROJ could not transform them); all False when no reprojection."""
+        return self.usable & ~self.in_crs(dst)[1]
+
+    @functools.cached_property
+    def outside_area_of_use(self) -> np.ndarray:
+        """bool (N,): some coordinate lies outside the declared CRS's area of use, tested
+        as stored, before any reprojection (:func:`worker.core.spatial.outside_area_of_use`);
+        all False when the CRS is undeclared or unresolvable."""
+        return outside_area_of_use(self.geometries, self.declared_crs)
+
+    @functools.cached_property
+    def orientation_contradicted(self) -> np.ndarray:
+        """bool (N,): the batch declares GeoParquet ``orientation: counterclockwise`` and a
+        polygon of the feature has a clockwise exterior ring or a counterclockwise interior
+        ring (``shapely.is_ccw`` on :attr:`east_north`; all False without a declaration)."""
+        out = np.zeros(self.count, dtype=bool)
+        if self.batch.orientation is None or not self.count:
+            return out
+        geoms = self.east_north
+        polygonal = np.flatnonzero(np.isin(self.type_ids, (3, 6)) & ~self.is_empty)
+        if polygonal.size == 0:
+            return out
+        parts, owner = shapely.get_parts(geoms[polygonal], return_index=True)
+        rings, ring_part = shapely.get_rings(parts, return_index=True)
+        first = np.r_[True, ring_part[1:] != ring_part[:-1]]  # exterior ring of each part
+        with np.errstate(invalid="ignore"):
+            ccw = np.asarray(shapely.is_ccw(rings), dtype=bool)
+        wrong = np.where(first, ~ccw, ccw)
+        out[polygonal[np.unique(owner[ring_part[wrong]])]] = True
+        return out
+
+    @functools.cached_property
+    def covering_bbox_disagrees(self) -> np.ndarray:
+        """bool (N,): the file's bbox covering column (GeoParquet 1.1 ``covering.bbox``)
+        does not bound the feature's stored geometry: a geometry bound lies outside the
+        row's (xmin, ymin, xmax, ymax), beyond float32 rounding (relative 1e-6), or the row
+        has no bbox for a non-empty geometry. All False when the file has no such column.
+        Readers that filter rows by that column would skip these features."""
+        cover = self.batch.covering_bbox
+        out = np.zeros(self.count, dtype=bool)
+        if cover is None or not self.count:
+            return out
+        box = np.array([c if c is not None else (np.nan,) * 4 for c in cover], dtype=float)
+        b = np.asarray(shapely.bounds(self.raw_geometries), dtype=float).reshape(-1, 4)
+        has = ~np.isnan(b).any(axis=1)
+        with np.errstate(invalid="ignore"):
+            tol = 1e-6 * np.maximum(1.0, np.abs(b))
+            lo_ok = (box[:, :2] <= b[:, :2] + tol[:, :2]).all(axis=1)
+            hi_ok = (box[:, 2:] >= b[:, 2:] - tol[:, 2:]).all(axis=1)
+        out[has] = ~(lo_ok & hi_ok)[has]
+        return out
 
     @functools.cached_property
     def usable(self) -> np.ndarray:
@@ -331,13 +437,20 @@ class BatchFacts:
 
     @functools.cached_property
     def is_valid(self) -> np.ndarray:
-        """bool (N,): parsed, GEOS-valid and all coordinates finite.
+        """bool (N,): parsed, GEOS-valid, all coordinates finite, and ring orientation as
+        the batch declares (:attr:`orientation_contradicted`).
 
         An empty geometry is valid (as for GEOS, OGC Simple Features): whether empties are
         allowed is the geometry_type clause's ``allow_empty``.
         """
         geos_valid = np.asarray(shapely.is_valid(self.geometries), dtype=bool)
-        return geos_valid & self.parsed & ~self.unparseable & ~self.has_nonfinite
+        return (
+            geos_valid
+            & self.parsed
+            & ~self.unparseable
+            & ~self.has_nonfinite
+            & ~self.orientation_contradicted
+        )
 
     @functools.cached_property
     def invalid_count(self) -> int:
@@ -354,6 +467,12 @@ class BatchFacts:
                 reason = self.parse_error(idx)
             elif self.has_nonfinite[idx]:
                 reason = "non-finite coordinate (NaN or inf)"
+            elif self.orientation_contradicted[idx]:
+                reason = (
+                    f"ring orientation contradicts the declared GeoParquet orientation "
+                    f"{self.batch.orientation!r} (exterior rings counterclockwise, interior "
+                    "rings clockwise)"
+                )
             else:
                 reason = str(shapely.is_valid_reason(self.geometries[idx]))
             reasons.append((idx, reason))

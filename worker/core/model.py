@@ -177,6 +177,14 @@ class Batch:
     facts use the actual number of geometries. ``geometry_errors`` maps the index of a
     feature whose geometry the reader could not write as WKB at all (its ``geometries_wkb``
     entry is None) to the parser's reason; such a feature counts as an invalid geometry.
+
+    The GeoParquet geometry column metadata that changes what the geometries mean rides
+    along (defaults: what GeoJSON and inline WKB mean): ``edges`` is ``planar`` (straight
+    lines in the CRS) or ``spherical`` (each edge the shorter great-circle arc, GeoParquet
+    1.1); ``orientation`` is None (no assertion) or ``counterclockwise`` (exterior rings
+    counterclockwise, interior rings clockwise); ``covering_bbox`` holds the file's bbox
+    covering column (GeoParquet 1.1 ``covering.bbox``), one ``(xmin, ymin, xmax, ymax)``
+    or None per feature, in the stored axis order, or None when the file has none.
     """
 
     batch_id: str
@@ -192,6 +200,9 @@ class Batch:
     attributes: pa.Table
     payload_uri: str | None = None
     geometry_errors: Mapping[int, str] = field(default_factory=dict)
+    edges: str = "planar"
+    orientation: str | None = None
+    covering_bbox: tuple[tuple[float, float, float, float] | None, ...] | None = None
 
 
 @dataclass(frozen=True)

@@ -15,25 +15,32 @@ from __future__ import annotations
 import functools
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 import shapely
-from pyproj import CRS, Transformer
+from pyproj import CRS, Geod, Transformer
 from pyproj.exceptions import CRSError as PyprojCRSError
 
 from worker.core.errors import CrsError
 
 __all__ = [
+    "AREA_OF_USE_MARGIN_DEG",
     "CrsInput",
     "area_m2_or_units",
+    "area_of_use",
     "cached_transformer",
     "crs_equivalent",
     "crs_label",
+    "densify_for_transform",
+    "densify_spherical",
     "fraction_covered",
     "geographic_base",
+    "outside_area_of_use",
     "region_geometry",
     "reproject",
+    "reproject_to_lonlat",
     "resolve_crs",
     "split_at_antimeridian",
     "swap_xy",
@@ -143,11 +150,42 @@ def swap_xy(geoms: Any) -> Any:
         return shapely.transform(geoms, _swap, include_z=None)
 
 
-def reproject(geoms: Any, src: CrsInput, dst: CrsInput) -> Any:
+#: Pieces the longest side of a geometry's bounding box is cut into before reprojection
+#: (:func:`densify_for_transform`): a straight edge in one CRS is a curve in another.
+DENSIFY_PIECES = 64
+
+
+def densify_for_transform(geoms: Any, pieces: int = DENSIFY_PIECES) -> Any:
+    """Insert vertices so that no edge is longer than 1/``pieces`` of the longest side of
+    its geometry's bounding box (``shapely.segmentize``, vectorized, per geometry).
+
+    Reprojecting vertex by vertex keeps every edge straight in the target CRS; densifying
+    first makes the result follow the true image of each edge (the bulge of a long edge).
+    Points, None and empty geometries pass unchanged; non-finite coordinates are left alone.
+    """
+    geoms = np.asarray(geoms, dtype=object)
+    if geoms.size == 0:
+        return geoms
+    with np.errstate(invalid="ignore", over="ignore"):
+        b = np.asarray(shapely.bounds(geoms), dtype=float).reshape(-1, 4)
+        side = np.maximum(b[:, 2] - b[:, 0], b[:, 3] - b[:, 1])
+        length = side / float(pieces)
+    ok = np.isfinite(length) & (length > 0) & ~np.asarray(shapely.is_missing(geoms), dtype=bool)
+    if not ok.any():
+        return geoms
+    out = geoms.copy()
+    with np.errstate(invalid="ignore"):  # NaN vertices stay as they are
+        out[ok] = shapely.segmentize(geoms[ok], length[ok])
+    return out
+
+
+def reproject(geoms: Any, src: CrsInput, dst: CrsInput, *, densify: bool = True) -> Any:
     """Reproject geometries (``east_north`` order in and out) from ``src`` to ``dst``.
 
-    Coordinates that cannot be transformed come back as ``inf``; callers must check
-    finiteness before using the result in predicates.
+    With ``densify`` (default) edges are first densified (:func:`densify_for_transform`) so
+    long edges keep their true shape in ``dst``. Coordinates that cannot be transformed
+    come back as ``inf``; callers must check finiteness before using the result in
+    predicates (see :func:`worker.core.facts.nonfinite_mask`).
     """
     transformer = cached_transformer(src, dst)
 
@@ -155,8 +193,115 @@ def reproject(geoms: Any, src: CrsInput, dst: CrsInput) -> Any:
         x, y = transformer.transform(c[:, 0], c[:, 1], errcheck=False)
         return np.column_stack([np.asarray(x, dtype=float), np.asarray(y, dtype=float)])
 
+    if densify:
+        geoms = densify_for_transform(geoms)
     with np.errstate(all="ignore"):
         return shapely.transform(geoms, _tx, include_z=False)
+
+
+#: Degrees added around a CRS's area of use (EPSG rounds its bounds to 0.01 degree, e.g.
+#: 85.06 for Web Mercator whose true limit is 85.0511).
+AREA_OF_USE_MARGIN_DEG = 0.01
+
+
+@dataclass(frozen=True)
+class AreaOfUse:
+    """Where coordinates of one CRS are meaningful (see :func:`area_of_use`).
+
+    ``lonlat`` is (west, south, east, north) in degrees on the CRS's geodetic CRS, margin
+    included (``west > east`` crosses the antimeridian; ``full_longitude`` when every
+    longitude is in). ``bounds`` is the same area in CRS units (``east_north``), from
+    :meth:`pyproj.Transformer.transform_bounds` with densified edges; for a projected CRS
+    whose area spans every longitude, x may exceed it by one width on each side (a
+    geometry crossing the antimeridian written continuously, e.g. Web Mercator x beyond
+    20037508 m). ``text`` describes it for messages.
+    """
+
+    lonlat: tuple[float, float, float, float]
+    bounds: tuple[float, float, float, float]
+    full_longitude: bool
+    geographic: bool
+    text: str
+
+
+@functools.lru_cache(maxsize=256)
+def area_of_use(crs: CRS) -> AreaOfUse | None:
+    """The area of use of ``crs`` (EPSG), cached per CRS; None when pyproj knows none.
+
+    A geographic CRS's coordinates are meaningful worldwide (its datum's area of use only
+    bounds its accuracy): longitude -180..180, latitude -90..90. A projected CRS uses
+    :attr:`pyproj.CRS.area_of_use` widened by :data:`AREA_OF_USE_MARGIN_DEG`.
+    """
+    if crs.is_geographic:
+        world = (-180.0, -90.0, 180.0, 90.0)
+        return AreaOfUse(world, world, True, True, "longitude -180..180, latitude -90..90")
+    aou = crs.area_of_use
+    base = crs.geodetic_crs
+    if aou is None or base is None:
+        return None
+    m = AREA_OF_USE_MARGIN_DEG
+    w, s, e, n = (float(v) for v in aou.bounds)
+    full = (e - w) >= 360.0 - 2 * m if w <= e else False
+    s, n = max(s - m, -90.0), min(n + m, 90.0)
+    if full:
+        w, e = -180.0, 180.0
+    else:
+        w = w - m if w - m >= -180.0 else w - m + 360.0
+        e = e + m if e + m <= 180.0 else e + m - 360.0
+    try:
+        to_crs = Transformer.from_crs(base, crs, always_xy=True)
+        x0, y0, x1, y1 = to_crs.transform_bounds(w, s, e, n, densify_pts=21)
+    except Exception:  # pyproj cannot bound it: check in lon/lat only
+        x0, y0, x1, y1 = -np.inf, -np.inf, np.inf, np.inf
+    if full and np.isfinite([x0, x1]).all():
+        width = x1 - x0
+        x0, x1 = x0 - width, x1 + width
+    text = f"longitude {w:g}..{e:g}, latitude {s:g}..{n:g}"
+    return AreaOfUse((w, s, e, n), (x0, y0, x1, y1), full, False, text)
+
+
+def outside_area_of_use(geoms: Any, crs: CRS | None) -> np.ndarray:
+    """bool (N,): some finite coordinate of the geometry lies outside ``crs``'s area of use.
+
+    Tested on the coordinates as given (``east_north``, in ``crs``), before any reprojection
+    can wrap them into range: Web Mercator y = 1e9 becomes latitude 90 and x = 1e279
+    longitude -180 when inverted. A coordinate is outside when it is beyond the area's
+    bounds in CRS units, or its inverse projection to longitude/latitude fails (non-finite)
+    or lies outside the area of use (:func:`area_of_use`, EPSG). Non-finite coordinates are
+    not tested (they are invalid geometries); None and empty geometries give False, and so
+    does every geometry when ``crs`` is None or has no known area of use.
+    """
+    geoms = np.asarray(geoms, dtype=object)
+    n = len(geoms)
+    out = np.zeros(n, dtype=bool)
+    aou = area_of_use(crs) if crs is not None and n else None
+    if aou is None:
+        return out
+    counts = np.asarray(shapely.get_num_coordinates(geoms), dtype=np.intp)
+    xy = shapely.get_coordinates(geoms, include_z=False)
+    owner = np.repeat(np.arange(n), counts)
+    finite = np.isfinite(xy).all(axis=1)
+    xy, owner = xy[finite], owner[finite]
+    x, y = xy[:, 0], xy[:, 1]
+    x0, y0, x1, y1 = aou.bounds
+    w, s, e, nn = aou.lonlat
+    eps = 1e-9
+    bad = (x < x0 - eps) | (x > x1 + eps) | (y < y0 - eps) | (y > y1 + eps)
+    if not aou.geographic:
+        to_lonlat = _to_geodetic_transformer(crs)
+        with np.errstate(all="ignore"):
+            lon, lat = (np.asarray(v, float) for v in to_lonlat.transform(x, y, errcheck=False))
+        bad |= ~np.isfinite(lon) | ~np.isfinite(lat) | (lat < s) | (lat > nn)
+        if not aou.full_longitude:
+            inside_lon = (lon >= w) & (lon <= e) if w <= e else (lon >= w) | (lon <= e)
+            bad |= ~inside_lon
+    out[np.unique(owner[bad])] = True
+    return out
+
+
+@functools.lru_cache(maxsize=64)
+def _to_geodetic_transformer(crs: CRS) -> Transformer:
+    return Transformer.from_crs(crs, crs.geodetic_crs or crs, always_xy=True)
 
 
 def split_at_antimeridian(geoms: Any) -> np.ndarray:
@@ -176,27 +321,259 @@ def split_at_antimeridian(geoms: Any) -> np.ndarray:
     geoms = np.asarray(geoms, dtype=object)
     with np.errstate(invalid="ignore"):
         b = shapely.bounds(geoms)
-        candidates = np.flatnonzero((b[:, 2] - b[:, 0]) > 180.0)
+        wide = (b[:, 2] - b[:, 0]) > 180.0
+        candidates = np.flatnonzero(wide & ~_nonfinite(geoms))
     if candidates.size == 0:
         return geoms
 
     def _east(xy: np.ndarray) -> np.ndarray:
-        return np.column_stack([np.where(xy[:, 0] < 0, xy[:, 0] + 360.0, xy[:, 0]), xy[:, 1]])
+        out = xy.copy()  # z, when present, is kept
+        out[:, 0] = np.where(xy[:, 0] < 0, xy[:, 0] + 360.0, xy[:, 0])
+        return out
 
-    shifted = shapely.transform(geoms[candidates], _east)
+    def _west(xy: np.ndarray) -> np.ndarray:
+        out = xy.copy()
+        out[:, 0] -= 360.0
+        return out
+
+    shifted = shapely.transform(geoms[candidates], _east, include_z=None)
     sb = shapely.bounds(shifted)
     narrower = (sb[:, 2] - sb[:, 0]) < (b[candidates, 2] - b[candidates, 0])
     idx, shifted = candidates[narrower], shifted[narrower]
     if idx.size == 0:
         return geoms
-    west_of_180 = shapely.intersection(shifted, shapely.box(-180.0, -90.0, 180.0, 90.0))
-    east_of_180 = shapely.transform(
-        shapely.intersection(shifted, shapely.box(180.0, -90.0, 540.0, 90.0)),
-        lambda xy: xy - np.array([360.0, 0.0]),
-    )
+
+    def _split(g: Any) -> Any:
+        west_of_180 = shapely.intersection(g, shapely.box(-180.0, -90.0, 180.0, 90.0))
+        east_of_180 = shapely.transform(
+            shapely.intersection(g, shapely.box(180.0, -90.0, 540.0, 90.0)),
+            _west,
+            include_z=None,
+        )
+        return shapely.union(west_of_180, east_of_180)
+
     out = geoms.copy()
-    out[idx] = shapely.union(west_of_180, east_of_180)
+    try:
+        out[idx] = _split(shifted)
+    except shapely.errors.GEOSException:
+        # an invalid geometry (e.g. self-intersecting after reprojection) cannot be cut:
+        # that one stays as reprojected (validity judges it), the others are split
+        for i, g in zip(idx, shifted, strict=True):
+            try:
+                out[i] = _split(g)
+            except shapely.errors.GEOSException:
+                continue
     return out
+
+
+def _nonfinite(geoms: np.ndarray) -> np.ndarray:
+    """bool (N,): some x or y of the geometry is NaN or inf."""
+    counts = np.asarray(shapely.get_num_coordinates(geoms), dtype=np.intp)
+    xy = shapely.get_coordinates(geoms)
+    out = np.zeros(len(geoms), dtype=bool)
+    out[np.repeat(np.arange(len(geoms)), counts)[~np.isfinite(xy).all(axis=1)]] = True
+    return out
+
+
+def _pole_images(src: CRS, dst: CRS) -> list[tuple[float, float, float]]:
+    """(x, y, latitude) in ``src`` of the poles of geographic ``dst`` that ``src`` can
+    represent (finite, and transforming back lands on the pole)."""
+    to_src = cached_transformer(dst, src)
+    back = cached_transformer(src, dst)
+    out = []
+    for lat in (90.0, -90.0):
+        with np.errstate(all="ignore"):
+            x, y = to_src.transform(0.0, lat, errcheck=False)
+            if not (np.isfinite(x) and np.isfinite(y)):
+                continue
+            _, lat_back = back.transform(x, y, errcheck=False)
+        if np.isfinite(lat_back) and abs(lat_back - lat) < 1e-6:
+            out.append((float(x), float(y), lat))
+    return out
+
+
+def _wrap_to_180(geom: shapely.Geometry) -> shapely.Geometry:
+    """A lon/lat geometry whose longitudes run continuously beyond ±180 cut into pieces at
+    the antimeridian, each moved by a multiple of 360 degrees into [-180, 180]."""
+    x0, _, x1, _ = geom.bounds
+    pieces = []
+    for k in range(int(np.floor((x0 + 180.0) / 360.0)), int(np.floor((x1 + 180.0) / 360.0)) + 1):
+        lo = -180.0 + 360.0 * k
+        piece = shapely.intersection(geom, shapely.box(lo, -90.0, lo + 360.0, 90.0))
+        if not piece.is_empty:
+            pieces.append(shapely.transform(piece, lambda c, k=k: c - np.array([360.0 * k, 0.0])))
+    return shapely.union_all(pieces) if pieces else geom
+
+
+def _ring_region(lon: np.ndarray, lat: np.ndarray, pole_lat: float) -> shapely.Geometry:
+    """The lon/lat area a ring encloses. Longitudes are unwrapped to run continuously; a
+    ring that winds once around a pole (its longitude changes by 360 degrees) is closed
+    along the pole's parallel (lat ``pole_lat``) across every longitude, a polar cap."""
+    lon = np.unwrap(lon, period=360.0)
+    if round((lon[-1] - lon[0]) / 360.0) != 0:
+        lon = np.concatenate([lon, [lon[-1], lon[0], lon[0]]])
+        lat = np.concatenate([lat, [pole_lat, pole_lat, lat[0]]])
+    return _wrap_to_180(shapely.Polygon(np.column_stack([lon, lat])))
+
+
+def _polar_polygon(
+    geom: shapely.Geometry, to_lonlat: Transformer, poles: list[tuple[float, float, float]]
+) -> shapely.Geometry | None:
+    """A (multi)polygon of ``src`` coordinates that encloses a pole, as lon/lat polygons
+    reaching that pole; None when a ring cannot be transformed or overlaid."""
+    regions = []
+    for part in shapely.get_parts(geom):
+        shell = shapely.Polygon(part.exterior)
+        inside = [lat for x, y, lat in poles if shell.contains(shapely.Point(x, y))]
+        rings = []
+        for ring in (part.exterior, *part.interiors):
+            c = np.asarray(ring.coords)
+            with np.errstate(all="ignore"):
+                lon, lat = (np.asarray(v, float) for v in to_lonlat.transform(c[:, 0], c[:, 1]))
+            if not (np.isfinite(lon).all() and np.isfinite(lat).all()):
+                return None
+            rings.append((lon, lat))
+        pole_lat = inside[0] if inside else (90.0 if np.mean(rings[0][1]) >= 0 else -90.0)
+        try:
+            region = _ring_region(*rings[0], pole_lat)
+            for hole in rings[1:]:
+                region = shapely.difference(region, _ring_region(*hole, pole_lat))
+        except shapely.errors.GEOSException:
+            return None
+        regions.append(region)
+    return shapely.union_all(regions)
+
+
+def reproject_to_lonlat(geoms: Any, src: CRS, dst: CRS) -> np.ndarray:
+    """Reproject from a projected ``src`` to a geographic ``dst`` (``east_north``), right
+    along edges, at the antimeridian and at the poles.
+
+    Edges are densified first (:func:`reproject`). A polygon that encloses a pole in
+    ``src`` (the pole, transformed into ``src``, lies inside one of its exterior rings)
+    becomes the lon/lat polygon that reaches that pole across all longitudes (a polar cap
+    of UPS North or Antarctic polar stereographic data), where vertex-by-vertex
+    reprojection gives a sliver. Other geometries that crossed the antimeridian are split
+    there (:func:`split_at_antimeridian`, RFC 7946 section 3.1.9). Coordinates that cannot
+    be transformed come back non-finite (callers must check them).
+
+    Returns
+    -------
+    ndarray of shapely geometries (object), one per input, None stays None.
+    """
+    geoms = np.asarray(geoms, dtype=object)
+    dense = np.asarray(densify_for_transform(geoms), dtype=object)
+    out = np.asarray(split_at_antimeridian(reproject(dense, src, dst, densify=False)), dtype=object)
+    poles = _pole_images(src, dst)
+    if not poles or out.size == 0:
+        return out
+    polygonal = np.isin(shapely.get_type_id(dense), (3, 6))
+    if not polygonal.any():
+        return out
+    idx = np.flatnonzero(polygonal)
+    parts, owner = shapely.get_parts(dense[idx], return_index=True)
+    shells = shapely.polygons(shapely.get_exterior_ring(parts))
+    hits = np.zeros(len(parts), dtype=bool)
+    for x, y, _ in poles:
+        with np.errstate(invalid="ignore"):
+            hits |= np.asarray(shapely.contains_xy(shells, x, y), dtype=bool)
+    to_lonlat = cached_transformer(src, dst)
+    for i in np.unique(idx[owner[hits]]):
+        polar = _polar_polygon(dense[i], to_lonlat, poles)
+        if polar is not None:
+            out[i] = polar
+    return out
+
+
+#: Great circles do not depend on the sphere's radius; this one is the mean Earth radius
+#: (IUGG), used only to express the densification step in metres.
+_SPHERE = Geod(a=6371008.8, b=6371008.8)
+#: Longest piece of a spherical edge after :func:`densify_spherical`, in metres.
+SPHERICAL_STEP_M = 10_000.0
+
+
+def densify_spherical(geoms: Any, step_m: float = SPHERICAL_STEP_M) -> np.ndarray:
+    """Densify lon/lat geometries whose edges are great-circle arcs (GeoParquet
+    ``edges: spherical``) so that their planar lon/lat reading follows the arcs.
+
+    Every edge longer than ``step_m`` gets intermediate points on its great circle
+    (:meth:`pyproj.Geod.inv_intermediate` on a sphere; z, when present, is interpolated
+    linearly). An edge whose longitudes differ by more than 180 degrees is the short arc
+    across the antimeridian; geometries with such edges are then split there
+    (:func:`split_at_antimeridian`). No vertex is moved or removed. None, empty, point,
+    non-finite and measured (M) geometries pass unchanged.
+
+    Parameters
+    ----------
+    geoms : array of shapely geometries, ``east_north`` (longitude, latitude in degrees).
+    step_m : float
+        Longest piece, metres on the sphere (radius 6371008.8 m).
+    """
+    geoms = np.asarray(geoms, dtype=object)
+    out = geoms.copy()
+    crossed = np.zeros(len(geoms), dtype=bool)
+    for i, g in enumerate(geoms):
+        if g is None or g.is_empty or g.geom_type in ("Point", "MultiPoint") or g.has_m:
+            continue
+        if not np.isfinite(shapely.get_coordinates(g, include_z=g.has_z)).all():
+            continue
+        flags = {"crossed": False}
+
+        def _arc(xy: np.ndarray, flags: dict[str, bool] = flags) -> np.ndarray:
+            return _densify_path(xy, step_m, flags)
+
+        try:
+            out[i] = _rebuild(g, _arc)
+        except (ValueError, shapely.errors.GEOSException):
+            continue
+        crossed[i] = flags["crossed"]
+    if crossed.any():
+        idx = np.flatnonzero(crossed)
+        out[idx] = split_at_antimeridian(out[idx])
+    return out
+
+
+def _densify_path(xy: np.ndarray, step_m: float, flags: dict[str, bool]) -> np.ndarray:
+    """One coordinate path (x, y[, z]) with great-circle points inserted (see above)."""
+    lon, lat = xy[:, 0], xy[:, 1]
+    if len(lon) < 2:
+        return xy
+    flags["crossed"] |= bool(np.any(np.abs(np.diff(lon)) > 180.0))
+    _, _, dist = _SPHERE.inv(lon[:-1], lat[:-1], lon[1:], lat[1:], return_back_azimuth=True)
+    dist = np.atleast_1d(np.asarray(dist, dtype=float))
+    pieces = [xy[:1]]
+    for j in range(len(lon) - 1):
+        n = int(np.ceil(dist[j] / step_m)) - 1
+        if n > 0:
+            mid = _SPHERE.inv_intermediate(
+                lon[j], lat[j], lon[j + 1], lat[j + 1], npts=n, return_back_azimuth=True
+            )
+            cols = [np.asarray(mid.lons, dtype=float), np.asarray(mid.lats, dtype=float)]
+            t = np.arange(1, n + 1) / (n + 1)
+            cols += [xy[j, k] + t * (xy[j + 1, k] - xy[j, k]) for k in range(2, xy.shape[1])]
+            pieces.append(np.column_stack(cols))
+        pieces.append(xy[j + 1 : j + 2])
+    return np.concatenate(pieces)
+
+
+def _rebuild(g: shapely.Geometry, path: Any) -> shapely.Geometry:
+    """``g`` with the coordinates of each linestring and ring replaced by ``path(coords)``
+    (coords as ``(n, 2)`` or ``(n, 3)`` arrays)."""
+    kind = g.geom_type
+    if kind == "Polygon":
+        for r in (g.exterior, *g.interiors):
+            c = np.asarray(r.coords)
+            if len(c) and not np.array_equal(c[0], c[-1]):
+                raise ValueError("open ring: left as it is (no reader or fact closes rings)")
+    if kind == "LineString":
+        return shapely.LineString(path(np.asarray(g.coords)))
+    if kind == "LinearRing":
+        return shapely.LinearRing(path(np.asarray(g.coords)))
+    if kind == "Polygon":
+        holes = [path(np.asarray(r.coords)) for r in g.interiors]
+        return shapely.Polygon(path(np.asarray(g.exterior.coords)), holes)
+    if kind in ("MultiLineString", "MultiPolygon", "GeometryCollection"):
+        return type(g)([_rebuild(p, path) for p in shapely.get_parts(g)])
+    return g
 
 
 def _looks_geographic(crs: CRS | None, values: Sequence[float]) -> bool:

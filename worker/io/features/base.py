@@ -28,6 +28,9 @@ class FeatureData:
 
     ``geometry_errors`` maps a feature index whose geometry could not be written as WKB
     (its entry in ``geometries_wkb`` is None) to the parser's reason.
+    ``edges``, ``orientation`` and ``covering_bbox`` are the GeoParquet geometry column
+    metadata carried to :class:`worker.core.model.Batch` (see there); GeoJSON has the
+    defaults (RFC 7946: planar edges, no orientation assertion, no covering column).
     """
 
     geometries_wkb: tuple[bytes | None, ...]
@@ -35,6 +38,9 @@ class FeatureData:
     declared_crs: str | None
     axis_order: str = "east_north"
     geometry_errors: Mapping[int, str] = field(default_factory=dict)
+    edges: str = "planar"
+    orientation: str | None = None
+    covering_bbox: tuple[tuple[float, float, float, float] | None, ...] | None = None
 
 
 def derive_schema(table: pa.Table) -> tuple[FieldSpec, ...]:

@@ -5,6 +5,12 @@ GeoArrow native ``point`` ... ``multipolygon``) and ``crs`` (PROJJSON kept as JS
 explicit null = unknown, i.e. ``declared_crs=None``; key absent = ``OGC:CRS84``).
 Coordinates are always ``east_north`` (the spec says so). Geometry columns and bbox covering
 columns are not attributes.
+
+The metadata that changes what the geometries mean is read and carried, never applied here
+(no reader repairs or reorients geometry): ``edges`` (``planar`` or ``spherical``),
+``orientation`` (``counterclockwise``) and the 1.1 ``covering.bbox`` column's values, which
+the core compares with the geometries. A value the spec does not define for ``edges`` or
+``orientation`` makes the file unreadable: its geometries have no known meaning.
 """
 
 from __future__ import annotations
@@ -91,6 +97,58 @@ def _parquet_crs(path: Path, meta: dict[str, Any]) -> str | None:
     raise _fail(path, f"bad CRS: geo metadata crs is a {type(crs).__name__}, not PROJJSON")
 
 
+_EDGES = ("planar", "spherical")
+_ORIENTATIONS = ("counterclockwise",)
+
+
+def _edge_model(path: Path, primary: str, meta: dict[str, Any]) -> tuple[str, str | None]:
+    edges = meta.get("edges", "planar")
+    orientation = meta.get("orientation")
+    if edges not in _EDGES:
+        raise _fail(
+            path,
+            f"unsupported GeoParquet edges {edges!r} of column {primary!r}: GeoParquet 1.1 "
+            f"defines {list(_EDGES)}, so the geometries have no known meaning",
+        )
+    if orientation is not None and orientation not in _ORIENTATIONS:
+        raise _fail(
+            path,
+            f"unsupported GeoParquet orientation {orientation!r} of column {primary!r}: "
+            f"GeoParquet 1.1 defines {list(_ORIENTATIONS)} or no orientation",
+        )
+    return str(edges), orientation
+
+
+def _covering_bbox(
+    table: pa.Table, meta: dict[str, Any]
+) -> tuple[tuple[float, float, float, float] | None, ...] | None:
+    """The rows of the 1.1 ``covering.bbox`` column (``{"xmin": [column, field], ...}``);
+    None when there is none or it does not name a readable numeric struct field."""
+    spec = (meta.get("covering") or {}).get("bbox")
+    if not isinstance(spec, dict):
+        return None
+    cols = []
+    for key in ("xmin", "ymin", "xmax", "ymax"):
+        ref = spec.get(key)
+        if not (isinstance(ref, list) and len(ref) == 2 and ref[0] in table.column_names):
+            return None
+        struct = table.column(ref[0]).combine_chunks()
+        if not pa.types.is_struct(struct.type) or struct.type.get_field_index(ref[1]) < 0:
+            return None
+        values = struct.field(ref[1])
+        if not (pa.types.is_floating(values.type) or pa.types.is_integer(values.type)):
+            return None
+        present = np.asarray(struct.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+        nums = values.cast(pa.float64()).fill_null(np.nan).to_numpy(zero_copy_only=False)
+        cols.append(np.where(present, nums, np.nan))
+    box = np.column_stack(cols)
+    rows: list[tuple[float, float, float, float] | None] = []
+    for x0, y0, x1, y1 in box.tolist():
+        finite = not np.isnan([x0, y0, x1, y1]).any()
+        rows.append((x0, y0, x1, y1) if finite else None)
+    return tuple(rows)
+
+
 def _read_geoparquet(path: Path) -> FeatureData:
     try:
         table = pq.read_table(path)
@@ -127,4 +185,12 @@ def _read_geoparquet(path: Path) -> FeatureData:
         if isinstance(spec, list) and spec
     }
     attrs = table.drop_columns([c for c in table.column_names if c in drop])
-    return FeatureData(geoms, attrs, _parquet_crs(path, meta))
+    edges, orientation = _edge_model(path, str(primary), meta)
+    return FeatureData(
+        geoms,
+        attrs,
+        _parquet_crs(path, meta),
+        edges=edges,
+        orientation=orientation,
+        covering_bbox=_covering_bbox(table, meta),
+    )

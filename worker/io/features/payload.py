@@ -118,6 +118,9 @@ def read_batch_file(
         geometries_wkb=data.geometries_wkb,
         attributes=data.attributes,
         geometry_errors=data.geometry_errors,
+        edges=data.edges,
+        orientation=data.orientation,
+        covering_bbox=data.covering_bbox,
     )
 
 
@@ -197,4 +200,7 @@ def load_payload(
         schema_fields=fields,
         payload_uri=uri,
         geometry_errors=data.geometry_errors,
+        edges=data.edges,
+        orientation=data.orientation,
+        covering_bbox=data.covering_bbox,
     )
