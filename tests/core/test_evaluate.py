@@ -51,11 +51,12 @@ def test_all_pass_is_admitted() -> None:
 def test_enforcing_halt_break_quarantines_with_one_reason_per_clause() -> None:
     d = evaluate(batch_of([PARIS_LAT_FIRST, BOWTIE]), [active(STRICT)], now=NOW)
     assert d.decision == "quarantined"
+    # the structural fault leads (issue 10 item 9), though the contract lists ext first
     assert [(r.code, r.version, r.mode, r.clause) for r in d.reasons] == [
-        ("contract_break", "v2.0", "enforcing", "ext"),
         ("contract_break", "v2.0", "enforcing", "valid"),
+        ("contract_break", "v2.0", "enforcing", "ext"),
     ]
-    assert d.reasons[1].measured["invalid"] == 1
+    assert d.reasons[0].measured["invalid"] == 1
     assert d.diagnoses == ()  # the bowtie is outside too, so no swap fits all features
     d = evaluate(batch_of([PARIS_LAT_FIRST]), [active(STRICT)], now=NOW)
     assert d.diagnoses == (SWAP,)

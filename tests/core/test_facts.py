@@ -58,7 +58,7 @@ def test_validity_counts_nan_unparseable_missing_as_invalid_not_empty() -> None:
     assert f.invalid_reasons == (
         (1, "Self-intersection[0.5 0.5]"),
         (3, "non-finite coordinate (NaN or inf)"),
-        (4, "unparseable WKB: ParseException: Unexpected EOF parsing WKB"),
+        (4, "WKB rejected before parsing: truncated at byte 1: a 4-byte count or type is missing"),
     )
 
 
@@ -111,8 +111,9 @@ def test_facts_are_computed_once(monkeypatch: pytest.MonkeyPatch) -> None:
     for _ in range(3):
         assert f.geometries is first
         _ = f.is_valid, f.bounds, f.type_ids, f.has_nonfinite
-    # one strict parse of the batch, one structure-fixing parse of its unparseable WKB only
-    assert calls["from_wkb"] == 2
+    # one strict parse of the batch; its one bad WKB (truncated) is refused by the structural
+    # pre-check, so no structure-fixing parse is needed (GEOS never sees refused WKB)
+    assert calls["from_wkb"] == 1
 
 
 def test_declared_crs_resolved_or_error_kept() -> None:
@@ -317,3 +318,28 @@ def test_spherical_edges_are_densified_for_every_clause() -> None:
     assert unknown.edges_problem is not None and "'ellipsoidal'" in unknown.edges_problem
     undeclared = BatchFacts(replace(batch_of([band], crs=None), edges="spherical"))
     assert undeclared.edges_problem is None  # lon/lat values: great circles apply
+
+
+def test_hostile_wkb_never_reaches_geos_and_each_feature_keeps_its_own_reason() -> None:
+    # issue 10: a 20,000-level GeometryCollection killed the worker with SIGSEGV in from_wkb
+    from tests.core.test_wkb import nested_collection
+
+    deep = nested_collection(20_000)
+    bad_order = b"\x02" + shapely.to_wkb(shapely.Point(1, 2))[1:]
+    f = BatchFacts(batch_of([PARIS, deep, bad_order]))
+    assert f.is_valid.tolist() == [True, False, False]
+    reasons = dict(f.invalid_reasons)
+    assert reasons[1] == "WKB rejected before parsing: collections nest deeper than 32 levels"
+    assert reasons[2].startswith("WKB rejected before parsing: invalid byte-order flag 2")
+    assert f.parsed.tolist() == [True, False, False]
+
+
+def test_a_nan_closing_vertex_is_named_non_finite_not_unclosed() -> None:
+    import struct
+
+    ring = [(0.0, 0.0), (1.0, 0.0), (1.0, 1.0), (float("nan"), 0.0)]
+    wkb = struct.pack("<BII", 1, 3, 1) + struct.pack("<I", 4)
+    wkb += b"".join(struct.pack("<2d", *p) for p in ring)
+    f = BatchFacts(batch_of([wkb]))
+    assert f.is_valid.tolist() == [False]
+    assert dict(f.invalid_reasons)[0].startswith("non-finite coordinate (NaN or inf) in the WKB")

@@ -345,3 +345,29 @@ def test_geoparquet_covering_bbox_is_read_per_row(tmp_path: Path) -> None:
     from worker.core.facts import BatchFacts
 
     assert BatchFacts(b).covering_bbox_disagrees.tolist() == [False, True, True]
+
+
+def _nested_geojson(tmp_path: Path, depth: int) -> Path:
+    geometry = '{"type": "Point", "coordinates": [1, 2]}'
+    for _ in range(depth):
+        geometry = '{"type": "GeometryCollection", "geometries": [' + geometry + "]}"
+    path = tmp_path / f"deep{depth}.geojson"
+    path.write_text(
+        '{"type": "FeatureCollection", "features": ['
+        '{"type": "Feature", "properties": {}, "geometry": ' + geometry + "},"
+        '{"type": "Feature", "properties": {}, "geometry": '
+        '{"type": "Point", "coordinates": [3, 4]}}]}'
+    )
+    return path
+
+
+def test_geojson_collections_nested_too_deep_are_one_invalid_feature(tmp_path: Path) -> None:
+    data = read_features(_nested_geojson(tmp_path, 40))
+    assert data.geometries_wkb[0] is None and data.geometries_wkb[1] is not None
+    assert data.geometry_errors == {0: "GeometryCollection nests deeper than 32 levels"}
+    assert read_features(_nested_geojson(tmp_path, 30)).geometry_errors == {}
+
+
+def test_json_nested_beyond_what_python_reads_is_bad_input_with_a_reason(tmp_path: Path) -> None:
+    with pytest.raises(PayloadError, match="JSON nested too deeply to read"):
+        read_features(_nested_geojson(tmp_path, 20_000))

@@ -248,3 +248,24 @@ def test_open_ring_and_mixed_column_are_judged_inline_and_by_reference(tmp_path)
         broken = {(r["version"], r["clause"]) for r in rec["reasons"]}
         assert ("v1.0", "valid") in broken
         assert any("do not form a closed linestring" in r["message"] for r in rec["reasons"])
+
+
+def test_a_deeply_nested_collection_is_a_finding_not_a_crash() -> None:
+    # issue 10 item 2: a 180 KB event, one GeometryCollection 20,000 levels deep, killed the
+    # worker with SIGSEGV inside GEOS and every restart died again on the same offset
+    from tests.core.test_wkb import nested_collection
+
+    one = replace(
+        WORLD,
+        batch_id="deep-gc",
+        geometries_wkb=(nested_collection(20_000),),
+        feature_count=1,
+        attributes=WORLD.attributes.slice(0, 1),
+    )
+    event = codec.encode_batch(one)
+    assert len(event) > 180_000
+    out = go(event)
+    assert out.decision.decision == "quarantined"
+    rec = codec.decode_quarantine(out.records[-1].value)
+    valid = [r for r in rec["reasons"] if r["clause"] == "valid"]
+    assert valid and "collections nest deeper than 32 levels" in valid[0]["message"]

@@ -27,6 +27,11 @@ from worker.core.model import (
 __all__ = ["evaluate", "evaluate_clause", "evaluate_versions"]
 
 
+#: Clause kinds whose breaks lead the quarantine reasons, in this order (a stable sort
+#: keeps version and clause order within a kind and for every other kind).
+STRUCTURAL_FIRST = {"validity": 0, "geometry_type": 1, "crs": 2, "axis_order": 3, "schema": 4}
+
+
 def evaluate_clause(
     clause: Clause, contract: Contract, facts: BatchFacts, now: datetime
 ) -> ClauseResult:
@@ -89,12 +94,18 @@ def evaluate(batch: Batch, versions: Sequence[ActiveVersion], *, now: datetime) 
     -------
     Decision
         ``quarantined`` iff an enforcing verdict failed; one ``contract_break`` reason per
-        broken halt clause of an enforcing version; diagnoses of every broken clause of
+        broken halt clause of an enforcing version, structural faults first
+        (:data:`STRUCTURAL_FIRST`: validity, geometry_type, crs, axis_order, schema), then
+        in version and clause order; diagnoses of every broken clause of
         every evaluated version, deduplicated in order. With no active version the batch is
         admitted with no verdicts (routing of layers without contracts is the caller's).
     """
     facts = BatchFacts(batch)
     verdicts = evaluate_versions(facts, versions, now)
+    broken = [(v, r) for v in verdicts if v.mode == "enforcing" for r in v.clauses if r.halts]
+    # the structural fault leads (dlq.reason, dlq.message): a geometry that cannot be read
+    # also fails extent and coverage, but what the producer must fix is the geometry
+    broken.sort(key=lambda vr: STRUCTURAL_FIRST.get(vr[1].kind, len(STRUCTURAL_FIRST)))
     reasons = tuple(
         QuarantineReason(
             code="contract_break",
@@ -105,10 +116,7 @@ def evaluate(batch: Batch, versions: Sequence[ActiveVersion], *, now: datetime) 
             measured=r.measured,
             expected=r.expected,
         )
-        for v in verdicts
-        if v.mode == "enforcing"
-        for r in v.clauses
-        if r.halts
+        for v, r in broken
     )
     diagnoses = tuple(
         dict.fromkeys(d for v in verdicts for r in v.clauses if r.broke for d in r.diagnoses)

@@ -36,6 +36,7 @@ from worker.core.spatial import (
     resolve_crs,
     swap_xy,
 )
+from worker.core.wkb import wkb_has_nonfinite, wkb_problem
 
 __all__ = [
     "BASE_TYPES",
@@ -211,9 +212,29 @@ class BatchFacts:
         """GEOS's strict WKB parse (``on_invalid="ignore"``): None when missing or unparseable."""
         if self.count == 0:
             return np.empty(0, dtype=object)
+        wkb = self._wkb_array
+        if self._refused:  # GEOS never sees them (a 20,000-deep collection overflows its stack)
+            wkb = wkb.copy()
+            wkb[list(self._refused)] = None
         with np.errstate(invalid="ignore"):  # NaN coordinates are a fact here, not a warning
-            geoms = shapely.from_wkb(self._wkb_array, on_invalid="ignore")
+            geoms = shapely.from_wkb(wkb, on_invalid="ignore")
         return np.asarray(geoms, dtype=object)
+
+    @functools.cached_property
+    def _refused(self) -> dict[int, str]:
+        """Index -> reason of WKB values refused by :func:`worker.core.wkb.wkb_problem`
+        before GEOS parses anything (bad byte order, impossible counts, deep nesting)."""
+        out: dict[int, str] = {}
+        for i, data in enumerate(self.batch.geometries_wkb):
+            if data is not None and (reason := wkb_problem(data)) is not None:
+                out[i] = reason
+        return out
+
+    @functools.cached_property
+    def _refused_mask(self) -> np.ndarray:
+        out = np.zeros(self.count, dtype=bool)
+        out[list(self._refused)] = True
+        return out
 
     @functools.cached_property
     def raw_geometries(self) -> np.ndarray:
@@ -227,7 +248,7 @@ class BatchFacts:
         leaves it out. One defect, one clause.
         """
         geoms = self._strict
-        bad = np.flatnonzero(self.unparseable & ~self._unbuilt)
+        bad = np.flatnonzero(self.unparseable & ~self._unbuilt & ~self._refused_mask)
         if len(bad):
             geoms = geoms.copy()
             with np.errstate(invalid="ignore"):
@@ -255,10 +276,14 @@ class BatchFacts:
         wkb = self.batch.geometries_wkb[index]
         if wkb is None:
             return "missing geometry"
+        if index in self._refused:
+            return self._refused[index]
         try:
             with np.errstate(invalid="ignore"):
                 shapely.from_wkb(wkb)
         except (shapely.errors.GEOSException, TypeError, ValueError) as exc:
+            if wkb_has_nonfinite(wkb):
+                return f"non-finite coordinate (NaN or inf) in the WKB; GEOS says: {exc}"
             return f"unparseable WKB: {exc}"
         return "unparseable WKB"
 

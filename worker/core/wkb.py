@@ -20,7 +20,9 @@ from __future__ import annotations
 
 import struct
 
-__all__ = ["DEFAULT_MAX_DEPTH", "wkb_problem"]
+import numpy as np
+
+__all__ = ["DEFAULT_MAX_DEPTH", "wkb_has_nonfinite", "wkb_problem"]
 
 #: Nesting depth of collections accepted (a MultiPolygon in a GeometryCollection is depth 2).
 DEFAULT_MAX_DEPTH = 32
@@ -56,8 +58,17 @@ def _skip(data: bytes, pos: int, count: int, item_bytes: int, what: str) -> int:
     return end
 
 
-def _geometry(data: bytes, pos: int, depth: int, max_depth: int) -> int:
-    """Position after the geometry starting at ``pos``; raises :class:`_Bad`."""
+def _geometry(
+    data: bytes,
+    pos: int,
+    depth: int,
+    max_depth: int,
+    spans: list[tuple[int, int, str]] | None = None,
+) -> int:
+    """Position after the geometry starting at ``pos``; raises :class:`_Bad`.
+
+    ``spans`` (optional) collects ``(offset, doubles, byte order)`` of every coordinate run.
+    """
     if depth > max_depth:
         raise _Bad(f"collections nest deeper than {max_depth} levels")
     if pos >= len(data):
@@ -82,9 +93,13 @@ def _geometry(data: bytes, pos: int, depth: int, max_depth: int) -> int:
         dims += {0: 0, 1: 1, 2: 1, 3: 2}[thousands]
     point_bytes = 8 * dims
     if base == _POINT:
+        if spans is not None:
+            spans.append((pos, dims, order))
         return _skip(data, pos, 1, point_bytes, "point")
     if base in _POINT_LISTS:
         n = _uint32(data, pos, order)
+        if spans is not None:
+            spans.append((pos + 4, n * dims, order))
         return _skip(data, pos + 4, n, point_bytes, "points")
     if base in _RING_LISTS:
         rings = _uint32(data, pos, order)
@@ -92,6 +107,8 @@ def _geometry(data: bytes, pos: int, depth: int, max_depth: int) -> int:
         _skip(data, pos, rings, 4, "rings")  # each ring needs at least its count
         for _ in range(rings):
             n = _uint32(data, pos, order)
+            if spans is not None:
+                spans.append((pos + 4, n * dims, order))
             pos = _skip(data, pos + 4, n, point_bytes, "points")
         return pos
     if base in _COLLECTIONS:
@@ -99,7 +116,7 @@ def _geometry(data: bytes, pos: int, depth: int, max_depth: int) -> int:
         pos += 4
         _skip(data, pos, parts, 5, "parts")  # each part needs at least its header
         for _ in range(parts):
-            pos = _geometry(data, pos, depth + 1, max_depth)
+            pos = _geometry(data, pos, depth + 1, max_depth, spans)
         return pos
     raise _Bad(f"unknown WKB geometry type code {code}")
 
@@ -127,3 +144,23 @@ def wkb_problem(data: bytes, max_depth: int = DEFAULT_MAX_DEPTH) -> str | None:
     except _Bad as exc:
         return f"WKB rejected before parsing: {exc}"
     return None
+
+
+def wkb_has_nonfinite(data: bytes, max_depth: int = DEFAULT_MAX_DEPTH) -> bool:
+    """Whether a structurally sound WKB value has a NaN or infinite coordinate.
+
+    Used to name the fault when GEOS refuses a geometry: a ring whose closing point is NaN
+    is "not closed" to GEOS (NaN != NaN), but the defect a data engineer must fix is the
+    non-finite coordinate. Empty points (all NaN by the WKB convention) count too; the
+    caller asks only about values GEOS refused. False when the structure is unsound.
+    """
+    spans: list[tuple[int, int, str]] = []
+    try:
+        _geometry(data, 0, 1, max_depth, spans)
+    except _Bad:
+        return False
+    for offset, count, order in spans:
+        values = np.frombuffer(data, dtype=np.dtype(order + "f8"), count=count, offset=offset)
+        if not np.isfinite(values).all():
+            return True
+    return False

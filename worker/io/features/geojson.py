@@ -24,6 +24,10 @@ def _read_geojson(path: Path) -> FeatureData:
         doc = json.loads(path.read_bytes())
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise _fail(path, f"not a JSON document ({exc})") from None
+    except RecursionError:
+        raise _fail(
+            path, "JSON nested too deeply to read (hundreds of levels of arrays or objects)"
+        ) from None
     if not isinstance(doc, dict) or doc.get("type") != "FeatureCollection":
         kind = doc.get("type") if isinstance(doc, dict) else type(doc).__name__
         raise _fail(path, f"not a GeoJSON FeatureCollection (type is {kind!r})")
@@ -32,15 +36,20 @@ def _read_geojson(path: Path) -> FeatureData:
         raise _fail(path, "the FeatureCollection has no 'features' list")
     geoms: list[str | None] = []
     props: list[dict[str, Any]] = []
+    too_deep: dict[int, str] = {}
     for i, feat in enumerate(features):
         if not isinstance(feat, dict) or feat.get("type") != "Feature":
             raise _fail(path, f"features[{i}] is not a GeoJSON Feature")
         g, p = feat.get("geometry"), feat.get("properties")
         if p is not None and not isinstance(p, dict):
             raise _fail(path, f"features[{i}].properties is not an object or null")
-        geoms.append(json.dumps(g) if g is not None else None)
+        deep = _too_deep(g)
+        geoms.append(json.dumps(g) if g is not None and not deep else None)
         props.append(p or {})
+        if deep:
+            too_deep[i] = deep
     wkb, errors = _geometries(geoms)
+    errors.update(too_deep)
     return FeatureData(
         wkb, _properties_table(props), _legacy_crs(path, doc), geometry_errors=errors
     )
@@ -69,6 +78,24 @@ def _geometries(texts: Sequence[str | None]) -> tuple[tuple[bytes | None, ...], 
         except ValueError as exc:
             errors[idx] = f"{_geos_reason(text)} ({exc})"
     return tuple(wkb), errors
+
+
+#: Deepest GeometryCollection nesting handed to GEOS (as for WKB, worker.core.wkb).
+MAX_GEOMETRY_DEPTH = 32
+
+
+def _too_deep(geometry: Any) -> str | None:
+    """A reason when a GeoJSON geometry nests collections deeper than
+    :data:`MAX_GEOMETRY_DEPTH` (GEOS parses recursively: deep nesting overflows its stack),
+    else None. Iterative, so any depth Python's JSON reader produced is safe to walk."""
+    stack = [(geometry, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_GEOMETRY_DEPTH:
+            return f"GeometryCollection nests deeper than {MAX_GEOMETRY_DEPTH} levels"
+        if isinstance(node, dict) and isinstance(node.get("geometries"), list):
+            stack.extend((child, depth + 1) for child in node["geometries"])
+    return None
 
 
 def _geos_reason(text: str) -> str:
