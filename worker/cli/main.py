@@ -155,7 +155,12 @@ def build_parser() -> argparse.ArgumentParser:
     cp = csub.add_parser("publish", help="publish a contract version to the config topic")
     add_kafka_args(cp)
     cp.add_argument("file", help="contract YAML file")
-    cp.add_argument("--mode", choices=["enforcing", "observing"], default="enforcing")
+    cp.add_argument(
+        "--mode",
+        choices=["enforcing", "observing"],
+        default=None,
+        help="default: the document's `mode`, else enforcing",
+    )
     cp.add_argument("--published-by", default=None, help="publisher name (default: $USER)")
     cp.add_argument(
         "--dry-run", action="store_true", help="classify and apply the policy, write nothing"
