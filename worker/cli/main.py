@@ -134,7 +134,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("topics", help="manage the gate's topics")
     tsub = p.add_subparsers(dest="topics_command", required=True, metavar="ACTION")
     tp = tsub.add_parser(
-        "create", help="create the six topics (config and consumers topics compacted)"
+        "create",
+        help="create the six topics (config and consumers topics compacted) and the "
+        "per-major admitted topics of layers with read_paths: per_major (from the config topic)",
     )
     add_kafka_args(tp)
     tp.add_argument(
