@@ -124,3 +124,25 @@ def test_render_and_json_name_every_consumer() -> None:
     assert "declared: a" in text and "unattributed: silent" in text and "stale: gone" in text
     rows = view_to_json(view)
     assert rows[0]["count"] == 2 and rows[0]["stale"][0]["name"] == "gone"  # type: ignore[index]
+
+
+def test_a_group_reading_a_per_major_topic_is_a_declared_consumer_of_that_major() -> None:
+    topic = "gis.batches.admitted.roads.v1"
+    view = _view(
+        {"roads": ["v1.0", "v2.0"]},
+        decls=[_decl("tiler", "v2"), _decl("vendor", "v2")],
+        reading=["vendor", "silent"],
+        existing=["vendor", "silent", "tiler"],
+        path_readers=[("vendor", "roads", 1, topic), ("gate", "roads", 1, topic)],
+        excluded=["gate"],
+    )
+    v1, v2 = view.layers["roads"].versions
+    # vendor declared v2 but still reads the v1 path: it counts on v1 too, by the path
+    assert [(r.name, r.kind, r.via) for r in v1.declared] == [("vendor", "declared", topic)]
+    assert [r.name for r in v1.unattributed] == ["silent"]
+    assert v1.count == 2 and [r.name for r in v2.declared] == ["tiler", "vendor"]
+    rows = {r["version"]: r for r in view_to_json(view)}
+    assert rows["v1"]["declared"] == [
+        {"name": "vendor", "kind": "declared", "declared_version": "v1", "via": topic}
+    ]
+    assert f"declared: vendor (reads {topic})" in render_view(view)

@@ -269,3 +269,88 @@ def test_a_deeply_nested_collection_is_a_finding_not_a_crash() -> None:
     rec = codec.decode_quarantine(out.records[-1].value)
     valid = [r for r in rec["reasons"] if r["clause"] == "valid"]
     assert valid and "collections nest deeper than 32 levels" in valid[0]["message"]
+
+
+# --- per-major read paths (read_paths: per_major) ---------------------------------------
+
+_V1_TEXT = data_file("contracts/admin_boundaries.v1.yaml").read_text()
+_V7_TEXT = _V1_TEXT.replace("version: v1\n", "version: v7\nread_paths: per_major\n")
+_V8_TEXT = _V7_TEXT.replace("version: v7\n", "version: v8\n").replace(
+    '      "Seven seas (open ocean)": Islands in the open ocean (e.g. French Southern and '
+    "Antarctic Lands)\n",
+    "",
+)
+
+
+def _pair(per_major: bool = True) -> tuple[ActiveVersion, ...]:
+    from worker.core.contracts import parse_contract
+
+    v7, v8 = _V7_TEXT, _V8_TEXT
+    if not per_major:
+        v7, v8 = (t.replace("read_paths: per_major\n", "") for t in (v7, v8))
+    return (
+        ActiveVersion(parse_contract(v7), "enforcing"),
+        ActiveVersion(parse_contract(v8), "enforcing"),
+    )
+
+
+def test_per_major_path_gets_the_batch_its_major_admits_while_shared_quarantines() -> None:
+    pair = _pair()
+    assert [v.contract.read_paths for v in pair] == ["per_major", "per_major"]
+    out = route(
+        Source("gis.batches", 0, 7, b"admin_boundaries", REAL_EVENT),
+        lambda layer: pair,
+        TOPICS,
+        now=NOW,
+        worker_id="w",
+    )
+    assert out.decision.decision == "quarantined"
+    topics = [(r.topic, r.per_major) for r in out.records]
+    assert topics == [
+        (TOPICS.evaluations, False),
+        (TOPICS.evaluations, False),
+        (TOPICS.quarantine, False),
+        ("gis.batches.admitted.admin_boundaries.v7", True),
+    ]
+    q = codec.decode_quarantine(out.records[2].value)
+    assert [(r["version"], r["clause"]) for r in q["reasons"]] == [("v8.0", "continent")]
+    v7 = out.records[3]
+    assert v7.value == REAL_EVENT and v7.key == "admin_boundaries"
+    headers = dict(v7.headers)
+    assert headers["contract-versions-enforced"] == b"v7.0"
+    assert (headers["batch-id"], headers["source-offset"]) == (b"b1", b"7")
+
+
+def test_per_major_paths_of_an_admitted_batch_carry_the_shared_headers() -> None:
+    pair = (
+        _pair()[0],
+        replace(_pair()[0], contract=replace(_pair()[0].contract, version="v9.0", major=9)),
+    )
+    out = route(
+        Source("gis.batches", 0, 8, b"admin_boundaries", REAL_EVENT),
+        lambda layer: pair,
+        TOPICS,
+        now=NOW,
+        worker_id="w",
+    )
+    assert out.decision.decision == "admitted"
+    shared = next(r for r in out.records if r.topic == TOPICS.admitted)
+    paths = [r for r in out.records if r.per_major]
+    assert [r.topic for r in paths] == [
+        "gis.batches.admitted.admin_boundaries.v7",
+        "gis.batches.admitted.admin_boundaries.v9",
+    ]
+    assert all(r.headers == shared.headers for r in paths)
+    assert dict(shared.headers)["contract-versions-enforced"] == b"v7.0,v9.0"
+
+
+def test_without_the_opt_in_there_is_no_per_major_record() -> None:
+    pair = _pair(per_major=False)
+    out = route(
+        Source("gis.batches", 0, 7, b"admin_boundaries", REAL_EVENT),
+        lambda layer: pair,
+        TOPICS.with_prefix("p."),
+        now=NOW,
+        worker_id="w",
+    )
+    assert [r.per_major for r in out.records] == [False, False, False]

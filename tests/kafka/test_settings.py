@@ -83,3 +83,17 @@ def test_no_client_creates_topics() -> None:
     s = Settings()
     assert s.consumer()["allow.auto.create.topics"] is False
     assert s.producer(transactional=True)["allow.auto.create.topics"] is False
+
+
+def test_per_major_topic_names_from_the_template() -> None:
+    from worker.kafka.settings import Topics
+
+    t = Topics().with_prefix("p.")
+    assert t.admitted_for("parcels", 7) == "p.gis.batches.admitted.parcels.v7"
+    assert t.per_major_of("p.gis.batches.admitted.parcels.v7") == ("parcels", 7)
+    assert t.per_major_of("p.gis.batches.admitted.a.b.v12") == ("a.b", 12)
+    assert t.per_major_of("p.gis.batches.admitted") is None
+    assert t.per_major_of("p.gis.batches.admitted.parcels.vX") is None
+    custom = Topics(admitted_per_major="vendor-{major}-{layer}")
+    assert custom.admitted_for("roads", 2) == "vendor-2-roads"
+    assert custom.per_major_of("vendor-2-roads") == ("roads", 2)

@@ -86,8 +86,9 @@ def add_kafka_args(p: argparse.ArgumentParser) -> None:
     )
     d = Topics()
     for field_name, default in d.__dict__.items():
+        spellings = {f"--{field_name.replace('_', '-')}-topic", f"--{field_name}-topic"}
         g.add_argument(
-            f"--{field_name}-topic",
+            *sorted(spellings),
             dest=f"topic_{field_name}",
             default=default,
             help=f"(default {default})",

@@ -143,6 +143,12 @@ def cmd_topics(args: argparse.Namespace) -> int:
         settings, partitions=args.partitions, replication_factor=args.replication_factor
     ).items():
         print(f"{name}: {outcome}")
+    from worker.kafka.read_paths import create_per_major_topics
+
+    for name, outcome in create_per_major_topics(
+        settings, partitions=args.partitions, replication_factor=args.replication_factor
+    ).items():
+        print(f"{name}: {outcome} (per-major read path)")
     return 0
 
 

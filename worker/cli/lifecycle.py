@@ -72,6 +72,10 @@ def add_lifecycle_args(
     p.add_argument("layer", nargs="?", help="only this layer")
     _add_now(p)
 
+    from worker.cli.review import add_review_args
+
+    add_review_args(csub)
+
 
 def _add_now(p: argparse.ArgumentParser) -> None:
     from worker.cli.args import parse_time
@@ -156,9 +160,16 @@ def _cmd_classify(args: argparse.Namespace) -> int:
     return 0
 
 
+def _cmd_review(args: argparse.Namespace) -> int:
+    from worker.cli.review import cmd_review
+
+    return cmd_review(args)
+
+
 LIFECYCLE_COMMANDS: dict[str, Callable[[argparse.Namespace], int]] = {
     "classify": _cmd_classify,
     "evidence": _cmd_evidence,
     "promote": _cmd_promote,
     "list": _cmd_list,
+    "review": _cmd_review,
 }

@@ -137,7 +137,9 @@ def build_parser() -> argparse.ArgumentParser:
     p = sub.add_parser("topics", help="manage the gate's topics")
     tsub = p.add_subparsers(dest="topics_command", required=True, metavar="ACTION")
     tp = tsub.add_parser(
-        "create", help="create the six topics (config and consumers topics compacted)"
+        "create",
+        help="create the six topics (config and consumers topics compacted) and the "
+        "per-major admitted topics of layers with read_paths: per_major (from the config topic)",
     )
     add_kafka_args(tp)
     tp.add_argument(
@@ -158,7 +160,12 @@ def build_parser() -> argparse.ArgumentParser:
     cp = csub.add_parser("publish", help="publish a contract version to the config topic")
     add_kafka_args(cp)
     cp.add_argument("file", help="contract YAML file")
-    cp.add_argument("--mode", choices=["enforcing", "observing"], default="enforcing")
+    cp.add_argument(
+        "--mode",
+        choices=["enforcing", "observing"],
+        default=None,
+        help="default: the document's `mode`, else enforcing",
+    )
     cp.add_argument("--published-by", default=None, help="publisher name (default: $USER)")
     cp.add_argument(
         "--dry-run", action="store_true", help="classify and apply the policy, write nothing"

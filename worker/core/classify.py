@@ -12,7 +12,9 @@ overall class is the most severe one (``major`` > ``tightening`` > ``minor`` > `
   true -> false; any bound made stricter; a new required schema field; a new clause;
   ``on_break`` warn -> halt.
 * **minor**: the reverse of each tightening; a new nullable field; a clause removed (other
-  than crs/axis_order); owner, description, changelog, objective, cadence edits.
+  than crs/axis_order); owner, description, changelog, objective, cadence, read_paths
+  edits. The declared ``change`` and the review metadata ``mode`` and ``evidence`` are
+  not differences.
 * **none**: identical content (same digest). A difference that changes nothing evaluated,
   e.g. the spelling of an equivalent CRS (``EPSG:3857`` -> ``ESRI:102100``) or a region
   rewritten as the same geometry, is listed with class ``none``; the document still
@@ -370,6 +372,18 @@ def classify(old: Contract, new: Contract) -> Classification:
         diffs.append(
             Difference(_DOC, "cadence", "minor", f"cadence {old.cadence} -> {new.cadence}")
         )
+    if old.read_paths != new.read_paths:
+        diffs.append(
+            Difference(
+                _DOC,
+                "read_paths",
+                "minor",
+                f"read_paths {old.read_paths} -> {new.read_paths} (where admitted batches are "
+                "written, not what is admitted)",
+            )
+        )
+    # the review metadata (declared ``change``, ``mode``, ``evidence``) are statements
+    # about the change, not content, and outside the digest: never a difference
     for clause in new.clauses:
         before = old.clause(clause.name)
         if before is None:

@@ -39,6 +39,12 @@ _FIXES: dict[str, str] = {
     "owner": "expected a non-empty owner (team) name",
     "changelog": "say in a non-empty string why this version exists",
     "clauses": "expected a non-empty list of clauses",
+    "change": "declare the change class against the previous version: major, tightening or "
+    "minor (`contract-gate contract classify OLD NEW` computes it)",
+    "mode": "expected enforcing or observing",
+    "evidence": "expected a repository path to `contract evidence --format json` output, or "
+    "an http(s) URL",
+    "read_paths": "expected shared or per_major",
     "name": "expected a non-empty string",
     "kind": "expected one of crs, axis_order, extent, geometry_type, validity, domain, "
     "freshness, coverage, schema, feature_count",

@@ -115,6 +115,10 @@ def parse_contract(text: str, *, source: str = "<string>") -> Contract:
         clauses=clauses,
         digest="",
         text=text,
+        change=doc.get("change"),
+        declared_mode=doc.get("mode"),
+        evidence=doc.get("evidence"),
+        read_paths=doc.get("read_paths", "shared"),
     )
     return _with_digest(contract)
 
@@ -128,8 +132,11 @@ def _with_digest(contract: Contract) -> Contract:
 def contract_to_document(contract: Contract) -> dict[str, Any]:
     """The normalised document of ``contract`` (canonical version, defaults filled).
 
-    Domain codes keep their Python type (int or str), so the result is YAML-ready but
-    not necessarily JSON-ready; see :func:`canonical_json` for the tagged JSON form.
+    ``read_paths`` is included when ``per_major`` (so documents without it keep their
+    digests); the review metadata ``change``, ``mode`` and ``evidence`` never are
+    (:class:`~worker.core.model.Contract`). Domain codes keep their Python type (int or
+    str), so the result is YAML-ready but not necessarily JSON-ready; see
+    :func:`canonical_json` for the tagged JSON form.
     """
     clauses = []
     for c in contract.clauses:
@@ -138,7 +145,7 @@ def contract_to_document(contract: Contract) -> dict[str, Any]:
             d["description"] = c.description
         d.update(c.params)
         clauses.append(d)
-    return {
+    doc: dict[str, Any] = {
         "layer": contract.layer,
         "version": contract.version,
         "cadence": contract.cadence,
@@ -147,6 +154,9 @@ def contract_to_document(contract: Contract) -> dict[str, Any]:
         "changelog": contract.changelog,
         "clauses": clauses,
     }
+    if contract.read_paths != "shared":
+        doc["read_paths"] = contract.read_paths
+    return doc
 
 
 def _tagged(value: Any, *, in_values: bool = False) -> Any:

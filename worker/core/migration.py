@@ -3,7 +3,10 @@
 DESIGN.md sections 2 and 5. A consumer is its Kafka consumer group id; a declaration under
 that id covers the group. Per layer and active *major* version the view holds:
 
-* ``declared``: consumers whose latest declaration for the layer names that major;
+* ``declared``: consumers whose latest declaration for the layer names that major, and
+  consumer groups with committed offsets on the layer's per-major admitted topic of that
+  major (``read_paths: per_major``): reading ``gis.batches.admitted.<layer>.v7`` is a
+  declaration on v7, no declaration record needed (``via`` names the topic);
 * ``unattributed``: consumer groups with committed offsets on the admitted topic that never
   declared for the layer, each counted against the layer's **oldest** active major;
 * ``stale``: declarations whose group no longer exists and that are older than the horizon.
@@ -100,6 +103,8 @@ class ConsumerRef:
     kind: Kind
     declared_version: str | None = None
     declared_at: datetime | None = None
+    #: the per-major topic a group reads, when that is what attributes it to the major
+    via: str | None = None
 
     @property
     def label(self) -> str:
@@ -168,6 +173,7 @@ def build_view(
     stale_after: timedelta,
     excluded: Iterable[str] = (),
     excluded_prefixes: Iterable[str] = (),
+    path_readers: Iterable[tuple[str, str, int, str]] = (),
 ) -> MigrationView:
     """Count consumers per layer and major version.
 
@@ -186,6 +192,10 @@ def build_view(
         stale_after`` is stale.
     excluded, excluded_prefixes : iterable of str
         Group ids (and prefixes) that are never consumers: the gate's own groups.
+    path_readers : iterable of (group, layer, major, topic)
+        Groups with committed offsets on a per-major admitted topic: each counts as a
+        declared consumer of that major (also when it declared another one: it still reads
+        this path), and is not unattributed.
     """
     excluded = set(excluded)
     prefixes = tuple(excluded_prefixes)
@@ -198,9 +208,13 @@ def build_view(
     by_layer: dict[str, list[Declaration]] = {}
     for d in declarations:
         by_layer.setdefault(d.layer, []).append(d)
+    paths: dict[str, list[tuple[str, int, str]]] = {}
+    for group, lay, major, topic in path_readers:
+        if not ignored(group):
+            paths.setdefault(lay, []).append((group, major, topic))
 
     layers: dict[str, LayerView] = {}
-    for layer in sorted(set(active) | set(by_layer)):
+    for layer in sorted(set(active) | set(by_layer) | set(paths)):
         revisions: dict[str, list[tuple[int, int]]] = {}
         for v in active.get(layer, ()):
             revisions.setdefault(major_label(v), []).append(parse_version(v))
@@ -217,6 +231,12 @@ def build_view(
             kind: Kind = "stale" if is_stale else "declared"
             rows.setdefault(label, {"declared": [], "unattributed": [], "stale": []})
             rows[label][kind].append(ConsumerRef(d.consumer, kind, d.version, d.declared_at))
+        for group, major, topic in sorted(paths.get(layer, [])):
+            label = major_label(major)
+            row = rows.setdefault(label, {"declared": [], "unattributed": [], "stale": []})
+            declared_names.add(group)
+            if not any(r.name == group and r.kind == "declared" for r in row["declared"]):
+                row["declared"].append(ConsumerRef(group, "declared", label, None, via=topic))
         if oldest is not None:
             for group in reading:
                 if group not in declared_names:
@@ -246,6 +266,8 @@ def view_to_json(view: MigrationView) -> list[dict[str, object]]:
             out["declared_version"] = r.declared_version
         if r.declared_at is not None:
             out["declared_at"] = r.declared_at.isoformat()
+        if r.via is not None:
+            out["via"] = r.via
         return out
 
     return [
@@ -283,5 +305,8 @@ def render_view(view: MigrationView) -> str:
                 ("stale", v.stale),
             ):
                 if refs:
-                    lines.append(f"    {kind}: " + ", ".join(r.name for r in refs))
+                    lines.append(
+                        f"    {kind}: "
+                        + ", ".join(r.name + (f" (reads {r.via})" if r.via else "") for r in refs)
+                    )
     return "\n".join(lines) if lines else "no layers and no declarations"

@@ -129,6 +129,17 @@ class Contract:
     its canonical spelling ``v<major>.<minor>``. ``cadence_s`` is the ISO 8601 ``cadence``
     in seconds. ``digest`` is the sha256 (hex) of the canonical JSON of the parsed
     document, so formatting and key order do not change it. ``text`` is the source YAML.
+
+    Review metadata (``contract review``, DESIGN.md section 5), outside the digest and never
+    a difference of its own: ``change`` is the class the author declares for the change
+    from the layer's previous version (``major``, ``tightening``, ``minor``; review checks
+    it against the computed class, which the config record carries); ``declared_mode``
+    (document field ``mode``) is the mode the owner asks for and ``evidence`` the observing
+    evidence behind an enforcing tightening (a repository path to ``contract evidence
+    --format json`` output, or a URL). Declaring them on a published version (e.g. to
+    promote it) is therefore not an edit in place. ``read_paths`` is ``shared`` (default)
+    or ``per_major``: the worker then also writes each admitted batch to one topic per
+    enforcing major whose verdict passed (part of the digest when ``per_major``).
     """
 
     layer: str
@@ -143,6 +154,10 @@ class Contract:
     clauses: tuple[Clause, ...]
     digest: str
     text: str = ""
+    change: str | None = None
+    declared_mode: str | None = None
+    evidence: str | None = None
+    read_paths: str = "shared"
 
     @property
     def key(self) -> str:

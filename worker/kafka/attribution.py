@@ -2,7 +2,9 @@
 
 :func:`migration_view` counts declared and unattributed consumers per layer and major
 version (:mod:`worker.core.migration`, pure) from the consumers topic and the admin API
-(this module is the thin adapter).
+(this module is the thin adapter). A group with committed offsets on a per-major admitted
+topic (``gis.batches.admitted.<layer>.v<major>``) is attributed to that major from the
+topic it reads.
 """
 
 from __future__ import annotations
@@ -23,7 +25,13 @@ from worker.kafka.settings import Settings
 
 log = logging.getLogger(__name__)
 
-__all__ = ["DEFAULT_STALE_AFTER", "consumer_groups", "migration_view", "read_declarations"]
+__all__ = [
+    "DEFAULT_STALE_AFTER",
+    "consumer_groups",
+    "migration_view",
+    "per_major_readers",
+    "read_declarations",
+]
 
 #: Declarations whose group is gone and that are older than this are shown as stale.
 DEFAULT_STALE_AFTER = timedelta(days=7)
@@ -64,28 +72,47 @@ def consumer_groups(settings: Settings, timeout_s: float = 10.0) -> tuple[set[st
     KafkaError
         When the broker does not answer the admin requests.
     """
+    existing, offsets = _group_topics(settings, timeout_s)
+    admitted = settings.topics.admitted
+    return existing, {g for g, topics in offsets.items() if admitted in topics}
+
+
+def per_major_readers(
+    settings: Settings, offsets: dict[str, set[str]]
+) -> list[tuple[str, str, int, str]]:
+    """``(group, layer, major, topic)`` for every group with committed offsets on a
+    per-major admitted topic (``Topics.admitted_per_major``), from :func:`_group_topics`."""
+    out = []
+    for group, topics in sorted(offsets.items()):
+        for topic in sorted(topics):
+            found = settings.topics.per_major_of(topic)
+            if found is not None:
+                out.append((group, found[0], found[1], topic))
+    return out
+
+
+def _group_topics(settings: Settings, timeout_s: float) -> tuple[set[str], dict[str, set[str]]]:
+    """Every group the broker lists, and per group the topics it has committed offsets on."""
     from confluent_kafka import ConsumerGroupTopicPartitions
     from confluent_kafka.admin import AdminClient
 
-    admitted = settings.topics.admitted
     admin = AdminClient(settings.base())
     try:
         listed = admin.list_consumer_groups(request_timeout=timeout_s).result()
         existing = {g.group_id for g in listed.valid}
-        reading: set[str] = set()
+        offsets: dict[str, set[str]] = {}
         for group in sorted(existing):
             futures = admin.list_consumer_group_offsets(
                 [ConsumerGroupTopicPartitions(group)], request_timeout=timeout_s
             )
             for fut in futures.values():
                 result = fut.result()
-                if any(
-                    tp.topic == admitted and tp.offset >= 0 for tp in result.topic_partitions or []
-                ):
-                    reading.add(group)
+                topics = {tp.topic for tp in result.topic_partitions or [] if tp.offset >= 0}
+                if topics:
+                    offsets.setdefault(group, set()).update(topics)
     except Exception as exc:
         raise KafkaError(f"cannot list consumer groups and their offsets: {exc}") from exc
-    return existing, reading
+    return existing, offsets
 
 
 def migration_view(
@@ -106,7 +133,8 @@ def migration_view(
     active = {
         layer: [v.contract.version for v in registry.active(layer)] for layer in registry.layers()
     }
-    existing, reading = consumer_groups(settings)
+    existing, offsets = _group_topics(settings, 10.0)
+    reading = {g for g, topics in offsets.items() if settings.topics.admitted in topics}
     return build_view(
         active,
         read_declarations(settings),
@@ -116,6 +144,7 @@ def migration_view(
         stale_after=stale_after,
         excluded=[settings.group_id],
         excluded_prefixes=[f"{settings.group_id}-reader-"],
+        path_readers=per_major_readers(settings, offsets),
     )
 
 

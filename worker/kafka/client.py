@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from worker.core.errors import KafkaError
@@ -19,12 +19,19 @@ __all__ = ["create_topics", "produce_one", "read_topic"]
 
 
 def create_topics(
-    settings: Settings, *, partitions: int = 3, replication_factor: int = 1, timeout_s: float = 30
+    settings: Settings,
+    *,
+    partitions: int = 3,
+    replication_factor: int = 1,
+    timeout_s: float = 30,
+    names: Sequence[str] | None = None,
 ) -> dict[str, str]:
     """Create the six topics of DESIGN.md section 6; existing topics are left alone.
 
     The config (``gis.contracts``) and consumers topics are compacted; every topic accepts
     records up to :data:`MAX_MESSAGE_BYTES`. Returns ``{topic: "created" | "exists"}``.
+    ``names`` given: create those data topics instead (``partitions`` each, not
+    compacted), e.g. the per-major admitted topics of :mod:`worker.kafka.read_paths`.
 
     Raises
     ------
@@ -46,6 +53,8 @@ def create_topics(
         t.contracts: (1, compacted),
         t.consumers: (1, compacted),
     }
+    if names is not None:
+        specs = {name: (partitions, big) for name in names}
     admin = AdminClient(settings.base())
     try:
         admin.list_topics(timeout=min(10.0, timeout_s))

@@ -56,6 +56,8 @@ def _utcnow() -> datetime:
 
 #: Seconds between two consumer-lag refreshes of the loop.
 LAG_INTERVAL_S = 1.0
+#: Seconds before a missing per-major topic is looked up again.
+PER_MAJOR_RECHECK_S = 30.0
 
 
 def partition_lag(consumer: Any, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
@@ -132,6 +134,8 @@ class Pipeline:
         self._producer: Any = None
         self.health = BrokerHealth()
         self.watchdog: Watchdog | None = None
+        #: per-major topic -> (exists, monotonic time of the check)
+        self._per_major_topics: dict[str, tuple[bool, float]] = {}
 
     @property
     def broker_unreachable_since(self) -> float | None:
@@ -308,12 +312,14 @@ class Pipeline:
             next_offsets[tp] = max(next_offsets.get(tp, 0), m.offset() + 1)
             first_offsets.setdefault(tp, m.offset())
         producer = self._producer
+        missing = self._missing_per_major_topics(outcomes)
         try:
             producer.begin_transaction()
             with self._guard("producing the batch's records", QUEUE_FULL_TIMEOUT_S):
                 for outcome in outcomes:
                     for r in outcome.records:
-                        _produce(producer, r.topic, r.key, r.value, r.headers)
+                        if r.topic not in missing:
+                            _produce(producer, r.topic, r.key, r.value, r.headers)
             with self._guard("send_offsets_to_transaction", SEND_OFFSETS_TIMEOUT_S):
                 producer.send_offsets_to_transaction(
                     [TopicPartition(t, p, o) for (t, p), o in next_offsets.items()],
@@ -344,6 +350,35 @@ class Pipeline:
             raise
         self._abort_and_rewind(first_offsets, reason)
         return False
+
+    def _missing_per_major_topics(self, outcomes: list[Outcome]) -> frozenset[str]:
+        """Per-major topics of these outcomes that do not exist (checked with a metadata
+        request, again every :data:`PER_MAJOR_RECHECK_S` while missing). A produce to a
+        missing topic would fail the transaction again and again, so such records are left
+        out, with an ERROR naming the topic and the fix; shared topics are never skipped."""
+        from confluent_kafka import KafkaException
+
+        wanted = {r.topic for o in outcomes for r in o.records if r.per_major}
+        now = time.monotonic()
+        missing = set()
+        for topic in sorted(wanted):
+            known = self._per_major_topics.get(topic)
+            if known is None or (not known[0] and now - known[1] > PER_MAJOR_RECHECK_S):
+                try:
+                    meta = self._producer.list_topics(topic, timeout=5).topics.get(topic)
+                    exists = meta is not None and meta.error is None and bool(meta.partitions)
+                except KafkaException:
+                    exists = known[0] if known else False
+                self._per_major_topics[topic] = (exists, now)
+                if not exists:
+                    log.error(
+                        "per-major topic %s does not exist: batches admitted for it are not "
+                        "written there; create it with `contract-gate topics create`",
+                        topic,
+                    )
+            if not self._per_major_topics[topic][0]:
+                missing.add(topic)
+        return frozenset(missing)
 
     def _abort_and_rewind(self, first_offsets: dict[tuple[str, int], int], reason: str) -> None:
         """Abort the open transaction and seek each still-assigned partition back to the

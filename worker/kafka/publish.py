@@ -59,7 +59,7 @@ def publish_contract(
     settings: Settings,
     path: str | Path,
     *,
-    mode: str = "enforcing",
+    mode: str | None = None,
     published_by: str | None = None,
     dry_run: bool = False,
     now: datetime | None = None,
@@ -71,6 +71,7 @@ def publish_contract(
     digest is a no-op; same key, other digest is refused (edit in place); the number must
     follow the class; a tightening must be observing; an enforcing minor supersedes the
     earlier revisions of its major; a major opens an overlap. ``dry_run`` writes nothing.
+    ``mode`` None takes the document's ``mode`` field, else ``enforcing``.
 
     Raises
     ------
@@ -88,7 +89,7 @@ def publish_contract(
     known = read_published(settings).published(contract.layer)
     decision = decide_publish(
         contract,
-        mode=mode,
+        mode=mode or contract.declared_mode or "enforcing",
         known=known,
         published_by=published_by or getpass.getuser(),
         now=now or datetime.now(timezone.utc),

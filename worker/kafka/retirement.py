@@ -20,6 +20,7 @@ from datetime import timedelta
 from worker.core.errors import PolicyError
 from worker.core.migration import major_label, parse_version
 from worker.core.policy import Published
+from worker.core.read_paths import opts_in
 from worker.kafka.attribution import DEFAULT_STALE_AFTER, migration_view
 from worker.kafka.lifecycle import read_published, write_records
 from worker.kafka.settings import Settings
@@ -93,7 +94,9 @@ def retire(
     view = migration_view(settings, registry=registry, stale_after=stale_after)
     row = view.count(layer, label)
     if row is not None and row.count:
-        names = ", ".join(f"{r.name} ({r.kind})" for r in row.stragglers)
+        names = ", ".join(
+            f"{r.name} ({r.kind}{', reads ' + r.via if r.via else ''})" for r in row.stragglers
+        )
         raise PolicyError(
             f"retirement of {layer} {label} refused: {row.count} consumer(s) still read "
             f"against it: {names}. Each must move to a newer version and declare it "
@@ -106,6 +109,14 @@ def retire(
     if row is not None and row.stale:
         stale = f" ({len(row.stale)} stale declaration(s) shown in consumers status)"
     by = f" by {retired_by}" if retired_by else ""
+    path = ""
+    if opts_in(p.contract for p in active):
+        topic = settings.topics.admitted_for(layer, major)
+        path = (
+            f"; its per-major read path {topic} is no longer written (the topic is kept: "
+            "delete it with your Kafka tooling when nothing needs its records)"
+        )
     return (
-        f"retired {layer} {label} ({', '.join(retired)}){by}: no consumer reads against it{stale}"
+        f"retired {layer} {label} ({', '.join(retired)}){by}: no consumer reads against "
+        f"it{stale}{path}"
     )

@@ -17,6 +17,7 @@ from datetime import datetime
 from worker.core.errors import DecodeError
 from worker.core.evaluate import evaluate
 from worker.core.model import ActiveVersion, Batch, Decision, QuarantineReason
+from worker.core.read_paths import opts_in, passing_majors
 from worker.io import codec
 from worker.io.features import derive_schema, load_payload
 from worker.kafka.settings import MAX_MESSAGE_BYTES, Topics
@@ -44,12 +45,17 @@ class Source:
 
 @dataclass(frozen=True)
 class OutRecord:
-    """One record to produce: topic, key (the layer), value bytes and headers."""
+    """One record to produce: topic, key (the layer), value bytes and headers.
+
+    ``per_major`` marks a record for a per-major read path (``read_paths: per_major``):
+    the pipeline leaves it out, with an error in the log, while its topic does not exist.
+    """
 
     topic: str
     key: str | bytes | None
     value: bytes
     headers: Headers
+    per_major: bool = False
 
 
 @dataclass(frozen=True)
@@ -159,10 +165,13 @@ def route(
     -------
     Outcome
         Admitted: the original bytes to ``topics.admitted`` plus one evaluation record per
-        version. Quarantined: a quarantine record plus the evaluation records.
+        version. Quarantined: a quarantine record plus the evaluation records. For a
+        layer with ``read_paths: per_major``, also the original bytes to
+        ``topics.admitted_for(layer, major)`` for every enforcing major that passed.
     """
     started = time.perf_counter()
     batch: Batch | None = None
+    per_major = False
     layer: str | None = None
     salvaged_id: str | None = None
     try:
@@ -195,6 +204,7 @@ def route(
             )
         else:
             decision = evaluate(batch, versions, now=now)
+            per_major = opts_in(v.contract for v in versions)
     batch_id = batch.batch_id if batch else salvaged_id
     duration_s = time.perf_counter() - started
 
@@ -214,6 +224,8 @@ def route(
         )
     try:
         records = _records(source, batch, layer, batch_id, decision, topics, now, worker_id)
+        if per_major and batch is not None:
+            records += _per_major_records(source, batch, decision, topics)
     except Exception as exc:  # a record we cannot build must not stop the partition
         decision = _failed("encode_error", f"output records cannot be encoded: {exc}")
         records = [_quarantine(source, layer, None, decision, topics, now, worker_id)]
@@ -274,23 +286,45 @@ def _records(
     if decision.admitted:
         if batch is None or source.value is None:
             raise ValueError("an admitted decision without a decoded batch")
-        observing = ";".join(
-            f"{v.version}={'pass' if v.passed else 'break'}"
-            for v in decision.verdicts
-            if v.mode == "observing"
-        )
-        headers = [
-            ("batch-id", batch.batch_id.encode()),
-            ("layer", batch.layer.encode()),
-            ("contract-versions-enforced", ",".join(decision.enforcing_passed).encode()),
-            ("contract-versions-observing", observing.encode()),
-            *_source_headers(source),
-            *_replay_of(source),
-        ]
+        headers = _admitted_headers(source, batch, decision)
         records.append(OutRecord(topics.admitted, batch.layer, source.value, headers))
     else:
         records.append(_quarantine(source, layer, batch_id, decision, topics, now, worker_id))
     return records
+
+
+def _admitted_headers(source: Source, batch: Batch, decision: Decision) -> Headers:
+    """Headers of an admitted record: batch id, layer, the enforcing versions passed, the
+    observing results, the source coordinates (and ``replay-of``)."""
+    observing = ";".join(
+        f"{v.version}={'pass' if v.passed else 'break'}"
+        for v in decision.verdicts
+        if v.mode == "observing"
+    )
+    return [
+        ("batch-id", batch.batch_id.encode()),
+        ("layer", batch.layer.encode()),
+        ("contract-versions-enforced", ",".join(decision.enforcing_passed).encode()),
+        ("contract-versions-observing", observing.encode()),
+        *_source_headers(source),
+        *_replay_of(source),
+    ]
+
+
+def _per_major_records(
+    source: Source, batch: Batch, decision: Decision, topics: Topics
+) -> list[OutRecord]:
+    """The original bytes to the admitted topic of every enforcing major whose verdict
+    passed (:func:`worker.core.read_paths.passing_majors`), with the admitted record's
+    headers, whether or not the shared topic admits the batch."""
+    value = source.value
+    if value is None or len(value) > MAX_MESSAGE_BYTES:
+        return []
+    headers = _admitted_headers(source, batch, decision)
+    return [
+        OutRecord(topics.admitted_for(batch.layer, m), batch.layer, value, headers, per_major=True)
+        for m in passing_majors(decision.verdicts)
+    ]
 
 
 def _salvage(value: bytes | None) -> tuple[str | None, str | None]:

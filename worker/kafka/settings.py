@@ -107,10 +107,35 @@ class Topics:
     contracts: str = "gis.contracts"
     consumers: str = "gis.contract.consumers"
     evaluations: str = "gis.contract.evaluations"
+    #: per-major read paths (``read_paths: per_major``): ``{layer}`` and ``{major}`` filled in
+    admitted_per_major: str = "gis.batches.admitted.{layer}.v{major}"
 
     def with_prefix(self, prefix: str) -> Topics:
         """The same names under ``prefix`` (used by tests and the demo on shared clusters)."""
         return Topics(**{k: prefix + v for k, v in self.__dict__.items()})
+
+    def admitted_for(self, layer: str, major: int) -> str:
+        """The per-major admitted topic of ``layer`` and ``major``, e.g.
+        ``gis.batches.admitted.parcels.v7``."""
+        return self.admitted_per_major.replace("{layer}", layer).replace("{major}", str(major))
+
+    def per_major_of(self, topic: str) -> tuple[str, int] | None:
+        """``(layer, major)`` when ``topic`` is a per-major admitted topic, else None."""
+        import re
+
+        parts = re.split(r"(\{layer\}|\{major\})", self.admitted_per_major)
+        pattern = "".join(
+            "(?P<layer>.+)"
+            if p == "{layer}"
+            else "(?P<major>[0-9]+)"
+            if p == "{major}"
+            else re.escape(p)
+            for p in parts
+        )
+        m = re.fullmatch(pattern, topic)
+        if m is None or "layer" not in m.groupdict() or "major" not in m.groupdict():
+            return None
+        return m.group("layer"), int(m.group("major"))
 
 
 @dataclass(frozen=True)
