@@ -98,3 +98,22 @@ def test_window_bounds_are_validated() -> None:
         Window(max_verdicts=0)
     with pytest.raises(ValueError):
         Window(max_age_s=0)
+
+
+def test_restore_refills_windows_oldest_first_within_both_bounds() -> None:
+    # issue 10 item 12: a restarted worker reported attainment over an empty window
+    clock = Clock()
+    slo = SloTracker(Window(max_verdicts=3, max_age_s=100.0), clock)
+    results = [
+        (V1, True, 0.99, 10.0),
+        (V1, False, 0.99, 150.0),  # older than the window: skipped
+        (V1, False, 0.99, 50.0),
+        (V1, True, 0.99, 90.0),
+        (V1, True, 0.99, 5.0),  # the fourth within the age bound: the 90 s one is evicted
+    ]
+    assert slo.restore(results) == 4
+    s = slo.status(V1)
+    assert s is not None and (s.evaluated, s.passed) == (3, 2)  # 50 s fail, 10 s, 5 s pass
+    clock.t += 55  # the 50 s-old failure is now 105 s old
+    s = slo.status(V1)
+    assert s is not None and (s.evaluated, s.passed, s.attainment) == (2, 2, 1.0)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from dataclasses import replace
-from datetime import timedelta
+from datetime import datetime, timedelta, timezone
 
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
@@ -115,3 +115,39 @@ def test_slo_escalation_lag_and_bootstrap_gauges() -> None:
     assert set(by_version("gis.contract.objective")) == {("v1.0", "enforcing")}
     assert "gis.contract.overlap_age_cycles" not in p or not p["gis.contract.overlap_age_cycles"]
     assert {v for _, v in p["gis.contract.escalations"]} == {0}
+
+
+def test_restore_slo_counts_each_batch_once_and_only_active_versions() -> None:
+    from datetime import timedelta
+
+    from opentelemetry.sdk.metrics import MeterProvider
+
+    from worker.core.slo import SeriesKey
+    from worker.ops.metrics import GateMetrics
+
+    now = datetime(2026, 11, 30, 12, tzinfo=timezone.utc)
+
+    def rec(batch: str, version: str, passed: bool, minutes: int) -> dict[str, object]:
+        return {
+            "layer": "admin_boundaries",
+            "version": version,
+            "mode": "enforcing",
+            "batch_id": batch,
+            "passed": passed,
+            "evaluated_at": now - timedelta(minutes=minutes),
+        }
+
+    metrics = GateMetrics(MeterProvider().get_meter("t"))
+    restored = metrics.restore_slo(
+        [
+            rec("b1", "v1.0", False, 30),
+            rec("b1", "v1.0", True, 20),  # redelivered after an abort: the last one counts
+            rec("b2", "v1.0", True, 10),
+            rec("b3", "v0.9", False, 5),  # a version no longer active
+        ],
+        {("admin_boundaries", "v1.0"): 0.99},
+        now,
+    )
+    assert restored == 2
+    s = metrics.slo.status(SeriesKey("admin_boundaries", "v1.0", "enforcing"))
+    assert s is not None and (s.evaluated, s.passed) == (2, 2)

@@ -32,7 +32,7 @@ from __future__ import annotations
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Collection
+from collections.abc import Callable, Collection, Iterable
 from dataclasses import dataclass
 
 from worker.core.model import VersionVerdict
@@ -144,9 +144,15 @@ class SloTracker:
             SeriesKey(verdict.layer, verdict.version, verdict.mode), verdict.passed, objective
         )
 
-    def record_result(self, key: SeriesKey, passed: bool, objective: float) -> None:
-        """Add one result to ``key``'s series (the objective is the latest seen)."""
-        now = self._clock()
+    def record_result(
+        self, key: SeriesKey, passed: bool, objective: float, age_s: float = 0.0
+    ) -> None:
+        """Add one result to ``key``'s series (the objective is the latest seen).
+
+        ``age_s`` (seconds, >= 0) dates a result recorded earlier, e.g. one restored from
+        the evaluations topic at start; results must arrive oldest first.
+        """
+        now = self._clock() - max(0.0, age_s)
         with self._lock:
             series = self._series.get(key)
             if series is None:
@@ -164,6 +170,24 @@ class SloTracker:
         while series.verdicts and series.verdicts[0][0] <= horizon:
             _, ok = series.verdicts.popleft()
             series.passed -= int(ok)
+
+    def restore(
+        self,
+        results: Iterable[tuple[SeriesKey, bool, float, float]],
+    ) -> int:
+        """Refill windows after a restart from ``(key, passed, objective, age_s)`` results.
+
+        Results older than the window's ``max_age_s`` are skipped; the rest are recorded
+        oldest first, so each series keeps at most its last ``max_verdicts``. Returns the
+        number recorded. Call before the first live :meth:`record`.
+        """
+        horizon = self.window.max_age_s
+        kept = sorted(
+            (r for r in results if horizon is None or r[3] < horizon), key=lambda r: -r[3]
+        )
+        for key, passed, objective, age_s in kept:
+            self.record_result(key, passed, objective, age_s)
+        return len(kept)
 
     def retain(self, keys: Collection[SeriesKey]) -> None:
         """Drop every series whose key is not in ``keys`` (e.g. retired versions)."""

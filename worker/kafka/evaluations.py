@@ -13,7 +13,7 @@ from worker.io.codec import decode_evaluation
 from worker.kafka.client import read_topic
 from worker.kafka.settings import Settings
 
-__all__ = ["read_evaluations"]
+__all__ = ["read_evaluations", "read_recent_evaluations"]
 
 
 def read_evaluations(
@@ -37,4 +37,29 @@ def read_evaluations(
             continue  # not ours to judge here; the evidence counts decodable records
         if record["layer"] == layer:
             out.append(record)
+    return out
+
+
+def read_recent_evaluations(
+    settings: Settings, tail_per_partition: int, timeout_s: float = 30.0
+) -> list[dict[str, Any]]:
+    """The last ``tail_per_partition`` evaluation records of each partition, decoded.
+
+    For rebuilding SLO windows at start: the window holds at most a bounded number of
+    verdicts per series, so the tail is enough and the read stays bounded however long
+    the topic is. Undecodable records are skipped.
+
+    Raises
+    ------
+    KafkaError
+        The topic is missing or EOF is not reached within ``timeout_s``.
+    """
+    out: list[dict[str, Any]] = []
+    for msg in read_topic(
+        settings, settings.topics.evaluations, tail=tail_per_partition, timeout_s=timeout_s
+    ):
+        try:
+            out.append(decode_evaluation(msg.value()))
+        except ContractGateError:
+            continue
     return out

@@ -7,9 +7,9 @@ the operator layer. :class:`NullInstruments` records nothing (a pipeline without
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from datetime import datetime
-from typing import Protocol
+from typing import Any, Protocol
 
 from worker.core.model import Decision
 from worker.core.policy import Published
@@ -46,6 +46,17 @@ class Instruments(Protocol):
     def set_config_bootstrap(self, records: int, bootstrapped: bool) -> None:
         """Config records read so far and whether the bootstrap reached partition EOF."""
 
+    def restore_slo(
+        self,
+        records: Iterable[Mapping[str, Any]],
+        objectives: Mapping[tuple[str, str], float],
+        now: datetime,
+    ) -> int:
+        """Refill SLO windows from decoded evaluation records at start; returns how many
+        verdicts were restored (``objectives``: ``(layer, version) -> objective`` of the
+        active versions; records of other versions are ignored)."""
+        ...
+
 
 class NullInstruments:
     """:class:`Instruments` that record nothing."""
@@ -75,3 +86,11 @@ class NullInstruments:
 
     def set_config_bootstrap(self, records: int, bootstrapped: bool) -> None:
         return None
+
+    def restore_slo(
+        self,
+        records: Iterable[Mapping[str, Any]],
+        objectives: Mapping[tuple[str, str], float],
+        now: datetime,
+    ) -> int:
+        return 0

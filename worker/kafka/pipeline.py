@@ -21,7 +21,9 @@ from typing import Any
 
 from worker.core.errors import KafkaError
 from worker.core.registry import ConfigEvent, RecordingRegistry
+from worker.core.slo import DEFAULT_MAX_VERDICTS
 from worker.kafka.config_topic import ConfigFollower
+from worker.kafka.evaluations import read_recent_evaluations
 from worker.kafka.health import BrokerHealth, Watchdog
 from worker.kafka.instruments import Instruments, NullInstruments
 from worker.kafka.routing import Outcome, Source, route
@@ -44,6 +46,8 @@ _FENCED_CODES = _fenced_codes()
 
 #: Timeouts of the transactional producer calls (seconds).
 INIT_TRANSACTIONS_TIMEOUT_S = 30.0
+#: Most evaluation records read per partition to rebuild SLO windows at start.
+SLO_RESTORE_MAX_PER_PARTITION = 20_000
 SEND_OFFSETS_TIMEOUT_S = 30.0
 COMMIT_TIMEOUT_S = 60.0
 ABORT_TIMEOUT_S = 30.0
@@ -186,6 +190,9 @@ class Pipeline:
         n = self.config.bootstrap(self.config_timeout_s, progress)
         self.metrics.set_config_bootstrap(n, True)
         self.metrics.set_lifecycle(self.registry.published(), self.clock)
+        restored = self._restore_slo()
+        if progress and restored:
+            progress(f"SLO windows restored from {restored} evaluation records")
         if progress:
             layers = ", ".join(
                 f"{layer}: " + " ".join(f"{v.contract.version}/{v.mode}" for v in active)
@@ -204,6 +211,27 @@ class Pipeline:
         self._consumer.subscribe(
             [self.settings.topics.batches], on_assign=self._on_assign, on_revoke=self._on_revoke
         )
+
+    def _restore_slo(self) -> int:
+        """Refill the SLO windows from the tail of the evaluations topic (bounded: at most
+        the window's verdicts per active version per partition); a failed read is logged,
+        never fatal (the windows then start empty, as before)."""
+        if isinstance(self.metrics, NullInstruments):
+            return 0
+        objectives = {
+            (v.contract.layer, v.contract.version): v.contract.objective
+            for layer in self.registry.layers()
+            for v in self.registry.active(layer)
+        }
+        if not objectives:
+            return 0
+        tail = min(SLO_RESTORE_MAX_PER_PARTITION, DEFAULT_MAX_VERDICTS * len(objectives))
+        try:
+            records = read_recent_evaluations(self.settings, tail, timeout_s=30.0)
+        except KafkaError as exc:
+            log.warning("SLO windows start empty: the evaluations topic was not read (%s)", exc)
+            return 0
+        return self.metrics.restore_slo(records, objectives, self.clock())
 
     def run(self, stop: threading.Event, on_stuck: Callable[[str], None] | None = None) -> None:
         """Process poll batches until ``stop`` is set, then leave the group cleanly.

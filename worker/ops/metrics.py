@@ -227,6 +227,31 @@ class GateMetrics:
             }
         )
 
+    def restore_slo(
+        self,
+        records: Iterable[Mapping[str, Any]],
+        objectives: Mapping[tuple[str, str], float],
+        now: datetime,
+    ) -> int:
+        """Refill the SLO windows from evaluation records read at start (a restarted worker
+        would otherwise report attainment over an empty window).
+
+        A batch evaluated more than once (redelivery) counts once per series, with its
+        last evaluation; records older than the window or of inactive versions are skipped.
+        """
+        last: dict[tuple[SeriesKey, str], tuple[bool, float]] = {}
+        for r in records:
+            objective = objectives.get((r["layer"], r["version"]))
+            if objective is None:
+                continue
+            key = SeriesKey(r["layer"], r["version"], r["mode"])
+            age_s = (now - r["evaluated_at"]).total_seconds()
+            last[(key, r["batch_id"])] = (bool(r["passed"]), age_s)
+        return self.slo.restore(
+            (key, passed, objectives[(key.layer, key.version)], age_s)
+            for (key, _), (passed, age_s) in last.items()
+        )
+
     def set_consumer_lag(self, lag: Mapping[tuple[str, int], int]) -> None:
         """Lag per assigned ``(topic, partition)``; replaces the previous mapping."""
         self._lag = dict(lag)
