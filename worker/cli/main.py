@@ -91,6 +91,24 @@ def build_parser() -> argparse.ArgumentParser:
         "--now", type=parse_time, help="evaluation time (default: now), for reproducible checks"
     )
     p.add_argument("--format", choices=["text", "json"], default="text")
+    p.add_argument(
+        "--id-column",
+        metavar="COLUMN",
+        help="attribute column whose values name features in the offending-feature lists "
+        "(default: the contract's id_column, else the GeoJSON id member, else the row index)",
+    )
+    p.add_argument(
+        "--offenders",
+        metavar="FILE",
+        help="write the offending features as a GeoJSON FeatureCollection (the broken "
+        "clauses as properties; open it in QGIS)",
+    )
+    p.add_argument(
+        "--html",
+        metavar="FILE",
+        help="write one self-contained HTML page: a map of the batch in the contract CRS "
+        "with the offending features by clause, the verdicts in words, the offenders table",
+    )
 
     p = sub.add_parser(
         "run",

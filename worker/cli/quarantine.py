@@ -62,6 +62,18 @@ def add_quarantine_args(
         if name == "show":
             a.add_argument("batch", metavar="BATCH_ID", help="batch id, or PARTITION@OFFSET")
             a.add_argument("--format", choices=["text", "json"], default="text")
+            a.add_argument(
+                "--geojson",
+                metavar="FILE",
+                help="write the offending features as a GeoJSON FeatureCollection (the "
+                "broken clauses as properties; open it in QGIS)",
+            )
+            a.add_argument(
+                "--html",
+                metavar="FILE",
+                help="write one self-contained HTML page: a map of the batch with the "
+                "offending features by clause, the reasons in words, the offenders table",
+            )
             continue
         a.add_argument("batch", metavar="BATCH_ID", nargs="?", help="batch id, or PARTITION@OFFSET")
         a.add_argument(
@@ -132,6 +144,32 @@ def _replay_all(args: argparse.Namespace, settings: Any) -> int:
     return 1 if refused else 0
 
 
+def _write_pictures(args: argparse.Namespace, entry: Any) -> None:
+    """``show --geojson FILE`` and ``--html FILE``: from the original event's features."""
+    from worker.io.offenders import offenders_collection, offenders_of_record
+    from worker.ops.quarantine import entry_batch
+
+    batch = entry_batch(entry)
+    reasons = entry.record["reasons"]
+    if args.geojson:
+        doc = offenders_collection(batch, offenders_of_record(reasons), name=entry.batch_id)
+        _write(args.geojson, dumps_json(doc, ensure_ascii=False, default=str))
+        print(f"wrote {len(doc['features'])} offending features to {args.geojson}", file=sys.stderr)
+    if args.html:
+        from worker.io.batch_page import render_record_page
+
+        _write(args.html, render_record_page(batch, entry.record))
+        print(f"wrote {args.html}; open it in a browser", file=sys.stderr)
+
+
+def _write(path: str, text: str) -> None:
+    try:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as exc:
+        raise ContractGateError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
 def cmd_quarantine(args: argparse.Namespace) -> int:
     from worker.cli.args import settings_from_args
     from worker.ops.quarantine import (
@@ -169,6 +207,8 @@ def cmd_quarantine(args: argparse.Namespace) -> int:
             print(dumps_json(entry_to_json(entry), indent=2, default=str))
         else:
             print(render_entry(entry))
+        if args.geojson or args.html:
+            _write_pictures(args, entry)
         return 0
     if not args.force:
         check_not_admitted(entry, read_admitted(settings))

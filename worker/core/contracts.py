@@ -115,6 +115,7 @@ def parse_contract(text: str, *, source: str = "<string>") -> Contract:
         clauses=clauses,
         digest="",
         text=text,
+        id_column=doc.get("id_column"),
     )
     return _with_digest(contract)
 
@@ -146,6 +147,8 @@ def contract_to_document(contract: Contract) -> dict[str, Any]:
         "owner": contract.owner,
         "changelog": contract.changelog,
         "clauses": clauses,
+        # only when set: the digest of every document without it stays what it was
+        **({"id_column": contract.id_column} if contract.id_column is not None else {}),
     }
 
 

@@ -104,6 +104,7 @@ def evaluate(batch: Batch, versions: Sequence[ActiveVersion], *, now: datetime) 
             clause=r.name,
             measured=r.measured,
             expected=r.expected,
+            offenders=r.offenders,
         )
         for v in verdicts
         if v.mode == "enforcing"

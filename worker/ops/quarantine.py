@@ -17,6 +17,7 @@ never duplicates an admitted batch: a batch whose id is already on the admitted 
 from __future__ import annotations
 
 import re
+import textwrap
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -25,7 +26,9 @@ from typing import Any
 
 from worker.core.errors import ContractGateError, DecodeError
 from worker.core.jsonsafe import dumps_json
+from worker.core.model import Batch
 from worker.io import codec
+from worker.io.report import offender_lines
 from worker.kafka.client import produce_one, read_topic
 from worker.kafka.routing import REPLAY_OF
 from worker.kafka.settings import Settings
@@ -34,6 +37,7 @@ __all__ = [
     "QuarantineEntry",
     "check_not_admitted",
     "entries_since",
+    "entry_batch",
     "entry_to_json",
     "find_entry",
     "original_of",
@@ -336,11 +340,63 @@ def render_entry(entry: QuarantineEntry) -> str:
             if reason.get("clause")
             else reason["code"]
         )
-        lines.append(f"    {head}: {reason['message']}")
+        lines.extend(_wrap(f"{head}: {reason['message']}", "    ", "      "))
+        if isinstance(reason.get("offenders"), dict):
+            for line in offender_lines(reason["offenders"], kind=_kind(reason)):
+                lines.extend(_wrap(line, "      ", "        "))
         if reason.get("measured") is not None or reason.get("expected") is not None:
             lines.append(f"      measured: {_value(reason['measured'])}")
             lines.append(f"      expected: {_value(reason['expected'])}")
     return "\n".join(lines)
+
+
+def _kind(reason: Mapping[str, Any]) -> str:
+    """The clause kind of a reason, as far as its measured value tells (the record does not
+    carry kinds): ``domain`` when it measured unknown codes."""
+    m = reason.get("measured")
+    return "domain" if isinstance(m, dict) and "unknown" in m else ""
+
+
+def _wrap(text: str, first: str, rest: str) -> list[str]:
+    return textwrap.wrap(
+        text,
+        100,
+        initial_indent=first,
+        subsequent_indent=rest,
+        break_long_words=False,
+        break_on_hyphens=False,
+    ) or [first]
+
+
+def entry_batch(entry: QuarantineEntry) -> Batch:
+    """The batch of a quarantine record, decoded from the original event bytes it carries
+    (with its features loaded from ``payload_uri`` when sent by reference).
+
+    Raises
+    ------
+    ContractGateError
+        The record carries no original bytes (too large, or the entry is undecodable), or
+        they do not decode as a batch (a ``decode_error`` record), or the payload cannot be
+        loaded; the message says which.
+    """
+    r = entry.record
+    if r is None or not r["original"]:
+        raise ContractGateError(
+            f"{entry.coordinates} carries no original event bytes, so its features cannot "
+            "be shown (the source coordinates locate the event)"
+        )
+    try:
+        batch = codec.decode_batch(bytes(r["original"]))
+    except DecodeError as exc:
+        raise ContractGateError(
+            f"{entry.coordinates}: the original event does not decode, it has no features "
+            f"to show ({exc})"
+        ) from None
+    if batch.payload_uri and not batch.geometries_wkb:
+        from worker.io.features import load_payload
+
+        batch = load_payload(batch.payload_uri, batch)
+    return batch
 
 
 def entry_to_json(entry: QuarantineEntry) -> dict[str, Any]:

@@ -32,6 +32,7 @@ def _read_geojson(path: Path) -> FeatureData:
         raise _fail(path, "the FeatureCollection has no 'features' list")
     geoms: list[str | None] = []
     props: list[dict[str, Any]] = []
+    ids: list[str | int | float | None] = []
     for i, feat in enumerate(features):
         if not isinstance(feat, dict) or feat.get("type") != "Feature":
             raise _fail(path, f"features[{i}] is not a GeoJSON Feature")
@@ -40,9 +41,17 @@ def _read_geojson(path: Path) -> FeatureData:
             raise _fail(path, f"features[{i}].properties is not an object or null")
         geoms.append(json.dumps(g) if g is not None else None)
         props.append(p or {})
+        fid = feat.get("id")
+        # RFC 7946 section 3.2: a string or a number; anything else names no feature
+        ok_id = isinstance(fid, str | int | float) and not isinstance(fid, bool)
+        ids.append(fid if ok_id else None)
     wkb, errors = _geometries(geoms)
     return FeatureData(
-        wkb, _properties_table(props), _legacy_crs(path, doc), geometry_errors=errors
+        wkb,
+        _properties_table(props),
+        _legacy_crs(path, doc),
+        geometry_errors=errors,
+        feature_ids=tuple(ids) if any(i is not None for i in ids) else None,
     )
 
 

@@ -121,6 +121,7 @@ def read_batch_file(
         edges=data.edges,
         orientation=data.orientation,
         covering_bbox=data.covering_bbox,
+        feature_ids=data.feature_ids,
     )
 
 
@@ -203,4 +204,5 @@ def load_payload(
         edges=data.edges,
         orientation=data.orientation,
         covering_bbox=data.covering_bbox,
+        feature_ids=data.feature_ids,
     )
