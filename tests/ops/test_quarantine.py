@@ -247,3 +247,24 @@ def test_entry_batch_refuses_a_record_without_original_bytes() -> None:
     bare = replace(e, record={**e.record, "original": b""})  # type: ignore[dict-item]
     with pytest.raises(ContractGateError, match="carries no original event bytes"):
         entry_batch(bare)
+
+
+def test_tail_table_is_ordered_by_time_across_partitions_aligned_and_marks_replays() -> None:
+    from worker.ops.quarantine import table_rows
+
+    late = entry_of(STALE, offset=3)
+    late.record["quarantined_at"] = datetime(2026, 11, 29, 13, 0, tzinfo=timezone.utc)  # type: ignore[index]
+    early = replace(entry_of(STALE, offset=9), partition=0)
+    early.record["quarantined_at"] = datetime(2026, 11, 29, 11, 0, tzinfo=timezone.utc)  # type: ignore[index]
+    replayed = replace(entry_of(b"\x00junk", offset=1), headers={"replay-of": "ab-x"})
+    replayed.record["quarantined_at"] = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)  # type: ignore[index]
+    head, *rows = table_rows([late, early, replayed])
+    assert [r.split()[0] for r in rows] == [
+        "2026-11-29T11:00:00Z",
+        "2026-11-29T12:00:00Z",
+        "2026-11-29T13:00:00Z",
+    ]
+    assert head.index("what broke") == rows[0].index("v1.0:fresh") == rows[2].index("v1.0:fresh")
+    assert " replay " in rows[1] and " replay " not in rows[0]
+    assert "v1.0:fresh (" in rows[0] and " s old)" in rows[0]
+    assert "decode_error (undecodable batch-arrival event" in rows[1]

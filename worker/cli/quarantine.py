@@ -33,8 +33,9 @@ def add_quarantine_args(
     t = s.add_parser(
         "tail",
         help="one line per quarantined batch: time, layer, batch id, what broke, diagnosis",
-        description="Print every record of the quarantine topic (oldest first per "
-        "partition), then stop, or with --follow keep printing new ones until Ctrl-C.",
+        description="Print every record of the quarantine topic as an aligned table "
+        "ordered by quarantine time across partitions (replays marked), then stop; with "
+        "--follow print each record as it arrives (oldest first per partition) until Ctrl-C.",
     )
     add_kafka_args(t)
     t.add_argument("--layer", help="only this layer")
@@ -181,9 +182,14 @@ def cmd_quarantine(args: argparse.Namespace) -> int:
         render_entry,
         render_line,
         replay,
+        table_rows,
     )
 
     settings = settings_from_args(args)
+    if args.quarantine_command == "tail" and not args.follow and args.format == "text":
+        for line in table_rows(read_quarantine(settings, layer=args.layer)):
+            print(line)
+        return 0
     if args.quarantine_command == "tail":
         try:
             for entry in read_quarantine(settings, layer=args.layer, follow=args.follow):

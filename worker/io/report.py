@@ -17,6 +17,7 @@ from worker.core.model import ClauseResult, Decision, Offenders
 __all__ = [
     "brief",
     "decision_to_json",
+    "guess_kind",
     "offender_lines",
     "render_decision",
     "short_value",
@@ -170,6 +171,25 @@ def offender_lines(
     return lines
 
 
+def guess_kind(measured: Any) -> str | None:
+    """The clause kind a ``measured`` value comes from, for records that do not carry kinds
+    (quarantine reasons): by its keys (``unknown`` domain, ``invalid`` validity,
+    ``fraction_inside`` extent, ``problems`` schema, ``covered_area`` coverage)."""
+    if not isinstance(measured, Mapping):
+        return None
+    for key, kind in (
+        ("unknown_count", "domain"),
+        ("missing_column", "domain"),
+        ("invalid_fraction", "validity"),
+        ("fraction_inside", "extent"),
+        ("problems", "schema"),
+        ("covered_area", "coverage"),
+    ):
+        if key in measured:
+            return kind
+    return None
+
+
 def brief(kind: str | None, measured: Any, message: str = "", limit: int = 80) -> str:
     """A few words saying what broke, for one-line listings (demo, ``quarantine tail``).
 
@@ -178,6 +198,7 @@ def brief(kind: str | None, measured: Any, message: str = "", limit: int = 80) -
     the age in seconds; schema: the first problem; otherwise the message's head.
     """
     m = measured if isinstance(measured, Mapping) else {}
+    kind = kind or guess_kind(measured)
     text = ""
     if kind == "domain" and m.get("unknown"):
         text = "unknown " + ", ".join(repr(u) for u in m["unknown"][:3])
@@ -199,8 +220,8 @@ def brief(kind: str | None, measured: Any, message: str = "", limit: int = 80) -
         text = str(m["problems"][0])
     elif kind == "feature_count" and isinstance(measured, int):
         text = f"{measured} features"
-    if not text:
-        text = message
+    if not text:  # the message up to its first parenthesis: "data time ... is 7200 s old"
+        text = message.split(" (", 1)[0].split("; ", 1)[0]
     return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
 
 

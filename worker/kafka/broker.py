@@ -12,6 +12,7 @@ Resolution order:
 from __future__ import annotations
 
 import contextlib
+import logging
 import os
 import shutil
 import socket
@@ -47,7 +48,13 @@ def wait_for_broker(bootstrap_servers: str, timeout_s: float = 30.0) -> None:
     last: Exception | None = None
     while time.monotonic() < deadline:
         try:
-            admin = AdminClient({"bootstrap.servers": bootstrap_servers})
+            # librdkafka's own log lines go through Python logging (logger "librdkafka"),
+            # like every other client's: an unreachable broker is one line, not hundreds
+            conf: dict[str, Any] = {
+                "bootstrap.servers": bootstrap_servers,
+                "logger": logging.getLogger("librdkafka"),
+            }
+            admin = AdminClient(conf)
             admin.list_topics(timeout=2.0)
             return
         except Exception as exc:  # confluent_kafka.KafkaException and friends

@@ -28,7 +28,7 @@ from worker.core.errors import ContractGateError, DecodeError
 from worker.core.jsonsafe import dumps_json
 from worker.core.model import Batch
 from worker.io import codec
-from worker.io.report import offender_lines
+from worker.io.report import brief, offender_lines
 from worker.kafka.client import produce_one, read_topic
 from worker.kafka.routing import REPLAY_OF
 from worker.kafka.settings import Settings
@@ -47,6 +47,7 @@ __all__ = [
     "render_line",
     "replay",
     "replay_headers",
+    "table_rows",
 ]
 
 _COORD = re.compile(r"^(\d+)@(\d+)$")
@@ -305,10 +306,83 @@ def render_line(entry: QuarantineEntry) -> str:
             f"?  {entry.layer or '-'}  {entry.batch_id or '-'}  undecodable record: {entry.error}"
         )
     r = entry.record
-    line = f"{_when(entry)}  {entry.layer or '-'}  {entry.batch_id or '-'}  {', '.join(_broken(r))}"
+    replay = "  replay" if entry.headers.get(REPLAY_OF) else ""
+    line = (
+        f"{_when(entry)}  {entry.layer or '-'}  {entry.batch_id or '-'}{replay}  "
+        f"{', '.join(_broken(r))}"
+    )
     if r["diagnoses"]:
         line += f"  [{'; '.join(r['diagnoses'])}]"
     return f"{line}  ({entry.partition}@{entry.offset})"
+
+
+def _what(record: Mapping[str, Any]) -> str:
+    """What broke, in words: ``v1.0:valid (1 invalid: Self-intersection[0.5 0.5])``, or the
+    reason code and the head of its message."""
+    parts = []
+    for r in record["reasons"]:
+        if r.get("clause"):
+            parts.append(
+                f"{r['version']}:{r['clause']} ({brief(None, r.get('measured'), r['message'], 60)})"
+            )
+        else:
+            parts.append(f"{r['code']} ({brief(None, None, r['message'], 60)})")
+    return "; ".join(parts) or record["reason_code"]
+
+
+def table_rows(entries: Iterable[QuarantineEntry]) -> list[str]:
+    """``quarantine tail``'s lines for ``entries``: ordered by quarantine time across
+    partitions (records without a readable time last), columns aligned: time, layer,
+    batch id, ``replay`` when the batch is a replay (header ``replay-of``), record
+    coordinates ``partition@offset``, what broke in words, diagnoses."""
+    rows = []
+    for e in sorted(entries, key=_sort_key):
+        if e.record is None:
+            rows.append(
+                (
+                    "?",
+                    _text(e.layer or "-"),
+                    e.batch_id or "-",
+                    "",
+                    f"{e.partition}@{e.offset}",
+                    f"undecodable record: {e.error}",
+                )
+            )
+            continue
+        replay = "replay" if e.headers.get(REPLAY_OF) else ""
+        what = _what(e.record)
+        if e.record["diagnoses"]:
+            what += f"  [{'; '.join(e.record['diagnoses'])}]"
+        rows.append(
+            (
+                _when(e),
+                _text(e.layer or "-"),
+                e.batch_id or "-",
+                replay,
+                f"{e.partition}@{e.offset}",
+                what,
+            )
+        )
+    if not rows:
+        return []
+    head = ("quarantined at", "layer", "batch", "replay", "record", "what broke")
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(5)]
+    return [
+        "  ".join(c.ljust(w) for c, w in zip(r[:5], widths, strict=True)) + "  " + r[5]
+        for r in [head, *rows]
+    ]
+
+
+def _text(value: Any) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+def _sort_key(entry: QuarantineEntry) -> tuple[int, datetime, int, int]:
+    at = entry.record.get("quarantined_at") if entry.record else None
+    if not isinstance(at, datetime):
+        return (1, datetime.min.replace(tzinfo=timezone.utc), entry.partition, entry.offset)
+    at = at if at.tzinfo else at.replace(tzinfo=timezone.utc)
+    return (0, at, entry.partition, entry.offset)
 
 
 def _value(v: Any) -> str:
