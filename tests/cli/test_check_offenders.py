@@ -82,3 +82,18 @@ def test_check_refuses_an_unknown_id_column(
         == 2
     )
     assert "--id-column 'pid' is not a column" in capsys.readouterr().err
+
+
+def test_check_html_writes_one_self_contained_page(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    batch = _geojson(tmp_path / "b.geojson")
+    (tmp_path / "c.yaml").write_text(CONTRACT)
+    page = tmp_path / "page.html"
+    argv = ["check", str(batch), "--contract", str(tmp_path / "c.yaml"), "--html", str(page)]
+    assert main([*argv, "--data-time", "2026-11-29T06:00:00Z"]) == 1
+    assert f"wrote {page}; open it in a browser" in capsys.readouterr().err
+    text = page.read_text()
+    assert text.startswith("<!DOCTYPE html>") and "<script" not in text
+    assert 'class="feature offender" data-index="1" data-clause="v1.0:extent"' in text
+    assert 'class="region" data-clause="v1.0:extent"' in text
