@@ -23,7 +23,11 @@ def _read_geojson(path: Path) -> FeatureData:
     try:
         doc = json.loads(path.read_bytes())
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise _fail(path, f"not a JSON document ({exc})") from None
+        raise _fail(
+            path,
+            f"not a JSON document ({exc}); the formats read are GeoJSON, GeoParquet, "
+            "Shapefile (.shp, or a .zip holding one), GeoPackage (.gpkg) and FlatGeobuf (.fgb)",
+        ) from None
     if not isinstance(doc, dict) or doc.get("type") != "FeatureCollection":
         kind = doc.get("type") if isinstance(doc, dict) else type(doc).__name__
         raise _fail(path, f"not a GeoJSON FeatureCollection (type is {kind!r})")
