@@ -25,7 +25,17 @@ def test_check_json_shape_and_exit_0_when_admitted(capsys: pytest.CaptureFixture
         ("v1.1", "observing", False),
     ]
     clause = doc["versions"][1]["clauses"][5]
-    assert set(clause) == {"name", "kind", "result", "on_break", "measured", "expected", "message"}
+    assert set(clause) == {
+        "name",
+        "kind",
+        "result",
+        "on_break",
+        "measured",
+        "expected",
+        "message",
+        "offenders",
+    }
+    assert clause["offenders"]["total"] == 1
     assert (clause["name"], clause["result"]) == ("continent", "break")
     assert clause["measured"]["unknown"] == ["Seven seas (open ocean)"]
     assert doc["versions"][0]["clauses"][0]["measured"] == "EPSG:4326"
@@ -62,7 +72,7 @@ def test_check_exit_1_when_quarantined_with_swap_diagnosis(
     assert code == 1
     assert "BREAK europe" in out
     assert "diagnosis: axis order looks swapped" in out
-    assert out.strip().endswith("decision: quarantined")
+    assert out.strip().endswith("decision: quarantined (enforcing v1.0 europe)")
 
 
 @pytest.mark.parametrize(

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -33,7 +34,10 @@ def record(batch: str, hours: float, passed: bool, version: str = "v1.1") -> dic
             "on_break": "halt",
             "measured": [] if passed else ["Seven seas (open ocean)"],
             "expected": "codes of the domain",
-            "message": "domain",
+            "message": "every value is a code"
+            if passed
+            else "column 'continent' (string): 1 value not in the domain "
+            "('Seven seas (open ocean)')",
         },
     ]
     return {
@@ -67,7 +71,11 @@ def test_summary_counts_each_batch_once_and_lists_would_be_rejections() -> None:
     assert e.span_s == 2 * 3600 and e.missing_s == 4 * 3600
     text = render_evidence_text(e)
     assert "4.0 h missing" in text and "b3 (data time" in text
-    assert '"Seven seas (open ocean)"' in text
+    assert (
+        "continent (domain, halts): column 'continent' (string): 1 value not in the domain "
+        "('Seven seas (open ocean)')" in text
+    )
+    assert '["Seven seas' not in text  # words, not JSON
     js = evidence_to_json(e)
     assert js["would_reject"][1]["broken"][0]["measured"] == ["Seven seas (open ocean)"]
 
@@ -76,7 +84,7 @@ def test_html_is_self_contained_with_an_svg_timeline() -> None:
     e = summarise(V1_1, RECORDS, now=T0 + timedelta(hours=7))
     page = render_evidence_html(e)
     assert page.startswith("<!DOCTYPE html>") and "<svg" in page
-    assert page.count("<circle") == 3 and page.count('fill="#c22"') == 2
+    assert page.count("<circle") == 3 and page.count('class="breach"') == 2
     assert "http://" not in page.replace('xmlns="http://www.w3.org/2000/svg"', "")
     assert "<script" not in page
     # seven hours after the first evaluation, the evidence still spans 0 h to 2 h only
@@ -128,3 +136,26 @@ def test_would_be_rejections_say_how_many_were_not_quarantined_already() -> None
     # an observing version failing the batch does not quarantine it
     observing = {**record("b1", 0.5, False, version="v1.2"), "mode": "observing"}
     assert len(summarise(V1_1, [*records, observing], now=T0).newly_rejected) == 1
+
+
+def test_close_evaluations_stay_apart_and_labels_are_anchored_inside() -> None:
+    from worker.io.evidence_report import MIN_GAP_PX, breach_rate_bins, spread
+
+    # 4 evaluations 11 s apart on a 6 h axis: four marks, at least MIN_GAP_PX apart
+    records = [record(f"c{i}", i * 11 / 3600, i % 2 == 0) for i in range(4)]
+    e = summarise(V1_1, records, now=T0 + timedelta(hours=6))
+    page = render_evidence_html(e)
+    xs = [
+        float(part.split('"')[0])
+        for part in page.split('<circle class="')[1:]
+        for part in [part.split('cx="')[1]]
+    ]
+    assert len(xs) == 4
+    assert all(b - a >= MIN_GAP_PX - 1e-6 for a, b in itertools.pairwise(xs))
+    assert 'text-anchor="end">now</text>' in page  # at the right edge: anchored, not cut
+    assert spread([10.0, 10.0, 10.0], 0.0, 100.0) == [10.0, 22.0, 34.0]
+    assert spread([95.0, 99.0], 0.0, 100.0) == [88.0, 100.0]
+    # breach rate over time: 2 of 4 in one 33 s span, bars labelled breaches/evaluated
+    bins = breach_rate_bins(e)
+    assert sum(b[3] for b in bins) == 4 and sum(b[2] for b in bins) == 2
+    assert 'class="breach-rate"' in page and page.count('class="bar"') == len(bins)

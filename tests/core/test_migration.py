@@ -122,6 +122,10 @@ def test_render_and_json_name_every_consumer() -> None:
     text = render_view(view)
     assert "v1 (active v1.0, oldest): 2 consumer(s)" in text
     assert "declared: a" in text and "unattributed: silent" in text and "stale: gone" in text
+    assert text.splitlines()[-1].startswith(
+        "unattributed: a group with offsets on the shared admitted topic that never declared "
+        "is counted against the oldest active version of every layer (the conservative rule"
+    )
     rows = view_to_json(view)
     assert rows[0]["count"] == 2 and rows[0]["stale"][0]["name"] == "gone"  # type: ignore[index]
 

@@ -165,3 +165,20 @@ def test_promotion_and_supersession_writes_keep_class_differences_and_provenance
         earlier,
         "first-publisher",
     )
+
+
+def test_during_an_overlap_the_older_major_gets_a_revision_classified_within_its_major() -> None:
+    # found by a new-user session: after v1, v1.1 (observing) and v2 (axis order changed),
+    # v1.2 = v1.1 with only the owner edited was refused as "a major change must be v3.0"
+    v2 = variant(V1, "v2", ("expect: east_north", "expect: north_east"))
+    owner = V1_1.owner
+    v1_2 = variant(V1_1, "v1.2", (f"owner: {owner}", "owner: another-team"))
+    known = (pub(V1), pub(V1_1, "observing"), pub(v2, "observing"))
+    d = decide(v1_2, "observing", *known)
+    assert d.action == "write", d.message
+    assert d.classification is not None and d.classification.class_ == "minor"
+    assert "v1.1 -> v1.2" in d.message
+    # a new major is still numbered after every known major
+    v3 = variant(v2, "v2.1", ("expect: north_east", "expect: east_north"))
+    refused = decide(v3, "observing", *known)
+    assert refused.action == "refuse" and "a major change must be v3.0" in refused.message

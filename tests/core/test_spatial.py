@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import math
-import zipfile
 from pathlib import Path
 
 import numpy as np
@@ -32,14 +31,13 @@ from worker.core.spatial import (
     swap_xy,
 )
 
-SHARED = Path("/work/shared/data")
+#: ESRI .prj files of the shipped data's sources, kept in the repository (tests/data/prj).
+PRJ = Path(__file__).resolve().parents[1] / "data" / "prj"
 
 
 def _prj(kind: str) -> str:
-    if kind == "nybb":
-        with zipfile.ZipFile(SHARED / "nybb_16a.zip") as z:
-            return z.read("nybb.prj").decode()
-    return (SHARED / "naturalearth_lowres" / "naturalearth_lowres.prj").read_text()
+    name = "nybb.prj" if kind == "nybb" else "naturalearth_lowres.prj"
+    return (PRJ / name).read_text()
 
 
 @pytest.mark.parametrize(
@@ -58,7 +56,6 @@ def test_crs_equivalence_pairs(a: str, b: str, equivalent: bool) -> None:
     assert crs_equivalent(b, a) is equivalent
 
 
-@pytest.mark.skipif(not SHARED.exists(), reason="shared data folder not present")
 def test_esri_wkt_from_prj_files() -> None:
     nybb, ne = _prj("nybb"), _prj("naturalearth")
     assert nybb.startswith("PROJCS[") and ne.startswith("GEOGCS[")

@@ -90,7 +90,19 @@ def test_replay_after_contract_fix_is_admitted(
     assert [(r["version"], r["clause"]) for r in entry.record["reasons"]] == [("v1.0", "size")]
 
     tail = cli(settings, "tail", "--layer", "nyc_boroughs")
-    assert "nyc_boroughs  nyc-5  v1.0:size" in tail
+    head, row = tail.splitlines()
+    assert head.split() == [
+        "quarantined",
+        "at",
+        "layer",
+        "batch",
+        "replay",
+        "record",
+        "what",
+        "broke",
+    ]
+    assert " nyc_boroughs  nyc-5  " in row and row.endswith("v1.0:size (5 features)")
+    assert row.index("v1.0:size") == head.index("what broke")  # aligned columns
     assert cli(settings, "tail", "--layer", "other_layer") == ""
     show = cli(settings, "show", "nyc-5")
     assert "v1.0 (enforcing) size:" in show and "measured: 5" in show

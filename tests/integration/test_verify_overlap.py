@@ -50,9 +50,13 @@ def test_verify_overlap_on_a_live_cluster(
     assert code == 2 and "layer 'roads' has no active contract version" in out
 
     # no batch yet: the twin and the stricter version have shown nothing, which is no
-    # failure: inconclusive (not applicable yet), exit 0
+    # failure, and nothing was verified: INCONCLUSIVE, its own exit code 3
     code, out = verify(settings, capsys, "admin_boundaries")
-    assert code == 0, out
+    assert code == 3, out
+    assert out.strip().endswith(
+        "result: INCONCLUSIVE (nothing verified: no applicable check; 2 inconclusive, "
+        "2 not applicable)"
+    )
     assert (
         "INCONCLUSIVE  identical twin: v1.1 (observing) twin of v1.0 (enforcing): "
         "not applicable yet: no batch"
@@ -100,7 +104,11 @@ def test_verify_overlap_on_a_live_cluster(
         f"1 undeclared group(s) counted "
         f"against v1.0, the oldest active version: {silent}"
     )
-    assert lines[4] == "result: PASS (3 of 3 applicable check(s) pass)"
+    assert lines[4] == (
+        "  N/A   major overlap: no major overlap: one major version is active (an overlap "
+        "needs two)"
+    )
+    assert lines[5] == "result: PASS (3 of 3 applicable check(s) pass)"
 
     code, out = verify(settings, capsys, "admin_boundaries", "--format", "json")
     assert code == 0, out

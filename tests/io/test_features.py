@@ -17,10 +17,11 @@ from worker.core.model import Batch, FieldSpec
 from worker.io.features import derive_schema, load_payload, read_batch_file, read_features
 
 REPO = Path(__file__).resolve().parents[2]
-SPEC = REPO.parent / "shared" / "data" / "geoparquet"
+#: The GeoParquet specification's test files (Apache-2.0, see tests/data/README.md).
+SPEC = REPO / "tests" / "data" / "geoparquet"
 DEMO = REPO / "worker" / "data"
 needs_spec = pytest.mark.skipif(
-    not SPEC.is_dir(), reason=f"shared GeoParquet spec files not present at {SPEC}"
+    not SPEC.is_dir(), reason=f"GeoParquet spec files not present at {SPEC}"
 )
 
 

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from datetime import timedelta
 
+import pyarrow as pa
+
 from tests.catalogue import NOW, PARIS, VALID_POLYGON, active, batch_of, clause, contract_of
 from worker.core.evaluate import evaluate
 from worker.io.report import render_decision, with_units
@@ -18,13 +20,26 @@ def test_text_output_gives_units_of_seconds_fractions_and_areas() -> None:
     )
     batch = batch_of([VALID_POLYGON, PARIS], data_time=NOW - timedelta(hours=2))
     text = render_decision(evaluate(batch, [active(contract)], now=NOW))
-    assert "measured=7200 s old  expected={max_age=PT1H (3600 s), max_clock_skew=PT5M (300 s)}" in (
-        text
+    assert (
+        "BREAK fresh  data time 2024-06-01T10:00:00+00:00 is 7200 s old (expected age <= 3600 s"
+        in (text)
     )
-    assert "expected={max_invalid_fraction=0.25 (fraction, 25.0%)}" in text
-    assert "invalid_fraction=0 (fraction, 0.0%)" in text
-    assert "region_area=1.23" in text and " m²" in text
-    assert "measured=2 features" in text
+    assert "pass  valid  0 of 2 geometries invalid (0.0%, expected <= 25.0%)" in text
+    assert "m²,\n               EPSG:4326; expected >= 50.0%)" in text
+    assert "pass  size   2 features (expected 1 .. unbounded)" in text
+    assert text.endswith("decision: quarantined (enforcing v1.0 fresh)")
+
+
+def test_text_wraps_long_messages_without_cutting_them() -> None:
+    codes = {f"code-{i:03d}": "meaning" for i in range(40)}
+    contract = contract_of(clause("use", "domain", column="code", values=codes))
+    table = pa.table({"code": ["nope " * 30]})
+    text = render_decision(
+        evaluate(batch_of([VALID_POLYGON], attributes=table), [active(contract)], now=NOW)
+    )
+    assert all(len(line) <= 100 for line in text.splitlines())
+    assert "'code-009', ... (40 codes)" in text
+    assert "1 offending feature" in text and "#0: 'nope nope" in text
 
 
 def test_with_units_areas_in_projected_units_and_future_ages() -> None:

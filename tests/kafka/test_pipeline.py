@@ -136,3 +136,45 @@ def test_fenced_producer_is_fatal_for_the_instance() -> None:
     with pytest.raises(KafkaError, match="fenced: another worker with instance id pod-0"):
         pipeline_with(producer, FakeConsumer())._commit(EVENTS, OUTCOMES)
     assert "abort" not in producer.calls
+
+
+@dataclass
+class PolledMessage(FakeMessage):
+    def error(self) -> None:
+        return None
+
+    def key(self) -> bytes:
+        return b"roads"
+
+    def value(self) -> bytes:
+        return b"\x00not avro"
+
+    def headers(self) -> list[Any]:
+        return []
+
+
+@dataclass
+class PollingConsumer(FakeConsumer):
+    batches: list[list[Any]] = field(default_factory=list)
+
+    def consume(self, n: int, timeout: float) -> list[Any]:
+        return self.batches.pop(0) if self.batches else []
+
+
+class NoConfigUpdates:
+    def poll_updates(self) -> None:
+        return None
+
+
+def test_each_committed_poll_batch_logs_one_info_line(caplog: pytest.LogCaptureFixture) -> None:
+    consumer = PollingConsumer(batches=[[PolledMessage("in", 0, 1), PolledMessage("in", 0, 2)]])
+    p = pipeline_with(FakeProducer(), consumer)
+    p.config = NoConfigUpdates()  # type: ignore[assignment]
+    p._lag_at = float("inf")  # no lag probe in this test
+    with caplog.at_level("INFO", logger="worker.kafka.pipeline"):
+        assert p.step() == 2
+        assert p.step() == 0  # nothing polled: no line
+    lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("poll batch")]
+    assert len(lines) == 1
+    assert lines[0].startswith("poll batch: 2 events, 0 admitted, 2 quarantined, ")
+    assert lines[0].split(", ")[3].endswith(" ms (committed in one transaction)")

@@ -235,3 +235,10 @@ def test_readyz_goes_red_while_the_broker_is_unreachable() -> None:
     red = handle("/readyz", s, now_monotonic=0.0, max_poll_interval_ms=1)
     assert red.status == 503
     assert body(red)["missing"] == ["the Kafka broker (unreachable for 12 s)"]
+
+
+def test_label_sets_lose_their_trailing_comma_but_not_values_containing_one() -> None:
+    from worker.ops.http_handlers import strip_trailing_commas
+
+    text = b'x_total{a="1",b="2",} 1.0\ny{v="say \\",}"} 2.0\nz 3.0\n'
+    assert strip_trailing_commas(text) == b'x_total{a="1",b="2"} 1.0\ny{v="say \\",}"} 2.0\nz 3.0\n'

@@ -216,3 +216,55 @@ def test_replay_headers_reads_the_copies_of_undecodable_entries(
     }
     assert starts == [("gis.batches", {0: 5})]
     assert quarantine.replay_headers(Settings(), [entry_of(STALE)]) == {}  # nothing to read
+
+
+def test_show_names_offending_features_and_writes_them_as_geojson() -> None:
+    import shapely
+
+    from worker.io.offenders import offenders_collection, offenders_of_record
+    from worker.ops.quarantine import entry_batch
+
+    bowtie = shapely.to_wkb(shapely.Polygon([(0, 0), (1, 1), (1, 0), (0, 1), (0, 0)]))
+    wkb = list(WORLD.geometries_wkb)
+    wkb[5] = bowtie
+    broken = replace(WORLD, batch_id="ab-bowtie", geometries_wkb=tuple(wkb))
+    entry = entry_of(codec.encode_batch(broken))
+    text = render_entry(entry)
+    assert "1 offending feature (#index in the batch, id, why the geometry is invalid):" in text
+    assert "#5: Self-intersection[0.5 0.5]" in text
+    doc = offenders_collection(entry_batch(entry), offenders_of_record(entry.record["reasons"]))
+    (feature,) = doc["features"]
+    assert feature["properties"]["gate_index"] == 5
+    assert feature["properties"]["gate_broken"] == "v1.0:valid"
+    assert feature["geometry"]["type"] == "Polygon"
+    assert feature["properties"]["name"] == WORLD.attributes.column("name")[5].as_py()
+
+
+def test_entry_batch_refuses_a_record_without_original_bytes() -> None:
+    from worker.ops.quarantine import entry_batch
+
+    e = entry_of(STALE)
+    bare = replace(e, record={**e.record, "original": b""})  # type: ignore[dict-item]
+    with pytest.raises(ContractGateError, match="carries no original event bytes"):
+        entry_batch(bare)
+
+
+def test_tail_table_is_ordered_by_time_across_partitions_aligned_and_marks_replays() -> None:
+    from worker.ops.quarantine import table_rows
+
+    late = entry_of(STALE, offset=3)
+    late.record["quarantined_at"] = datetime(2026, 11, 29, 13, 0, tzinfo=timezone.utc)  # type: ignore[index]
+    early = replace(entry_of(STALE, offset=9), partition=0)
+    early.record["quarantined_at"] = datetime(2026, 11, 29, 11, 0, tzinfo=timezone.utc)  # type: ignore[index]
+    replayed = replace(entry_of(b"\x00junk", offset=1), headers={"replay-of": "ab-x"})
+    replayed.record["quarantined_at"] = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)  # type: ignore[index]
+    head, *rows = table_rows([late, early, replayed])
+    assert [r.split()[0] for r in rows] == [
+        "2026-11-29T11:00:00Z",
+        "2026-11-29T12:00:00Z",
+        "2026-11-29T13:00:00Z",
+    ]
+    assert head.index("what broke") == rows[0].index("v1.0:fresh") == rows[2].index("v1.0:fresh")
+    assert " replay " in rows[1] and " replay " not in rows[0]
+    assert "v1.0:fresh (" in rows[0] and " s old)" in rows[0]
+    assert "decode_error (undecodable batch-arrival event" in rows[1]

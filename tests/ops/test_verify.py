@@ -159,3 +159,56 @@ def test_twin_with_an_equivalent_crs_spelled_otherwise_is_still_a_twin() -> None
     assert find_twins([E1, ActiveVersion(respelled, "observing")]) == [
         (E1, ActiveVersion(respelled, "observing"))
     ]
+
+
+def test_nothing_verified_is_inconclusive_with_its_own_exit_code() -> None:
+    na = CheckResult("identical_twin", "not_applicable", "no twin", "none")
+    wait = CheckResult("stricter_observing", "inconclusive", "v1.1", "never fired")
+    report = OverlapReport("l", (("v1.0", "enforcing"),), (na, wait))
+    assert (report.result, report.exit_code) == ("inconclusive", 3)
+    text = render_report(report)
+    assert text.endswith(
+        "result: INCONCLUSIVE (nothing verified: no applicable check; 1 inconclusive, "
+        "1 not applicable)"
+    )
+    assert report_to_json(report)["result"] == "inconclusive"
+
+
+def _major(version: str) -> ActiveVersion:
+    text = V1.text.replace("version: v1\n", f"version: {version}\n").replace(
+        "expect: east_north", "expect: north_east"
+    )
+    return ActiveVersion(parse_contract(text, source=version), "observing")
+
+
+def test_major_overlap_both_majors_evaluate_every_batch_with_their_own_attainment() -> None:
+    from worker.core.overlap import check_major_overlap
+
+    v2 = _major("v2")
+
+    def at(version: str, batch: str, passed: bool, minutes: int) -> dict[str, object]:
+        return {**ev(version, batch, passed), "evaluated_at": NOW + timedelta(minutes=minutes)}
+
+    (single,) = check_major_overlap([E1, S11], [])
+    assert single.status == "not_applicable"
+    (waiting,) = check_major_overlap([E1, v2], [at("v1.0", "a", True, 0)])
+    assert waiting.status == "inconclusive"
+    records = [
+        at("v1.0", "before", True, 0),  # before the overlap: v2 did not exist yet
+        at("v1.0", "b1", True, 10),
+        at("v2.0", "b1", False, 10),
+        at("v1.0", "b2", True, 20),
+        at("v2.0", "b2", True, 20),
+    ]
+    (ok,) = check_major_overlap([E1, v2], records)
+    assert ok.status == "pass", ok.reason
+    assert ok.subject == "v1.0 (enforcing) and v2.0 (observing)"
+    # the newest active revision stands for its major
+    records11 = [{**r, "version": "v1.1"} if r["version"] == "v1.0" else r for r in records]
+    (ok,) = check_major_overlap([E1, S11, v2], records11)
+    assert ok.status == "pass"
+    assert (ok.figures["old_attainment"], ok.figures["new_attainment"]) == (1.0, 0.5)
+    assert "attainment v1.1 1.000 (2/2), v2.0 0.500 (1/2)" in ok.reason
+    (bad,) = check_major_overlap([E1, v2], [*records, at("v1.0", "b3", True, 30)])
+    assert bad.status == "fail" and bad.figures["only_old"] == ["b3"]
+    assert "1 evaluated by v1.0 only, 0 by v2.0 only: b3" in bad.reason

@@ -19,6 +19,7 @@ from typing import Any, TextIO
 
 from worker.cli.scenario import DemoEvent, contract_files, demo_events
 from worker.io import codec
+from worker.io.report import brief
 from worker.kafka.broker import start_broker
 from worker.kafka.client import create_topics, produce_one
 from worker.kafka.pipeline import Pipeline
@@ -128,18 +129,28 @@ def _print_tables(
         why = ""
         if decision == "quarantined":
             q = result.quarantine[coord]
-            broken = [
-                f"{r['version']}/{r['clause']}" if r.get("clause") else r["code"]
+            why = "; ".join(
+                f"{r['version']} broke {r['clause']} "
+                f"({brief(None, r.get('measured'), r['message'])})"
+                if r.get("clause")
+                else f"{r['code']}: {brief(None, None, r['message'])}"
                 for r in q["reasons"]
-            ]
-            why = ", ".join(broken)
+            )
             if q["diagnoses"]:
                 why += f"  [{'; '.join(q['diagnoses'])}]"
         elif decision == "admitted":
             h = result.admitted_headers[coord]
             why = f"passed {h['contract-versions-enforced']}"
-            if h.get("contract-versions-observing"):
-                why += f"; observing {h['contract-versions-observing']}"
+            observed = [
+                f"{ev['version']} ({ev['mode']}) broke {c['name']} "
+                f"({brief(c.get('kind'), c.get('measured'), c.get('message', ''))})"
+                for ev in result.evaluations
+                if ev["batch_id"] == event.batch_id and ev["mode"] == "observing"
+                for c in ev["clauses"]
+                if c["result"] == "break"
+            ]
+            if observed:
+                why += "; " + "; ".join(dict.fromkeys(observed))
         print(f"  {event.label:<22} {event.key:<17} {decision:<12} {why}", file=out)
     stats: dict[tuple[str, str, str], list[int]] = defaultdict(lambda: [0, 0])
     broken_by: dict[tuple[str, str, str], set[str]] = defaultdict(set)

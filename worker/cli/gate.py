@@ -9,6 +9,7 @@ import os
 import signal
 import sys
 import threading
+from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Any
 
@@ -53,7 +54,15 @@ def cmd_check(args: argparse.Namespace) -> int:
         axis_order=args.axis_order,
         data_time=args.data_time,
     )
+    if args.id_column:
+        if args.id_column not in batch.attributes.column_names:
+            raise ContractGateError(
+                f"--id-column {args.id_column!r} is not a column of {args.batch} (columns: "
+                f"{', '.join(batch.attributes.column_names) or 'none'})"
+            )
+        batch = replace(batch, id_column=args.id_column)
     decision = evaluate(batch, versions, now=args.now or datetime.now(timezone.utc))
+    _write_pictures(args, batch, decision, versions)
     if args.format == "json":
         print(dumps_json(decision_to_json(decision), indent=2, default=str))
     else:
@@ -63,6 +72,35 @@ def cmd_check(args: argparse.Namespace) -> int:
             )
         )
     return EXIT_ADMITTED if decision.admitted else EXIT_QUARANTINED
+
+
+def _write_pictures(args: argparse.Namespace, batch: Any, decision: Any, versions: Any) -> None:
+    """``check --offenders FILE`` (GeoJSON) and ``--html FILE`` (the batch page)."""
+    from pathlib import Path
+
+    from worker.io.offenders import broken_clauses, offenders_collection
+
+    if args.offenders:
+        doc = offenders_collection(batch, broken_clauses(decision), name=Path(args.batch).stem)
+        _write(args.offenders, dumps_json(doc, ensure_ascii=False, default=str))
+        print(
+            f"wrote {len(doc['features'])} offending features to {args.offenders}",
+            file=sys.stderr,
+        )
+    if getattr(args, "html", None):
+        from worker.io.batch_page import render_batch_page
+
+        page = render_batch_page(batch, decision, [v.contract for v in versions], title=args.batch)
+        _write(args.html, page)
+        print(f"wrote {args.html}; open it in a browser", file=sys.stderr)
+
+
+def _write(path: str, text: str) -> None:
+    try:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as exc:
+        raise ContractGateError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
 def cmd_run(args: argparse.Namespace) -> int:

@@ -13,7 +13,7 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
-from typing import Any
+from typing import Any, NoReturn
 
 from confluent_kafka import KafkaException
 
@@ -36,21 +36,42 @@ from worker.core.errors import ContractGateError
 __all__ = ["build_parser", "main"]
 
 
+class GateParser(argparse.ArgumentParser):
+    """An argument parser whose errors are one line: what is wrong and where the help is
+    (argparse's default prints the whole usage block first)."""
+
+    def error(self, message: str) -> NoReturn:
+        self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
+
+
+_LOG_LEVEL_HELP = (
+    "DEBUG, INFO, WARNING, ERROR (default WARNING; for `run` the worker's own "
+    "operational lines, e.g. applied config changes and one line per poll batch, are "
+    "shown at INFO); accepted before or after the command"
+)
+
+
+def _log_level_everywhere(parser: argparse.ArgumentParser) -> None:
+    """Accept ``--log-level`` after the command too (``contract-gate run --log-level
+    DEBUG``): every subcommand parser gets it, defaulting to what was given before."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):
+                if not any("--log-level" in a.option_strings for a in sub._actions):
+                    sub.add_argument("--log-level", default=argparse.SUPPRESS, help=_LOG_LEVEL_HELP)
+                _log_level_everywhere(sub)
+
+
 def build_parser() -> argparse.ArgumentParser:
     """The argument parser of every subcommand."""
-    parser = argparse.ArgumentParser(
+    parser = GateParser(
         prog="contract-gate",
         description=(
             "Guard spatial data layers with versioned data contracts: evaluate batches "
             "against every active contract version, admit or quarantine them."
         ),
     )
-    parser.add_argument(
-        "--log-level",
-        default=None,
-        help="DEBUG, INFO, WARNING, ERROR (default WARNING; for `run` the worker's own "
-        "operational lines, e.g. applied config changes, are shown at INFO)",
-    )
+    parser.add_argument("--log-level", default=None, help=_LOG_LEVEL_HELP)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
@@ -94,6 +115,24 @@ def build_parser() -> argparse.ArgumentParser:
         "--now", type=parse_time, help="evaluation time (default: now), for reproducible checks"
     )
     p.add_argument("--format", choices=["text", "json"], default="text")
+    p.add_argument(
+        "--id-column",
+        metavar="COLUMN",
+        help="attribute column whose values name features in the offending-feature lists "
+        "(default: the contract's id_column, else the GeoJSON id member, else the row index)",
+    )
+    p.add_argument(
+        "--offenders",
+        metavar="FILE",
+        help="write the offending features as a GeoJSON FeatureCollection (the broken "
+        "clauses as properties; open it in QGIS)",
+    )
+    p.add_argument(
+        "--html",
+        metavar="FILE",
+        help="write one self-contained HTML page: a map of the batch in the contract CRS "
+        "with the offending features by clause, the verdicts in words, the offenders table",
+    )
 
     p = sub.add_parser(
         "run",
@@ -220,6 +259,7 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--timeout-s", type=float, default=90.0, help="give up after this long (default 90)"
     )
+    _log_level_everywhere(parser)
     return parser
 
 

@@ -33,8 +33,9 @@ def add_quarantine_args(
     t = s.add_parser(
         "tail",
         help="one line per quarantined batch: time, layer, batch id, what broke, diagnosis",
-        description="Print every record of the quarantine topic (oldest first per "
-        "partition), then stop, or with --follow keep printing new ones until Ctrl-C.",
+        description="Print every record of the quarantine topic as an aligned table "
+        "ordered by quarantine time across partitions (replays marked), then stop; with "
+        "--follow print each record as it arrives (oldest first per partition) until Ctrl-C.",
     )
     add_kafka_args(t)
     t.add_argument("--layer", help="only this layer")
@@ -62,6 +63,18 @@ def add_quarantine_args(
         if name == "show":
             a.add_argument("batch", metavar="BATCH_ID", help="batch id, or PARTITION@OFFSET")
             a.add_argument("--format", choices=["text", "json"], default="text")
+            a.add_argument(
+                "--geojson",
+                metavar="FILE",
+                help="write the offending features as a GeoJSON FeatureCollection (the "
+                "broken clauses as properties; open it in QGIS)",
+            )
+            a.add_argument(
+                "--html",
+                metavar="FILE",
+                help="write one self-contained HTML page: a map of the batch with the "
+                "offending features by clause, the reasons in words, the offenders table",
+            )
             continue
         a.add_argument("batch", metavar="BATCH_ID", nargs="?", help="batch id, or PARTITION@OFFSET")
         a.add_argument(
@@ -132,6 +145,32 @@ def _replay_all(args: argparse.Namespace, settings: Any) -> int:
     return 1 if refused else 0
 
 
+def _write_pictures(args: argparse.Namespace, entry: Any) -> None:
+    """``show --geojson FILE`` and ``--html FILE``: from the original event's features."""
+    from worker.io.offenders import offenders_collection, offenders_of_record
+    from worker.ops.quarantine import entry_batch
+
+    batch = entry_batch(entry)
+    reasons = entry.record["reasons"]
+    if args.geojson:
+        doc = offenders_collection(batch, offenders_of_record(reasons), name=entry.batch_id)
+        _write(args.geojson, dumps_json(doc, ensure_ascii=False, default=str))
+        print(f"wrote {len(doc['features'])} offending features to {args.geojson}", file=sys.stderr)
+    if args.html:
+        from worker.io.batch_page import render_record_page
+
+        _write(args.html, render_record_page(batch, entry.record))
+        print(f"wrote {args.html}; open it in a browser", file=sys.stderr)
+
+
+def _write(path: str, text: str) -> None:
+    try:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as exc:
+        raise ContractGateError(f"cannot write {path}: {exc.strerror or exc}") from None
+
+
 def cmd_quarantine(args: argparse.Namespace) -> int:
     from worker.cli.args import settings_from_args
     from worker.ops.quarantine import (
@@ -143,9 +182,14 @@ def cmd_quarantine(args: argparse.Namespace) -> int:
         render_entry,
         render_line,
         replay,
+        table_rows,
     )
 
     settings = settings_from_args(args)
+    if args.quarantine_command == "tail" and not args.follow and args.format == "text":
+        for line in table_rows(read_quarantine(settings, layer=args.layer)):
+            print(line)
+        return 0
     if args.quarantine_command == "tail":
         try:
             for entry in read_quarantine(settings, layer=args.layer, follow=args.follow):
@@ -169,6 +213,8 @@ def cmd_quarantine(args: argparse.Namespace) -> int:
             print(dumps_json(entry_to_json(entry), indent=2, default=str))
         else:
             print(render_entry(entry))
+        if args.geojson or args.html:
+            _write_pictures(args, entry)
         return 0
     if not args.force:
         check_not_admitted(entry, read_admitted(settings))

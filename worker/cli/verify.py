@@ -25,13 +25,15 @@ def add_verify_args(sub: Any, add_kafka_args: Callable[[argparse.ArgumentParser]
     s = p.add_subparsers(dest="verify_command", required=True, metavar="CHECK")
     o = s.add_parser(
         "overlap",
-        help="identical twin, stricter observing version, undeclared reader",
+        help="identical twin, stricter observing version, undeclared reader, major overlap",
         description="For LAYER: an identical observing twin shows the same attainment as "
         "its original over the same batches; a stricter observing version records breaches "
         "while the batches are still admitted; an undeclared reader is counted against the "
-        "oldest active version. A check whose situation does not exist is reported as not "
-        "applicable; one without evidence yet (e.g. the stricter version never fired) as "
-        "inconclusive. Exit 0 when every applicable check passes, 1 otherwise, 2 on errors.",
+        "oldest active version; during a major overlap both majors are evaluated on every "
+        "batch, each with its own attainment. A check whose situation does not exist is "
+        "reported as not applicable; one without evidence yet (e.g. the stricter version "
+        "never fired) as inconclusive. Exit 0 when every applicable check passes, 1 when one "
+        "fails, 3 (INCONCLUSIVE) when nothing could be verified, 2 on errors.",
     )
     add_kafka_args(o)
     o.add_argument("layer", metavar="LAYER")

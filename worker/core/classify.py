@@ -361,7 +361,7 @@ def classify(old: Contract, new: Contract) -> Classification:
     if old.digest == new.digest:
         return Classification("none", ())
     diffs: list[Difference] = []
-    for field in ("owner", "changelog"):
+    for field in ("owner", "changelog", "id_column"):
         if getattr(old, field) != getattr(new, field):
             diffs.append(Difference(_DOC, field, "minor", f"{field} edited"))
     if old.objective != new.objective:

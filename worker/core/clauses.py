@@ -22,20 +22,36 @@ from pyproj import CRS
 
 from worker.core.diagnose import diagnose_extent
 from worker.core.durations import parse_duration_s
+from worker.core.echo import clip
 from worker.core.facts import GEOMETRY_TYPES, BatchFacts
 from worker.core.jsonsafe import finite_json
-from worker.core.model import VALUE_TYPES_KEY, Clause, ClauseResult, Contract
+from worker.core.model import (
+    MAX_OFFENDERS,
+    VALUE_TYPES_KEY,
+    Clause,
+    ClauseResult,
+    Contract,
+    Offender,
+    Offenders,
+)
 from worker.core.spatial import (
     area_m2_or_units,
     area_of_use,
+    covered_mask,
     crs_equivalent,
     crs_label,
-    fraction_covered,
     region_geometry,
     resolve_crs,
 )
 
-__all__ = ["EVALUATORS", "GEOMETRY_TYPE_IDS", "Evaluator", "contract_crs"]
+__all__ = [
+    "EVALUATORS",
+    "GEOMETRY_TYPE_IDS",
+    "MAX_OFFENDER_VALUE_CHARS",
+    "Evaluator",
+    "contract_crs",
+    "offenders_of",
+]
 
 Evaluator = Callable[[Clause, Contract, BatchFacts, datetime], ClauseResult]
 
@@ -52,8 +68,18 @@ GEOMETRY_TYPE_IDS: dict[str, int] = {
 _MISSING_TYPE = "missing or unparseable"
 
 
+#: Longest echo of one offending feature's text value (a domain code, a GEOS reason).
+MAX_OFFENDER_VALUE_CHARS = 200
+
+
 def _result(
-    clause: Clause, ok: bool, measured: Any, expected: Any, message: str, diagnoses: Any = ()
+    clause: Clause,
+    ok: bool,
+    measured: Any,
+    expected: Any,
+    message: str,
+    diagnoses: Any = (),
+    offenders: Offenders | None = None,
 ) -> ClauseResult:
     return ClauseResult(
         name=clause.name,
@@ -64,7 +90,47 @@ def _result(
         expected=finite_json(expected),
         message=message,
         diagnoses=tuple(diagnoses),
+        offenders=offenders,
     )
+
+
+def offenders_of(
+    facts: BatchFacts,
+    contract: Contract,
+    mask: np.ndarray,
+    value: Callable[[int], Any],
+    measure: str,
+) -> Offenders | None:
+    """The offending features of ``mask`` (bool (N,)): the first :data:`MAX_OFFENDERS` in
+    batch order with their feature ids (:meth:`BatchFacts.feature_ids` with the contract's
+    ``id_column``) and ``value(index)`` (JSON-compatible; text clipped to
+    :data:`MAX_OFFENDER_VALUE_CHARS`), and the total. None when no feature offends."""
+    idx = np.flatnonzero(np.asarray(mask, dtype=bool))
+    if idx.size == 0:
+        return None
+    ids = facts.feature_ids(contract.id_column)
+    feats = []
+    for i in idx[:MAX_OFFENDERS]:
+        v = value(int(i))
+        if isinstance(v, str):
+            v = clip(v, MAX_OFFENDER_VALUE_CHARS)
+        feats.append(Offender(int(i), ids[int(i)], finite_json(v)))
+    return Offenders(int(idx.size), tuple(feats), measure)
+
+
+def _units(crs: CRS | None) -> str:
+    """The unit of a CRS's coordinates in words: ``degrees`` or the first axis's unit
+    (``metre``, ``US survey foot``); ``CRS units`` when unknown."""
+    if crs is None:
+        return "CRS units"
+    if crs.is_geographic:
+        return "degrees"
+    axes = crs.axis_info
+    return axes[0].unit_name if axes and axes[0].unit_name else "CRS units"
+
+
+def _round(v: float) -> float:
+    return float(f"{v:.10g}")
 
 
 def contract_crs(clause: Clause, contract: Contract, facts: BatchFacts) -> tuple[CRS | None, str]:
@@ -149,7 +215,8 @@ def check_extent(
     src = facts.declared_crs
     moved = crs is not None and src is not None and not crs_equivalent(src, crs)
     failed = facts.reprojection_failed(crs) if crs is not None else np.zeros(facts.count, bool)
-    frac = fraction_covered(geoms, usable & ~beyond, region)
+    inside = covered_mask(geoms, usable & ~beyond, region)
+    frac = float(np.count_nonzero(inside)) / facts.count if facts.count else 1.0
     ok = frac >= min_frac
     outside = facts.count - round(frac * facts.count)
     shown = usable & ~beyond
@@ -175,6 +242,16 @@ def check_extent(
         f"{frac:.1%} of {facts.count} features inside the extent in {label}, "
         f"{outside} outside (expected >= {min_frac:.1%})"
     )
+    if not ok and bounds is not None and np.isfinite(bounds).all():
+        unit = (
+            "degrees"
+            if bounds_crs == label and crs is not None and crs.is_geographic
+            else (_units(crs) if bounds_crs == label else "units of " + bounds_crs)
+        )
+        message += (
+            f"; the features span x {bounds[0]:.6g} .. {bounds[2]:.6g}, y {bounds[1]:.6g} .. "
+            f"{bounds[3]:.6g} ({unit})"
+        )
     if facts.batch.edges == "spherical":
         message += "; edges read as great-circle arcs (GeoParquet edges: spherical)"
     declared_label = crs_label(facts.declared_crs) if facts.declared_crs is not None else ""
@@ -201,7 +278,32 @@ def check_extent(
             "by it would skip them"
         )
     diagnoses = [] if ok else diagnose_extent(facts, region, crs, label, min_frac)
-    return _result(clause, ok, measured, expected, message, diagnoses)
+    declared_label = declared_label or "the declared CRS"
+    with np.errstate(invalid="ignore"):
+        fbounds = np.asarray(shapely.bounds(geoms), dtype=float).reshape(facts.count, 4)
+
+    def why_outside(i: int) -> Any:
+        if not facts.parsed[i]:
+            return "missing or unparseable geometry"
+        if facts.is_empty[i]:
+            return "empty geometry"
+        if facts.has_nonfinite[i]:
+            return "non-finite coordinate (NaN or inf)"
+        if beyond[i]:
+            return f"outside the area of use of {declared_label}"
+        if not usable[i]:
+            return f"could not be reprojected from {declared_label} to {label}"
+        return [_round(b) for b in fbounds[i]]
+
+    offenders = offenders_of(
+        facts,
+        contract,
+        ~inside,
+        why_outside,
+        f"bounds [minx, miny, maxx, maxy] in {label} ({_units(crs)}), or why the feature "
+        "counts outside",
+    )
+    return _result(clause, ok, measured, expected, message, diagnoses, offenders)
 
 
 def check_geometry_type(
@@ -229,8 +331,13 @@ def check_geometry_type(
     if n_empty and not allow_empty:
         measured["empty"] = n_empty
     ok = not measured
-    shown = ", ".join(f"{k}: {v}" for k, v in measured.items()) or "none"
-    message = f"disallowed geometries {shown} (allowed {allowed}, allow_empty={allow_empty})"
+    shown = ", ".join(f"{k}: {v}" for k, v in measured.items())
+    empties = "allowed" if allow_empty else "not allowed"
+    rule = f"allowed: {', '.join(allowed)}; empty geometries {empties}"
+    if ok:
+        message = f"every geometry is of an allowed type ({rule})"
+    else:
+        message = f"disallowed geometries {shown} ({rule})"
     dims = [k for k in measured if " " in k and k.split(" ")[0] in allowed and k in GEOMETRY_TYPES]
     if dims:
         message += (
@@ -238,7 +345,17 @@ def check_geometry_type(
             "allowed to accept them, or have the producer drop the extra dimension"
         )
     expected = {"allowed": allowed, "allow_empty": allow_empty}
-    return _result(clause, ok, measured, expected, message)
+    empty_bad = facts.is_empty & type_ok & (not allow_empty)
+
+    def type_of(i: int) -> Any:
+        if empty_bad[i]:
+            return f"empty {names[i]}"
+        return _MISSING_TYPE if names[i] is None else str(names[i])
+
+    offenders = offenders_of(
+        facts, contract, ~type_ok | empty_bad, type_of, "geometry type (GeoParquet name)"
+    )
+    return _result(clause, ok, measured, expected, message, offenders=offenders)
 
 
 def check_validity(
@@ -259,7 +376,12 @@ def check_validity(
         f"{facts.invalid_count} of {facts.count} geometries invalid ({frac:.1%}, expected "
         f"<= {limit:.1%})" + (f": {shown}" if shown else "")
     )
-    return _result(clause, ok, measured, {"max_invalid_fraction": limit}, message)
+    offenders = offenders_of(
+        facts, contract, ~facts.is_valid, facts.invalid_reason, "why the geometry is invalid"
+    )
+    return _result(
+        clause, ok, measured, {"max_invalid_fraction": limit}, message, offenders=offenders
+    )
 
 
 def _family(t: pa.DataType) -> str:
@@ -314,14 +436,39 @@ def check_domain(
     n_null = int(col.null_count)
     ok = n_unknown == 0 and (allow_null or n_null == 0)
     measured = {"unknown": unknown, "unknown_count": n_unknown, "null_count": n_null}
-    message = (
-        f"column {column!r} ({col.type}): {n_unknown} values not in the domain {unknown}, "
-        f"{n_null} nulls (expected codes {list(values)[:10]}, allow_null={allow_null})"
+    codes = list(values)
+    shown_codes = ", ".join(repr(c) for c in codes[:10]) + (
+        f", ... ({len(codes)} codes)" if len(codes) > 10 else ""
     )
+    null_rule = "allowed" if allow_null else "not allowed"
+    nulls = f"{n_null} {'null' if n_null == 1 else 'nulls'} ({null_rule})"
+    if ok:
+        message = f"every value of column {column!r} ({col.type}) is a domain code; {nulls}"
+    else:
+        found = ", ".join(clip(repr(u), 80) for u in unknown) + (
+            ", ..." if n_unknown > len(unknown) else ""
+        )
+        message = (
+            f"column {column!r} ({col.type}): {n_unknown} "
+            f"{'value' if n_unknown == 1 else 'values'} not in the domain"
+            + (f" ({found})" if found else "")
+            + f"; {nulls}; the codes are {shown_codes}"
+        )
     near = normalisation_mismatches(unknown, values)
     if near:
         message += "; " + "; ".join(near)
-    return _result(clause, ok, measured, expected, message, near)
+    bad = np.asarray(unknown_mask.to_numpy(zero_copy_only=False), dtype=bool)
+    if not allow_null:
+        bad = bad | np.asarray(pc.is_null(col).to_numpy(zero_copy_only=False), dtype=bool)
+    raw = col.to_pylist() if bad.any() else []
+    offenders = offenders_of(
+        facts,
+        contract,
+        bad if len(bad) == facts.count else np.zeros(facts.count, dtype=bool),
+        lambda i: raw[i],
+        f"value of column {column!r}",
+    )
+    return _result(clause, ok, measured, expected, message, near, offenders)
 
 
 def _form(text: str) -> str:
@@ -500,6 +647,7 @@ def check_schema(
     have = {f.name: f for f in facts.batch.schema_fields}
     table = facts.batch.attributes
     problems: list[str] = []
+    null_cols: list[tuple[str, np.ndarray]] = []
     for name, ftype, nullable in wanted:
         got = have.get(name)
         if got is None:
@@ -511,6 +659,8 @@ def check_schema(
             problems.append(f"field {name!r} is nullable, expected not nullable")
         if not nullable and name in table.column_names and table.column(name).null_count:
             problems.append(f"field {name!r} has {table.column(name).null_count} nulls")
+            is_null = pc.is_null(table.column(name)).to_numpy(zero_copy_only=False)
+            null_cols.append((name, np.asarray(is_null, dtype=bool)))
     if not allow_extra:
         extra = sorted(set(have) - {w[0] for w in wanted})
         problems.extend(f"extra field {name!r}" for name in extra)
@@ -520,7 +670,17 @@ def check_schema(
         "allow_extra": allow_extra,
     }
     message = "schema matches" if not problems else "schema differs: " + "; ".join(problems[:5])
-    return _result(clause, not problems, measured, expected, message)
+    offenders = None
+    if null_cols and table.num_rows == facts.count:
+        any_null = np.logical_or.reduce([m for _, m in null_cols])
+        offenders = offenders_of(
+            facts,
+            contract,
+            any_null,
+            lambda i: [n for n, m in null_cols if m[i]],
+            "non-nullable fields that are null in the feature",
+        )
+    return _result(clause, not problems, measured, expected, message, offenders=offenders)
 
 
 def check_feature_count(

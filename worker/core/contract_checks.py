@@ -216,6 +216,17 @@ def _check_domain_nodes(root: Any, source: str) -> None:
                 )
 
 
+def _yaml_problem(exc: yaml.YAMLError) -> str:
+    """One line: ``line L, column C: not readable as YAML: <problem>`` (1-based, from the
+    PyYAML mark of the problem), without PyYAML's multi-line source excerpt."""
+    mark = getattr(exc, "problem_mark", None) or getattr(exc, "context_mark", None)
+    problem = getattr(exc, "problem", None) or str(exc).splitlines()[0]
+    context = getattr(exc, "context", None)
+    where = f"line {mark.line + 1}, column {mark.column + 1}: " if mark is not None else ""
+    why = f"{context}, {problem}" if context and problem and context not in problem else problem
+    return f"{where}not readable as YAML: {why}"
+
+
 def load_document(text: str, source: str) -> Any:
     """The YAML document ``text`` as Python values, refusing what would not mean what the
     author wrote.
@@ -240,7 +251,7 @@ def load_document(text: str, source: str) -> Any:
         _check_domain_nodes(root, source)
         return None if root is None else loader.construct_document(root)
     except yaml.YAMLError as exc:
-        raise ContractError(f"{source}: (document): not readable as YAML: {exc}") from None
+        raise ContractError(f"{source}: {_yaml_problem(exc)}") from None
     finally:
         loader.dispose()
 
@@ -310,7 +321,10 @@ def _describe(
     if error.validator == "anyOf" and isinstance(error.instance, dict):
         return path, "needs min, max or both", "give integer bounds, e.g. {min: 1, max: 1000}"
     shown = error.instance if not isinstance(error.instance, (dict, list)) else None
-    what = f"invalid value {shown!r} ({error.message})" if shown is not None else error.message
+    message = error.message
+    if error.validator == "pattern":  # the fix says what is expected; the regex does not
+        message = "not in the expected form"
+    what = f"invalid value {shown!r} ({message})" if shown is not None else message
     hint = _numeric_text_hint(error.instance)
     if hint:
         return path, what, hint

@@ -119,6 +119,7 @@ def parse_contract(text: str, *, source: str = "<string>") -> Contract:
         declared_mode=doc.get("mode"),
         evidence=doc.get("evidence"),
         read_paths=doc.get("read_paths", "shared"),
+        id_column=doc.get("id_column"),
     )
     return _with_digest(contract)
 
@@ -153,6 +154,8 @@ def contract_to_document(contract: Contract) -> dict[str, Any]:
         "owner": contract.owner,
         "changelog": contract.changelog,
         "clauses": clauses,
+        # only when set: the digest of every document without it stays what it was
+        **({"id_column": contract.id_column} if contract.id_column is not None else {}),
     }
     if contract.read_paths != "shared":
         doc["read_paths"] = contract.read_paths

@@ -115,6 +115,7 @@ def evaluate(batch: Batch, versions: Sequence[ActiveVersion], *, now: datetime) 
             clause=r.name,
             measured=r.measured,
             expected=r.expected,
+            offenders=r.offenders,
         )
         for v, r in broken
     )

@@ -482,26 +482,57 @@ class BatchFacts:
         """Number of invalid features (see :attr:`is_valid`)."""
         return int(self.count - np.count_nonzero(self.is_valid))
 
+    def invalid_reason(self, idx: int) -> str:
+        """Why feature ``idx`` is invalid (see :attr:`is_valid`): the parse error, a
+        non-finite coordinate, a contradicted ring orientation, or GEOS's reason
+        (``shapely.is_valid_reason``, e.g. "Self-intersection[1.5 1.5]")."""
+        if self.unparseable[idx] or self.missing[idx]:
+            return self.parse_error(idx)
+        if self.has_nonfinite[idx]:
+            return "non-finite coordinate (NaN or inf)"
+        if self.orientation_contradicted[idx]:
+            return (
+                f"ring orientation contradicts the declared GeoParquet orientation "
+                f"{self.batch.orientation!r} (exterior rings counterclockwise, interior "
+                "rings clockwise)"
+            )
+        return str(shapely.is_valid_reason(self.geometries[idx]))
+
     @functools.cached_property
     def invalid_reasons(self) -> tuple[tuple[int, str], ...]:
         """(feature index, reason) of the first :data:`MAX_REASONS` invalid features."""
-        reasons: list[tuple[int, str]] = []
-        for i in np.flatnonzero(~self.is_valid)[:MAX_REASONS]:
-            idx = int(i)
-            if self.unparseable[idx] or self.missing[idx]:
-                reason = self.parse_error(idx)
-            elif self.has_nonfinite[idx]:
-                reason = "non-finite coordinate (NaN or inf)"
-            elif self.orientation_contradicted[idx]:
-                reason = (
-                    f"ring orientation contradicts the declared GeoParquet orientation "
-                    f"{self.batch.orientation!r} (exterior rings counterclockwise, interior "
-                    "rings clockwise)"
-                )
+        return tuple(
+            (int(i), self.invalid_reason(int(i)))
+            for i in np.flatnonzero(~self.is_valid)[:MAX_REASONS]
+        )
+
+    def feature_ids(self, column: str | None = None) -> np.ndarray:
+        """object (N,): the id naming each feature in reports, None where it has none.
+
+        The values of ``Batch.id_column``, else of ``column`` (the contract's
+        ``id_column``), when the batch has that attribute column (non-finite floats and
+        nulls give None); else ``Batch.feature_ids`` (the GeoJSON ``id`` member); else all
+        None (the row index is then the feature's only name).
+        """
+        out = np.full(self.count, None, dtype=object)
+        name = self.batch.id_column or column
+        table = self.batch.attributes
+        if name and name in table.column_names and table.num_rows == self.count:
+            values = table.column(name).to_pylist()
+        elif self.batch.feature_ids is not None and len(self.batch.feature_ids) == self.count:
+            values = list(self.batch.feature_ids)
+        else:
+            return out
+        for i, v in enumerate(values):
+            if isinstance(v, bool) or v is None:
+                out[i] = None if v is None else str(v)
+            elif isinstance(v, int | str):
+                out[i] = v
+            elif isinstance(v, float):
+                out[i] = v if np.isfinite(v) else None
             else:
-                reason = str(shapely.is_valid_reason(self.geometries[idx]))
-            reasons.append((idx, reason))
-        return tuple(reasons)
+                out[i] = str(v)
+        return out
 
     # -- CRS and schema -------------------------------------------------------------------
 

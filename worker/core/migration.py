@@ -309,4 +309,11 @@ def render_view(view: MigrationView) -> str:
                         f"    {kind}: "
                         + ", ".join(r.name + (f" (reads {r.via})" if r.via else "") for r in refs)
                     )
+    if any(v.unattributed for lv in view.layers.values() for v in lv.versions):
+        lines.append(
+            "unattributed: a group with offsets on the shared admitted topic that never "
+            "declared is counted against the oldest active version of every layer (the "
+            "conservative rule: the offsets do not say which layers it read); declare it "
+            "with `contract-gate consumers declare` to count it where it belongs"
+        )
     return "\n".join(lines) if lines else "no layers and no declarations"

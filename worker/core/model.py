@@ -28,6 +28,7 @@ __all__ = [
     "CLAUSE_KINDS",
     "FIELD_TYPES",
     "LOGICAL_TYPE_KEY",
+    "MAX_OFFENDERS",
     "MODES",
     "STATES",
     "VALUE_TYPES_KEY",
@@ -38,6 +39,8 @@ __all__ = [
     "Contract",
     "Decision",
     "FieldSpec",
+    "Offender",
+    "Offenders",
     "QuarantineReason",
     "VersionVerdict",
 ]
@@ -95,6 +98,64 @@ LOGICAL_TYPE_KEY = b"contract_gate.logical_type"
 VALUE_TYPES_KEY = b"contract_gate.value_types"
 
 
+#: How many offending features a clause result names (the first ones in batch order); the
+#: total is always counted.
+MAX_OFFENDERS = 100
+
+
+@dataclass(frozen=True)
+class Offender:
+    """One feature that broke a clause.
+
+    ``index`` is the feature's row index in the batch (0-based, batch order); ``id`` its
+    feature id: the value of the id column (``Batch.id_column``, else the contract's
+    ``id_column``), else the GeoJSON ``id`` member (RFC 7946 section 3.2), else None (the
+    index is then the only name). ``value`` is what the clause measured on that feature,
+    JSON-compatible: a geometry type name, a GEOS validity reason, the offending code, the
+    feature's bounds ``[minx, miny, maxx, maxy]``, ... (``Offenders.measure`` says which).
+    """
+
+    index: int
+    id: str | int | float | None
+    value: Any
+
+
+@dataclass(frozen=True)
+class Offenders:
+    """The features that broke one clause: the first :data:`MAX_OFFENDERS` and the total.
+
+    ``measure`` names what each ``Offender.value`` is, with its unit (e.g. ``"bounds in
+    EPSG:4326 (degrees)"``, ``"GEOS validity reason"``).
+    """
+
+    total: int
+    features: tuple[Offender, ...]
+    measure: str
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"total", "measure", "features": [{"index", "id", "value"}, ...]}``."""
+        return {
+            "total": self.total,
+            "measure": self.measure,
+            "features": [{"index": o.index, "id": o.id, "value": o.value} for o in self.features],
+        }
+
+    @classmethod
+    def from_json(cls, doc: Any) -> Offenders | None:
+        """The inverse of :meth:`to_json`; None for anything that is not such a mapping."""
+        if not isinstance(doc, Mapping) or not isinstance(doc.get("features"), list):
+            return None
+        feats = tuple(
+            Offender(int(f.get("index", -1)), f.get("id"), f.get("value"))
+            for f in doc["features"]
+            if isinstance(f, Mapping)
+        )
+        total = doc.get("total")
+        return cls(
+            total if isinstance(total, int) else len(feats), feats, str(doc.get("measure", ""))
+        )
+
+
 @dataclass(frozen=True)
 class FieldSpec:
     """One attribute field of a schema: name, logical type (:data:`FIELD_TYPES`), nullability."""
@@ -140,6 +201,8 @@ class Contract:
     promote it) is therefore not an edit in place. ``read_paths`` is ``shared`` (default)
     or ``per_major``: the worker then also writes each admitted batch to one topic per
     enforcing major whose verdict passed (part of the digest when ``per_major``).
+    ``id_column`` (optional) names the attribute column whose values identify features in
+    reports of offending features.
     """
 
     layer: str
@@ -158,6 +221,7 @@ class Contract:
     declared_mode: str | None = None
     evidence: str | None = None
     read_paths: str = "shared"
+    id_column: str | None = None
 
     @property
     def key(self) -> str:
@@ -200,6 +264,11 @@ class Batch:
     counterclockwise, interior rings clockwise); ``covering_bbox`` holds the file's bbox
     covering column (GeoParquet 1.1 ``covering.bbox``), one ``(xmin, ymin, xmax, ymax)``
     or None per feature, in the stored axis order, or None when the file has none.
+
+    Feature ids name offending features in reports: ``id_column`` (a reader or CLI
+    setting, ``check --id-column``) names an attribute column that holds them (it wins
+    over the contract's ``id_column``); ``feature_ids`` are ids the file itself carries
+    (the GeoJSON ``id`` member, one per feature, None where absent).
     """
 
     batch_id: str
@@ -218,6 +287,8 @@ class Batch:
     edges: str = "planar"
     orientation: str | None = None
     covering_bbox: tuple[tuple[float, float, float, float] | None, ...] | None = None
+    feature_ids: tuple[str | int | float | None, ...] | None = None
+    id_column: str | None = None
 
 
 @dataclass(frozen=True)
@@ -225,7 +296,9 @@ class ClauseResult:
     """The outcome of one clause against one batch.
 
     ``measured``/``expected`` are JSON-compatible values; ``message`` is one readable line;
-    ``diagnoses`` are likely causes (e.g. "axis order looks swapped").
+    ``diagnoses`` are likely causes (e.g. "axis order looks swapped"). ``offenders`` are
+    the features that broke a clause about features (extent, geometry_type, validity,
+    domain, schema nulls), None for clauses about the batch as a whole or when none did.
     """
 
     name: str
@@ -236,6 +309,7 @@ class ClauseResult:
     expected: Any
     message: str
     diagnoses: tuple[str, ...] = ()
+    offenders: Offenders | None = None
 
     @property
     def broke(self) -> bool:
@@ -277,6 +351,7 @@ class QuarantineReason:
     clause: str | None = None
     measured: Any = None
     expected: Any = None
+    offenders: Offenders | None = None
 
 
 @dataclass(frozen=True)

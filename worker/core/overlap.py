@@ -15,8 +15,11 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Literal
 
 __all__ = [
+    "EXIT_INCONCLUSIVE",
+    "MAJOR",
     "CheckResult",
     "OverlapReport",
+    "check_major_overlap",
     "check_stricter",
     "check_twin",
     "check_undeclared",
@@ -32,7 +35,16 @@ if TYPE_CHECKING:  # the command line imports this module: keep its start-up lig
 Status = Literal["pass", "fail", "not_applicable", "inconclusive"]
 
 TWIN, STRICTER, UNDECLARED = "identical_twin", "stricter_observing", "undeclared_reader"
-_TITLES = {TWIN: "identical twin", STRICTER: "stricter observing", UNDECLARED: "undeclared reader"}
+MAJOR = "major_overlap"
+_TITLES = {
+    TWIN: "identical twin",
+    STRICTER: "stricter observing",
+    UNDECLARED: "undeclared reader",
+    MAJOR: "major overlap",
+}
+#: Exit code of ``verify overlap`` when no check could be verified (all not applicable or
+#: inconclusive): neither a pass nor a failure.
+EXIT_INCONCLUSIVE = 3
 
 
 @dataclass(frozen=True)
@@ -69,8 +81,17 @@ class OverlapReport:
         return all(c.status == "pass" for c in self.applicable)
 
     @property
+    def result(self) -> str:
+        """``pass``, ``fail``, or ``inconclusive`` when nothing was verified (no check
+        passed or failed: each was not applicable or had no evidence yet)."""
+        if not self.applicable:
+            return "inconclusive"
+        return "pass" if self.passed else "fail"
+
+    @property
     def exit_code(self) -> int:
-        return 0 if self.passed else 1
+        """0 pass, 1 fail, :data:`EXIT_INCONCLUSIVE` (3) when nothing was verified."""
+        return {"pass": 0, "fail": 1}.get(self.result, EXIT_INCONCLUSIVE)
 
 
 # -- pure checks ----------------------------------------------------------------------------
@@ -301,3 +322,92 @@ def check_undeclared(
         f"version: {', '.join(groups)}",
         figures,
     )
+
+
+def check_major_overlap(
+    active: Sequence[ActiveVersion], records: Sequence[Mapping[str, Any]]
+) -> list[CheckResult]:
+    """During a major overlap both majors are evaluated on every batch, each with its own
+    attainment: for the newest active revision of the newest major against the newest
+    active revision of each older major, every batch evaluated by either since the newer
+    one's first evaluation (``evaluated_at``) must be evaluated by both.
+
+    Not applicable with one major active; inconclusive while the newer major has evaluated
+    no batch. Figures: each version's batches, passes and attainment over the overlap, and
+    the batch ids evaluated by one only.
+    """
+    newest: dict[int, ActiveVersion] = {}
+    for v in active:
+        known = newest.get(v.contract.major)
+        if known is None or v.contract.minor > known.contract.minor:
+            newest[v.contract.major] = v
+    majors = sorted(newest)
+    if len(majors) < 2:
+        return [
+            CheckResult(
+                MAJOR,
+                "not_applicable",
+                "no major overlap",
+                "one major version is active (an overlap needs two)",
+            )
+        ]
+    new = newest[majors[-1]]
+    out = []
+    new_at = [r.get("evaluated_at") for r in records if r["version"] == new.contract.version]
+    since = min((t for t in new_at if t is not None), default=None)
+    for major in majors[:-1]:
+        old = newest[major]
+        subject = f"{_label(old)} and {_label(new)}"
+        a = latest_by_batch(records, old.contract.version)
+        b = latest_by_batch(records, new.contract.version)
+        if not b:
+            out.append(
+                CheckResult(
+                    MAJOR,
+                    "inconclusive",
+                    subject,
+                    f"not applicable yet: {new.contract.version} has evaluated no batch; "
+                    "publish batches and run again",
+                    {"old": old.contract.version, "new": new.contract.version},
+                )
+            )
+            continue
+        during = {
+            r["batch_id"]
+            for r in records
+            if r["version"] == old.contract.version
+            and since is not None
+            and r.get("evaluated_at") is not None
+            and r["evaluated_at"] >= since
+        } | set(b)
+        only_old = sorted(during - set(b))
+        only_new = sorted(during - set(a))
+        both = sorted(during & set(a) & set(b))
+        n = len(both)
+        pa_, pb = sum(a[x] for x in both), sum(b[x] for x in both)
+        figures = {
+            "old": old.contract.version,
+            "new": new.contract.version,
+            "batches_both": n,
+            "old_passed": pa_,
+            "new_passed": pb,
+            "old_attainment": pa_ / n if n else None,
+            "new_attainment": pb / n if n else None,
+            "only_old": only_old,
+            "only_new": only_new,
+        }
+        att = (
+            f"attainment {old.contract.version} {pa_ / n:.3f} ({pa_}/{n}), "
+            f"{new.contract.version} {pb / n:.3f} ({pb}/{n})"
+            if n
+            else "no batch evaluated by both"
+        )
+        missing = len(only_old) + len(only_new)
+        reason = f"{n} batch(es) of the overlap evaluated by both; {att}" + (
+            f"; {len(only_old)} evaluated by {old.contract.version} only, {len(only_new)} by "
+            f"{new.contract.version} only: " + ", ".join((only_old + only_new)[:10])
+            if missing
+            else ""
+        )
+        out.append(CheckResult(MAJOR, "fail" if missing else "pass", subject, reason, figures))
+    return out

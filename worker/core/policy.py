@@ -161,7 +161,10 @@ def decide_publish(
             f"{same.contract.digest[:12]}, this file {new.digest[:12]}): edit in place "
             "refused; give the change a new version number",
         )
-    predecessor = _newest(layer)
+    # a revision is classified against the newest revision of its own major (during an
+    # overlap the older major can still get a v1.2 after v2.0); a version of a major not
+    # yet published, against the newest version of the layer
+    predecessor = _newest(p for p in layer if p.contract.major == new.major) or _newest(layer)
     if predecessor is None:
         record = Published(new, mode, "active", None, (), now, published_by)
         return PolicyDecision(

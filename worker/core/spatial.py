@@ -31,6 +31,7 @@ __all__ = [
     "area_m2_or_units",
     "area_of_use",
     "cached_transformer",
+    "covered_mask",
     "crs_equivalent",
     "crs_label",
     "densify_for_transform",
@@ -666,8 +667,24 @@ def _equal_area_transformer(crs: CRS) -> Transformer:
     return Transformer.from_crs(crs.geodetic_crs or crs, cea, always_xy=True)
 
 
+def covered_mask(geoms: np.ndarray, usable: np.ndarray, region: shapely.Geometry) -> np.ndarray:
+    """bool (N,): features covered by ``region`` (vectorized ``shapely.covered_by``).
+
+    ``geoms`` are ``east_north`` geometries in the region's CRS; features not ``usable``
+    (missing, empty, NaN/inf coordinates) are False and never passed to GEOS (which
+    rejects NaN coordinates).
+    """
+    out = np.zeros(len(geoms), dtype=bool)
+    mask = np.asarray(usable, dtype=bool)
+    if not mask.any():
+        return out
+    shapely.prepare(region)
+    out[mask] = np.asarray(shapely.covered_by(geoms[mask], region), dtype=bool)
+    return out
+
+
 def fraction_covered(geoms: np.ndarray, usable: np.ndarray, region: shapely.Geometry) -> float:
-    """Share of features covered by ``region`` (vectorized ``shapely.covered_by``).
+    """Share of features covered by ``region`` (see :func:`covered_mask`).
 
     Parameters
     ----------
@@ -685,9 +702,4 @@ def fraction_covered(geoms: np.ndarray, usable: np.ndarray, region: shapely.Geom
     n = len(geoms)
     if n == 0:
         return 1.0
-    mask = np.asarray(usable, dtype=bool)
-    if not mask.any():
-        return 0.0
-    shapely.prepare(region)
-    inside = np.asarray(shapely.covered_by(geoms[mask], region), dtype=bool)
-    return float(np.count_nonzero(inside)) / n
+    return float(np.count_nonzero(covered_mask(geoms, usable, region))) / n

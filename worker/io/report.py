@@ -1,14 +1,33 @@
-"""Readable and JSON renderings of decisions (used by ``check`` and the demo)."""
+"""Readable and JSON renderings of decisions (used by ``check``, ``quarantine`` and the demo).
+
+Text output never cuts JSON mid-token: a clause is shown by its message (plain words with
+units), wrapped, and its offending features one per line.
+"""
 
 from __future__ import annotations
 
+import textwrap
+from collections.abc import Mapping
 from typing import Any
 
 from worker.core.durations import parse_duration_s
 from worker.core.jsonsafe import dumps_json
-from worker.core.model import ClauseResult, Decision
+from worker.core.model import ClauseResult, Decision, Offenders
 
-__all__ = ["decision_to_json", "render_decision", "short_value", "with_units"]
+__all__ = [
+    "brief",
+    "decision_to_json",
+    "guess_kind",
+    "offender_lines",
+    "render_decision",
+    "short_value",
+    "with_units",
+]
+
+#: Width of wrapped text lines.
+WIDTH = 100
+#: Offending features listed per clause in text output.
+TEXT_OFFENDERS = 5
 
 
 def short_value(value: Any, limit: int = 60) -> str:
@@ -66,7 +85,7 @@ def with_units(kind: str, value: Any, limit: int = 120) -> str:
 
 
 def _clause_json(c: ClauseResult) -> dict[str, Any]:
-    return {
+    doc = {
         "name": c.name,
         "kind": c.kind,
         "result": c.result,
@@ -75,13 +94,17 @@ def _clause_json(c: ClauseResult) -> dict[str, Any]:
         "expected": c.expected,
         "message": c.message,
     }
+    if c.offenders is not None:
+        doc["offenders"] = c.offenders.to_json()
+    return doc
 
 
 def decision_to_json(decision: Decision) -> dict[str, Any]:
     """The JSON shape of ``contract-gate check --format json``.
 
     ``{"decision", "versions": [{"version", "mode", "passed", "clauses": [...]}],
-    "diagnoses": [...]}``.
+    "diagnoses": [...]}``; a clause with offending features carries ``"offenders":
+    {"total", "measure", "features": [{"index", "id", "value"}]}`` (the first 100).
     """
     return {
         "decision": decision.decision,
@@ -98,28 +121,174 @@ def decision_to_json(decision: Decision) -> dict[str, Any]:
     }
 
 
+def _number(v: Any) -> str:
+    return f"{v:.8g}" if isinstance(v, float) else str(v)
+
+
+def offender_value(value: Any) -> str:
+    """One offending feature's measured value in words: bounds as ``[a, b, c, d]``, a list
+    of field names comma-separated, text quoted, null as ``null``."""
+    if value is None:
+        return "null"
+    if isinstance(value, list) and all(isinstance(v, int | float) for v in value):
+        return "[" + ", ".join(_number(v) for v in value) + "]"
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value)
+    if isinstance(value, str):
+        return value
+    return dumps_json(value, default=str)
+
+
+def _feature_name(index: Any, fid: Any) -> str:
+    return f"#{index}" + ("" if fid is None else f" (id {fid!r})")
+
+
+def offender_lines(
+    offenders: Offenders | Mapping[str, Any], limit: int = TEXT_OFFENDERS, kind: str = ""
+) -> list[str]:
+    """Lines naming the offending features of one clause: a head line with the total and
+    what the values are, then one line per feature (``#index (id 'x'): value``; a domain
+    value quoted, so spaces and case show), at most ``limit``, then how many more there
+    are and where to find them all."""
+    doc = offenders.to_json() if isinstance(offenders, Offenders) else dict(offenders)
+    feats = list(doc.get("features") or [])
+    total = int(doc.get("total") or len(feats))
+    lines = [
+        f"{total} offending {'feature' if total == 1 else 'features'} "
+        f"(#index in the batch, id, {doc.get('measure') or 'measured value'}):"
+    ]
+    for f in feats[:limit]:
+        v = f.get("value")
+        shown = repr(v) if kind == "domain" and isinstance(v, str) else offender_value(v)
+        lines.append(f"  {_feature_name(f.get('index'), f.get('id'))}: {shown}")
+    more = total - min(limit, len(feats))
+    if more > 0:
+        recorded = len(feats)
+        lines.append(
+            f"  ... and {more} more ({recorded} recorded with their ids: see --format json, "
+            "or write them as GeoJSON with --offenders FILE / --geojson FILE)"
+        )
+    return lines
+
+
+def guess_kind(measured: Any) -> str | None:
+    """The clause kind a ``measured`` value comes from, for records that do not carry kinds
+    (quarantine reasons): by its keys (``unknown`` domain, ``invalid`` validity,
+    ``fraction_inside`` extent, ``problems`` schema, ``covered_area`` coverage)."""
+    if not isinstance(measured, Mapping):
+        return None
+    for key, kind in (
+        ("unknown_count", "domain"),
+        ("missing_column", "domain"),
+        ("invalid_fraction", "validity"),
+        ("fraction_inside", "extent"),
+        ("problems", "schema"),
+        ("covered_area", "coverage"),
+    ):
+        if key in measured:
+            return kind
+    return None
+
+
+def brief(kind: str | None, measured: Any, message: str = "", limit: int = 80) -> str:
+    """A few words saying what broke, for one-line listings (demo, ``quarantine tail``).
+
+    domain: the unknown values (``unknown 'Atlantis'``); validity: the first GEOS reason;
+    extent: how many features lie outside; geometry_type: the disallowed types; freshness:
+    the age in seconds; schema: the first problem; otherwise the message's head.
+    """
+    m = measured if isinstance(measured, Mapping) else {}
+    kind = kind or guess_kind(measured)
+    text = ""
+    if kind == "domain" and m.get("unknown"):
+        text = "unknown " + ", ".join(repr(u) for u in m["unknown"][:3])
+    elif kind == "domain" and m.get("missing_column"):
+        text = f"column {m['missing_column']!r} missing"
+    elif kind == "domain" and m.get("null_count"):
+        text = f"{m['null_count']} nulls"
+    elif kind == "validity" and m.get("reasons"):
+        first = m["reasons"][0]
+        why = first.get("reason", "") if isinstance(first, Mapping) else first
+        text = f"{m.get('invalid', '?')} invalid: {why}"
+    elif kind == "extent" and "outside" in m:
+        text = f"{m['outside']} of {m.get('features', '?')} features outside"
+    elif kind == "geometry_type" and m:
+        text = ", ".join(f"{k}: {v}" for k, v in m.items() if isinstance(v, int))
+    elif kind == "freshness" and isinstance(measured, int | float):
+        text = with_units("freshness", measured)
+    elif kind == "schema" and m.get("problems"):
+        text = str(m["problems"][0])
+    elif kind == "feature_count" and isinstance(measured, int):
+        text = f"{measured} features"
+    if not text:  # the message up to its first parenthesis: "data time ... is 7200 s old"
+        text = message.split(" (", 1)[0].split("; ", 1)[0]
+    return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."
+
+
+def _wrap(text: str, indent: str) -> list[str]:
+    return textwrap.wrap(
+        text,
+        WIDTH,
+        initial_indent=indent,
+        subsequent_indent=indent,
+        break_long_words=False,
+        break_on_hyphens=False,
+    ) or [indent]
+
+
 def render_decision(decision: Decision, *, title: str = "") -> str:
-    """A text report: per version and clause, result, measured and expected (with units,
-    see :func:`with_units`) and, for a broken clause, its message."""
+    """A text report: per version, whether it passed; per clause, pass/BREAK/warn and its
+    message in plain words with units (wrapped, never cut); for a broken clause its
+    diagnoses and offending features (:func:`offender_lines`); the decision and why."""
     lines = []
     if title:
         lines.append(title)
     for v in decision.verdicts:
-        status = "passed" if v.passed else "FAILED"
+        if v.passed:
+            status = "passed"
+        elif v.mode == "enforcing":
+            status = "FAILED: it quarantines the batch"
+        else:
+            status = "FAILED (observing: measured only, the batch is not held back)"
         lines.append(f"{v.layer} {v.version} ({v.mode}): {status}")
         width = max((len(c.name) for c in v.clauses), default=4)
         for c in v.clauses:
             mark = "pass " if c.result == "pass" else ("BREAK" if c.on_break == "halt" else "warn ")
-            lines.append(
-                f"  {mark} {c.name:<{width}}  measured={with_units(c.kind, c.measured)}  "
-                f"expected={with_units(c.kind, c.expected)}"
-            )
+            head = f"  {mark} {c.name:<{width}}  "
+            wrapped = _wrap(c.message, " " * len(head))
+            lines.append(head + wrapped[0].lstrip())
+            lines.extend(wrapped[1:])
             if c.result == "break":
-                lines.append(f"        {c.message}")
+                pad = " " * (len(head))
+                lines.extend(f"{pad}diagnosis: {d}" for d in c.diagnoses)
+                if c.offenders is not None:
+                    for line in offender_lines(c.offenders, kind=c.kind):
+                        lines.extend(_wrap(line, pad))
     for r in decision.reasons:
         if r.code != "contract_break":
-            lines.append(f"reason: {r.code}: {r.message}")
+            lines.extend(_wrap(f"reason: {r.code}: {r.message}", ""))
     for d in decision.diagnoses:
-        lines.append(f"diagnosis: {d}")
-    lines.append(f"decision: {decision.decision}")
+        lines.extend(_wrap(f"diagnosis: {d}", ""))
+    lines.append(f"decision: {decision.decision}" + _why(decision))
     return "\n".join(lines)
+
+
+def _why(decision: Decision) -> str:
+    broke = [
+        f"{v.version} broke {', '.join(c.name for c in v.broken)}"
+        for v in decision.verdicts
+        if v.broken
+    ]
+    held = [f"{r.version} {r.clause}" for r in decision.reasons if r.clause]
+    if decision.admitted:
+        ok = [v.version for v in decision.verdicts if v.mode == "enforcing" and v.passed]
+        why = f"passed {', '.join(ok)}" if ok else ""
+        observing = [
+            b
+            for b, v in zip(broke, [v for v in decision.verdicts if v.broken], strict=True)
+            if v.mode == "observing"
+        ]
+        if observing:
+            why += ("; " if why else "") + "observing " + "; ".join(observing)
+        return f" ({why})" if why else ""
+    return f" (enforcing {', '.join(held)})" if held else ""

@@ -81,6 +81,8 @@ def wait_for_broker(
         if alive is not None and not alive():
             raise BrokerUnavailable(f"the broker process for {bootstrap_servers} exited")
         try:
+            # librdkafka's own log lines go through Python logging (logger "librdkafka"),
+            # like every other client's: an unreachable broker is one line, not hundreds
             conf: dict[str, Any] = {
                 "bootstrap.servers": bootstrap_servers,
                 "logger": logging.getLogger("librdkafka"),

@@ -290,6 +290,7 @@ class Pipeline:
                 log.warning("consumer error: %s", err.str())
         if not events:
             return 0
+        started = time.perf_counter()
         outcomes = [
             route(
                 Source(
@@ -321,6 +322,15 @@ class Pipeline:
             if self.on_outcome is not None:
                 self.on_outcome(outcome)
         self.batches_committed += len(events)
+        admitted = sum(1 for o in outcomes if o.decision.admitted)
+        log.info(
+            "poll batch: %d events, %d admitted, %d quarantined, %.0f ms (committed in one "
+            "transaction)",
+            len(events),
+            admitted,
+            len(events) - admitted,
+            (time.perf_counter() - started) * 1000.0,
+        )
         return len(events)
 
     def _commit(self, events: list[Any], outcomes: list[Outcome]) -> bool:

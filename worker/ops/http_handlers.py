@@ -19,6 +19,7 @@ handlers are unit-tested with plain values.
 
 from __future__ import annotations
 
+import re
 import threading
 import time
 from collections import Counter, deque
@@ -233,10 +234,22 @@ def status(
     )
 
 
+_TRAILING_COMMA = re.compile(rb'(?<!\\)",\}')
+
+
+def strip_trailing_commas(text: bytes) -> bytes:
+    """Prometheus text with every label set closed without a trailing comma
+    (``{a="1",}`` -> ``{a="1"}``): some prometheus_client versions write the comma, which
+    the text format tolerates but strict parsers and people reading it do not. A ``",}``
+    inside a label value is escaped (``\\"``) and left alone."""
+    return _TRAILING_COMMA.sub(b'"}', text)
+
+
 def _prometheus_text(registry: Any) -> Response:
     from prometheus_client import CONTENT_TYPE_LATEST, REGISTRY, generate_latest
 
-    return Response(200, CONTENT_TYPE_LATEST, generate_latest(registry or REGISTRY))
+    text = strip_trailing_commas(generate_latest(registry or REGISTRY))
+    return Response(200, CONTENT_TYPE_LATEST, text)
 
 
 def handle(

@@ -17,6 +17,7 @@ never duplicates an admitted batch: a batch whose id is already on the admitted 
 from __future__ import annotations
 
 import re
+import textwrap
 import threading
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
@@ -25,7 +26,9 @@ from typing import Any
 
 from worker.core.errors import ContractGateError, DecodeError
 from worker.core.jsonsafe import dumps_json
+from worker.core.model import Batch
 from worker.io import codec
+from worker.io.report import brief, offender_lines
 from worker.kafka.client import produce_one, read_topic
 from worker.kafka.routing import REPLAY_OF
 from worker.kafka.settings import Settings
@@ -34,6 +37,7 @@ __all__ = [
     "QuarantineEntry",
     "check_not_admitted",
     "entries_since",
+    "entry_batch",
     "entry_to_json",
     "find_entry",
     "original_of",
@@ -43,6 +47,7 @@ __all__ = [
     "render_line",
     "replay",
     "replay_headers",
+    "table_rows",
 ]
 
 _COORD = re.compile(r"^(\d+)@(\d+)$")
@@ -301,10 +306,83 @@ def render_line(entry: QuarantineEntry) -> str:
             f"?  {entry.layer or '-'}  {entry.batch_id or '-'}  undecodable record: {entry.error}"
         )
     r = entry.record
-    line = f"{_when(entry)}  {entry.layer or '-'}  {entry.batch_id or '-'}  {', '.join(_broken(r))}"
+    replay = "  replay" if entry.headers.get(REPLAY_OF) else ""
+    line = (
+        f"{_when(entry)}  {entry.layer or '-'}  {entry.batch_id or '-'}{replay}  "
+        f"{', '.join(_broken(r))}"
+    )
     if r["diagnoses"]:
         line += f"  [{'; '.join(r['diagnoses'])}]"
     return f"{line}  ({entry.partition}@{entry.offset})"
+
+
+def _what(record: Mapping[str, Any]) -> str:
+    """What broke, in words: ``v1.0:valid (1 invalid: Self-intersection[0.5 0.5])``, or the
+    reason code and the head of its message."""
+    parts = []
+    for r in record["reasons"]:
+        if r.get("clause"):
+            parts.append(
+                f"{r['version']}:{r['clause']} ({brief(None, r.get('measured'), r['message'], 60)})"
+            )
+        else:
+            parts.append(f"{r['code']} ({brief(None, None, r['message'], 60)})")
+    return "; ".join(parts) or record["reason_code"]
+
+
+def table_rows(entries: Iterable[QuarantineEntry]) -> list[str]:
+    """``quarantine tail``'s lines for ``entries``: ordered by quarantine time across
+    partitions (records without a readable time last), columns aligned: time, layer,
+    batch id, ``replay`` when the batch is a replay (header ``replay-of``), record
+    coordinates ``partition@offset``, what broke in words, diagnoses."""
+    rows = []
+    for e in sorted(entries, key=_sort_key):
+        if e.record is None:
+            rows.append(
+                (
+                    "?",
+                    _text(e.layer or "-"),
+                    e.batch_id or "-",
+                    "",
+                    f"{e.partition}@{e.offset}",
+                    f"undecodable record: {e.error}",
+                )
+            )
+            continue
+        replay = "replay" if e.headers.get(REPLAY_OF) else ""
+        what = _what(e.record)
+        if e.record["diagnoses"]:
+            what += f"  [{'; '.join(e.record['diagnoses'])}]"
+        rows.append(
+            (
+                _when(e),
+                _text(e.layer or "-"),
+                e.batch_id or "-",
+                replay,
+                f"{e.partition}@{e.offset}",
+                what,
+            )
+        )
+    if not rows:
+        return []
+    head = ("quarantined at", "layer", "batch", "replay", "record", "what broke")
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(5)]
+    return [
+        "  ".join(c.ljust(w) for c, w in zip(r[:5], widths, strict=True)) + "  " + r[5]
+        for r in [head, *rows]
+    ]
+
+
+def _text(value: Any) -> str:
+    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+
+
+def _sort_key(entry: QuarantineEntry) -> tuple[int, datetime, int, int]:
+    at = entry.record.get("quarantined_at") if entry.record else None
+    if not isinstance(at, datetime):
+        return (1, datetime.min.replace(tzinfo=timezone.utc), entry.partition, entry.offset)
+    at = at if at.tzinfo else at.replace(tzinfo=timezone.utc)
+    return (0, at, entry.partition, entry.offset)
 
 
 def _value(v: Any) -> str:
@@ -336,11 +414,63 @@ def render_entry(entry: QuarantineEntry) -> str:
             if reason.get("clause")
             else reason["code"]
         )
-        lines.append(f"    {head}: {reason['message']}")
+        lines.extend(_wrap(f"{head}: {reason['message']}", "    ", "      "))
+        if isinstance(reason.get("offenders"), dict):
+            for line in offender_lines(reason["offenders"], kind=_kind(reason)):
+                lines.extend(_wrap(line, "      ", "        "))
         if reason.get("measured") is not None or reason.get("expected") is not None:
             lines.append(f"      measured: {_value(reason['measured'])}")
             lines.append(f"      expected: {_value(reason['expected'])}")
     return "\n".join(lines)
+
+
+def _kind(reason: Mapping[str, Any]) -> str:
+    """The clause kind of a reason, as far as its measured value tells (the record does not
+    carry kinds): ``domain`` when it measured unknown codes."""
+    m = reason.get("measured")
+    return "domain" if isinstance(m, dict) and "unknown" in m else ""
+
+
+def _wrap(text: str, first: str, rest: str) -> list[str]:
+    return textwrap.wrap(
+        text,
+        100,
+        initial_indent=first,
+        subsequent_indent=rest,
+        break_long_words=False,
+        break_on_hyphens=False,
+    ) or [first]
+
+
+def entry_batch(entry: QuarantineEntry) -> Batch:
+    """The batch of a quarantine record, decoded from the original event bytes it carries
+    (with its features loaded from ``payload_uri`` when sent by reference).
+
+    Raises
+    ------
+    ContractGateError
+        The record carries no original bytes (too large, or the entry is undecodable), or
+        they do not decode as a batch (a ``decode_error`` record), or the payload cannot be
+        loaded; the message says which.
+    """
+    r = entry.record
+    if r is None or not r["original"]:
+        raise ContractGateError(
+            f"{entry.coordinates} carries no original event bytes, so its features cannot "
+            "be shown (the source coordinates locate the event)"
+        )
+    try:
+        batch = codec.decode_batch(bytes(r["original"]))
+    except DecodeError as exc:
+        raise ContractGateError(
+            f"{entry.coordinates}: the original event does not decode, it has no features "
+            f"to show ({exc})"
+        ) from None
+    if batch.payload_uri and not batch.geometries_wkb:
+        from worker.io.features import load_payload
+
+        batch = load_payload(batch.payload_uri, batch)
+    return batch
 
 
 def entry_to_json(entry: QuarantineEntry) -> dict[str, Any]:

@@ -40,6 +40,7 @@ from worker.core.overlap import (
     TWIN,
     CheckResult,
     OverlapReport,
+    check_major_overlap,
     check_stricter,
     check_twin,
     check_undeclared,
@@ -69,8 +70,14 @@ def render_report(report: OverlapReport) -> str:
         lines.append(f"  {status}  {_TITLES[c.check]}: {c.subject}: {c.reason}")
     n, ok = len(report.applicable), sum(c.status == "pass" for c in report.applicable)
     pending = len(report.inconclusive)
+    if report.result == "inconclusive":
+        lines.append(
+            f"result: INCONCLUSIVE (nothing verified: no applicable check; {pending} "
+            f"inconclusive, {len(report.checks) - pending} not applicable)"
+        )
+        return "\n".join(lines)
     lines.append(
-        f"result: {'PASS' if report.passed else 'FAIL'} ({ok} of {n} applicable check(s) pass"
+        f"result: {report.result.upper()} ({ok} of {n} applicable check(s) pass"
         + (f"; {pending} inconclusive, not applicable yet" if pending else "")
         + ")"
     )
@@ -91,7 +98,7 @@ def report_to_json(report: OverlapReport) -> dict[str, Any]:
             }
             for c in report.checks
         ],
-        "result": "pass" if report.passed else "fail",
+        "result": report.result,
         "applicable": len(report.applicable),
         "passed": sum(c.status == "pass" for c in report.applicable),
         "inconclusive": len(report.inconclusive),
@@ -167,4 +174,5 @@ def verify_overlap(settings: Settings, layer: str, *, timeout_s: float = 60.0) -
         g for g in reading if g not in declared and g != own and not g.startswith(f"{own}-reader-")
     }
     checks.append(check_undeclared(layer, active[0].contract.version, undeclared, view))
+    checks += check_major_overlap(active, records)
     return OverlapReport(layer, tuple((v.contract.version, v.mode) for v in active), tuple(checks))

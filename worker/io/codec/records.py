@@ -14,7 +14,7 @@ from typing import Any
 
 from worker.core.echo import clip
 from worker.core.errors import ContractGateError
-from worker.core.model import Decision, QuarantineReason, VersionVerdict
+from worker.core.model import Decision, Offenders, QuarantineReason, VersionVerdict
 from worker.io.codec.avro import (
     CONSUMER_DECLARATION,
     CONTRACT_RECORD,
@@ -36,6 +36,7 @@ __all__ = [
     "encode_contract_record",
     "encode_evaluation",
     "encode_quarantine",
+    "fit_offenders",
 ]
 
 
@@ -46,6 +47,10 @@ __all__ = [
 MAX_VALUE_CHARS = 4000
 #: Longest echoed message, in characters.
 MAX_MESSAGE_CHARS = 2000
+#: Longest JSON text of one reason's offending features, in characters: a reason carries
+#: the first offenders that fit (at most ``MAX_OFFENDERS`` = 100) and their total, so a
+#: quarantine record of R reasons stays below R x (4000 + 12000) characters of JSON.
+MAX_OFFENDER_CHARS = 12000
 
 
 def _bounded_json(value: Any) -> str | None:
@@ -55,6 +60,34 @@ def _bounded_json(value: Any) -> str | None:
     if text is None or len(text) <= MAX_VALUE_CHARS:
         return text
     return json.dumps(clip(text, MAX_VALUE_CHARS))
+
+
+def fit_offenders(offenders: Offenders, max_chars: int = MAX_OFFENDER_CHARS) -> dict[str, Any]:
+    """``offenders.to_json()`` with as many of its first features as fit in ``max_chars``
+    characters of JSON (the total is kept, so the reader knows how many were left out)."""
+    doc = offenders.to_json()
+    budget = max_chars - len(_json({**doc, "features": []}) or "")
+    kept = []
+    for feature in doc["features"]:
+        budget -= len(_json(feature) or "") + 2
+        if budget < 0:
+            break
+        kept.append(feature)
+    doc["features"] = kept
+    return doc
+
+
+def _measured_json(measured: Any, offenders: Offenders | None) -> str | None:
+    """The reason's ``measured`` JSON text; with offenders, a mapping that adds them under
+    ``"offenders"`` (a measured value clipped to :data:`MAX_VALUE_CHARS` goes under
+    ``"clipped_measured"``). :func:`decode_quarantine` splits them out again."""
+    text = _bounded_json(measured)
+    if offenders is None:
+        return text
+    fitted = fit_offenders(offenders)
+    if isinstance(measured, Mapping) and "offenders" not in measured and text and text[0] == "{":
+        return _json({**measured, "offenders": fitted})
+    return _json({"clipped_measured": _unjson(text, "measured"), "offenders": fitted})
 
 
 def encode_quarantine(
@@ -91,7 +124,7 @@ def encode_quarantine(
                 "version": r.version,
                 "mode": r.mode,
                 "clause": r.clause,
-                "measured": _bounded_json(r.measured),
+                "measured": _measured_json(r.measured, r.offenders),
                 "expected": _bounded_json(r.expected),
                 "message": clip(r.message, MAX_MESSAGE_CHARS),
             }
@@ -109,10 +142,18 @@ def encode_quarantine(
 
 
 def decode_quarantine(data: bytes) -> dict[str, Any]:
-    """Decode a QuarantineRecord; each reason's ``measured``/``expected`` parsed from JSON."""
+    """Decode a QuarantineRecord; each reason's ``measured``/``expected`` parsed from JSON,
+    and its offending features split out of ``measured`` into ``offenders`` (the mapping of
+    :meth:`worker.core.model.Offenders.to_json`, or None)."""
     record = _read(QUARANTINE_RECORD, data, "QuarantineRecord")
     for r in record["reasons"]:
-        r["measured"] = _unjson(r["measured"], "reasons[].measured")
+        measured = _unjson(r["measured"], "reasons[].measured")
+        r["offenders"] = None
+        if isinstance(measured, dict) and isinstance(measured.get("offenders"), dict):
+            r["offenders"] = measured.pop("offenders")
+            if set(measured) == {"clipped_measured"}:
+                measured = measured["clipped_measured"]
+        r["measured"] = measured
         r["expected"] = _unjson(r["expected"], "reasons[].expected")
     return record
 

@@ -31,6 +31,8 @@ class FeatureData:
     ``edges``, ``orientation`` and ``covering_bbox`` are the GeoParquet geometry column
     metadata carried to :class:`worker.core.model.Batch` (see there); GeoJSON has the
     defaults (RFC 7946: planar edges, no orientation assertion, no covering column).
+    ``feature_ids`` are the ids the file gives its features (the GeoJSON ``id`` member,
+    RFC 7946 section 3.2: a string or number, None where absent), None when it gives none.
     """
 
     geometries_wkb: tuple[bytes | None, ...]
@@ -41,6 +43,7 @@ class FeatureData:
     edges: str = "planar"
     orientation: str | None = None
     covering_bbox: tuple[tuple[float, float, float, float] | None, ...] | None = None
+    feature_ids: tuple[str | int | float | None, ...] | None = None
 
 
 def derive_schema(table: pa.Table) -> tuple[FieldSpec, ...]:

@@ -23,7 +23,11 @@ def _read_geojson(path: Path) -> FeatureData:
     try:
         doc = json.loads(path.read_bytes())
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise _fail(path, f"not a JSON document ({exc})") from None
+        raise _fail(
+            path,
+            f"not a JSON document ({exc}); the formats read are GeoJSON, GeoParquet, "
+            "Shapefile (.shp, or a .zip holding one), GeoPackage (.gpkg) and FlatGeobuf (.fgb)",
+        ) from None
     except RecursionError:
         raise _fail(
             path, "JSON nested too deeply to read (hundreds of levels of arrays or objects)"
@@ -37,6 +41,7 @@ def _read_geojson(path: Path) -> FeatureData:
     geoms: list[str | None] = []
     props: list[dict[str, Any]] = []
     too_deep: dict[int, str] = {}
+    ids: list[str | int | float | None] = []
     for i, feat in enumerate(features):
         if not isinstance(feat, dict) or feat.get("type") != "Feature":
             raise _fail(path, f"features[{i}] is not a GeoJSON Feature")
@@ -48,10 +53,18 @@ def _read_geojson(path: Path) -> FeatureData:
         props.append(p or {})
         if deep:
             too_deep[i] = deep
+        fid = feat.get("id")
+        # RFC 7946 section 3.2: a string or a number; anything else names no feature
+        ok_id = isinstance(fid, str | int | float) and not isinstance(fid, bool)
+        ids.append(fid if ok_id else None)
     wkb, errors = _geometries(geoms)
     errors.update(too_deep)
     return FeatureData(
-        wkb, _properties_table(props), _legacy_crs(path, doc), geometry_errors=errors
+        wkb,
+        _properties_table(props),
+        _legacy_crs(path, doc),
+        geometry_errors=errors,
+        feature_ids=tuple(ids) if any(i is not None for i in ids) else None,
     )
 
 

@@ -21,14 +21,18 @@ from worker.core.model import AXIS_ORDERS, Batch
 from worker.io.features.base import FeatureData, _fail, derive_schema
 from worker.io.features.geojson import _read_geojson
 from worker.io.features.geoparquet import _read_geoparquet
+from worker.io.features.ogr import ogr_format, read_ogr
 
 __all__ = ["load_payload", "read_batch_file", "read_features"]
 
 
 def read_features(path: str | Path) -> FeatureData:
-    """Read the geometries, attributes and CRS claim of a GeoJSON or GeoParquet file.
+    """Read the geometries, attributes and CRS claim of a batch file: GeoJSON, GeoParquet,
+    or through pyogrio (an optional extra) Shapefile, zipped Shapefile, GeoPackage and
+    FlatGeobuf (:mod:`.ogr`).
 
-    The format is chosen by the leading bytes (``PAR1`` is Parquet), not the suffix.
+    The format is chosen by the leading bytes (``PAR1`` Parquet, the shapefile, zip, SQLite
+    and FlatGeobuf magic numbers), else the suffix; anything else is read as GeoJSON.
 
     Raises
     ------
@@ -44,7 +48,10 @@ def read_features(path: str | Path) -> FeatureData:
         raise _fail(p, f"cannot open the batch file ({exc.strerror or exc})") from None
     if head != b"PAR1" and p.suffix.lower() in (".parquet", ".geoparquet"):
         raise _fail(p, "not a Parquet file (the file does not start with the PAR1 magic bytes)")
+    ogr = ogr_format(p, head + _more(p))
     try:
+        if ogr is not None:
+            return read_ogr(p, ogr)
         return _read_geoparquet(p) if head == b"PAR1" else _read_geojson(p)
     except PayloadError:
         raise
@@ -59,6 +66,15 @@ def read_features(path: str | Path) -> FeatureData:
         # malformed content the readers did not anticipate (e.g. an integer beyond int64,
         # `geo` metadata that is JSON but not an object): a clear PayloadError, never a crash
         raise _fail(p, f"cannot read the batch file: {type(exc).__name__}: {exc}") from None
+
+
+def _more(p: Path) -> bytes:
+    """Bytes 4..16 of the file (the GeoPackage/SQLite magic is 16 bytes long)."""
+    try:
+        with p.open("rb") as fh:
+            return fh.read(16)[4:]
+    except OSError:
+        return b""
 
 
 def read_batch_file(
@@ -121,6 +137,7 @@ def read_batch_file(
         edges=data.edges,
         orientation=data.orientation,
         covering_bbox=data.covering_bbox,
+        feature_ids=data.feature_ids,
     )
 
 
@@ -203,4 +220,5 @@ def load_payload(
         edges=data.edges,
         orientation=data.orientation,
         covering_bbox=data.covering_bbox,
+        feature_ids=data.feature_ids,
     )

@@ -1,0 +1,99 @@
+"""`check --offenders FILE`, `--id-column` and the offenders in text and JSON output."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+import shapely
+
+from tests.catalogue import PARIS
+from worker.cli.main import main
+
+
+def _geojson(path: Path) -> Path:
+    feats = [
+        {
+            "type": "Feature",
+            "id": "in",
+            "geometry": shapely.geometry.mapping(PARIS),
+            "properties": {"n": 1},
+        },
+        {
+            "type": "Feature",
+            "id": "out",
+            "geometry": {"type": "Point", "coordinates": [100.0, 10.0]},
+            "properties": {"n": 2},
+        },
+    ]
+    path.write_text(json.dumps({"type": "FeatureCollection", "features": feats}))
+    return path
+
+
+CONTRACT = """layer: places
+version: v1
+cadence: P1D
+objective: 0.99
+owner: tests
+changelog: europe only
+clauses:
+  - {name: extent, kind: extent, region: [-10, 40, 10, 55]}
+"""
+
+
+def test_check_names_offenders_by_geojson_id_in_text_json_and_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    batch = _geojson(tmp_path / "b.geojson")
+    (tmp_path / "c.yaml").write_text(CONTRACT)
+    args = [
+        str(batch),
+        "--contract",
+        str(tmp_path / "c.yaml"),
+        "--data-time",
+        "2026-11-29T06:00:00Z",
+    ]
+    out_file = tmp_path / "off.geojson"
+    assert main(["check", *args, "--offenders", str(out_file)]) == 1
+    text = capsys.readouterr().out
+    assert "1 offending feature" in text and "#1 (id 'out'): [100, 10, 100, 10]" in text
+    assert "decision: quarantined (enforcing v1.0 extent)" in text
+    doc = json.loads(out_file.read_text())
+    assert [f["id"] for f in doc["features"]] == ["out"]
+    assert doc["features"][0]["geometry"] == {"type": "Point", "coordinates": [100.0, 10.0]}
+    assert "crs" not in doc  # OGC:CRS84, as RFC 7946 wants
+    assert main(["check", *args, "--format", "json"]) == 1
+    out = json.loads(capsys.readouterr().out)
+    extent = out["versions"][0]["clauses"][0]
+    assert extent["offenders"]["total"] == 1
+    assert extent["offenders"]["features"] == [
+        {"index": 1, "id": "out", "value": [100.0, 10.0, 100.0, 10.0]}
+    ]
+
+
+def test_check_refuses_an_unknown_id_column(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    batch = _geojson(tmp_path / "b.geojson")
+    (tmp_path / "c.yaml").write_text(CONTRACT)
+    assert (
+        main(["check", str(batch), "--contract", str(tmp_path / "c.yaml"), "--id-column", "pid"])
+        == 2
+    )
+    assert "--id-column 'pid' is not a column" in capsys.readouterr().err
+
+
+def test_check_html_writes_one_self_contained_page(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    batch = _geojson(tmp_path / "b.geojson")
+    (tmp_path / "c.yaml").write_text(CONTRACT)
+    page = tmp_path / "page.html"
+    argv = ["check", str(batch), "--contract", str(tmp_path / "c.yaml"), "--html", str(page)]
+    assert main([*argv, "--data-time", "2026-11-29T06:00:00Z"]) == 1
+    assert f"wrote {page}; open it in a browser" in capsys.readouterr().err
+    text = page.read_text()
+    assert text.startswith("<!DOCTYPE html>") and "<script" not in text
+    assert 'class="feature offender" data-index="1" data-clause="v1.0:extent"' in text
+    assert 'class="region" data-clause="v1.0:extent"' in text

@@ -1,0 +1,55 @@
+"""One-line errors: argparse, YAML syntax, durations; --log-level after the command."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from worker.cli.main import build_parser, main
+
+CONTRACT = Path(__file__).resolve().parents[2] / "worker/data/contracts/admin_boundaries.v1.yaml"
+BATCH = Path(__file__).resolve().parents[1] / "cases/E01/batch.geojson"
+
+
+def test_argparse_error_is_one_line_naming_the_help(capsys: pytest.CaptureFixture[str]) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["check"])
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err == (
+        "contract-gate check: error: the following arguments are required: batch "
+        "(see `contract-gate check --help`)\n"
+    )
+
+
+def test_log_level_is_accepted_after_the_command_too() -> None:
+    parser = build_parser()
+    assert parser.parse_args(["run", "--log-level", "DEBUG"]).log_level == "DEBUG"
+    assert parser.parse_args(["--log-level", "INFO", "run"]).log_level == "INFO"
+    assert parser.parse_args(["quarantine", "tail", "--log-level", "ERROR"]).log_level == "ERROR"
+    assert parser.parse_args(["run"]).log_level is None
+
+
+def test_yaml_syntax_error_is_one_line_with_file_line_and_column(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("layer: x\nversion: v1\n  cadence: P1D\n")
+    assert main(["check", str(BATCH), "--contract", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert err == (
+        f"contract-gate check: error: {bad}: line 3, column 10: not readable as YAML: "
+        "mapping values are not allowed here\n"
+    )
+
+
+def test_duration_error_gives_the_hint_not_the_regex(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    bad = tmp_path / "dur.yaml"
+    bad.write_text(CONTRACT.read_text().replace("max_age: PT6H", "max_age: 6h"))
+    assert main(["check", str(BATCH), "--contract", str(bad)]) == 2
+    err = capsys.readouterr().err
+    assert "max_age: invalid value '6h' (not in the expected form)" in err
+    assert "such as PT4H, P1D or PT30M" in err and "\\d" not in err

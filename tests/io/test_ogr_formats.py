@@ -1,0 +1,109 @@
+"""Shapefile (plain and zipped), GeoPackage and FlatGeobuf through pyogrio
+(worker.io.features.ogr), and the messages when pyogrio is missing or the format unknown."""
+
+from __future__ import annotations
+
+import sys
+import zipfile
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+
+from tests.catalogue import NYC_BOROUGHS, read_geoparquet
+from worker.core.errors import PayloadError
+from worker.core.spatial import crs_equivalent
+from worker.io.features import read_features
+
+pyogrio = pytest.importorskip("pyogrio", reason="pyogrio (extra 'formats') is not installed")
+
+
+def _write(path: Path, driver: str) -> Path:
+    geoms, table, _wkb = read_geoparquet(NYC_BOROUGHS)
+    import shapely
+
+    data = table.append_column("geometry", pa.array(shapely.to_wkb(geoms).tolist(), pa.binary()))
+    pyogrio.write_arrow(
+        data, path, driver=driver, geometry_name="geometry", geometry_type="MultiPolygon",
+        crs="EPSG:2263",
+    )  # fmt: skip
+    return path
+
+
+def _zipped_shapefile(tmp: Path) -> Path:
+    shp = _write(tmp / "nybb.shp", "ESRI Shapefile")
+    out = tmp / "nybb_16a.zip"
+    with zipfile.ZipFile(out, "w") as z:
+        for part in shp.parent.glob("nybb.*"):
+            z.write(part, f"nybb_16a/{part.name}")
+    return out
+
+
+@pytest.mark.parametrize("kind", ["shp", "zip", "gpkg", "fgb"])
+def test_vector_formats_read_the_five_boroughs_in_ny_long_island_feet(
+    tmp_path: Path, kind: str
+) -> None:
+    if kind == "zip":
+        path = _zipped_shapefile(tmp_path)
+    else:
+        driver = {"shp": "ESRI Shapefile", "gpkg": "GPKG", "fgb": "FlatGeobuf"}[kind]
+        path = _write(tmp_path / f"nybb.{kind}", driver)
+    data = read_features(path)
+    assert len(data.geometries_wkb) == 5 and all(g is not None for g in data.geometries_wkb)
+    assert data.declared_crs is not None and crs_equivalent(data.declared_crs, "EPSG:2263")
+    names = set(data.attributes.column("BoroName").to_pylist())
+    assert names == {"Bronx", "Brooklyn", "Manhattan", "Queens", "Staten Island"}
+    import shapely
+
+    area = sum(shapely.area(shapely.from_wkb(g)) for g in data.geometries_wkb)
+    assert 8.4e9 < area < 8.5e9  # US survey ft², the five boroughs' land area
+
+
+def test_check_reads_a_zipped_shapefile(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
+    from worker.cli.main import main
+    from worker.cli.scenario import data_file
+
+    path = _zipped_shapefile(tmp_path)
+    contract = data_file("contracts/nyc_boroughs.v1.yaml")
+    code = main(
+        [
+            "check",
+            str(path),
+            "--contract",
+            str(contract),
+            "--data-time",
+            "2026-11-29T06:00:00Z",
+            "--now",
+            "2026-11-29T07:00:00Z",
+        ]
+    )
+    out = capsys.readouterr().out
+    assert "5 features" in out.splitlines()[0]
+    assert code == 0, out
+
+
+def test_missing_pyogrio_names_the_extra(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    path = _write(tmp_path / "nybb.gpkg", "GPKG")
+    monkeypatch.setitem(sys.modules, "pyogrio", None)  # import fails as if not installed
+    with pytest.raises(
+        PayloadError,
+        match=r"nybb\.gpkg: reading GeoPackage needs the optional pyogrio package: "
+        r"pip install 'spatial-contract-gate\[formats\]'",
+    ):
+        read_features(path)
+
+
+def test_a_zip_without_a_vector_file_and_an_unknown_format_say_what_is_read(tmp_path: Path) -> None:
+    bad_zip = tmp_path / "notes.zip"
+    with zipfile.ZipFile(bad_zip, "w") as z:
+        z.writestr("readme.txt", "hello")
+    with pytest.raises(PayloadError, match=r"the zip holds no \.shp, \.gpkg or \.fgb file"):
+        read_features(bad_zip)
+    unknown = tmp_path / "batch.xyz"
+    unknown.write_bytes(b"\x89PNG\r\n\x1a\n....")
+    with pytest.raises(
+        PayloadError,
+        match=r"the formats read are GeoJSON, GeoParquet, Shapefile \(\.shp, or a \.zip "
+        r"holding one\), GeoPackage \(\.gpkg\) and FlatGeobuf \(\.fgb\)",
+    ):
+        read_features(unknown)

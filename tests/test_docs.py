@@ -1,0 +1,42 @@
+"""The project carries its own contract reference (docs/contracts.md) and links nothing
+outside the repository."""
+
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from worker.core.facts import BASE_TYPES
+from worker.core.model import CLAUSE_KINDS, FIELD_TYPES
+
+REPO = Path(__file__).resolve().parents[1]
+DOC = (REPO / "docs" / "contracts.md").read_text(encoding="utf-8")
+SCHEMA = json.loads((REPO / "worker" / "schemas" / "contract.schema.json").read_text())
+
+
+def test_readme_links_only_files_in_the_repository() -> None:
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    assert "../shared" not in readme and "DESIGN.md" not in readme
+    for target in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", readme):
+        if not target.startswith("http"):
+            assert (REPO / target).exists(), target
+
+
+def test_every_clause_kind_and_parameter_is_documented() -> None:
+    for kind in CLAUSE_KINDS:
+        row = next((line for line in DOC.splitlines() if line.startswith(f"| `{kind}` |")), None)
+        assert row is not None, f"no row for {kind}"
+        for param in SCHEMA["$defs"][f"kind_{kind}"].get("properties", {}):
+            assert f"`{param}`" in row, f"{kind}.{param} undocumented"
+    for field in SCHEMA["properties"]:
+        assert f"| `{field}` |" in DOC, f"document field {field} undocumented"
+
+
+def test_vocabularies_region_crs_and_default_mode_are_documented() -> None:
+    for t in FIELD_TYPES:
+        assert f"`{t}`" in DOC
+    for base in dict.fromkeys(BASE_TYPES):
+        assert f"`{base}`" in DOC
+    assert "else **the batch's declared CRS**" in DOC
+    assert "**`enforcing` by default**" in DOC

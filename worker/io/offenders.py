@@ -1,0 +1,161 @@
+"""Offending features as a GeoJSON FeatureCollection (``check --offenders``,
+``quarantine show --geojson``), to open in QGIS or any GIS.
+
+Each feature that broke at least one clause is written once, with its geometry as the
+batch stores it (in ``east_north`` order: x is longitude/easting, whatever the declared
+axis order), its attributes, and the clauses it broke as properties:
+
+* ``gate_index`` (row index in the batch), ``gate_id`` (its feature id, or null),
+* ``gate_broken``: the broken clauses, comma-separated (``v1.0:extent, v1.1:continent``),
+* one property per broken clause, named ``version:clause``, holding the value measured on
+  that feature (a GEOS reason, the offending code, bounds as JSON text, ...).
+
+Coordinates stay in the batch's declared CRS: RFC 7946 GeoJSON is OGC:CRS84 only, so for
+any other CRS the document carries the GeoJSON 2008 ``crs`` member
+(``urn:ogc:def:crs:EPSG::2263``), which GDAL and QGIS read. A feature whose geometry is
+missing or cannot be parsed is written with ``"geometry": null``.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+import shapely
+
+from worker.core.facts import BatchFacts
+from worker.core.jsonsafe import finite_json
+from worker.core.model import Batch, Decision, Offenders
+from worker.core.spatial import crs_equivalent, crs_label
+
+__all__ = ["BrokenClause", "broken_clauses", "offenders_collection"]
+
+
+@dataclass(frozen=True)
+class BrokenClause:
+    """One broken clause with offending features: ``version``, ``clause`` name, ``kind``,
+    ``mode`` and its offenders (:meth:`Offenders.to_json` mapping)."""
+
+    version: str
+    clause: str
+    kind: str
+    mode: str
+    offenders: Mapping[str, Any]
+
+    @property
+    def label(self) -> str:
+        return f"{self.version}:{self.clause}"
+
+
+def broken_clauses(decision: Decision) -> list[BrokenClause]:
+    """Every broken clause of every verdict (enforcing and observing) that has offenders."""
+    return [
+        BrokenClause(v.version, c.name, c.kind, v.mode, c.offenders.to_json())
+        for v in decision.verdicts
+        for c in v.clauses
+        if c.broke and c.offenders is not None
+    ]
+
+
+def _crs_member(batch: Batch, facts: BatchFacts) -> dict[str, Any] | None:
+    crs = facts.declared_crs
+    if crs is None or crs_equivalent(crs, "OGC:CRS84"):
+        return None
+    auth = crs.to_authority()
+    name = f"urn:ogc:def:crs:{auth[0]}::{auth[1]}" if auth else crs.to_wkt()
+    return {"type": "name", "properties": {"name": name}}
+
+
+def _geometry(geom: Any) -> Any:
+    if geom is None or shapely.is_missing(geom):
+        return None
+    try:
+        return json.loads(shapely.to_geojson(geom))
+    except (shapely.errors.GEOSException, ValueError):
+        return None
+
+
+def _property(value: Any) -> Any:
+    """A property value QGIS can show as one field: scalars as they are, the rest JSON text."""
+    if value is None or isinstance(value, bool | int | float | str):
+        return finite_json(value)
+    return json.dumps(finite_json(value), default=str, ensure_ascii=False)
+
+
+def offenders_collection(
+    batch: Batch, broken: Sequence[BrokenClause], *, name: str | None = None
+) -> dict[str, Any]:
+    """The offending features of ``broken`` as a GeoJSON FeatureCollection (a dict).
+
+    Features are in batch order. A top-level ``contract_gate`` member says, per clause, how
+    many features broke it (``total``) and how many are written (the records keep the
+    first 100). Raises nothing for bad geometries (they are written as null).
+    """
+    facts = BatchFacts(batch)
+    by_index: dict[int, dict[str, Any]] = {}
+    for b in broken:
+        for f in b.offenders.get("features") or []:
+            i = f.get("index")
+            if not isinstance(i, int) or not 0 <= i < facts.count:
+                continue
+            row = by_index.setdefault(i, {"id": f.get("id"), "clauses": {}})
+            row["clauses"][b.label] = f.get("value")
+    table = batch.attributes
+    features = []
+    geoms = facts.east_north if facts.count else np.empty(0, dtype=object)
+    for i in sorted(by_index):
+        row = by_index[i]
+        attrs = table.slice(i, 1).to_pylist()[0] if table.num_rows > i else {}
+        props = {k: _property(v) for k, v in attrs.items()}
+        props["gate_index"] = i
+        props["gate_id"] = _property(row["id"])
+        props["gate_broken"] = ", ".join(row["clauses"])
+        props.update({label: _property(v) for label, v in row["clauses"].items()})
+        feature: dict[str, Any] = {"type": "Feature", "geometry": _geometry(geoms[i])}
+        if isinstance(row["id"], str | int) and not isinstance(row["id"], bool):
+            feature["id"] = row["id"]
+        feature["properties"] = props
+        features.append(feature)
+    doc: dict[str, Any] = {"type": "FeatureCollection", "name": name or batch.batch_id}
+    crs = _crs_member(batch, facts)
+    if crs is not None:
+        doc["crs"] = crs
+    doc["contract_gate"] = {
+        "batch_id": batch.batch_id,
+        "layer": batch.layer,
+        "declared_crs": crs_label(facts.declared_crs) if facts.declared_crs else None,
+        "clauses": [
+            {
+                "clause": b.label,
+                "kind": b.kind,
+                "mode": b.mode,
+                "total": b.offenders.get("total"),
+                "written": len(b.offenders.get("features") or []),
+                "measure": b.offenders.get("measure"),
+            }
+            for b in broken
+        ],
+    }
+    doc["features"] = features
+    return doc
+
+
+def offenders_of_record(reasons: Sequence[Mapping[str, Any]]) -> list[BrokenClause]:
+    """The broken clauses of a decoded QuarantineRecord's reasons that carry offenders."""
+    out = []
+    for r in reasons:
+        off = r.get("offenders")
+        if r.get("clause") and isinstance(off, Mapping) and Offenders.from_json(off) is not None:
+            out.append(
+                BrokenClause(
+                    str(r.get("version")),
+                    str(r["clause"]),
+                    str(r.get("kind") or ""),
+                    str(r.get("mode") or ""),
+                    off,
+                )
+            )
+    return out
