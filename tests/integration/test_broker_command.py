@@ -31,7 +31,7 @@ def test_broker_prints_the_export_line_creates_topics_and_stops_on_sigterm() -> 
             partitions = {name: len(t.partitions) for name, t in meta.topics.items()}
             t = Topics()
             assert partitions[t.batches] == 2 and partitions[t.contracts] == 1
-            assert set(Topics().__dict__.values()) <= set(partitions)
+            assert set(Topics().names()) <= set(partitions)
 
             first = ""
             deadline = time.monotonic() + 10

@@ -97,3 +97,9 @@ def test_per_major_topic_names_from_the_template() -> None:
     custom = Topics(admitted_per_major="vendor-{major}-{layer}")
     assert custom.admitted_for("roads", 2) == "vendor-2-roads"
     assert custom.per_major_of("vendor-2-roads") == ("roads", 2)
+
+
+def test_topic_names_are_the_six_topics_not_the_per_major_template() -> None:
+    names = Topics().with_prefix("p.").names()
+    assert len(names) == 6 and all(n.startswith("p.gis.") for n in names)
+    assert not any("{" in n for n in names)

@@ -114,6 +114,17 @@ class Topics:
         """The same names under ``prefix`` (used by tests and the demo on shared clusters)."""
         return Topics(**{k: prefix + v for k, v in self.__dict__.items()})
 
+    def names(self) -> tuple[str, ...]:
+        """The six topics every deployment has (not the per-major name template)."""
+        return (
+            self.batches,
+            self.admitted,
+            self.quarantine,
+            self.contracts,
+            self.consumers,
+            self.evaluations,
+        )
+
     def admitted_for(self, layer: str, major: int) -> str:
         """The per-major admitted topic of ``layer`` and ``major``, e.g.
         ``gis.batches.admitted.parcels.v7``."""
