@@ -577,11 +577,11 @@ def s3_filesystem(env: Mapping[str, str] | None = None) -> S3FileSystem:
 
 
 def _s3_unavailable(name: str, exc: OSError) -> PayloadUnavailable:
-    text = str(exc)
-    lowered = text.lower().replace("_", "")
-    if "accessdenied" in lowered or "forbidden" in lowered or "403" in text:
-        return PayloadUnavailable(f"{name}: access denied")
-    if "nosuchbucket" in lowered or "nosuchkey" in lowered or "404" in text:
+    lowered = str(exc).lower().replace("_", "")
+    denied = ("accessdenied", "forbidden", "invalidaccesskeyid", "signaturedoesnotmatch")
+    if any(word in lowered for word in denied):
+        return PayloadUnavailable(f"{name}: access denied ({_scrub(exc)})")
+    if "nosuchbucket" in lowered or "nosuchkey" in lowered or "resourcenotfound" in lowered:
         return PayloadUnavailable(f"{name}: no such bucket or object")
     return PayloadUnavailable(f"{name}: unreachable ({_scrub(exc)})", transient=True)
 
