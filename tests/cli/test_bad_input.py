@@ -17,7 +17,8 @@ from worker.core.contracts import parse_contract
 from worker.core.errors import PayloadError
 from worker.core.model import ActiveVersion, Batch
 from worker.io import codec
-from worker.io.features import derive_schema, read_features
+from worker.io.features import derive_schema, load_payload, read_features
+from worker.io.features.access import PayloadPolicy
 from worker.kafka.routing import Source, route
 from worker.kafka.settings import Topics
 
@@ -81,15 +82,20 @@ def test_worker_quarantines_a_by_reference_batch_it_cannot_read(tmp_path: Path, 
     )
     value = codec.encode_batch(event, inline=False, payload_uri=path.as_uri())
     version = ActiveVersion(parse_contract(CONTRACT), "enforcing")
+    policy = PayloadPolicy.from_strings([tmp_path.as_uri()])
     out = route(
         Source("gis.batches", 0, 7, b"t", value),
         lambda _: (version,),
         Topics(),
         now=now,
         worker_id="w",
+        payload_loader=lambda uri, batch: load_payload(uri, batch, policy=policy),
     )
     rec = codec.decode_quarantine(out.records[-1].value)
-    assert rec["reason_code"] == "payload_error" and rec["batch_id"] == "b1"
+    # truncated JSON is corrupt bytes; JSON `geo` metadata of the wrong shape is content
+    # that is readable but not a usable batch
+    expected = "payload_corrupt" if make is not_json else "payload_error"
+    assert rec["reason_code"] == expected and rec["batch_id"] == "b1"
     assert path.name in rec["reasons"][0]["message"]
 
 
@@ -121,7 +127,7 @@ def test_a_parquet_suffix_without_parquet_content_is_named(tmp_path: Path) -> No
 
 def test_by_reference_schema_is_the_files_not_the_declared_one(tmp_path: Path) -> None:
     # found by a fresh-user session: a retyped column was admitted by reference
-    from worker.io.features import load_payload, read_batch_file
+    from worker.io.features import read_batch_file
 
     good = tmp_path / "good.geojson"
     bad = tmp_path / "bad.geojson"
@@ -130,7 +136,9 @@ def test_by_reference_schema_is_the_files_not_the_declared_one(tmp_path: Path) -
         doc = {"type": "FeatureCollection", "features": [{**feature, "properties": props}]}
         path.write_text(json.dumps(doc))
     event = read_batch_file(good, layer="t")
-    loaded = load_payload(bad.as_uri(), event)
+    loaded = load_payload(
+        bad.as_uri(), event, policy=PayloadPolicy.from_strings([tmp_path.as_uri()])
+    )
     assert {(f.name, f.type) for f in loaded.schema_fields} == {
         ("pop_est", "string"),
         ("foo", "integer"),

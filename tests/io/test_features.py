@@ -15,6 +15,7 @@ import shapely
 from worker.core.errors import PayloadError
 from worker.core.model import Batch, FieldSpec
 from worker.io.features import derive_schema, load_payload, read_batch_file, read_features
+from worker.io.features.access import PayloadPolicy
 
 REPO = Path(__file__).resolve().parents[2]
 #: The GeoParquet specification's test files (Apache-2.0, see tests/data/README.md).
@@ -105,7 +106,7 @@ def test_bad_files_raise_payload_error_naming_the_file(
 
 
 def test_missing_file_and_bad_axis_order(tmp_path: Path) -> None:
-    with pytest.raises(PayloadError, match="cannot open the batch file"):
+    with pytest.raises(PayloadError, match=r"nope\.geojson: no such file"):
         read_batch_file(tmp_path / "nope.geojson", layer="x")
     path = _write(tmp_path, _fc([]))
     with pytest.raises(PayloadError, match="bad axis order"):
@@ -225,35 +226,44 @@ def _event(**changes: object) -> Batch:
     return Batch(**base)  # type: ignore[arg-type]
 
 
+#: The shipped demo data as the only payload root.
+UNDER_DEMO = PayloadPolicy.from_strings([DEMO.as_uri()])
+
+
 @pytest.mark.parametrize("as_uri", [True, False])
 def test_load_payload_keeps_event_metadata(as_uri: bool) -> None:
     path = DEMO / "nyc_boroughs.parquet"
     uri = path.as_uri() if as_uri else str(path)
-    b = load_payload(uri, _event())
+    b = load_payload(uri, _event(), policy=UNDER_DEMO)
     assert b.declared_crs == "EPSG:2263" and b.payload_uri == uri
     assert len(b.geometries_wkb) == 5 and b.attributes.num_rows == 5
     assert [f.name for f in b.schema_fields] == ["BoroCode", "BoroName", "Shape_Leng", "Shape_Area"]
     declared = (FieldSpec("BoroCode", "integer"),)
     # the file's schema, not the declaration, is what the schema clause must see
-    assert load_payload(uri, _event(schema_fields=declared)).schema_fields == b.schema_fields
+    loaded = load_payload(uri, _event(schema_fields=declared), policy=UNDER_DEMO)
+    assert loaded.schema_fields == b.schema_fields
 
 
 @pytest.mark.parametrize(
     ("uri", "message"),
     [
-        ("s3://bucket/key.parquet", "unsupported payload URI scheme"),
+        ("s3://bucket/key.parquet", "outside every payload root"),
+        ("http://host/x.parquet", "unsupported payload URI scheme 'http'"),
         ("file://otherhost/x.parquet", "remote host"),
-        ("file:///no/such/file.parquet", "cannot open"),
+        ((DEMO / "no_such_file.parquet").as_uri(), "no such file"),
+        ("file:///no/such/file.parquet", "outside every payload root"),
     ],
 )
 def test_load_payload_errors(uri: str, message: str) -> None:
     with pytest.raises(PayloadError, match=message):
-        load_payload(uri, _event())
+        load_payload(uri, _event(), policy=UNDER_DEMO)
 
 
 def test_load_payload_without_event_reads_like_read_batch_file() -> None:
     uri = (DEMO / "nyc_boroughs.parquet").as_uri()
-    b = load_payload(uri, layer="nyc_boroughs", crs="EPSG:2263", axis_order="east_north")
+    b = load_payload(
+        uri, layer="nyc_boroughs", crs="EPSG:2263", axis_order="east_north", policy=UNDER_DEMO
+    )
     assert (b.layer, b.declared_crs, b.payload_uri, b.feature_count) == (
         "nyc_boroughs",
         "EPSG:2263",
@@ -298,7 +308,8 @@ def test_geoparquet_edges_and_orientation_ride_on_the_batch(tmp_path: Path) -> N
     assert (b.edges, b.orientation, b.covering_bbox) == ("spherical", "counterclockwise", None)
     # the reader keeps the stored vertices: honouring the edges is the core's job
     assert shapely.from_wkb(b.geometries_wkb[0]).equals_exact(BAND, tolerance=0)
-    by_reference = load_payload(path.as_uri(), _event(declared_crs="OGC:CRS84"))
+    policy = PayloadPolicy.from_strings([tmp_path.as_uri()])
+    by_reference = load_payload(path.as_uri(), _event(declared_crs="OGC:CRS84"), policy=policy)
     assert (by_reference.edges, by_reference.orientation) == ("spherical", "counterclockwise")
     plain = read_batch_file(_geoparquet(tmp_path, [BAND]), layer="x")
     assert (plain.edges, plain.orientation) == ("planar", None)

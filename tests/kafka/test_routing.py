@@ -12,7 +12,8 @@ from worker.cli.scenario import data_file
 from worker.core.model import ActiveVersion
 from worker.io import codec
 from worker.io.contract_files import load_contract
-from worker.io.features import read_batch_file
+from worker.io.features import load_payload, read_batch_file
+from worker.io.features.access import PayloadPolicy
 from worker.kafka.routing import Source, route
 from worker.kafka.settings import Topics
 
@@ -30,6 +31,12 @@ WORLD = read_batch_file(
 
 
 REAL_EVENT = codec.encode_batch(WORLD)
+
+
+def loader_under(*roots: str):  # type: ignore[no-untyped-def]
+    """A payload loader reading under ``roots`` (file:///dir/ or s3://bucket/prefix/)."""
+    policy = PayloadPolicy.from_strings(roots)
+    return lambda uri, batch: load_payload(uri, batch, policy=policy)
 
 
 def versions(layer: str) -> tuple[ActiveVersion, ...]:
@@ -95,14 +102,23 @@ def test_undecodable_null_unknown_layer_and_bad_payload_are_quarantined() -> Non
     by_ref = codec.encode_batch(
         WORLD, inline=False, payload_uri="file:///nonexistent/world.parquet"
     )
-    missing = go(by_ref)
+    missing = go(by_ref, loader=loader_under("file:///nonexistent/"))
     rec = codec.decode_quarantine(missing.records[0].value)
-    assert rec["reason_code"] == "payload_error" and rec["batch_id"] == "b1"
+    assert rec["reason_code"] == "payload_unavailable" and rec["batch_id"] == "b1"
+    assert "no such file" in rec["reasons"][0]["message"]
+    # no root configured (route's default loader): refused before any file is touched
+    refused = codec.decode_quarantine(go(by_ref).records[0].value)
+    assert refused["reason_code"] == "payload_not_allowed"
+    assert "no payload root is configured" in refused["reasons"][0]["message"]
 
 
 def test_payload_uri_is_loaded_and_evaluated() -> None:
-    uri = data_file("admin_boundaries.parquet").as_uri()
-    out = go(codec.encode_batch(WORLD, inline=False, payload_uri=uri))
+    path = data_file("admin_boundaries.parquet")
+    uri = path.as_uri()
+    out = go(
+        codec.encode_batch(WORLD, inline=False, payload_uri=uri),
+        loader=loader_under(path.parent.as_uri()),
+    )
     assert out.decision.decision == "admitted"
     assert len(out.decision.verdicts) == 2
 
@@ -242,7 +258,7 @@ def test_open_ring_and_mixed_column_are_judged_inline_and_by_reference(tmp_path)
     batch = read_batch_file(path, layer="admin_boundaries", data_time=NOW, batch_id="b9")
     by_reference = codec.encode_batch(batch, inline=False, payload_uri=path.as_uri())
     for value in (codec.encode_batch(batch), by_reference):
-        out = go(value)
+        out = go(value, loader=loader_under(tmp_path.as_uri()))
         rec = codec.decode_quarantine(out.records[-1].value)
         assert rec["reason_code"] == "contract_break"
         broken = {(r["version"], r["clause"]) for r in rec["reasons"]}

@@ -103,3 +103,31 @@ def test_topic_names_are_the_six_topics_not_the_per_major_template() -> None:
     names = Topics().with_prefix("p.").names()
     assert len(names) == 6 and all(n.startswith("p.gis.") for n in names)
     assert not any("{" in n for n in names)
+
+
+def test_payload_roots_and_limits_from_env_and_flags(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import pytest
+
+    from worker.core.errors import ContractGateError
+    from worker.io.features.access import PayloadRoot
+
+    env = {
+        "CONTRACT_GATE_PAYLOAD_ROOTS": f"{tmp_path.as_uri()}/, s3://landing/batches/",
+        "CONTRACT_GATE_MAX_PAYLOAD_BYTES": "geojson=64MiB",
+    }
+    s = Settings.from_env(env)
+    assert s.payload.roots == (
+        PayloadRoot("file", str(tmp_path)),
+        PayloadRoot("s3", "landing/batches/"),
+    )
+    assert (s.payload.max_parquet_bytes, s.payload.max_geojson_bytes) == (2 * 1024**3, 64 * 1024**2)
+    # flags win over the environment
+    s = Settings.from_env(env, payload_roots=["s3://other/"], max_payload_bytes="1GiB")
+    assert s.payload.roots == (PayloadRoot("s3", "other/"),)
+    assert s.payload.max_geojson_bytes == 1024**3
+    assert "payload roots: s3://other/;" in describe_settings(s)
+    assert Settings.from_env({}).payload.roots == ()  # none: by-reference refused
+    with pytest.raises(ContractGateError, match=r"is not absolute: .*--payload-root"):
+        Settings.from_env({"CONTRACT_GATE_PAYLOAD_ROOTS": "data/"})
+    with pytest.raises(ContractGateError, match=r"bad size '2GB!'.*--max-payload-bytes"):
+        Settings.from_env({}, max_payload_bytes="2GB!")

@@ -13,7 +13,7 @@ from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Any
 
-from worker.cli.args import EXIT_ADMITTED, EXIT_QUARANTINED, settings_from_args
+from worker.cli.args import EXIT_ADMITTED, EXIT_QUARANTINED, file_policy, settings_from_args
 from worker.cli.consumers import cmd_retire
 from worker.cli.lifecycle import LIFECYCLE_COMMANDS
 from worker.core.errors import ContractGateError
@@ -53,6 +53,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         crs=args.crs,
         axis_order=args.axis_order,
         data_time=args.data_time,
+        policy=file_policy(args),
     )
     if args.id_column:
         if args.id_column not in batch.attributes.column_names:
@@ -226,6 +227,8 @@ def cmd_batch(args: argparse.Namespace) -> int:
             batch_id=args.batch_id,
             producer=args.producer,
             by_reference=args.by_reference,
+            upload=args.upload,
+            policy=file_policy(args),
         )
     )
     return 0

@@ -22,6 +22,7 @@ from worker.cli.args import (
     EXIT_BAD_INPUT,
     EXIT_BROKEN_PIPE,
     add_kafka_args,
+    add_payload_args,
     parse_time,
     positive_int,
 )
@@ -84,8 +85,11 @@ def build_parser() -> argparse.ArgumentParser:
         ),
     )
     p.add_argument(
-        "batch", help="GeoJSON FeatureCollection (.geojson/.json) or GeoParquet (.parquet)"
+        "batch",
+        help="GeoJSON FeatureCollection or GeoParquet file: a path, file:// or s3:// URI "
+        "(S3 through the standard AWS environment)",
     )
+    add_payload_args(p, roots=False)
     p.add_argument(
         "--contract",
         action="append",
@@ -140,6 +144,7 @@ def build_parser() -> argparse.ArgumentParser:
         description="Join the consumer group on the batches topic and route every batch.",
     )
     add_kafka_args(p)
+    add_payload_args(p)
     p.add_argument(
         "--max-batch-events", type=int, default=500, help="events per transaction (default 500)"
     )
@@ -246,9 +251,17 @@ def build_parser() -> argparse.ArgumentParser:
     bp.add_argument(
         "--by-reference",
         action="store_true",
-        help="send payload_uri (a file:// URI of the file's absolute path; the workers must "
-        "be able to read it) instead of inline features",
+        help="send payload_uri (a file:// URI of the file's absolute path, or FILE itself "
+        "when it is a file:// or s3:// URI; it must lie under the workers' --payload-root) "
+        "instead of inline features",
     )
+    bp.add_argument(
+        "--upload",
+        metavar="URI",
+        help="copy FILE to s3://bucket/prefix/ (or file:///dir/) as <batch id>/<file name> "
+        "first and announce that copy (implies --by-reference)",
+    )
+    add_payload_args(bp, roots=False)
 
     p = sub.add_parser(
         "demo",

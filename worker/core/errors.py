@@ -9,6 +9,10 @@ translated at the module that calls them, so callers catch one root::
     ├── BatchError               a batch (event, file, payload) cannot be read
     │   ├── DecodeError          bytes are not a valid Avro record of the expected schema
     │   └── PayloadError         a payload_uri / batch file cannot be loaded
+    │       ├── PayloadNotAllowed    outside the payload roots, not a regular file
+    │       ├── PayloadUnavailable   missing, unreachable, access denied
+    │       ├── PayloadCorrupt       truncated, wrong magic bytes, not parseable
+    │       └── PayloadTooLarge      above the size limit of its format
     ├── CrsError                 a CRS string cannot be resolved by pyproj
     ├── PolicyError              a lifecycle rule refuses the operation (publish, promote, retire)
     ├── VersionMismatchError     an admitted record was not admitted under the reader's version
@@ -26,7 +30,11 @@ __all__ = [
     "CrsError",
     "DecodeError",
     "KafkaError",
+    "PayloadCorrupt",
     "PayloadError",
+    "PayloadNotAllowed",
+    "PayloadTooLarge",
+    "PayloadUnavailable",
     "PolicyError",
     "VersionMismatchError",
 ]
@@ -52,7 +60,50 @@ class DecodeError(BatchError):
 
 
 class PayloadError(BatchError):
-    """A batch's ``payload_uri`` (or a batch file given to the CLI) cannot be loaded."""
+    """A batch's ``payload_uri`` (or a batch file given to the CLI) cannot be loaded.
+
+    ``reason`` is the quarantine reason code the worker records (DESIGN.md section 6):
+    ``payload_error`` for content that is readable but not a usable batch (no geometry
+    column, a bad CRS member); the subclasses name the other failures. Messages carry the
+    URI and the reason, never the payload's content.
+    """
+
+    reason = "payload_error"
+
+
+class PayloadNotAllowed(PayloadError):
+    """The URI is outside every configured payload root (``--payload-root``), no root is
+    configured, the scheme is not ``file``/``s3``, or the target is not a regular file."""
+
+    reason = "payload_not_allowed"
+
+
+class PayloadUnavailable(PayloadError):
+    """The payload is missing, unreachable or access is denied.
+
+    ``transient`` is True for failures worth retrying (network errors, throttling, I/O
+    errors); a missing object or a denial is not retried.
+    """
+
+    reason = "payload_unavailable"
+
+    def __init__(self, message: str, *, transient: bool = False) -> None:
+        super().__init__(message)
+        self.transient = transient
+
+
+class PayloadCorrupt(PayloadError):
+    """The bytes are not a file of the claimed format: empty, truncated, wrong magic bytes,
+    not parseable as JSON or Parquet."""
+
+    reason = "payload_corrupt"
+
+
+class PayloadTooLarge(PayloadError):
+    """The payload is larger than the limit of its format (``--max-payload-bytes``); the
+    message names both figures."""
+
+    reason = "payload_too_large"
 
 
 class CrsError(ContractGateError):

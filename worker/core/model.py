@@ -344,7 +344,10 @@ class VersionVerdict:
 class QuarantineReason:
     """One reason a batch went to quarantine (a row of the quarantine record)."""
 
-    code: str  # contract_break | decode_error | no_active_contract | payload_error
+    #: contract_break | decode_error | no_active_contract | payload_error |
+    #: payload_not_allowed | payload_unavailable | payload_corrupt | payload_too_large |
+    #: record_too_large | encode_error
+    code: str
     message: str
     version: str | None = None
     mode: str | None = None

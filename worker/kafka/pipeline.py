@@ -12,6 +12,7 @@ only log or set flags.
 from __future__ import annotations
 
 import contextlib
+import functools
 import logging
 import threading
 import time
@@ -22,6 +23,7 @@ from typing import Any
 from worker.core.errors import KafkaError
 from worker.core.registry import ConfigEvent, RecordingRegistry
 from worker.core.slo import DEFAULT_MAX_VERDICTS
+from worker.io.features import load_payload
 from worker.kafka.config_topic import ConfigFollower
 from worker.kafka.evaluations import read_recent_evaluations
 from worker.kafka.health import BrokerHealth, Watchdog
@@ -120,6 +122,8 @@ class Pipeline:
         on_outcome: Callable[[Outcome], None] | None = None,
     ) -> None:
         self.settings = settings
+        # by-reference payloads: read under the configured roots only (none: refused)
+        self._load_payload = functools.partial(load_payload, policy=settings.payload)
         self.metrics: Instruments = metrics or NullInstruments()
         self.clock = clock
         self.max_batch_events = max_batch_events
@@ -305,6 +309,7 @@ class Pipeline:
                 self.settings.topics,
                 now=self.clock(),
                 worker_id=self.settings.instance_id,
+                payload_loader=self._load_payload,
             )
             for m in events
         ]

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import getpass
 from datetime import datetime, timezone
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
-from worker.core.errors import PolicyError
+from worker.core.errors import ContractGateError, PolicyError
 from worker.core.model import AxisOrder, Batch, Contract
 from worker.core.registry import Registry
 from worker.io.codec import encode_batch
 from worker.io.contract_files import load_contract
 from worker.io.features import read_batch_file
+from worker.io.features.access import UNRESTRICTED, PayloadPolicy, upload_payload
 from worker.kafka.client import produce_one
 from worker.kafka.config_topic import read_config
 from worker.kafka.settings import Settings
@@ -122,8 +123,25 @@ def publish_batch_file(
     batch_id: str | None = None,
     producer: str = "contract-gate-cli",
     by_reference: bool = False,
+    upload: str | None = None,
+    policy: PayloadPolicy = UNRESTRICTED,
 ) -> str:
-    """Read a GeoJSON/GeoParquet file and publish it as a batch-arrival event."""
+    """Read a GeoJSON/GeoParquet file and publish it as a batch-arrival event.
+
+    ``path`` is a local path or a ``file://``/``s3://`` URI. ``by_reference`` sends a
+    ``payload_uri`` instead of inline features: ``path``'s absolute ``file://`` URI (or
+    ``path`` itself when it is a URI), or, with ``upload`` (``s3://bucket/prefix/`` or
+    ``file:///dir/``, implies ``by_reference``), the URI of the copy written there as
+    ``<batch id>/<file name>`` before the event is published. The workers read it only
+    under their payload roots.
+
+    Raises
+    ------
+    PayloadError
+        The file cannot be read or uploaded.
+    ContractGateError
+        A bad ``upload`` destination.
+    """
     batch = read_batch_file(
         path,
         layer=layer,
@@ -132,10 +150,21 @@ def publish_batch_file(
         data_time=data_time,
         batch_id=batch_id,
         producer=producer,
+        policy=policy,
     )
-    uri = Path(path).resolve().as_uri() if by_reference else None
+    uri: str | None = None
+    if upload:
+        name = f"{batch.batch_id}/{PurePosixPath(str(path)).name}"
+        try:
+            uri = upload_payload(path, upload, name, policy)
+        except ValueError as exc:
+            raise ContractGateError(f"--upload {upload}: {exc}") from None
+    elif by_reference:
+        text = str(path)
+        uri = text if "://" in text else Path(path).resolve().as_uri()
     partition, offset = publish_batch(settings, batch, payload_uri=uri)
     return (
         f"published batch {batch.batch_id} ({len(batch.geometries_wkb)} features, layer {layer}) "
         f"to {settings.topics.batches}[{partition}]@{offset}"
+        + (f" with payload_uri {uri}" if uri else "")
     )

@@ -4,7 +4,9 @@ No Kafka client here: the input is a :class:`Source` (topic, partition, offset, 
 value) and the output an :class:`Outcome` with the records the pipeline writes in its
 transaction. Bad input never raises: an undecodable event, a payload that cannot be
 loaded and a layer without an active contract each become a quarantine record with a
-specific reason (``decode_error``, ``payload_error``, ``no_active_contract``).
+specific reason (``decode_error``; ``payload_not_allowed``, ``payload_unavailable``,
+``payload_corrupt``, ``payload_too_large`` or else ``payload_error``;
+``no_active_contract``).
 """
 
 from __future__ import annotations
@@ -14,7 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from worker.core.errors import DecodeError
+from worker.core.errors import DecodeError, PayloadError
 from worker.core.evaluate import evaluate
 from worker.core.model import ActiveVersion, Batch, Decision, QuarantineReason
 from worker.core.read_paths import opts_in, passing_majors
@@ -159,7 +161,8 @@ def route(
         Written into quarantine records.
     payload_loader : callable, optional
         ``(payload_uri, batch) -> batch with features``; default
-        :func:`worker.io.features.load_payload`.
+        :func:`worker.io.features.load_payload` with no payload root, which refuses every
+        URI (``payload_not_allowed``): the worker passes one with its configured roots.
 
     Returns
     -------
@@ -189,6 +192,11 @@ def route(
     except DecodeError as exc:
         decision = _failed("decode_error", f"undecodable batch-arrival event: {exc}")
         layer, salvaged_id = _salvage(source.value)
+    except PayloadError as exc:  # its reason code; the message names the URI, not content
+        decision = _failed(
+            exc.reason,
+            f"payload of batch {batch.batch_id if batch else '?'} cannot be loaded: {exc}",
+        )
     except Exception as exc:  # payload loading must never crash the worker
         decision = _failed(
             "payload_error",

@@ -15,6 +15,8 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from worker.core.echo import clip
+from worker.core.errors import ContractGateError
+from worker.io.features.access import PayloadPolicy
 
 __all__ = [
     "MAX_MESSAGE_BYTES",
@@ -170,6 +172,9 @@ class Settings:
     #: for ``session.timeout.ms`` before anyone takes them over.
     static_membership: bool = False
     extra: Mapping[str, str] = field(default_factory=dict)
+    #: Where by-reference payloads may be read and how large they may be (default: no
+    #: root, so by-reference events are quarantined with ``payload_not_allowed``).
+    payload: PayloadPolicy = field(default_factory=PayloadPolicy)
 
     def with_(self, **changes: Any) -> Settings:
         return replace(self, **changes)
@@ -241,10 +246,33 @@ class Settings:
         """Settings from ``KAFKA_BOOTSTRAP_SERVERS``, ``CONTRACT_GATE_*`` and ``overrides``.
 
         Overrides whose value is None are ignored, so CLI flags that were not given keep
-        the environment's value.
+        the environment's value. ``payload_roots`` (URIs) and ``max_payload_bytes`` (a size
+        or ``parquet=SIZE,geojson=SIZE``) override ``CONTRACT_GATE_PAYLOAD_ROOTS``
+        (separated by commas or whitespace) and ``CONTRACT_GATE_MAX_PAYLOAD_BYTES``.
+
+        Raises
+        ------
+        ContractGateError
+            A bad payload root or size limit, naming the value and the fix.
         """
         env = os.environ if env is None else env
         kwargs: dict[str, Any] = {}
+        roots = overrides.pop("payload_roots", None)
+        if not roots:
+            roots = env.get("CONTRACT_GATE_PAYLOAD_ROOTS", "").replace(",", " ").split()
+        limit = overrides.pop("max_payload_bytes", None)
+        limit = limit or env.get("CONTRACT_GATE_MAX_PAYLOAD_BYTES") or None
+        try:
+            PayloadPolicy.from_strings(roots)
+        except ValueError as exc:
+            where = "--payload-root, CONTRACT_GATE_PAYLOAD_ROOTS"
+            raise ContractGateError(f"{exc} ({where})") from None
+        try:
+            kwargs["payload"] = PayloadPolicy.from_strings(roots, limit)
+        except ValueError as exc:
+            raise ContractGateError(
+                f"{exc} (--max-payload-bytes, CONTRACT_GATE_MAX_PAYLOAD_BYTES)"
+            ) from None
         if env.get("KAFKA_BOOTSTRAP_SERVERS"):
             kwargs["bootstrap_servers"] = env["KAFKA_BOOTSTRAP_SERVERS"]
         if env.get("CONTRACT_GATE_GROUP_ID"):
@@ -281,4 +309,5 @@ def describe_settings(settings: Settings) -> str:
         f"instance={settings.instance_id}"
         + (" static-membership" if settings.static_membership else "")
         + (f" extra[{extra}]" if extra else "")
+        + f"; {settings.payload.describe()}"
     )

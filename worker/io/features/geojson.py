@@ -15,22 +15,24 @@ import numpy as np
 import pyarrow as pa
 import shapely
 
+from worker.core.errors import PayloadCorrupt
 from worker.io.features.base import RFC7946_CRS, FeatureData, _fail, _to_wkb, text_column
 from worker.io.features.wkb import geojson_to_wkb
 
 
-def _read_geojson(path: Path) -> FeatureData:
+def _read_geojson(path: Path | str, data: bytes | None = None) -> FeatureData:
+    """The FeatureCollection in ``data`` (default: the bytes of the file ``path``);
+    ``path`` names the file in messages."""
     try:
-        doc = json.loads(path.read_bytes())
+        doc = json.loads(data if data is not None else Path(path).read_bytes())
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise _fail(
-            path,
-            f"not a JSON document ({exc}); the formats read are GeoJSON, GeoParquet, "
-            "Shapefile (.shp, or a .zip holding one), GeoPackage (.gpkg) and FlatGeobuf (.fgb)",
+        raise PayloadCorrupt(
+            f"{path}: not a JSON document ({exc}); the formats read are GeoJSON, GeoParquet, "
+            "Shapefile (.shp, or a .zip holding one), GeoPackage (.gpkg) and FlatGeobuf (.fgb)"
         ) from None
     except RecursionError:
-        raise _fail(
-            path, "JSON nested too deeply to read (hundreds of levels of arrays or objects)"
+        raise PayloadCorrupt(
+            f"{path}: JSON nested too deeply to read (hundreds of levels of arrays or objects)"
         ) from None
     if not isinstance(doc, dict) or doc.get("type") != "FeatureCollection":
         kind = doc.get("type") if isinstance(doc, dict) else type(doc).__name__
@@ -119,7 +121,7 @@ def _geos_reason(text: str) -> str:
     return "GEOS could not read the geometry"
 
 
-def _legacy_crs(path: Path, doc: dict[str, Any]) -> str:
+def _legacy_crs(path: Path | str, doc: dict[str, Any]) -> str:
     crs = doc.get("crs")
     if crs is None:
         return RFC7946_CRS

@@ -23,6 +23,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
+from worker.io.features.access import parquet_read_error
 from worker.io.features.base import RFC7946_CRS, FeatureData, _fail
 from worker.io.features.wkb import DIMENSIONS, ragged_to_wkb
 
@@ -62,7 +63,7 @@ def _coords(arr: pa.Array) -> tuple[np.ndarray, str]:
     return flat.reshape(-1, width), dims or "xy"
 
 
-def _native(path: Path, column: pa.ChunkedArray, encoding: str) -> tuple[bytes | None, ...]:
+def _native(path: Path | str, column: pa.ChunkedArray, encoding: str) -> tuple[bytes | None, ...]:
     """WKB of a GeoArrow native column, written literally (:func:`ragged_to_wkb`):
     ``shapely.from_ragged_array`` would close open rings before validity sees them."""
     arr = column.combine_chunks()
@@ -86,7 +87,7 @@ def _native(path: Path, column: pa.ChunkedArray, encoding: str) -> tuple[bytes |
     return tuple(w if ok else None for w, ok in zip(wkb, valid, strict=True))
 
 
-def _parquet_crs(path: Path, meta: dict[str, Any]) -> str | None:
+def _parquet_crs(path: Path | str, meta: dict[str, Any]) -> str | None:
     if "crs" not in meta:
         return RFC7946_CRS
     crs = meta["crs"]
@@ -101,7 +102,7 @@ _EDGES = ("planar", "spherical")
 _ORIENTATIONS = ("counterclockwise",)
 
 
-def _edge_model(path: Path, primary: str, meta: dict[str, Any]) -> tuple[str, str | None]:
+def _edge_model(path: Path | str, primary: str, meta: dict[str, Any]) -> tuple[str, str | None]:
     edges = meta.get("edges", "planar")
     orientation = meta.get("orientation")
     if edges not in _EDGES:
@@ -149,11 +150,13 @@ def _covering_bbox(
     return tuple(rows)
 
 
-def _read_geoparquet(path: Path) -> FeatureData:
+def _read_geoparquet(path: Path | str, source: pa.NativeFile | None = None) -> FeatureData:
+    """The GeoParquet file ``source`` (default: the file ``path``); ``path`` names the file
+    in messages."""
     try:
-        table = pq.read_table(path)
+        table = pq.read_table(source if source is not None else path)
     except (OSError, pa.ArrowException) as exc:
-        raise _fail(path, f"not a readable Parquet file ({exc})") from None
+        raise parquet_read_error(path, exc) from None
     raw = (table.schema.metadata or {}).get(b"geo")
     try:
         geo = json.loads(raw) if raw else None

@@ -2,12 +2,17 @@
 
 Geometries become WKB ``bytes`` (None for a missing geometry), one per feature, in file
 order; attributes become a pyarrow Table with one row per feature, same order. Every failure
-raises :class:`worker.core.errors.PayloadError` naming the file and the problem.
+raises a :class:`worker.core.errors.PayloadError` (subclass) naming the file and the
+problem, never the file's content. Where a payload may be read from and how large it may
+be is a :class:`~worker.io.features.access.PayloadPolicy`: an event's ``payload_uri`` is
+read under the configured roots only (none by default); an operator's own file
+(``check``, ``batch publish``) anywhere, with the same size limits and regular files only.
 """
 
 from __future__ import annotations
 
 import os
+import stat
 import uuid
 from dataclasses import replace
 from datetime import datetime, timezone
@@ -16,8 +21,16 @@ from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
 
+from worker.core.echo import clip
 from worker.core.errors import PayloadError
 from worker.core.model import AXIS_ORDERS, Batch
+from worker.io.features.access import (
+    UNRESTRICTED,
+    OpenedPayload,
+    PayloadPolicy,
+    open_payload,
+    with_retries,
+)
 from worker.io.features.base import FeatureData, _fail, derive_schema
 from worker.io.features.geojson import _read_geojson
 from worker.io.features.geoparquet import _read_geoparquet
@@ -26,33 +39,74 @@ from worker.io.features.ogr import ogr_format, read_ogr
 __all__ = ["load_payload", "read_batch_file", "read_features"]
 
 
-def read_features(path: str | Path) -> FeatureData:
-    """Read the geometries, attributes and CRS claim of a batch file: GeoJSON, GeoParquet,
-    or through pyogrio (an optional extra) Shapefile, zipped Shapefile, GeoPackage and
-    FlatGeobuf (:mod:`.ogr`).
+def read_features(path: str | Path, *, policy: PayloadPolicy = UNRESTRICTED) -> FeatureData:
+    """Read the geometries, attributes and CRS claim of a GeoJSON or GeoParquet file (and,
+    for a local file read without roots, a Shapefile, zipped Shapefile, GeoPackage or
+    FlatGeobuf through the optional pyogrio extra).
 
-    The format is chosen by the leading bytes (``PAR1`` Parquet, the shapefile, zip, SQLite
-    and FlatGeobuf magic numbers), else the suffix; anything else is read as GeoJSON.
+    ``path`` is a local path, a ``file://`` URI or an ``s3://bucket/key`` URI, opened
+    under ``policy`` (default: any location, default size limits; see
+    :func:`~worker.io.features.access.open_payload`). The format is chosen by the magic
+    bytes (``PAR1`` is Parquet), not the suffix. Transient failures are retried
+    ``policy.attempts`` times.
 
     Raises
     ------
     PayloadError
-        Missing or unreadable file, not JSON, not a FeatureCollection, no geometry column,
-        a malformed CRS, an unsupported encoding.
+        ``PayloadNotAllowed``, ``PayloadUnavailable``, ``PayloadTooLarge``,
+        ``PayloadCorrupt`` (not JSON, not Parquet, truncated), or ``PayloadError`` itself:
+        not a FeatureCollection, no geometry column, a malformed CRS, an unsupported
+        encoding.
     """
-    p = Path(path)
+    return _read_payload(str(path), policy)[0]
+
+
+def _read_payload(uri: str, policy: PayloadPolicy) -> tuple[FeatureData, datetime | None]:
+    """The features at ``uri`` and the payload's modification time (None if unknown).
+
+    An operator's own local file (a ``policy`` without roots: ``check``, ``batch
+    publish``) may also be a Shapefile (or a zip holding one), a GeoPackage or a
+    FlatGeobuf, read through pyogrio (:mod:`.ogr`); by-reference payloads of events are
+    GeoJSON or GeoParquet only.
+    """
+    if policy.roots is None:
+        found = _ogr_file(uri)
+        if found is not None:
+            path, fmt, mtime = found
+            return read_ogr(path, fmt), mtime
+
+    def attempt() -> tuple[FeatureData, datetime | None]:
+        with open_payload(uri, policy) as src:
+            return _parse(src), src.mtime
+
+    return with_retries(attempt, policy)
+
+
+def _ogr_file(uri: str) -> tuple[Path, str, datetime] | None:
+    """``(path, format, mtime)`` when ``uri`` is a local regular file in a format read
+    through pyogrio (by its magic bytes, else its suffix), else None."""
+    if "://" in uri and not uri.startswith("file://"):
+        return None
+    path = Path(unquote(urlparse(uri).path) if uri.startswith("file://") else uri)
     try:
-        with p.open("rb") as fh:
-            head = fh.read(4)
-    except OSError as exc:
-        raise _fail(p, f"cannot open the batch file ({exc.strerror or exc})") from None
-    if head != b"PAR1" and p.suffix.lower() in (".parquet", ".geoparquet"):
-        raise _fail(p, "not a Parquet file (the file does not start with the PAR1 magic bytes)")
-    ogr = ogr_format(p, head + _more(p))
+        st = os.lstat(path)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        with path.open("rb") as fh:
+            head = fh.read(16)
+    except OSError:
+        return None
+    fmt = ogr_format(path, head)
+    if fmt is None:
+        return None
+    return path, fmt, datetime.fromtimestamp(st.st_mtime, tz=timezone.utc)
+
+
+def _parse(src: OpenedPayload) -> FeatureData:
     try:
-        if ogr is not None:
-            return read_ogr(p, ogr)
-        return _read_geoparquet(p) if head == b"PAR1" else _read_geojson(p)
+        if src.format == "parquet":
+            return _read_geoparquet(src.uri, src.file)
+        return _read_geojson(src.uri, src.read_all())
     except PayloadError:
         raise
     except (
@@ -65,16 +119,8 @@ def read_features(path: str | Path) -> FeatureData:
     ) as exc:
         # malformed content the readers did not anticipate (e.g. an integer beyond int64,
         # `geo` metadata that is JSON but not an object): a clear PayloadError, never a crash
-        raise _fail(p, f"cannot read the batch file: {type(exc).__name__}: {exc}") from None
-
-
-def _more(p: Path) -> bytes:
-    """Bytes 4..16 of the file (the GeoPackage/SQLite magic is 16 bytes long)."""
-    try:
-        with p.open("rb") as fh:
-            return fh.read(16)[4:]
-    except OSError:
-        return b""
+        what = clip(" ".join(str(exc).split()), 200)
+        raise _fail(src.uri, f"cannot read the batch file: {type(exc).__name__}: {what}") from None
 
 
 def read_batch_file(
@@ -86,13 +132,14 @@ def read_batch_file(
     data_time: datetime | None = None,
     batch_id: str | None = None,
     producer: str = "contract-gate-cli",
+    policy: PayloadPolicy = UNRESTRICTED,
 ) -> Batch:
     """Read a GeoJSON FeatureCollection or a GeoParquet file as one :class:`Batch`.
 
     Parameters
     ----------
     path : str or Path
-        The batch file.
+        The batch file: a local path, ``file://`` or ``s3://`` URI.
     layer : str
         The layer the batch belongs to.
     crs, axis_order : str, optional
@@ -103,18 +150,20 @@ def read_batch_file(
         Default a new uuid4.
     producer : str
         Producer name recorded in the batch.
+    policy : PayloadPolicy
+        Where the file may be and how large (default: anywhere, default limits).
 
     Raises
     ------
     PayloadError
         See :func:`read_features`; also a bad ``axis_order`` value or a naive ``data_time``.
     """
-    p = Path(path)
-    data = read_features(p)
+    p = str(path)
+    data, mtime = _read_payload(p, policy)
     if axis_order is not None and axis_order not in AXIS_ORDERS:
         raise _fail(p, f"bad axis order {axis_order!r}: expected one of {AXIS_ORDERS}")
     if data_time is None:
-        data_time = datetime.fromtimestamp(os.stat(p).st_mtime, tz=timezone.utc)
+        data_time = mtime or datetime.now(timezone.utc)
     elif data_time.tzinfo is None:
         raise _fail(p, "data_time must be timezone-aware (UTC)")
     try:
@@ -141,17 +190,6 @@ def read_batch_file(
     )
 
 
-def _uri_path(uri: str) -> Path:
-    parsed = urlparse(uri)
-    if parsed.scheme == "file":
-        if parsed.netloc not in ("", "localhost"):
-            raise PayloadError(f"{uri}: file URI on a remote host {parsed.netloc!r}")
-        return Path(unquote(parsed.path))
-    if parsed.scheme and len(parsed.scheme) > 1:  # one letter: a Windows drive
-        raise PayloadError(f"{uri}: unsupported payload URI scheme {parsed.scheme!r}")
-    return Path(uri)
-
-
 def load_payload(
     uri: str,
     event: Batch | None = None,
@@ -162,13 +200,14 @@ def load_payload(
     data_time: datetime | None = None,
     batch_id: str | None = None,
     producer: str = "contract-gate-cli",
+    policy: PayloadPolicy | None = None,
 ) -> Batch:
     """Load the features at an event's ``payload_uri``.
 
     Parameters
     ----------
     uri : str
-        ``file://`` URI or plain path of a GeoParquet or GeoJSON file.
+        ``file://`` or ``s3://`` URI (or absolute path) of a GeoParquet or GeoJSON file.
     event : Batch, optional
         The decoded event (metadata, usually no inline features). When given, the result
         is the event with the file's geometries and attributes: the event's metadata wins
@@ -177,6 +216,10 @@ def load_payload(
         whatever the event declared; ``feature_count`` stays the declared count).
     layer, crs, axis_order, data_time, batch_id, producer
         Without ``event``: as for :func:`read_batch_file` (``layer`` is then required).
+    policy : PayloadPolicy, optional
+        Roots and limits; default ``PayloadPolicy()``: no root, so every URI is refused
+        with ``payload_not_allowed`` (a producer must not make the worker read arbitrary
+        files). The worker passes the one built from its settings.
 
     Returns
     -------
@@ -186,23 +229,24 @@ def load_payload(
     Raises
     ------
     PayloadError
-        Bad URI, no event and no layer, or any failure of :func:`read_features`.
+        No event and no layer, or any failure of :func:`read_features`.
     """
-    path = _uri_path(uri)
+    policy = policy if policy is not None else PayloadPolicy()
     if event is None:
         if layer is None:
             raise PayloadError(f"{uri}: load_payload needs the decoded event or a layer")
         batch = read_batch_file(
-            path,
+            uri,
             layer=layer,
             crs=crs,
             axis_order=axis_order,
             data_time=data_time,
             batch_id=batch_id,
             producer=producer,
+            policy=policy,
         )
         return replace(batch, payload_uri=uri)
-    data = read_features(path)
+    data = read_features(uri, policy=policy)
     # The schema is the file's, not the event's declaration: the file is what is evaluated
     # (a fresh-user session had a retyped column admitted by reference while `check` of the
     # same file broke the schema clause).

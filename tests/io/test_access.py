@@ -1,0 +1,195 @@
+"""worker.io.features.access: payload roots, sizes, format sniffing, bounded retries."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from worker.core.errors import (
+    PayloadCorrupt,
+    PayloadNotAllowed,
+    PayloadTooLarge,
+    PayloadUnavailable,
+)
+from worker.io.features.access import (
+    UNRESTRICTED,
+    PayloadPolicy,
+    PayloadRoot,
+    open_payload,
+    parse_limits,
+    parse_root,
+    parse_size,
+    sniff_format,
+    upload_payload,
+    with_retries,
+)
+
+DEMO = Path(__file__).resolve().parents[2] / "worker" / "data"
+
+
+def _open(uri: str, policy: PayloadPolicy) -> str:
+    """Open and close ``uri``; its format."""
+    with open_payload(uri, policy) as src:
+        return src.format
+
+
+def test_roots_are_normalised(tmp_path: Path) -> None:
+    real = tmp_path / "real"
+    real.mkdir()
+    link = tmp_path / "link"
+    link.symlink_to(real, target_is_directory=True)
+    # a symlinked root is resolved once, so a file under it is judged by its real path
+    assert parse_root(link.as_uri() + "/") == PayloadRoot("file", str(real))
+    assert parse_root(str(real)) == PayloadRoot("file", str(real))
+    assert str(parse_root(str(real))) == real.as_uri() + "/"
+    assert parse_root("s3://bucket/in/batches") == PayloadRoot("s3", "bucket/in/batches/")
+    assert parse_root("s3://bucket") == PayloadRoot("s3", "bucket/")
+    assert str(parse_root("s3://bucket/in/")) == "s3://bucket/in/"
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        ("relative/dir", "is not absolute"),
+        ("file:///data/../etc/", "'..' segment"),
+        ("file://host/data/", "remote host"),
+        ("http://example.org/data/", "scheme 'http'"),
+        ("file:///", "cannot be payload roots"),
+        ("file:///proc/self/", "cannot be payload roots"),
+        ("/dev", "cannot be payload roots"),
+        ("s3://", "has no bucket"),
+        ("s3://AKIA:secret@bucket/in/", "carries credentials"),
+        ("s3://bucket/a/../b/", "'..'"),
+    ],
+)
+def test_bad_roots_are_refused_with_the_fix(text: str, message: str) -> None:
+    with pytest.raises(ValueError, match=message) as info:
+        parse_root(text)
+    assert "secret" not in str(info.value)
+
+
+def test_a_prefix_root_covers_only_its_own_keys() -> None:
+    root = parse_root("s3://bucket/in")
+    assert root.covers_key("bucket", "in/2026/b.parquet")
+    assert not root.covers_key("bucket", "inbox/b.parquet")  # a prefix is a directory
+    assert not root.covers_key("other", "in/b.parquet")
+    home = parse_root("/srv/payloads")
+    assert home.covers_path("/srv/payloads/a/b.parquet")
+    assert not home.covers_path("/srv/payloads-old/b.parquet")
+    assert not home.covers_path("/srv/payloads")  # the directory itself is no file
+
+
+def test_sizes_and_limits() -> None:
+    assert parse_size("123") == 123
+    assert parse_size("256MiB") == 256 * 1024**2
+    assert parse_size("2 GiB") == 2 * 1024**3
+    assert parse_size("512k") == 512 * 1024
+    for bad in ("", "1.5GiB", "-1", "0", "12 parsecs"):
+        with pytest.raises(ValueError, match="bad size"):
+            parse_size(bad)
+    assert parse_limits("1GiB") == (1024**3, 1024**3)
+    assert parse_limits("geojson=1MiB") == (2 * 1024**3, 1024**2)
+    assert parse_limits("parquet=10, geojson=5") == (10, 5)
+    with pytest.raises(ValueError, match="expected parquet=SIZE or geojson=SIZE"):
+        parse_limits("shapefile=1MiB")
+    policy = PayloadPolicy.from_strings(["s3://b/p/"], "geojson=1MiB")
+    assert policy.describe() == (
+        "payload roots: s3://b/p/; max payload bytes: parquet=2147483648 geojson=1048576"
+    )
+    assert PayloadPolicy().describe().startswith("payload roots: none (by reference refused)")
+
+
+@pytest.mark.parametrize(
+    ("head", "tail", "size", "name", "expected"),
+    [
+        (b"PAR1\x15\x04", b"PAR1", 1000, "x.bin", "parquet"),
+        (b"PAR1\x15\x04", b"PAR1", 1000, "x.geojson", "parquet"),  # bytes beat the name
+        (b'{"type"', b"]}", 1000, "x.parquet.txt", "geojson"),
+        (b'\xef\xbb\xbf \n {"type"', b"]}", 1000, "x", "geojson"),  # BOM, whitespace
+        (b"[1, 2]", b"2]", 6, "x.json", "geojson"),
+    ],
+)
+def test_the_format_comes_from_the_magic_bytes(
+    head: bytes, tail: bytes, size: int, name: str, expected: str
+) -> None:
+    assert sniff_format(head, tail, size, name) == expected
+
+
+@pytest.mark.parametrize(
+    ("head", "tail", "name", "message"),
+    [
+        (b"PAR1\x15\x04", b"\x00\x00\x00\x00", "x.parquet", "does not end with them"),
+        (b'{"type"', b"]}", "x.parquet", "does not start with the PAR1 magic"),
+        (b"\x89PNG\r\n", b"\x00\x00", "x.geojson", "not a JSON document"),
+        (b"SQLite format 3\x00", b"\x00\x00", "x.gpkg", "not a JSON document"),
+    ],
+)
+def test_wrong_magic_is_corrupt(head: bytes, tail: bytes, name: str, message: str) -> None:
+    with pytest.raises(PayloadCorrupt, match=message):
+        sniff_format(head, tail, 1000, name)
+
+
+def test_limits_are_checked_before_reading(tmp_path: Path) -> None:
+    path = tmp_path / "b.parquet"
+    path.write_bytes((DEMO / "nyc_boroughs.parquet").read_bytes())
+    size = path.stat().st_size
+    small = PayloadPolicy(None, max_parquet_bytes=size - 1)
+    with pytest.raises(PayloadTooLarge, match=f"{size} bytes .* limit of {size - 1} bytes"):
+        _open(str(path), small)
+    with open_payload(path.as_uri(), PayloadPolicy(None, max_parquet_bytes=size)) as src:
+        assert (src.format, src.size) == ("parquet", size)
+        assert src.mtime is not None
+        assert abs(src.mtime.timestamp() - path.stat().st_mtime) < 1e-3
+    # GeoJSON has its own limit; the larger one is checked before the format is known
+    doc = tmp_path / "b.geojson"
+    doc.write_text('{"type": "FeatureCollection", "features": []}')
+    tight = PayloadPolicy(None, max_parquet_bytes=10**6, max_geojson_bytes=10)
+    with pytest.raises(PayloadTooLarge, match=r"limit of 10 bytes .* for GeoJSON"):
+        _open(str(doc), tight)
+
+
+def test_unrestricted_still_reads_regular_files_only(tmp_path: Path) -> None:
+    with pytest.raises(PayloadNotAllowed, match=r"is a directory"):
+        _open(str(tmp_path), UNRESTRICTED)
+    with pytest.raises(PayloadNotAllowed, match=r"kernel or device"):
+        _open("/dev/zero", UNRESTRICTED)
+    with pytest.raises(PayloadUnavailable, match=r"no such file"):
+        _open(str(tmp_path / "nope"), UNRESTRICTED)
+
+
+def test_transient_failures_are_retried_a_bounded_number_of_times() -> None:
+    calls: list[int] = []
+
+    def flaky() -> str:
+        calls.append(1)
+        if len(calls) < 3:
+            raise PayloadUnavailable("s3://b/k: unreachable (connection reset)", transient=True)
+        return "read"
+
+    policy = PayloadPolicy(attempts=3, backoff_s=0.01)
+    assert with_retries(flaky, policy) == "read" and len(calls) == 3
+    calls.clear()
+    with pytest.raises(PayloadUnavailable, match=r"connection reset\) \(after 2 attempts\)"):
+        with_retries(flaky, PayloadPolicy(attempts=2, backoff_s=0.01))
+    assert len(calls) == 2
+
+    def missing() -> str:
+        calls.append(1)
+        raise PayloadUnavailable("s3://b/k: no such object")
+
+    calls.clear()
+    with pytest.raises(PayloadUnavailable, match=r"no such object$"):
+        with_retries(missing, policy)
+    assert len(calls) == 1  # a missing object is not retried
+
+
+def test_upload_to_a_directory_root(tmp_path: Path) -> None:
+    dest = tmp_path / "landing"
+    dest.mkdir()
+    src = DEMO / "nyc_boroughs.parquet"
+    uri = upload_payload(src, dest.as_uri() + "/", "b-1/nyc.parquet", UNRESTRICTED)
+    assert uri == (dest / "b-1" / "nyc.parquet").as_uri()
+    assert (dest / "b-1" / "nyc.parquet").read_bytes() == src.read_bytes()
+    with pytest.raises(ValueError, match="bad object name"):
+        upload_payload(src, dest.as_uri(), "../escape.parquet", UNRESTRICTED)
