@@ -714,3 +714,23 @@ def test_covering_bbox_disagreement_is_a_warning_of_the_extent() -> None:
     assert "bbox covering column does not bound 1 feature (index 1)" in r.message
     clean = run(clause("extent", "extent", region=[-10, -10, 10, 10]), batch_of([VALID_POLYGON]))
     assert "covering_bbox_disagrees" not in clean.measured
+
+
+def test_a_batch_without_a_crs_cannot_be_placed_in_the_contracts_crs() -> None:
+    # found by a fresh-user session: NYC feet with `crs: null` passed a feet extent by luck
+    # and were read as degrees against a lon/lat one
+    feet = [shapely.Point(1_000_000, 200_000), shapely.Point(1_010_000, 210_000)]
+    unknown = batch_of(feet, crs=None)
+    ext = clause("ext", "extent", region=[900_000, 100_000, 1_100_000, 300_000], crs="EPSG:2263")
+    r = run(ext, unknown)
+    assert r.result == "break"
+    assert r.message.startswith(
+        "the batch declares no CRS: its coordinates cannot be placed in EPSG:2263"
+    )
+    assert r.measured == {"declared_crs": None, "features": 2}
+    cov = clause("cov", "coverage", region=[900_000, 100_000, 1_100_000, 300_000], crs="EPSG:2263")
+    assert run(cov, unknown).result == "break"
+    # with the CRS declared the same coordinates pass; with no CRS anywhere they are judged raw
+    assert run(ext, batch_of(feet, crs="EPSG:2263")).result == "pass"
+    raw = clause("raw", "extent", region=[900_000, 100_000, 1_100_000, 300_000])
+    assert run(raw, unknown).result == "pass"

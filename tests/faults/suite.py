@@ -402,10 +402,10 @@ def scenarios(quick: bool) -> list[tuple[str, Callable[[str], Row]]]:
             ),
         ),
         ("config", bad_config),
-        ("sigkill", lambda b: sigkill(b, 2 if quick else 20, 30 if quick else 200)),
     ]
-    if not quick:
+    if not quick:  # SIGKILL mid-stream is also in tests/integration/test_worker_process.py
         runs += [
+            ("sigkill", lambda b: sigkill(b, 20, 200)),
             (
                 "10 MB value",
                 lambda b: poison(

@@ -215,3 +215,29 @@ def test_replay_all_since_and_never_twice_admitted(
     assert code == 0 and "0 batch(es) of layer other_layer" in out
     time.sleep(2)
     assert len(admitted_headers(settings, 3)) == 3
+
+
+def test_two_replays_in_flight_admit_the_batch_once(settings: Settings, start_worker: Any) -> None:
+    # issue 10 item 12: both replays passed the CLI's check and both were admitted
+    publish_contract(settings, data_file("contracts/nyc_boroughs.v1.yaml"), published_by="t")
+    nyc = read_batch_file(
+        data_file("nyc_boroughs.parquet"), layer="nyc_boroughs", crs="EPSG:2263",
+        data_time=datetime.now(timezone.utc), batch_id="orig-7",
+    )  # fmt: skip
+    headers = [("replay-of", b"orig-7")]
+    for _ in range(2):
+        produce_one(settings, settings.topics.batches, "nyc_boroughs", encode_batch(nyc),
+                    headers=headers, partition=0)  # fmt: skip
+    first = start_worker(settings)
+    result = collect_results(settings, 2, 0, timeout_s=60)
+    assert sorted(result.decisions.values()) == ["admitted", "quarantined"]
+    (dup,) = result.quarantine.values()
+    assert dup["reason_code"] == "duplicate_replay"
+    first.close()
+    # a restarted worker remembers it from the admitted topic
+    produce_one(settings, settings.topics.batches, "nyc_boroughs", encode_batch(nyc),
+                headers=headers, partition=0)  # fmt: skip
+    start_worker(settings.with_(instance_id="second"))
+    result = collect_results(settings, 3, 0, timeout_s=60)
+    assert sorted(result.decisions.values()) == ["admitted", "quarantined", "quarantined"]
+    assert [q["reason_code"] for q in result.quarantine.values()] == ["duplicate_replay"] * 2

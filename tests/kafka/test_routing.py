@@ -370,3 +370,30 @@ def test_without_the_opt_in_there_is_no_per_major_record() -> None:
         worker_id="w",
     )
     assert [r.per_major for r in out.records] == [False, False, False]
+
+
+def test_a_second_admitted_replay_of_one_original_is_quarantined_as_duplicate() -> None:
+    # issue 10 item 12: two replays of the same batch in flight were both admitted
+    from worker.kafka.pipeline import Pipeline
+    from worker.kafka.routing import Outcome, Source, replay_of, route
+    from worker.kafka.settings import Settings
+
+    def replayed(offset: int) -> Outcome:
+        source = Source(
+            "gis.batches", 0, offset, b"admin_boundaries", REAL_EVENT, (("replay-of", b"b-42"),)
+        )
+        return route(source, versions, TOPICS, now=NOW, worker_id="w")
+
+    first, second, plain = replayed(10), replayed(11), go(REAL_EVENT)
+    assert first.decision.admitted and second.decision.admitted and plain.decision.admitted
+    assert replay_of(first.source) == "b-42" and replay_of(plain.source) is None
+    pipeline = Pipeline(Settings())
+    out, admitted = pipeline._dedupe_replays([first, second, plain])
+    assert admitted == ["b-42"]
+    assert [o.decision.decision for o in out] == ["admitted", "quarantined", "admitted"]
+    dup = codec.decode_quarantine(out[1].records[0].value)
+    assert dup["reason_code"] == "duplicate_replay" and len(out[1].records) == 1
+    assert "replay of b-42, which was already admitted" in dup["reasons"][0]["message"]
+    pipeline.replays.add(admitted)  # committed: a later replay is a duplicate too
+    later, _ = pipeline._dedupe_replays([replayed(12)])
+    assert later[0].decision.reasons[0].code == "duplicate_replay"

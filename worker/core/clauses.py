@@ -178,6 +178,24 @@ def _edges_break(clause: Clause, facts: BatchFacts, expected: Any) -> ClauseResu
     return _result(clause, False, measured, expected, problem)
 
 
+def _unplaceable_break(
+    clause: Clause, facts: BatchFacts, crs: CRS | None, label: str, expected: Any
+) -> ClauseResult | None:
+    """A break when the region is in a CRS the contract names but the batch declares no
+    CRS (or one that does not resolve): its coordinates cannot be placed in the region's
+    CRS, and reading them as if they were would judge numbers of unknown meaning."""
+    if crs is None or facts.declared_crs is not None or facts.count == 0:
+        return None
+    why = facts.declared_crs_error or "the batch declares no CRS"
+    measured = {"declared_crs": facts.batch.declared_crs, "features": facts.count}
+    message = (
+        f"{why}: its coordinates cannot be placed in {label}, the CRS of the region; "
+        "declare the batch's CRS (GeoParquet `crs` in the geo metadata, `--crs`, or the "
+        "event's declared_crs)"
+    )
+    return _result(clause, False, measured, expected, message)
+
+
 def _count_phrase(n: int, what: str) -> str:
     return f"{n} {'feature' if n == 1 else 'features'} {what}"
 
@@ -207,6 +225,9 @@ def check_extent(
     edges = _edges_break(clause, facts, expected)
     if edges is not None:
         return edges
+    unplaceable = _unplaceable_break(clause, facts, crs, label, expected)
+    if unplaceable is not None:
+        return unplaceable
     region = region_geometry(p["region"], crs)
     if tolerance > 0:
         region = region.buffer(tolerance, join_style="mitre")
@@ -564,6 +585,9 @@ def check_coverage(
     edges = _edges_break(clause, facts, expected)
     if edges is not None:
         return edges
+    unplaceable = _unplaceable_break(clause, facts, crs, label, expected)
+    if unplaceable is not None:
+        return unplaceable
     region = region_geometry(p["region"], crs)
     geoms, usable = facts.in_crs(crs) if crs is not None else (facts.geometries, facts.usable)
     src = facts.declared_crs

@@ -22,13 +22,15 @@ from typing import Any
 
 from worker.core.errors import KafkaError
 from worker.core.registry import ConfigEvent, RecordingRegistry
+from worker.core.replays import ReplayLedger
 from worker.core.slo import DEFAULT_MAX_VERDICTS
 from worker.io.features import load_payload
 from worker.kafka.config_topic import ConfigFollower
 from worker.kafka.evaluations import read_recent_evaluations
 from worker.kafka.health import BrokerHealth, Watchdog
 from worker.kafka.instruments import Instruments, NullInstruments
-from worker.kafka.routing import Outcome, Source, route
+from worker.kafka.replays import read_admitted_replays
+from worker.kafka.routing import Outcome, Source, duplicate_replay, replay_of, route
 from worker.kafka.settings import Settings
 
 __all__ = ["Pipeline", "partition_lag"]
@@ -50,6 +52,8 @@ _FENCED_CODES = _fenced_codes()
 INIT_TRANSACTIONS_TIMEOUT_S = 30.0
 #: Most evaluation records read per partition to rebuild SLO windows at start.
 SLO_RESTORE_MAX_PER_PARTITION = 20_000
+#: Admitted records read per partition at start for ``replay-of`` headers.
+REPLAY_RESTORE_PER_PARTITION = 20_000
 SEND_OFFSETS_TIMEOUT_S = 30.0
 COMMIT_TIMEOUT_S = 60.0
 ABORT_TIMEOUT_S = 30.0
@@ -142,6 +146,7 @@ class Pipeline:
         self._producer: Any = None
         self.health = BrokerHealth()
         self.watchdog: Watchdog | None = None
+        self.replays = ReplayLedger()  # originals admitted after a replay: admitted once
         #: per-major topic -> (exists, monotonic time of the check)
         self._per_major_topics: dict[str, tuple[bool, float]] = {}
 
@@ -194,6 +199,7 @@ class Pipeline:
         n = self.config.bootstrap(self.config_timeout_s, progress)
         self.metrics.set_config_bootstrap(n, True)
         self.metrics.set_lifecycle(self.registry.published(), self.clock)
+        self._restore_replays()
         restored = self._restore_slo()
         if progress and restored:
             progress(f"SLO windows restored from {restored} evaluation records")
@@ -215,6 +221,42 @@ class Pipeline:
         self._consumer.subscribe(
             [self.settings.topics.batches], on_assign=self._on_assign, on_revoke=self._on_revoke
         )
+
+    def _dedupe_replays(self, outcomes: list[Outcome]) -> tuple[list[Outcome], list[str]]:
+        """Replace the admission of a replay whose original was admitted already (before,
+        or earlier in this poll batch) by a ``duplicate_replay`` quarantine record; returns
+        the outcomes and the originals this batch admits."""
+        admitted: list[str] = []
+        out: list[Outcome] = []
+        for outcome in outcomes:
+            original = replay_of(outcome.source) if outcome.decision.admitted else None
+            if original is None:
+                out.append(outcome)
+            elif original in self.replays or original in admitted:
+                out.append(
+                    duplicate_replay(
+                        outcome,
+                        original,
+                        self.settings.topics,
+                        now=self.clock(),
+                        worker_id=self.settings.instance_id,
+                    )
+                )
+            else:
+                admitted.append(original)
+                out.append(outcome)
+        return out, admitted
+
+    def _restore_replays(self) -> None:
+        """Fill the replay ledger from the tail of the admitted topic (bounded)."""
+        try:
+            found = read_admitted_replays(
+                self.settings, REPLAY_RESTORE_PER_PARTITION, timeout_s=30.0
+            )
+        except KafkaError as exc:
+            log.warning("replay ledger starts empty: the admitted topic was not read (%s)", exc)
+            return
+        self.replays.add(found)
 
     def _restore_slo(self) -> int:
         """Refill the SLO windows from the tail of the evaluations topic (bounded: at most
@@ -313,8 +355,10 @@ class Pipeline:
             )
             for m in events
         ]
+        outcomes, admitted_replays = self._dedupe_replays(outcomes)
         if not self._commit(events, outcomes):
             return 0
+        self.replays.add(admitted_replays)  # only once committed: an abort replays them
         for outcome in outcomes:
             # the versions route() evaluated: config updates are applied only at step start
             objectives = {

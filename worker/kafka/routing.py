@@ -16,6 +16,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+from worker.core.echo import clip
 from worker.core.errors import DecodeError, PayloadError
 from worker.core.evaluate import evaluate
 from worker.core.model import ActiveVersion, Batch, Decision, QuarantineReason
@@ -350,3 +351,27 @@ def _salvage(value: bytes | None) -> tuple[str | None, str | None]:
         layer if isinstance(layer, str) else None,
         batch_id if isinstance(batch_id, str) else None,
     )
+
+
+def replay_of(source: Source) -> str | None:
+    """The ``replay-of`` header of a consumed record (the replayed original), or None."""
+    for key, value in source.headers:
+        if key == REPLAY_OF and value:
+            return value.decode("utf-8", "replace")
+    return None
+
+
+def duplicate_replay(
+    outcome: Outcome, original: str, topics: Topics, *, now: datetime, worker_id: str
+) -> Outcome:
+    """The outcome of a replay whose original was already admitted: one quarantine
+    record (``duplicate_replay``), no evaluation records (the batch was judged already)."""
+    decision = _failed(
+        "duplicate_replay",
+        f"batch {outcome.batch_id or '?'} is a replay of {clip(original, 200)}, which was "
+        "already admitted after another replay; a batch is admitted once",
+    )
+    record = _quarantine(
+        outcome.source, outcome.layer, outcome.batch_id, decision, topics, now, worker_id
+    )
+    return replace(outcome, decision=decision, records=(record,))
