@@ -527,3 +527,48 @@ def test_inline_events_carry_nested_mixed_and_unparseable_features(tmp_path: Pat
     assert decoded.geometries_wkb == batch.geometries_wkb
     again = codec.decode_batch(codec.encode_batch(decoded))  # text columns re-encode as is
     assert again.attributes.equals(decoded.attributes, check_metadata=True)
+
+
+def test_inline_events_carry_edges_and_orientation_so_the_worker_judges_what_check_judges() -> None:
+    # found by a fresh-user session: `batch publish` of a spherical / oriented GeoParquet
+    # file was admitted by the worker while `check` quarantined it
+    from worker.cli.scenario import data_file
+    from worker.core.evaluate import evaluate
+    from worker.core.model import ActiveVersion
+    from worker.io.codec.avro import BATCH_ARRIVAL_PLANAR
+    from worker.io.contract_files import load_contract
+
+    nyc = read_batch_file(
+        data_file("nyc_boroughs.parquet"), layer="nyc_boroughs", crs="EPSG:2263", data_time=T0
+    )
+    planar = codec.encode_batch(nyc)
+    # planar batches are written with the earlier schema, byte for byte readable by it
+    record = fastavro.schemaless_reader(io.BytesIO(planar), BATCH_ARRIVAL_PLANAR, None)
+    assert record["batch_id"] == nyc.batch_id
+    oriented = replace(nyc, orientation="counterclockwise")
+    back = codec.decode_batch(codec.encode_batch(oriented))
+    assert (back.edges, back.orientation) == ("planar", "counterclockwise")
+    spherical = codec.decode_batch(codec.encode_batch(replace(nyc, edges="spherical")))
+    assert (spherical.edges, spherical.orientation) == ("spherical", None)
+    v1 = ActiveVersion(load_contract(data_file("contracts/nyc_boroughs.v1.yaml")), "enforcing")
+    offline = evaluate(oriented, [v1], now=T0 + timedelta(hours=1))
+    inline = evaluate(back, [v1], now=T0 + timedelta(hours=1))
+    assert [(c.name, c.result) for c in inline.verdicts[0].clauses] == [
+        (c.name, c.result) for c in offline.verdicts[0].clauses
+    ]
+    # the NYC rings are clockwise: declared counterclockwise, validity breaks in both
+    assert {c.name: c.result for c in inline.verdicts[0].clauses}["valid"] == "break"
+
+
+def test_unknown_edges_or_orientation_values_are_decode_errors() -> None:
+    from worker.cli.scenario import data_file
+
+    nyc = read_batch_file(
+        data_file("nyc_boroughs.parquet"), layer="nyc_boroughs", crs="EPSG:2263", data_time=T0
+    )
+    raw = codec.decode_event(codec.encode_batch(replace(nyc, edges="spherical")))
+    raw["edges"] = "ellipsoidal"
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, BATCH_ARRIVAL, raw)
+    with pytest.raises(DecodeError, match="edges 'ellipsoidal': expected null, planar or"):
+        codec.decode_batch(out.getvalue())

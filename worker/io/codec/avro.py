@@ -22,12 +22,22 @@ from worker.core.errors import DecodeError
 from worker.core.jsonsafe import dumps_json
 
 
+def _schema_without(name: str, fields: tuple[str, ...]) -> Any:
+    doc = json.loads(resources.files("worker").joinpath(f"schemas/{name}.avsc").read_text("utf-8"))
+    doc["fields"] = [f for f in doc["fields"] if f["name"] not in fields]
+    return fastavro.parse_schema(doc)
+
+
 def _schema(name: str) -> Any:
     text = resources.files("worker").joinpath(f"schemas/{name}.avsc").read_text("utf-8")
     return fastavro.parse_schema(json.loads(text))
 
 
 BATCH_ARRIVAL = _schema("batch_arrival")
+#: BatchArrival without the trailing ``edges`` and ``orientation`` fields: what producers
+#: wrote before them, and what the gate still writes when they hold their defaults (so
+#: readers with the earlier schema keep reading every planar batch byte for byte).
+BATCH_ARRIVAL_PLANAR = _schema_without("batch_arrival", ("edges", "orientation"))
 QUARANTINE_RECORD = _schema("quarantine_record")
 CONTRACT_RECORD = _schema("contract_record")
 EVALUATION_RECORD = _schema("evaluation_record")

@@ -22,6 +22,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from worker.core.echo import clip
 from worker.core.errors import BatchError, DecodeError
 from worker.core.model import (
     BATCH_ONLY_FIELD_TYPES,
@@ -30,7 +31,7 @@ from worker.core.model import (
     Batch,
     FieldSpec,
 )
-from worker.io.codec.avro import BATCH_ARRIVAL, _read, _utc, _write
+from worker.io.codec.avro import BATCH_ARRIVAL, BATCH_ARRIVAL_PLANAR, _read, _utc, _write
 
 __all__ = ["batch_from_event", "decode_batch", "decode_event", "encode_batch"]
 
@@ -144,7 +145,12 @@ def encode_batch(batch: Batch, *, inline: bool = True, payload_uri: str | None =
         "payload_uri": uri,
     }
     what = f"batch {batch.batch_id}"
-    return _write(BATCH_ARRIVAL, record, what, BatchError, unchecked=("features",))
+    if inline and (batch.edges != "planar" or batch.orientation is not None):
+        # the geometries mean something else than planar WKB: say so in the event
+        record["edges"] = None if batch.edges == "planar" else batch.edges
+        record["orientation"] = batch.orientation
+        return _write(BATCH_ARRIVAL, record, what, BatchError, unchecked=("features",))
+    return _write(BATCH_ARRIVAL_PLANAR, record, what, BatchError, unchecked=("features",))
 
 
 def decode_event(data: bytes) -> dict[str, Any]:
@@ -155,7 +161,13 @@ def decode_event(data: bytes) -> dict[str, Any]:
     DecodeError
         The bytes are not one complete BatchArrival record.
     """
-    return _read(BATCH_ARRIVAL, data, "BatchArrival record")
+    try:
+        return _read(BATCH_ARRIVAL_PLANAR, data, "BatchArrival record")
+    except DecodeError as planar:
+        try:  # an event that carries edges / orientation (two trailing fields)
+            return _read(BATCH_ARRIVAL, data, "BatchArrival record")
+        except DecodeError:
+            raise planar from None
 
 
 def _column(col: Mapping[str, Any], n: int) -> tuple[pa.Field, pa.Array]:
@@ -224,7 +236,25 @@ def batch_from_event(record: Mapping[str, Any]) -> Batch:
         geometries_wkb=geoms,
         attributes=table,
         payload_uri=record["payload_uri"],
+        edges=_edges(record.get("edges")),
+        orientation=_orientation(record.get("orientation")),
     )
+
+
+def _edges(value: Any) -> str:
+    if value in (None, "planar"):
+        return "planar"
+    if value != "spherical":
+        raise DecodeError(f"edges {clip(str(value), 40)!r}: expected null, planar or spherical")
+    return "spherical"
+
+
+def _orientation(value: Any) -> str | None:
+    if value is not None and value != "counterclockwise":
+        raise DecodeError(
+            f"orientation {clip(str(value), 40)!r}: expected null or counterclockwise"
+        )
+    return None if value is None else "counterclockwise"
 
 
 def decode_batch(data: bytes) -> Batch:
