@@ -125,3 +125,32 @@ def test_a_closed_output_pipe_is_not_a_traceback() -> None:
     proc.wait(timeout=60)
     assert "Traceback" not in err
     assert proc.returncode == 141
+
+
+@pytest.mark.parametrize(
+    ("text", "hint"),
+    [
+        (
+            "2026-11-30",
+            "'2026-11-30' is a date without a time; write the time and its offset, "
+            "e.g. 2026-11-30T00:00:00Z",
+        ),
+        ("2026-11-30Z", "'2026-11-30Z' is a date without a time"),
+        (
+            "2026-11-30T06:00:00",
+            "'2026-11-30T06:00:00' has no UTC offset; add one, e.g. 2026-11-30T06:00:00Z",
+        ),
+        ("yesterday", "'yesterday' is not an ISO 8601 date-time; write e.g. 2026-11-29T06:00:00Z"),
+    ],
+)
+def test_time_errors_suggest_a_form_that_parses(text: str, hint: str) -> None:
+    # found by a fresh-user session: the suggested fix for a bare date was itself refused
+    import argparse
+
+    from worker.cli.args import parse_time
+
+    with pytest.raises(argparse.ArgumentTypeError) as info:
+        parse_time(text)
+    assert str(info.value).startswith(hint)
+    suggestion = str(info.value).split("e.g. ")[-1].split(" ")[0]
+    assert parse_time(suggestion).tzinfo is not None  # the suggestion itself parses

@@ -191,7 +191,12 @@ def test_edit_in_place_refused_by_cli_ignored_by_worker_and_numbering(
 
     minor = variant(V1, tmp_path, "v1.1", ("owner: boundaries-team", "owner: geo-team"))
     assert main(["contract", "publish", str(minor), "--dry-run", *kafka]) == 0
-    assert "dry run (nothing written)" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "dry run (nothing written)" in out
+    # found by a fresh-user session: the dry run said "published"
+    assert "would be published enforcing" in out and " published enforcing" not in out.replace(
+        "would be published enforcing", ""
+    )
 
     reader = InMemoryMetricReader()
     metrics = GateMetrics(MeterProvider(metric_readers=[reader]).get_meter("test"))

@@ -241,3 +241,10 @@ def test_two_replays_in_flight_admit_the_batch_once(settings: Settings, start_wo
     result = collect_results(settings, 3, 0, timeout_s=60)
     assert sorted(result.decisions.values()) == ["admitted", "quarantined", "quarantined"]
     assert [q["reason_code"] for q in result.quarantine.values()] == ["duplicate_replay"] * 2
+
+
+def test_tail_of_an_empty_quarantine_topic_says_so(settings: Settings) -> None:
+    # found by a fresh-user session: an empty tail printed nothing at all
+    assert cli(settings, "tail").strip() == (
+        f"no quarantined batches on {settings.topics.quarantine}"
+    )

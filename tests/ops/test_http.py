@@ -242,3 +242,33 @@ def test_label_sets_lose_their_trailing_comma_but_not_values_containing_one() ->
 
     text = b'x_total{a="1",b="2",} 1.0\ny{v="say \\",}"} 2.0\nz 3.0\n'
     assert strip_trailing_commas(text) == b'x_total{a="1",b="2"} 1.0\ny{v="say \\",}"} 2.0\nz 3.0\n'
+
+
+def test_a_client_that_resets_the_connection_leaves_no_traceback(
+    capsys: pytest.CaptureFixture[str], caplog: pytest.LogCaptureFixture
+) -> None:
+    # found by a fresh-user session: every aborted scrape printed a traceback on stderr
+    import logging
+    import socket
+    import struct
+
+    s = FakeState()
+    server = GateHTTPServer(s, host="127.0.0.1", port=0).start()
+    try:
+        with caplog.at_level(logging.DEBUG, logger="worker.ops.http"):
+            for _ in range(3):
+                sock = socket.create_connection(("127.0.0.1", server.port), timeout=5)
+                sock.sendall(b"GET /status HTTP/1.1\r\nHost: x\r\n\r\n")
+                # close with RST instead of FIN before the answer is read
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
+                sock.close()
+            with urllib.request.urlopen(f"http://127.0.0.1:{server.port}/status") as resp:
+                assert resp.status == 200  # the server still answers
+            try:  # the path a reset takes, made deterministic
+                raise ConnectionResetError(104, "Connection reset by peer")
+            except ConnectionResetError:
+                server._server.handle_error(None, ("127.0.0.1", 9))
+    finally:
+        server.close()
+    assert "Traceback" not in capsys.readouterr().err
+    assert any("went away" in r.getMessage() for r in caplog.records)

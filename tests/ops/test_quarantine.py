@@ -268,3 +268,16 @@ def test_tail_table_is_ordered_by_time_across_partitions_aligned_and_marks_repla
     assert " replay " in rows[1] and " replay " not in rows[0]
     assert "v1.0:fresh (" in rows[0] and " s old)" in rows[0]
     assert "decode_error (undecodable batch-arrival event" in rows[1]
+
+
+def test_tail_shows_why_a_payload_was_refused_not_the_batch_id_again() -> None:
+    # found by a fresh-user session: "payload_not_allowed (payload of batch 4db7b706-... can...)"
+    from worker.ops.quarantine import table_rows
+
+    by_reference = codec.encode_batch(
+        replace(WORLD, batch_id="ref-1"), inline=False, payload_uri="file:///data/in/b.parquet"
+    )
+    (row,) = table_rows([entry_of(by_reference)])[1:]
+    what = row[row.index("payload_not_allowed") :]
+    assert "ref-1" not in what
+    assert "no payload root" in what or "not allowed" in what, what

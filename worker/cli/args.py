@@ -20,15 +20,27 @@ EXIT_BROKEN_PIPE = 128 + 13  # as a shell reports a process ended by SIGPIPE
 
 
 def parse_time(text: str) -> datetime:
+    """An ISO 8601 date-time with a UTC offset (``2026-11-29T06:00:00Z``), as aware UTC.
+
+    A bare date (``2026-11-29``) is refused with the full form to write, never read as a
+    local or UTC midnight silently: freshness depends on the hour.
+    """
+    example = "2026-11-29T06:00:00Z"
+    day = text.strip().rstrip("Zz")
+    if len(day) == 10 and day[4:5] == "-" and day[7:8] == "-" and day.replace("-", "").isdigit():
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is a date without a time; write the time and its offset, e.g. "
+            f"{day}T00:00:00Z"
+        )
     try:
         value = datetime.fromisoformat(text.replace("Z", "+00:00"))
     except ValueError:
         raise argparse.ArgumentTypeError(
-            f"{text!r} is not an ISO 8601 date-time; use e.g. 2026-11-29T06:00:00+00:00"
+            f"{text!r} is not an ISO 8601 date-time; write e.g. {example}"
         ) from None
     if value.tzinfo is None:
         raise argparse.ArgumentTypeError(
-            f"{text!r} has no UTC offset; add one, e.g. {text}+00:00 or {text}Z"
+            f"{text!r} has no UTC offset; add one, e.g. {text}Z or {text}+00:00"
         )
     return value.astimezone(timezone.utc)
 

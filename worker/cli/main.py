@@ -86,8 +86,9 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "batch",
-        help="GeoJSON FeatureCollection or GeoParquet file: a path, file:// or s3:// URI "
-        "(S3 through the standard AWS environment)",
+        help="GeoJSON FeatureCollection or GeoParquet file: a path, file:// or s3:// URI (S3 "
+        "through the standard AWS environment); with the formats extra also a local "
+        "Shapefile (.shp, or a .zip holding one), GeoPackage or FlatGeobuf",
     )
     add_payload_args(p, roots=False)
     p.add_argument(
@@ -199,7 +200,10 @@ def build_parser() -> argparse.ArgumentParser:
         help="replicas per partition (default 1; use 3 on a production cluster)",
     )
 
-    p = sub.add_parser("contract", help="publish contract versions")
+    p = sub.add_parser(
+        "contract",
+        help="contract versions: publish, classify, review, evidence, promote, list, retire",
+    )
     csub = p.add_subparsers(dest="contract_command", required=True, metavar="ACTION")
     cp = csub.add_parser("publish", help="publish a contract version to the config topic")
     add_kafka_args(cp)
@@ -227,7 +231,11 @@ def build_parser() -> argparse.ArgumentParser:
         "publish", help="publish a GeoJSON/GeoParquet file as a batch-arrival event"
     )
     add_kafka_args(bp)
-    bp.add_argument("file", help="GeoJSON FeatureCollection or GeoParquet file")
+    bp.add_argument(
+        "file",
+        help="GeoJSON FeatureCollection or GeoParquet file (with the formats extra also "
+        "Shapefile, GeoPackage, FlatGeobuf)",
+    )
     bp.add_argument("--layer", required=True, help="layer the batch belongs to (the record key)")
     bp.add_argument(
         "--crs",

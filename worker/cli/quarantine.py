@@ -187,8 +187,12 @@ def cmd_quarantine(args: argparse.Namespace) -> int:
 
     settings = settings_from_args(args)
     if args.quarantine_command == "tail" and not args.follow and args.format == "text":
-        for line in table_rows(read_quarantine(settings, layer=args.layer)):
+        rows = table_rows(read_quarantine(settings, layer=args.layer))
+        for line in rows:
             print(line)
+        if not rows:
+            scope = f" of layer {args.layer}" if args.layer else ""
+            print(f"no quarantined batches{scope} on {settings.topics.quarantine}")
         return 0
     if args.quarantine_command == "tail":
         try:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import getpass
+import re
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 
@@ -98,8 +99,13 @@ def publish_contract(
     if decision.action == "refuse":
         raise PolicyError(decision.message)
     if decision.action == "noop" or dry_run:
-        prefix = "dry run (nothing written): " if dry_run and decision.action == "write" else ""
-        return prefix + decision.message
+        if dry_run and decision.action == "write":
+            # say what would happen, never that it happened
+            would = re.sub(r"\bpublished\b", "would be published", decision.message)
+            would = re.sub(r"\bsupersedes\b", "would supersede", would)
+            would = re.sub(r"\boverlap begins\b", "an overlap would begin", would)
+            return "dry run (nothing written): " + would
+        return decision.message
     lines = write_records(settings, decision.writes)
     return "\n".join([decision.message, *lines])
 

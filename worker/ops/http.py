@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import logging
 import os
+import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -31,6 +32,18 @@ __all__ = ["DEFAULT_HTTP_PORT", "GateHTTPServer", "http_port_from", "start_http_
 log = logging.getLogger(__name__)
 
 DEFAULT_HTTP_PORT = 8080
+
+
+class _QuietServer(ThreadingHTTPServer):
+    """A client that goes away mid-request (a scrape or probe timeout) is routine: one
+    DEBUG line, not a traceback on stderr; anything else one WARNING line."""
+
+    def handle_error(self, request: Any, client_address: Any) -> None:
+        exc = sys.exc_info()[1]
+        if isinstance(exc, (ConnectionResetError, BrokenPipeError, ConnectionAbortedError)):
+            log.debug("http: client %s went away: %s", client_address, exc)
+        else:
+            log.warning("http: request from %s failed: %r", client_address, exc)
 
 
 class GateHTTPServer:
@@ -82,7 +95,7 @@ class GateHTTPServer:
         self.metrics_registry = metrics_registry
         #: Source of the migration view on /status (set it once the exporter exists).
         self.migration: Callable[[], Any] | None = None
-        self._server = ThreadingHTTPServer((host, port), _Handler)
+        self._server = _QuietServer((host, port), _Handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(
             target=self._server.serve_forever, name="contract-gate-http", daemon=True

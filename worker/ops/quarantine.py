@@ -326,7 +326,11 @@ def _what(record: Mapping[str, Any]) -> str:
                 f"{r['version']}:{r['clause']} ({brief(None, r.get('measured'), r['message'], 60)})"
             )
         else:
-            parts.append(f"{r['code']} ({brief(None, None, r['message'], 60)})")
+            # the batch id is in its own column: show why, not "payload of batch <id> ..."
+            message = re.sub(
+                r"^(payload of )?batch \S+ (cannot be loaded: )?", "", str(r["message"])
+            )
+            parts.append(f"{r['code']} ({brief(None, None, message, 100)})")
     return "; ".join(parts) or record["reason_code"]
 
 

@@ -59,7 +59,8 @@ def _pyogrio(path: Path, what: str) -> Any:
         raise _fail(
             path,
             f"reading {what} needs the optional pyogrio package: pip install "
-            "'spatial-contract-gate[formats]' (GeoJSON and GeoParquet need nothing more)",
+            "'spatial-contract-gate[formats]' (from a clone: pip install -e '.[formats]'; "
+            "GeoJSON and GeoParquet need nothing more)",
         ) from None
     return pyogrio
 
