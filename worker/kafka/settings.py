@@ -17,6 +17,7 @@ from typing import Any
 from worker.core.echo import clip
 from worker.core.errors import ContractGateError
 from worker.io.features.access import PayloadPolicy
+from worker.kafka.logfilter import install as install_repeat_filter
 
 __all__ = [
     "MAX_MESSAGE_BYTES",
@@ -182,6 +183,7 @@ class Settings:
     def base(self) -> dict[str, Any]:
         # librdkafka's own log lines go to the "librdkafka" Python logger (quiet unless
         # --log-level DEBUG): failures reach the caller as errors, not as log spam.
+        install_repeat_filter()  # librdkafka repeats a failing connection's error per retry
         conf: dict[str, Any] = {
             "bootstrap.servers": self.bootstrap_servers,
             "logger": logging.getLogger("librdkafka"),
