@@ -103,7 +103,9 @@ def test_replay_after_contract_fix_is_admitted(
     ]
     assert " nyc_boroughs  nyc-5  " in row and row.endswith("v1.0:size (5 features)")
     assert row.index("v1.0:size") == head.index("what broke")  # aligned columns
-    assert cli(settings, "tail", "--layer", "other_layer") == ""
+    assert cli(settings, "tail", "--layer", "other_layer") == (
+        f"no quarantined batches of layer other_layer on {settings.topics.quarantine}\n"
+    )
     show = cli(settings, "show", "nyc-5")
     assert "v1.0 (enforcing) size:" in show and "measured: 5" in show
 
