@@ -31,6 +31,7 @@ from worker.io import codec
 from worker.io.report import brief, offender_lines
 from worker.kafka.client import produce_one, read_topic
 from worker.kafka.routing import REPLAY_OF
+from worker.kafka.schema_registry import plain_value
 from worker.kafka.settings import Settings
 
 __all__ = [
@@ -82,13 +83,16 @@ class QuarantineEntry:
         return f"{self.topic}[{self.partition}]@{self.offset}"
 
 
-def _entry(msg: Any) -> QuarantineEntry:
+def _entry(msg: Any, settings: Settings | None = None) -> QuarantineEntry:
     raw_key = msg.key()
     headers = {k: (v or b"").decode("utf-8", "replace") for k, v in (msg.headers() or [])}
     record: dict[str, Any] | None = None
     error: str | None = None
     try:
-        record = codec.decode_quarantine(msg.value() or b"")
+        value = msg.value() or b""
+        if settings is not None:  # framed in the Schema Registry wire format when configured
+            value = plain_value(settings, msg.topic(), value)
+        record = codec.decode_quarantine(value)
     except DecodeError as exc:
         error = str(exc)
     return QuarantineEntry(
@@ -125,7 +129,7 @@ def read_quarantine(
     for msg in read_topic(
         settings, settings.topics.quarantine, timeout_s=timeout_s, follow=follow, stop=stop
     ):
-        entry = _entry(msg)
+        entry = _entry(msg, settings)
         if layer is None or entry.layer == layer:
             yield entry
 
