@@ -87,7 +87,15 @@ def schema_id_of(data: bytes) -> int | None:
 
 def _schema_text(kind: str) -> str:
     name = KINDS[kind][0]
-    return resources.files("worker").joinpath(f"schemas/{name}.avsc").read_text("utf-8")
+    return resources.files("worker").joinpath(f"schemas/{name}.avsc").read_text("utf-8").strip()
+
+
+def _schema(kind: str) -> Any:
+    """Our ``kind`` schema as the client's ``Schema`` (the one object registered and used
+    by the serializer, so registering it first and serializing later are one version)."""
+    from confluent_kafka.schema_registry import Schema
+
+    return Schema(_schema_text(kind), "AVRO")
 
 
 def _lookup_reason(exc: BaseException) -> str:
@@ -175,7 +183,7 @@ class RegistryCodec:
             reader = self._readers.get(kind)
             if reader is None:
                 reader = AvroDeserializer(
-                    self.client, _schema_text(kind), conf={"subject.name.strategy": self._strategy}
+                    self.client, _schema(kind), conf={"subject.name.strategy": self._strategy}
                 )
                 self._readers[kind] = reader
             return reader
@@ -276,7 +284,7 @@ class RegistryCodec:
 
                 ser = AvroSerializer(
                     self.client,
-                    _schema_text(kind),
+                    _schema(kind),
                     to_dict=to_dict,
                     conf={
                         "auto.register.schemas": True,
@@ -296,12 +304,8 @@ class RegistryCodec:
             The registry refused the schema (e.g. incompatible with the subject's
             latest version) or could not be reached.
         """
-        from confluent_kafka.schema_registry import Schema
-
         try:
-            registered = self.client.register_schema(
-                subject_of(topic), Schema(_schema_text(kind), "AVRO")
-            )
+            registered = self.client.register_schema(subject_of(topic), _schema(kind))
         except Exception as exc:
             raise RegistryUnavailable(
                 f"cannot register the {kind} schema under subject {subject_of(topic)!r}: "
