@@ -261,3 +261,16 @@ def test_a_dead_registry_stops_the_start_and_aborts_a_transaction() -> None:
     assert not ok and producer.calls == ["begin", "abort"]  # nothing half-written
     assert consumer.seeks == [(TOPICS.batches, 2, 41)]  # consumed again later
     assert p.transactions_aborted == 1
+
+
+def test_quarantine_show_reads_the_features_of_a_framed_original() -> None:
+    from worker.ops.quarantine import QuarantineEntry, entry_batch
+
+    s = registry_settings()
+    event = framed(s, reader_schema("BatchArrival"), codec.decode_event(PLAIN))
+    record = {"original": event, "source_topic": TOPICS.batches, "reasons": []}
+    entry = QuarantineEntry(TOPICS.quarantine, 0, 3, "admin_boundaries", {}, record, None)
+    batch = entry_batch(entry, s)
+    assert batch.batch_id == "b1" and batch.geometries_wkb == WORLD.geometries_wkb
+    with pytest.raises(ContractGateError, match="the original event does not decode"):
+        entry_batch(entry)  # without the registry the frame is not plain Avro

@@ -28,10 +28,11 @@ from worker.core.errors import ContractGateError, DecodeError
 from worker.core.jsonsafe import dumps_json
 from worker.core.model import Batch
 from worker.io import codec
+from worker.io.codec.registry import schema_id_of
 from worker.io.report import brief, offender_lines
 from worker.kafka.client import produce_one, read_topic
 from worker.kafka.routing import REPLAY_OF
-from worker.kafka.schema_registry import plain_value
+from worker.kafka.schema_registry import codec_for, plain_value
 from worker.kafka.settings import Settings
 
 __all__ = [
@@ -446,9 +447,10 @@ def _wrap(text: str, first: str, rest: str) -> list[str]:
     ) or [first]
 
 
-def entry_batch(entry: QuarantineEntry) -> Batch:
+def entry_batch(entry: QuarantineEntry, settings: Settings | None = None) -> Batch:
     """The batch of a quarantine record, decoded from the original event bytes it carries
-    (with its features loaded from ``payload_uri`` when sent by reference).
+    (with its features loaded from ``payload_uri`` when sent by reference). With
+    ``settings`` of a Schema Registry, a framed original is read with its writer schema.
 
     Raises
     ------
@@ -464,7 +466,12 @@ def entry_batch(entry: QuarantineEntry) -> Batch:
             "be shown (the source coordinates locate the event)"
         )
     try:
-        batch = codec.decode_batch(bytes(r["original"]))
+        registry = codec_for(settings) if settings is not None else None
+        original = bytes(r["original"])
+        if registry is not None and schema_id_of(original) is not None:
+            batch = registry.decode_batch(original, r["source_topic"])  # framed
+        else:
+            batch = codec.decode_batch(original)
     except DecodeError as exc:
         raise ContractGateError(
             f"{entry.coordinates}: the original event does not decode, it has no features "
