@@ -100,6 +100,14 @@ def add_kafka_args(p: argparse.ArgumentParser) -> None:
         metavar="KEY=VALUE",
         help="any librdkafka property for every client, repeatable (env CONTRACT_GATE_KAFKA_<KEY>)",
     )
+    g.add_argument(
+        "--schema-registry-url",
+        metavar="URL",
+        help="Confluent Schema Registry: read BatchArrival events framed with its wire format "
+        "(magic byte 0, schema id) and write quarantine and evaluation records the same way, "
+        "subjects <topic>-value (env CONTRACT_GATE_SCHEMA_REGISTRY_URL; basic auth from env "
+        "CONTRACT_GATE_SCHEMA_REGISTRY_BASIC_AUTH_USER_INFO=user:password). Default: plain Avro",
+    )
     d = Topics()
     for field_name, default in d.__dict__.items():
         spellings = {f"--{field_name.replace('_', '-')}-topic", f"--{field_name}-topic"}
@@ -125,6 +133,7 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         topics=topics,
         payload_roots=getattr(args, "payload_root", None),
         max_payload_bytes=getattr(args, "max_payload_bytes", None),
+        schema_registry_url=getattr(args, "schema_registry_url", None),
     )
 
 

@@ -147,10 +147,11 @@ def _replay_all(args: argparse.Namespace, settings: Any) -> int:
 
 def _write_pictures(args: argparse.Namespace, entry: Any) -> None:
     """``show --geojson FILE`` and ``--html FILE``: from the original event's features."""
+    from worker.cli.args import settings_from_args
     from worker.io.offenders import offenders_collection, offenders_of_record
     from worker.ops.quarantine import entry_batch
 
-    batch = entry_batch(entry)
+    batch = entry_batch(entry, settings_from_args(args))
     reasons = entry.record["reasons"]
     if args.geojson:
         doc = offenders_collection(batch, offenders_of_record(reasons), name=entry.batch_id)

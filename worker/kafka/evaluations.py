@@ -11,6 +11,7 @@ from typing import Any
 from worker.core.errors import ContractGateError
 from worker.io.codec import decode_evaluation
 from worker.kafka.client import read_topic
+from worker.kafka.schema_registry import plain_value
 from worker.kafka.settings import Settings
 
 __all__ = ["read_evaluations", "read_recent_evaluations"]
@@ -32,7 +33,7 @@ def read_evaluations(
         if key is not None and key.decode("utf-8", "replace") != layer:
             continue
         try:
-            record = decode_evaluation(msg.value())
+            record = decode_evaluation(plain_value(settings, msg.topic(), msg.value()))
         except ContractGateError:
             continue  # not ours to judge here; the evidence counts decodable records
         if record["layer"] == layer:
@@ -59,7 +60,7 @@ def read_recent_evaluations(
         settings, settings.topics.evaluations, tail=tail_per_partition, timeout_s=timeout_s
     ):
         try:
-            out.append(decode_evaluation(msg.value()))
+            out.append(decode_evaluation(plain_value(settings, msg.topic(), msg.value())))
         except ContractGateError:
             continue
     return out

@@ -20,7 +20,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
-from worker.core.errors import KafkaError
+from worker.core.errors import ContractGateError, KafkaError
 from worker.core.registry import ConfigEvent, RecordingRegistry
 from worker.core.replays import ReplayLedger
 from worker.core.slo import DEFAULT_MAX_VERDICTS
@@ -30,7 +30,8 @@ from worker.kafka.evaluations import read_recent_evaluations
 from worker.kafka.health import BrokerHealth, Watchdog
 from worker.kafka.instruments import Instruments, NullInstruments
 from worker.kafka.replays import read_admitted_replays
-from worker.kafka.routing import Outcome, Source, duplicate_replay, replay_of, route
+from worker.kafka.routing import Outcome, OutRecord, Source, duplicate_replay, replay_of, route
+from worker.kafka.schema_registry import codec_for, output_kinds
 from worker.kafka.settings import Settings
 
 __all__ = ["Pipeline", "partition_lag"]
@@ -149,6 +150,9 @@ class Pipeline:
         self.replays = ReplayLedger()  # originals admitted after a replay: admitted once
         #: per-major topic -> (exists, monotonic time of the check)
         self._per_major_topics: dict[str, tuple[bool, float]] = {}
+        #: Schema Registry wire format (``settings.schema_registry``), else plain Avro
+        self.schema_registry = codec_for(settings)
+        self._framed = output_kinds(settings.topics)
 
     @property
     def broker_unreachable_since(self) -> float | None:
@@ -199,6 +203,7 @@ class Pipeline:
         n = self.config.bootstrap(self.config_timeout_s, progress)
         self.metrics.set_config_bootstrap(n, True)
         self.metrics.set_lifecycle(self.registry.published(), self.clock)
+        self._register_schemas()
         self._restore_replays()
         restored = self._restore_slo()
         if progress and restored:
@@ -257,6 +262,35 @@ class Pipeline:
             log.warning("replay ledger starts empty: the admitted topic was not read (%s)", exc)
             return
         self.replays.add(found)
+
+    def _register_schemas(self) -> None:
+        """With a Schema Registry: register the schemas of the framed output topics now, so
+        producing needs no lookup later (the client caches the ids).
+
+        Raises
+        ------
+        KafkaError
+            The registry refuses a schema or cannot be reached (the message names the
+            subject; the worker does not start).
+        """
+        if self.schema_registry is None:
+            return
+        for topic, kind in self._framed.items():
+            try:
+                self.schema_registry.register(topic, kind)
+            except ContractGateError as exc:
+                raise KafkaError(f"schema registry: {exc}") from None
+
+    def _value(self, record: OutRecord) -> bytes:
+        """The bytes to produce: quarantine and evaluation records framed in the Schema
+        Registry wire format when one is configured; everything else as routed."""
+        kind = self._framed.get(record.topic)
+        if self.schema_registry is None or kind is None:
+            return record.value
+        try:
+            return self.schema_registry.frame(record.value, record.topic, kind)
+        except ContractGateError as exc:  # the transaction is aborted and retried
+            raise KafkaError(f"schema registry: {exc}") from None
 
     def _restore_slo(self) -> int:
         """Refill the SLO windows from the tail of the evaluations topic (bounded: at most
@@ -352,6 +386,7 @@ class Pipeline:
                 now=self.clock(),
                 worker_id=self.settings.instance_id,
                 payload_loader=self._load_payload,
+                registry=self.schema_registry,
             )
             for m in events
         ]
@@ -406,7 +441,7 @@ class Pipeline:
                 for outcome in outcomes:
                     for r in outcome.records:
                         if r.topic not in missing:
-                            _produce(producer, r.topic, r.key, r.value, r.headers)
+                            _produce(producer, r.topic, r.key, self._value(r), r.headers)
             with self._guard("send_offsets_to_transaction", SEND_OFFSETS_TIMEOUT_S):
                 producer.send_offsets_to_transaction(
                     [TopicPartition(t, p, o) for (t, p), o in next_offsets.items()],

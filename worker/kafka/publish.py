@@ -113,8 +113,22 @@ def publish_contract(
 def publish_batch(
     settings: Settings, batch: Batch, *, payload_uri: str | None = None
 ) -> tuple[int, int]:
-    """Publish one batch-arrival event keyed by layer; returns ``(partition, offset)``."""
+    """Publish one batch-arrival event keyed by layer; returns ``(partition, offset)``.
+
+    With ``settings.schema_registry`` the event is framed in the Schema Registry wire
+    format (our schema registered under ``<batches topic>-value``).
+
+    Raises
+    ------
+    RegistryUnavailable
+        The registry cannot be reached or refuses the schema.
+    """
+    from worker.kafka.schema_registry import codec_for
+
     value = encode_batch(batch, inline=payload_uri is None, payload_uri=payload_uri)
+    registry = codec_for(settings)
+    if registry is not None:
+        value = registry.frame(value, settings.topics.batches, "BatchArrival")
     return produce_one(settings, settings.topics.batches, batch.layer, value)
 
 

@@ -12,9 +12,10 @@ specific reason (``decode_error``; ``payload_not_allowed``, ``payload_unavailabl
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from worker.core.echo import clip
 from worker.core.errors import DecodeError, PayloadError
@@ -24,6 +25,9 @@ from worker.core.read_paths import opts_in, passing_majors
 from worker.io import codec
 from worker.io.features import derive_schema, load_payload
 from worker.kafka.settings import MAX_MESSAGE_BYTES, Topics
+
+if TYPE_CHECKING:
+    from worker.io.codec.registry import RegistryCodec
 
 __all__ = ["REPLAY_OF", "OutRecord", "Outcome", "Source", "route"]
 
@@ -145,6 +149,7 @@ def route(
     now: datetime,
     worker_id: str,
     payload_loader: Callable[[str, Batch], Batch] | None = None,
+    registry: RegistryCodec | None = None,
 ) -> Outcome:
     """Decide one event and build its output records.
 
@@ -164,6 +169,10 @@ def route(
         ``(payload_uri, batch) -> batch with features``; default
         :func:`worker.io.features.load_payload` with no payload root, which refuses every
         URI (``payload_not_allowed``): the worker passes one with its configured roots.
+    registry : RegistryCodec, optional
+        Read the event in the Schema Registry wire format (writer schema by id); a wrong
+        magic byte, an unknown id or a failed lookup is a ``decode_error``. Default: plain
+        Avro. Output records are framed by the pipeline when it produces them.
 
     Returns
     -------
@@ -181,7 +190,10 @@ def route(
     try:
         if source.value is None:
             raise DecodeError("event has no value (null record)")
-        batch = codec.decode_batch(source.value)
+        if registry is None:
+            batch = codec.decode_batch(source.value)
+        else:
+            batch = registry.decode_batch(source.value, source.topic)
         layer = batch.layer
         if batch.payload_uri and not batch.geometries_wkb:
             batch = (payload_loader or load_payload)(batch.payload_uri, batch)
@@ -192,7 +204,10 @@ def route(
             batch = replace(batch, schema_fields=derive_schema(batch.attributes))
     except DecodeError as exc:
         decision = _failed("decode_error", f"undecodable batch-arrival event: {exc}")
-        layer, salvaged_id = _salvage(source.value)
+        layer, salvaged_id = _salvage(
+            source.value,
+            codec.decode_event if registry is None else registry.event_decoder(source.topic),
+        )
     except PayloadError as exc:  # its reason code; the message names the URI, not content
         decision = _failed(
             exc.reason,
@@ -336,14 +351,16 @@ def _per_major_records(
     ]
 
 
-def _salvage(value: bytes | None) -> tuple[str | None, str | None]:
+def _salvage(
+    value: bytes | None, decode_event: Callable[[bytes], Mapping[str, object]]
+) -> tuple[str | None, str | None]:
     """``(layer, batch_id)`` of an event whose Avro record parses but does not make a
     valid batch (e.g. neither features nor payload_uri), so its quarantine record can be
     found by batch id; ``(None, None)`` when even the record does not parse."""
     if value is None:
         return None, None
     try:
-        record = codec.decode_event(value)
+        record = decode_event(value)
     except Exception:
         return None, None
     layer, batch_id = record.get("layer"), record.get("batch_id")

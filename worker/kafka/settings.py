@@ -23,6 +23,7 @@ __all__ = [
     "MAX_MESSAGE_BYTES",
     "PRINTABLE_KEYS",
     "SECRET_KEYS",
+    "SchemaRegistrySettings",
     "Settings",
     "Topics",
     "default_instance_id",
@@ -153,6 +154,46 @@ class Topics:
 
 
 @dataclass(frozen=True)
+class SchemaRegistrySettings:
+    """Where the Confluent Schema Registry is and how to reach it (None in
+    :attr:`Settings.schema_registry`: plain Avro, no framing).
+
+    ``user_info`` (``user:password``, basic auth) is a secret: never printed, not in repr.
+    Lookups are bounded: each HTTP request by ``timeout_s``, retried at most
+    ``max_retries`` times (so a lookup against a dead registry ends within about
+    ``(1 + max_retries) * timeout_s`` plus a second of backoff).
+    """
+
+    url: str
+    user_info: str | None = field(default=None, repr=False)
+    timeout_s: float = 5.0
+    max_retries: int = 1
+
+    def client_config(self) -> dict[str, Any]:
+        """The configuration of ``confluent_kafka.schema_registry.SchemaRegistryClient``."""
+        conf: dict[str, Any] = {
+            "url": self.url,
+            "timeout": self.timeout_s,
+            "max.retries": self.max_retries,
+            "retries.wait.ms": 200,
+            "retries.max.wait.ms": 1000,
+        }
+        if self.user_info:
+            conf["basic.auth.user.info"] = self.user_info
+        return conf
+
+    def describe(self) -> str:
+        """The URL without any ``user:password@`` part, and whether basic auth is set."""
+        from urllib.parse import urlsplit
+
+        parts = urlsplit(self.url.split(",")[0].strip())
+        host = parts.hostname or ""
+        shown = f"{parts.scheme}://{host}" + (f":{parts.port}" if parts.port else "") + parts.path
+        auth = self.user_info or "@" in parts.netloc
+        return f"schema-registry={shown}" + (" auth=***" if auth else "")
+
+
+@dataclass(frozen=True)
 class Settings:
     """Connection and naming settings shared by every command that talks to Kafka.
 
@@ -176,6 +217,9 @@ class Settings:
     #: Where by-reference payloads may be read and how large they may be (default: no
     #: root, so by-reference events are quarantined with ``payload_not_allowed``).
     payload: PayloadPolicy = field(default_factory=PayloadPolicy)
+    #: Confluent Schema Registry wire format for BatchArrival events read and quarantine
+    #: and evaluation records written (None: plain Avro).
+    schema_registry: SchemaRegistrySettings | None = None
 
     def with_(self, **changes: Any) -> Settings:
         return replace(self, **changes)
@@ -275,6 +319,11 @@ class Settings:
             raise ContractGateError(
                 f"{exc} (--max-payload-bytes, CONTRACT_GATE_MAX_PAYLOAD_BYTES)"
             ) from None
+        url = overrides.pop("schema_registry_url", None) or env.get(
+            "CONTRACT_GATE_SCHEMA_REGISTRY_URL"
+        )
+        if url:
+            kwargs["schema_registry"] = _registry_settings(url, env)
         if env.get("KAFKA_BOOTSTRAP_SERVERS"):
             kwargs["bootstrap_servers"] = env["KAFKA_BOOTSTRAP_SERVERS"]
         if env.get("CONTRACT_GATE_GROUP_ID"):
@@ -296,6 +345,28 @@ class Settings:
         return cls(**kwargs)
 
 
+def _registry_settings(url: str, env: Mapping[str, str]) -> SchemaRegistrySettings:
+    """Schema Registry settings of ``url`` with ``CONTRACT_GATE_SCHEMA_REGISTRY_*``."""
+    name = "CONTRACT_GATE_SCHEMA_REGISTRY_TIMEOUT_S"
+    try:
+        timeout = float(env.get(name) or 5.0)
+    except ValueError:
+        timeout = -1.0
+    if not timeout > 0:
+        raise ContractGateError(f"{name}={env.get(name)!r} is not a number of seconds > 0")
+    if not url.startswith(("http://", "https://", "mock://")):
+        raise ContractGateError(
+            "--schema-registry-url / CONTRACT_GATE_SCHEMA_REGISTRY_URL must start with "
+            "http:// or https:// (e.g. https://registry.example:8081)"
+        )
+    user_info = env.get("CONTRACT_GATE_SCHEMA_REGISTRY_BASIC_AUTH_USER_INFO") or None
+    if user_info is not None and ":" not in user_info:
+        raise ContractGateError(
+            "CONTRACT_GATE_SCHEMA_REGISTRY_BASIC_AUTH_USER_INFO must be user:password"
+        )
+    return SchemaRegistrySettings(url=url, user_info=user_info, timeout_s=timeout)
+
+
 def describe_settings(settings: Settings) -> str:
     """One line describing the settings; only values of :data:`PRINTABLE_KEYS` are shown.
 
@@ -312,4 +383,5 @@ def describe_settings(settings: Settings) -> str:
         + (" static-membership" if settings.static_membership else "")
         + (f" extra[{extra}]" if extra else "")
         + f"; {settings.payload.describe()}"
+        + (f"; {settings.schema_registry.describe()}" if settings.schema_registry else "")
     )

@@ -28,9 +28,11 @@ from worker.core.errors import ContractGateError, DecodeError
 from worker.core.jsonsafe import dumps_json
 from worker.core.model import Batch
 from worker.io import codec
+from worker.io.codec.registry import schema_id_of
 from worker.io.report import brief, offender_lines
 from worker.kafka.client import produce_one, read_topic
 from worker.kafka.routing import REPLAY_OF
+from worker.kafka.schema_registry import codec_for, plain_value
 from worker.kafka.settings import Settings
 
 __all__ = [
@@ -82,13 +84,16 @@ class QuarantineEntry:
         return f"{self.topic}[{self.partition}]@{self.offset}"
 
 
-def _entry(msg: Any) -> QuarantineEntry:
+def _entry(msg: Any, settings: Settings | None = None) -> QuarantineEntry:
     raw_key = msg.key()
     headers = {k: (v or b"").decode("utf-8", "replace") for k, v in (msg.headers() or [])}
     record: dict[str, Any] | None = None
     error: str | None = None
     try:
-        record = codec.decode_quarantine(msg.value() or b"")
+        value = msg.value() or b""
+        if settings is not None:  # framed in the Schema Registry wire format when configured
+            value = plain_value(settings, msg.topic(), value)
+        record = codec.decode_quarantine(value)
     except DecodeError as exc:
         error = str(exc)
     return QuarantineEntry(
@@ -125,7 +130,7 @@ def read_quarantine(
     for msg in read_topic(
         settings, settings.topics.quarantine, timeout_s=timeout_s, follow=follow, stop=stop
     ):
-        entry = _entry(msg)
+        entry = _entry(msg, settings)
         if layer is None or entry.layer == layer:
             yield entry
 
@@ -446,9 +451,10 @@ def _wrap(text: str, first: str, rest: str) -> list[str]:
     ) or [first]
 
 
-def entry_batch(entry: QuarantineEntry) -> Batch:
+def entry_batch(entry: QuarantineEntry, settings: Settings | None = None) -> Batch:
     """The batch of a quarantine record, decoded from the original event bytes it carries
-    (with its features loaded from ``payload_uri`` when sent by reference).
+    (with its features loaded from ``payload_uri`` when sent by reference). With
+    ``settings`` of a Schema Registry, a framed original is read with its writer schema.
 
     Raises
     ------
@@ -464,7 +470,12 @@ def entry_batch(entry: QuarantineEntry) -> Batch:
             "be shown (the source coordinates locate the event)"
         )
     try:
-        batch = codec.decode_batch(bytes(r["original"]))
+        registry = codec_for(settings) if settings is not None else None
+        original = bytes(r["original"])
+        if registry is not None and schema_id_of(original) is not None:
+            batch = registry.decode_batch(original, r["source_topic"])  # framed
+        else:
+            batch = codec.decode_batch(original)
     except DecodeError as exc:
         raise ContractGateError(
             f"{entry.coordinates}: the original event does not decode, it has no features "

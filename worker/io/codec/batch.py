@@ -162,7 +162,8 @@ def decode_event(data: bytes) -> dict[str, Any]:
         The bytes are not one complete BatchArrival record.
     """
     try:
-        return _read(BATCH_ARRIVAL_PLANAR, data, "BatchArrival record")
+        record = _read(BATCH_ARRIVAL_PLANAR, data, "BatchArrival record")
+        return {**record, "edges": None, "orientation": None}  # the defaults they stand for
     except DecodeError as planar:
         try:  # an event that carries edges / orientation (two trailing fields)
             return _read(BATCH_ARRIVAL, data, "BatchArrival record")

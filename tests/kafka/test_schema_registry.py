@@ -1,0 +1,276 @@
+"""Schema Registry wiring in worker.kafka: settings, routing of framed events, the framing
+of output records by the pipeline, readers of the framed topics (``mock://`` registry)."""
+
+from __future__ import annotations
+
+import json
+import socket
+import uuid
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
+from confluent_kafka.serialization import MessageField, SerializationContext
+
+from tests.kafka.test_pipeline import FakeConsumer, FakeMessage
+from worker.cli.scenario import data_file
+from worker.core.errors import ContractGateError, KafkaError
+from worker.core.model import ActiveVersion
+from worker.io import codec
+from worker.io.codec.registry import reader_schema, schema_id_of
+from worker.io.contract_files import load_contract
+from worker.io.features import read_batch_file
+from worker.kafka.pipeline import Pipeline
+from worker.kafka.routing import Outcome, Source, route
+from worker.kafka.schema_registry import codec_for, plain_value, registry_client
+from worker.kafka.settings import SchemaRegistrySettings, Settings, Topics, describe_settings
+
+NOW = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
+TOPICS = Topics()
+V1 = ActiveVersion(load_contract(data_file("contracts/admin_boundaries.v1.yaml")), "enforcing")
+WORLD = read_batch_file(
+    data_file("admin_boundaries.parquet"),
+    layer="admin_boundaries",
+    crs="EPSG:4326",
+    data_time=NOW - timedelta(hours=1),
+    batch_id="b1",
+)
+PLAIN = codec.encode_batch(WORLD)
+
+
+def registry_settings() -> Settings:
+    """Settings with a ``mock://`` registry of this test alone."""
+    sr = SchemaRegistrySettings(url=f"mock://{uuid.uuid4().hex}")
+    return Settings(instance_id="pod-0", schema_registry=sr)
+
+
+def framed(settings: Settings, schema: dict, record: dict) -> bytes:
+    """An event as a producer with the library's AvroSerializer writes it."""
+    assert settings.schema_registry is not None
+    ser = AvroSerializer(registry_client(settings.schema_registry), json.dumps(schema))
+    out = ser(record, SerializationContext(TOPICS.batches, MessageField.VALUE))
+    assert out is not None
+    return bytes(out)
+
+
+def go(settings: Settings, value: bytes) -> Outcome:
+    return route(
+        Source(TOPICS.batches, 2, 41, b"admin_boundaries", value),
+        lambda layer: (V1,) if layer == "admin_boundaries" else (),
+        TOPICS,
+        now=NOW,
+        worker_id="w",
+        registry=codec_for(settings),
+    )
+
+
+# -- settings -----------------------------------------------------------------------------
+
+
+def test_settings_from_env_and_flag_and_the_secret_never_printed() -> None:
+    env = {
+        "CONTRACT_GATE_SCHEMA_REGISTRY_URL": "https://bob:urlpass@sr.example:8081",
+        "CONTRACT_GATE_SCHEMA_REGISTRY_BASIC_AUTH_USER_INFO": "key:hunter2",
+        "CONTRACT_GATE_SCHEMA_REGISTRY_TIMEOUT_S": "2.5",
+    }
+    s = Settings.from_env(env)
+    assert s.schema_registry == SchemaRegistrySettings(
+        "https://bob:urlpass@sr.example:8081", "key:hunter2", 2.5
+    )
+    conf = s.schema_registry.client_config()
+    assert conf["basic.auth.user.info"] == "key:hunter2" and conf["timeout"] == 2.5
+    line = describe_settings(s)
+    assert "schema-registry=https://sr.example:8081 auth=***" in line
+    assert "hunter2" not in line and "urlpass" not in line and "bob" not in line
+    assert "hunter2" not in repr(s)
+
+    flagged = Settings.from_env(env, schema_registry_url="http://sr2:8081")
+    assert flagged.schema_registry is not None and flagged.schema_registry.url == "http://sr2:8081"
+    assert Settings.from_env({}).schema_registry is None  # plain Avro by default
+    assert "schema-registry" not in describe_settings(Settings.from_env({}))
+
+
+@pytest.mark.parametrize(
+    ("env", "message"),
+    [
+        ({"CONTRACT_GATE_SCHEMA_REGISTRY_URL": "sr:8081"}, "must start with http:// or https://"),
+        (
+            {
+                "CONTRACT_GATE_SCHEMA_REGISTRY_URL": "http://sr:8081",
+                "CONTRACT_GATE_SCHEMA_REGISTRY_TIMEOUT_S": "soon",
+            },
+            "CONTRACT_GATE_SCHEMA_REGISTRY_TIMEOUT_S='soon' is not a number of seconds",
+        ),
+        (
+            {
+                "CONTRACT_GATE_SCHEMA_REGISTRY_URL": "http://sr:8081",
+                "CONTRACT_GATE_SCHEMA_REGISTRY_BASIC_AUTH_USER_INFO": "justakey",
+            },
+            "BASIC_AUTH_USER_INFO must be user:password",
+        ),
+    ],
+)
+def test_bad_registry_settings_name_the_variable(env: dict[str, str], message: str) -> None:
+    with pytest.raises(ContractGateError, match=message) as err:
+        Settings.from_env(env)
+    assert "justakey" not in str(err.value)
+
+
+# -- routing ------------------------------------------------------------------------------
+
+
+def test_a_framed_event_is_admitted_with_its_original_bytes() -> None:
+    s = registry_settings()
+    event = framed(s, reader_schema("BatchArrival"), codec.decode_event(PLAIN))
+    out = go(s, event)
+    assert out.decision.decision == "admitted", out.decision.reasons
+    admitted = [r for r in out.records if r.topic == TOPICS.admitted]
+    assert [r.value for r in admitted] == [event]  # forwarded unchanged, frame and all
+    assert [r.topic for r in out.records].count(TOPICS.evaluations) == 1
+
+
+def test_an_event_of_an_evolved_producer_schema_is_decided_as_ours() -> None:
+    s = registry_settings()
+    schema = reader_schema("BatchArrival")
+    schema["fields"].append({"name": "region", "type": ["null", "string"], "default": None})
+    event = framed(s, schema, {**codec.decode_event(PLAIN), "region": "north"})
+    out = go(s, event)
+    assert out.decision.decision == "admitted", out.decision.reasons
+    assert out.batch_id == "b1" and out.layer == "admin_boundaries"
+
+
+def reason_of(out: Outcome) -> tuple[str, str]:
+    assert out.decision.decision == "quarantined"
+    (record,) = [r for r in out.records if r.topic == TOPICS.quarantine]
+    q = codec.decode_quarantine(record.value)
+    return q["reason_code"], q["reasons"][0]["message"]
+
+
+def test_plain_avro_unknown_id_and_dead_registry_are_decode_errors() -> None:
+    s = registry_settings()
+    code, message = reason_of(go(s, PLAIN))
+    assert code == "decode_error"
+    assert f"magic byte {PLAIN[0]}, expected 0" in message
+
+    code, message = reason_of(go(s, b"\x00" + (77).to_bytes(4, "big") + PLAIN))
+    assert code == "decode_error" and "schema id 77 is unknown to the schema registry" in message
+
+    with socket.create_server(("127.0.0.1", 0)) as srv:
+        port = srv.getsockname()[1]  # nothing listens there once closed
+    dead = Settings(
+        schema_registry=SchemaRegistrySettings(f"http://127.0.0.1:{port}", max_retries=0)
+    )
+    code, message = reason_of(go(dead, b"\x00" + (5).to_bytes(4, "big") + PLAIN))
+    assert code == "decode_error"
+    assert "writer schema id 5 cannot be looked up: the registry is unreachable" in message
+
+
+def test_a_framed_record_that_is_not_a_batch_is_quarantined_with_its_ids() -> None:
+    s = registry_settings()
+    record = {**codec.decode_event(PLAIN), "features": None, "payload_uri": None}
+    out = go(s, framed(s, reader_schema("BatchArrival"), record))
+    code, message = reason_of(out)
+    assert code == "decode_error" and "neither inline features nor a payload_uri" in message
+    assert (out.layer, out.batch_id) == ("admin_boundaries", "b1")  # salvaged from the frame
+
+
+# -- the pipeline frames its output records -----------------------------------------------
+
+
+@dataclass
+class RecordingProducer:
+    produced: list[tuple[str, bytes]] = field(default_factory=list)
+    calls: list[str] = field(default_factory=list)
+
+    def begin_transaction(self) -> None:
+        self.calls.append("begin")
+
+    def produce(self, topic: str, *, key: Any, value: bytes, headers: Any) -> None:
+        self.produced.append((topic, value))
+
+    def poll(self, timeout: float = 0) -> int:
+        return 0
+
+    def send_offsets_to_transaction(self, offsets: Any, meta: Any, timeout: float) -> None:
+        self.calls.append("offsets")
+
+    def commit_transaction(self, timeout: float) -> None:
+        self.calls.append("commit")
+
+    def abort_transaction(self, timeout: float) -> None:
+        self.calls.append("abort")
+
+
+def commit(p: Pipeline, outcomes: list[Outcome]) -> tuple[bool, RecordingProducer, FakeConsumer]:
+    producer, consumer = RecordingProducer(), FakeConsumer()
+    p._producer, p._consumer = producer, consumer
+    p.assigned = frozenset({(TOPICS.batches, 2)})
+    events = [FakeMessage(TOPICS.batches, 2, 41 + i) for i in range(len(outcomes))]
+    return p._commit(events, outcomes), producer, consumer
+
+
+def test_quarantine_and_evaluation_records_are_framed_admitted_ones_untouched() -> None:
+    s = registry_settings()
+    event = framed(s, reader_schema("BatchArrival"), codec.decode_event(PLAIN))
+    admitted, quarantined = go(s, event), go(s, PLAIN)
+    p = Pipeline(s)
+    p._register_schemas()
+    ok, producer, _ = commit(p, [admitted, quarantined])
+    assert ok and producer.calls == ["begin", "offsets", "commit"]
+    by_topic: dict[str, list[bytes]] = {}
+    for topic, value in producer.produced:
+        by_topic.setdefault(topic, []).append(value)
+    assert by_topic[TOPICS.admitted] == [event]
+
+    client = registry_client(s.schema_registry)  # type: ignore[arg-type]
+    q_id = client.get_latest_version(f"{TOPICS.quarantine}-value").schema_id
+    e_id = client.get_latest_version(f"{TOPICS.evaluations}-value").schema_id
+    (q,) = by_topic[TOPICS.quarantine]
+    (e,) = by_topic[TOPICS.evaluations]
+    assert schema_id_of(q) == q_id and schema_id_of(e) == e_id and q_id != e_id
+
+    # read as a downstream consumer would, with the library's deserializer
+    ctx = SerializationContext(TOPICS.quarantine, MessageField.VALUE)
+    record = AvroDeserializer(client)(q, ctx)
+    assert record["reason_code"] == "decode_error" and record["original"] == PLAIN
+    ctx = SerializationContext(TOPICS.evaluations, MessageField.VALUE)
+    assert AvroDeserializer(client)(e, ctx)["batch_id"] == "b1"
+
+    # and as the gate's own readers do (quarantine tail, SLO restore)
+    assert codec.decode_quarantine(plain_value(s, TOPICS.quarantine, q))["reason_code"] == (
+        "decode_error"
+    )
+    assert codec.decode_evaluation(plain_value(s, TOPICS.evaluations, e))["passed"] is True
+    plain_q = quarantined.records[-1].value
+    assert plain_value(s, TOPICS.quarantine, plain_q) == plain_q  # older plain records
+    assert plain_value(Settings(), TOPICS.quarantine, q) == q  # no registry: untouched
+
+
+def test_a_dead_registry_stops_the_start_and_aborts_a_transaction() -> None:
+    with socket.create_server(("127.0.0.1", 0)) as srv:
+        port = srv.getsockname()[1]
+    sr = SchemaRegistrySettings(f"http://127.0.0.1:{port}", timeout_s=0.5, max_retries=0)
+    p = Pipeline(Settings(instance_id="pod-0", schema_registry=sr))
+    with pytest.raises(KafkaError, match=r"subject 'gis\.batches\.quarantine-value'.*unreachable"):
+        p._register_schemas()
+    outcome = go(Settings(), PLAIN)  # admitted (plain Avro): its evaluation record is framed
+    assert outcome.decision.admitted
+    ok, producer, consumer = commit(p, [outcome])
+    assert not ok and producer.calls == ["begin", "abort"]  # nothing half-written
+    assert consumer.seeks == [(TOPICS.batches, 2, 41)]  # consumed again later
+    assert p.transactions_aborted == 1
+
+
+def test_quarantine_show_reads_the_features_of_a_framed_original() -> None:
+    from worker.ops.quarantine import QuarantineEntry, entry_batch
+
+    s = registry_settings()
+    event = framed(s, reader_schema("BatchArrival"), codec.decode_event(PLAIN))
+    record = {"original": event, "source_topic": TOPICS.batches, "reasons": []}
+    entry = QuarantineEntry(TOPICS.quarantine, 0, 3, "admin_boundaries", {}, record, None)
+    batch = entry_batch(entry, s)
+    assert batch.batch_id == "b1" and batch.geometries_wkb == WORLD.geometries_wkb
+    with pytest.raises(ContractGateError, match="the original event does not decode"):
+        entry_batch(entry)  # without the registry the frame is not plain Avro
