@@ -243,3 +243,11 @@ def test_framing_something_that_is_not_the_record_kind_fails_by_name() -> None:
     rc = RegistryCodec(mock_client())
     with pytest.raises(DecodeError, match="not a EvaluationRecord"):
         rc.frame(b"\x02", "gis.contract.evaluations", "EvaluationRecord")
+
+
+def test_a_planar_batch_event_is_framed_and_reads_back() -> None:
+    # planar events leave out the two trailing optional fields: framing must still read them
+    rc = RegistryCodec(mock_client())
+    framed = rc.frame(PLAIN, TOPIC, "BatchArrival")
+    assert framed[0] == 0
+    assert rc.decode_batch(framed, TOPIC).geometries_wkb == WORLD.geometries_wkb

@@ -37,7 +37,7 @@ from typing import Any
 
 from worker.core.errors import ContractGateError, DecodeError
 from worker.io.codec import avro as _avro
-from worker.io.codec.batch import batch_from_event
+from worker.io.codec.batch import batch_from_event, decode_event
 
 __all__ = [
     "FAILED_LOOKUP_TTL_S",
@@ -280,6 +280,8 @@ class RegistryCodec:
                 schema = KINDS[kind][1]
 
                 def to_dict(plain: Any, ctx: Any) -> dict[str, Any]:
+                    if kind == "BatchArrival":  # planar events omit the two trailing fields
+                        return decode_event(plain)
                     return _avro._read(schema, plain, kind)
 
                 ser = AvroSerializer(
