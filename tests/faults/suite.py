@@ -433,13 +433,13 @@ def scenarios(quick: bool) -> list[tuple[str, Callable[[str], Row]]]:
 
 def render(rows: list[Row]) -> str:
     head = (
-        f"{'scenario':<40} {'runs':>4} {'in':>4} {'out':>4} {'lost':>4} {'dup':>4} "
+        f"{'scenario':<52} {'runs':>4} {'in':>4} {'out':>4} {'lost':>4} {'dup':>4} "
         f"{'up':>3} {'RSS MiB':>8} {'decide s':>8}  result"
     )
     lines = [head, "-" * len(head)]
     for r in rows:
         lines.append(
-            f"{r.name:<40} {r.runs:>4} {r.inputs:>4} {r.outputs:>4} {r.lost:>4} "
+            f"{r.name:<52} {r.runs:>4} {r.inputs:>4} {r.outputs:>4} {r.lost:>4} "
             f"{r.duplicated:>4} {'yes' if r.stayed_up else 'NO':>3} {r.peak_rss_mib:>8.0f} "
             f"{r.decide_s:>8.1f}  {'PASS' if r.ok else 'FAIL'}" + (f"  {r.note}" if r.note else "")
         )
