@@ -17,6 +17,7 @@ import uuid
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
@@ -166,10 +167,6 @@ def read_batch_file(
         data_time = mtime or datetime.now(timezone.utc)
     elif data_time.tzinfo is None:
         raise _fail(p, "data_time must be timezone-aware (UTC)")
-    try:
-        fields = derive_schema(data.attributes)
-    except ValueError as exc:
-        raise _fail(p, str(exc)) from None
     return Batch(
         batch_id=batch_id or str(uuid.uuid4()),
         layer=layer,
@@ -178,16 +175,30 @@ def read_batch_file(
         produced_at=datetime.now(timezone.utc),
         declared_crs=crs if crs is not None else data.declared_crs,
         axis_order=axis_order or data.axis_order,  # type: ignore[arg-type]
-        schema_fields=fields,
         feature_count=len(data.geometries_wkb),
-        geometries_wkb=data.geometries_wkb,
-        attributes=data.attributes,
-        geometry_errors=data.geometry_errors,
-        edges=data.edges,
-        orientation=data.orientation,
-        covering_bbox=data.covering_bbox,
-        feature_ids=data.feature_ids,
+        **_feature_fields(data, str(p)),
     )
+
+
+def _feature_fields(data: FeatureData, where: str) -> dict[str, Any]:
+    """The :class:`Batch` fields a reader's :class:`FeatureData` determines: geometries,
+    attributes and their schema (the file's, not a producer's declaration), reader errors,
+    the GeoParquet metadata that changes what the geometries mean, and feature ids. One
+    place, so a field the readers add reaches every batch built from a file."""
+    try:
+        fields = derive_schema(data.attributes)
+    except ValueError as exc:
+        raise _fail(where, str(exc)) from None
+    return {
+        "geometries_wkb": data.geometries_wkb,
+        "attributes": data.attributes,
+        "schema_fields": fields,
+        "geometry_errors": data.geometry_errors,
+        "edges": data.edges,
+        "orientation": data.orientation,
+        "covering_bbox": data.covering_bbox,
+        "feature_ids": data.feature_ids,
+    }
 
 
 def load_payload(
@@ -250,19 +261,4 @@ def load_payload(
     # The schema is the file's, not the event's declaration: the file is what is evaluated
     # (a fresh-user session had a retyped column admitted by reference while `check` of the
     # same file broke the schema clause).
-    try:
-        fields = derive_schema(data.attributes)
-    except ValueError as exc:
-        raise PayloadError(f"{uri}: {exc}") from None
-    return replace(
-        event,
-        geometries_wkb=data.geometries_wkb,
-        attributes=data.attributes,
-        schema_fields=fields,
-        payload_uri=uri,
-        geometry_errors=data.geometry_errors,
-        edges=data.edges,
-        orientation=data.orientation,
-        covering_bbox=data.covering_bbox,
-        feature_ids=data.feature_ids,
-    )
+    return replace(event, payload_uri=uri, **_feature_fields(data, uri))
