@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from worker.cli.main import main
+from tests.integration.cli import run_cli as _cli
 from worker.cli.scenario import data_file
 from worker.core.contracts import parse_contract
 from worker.core.model import Contract
@@ -40,20 +40,6 @@ def _publish(settings: Settings, *contracts: Contract) -> None:
     for c in contracts:
         value = encode_contract_record(contract_record(c, mode="enforcing"))
         produce_one(settings, settings.topics.contracts, c.key, value)
-
-
-def _kafka_argv(settings: Settings) -> list[str]:
-    argv = ["--bootstrap-servers", settings.bootstrap_servers, "--group-id", settings.group_id]
-    for name, topic in settings.topics.__dict__.items():
-        argv += [f"--{name}-topic", topic]
-    return argv
-
-
-def _cli(settings: Settings, capsys: Any, *args: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    code = main([*args, *_kafka_argv(settings)])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _status(settings: Settings, capsys: Any) -> dict[str, dict[str, Any]]:

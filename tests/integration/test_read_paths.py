@@ -16,7 +16,7 @@ from typing import Any
 
 import pytest
 
-from worker.cli.main import main
+from tests.integration.cli import run_cli as _cli
 from worker.cli.scenario import data_file
 from worker.core.contracts import parse_contract
 from worker.core.model import Contract
@@ -40,20 +40,6 @@ def _contracts() -> tuple[Contract, Contract]:
     v8_text = V1.replace("version: v1\n", "version: v8\nread_paths: per_major\n")
     v8 = parse_contract(v8_text.replace(SEVEN_SEAS, ""), source="v8")
     return v7, v8
-
-
-def _kafka_argv(settings: Settings) -> list[str]:
-    argv = ["--bootstrap-servers", settings.bootstrap_servers, "--group-id", settings.group_id]
-    for name, topic in settings.topics.__dict__.items():
-        argv += [f"--{name.replace('_', '-')}-topic", topic]
-    return argv
-
-
-def _cli(settings: Settings, capsys: Any, *args: str) -> tuple[int, str, str]:
-    capsys.readouterr()
-    code = main([*args, *_kafka_argv(settings)])
-    out, err = capsys.readouterr()
-    return code, out, err
 
 
 def _records(settings: Settings, topic: str) -> list[Any]:
