@@ -572,3 +572,27 @@ def test_unknown_edges_or_orientation_values_are_decode_errors() -> None:
     fastavro.schemaless_writer(out, BATCH_ARRIVAL, raw)
     with pytest.raises(DecodeError, match="edges 'ellipsoidal': expected null, planar or"):
         codec.decode_batch(out.getvalue())
+
+
+def test_production_writes_validate_only_a_failed_record_and_name_its_field(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from worker.io.codec import avro
+
+    monkeypatch.setattr(avro, "validate_writes", False)
+    record = {
+        "layer": "roads",
+        "version": "v1.0",
+        "document": "layer: roads\n",
+        "digest": "ab" * 32,
+        "mode": "shadow",
+        "state": "active",
+        "published_at": T0,
+        "published_by": "alice",
+        "changelog": "",
+    }
+    named = r"(?s)cannot encode ContractRecord roads: ValidationError.*\.mode is <shadow>"
+    with pytest.raises(Exception, match=named):
+        codec.encode_contract_record(record)
+    good = {**record, "mode": "enforcing"}
+    assert codec.decode_contract_record(codec.encode_contract_record(good))["mode"] == "enforcing"

@@ -25,6 +25,7 @@ from worker.core.durations import parse_duration_s
 from worker.core.echo import clip
 from worker.core.facts import GEOMETRY_TYPES, BatchFacts
 from worker.core.jsonsafe import finite_json
+from worker.core.memo import identity_memo
 from worker.core.model import (
     MAX_OFFENDERS,
     VALUE_TYPES_KEY,
@@ -196,6 +197,26 @@ def _unplaceable_break(
     return _result(clause, False, measured, expected, message)
 
 
+@identity_memo(maxsize=512)
+def _extent_region(clause: Clause, crs: CRS | None) -> shapely.Geometry:
+    """The extent clause's region in ``crs``, widened by its ``tolerance`` (mitred, so a
+    box stays a box) and prepared; built once per (clause, CRS), not per event."""
+    region = region_geometry(clause.params["region"], crs)
+    tolerance = float(clause.params.get("tolerance", 0.0) or 0.0)
+    if tolerance > 0:
+        region = region.buffer(tolerance, join_style="mitre")
+    shapely.prepare(region)
+    return region
+
+
+@identity_memo(maxsize=512)
+def _coverage_region(clause: Clause, crs: CRS | None) -> tuple[shapely.Geometry, float]:
+    """The coverage clause's region in ``crs`` and its area (see
+    :func:`worker.core.spatial.area_m2_or_units`), once per (clause, CRS)."""
+    region = region_geometry(clause.params["region"], crs)
+    return region, area_m2_or_units(region, crs)
+
+
 def _count_phrase(n: int, what: str) -> str:
     return f"{n} {'feature' if n == 1 else 'features'} {what}"
 
@@ -228,9 +249,7 @@ def check_extent(
     unplaceable = _unplaceable_break(clause, facts, crs, label, expected)
     if unplaceable is not None:
         return unplaceable
-    region = region_geometry(p["region"], crs)
-    if tolerance > 0:
-        region = region.buffer(tolerance, join_style="mitre")
+    region = _extent_region(clause, crs)
     geoms, usable = facts.in_crs(crs) if crs is not None else (facts.geometries, facts.usable)
     beyond = facts.outside_area_of_use & facts.usable
     src = facts.declared_crs
@@ -588,7 +607,7 @@ def check_coverage(
     unplaceable = _unplaceable_break(clause, facts, crs, label, expected)
     if unplaceable is not None:
         return unplaceable
-    region = region_geometry(p["region"], crs)
+    region, region_area = _coverage_region(clause, crs)
     geoms, usable = facts.in_crs(crs) if crs is not None else (facts.geometries, facts.usable)
     src = facts.declared_crs
     moved = crs is not None and src is not None and not crs_equivalent(src, crs)
@@ -602,7 +621,6 @@ def check_coverage(
     valid = usable & facts.is_valid & ~beyond  # invalid geometries are excluded, never repaired
     union = shapely.union_all(geoms[valid]) if valid.any() else None
     covered = shapely.intersection(union, region) if union is not None else None
-    region_area = area_m2_or_units(region, crs)
     covered_area = area_m2_or_units(covered, crs)
     frac = covered_area / region_area if region_area > 0 else 0.0
     n_failed, n_beyond = int(np.count_nonzero(failed)), int(np.count_nonzero(beyond))

@@ -36,7 +36,7 @@ from worker.core.spatial import (
     resolve_crs,
     swap_xy,
 )
-from worker.core.wkb import wkb_has_nonfinite, wkb_problem
+from worker.core.wkb import may_nest, wkb_has_nonfinite, wkb_problem
 
 __all__ = [
     "BASE_TYPES",
@@ -102,7 +102,12 @@ def nonfinite_mask(geoms: np.ndarray) -> np.ndarray:
         return out
     counts = np.asarray(shapely.get_num_coordinates(geoms), dtype=np.intp)
     xy = shapely.get_coordinates(geoms, include_z=False)
-    out[np.repeat(np.arange(n), counts)[~np.isfinite(xy).all(axis=1)]] = True
+    with np.errstate(over="ignore", invalid="ignore"):
+        # the sum is finite only when every term is (finite overflow merely takes the
+        # exact path below): one pass instead of a (rows, 2) mask and its reduction
+        all_finite = bool(np.isfinite(np.add.reduce(xy, axis=None)))
+    if not all_finite:
+        out[np.repeat(np.arange(n), counts)[~np.isfinite(xy).all(axis=1)]] = True
     with_z = np.asarray(shapely.has_z(geoms), dtype=bool)
     if with_z.any():
         idx = np.flatnonzero(with_z)
@@ -178,7 +183,7 @@ class BatchFacts:
 
     def __init__(self, batch: Batch) -> None:
         self.batch = batch
-        self._reprojected: dict[str, tuple[np.ndarray, np.ndarray]] = {}
+        self._reprojected: dict[int, tuple[CRS, np.ndarray, np.ndarray]] = {}
 
     # -- geometries ---------------------------------------------------------------------
 
@@ -213,20 +218,37 @@ class BatchFacts:
         if self.count == 0:
             return np.empty(0, dtype=object)
         wkb = self._wkb_array
-        if self._refused:  # GEOS never sees them (a 20,000-deep collection overflows its stack)
+        if self._refused_before_parse:  # a 20,000-deep collection overflows GEOS's stack
             wkb = wkb.copy()
-            wkb[list(self._refused)] = None
+            wkb[list(self._refused_before_parse)] = None
         with np.errstate(invalid="ignore"):  # NaN coordinates are a fact here, not a warning
             geoms = shapely.from_wkb(wkb, on_invalid="ignore")
         return np.asarray(geoms, dtype=object)
 
     @functools.cached_property
-    def _refused(self) -> dict[int, str]:
-        """Index -> reason of WKB values refused by :func:`worker.core.wkb.wkb_problem`
-        before GEOS parses anything (bad byte order, impossible counts, deep nesting)."""
+    def _refused_before_parse(self) -> dict[int, str]:
+        """Index -> reason of WKB values that GEOS must never see: those that may hold
+        nested geometries (:func:`worker.core.wkb.may_nest`) and fail
+        :func:`worker.core.wkb.wkb_problem` (deep nesting, bad byte order, impossible
+        counts). Single geometries are left to GEOS, which refuses their impossible counts
+        by itself; :attr:`_refused` then names their structural fault."""
         out: dict[int, str] = {}
         for i, data in enumerate(self.batch.geometries_wkb):
-            if data is not None and (reason := wkb_problem(data)) is not None:
+            if data is not None and may_nest(data) and (reason := wkb_problem(data)):
+                out[i] = reason
+        return out
+
+    @functools.cached_property
+    def _refused(self) -> dict[int, str]:
+        """Index -> structural reason (:func:`worker.core.wkb.wkb_problem`) of every WKB
+        value with one: those refused before parsing, and the single geometries GEOS's
+        strict reader refused (few; walked only then, so a batch of valid polygons is
+        never walked in Python)."""
+        out = dict(self._refused_before_parse)
+        strict_missing = np.asarray(shapely.is_missing(self._strict), dtype=bool)
+        for i in np.flatnonzero(strict_missing & ~self.missing).tolist():
+            data = self.batch.geometries_wkb[i]
+            if i not in out and data is not None and (reason := wkb_problem(data)):
                 out[i] = reason
         return out
 
@@ -386,19 +408,21 @@ class BatchFacts:
         a non-finite coordinate is not usable (see :meth:`reprojection_failed`). Cached
         per ``dst``.
         """
-        key = dst.to_wkt()
-        hit = self._reprojected.get(key)
-        if hit is None:
-            src = self.declared_crs
-            if src is None or crs_equivalent(src, dst):
-                hit = (self.geometries, self.usable)
+        # keyed by identity (a CRS hashes by rendering its WKT); the CRS is kept so the
+        # id stays its own while cached
+        cached = self._reprojected.get(id(dst))
+        if cached is not None and cached[0] is dst:
+            return cached[1], cached[2]
+        src = self.declared_crs
+        if src is None or crs_equivalent(src, dst):
+            hit = (self.geometries, self.usable)
+        else:
+            if dst.is_geographic and not src.is_geographic:
+                geoms = reproject_to_lonlat(self.geometries, src, dst)
             else:
-                if dst.is_geographic and not src.is_geographic:
-                    geoms = reproject_to_lonlat(self.geometries, src, dst)
-                else:
-                    geoms = np.asarray(reproject(self.geometries, src, dst), dtype=object)
-                hit = (geoms, self.usable & ~nonfinite_mask(geoms))
-            self._reprojected[key] = hit
+                geoms = np.asarray(reproject(self.geometries, src, dst), dtype=object)
+            hit = (geoms, self.usable & ~nonfinite_mask(geoms))
+        self._reprojected[id(dst)] = (dst, *hit)
         return hit
 
     def reprojection_failed(self, dst: CRS) -> np.ndarray:

@@ -36,9 +36,21 @@ def finite_json(value: Any) -> Any:
     ``"nan"`` (recursively through mappings, lists, tuples and numpy arrays).
 
     Mapping keys are kept (JSON keys are strings anyway); numpy integers and floats become
-    ``int`` / ``float``; bools stay bools.
+    ``int`` / ``float``; bools stay bools. Runs once per clause result on the per-event
+    path, so the common exact types are dispatched before the general ``isinstance`` checks.
     """
-    if isinstance(value, bool) or value is None or isinstance(value, (str, int)):
+    t = type(value)
+    if t is str or t is int or t is bool or value is None:
+        return value
+    if t is float:
+        return value if value - value == 0.0 else _number(value)  # inf - inf and nan are nan
+    if t is dict:
+        return {k: finite_json(v) for k, v in value.items()}
+    if t is list or t is tuple:
+        if all(type(v) is str for v in value):
+            return list(value)
+        return [finite_json(v) for v in value]
+    if isinstance(value, (bool, str, int)):
         return value
     if isinstance(value, float):
         return _number(value)

@@ -24,6 +24,7 @@ from pyproj import CRS, Geod, Transformer
 from pyproj.exceptions import CRSError as PyprojCRSError
 
 from worker.core.errors import CrsError
+from worker.core.memo import identity_memo
 
 __all__ = [
     "AREA_OF_USE_MARGIN_DEG",
@@ -108,7 +109,7 @@ def crs_equivalent(a: CrsInput, b: CrsInput) -> bool:
     return _crs_equivalent(resolve_crs(a), resolve_crs(b))
 
 
-@functools.lru_cache(maxsize=1024)
+@identity_memo(maxsize=1024)
 def _crs_equivalent(ca: CRS, cb: CRS) -> bool:
     # cached per pair of (cached, hence identical) CRS objects: the EPSG identification
     # below queries the PROJ database and must not run for every batch
@@ -118,7 +119,7 @@ def _crs_equivalent(ca: CRS, cb: CRS) -> bool:
     return ea is not None and ea == eb
 
 
-@functools.lru_cache(maxsize=256)
+@identity_memo(maxsize=256)
 def crs_label(crs: CRS) -> str:
     """A short readable name: ``EPSG:2263`` when identifiable, else the CRS name."""
     auth = crs.to_authority(min_confidence=90)
@@ -130,13 +131,18 @@ def geographic_base(crs: CRS) -> CRS | None:
     return crs.geodetic_crs
 
 
-@functools.lru_cache(maxsize=256)
 def cached_transformer(src: CrsInput, dst: CrsInput) -> Transformer:
     """One :class:`pyproj.Transformer` per (source, target) pair, ``always_xy=True``.
 
-    Both arguments must be hashable (a CRS string or a :class:`pyproj.CRS`).
+    Both arguments are resolved with :func:`resolve_crs` (a CRS string, PROJJSON or a
+    :class:`pyproj.CRS`); the transformer is cached per resolved pair.
     """
-    return Transformer.from_crs(resolve_crs(src), resolve_crs(dst), always_xy=True)
+    return _transformer(resolve_crs(src), resolve_crs(dst))
+
+
+@identity_memo(maxsize=256)
+def _transformer(src: CRS, dst: CRS) -> Transformer:
+    return Transformer.from_crs(src, dst, always_xy=True)
 
 
 def swap_xy(geoms: Any) -> Any:
@@ -225,7 +231,7 @@ class AreaOfUse:
     text: str
 
 
-@functools.lru_cache(maxsize=256)
+@identity_memo(maxsize=256)
 def area_of_use(crs: CRS) -> AreaOfUse | None:
     """The area of use of ``crs`` (EPSG), cached per CRS; None when pyproj knows none.
 
@@ -275,9 +281,34 @@ def outside_area_of_use(geoms: Any, crs: CRS | None) -> np.ndarray:
     geoms = np.asarray(geoms, dtype=object)
     n = len(geoms)
     out = np.zeros(n, dtype=bool)
-    aou = area_of_use(crs) if crs is not None and n else None
+    if crs is None or not n:
+        return out
+    aou = area_of_use(crs)
     if aou is None:
         return out
+    if aou.geographic:
+        # a geometry whose envelope lies within the bounds has every finite coordinate
+        # within them (a NaN coordinate can only make the envelope NaN, never narrower):
+        # only the others need their coordinates tested
+        with np.errstate(invalid="ignore"):
+            b = np.asarray(shapely.bounds(geoms), dtype=float).reshape(-1, 4)
+            x0, y0, x1, y1 = aou.bounds
+            eps = 1e-9
+            inside = (b[:, 0] >= x0 - eps) & (b[:, 1] >= y0 - eps)
+            inside &= (b[:, 2] <= x1 + eps) & (b[:, 3] <= y1 + eps)
+        missing = np.asarray(shapely.is_missing(geoms), dtype=bool)
+        todo = np.flatnonzero(~inside & ~missing)
+        if todo.size == 0:
+            return out
+        out[todo] = _coordinates_outside(geoms[todo], aou, crs)
+        return out
+    return _coordinates_outside(geoms, aou, crs)
+
+
+def _coordinates_outside(geoms: np.ndarray, aou: AreaOfUse, crs: CRS) -> np.ndarray:
+    """The exact test of :func:`outside_area_of_use`, coordinate by coordinate."""
+    n = len(geoms)
+    out = np.zeros(n, dtype=bool)
     counts = np.asarray(shapely.get_num_coordinates(geoms), dtype=np.intp)
     xy = shapely.get_coordinates(geoms, include_z=False)
     owner = np.repeat(np.arange(n), counts)
@@ -300,7 +331,7 @@ def outside_area_of_use(geoms: Any, crs: CRS | None) -> np.ndarray:
     return out
 
 
-@functools.lru_cache(maxsize=64)
+@identity_memo(maxsize=64)
 def _to_geodetic_transformer(crs: CRS) -> Transformer:
     return Transformer.from_crs(crs, crs.geodetic_crs or crs, always_xy=True)
 
@@ -656,7 +687,7 @@ def area_m2_or_units(geom: shapely.Geometry, crs: CRS | None) -> float:
     return float(shapely.area(projected))
 
 
-@functools.lru_cache(maxsize=64)
+@identity_memo(maxsize=64)
 def _equal_area_transformer(crs: CRS) -> Transformer:
     """lon/lat of ``crs`` -> Lambert cylindrical equal-area (metres) on its ellipsoid."""
     e = crs.ellipsoid
@@ -678,9 +709,31 @@ def covered_mask(geoms: np.ndarray, usable: np.ndarray, region: shapely.Geometry
     mask = np.asarray(usable, dtype=bool)
     if not mask.any():
         return out
+    box = _as_box(region)
+    if box is not None:
+        # an axis-aligned rectangle covers a geometry exactly when it covers the
+        # geometry's envelope (every point lies within the min/max of the coordinates)
+        b = np.asarray(shapely.bounds(geoms[mask]), dtype=float).reshape(-1, 4)
+        x0, y0, x1, y1 = box
+        out[mask] = (b[:, 0] >= x0) & (b[:, 1] >= y0) & (b[:, 2] <= x1) & (b[:, 3] <= y1)
+        return out
     shapely.prepare(region)
     out[mask] = np.asarray(shapely.covered_by(geoms[mask], region), dtype=bool)
     return out
+
+
+@identity_memo(maxsize=256)
+def _as_box(region: shapely.Geometry) -> tuple[float, float, float, float] | None:
+    """``(minx, miny, maxx, maxy)`` when ``region`` is exactly an axis-aligned rectangle
+    (a bbox region, also after a mitred buffer), else None."""
+    if region.geom_type != "Polygon" or region.is_empty or len(region.interiors):
+        return None
+    bounds = tuple(float(v) for v in region.bounds)
+    if not all(np.isfinite(bounds)):
+        return None
+    rect = shapely.box(*bounds)
+    same = shapely.equals(region, rect) and abs(region.area - rect.area) <= 0.0
+    return bounds if same else None  # type: ignore[return-value]
 
 
 def fraction_covered(geoms: np.ndarray, usable: np.ndarray, region: shapely.Geometry) -> float:

@@ -22,7 +22,7 @@ import struct
 
 import numpy as np
 
-__all__ = ["DEFAULT_MAX_DEPTH", "wkb_has_nonfinite", "wkb_problem"]
+__all__ = ["DEFAULT_MAX_DEPTH", "may_nest", "wkb_has_nonfinite", "wkb_problem"]
 
 #: Nesting depth of collections accepted (a MultiPolygon in a GeometryCollection is depth 2).
 DEFAULT_MAX_DEPTH = 32
@@ -34,6 +34,8 @@ _POINT_LISTS = {_LINE, 8}
 _RING_LISTS = {_POLYGON, 17}
 #: Base types whose body is a list of complete WKB geometries.
 _COLLECTIONS = {4, 5, 6, 7, 9, 10, 11, 12, 15, 16}
+#: Base types whose body holds no geometry (see :func:`may_nest`).
+_SINGLE = {_POINT} | _POINT_LISTS | _RING_LISTS
 _EWKB_Z, _EWKB_M, _EWKB_SRID = 0x80000000, 0x40000000, 0x20000000
 
 
@@ -41,84 +43,121 @@ class _Bad(Exception):
     pass
 
 
+_U32 = {"<": struct.Struct("<I").unpack_from, ">": struct.Struct(">I").unpack_from}
+
+
 def _uint32(data: bytes, pos: int, order: str) -> int:
     if pos + 4 > len(data):
         raise _Bad(f"truncated at byte {pos}: a 4-byte count or type is missing")
-    value: int = struct.unpack_from(order + "I", data, pos)[0]
+    value: int = _U32[order](data, pos)[0]
     return value
 
 
-def _skip(data: bytes, pos: int, count: int, item_bytes: int, what: str) -> int:
-    end = pos + count * item_bytes
-    if end > len(data):
-        raise _Bad(
-            f"the header claims {count} {what} ({count * item_bytes} bytes) but only "
-            f"{len(data) - pos} bytes remain"
-        )
-    return end
+def _claims(data: bytes, pos: int, count: int, item_bytes: int, what: str) -> _Bad:
+    return _Bad(
+        f"the header claims {count} {what} ({count * item_bytes} bytes) but only "
+        f"{len(data) - pos} bytes remain"
+    )
 
 
-def _geometry(
-    data: bytes,
-    pos: int,
-    depth: int,
-    max_depth: int,
-    spans: list[tuple[int, int, str]] | None = None,
-) -> int:
-    """Position after the geometry starting at ``pos``; raises :class:`_Bad`.
+def _walk(data: bytes, max_depth: int, spans: list[tuple[int, int, str]] | None = None) -> int:
+    """Position after the geometry at byte 0; raises :class:`_Bad`.
 
-    ``spans`` (optional) collects ``(offset, doubles, byte order)`` of every coordinate run.
+    Iterative (a stack of the parts left at each nesting level), so neither Python's nor
+    GEOS's stack depth is at stake. ``spans`` (optional) collects ``(offset, doubles, byte
+    order)`` of every coordinate run.
     """
-    if depth > max_depth:
-        raise _Bad(f"collections nest deeper than {max_depth} levels")
-    if pos >= len(data):
-        raise _Bad(f"truncated at byte {pos}: a byte-order flag is missing")
-    flag = data[pos]
-    if flag not in (0, 1):
-        raise _Bad(f"invalid byte-order flag {flag} at byte {pos} (expected 0 or 1)")
-    order = "<" if flag == 1 else ">"
-    code = _uint32(data, pos + 1, order)
-    pos += 5
-    dims = 2
-    if code & (_EWKB_Z | _EWKB_M | _EWKB_SRID):
-        dims += bool(code & _EWKB_Z) + bool(code & _EWKB_M)
-        if code & _EWKB_SRID:
-            _uint32(data, pos, order)
+    size = len(data)
+    pos = 0
+    left = [1]  # geometries still to read at each nesting level; len(left) is the depth
+    while left:
+        if not left[-1]:
+            left.pop()
+            continue
+        left[-1] -= 1
+        if len(left) > max_depth:
+            raise _Bad(f"collections nest deeper than {max_depth} levels")
+        if pos >= size:
+            raise _Bad(f"truncated at byte {pos}: a byte-order flag is missing")
+        flag = data[pos]
+        if flag != 1 and flag != 0:
+            raise _Bad(f"invalid byte-order flag {flag} at byte {pos} (expected 0 or 1)")
+        order = "<" if flag == 1 else ">"
+        u32 = _U32[order]
+        code = _uint32(data, pos + 1, order)
+        pos += 5
+        dims = 2
+        if code & (_EWKB_Z | _EWKB_M | _EWKB_SRID):
+            dims += bool(code & _EWKB_Z) + bool(code & _EWKB_M)
+            if code & _EWKB_SRID:
+                _uint32(data, pos, order)
+                pos += 4
+            base = code & 0x0FFFFFFF
+        else:
+            thousands, base = divmod(code, 1000)
+            if thousands > 3:
+                raise _Bad(f"unknown WKB geometry type code {code}")
+            dims += (0, 1, 1, 2)[thousands]
+        point_bytes = 8 * dims
+        if base == _POINT:
+            if spans is not None:
+                spans.append((pos, dims, order))
+            if pos + point_bytes > size:
+                raise _claims(data, pos, 1, point_bytes, "point")
+            pos += point_bytes
+        elif base in _POINT_LISTS:
+            n = _uint32(data, pos, order)
+            if spans is not None:
+                spans.append((pos + 4, n * dims, order))
             pos += 4
+            if pos + n * point_bytes > size:
+                raise _claims(data, pos, n, point_bytes, "points")
+            pos += n * point_bytes
+        elif base in _RING_LISTS:
+            rings = _uint32(data, pos, order)
+            pos += 4
+            if pos + 4 * rings > size:  # each ring needs at least its count
+                raise _claims(data, pos, rings, 4, "rings")
+            for _ in range(rings):
+                if pos + 4 > size:
+                    raise _Bad(f"truncated at byte {pos}: a 4-byte count or type is missing")
+                n = u32(data, pos)[0]
+                if spans is not None:
+                    spans.append((pos + 4, n * dims, order))
+                pos += 4
+                if pos + n * point_bytes > size:
+                    raise _claims(data, pos, n, point_bytes, "points")
+                pos += n * point_bytes
+        elif base in _COLLECTIONS:
+            parts = _uint32(data, pos, order)
+            pos += 4
+            if pos + 5 * parts > size:  # each part needs at least its header
+                raise _claims(data, pos, parts, 5, "parts")
+            left.append(parts)
+        else:
+            raise _Bad(f"unknown WKB geometry type code {code}")
+    return pos
+
+
+def may_nest(data: bytes) -> bool:
+    """Whether GEOS could recurse on this WKB value: False only when its header holds a
+    valid byte-order flag and the type code of a single geometry (Point, LineString,
+    Polygon, CircularString, Triangle, any dimension), whose body holds no geometry.
+
+    Such values cannot overflow GEOS's stack, and GEOS (3.12 and later) refuses their
+    impossible counts by itself ("Input buffer is smaller than requested object size"),
+    so they may be parsed without walking them first; everything else is walked.
+    """
+    if len(data) < 5 or data[0] > 1:
+        return True
+    code = _U32["<" if data[0] == 1 else ">"](data, 1)[0]
+    if code & (_EWKB_Z | _EWKB_M | _EWKB_SRID):
         base = code & 0x0FFFFFFF
     else:
         thousands, base = divmod(code, 1000)
         if thousands > 3:
-            raise _Bad(f"unknown WKB geometry type code {code}")
-        dims += {0: 0, 1: 1, 2: 1, 3: 2}[thousands]
-    point_bytes = 8 * dims
-    if base == _POINT:
-        if spans is not None:
-            spans.append((pos, dims, order))
-        return _skip(data, pos, 1, point_bytes, "point")
-    if base in _POINT_LISTS:
-        n = _uint32(data, pos, order)
-        if spans is not None:
-            spans.append((pos + 4, n * dims, order))
-        return _skip(data, pos + 4, n, point_bytes, "points")
-    if base in _RING_LISTS:
-        rings = _uint32(data, pos, order)
-        pos += 4
-        _skip(data, pos, rings, 4, "rings")  # each ring needs at least its count
-        for _ in range(rings):
-            n = _uint32(data, pos, order)
-            if spans is not None:
-                spans.append((pos + 4, n * dims, order))
-            pos = _skip(data, pos + 4, n, point_bytes, "points")
-        return pos
-    if base in _COLLECTIONS:
-        parts = _uint32(data, pos, order)
-        pos += 4
-        _skip(data, pos, parts, 5, "parts")  # each part needs at least its header
-        for _ in range(parts):
-            pos = _geometry(data, pos, depth + 1, max_depth, spans)
-        return pos
-    raise _Bad(f"unknown WKB geometry type code {code}")
+            return True
+    return base not in _SINGLE
 
 
 def wkb_problem(data: bytes, max_depth: int = DEFAULT_MAX_DEPTH) -> str | None:
@@ -140,7 +179,7 @@ def wkb_problem(data: bytes, max_depth: int = DEFAULT_MAX_DEPTH) -> str | None:
         the number of rings and parts, never in the number of coordinates.
     """
     try:
-        _geometry(data, 0, 1, max_depth)
+        _walk(data, max_depth)
     except _Bad as exc:
         return f"WKB rejected before parsing: {exc}"
     return None
@@ -156,7 +195,7 @@ def wkb_has_nonfinite(data: bytes, max_depth: int = DEFAULT_MAX_DEPTH) -> bool:
     """
     spans: list[tuple[int, int, str]] = []
     try:
-        _geometry(data, 0, 1, max_depth, spans)
+        _walk(data, max_depth, spans)
     except _Bad:
         return False
     for offset, count, order in spans:

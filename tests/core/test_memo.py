@@ -1,0 +1,104 @@
+"""Identity-keyed caches (worker.core.memo) and the fast paths they and the evaluation
+shortcuts feed: each shortcut is checked against the exact computation on real data."""
+
+from __future__ import annotations
+
+import numpy as np
+import shapely
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from pyproj import CRS
+
+from worker.cli.scenario import data_file
+from worker.core.memo import identity_memo
+from worker.core.spatial import (
+    _coordinates_outside,
+    area_of_use,
+    covered_mask,
+    outside_area_of_use,
+    resolve_crs,
+)
+from worker.core.wkb import may_nest, wkb_problem
+from worker.io.features import read_batch_file
+
+WORLD = read_batch_file(data_file("admin_boundaries.parquet"), layer="w", crs="EPSG:4326")
+GEOMS = shapely.from_wkb(np.array(WORLD.geometries_wkb, dtype=object))
+
+
+def test_identity_memo_hits_by_identity_and_misses_for_equal_objects() -> None:
+    calls: list[object] = []
+
+    @identity_memo(maxsize=2)
+    def label(crs: CRS) -> str:
+        calls.append(crs)
+        return str(crs.name)
+
+    a = resolve_crs("EPSG:4326")
+    twin = CRS.from_user_input("EPSG:4326")  # equal, another object
+    assert label(a) == label(a) == "WGS 84"
+    assert len(calls) == 1
+    assert label(twin) == "WGS 84"  # a miss, never a wrong answer
+    assert len(calls) == 2
+    label(resolve_crs("EPSG:3857"))  # the third entry clears the full cache
+    label(a)
+    assert len(calls) == 4
+
+
+def test_box_region_fast_path_agrees_with_covered_by_on_countries() -> None:
+    usable = np.ones(len(GEOMS), dtype=bool)
+    for box in ((-180, -90, 180, 90), (-20, -40, 55, 40), (-10, 35, 40, 72)):
+        region = shapely.box(*box)
+        exact = np.asarray(shapely.covered_by(GEOMS, region), dtype=bool)
+        fast = covered_mask(GEOMS, usable, region)
+        assert (fast == exact).all()
+    # a mitred buffer of a box is still a box; a round one is not (exact GEOS path)
+    buffered = shapely.box(-20, -40, 55, 40).buffer(0.5, join_style="mitre")
+    rounded = shapely.box(-20, -40, 55, 40).buffer(5.0)
+    for region in (buffered, rounded):
+        exact = np.asarray(shapely.covered_by(GEOMS, region), dtype=bool)
+        assert (covered_mask(GEOMS, usable, region) == exact).all()
+    # Africa is covered by the -20..55 x -40..40 box, Russia is not
+    names = WORLD.attributes.column("name").to_pylist()
+    inside = covered_mask(GEOMS, usable, shapely.box(-20, -40, 55, 40))
+    assert inside[names.index("Kenya")] and not inside[names.index("Russia")]
+
+
+@settings(max_examples=60, deadline=None)
+@given(
+    st.lists(
+        st.tuples(
+            st.floats(-400, 400, allow_nan=False),
+            st.floats(-200, 200, allow_nan=False),
+            st.floats(0, 50, allow_nan=False),
+        ),
+        min_size=1,
+        max_size=20,
+    )
+)
+def test_geographic_area_of_use_fast_path_equals_the_coordinate_test(
+    boxes: list[tuple[float, float, float]],
+) -> None:
+    geoms = np.array([shapely.box(x, y, x + w, y + w) for x, y, w in boxes], dtype=object)
+    crs = resolve_crs("EPSG:4326")
+    aou = area_of_use(crs)
+    assert aou is not None
+    assert (outside_area_of_use(geoms, crs) == _coordinates_outside(geoms, aou, crs)).all()
+
+
+def test_geographic_area_of_use_on_countries_and_one_moved_beyond() -> None:
+    crs = resolve_crs("EPSG:4326")
+    moved = GEOMS.copy()
+    moved[3] = shapely.affinity.translate(GEOMS[3], xoff=400)
+    out = outside_area_of_use(moved, crs)
+    assert out.tolist() == [i == 3 for i in range(len(GEOMS))]
+
+
+def test_only_single_geometries_skip_the_walk() -> None:
+    polygon = shapely.to_wkb(shapely.box(0, 0, 1, 1))
+    multi = shapely.to_wkb(shapely.MultiPolygon([shapely.box(0, 0, 1, 1)]))
+    point_z = shapely.to_wkb(shapely.Point(1, 2, 3), flavor="iso")
+    assert not may_nest(polygon) and not may_nest(point_z)
+    assert may_nest(multi)
+    assert may_nest(b"\x02" + polygon[1:])  # invalid byte order: walked, then refused
+    assert wkb_problem(b"\x02" + polygon[1:]) is not None
+    assert may_nest(polygon[:3])  # too short to tell

@@ -1,0 +1,54 @@
+"""Caches keyed by object identity, for arguments that are costly to hash (pure).
+
+``functools.lru_cache`` hashes its arguments. A :class:`pyproj.CRS` hashes by rendering
+its WKT (about 20 us a call) and a contract clause holds unhashable parameters (dicts,
+lists), so on the per-event path a cache hit cost more than the spatial work of a
+one-feature batch. The objects reaching these caches are long-lived and shared (CRS objects
+come from :func:`worker.core.spatial.resolve_crs`, itself cached; clauses belong to the
+registry's contract versions), so keying by ``id`` finds the same entries for a fraction of
+the cost. Each entry holds a reference to its arguments, so an id is never reused while it
+is cached; a different but equal object is a cache miss, never a wrong answer.
+"""
+
+from __future__ import annotations
+
+import functools
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+__all__ = ["identity_memo"]
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def identity_memo(maxsize: int) -> Callable[[F], F]:
+    """Decorator: cache a function of positional arguments by the arguments' identity.
+
+    Parameters
+    ----------
+    maxsize : int
+        Entries kept; the cache is cleared when it is full (entries are cheap to rebuild
+        and the working set, the active contract versions' CRSs and clauses, is small).
+
+    The decorated function gains ``cache_clear()``. Exceptions are not cached.
+    """
+
+    def wrap(fn: F) -> F:
+        cache: dict[tuple[int, ...], tuple[tuple[Any, ...], Any]] = {}
+
+        @functools.wraps(fn)
+        def cached(*args: Any) -> Any:
+            key = tuple(map(id, args))
+            hit = cache.get(key)
+            if hit is not None and all(a is b for a, b in zip(hit[0], args, strict=True)):
+                return hit[1]
+            value = fn(*args)
+            if len(cache) >= maxsize:
+                cache.clear()
+            cache[key] = (args, value)
+            return value
+
+        cached.cache_clear = cache.clear  # type: ignore[attr-defined]
+        return cached  # type: ignore[return-value]
+
+    return wrap
