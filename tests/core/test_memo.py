@@ -102,3 +102,18 @@ def test_only_single_geometries_skip_the_walk() -> None:
     assert may_nest(b"\x02" + polygon[1:])  # invalid byte order: walked, then refused
     assert wkb_problem(b"\x02" + polygon[1:]) is not None
     assert may_nest(polygon[:3])  # too short to tell
+
+
+@settings(max_examples=80, deadline=None)
+@given(st.lists(st.one_of(st.none(), st.binary(max_size=12)), max_size=30))
+def test_vectorized_header_screen_equals_the_per_value_one(values: list[bytes | None]) -> None:
+    from worker.core.wkb import may_nest_many
+
+    wkb = [shapely.to_wkb(g) for g in GEOMS[:5]] + [
+        shapely.to_wkb(shapely.Point(1, 2, 3), flavor="iso"),
+        shapely.to_wkb(shapely.Point(1, 2), byte_order=0),
+        shapely.to_wkb(shapely.Point(1, 2), include_srid=True, flavor="extended"),
+    ]
+    mixed = values + wkb
+    expected = [v is not None and may_nest(v) for v in mixed]
+    assert may_nest_many(mixed).tolist() == expected

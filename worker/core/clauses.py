@@ -197,6 +197,20 @@ def _unplaceable_break(
     return _result(clause, False, measured, expected, message)
 
 
+def _total_bounds(bounds: np.ndarray) -> list[float] | None:
+    """``shapely.total_bounds`` from per-feature bounds (float (M, 4)); rows of NaN (empty
+    geometries) are left out; None when none is left."""
+    rows = bounds[~np.isnan(bounds).any(axis=1)]
+    if not len(rows):
+        return None
+    return [
+        float(rows[:, 0].min()),
+        float(rows[:, 1].min()),
+        float(rows[:, 2].max()),
+        float(rows[:, 3].max()),
+    ]
+
+
 @identity_memo(maxsize=512)
 def _extent_region(clause: Clause, crs: CRS | None) -> shapely.Geometry:
     """The extent clause's region in ``crs``, widened by its ``tolerance`` (mitred, so a
@@ -255,12 +269,19 @@ def check_extent(
     src = facts.declared_crs
     moved = crs is not None and src is not None and not crs_equivalent(src, crs)
     failed = facts.reprojection_failed(crs) if crs is not None else np.zeros(facts.count, bool)
-    inside = covered_mask(geoms, usable & ~beyond, region)
+    # envelopes of the geometries tested (the facts' own when nothing was reprojected)
+    with np.errstate(invalid="ignore"):
+        fbounds = (
+            facts.bounds
+            if geoms is facts.geometries
+            else np.asarray(shapely.bounds(geoms), dtype=float).reshape(facts.count, 4)
+        )
+    inside = covered_mask(geoms, usable & ~beyond, region, fbounds)
     frac = float(np.count_nonzero(inside)) / facts.count if facts.count else 1.0
     ok = frac >= min_frac
     outside = facts.count - round(frac * facts.count)
     shown = usable & ~beyond
-    bounds = shapely.total_bounds(geoms[shown]) if shown.any() else None
+    bounds = _total_bounds(fbounds[shown]) if shown.any() else None
     bounds_crs = label
     if bounds is None and facts.usable.any():
         # reprojection from the declared CRS failed (e.g. feet declared as degrees) or
@@ -319,8 +340,6 @@ def check_extent(
         )
     diagnoses = [] if ok else diagnose_extent(facts, region, crs, label, min_frac)
     declared_label = declared_label or "the declared CRS"
-    with np.errstate(invalid="ignore"):
-        fbounds = np.asarray(shapely.bounds(geoms), dtype=float).reshape(facts.count, 4)
 
     def why_outside(i: int) -> Any:
         if not facts.parsed[i]:

@@ -36,7 +36,7 @@ from worker.core.spatial import (
     resolve_crs,
     swap_xy,
 )
-from worker.core.wkb import may_nest, wkb_has_nonfinite, wkb_problem
+from worker.core.wkb import may_nest_many, wkb_has_nonfinite, wkb_problem
 
 __all__ = [
     "BASE_TYPES",
@@ -89,11 +89,14 @@ def schema_fingerprint(fields: Any) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
 
 
-def nonfinite_mask(geoms: np.ndarray) -> np.ndarray:
+def nonfinite_mask(
+    geoms: np.ndarray, has_z: np.ndarray | None = None, has_m: np.ndarray | None = None
+) -> np.ndarray:
     """bool (N,): some coordinate of the geometry (x, y, or z or m when present) is NaN or ±inf.
 
     Vectorized: one ``get_coordinates`` call, rows mapped back to features with
     ``np.repeat`` over ``get_num_coordinates``. None and empty geometries give False.
+    ``has_z`` / ``has_m`` (bool (N,)) may be passed when already known.
     """
     geoms = np.asarray(geoms, dtype=object)
     n = len(geoms)
@@ -108,12 +111,12 @@ def nonfinite_mask(geoms: np.ndarray) -> np.ndarray:
         all_finite = bool(np.isfinite(np.add.reduce(xy, axis=None)))
     if not all_finite:
         out[np.repeat(np.arange(n), counts)[~np.isfinite(xy).all(axis=1)]] = True
-    with_z = np.asarray(shapely.has_z(geoms), dtype=bool)
+    with_z = np.asarray(shapely.has_z(geoms) if has_z is None else has_z, dtype=bool)
     if with_z.any():
         idx = np.flatnonzero(with_z)
         xyz = shapely.get_coordinates(geoms[idx], include_z=True)
         out[np.repeat(idx, counts[idx])[~np.isfinite(xyz[:, 2])]] = True
-    with_m = _has_m(geoms)
+    with_m = _has_m(geoms) if has_m is None else np.asarray(has_m, dtype=bool)
     if with_m.any():
         idx = np.flatnonzero(with_m)
         xym = shapely.get_coordinates(geoms[idx], include_m=True)
@@ -233,8 +236,9 @@ class BatchFacts:
         counts). Single geometries are left to GEOS, which refuses their impossible counts
         by itself; :attr:`_refused` then names their structural fault."""
         out: dict[int, str] = {}
-        for i, data in enumerate(self.batch.geometries_wkb):
-            if data is not None and may_nest(data) and (reason := wkb_problem(data)):
+        values = self.batch.geometries_wkb
+        for i in np.flatnonzero(may_nest_many(self._wkb_array)).tolist():
+            if reason := wkb_problem(values[i]):
                 out[i] = reason
         return out
 
@@ -395,7 +399,7 @@ class BatchFacts:
     @functools.cached_property
     def has_nonfinite(self) -> np.ndarray:
         """bool (N,): some coordinate (x, y, or z when present) is NaN or ±inf."""
-        return nonfinite_mask(self.geometries)
+        return nonfinite_mask(self.geometries, self.has_z, self.has_m)
 
     def in_crs(self, dst: CRS) -> tuple[np.ndarray, np.ndarray]:
         """Geometries reprojected from the declared CRS to ``dst``, and their usable mask.
@@ -435,7 +439,7 @@ class BatchFacts:
         """bool (N,): some coordinate lies outside the declared CRS's area of use, tested
         as stored, before any reprojection (:func:`worker.core.spatial.outside_area_of_use`);
         all False when the CRS is undeclared or unresolvable."""
-        return outside_area_of_use(self.geometries, self.declared_crs)
+        return outside_area_of_use(self.geometries, self.declared_crs, self.bounds)
 
     @functools.cached_property
     def orientation_contradicted(self) -> np.ndarray:

@@ -267,7 +267,9 @@ def area_of_use(crs: CRS) -> AreaOfUse | None:
     return AreaOfUse((w, s, e, n), (x0, y0, x1, y1), full, False, text)
 
 
-def outside_area_of_use(geoms: Any, crs: CRS | None) -> np.ndarray:
+def outside_area_of_use(
+    geoms: Any, crs: CRS | None, bounds: np.ndarray | None = None
+) -> np.ndarray:
     """bool (N,): some finite coordinate of the geometry lies outside ``crs``'s area of use.
 
     Tested on the coordinates as given (``east_north``, in ``crs``), before any reprojection
@@ -276,7 +278,8 @@ def outside_area_of_use(geoms: Any, crs: CRS | None) -> np.ndarray:
     bounds in CRS units, or its inverse projection to longitude/latitude fails (non-finite)
     or lies outside the area of use (:func:`area_of_use`, EPSG). Non-finite coordinates are
     not tested (they are invalid geometries); None and empty geometries give False, and so
-    does every geometry when ``crs`` is None or has no known area of use.
+    does every geometry when ``crs`` is None or has no known area of use. ``bounds``
+    (float (N, 4), ``shapely.bounds`` of ``geoms``) may be passed when already known.
     """
     geoms = np.asarray(geoms, dtype=object)
     n = len(geoms)
@@ -291,7 +294,8 @@ def outside_area_of_use(geoms: Any, crs: CRS | None) -> np.ndarray:
         # within them (a NaN coordinate can only make the envelope NaN, never narrower):
         # only the others need their coordinates tested
         with np.errstate(invalid="ignore"):
-            b = np.asarray(shapely.bounds(geoms), dtype=float).reshape(-1, 4)
+            b = np.asarray(shapely.bounds(geoms) if bounds is None else bounds, dtype=float)
+            b = b.reshape(-1, 4)
             x0, y0, x1, y1 = aou.bounds
             eps = 1e-9
             inside = (b[:, 0] >= x0 - eps) & (b[:, 1] >= y0 - eps)
@@ -698,12 +702,18 @@ def _equal_area_transformer(crs: CRS) -> Transformer:
     return Transformer.from_crs(crs.geodetic_crs or crs, cea, always_xy=True)
 
 
-def covered_mask(geoms: np.ndarray, usable: np.ndarray, region: shapely.Geometry) -> np.ndarray:
+def covered_mask(
+    geoms: np.ndarray,
+    usable: np.ndarray,
+    region: shapely.Geometry,
+    bounds: np.ndarray | None = None,
+) -> np.ndarray:
     """bool (N,): features covered by ``region`` (vectorized ``shapely.covered_by``).
 
     ``geoms`` are ``east_north`` geometries in the region's CRS; features not ``usable``
     (missing, empty, NaN/inf coordinates) are False and never passed to GEOS (which
-    rejects NaN coordinates).
+    rejects NaN coordinates). An axis-aligned rectangle is decided on the envelopes
+    (``bounds``, float (N, 4), may be passed when already known).
     """
     out = np.zeros(len(geoms), dtype=bool)
     mask = np.asarray(usable, dtype=bool)
@@ -713,7 +723,10 @@ def covered_mask(geoms: np.ndarray, usable: np.ndarray, region: shapely.Geometry
     if box is not None:
         # an axis-aligned rectangle covers a geometry exactly when it covers the
         # geometry's envelope (every point lies within the min/max of the coordinates)
-        b = np.asarray(shapely.bounds(geoms[mask]), dtype=float).reshape(-1, 4)
+        if bounds is None:
+            b = np.asarray(shapely.bounds(geoms[mask]), dtype=float).reshape(-1, 4)
+        else:
+            b = np.asarray(bounds, dtype=float).reshape(-1, 4)[mask]
         x0, y0, x1, y1 = box
         out[mask] = (b[:, 0] >= x0) & (b[:, 1] >= y0) & (b[:, 2] <= x1) & (b[:, 3] <= y1)
         return out

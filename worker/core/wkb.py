@@ -19,10 +19,11 @@ Nothing here repairs or interprets geometry: validity is still GEOS's to judge.
 from __future__ import annotations
 
 import struct
+from collections.abc import Sequence
 
 import numpy as np
 
-__all__ = ["DEFAULT_MAX_DEPTH", "may_nest", "wkb_has_nonfinite", "wkb_problem"]
+__all__ = ["DEFAULT_MAX_DEPTH", "may_nest", "may_nest_many", "wkb_has_nonfinite", "wkb_problem"]
 
 #: Nesting depth of collections accepted (a MultiPolygon in a GeometryCollection is depth 2).
 DEFAULT_MAX_DEPTH = 32
@@ -158,6 +159,36 @@ def may_nest(data: bytes) -> bool:
         if thousands > 3:
             return True
     return base not in _SINGLE
+
+
+def may_nest_many(values: Sequence[bytes | None] | np.ndarray) -> np.ndarray:
+    """bool (N,): :func:`may_nest` of each value, vectorized (None gives False).
+
+    The headers are read with numpy from one concatenation of the values, so a batch of
+    100,000 points costs milliseconds, not a Python call per feature.
+    """
+    array = values if isinstance(values, np.ndarray) else np.array(values, dtype=object)
+    n = len(array)
+    present = np.asarray(array != None, dtype=bool)  # noqa: E711 - elementwise
+    blobs = array[present].tolist()
+    out = np.zeros(n, dtype=bool)
+    if not blobs:
+        return out
+    lengths = np.fromiter(map(len, blobs), dtype=np.int64, count=len(blobs))
+    starts = np.concatenate(([0], np.cumsum(lengths)[:-1]))
+    data = np.frombuffer(b"".join(blobs) + bytes(5), dtype=np.uint8)
+    head = data[starts[:, None] + np.arange(5)].astype(np.uint32)  # (M, 5), padded at the end
+    flag = head[:, 0]
+    little = head[:, 1] | head[:, 2] << 8 | head[:, 3] << 16 | head[:, 4] << 24
+    big = head[:, 4] | head[:, 3] << 8 | head[:, 2] << 16 | head[:, 1] << 24
+    code = np.where(flag == 1, little, big)
+    ewkb = (code & (_EWKB_Z | _EWKB_M | _EWKB_SRID)) != 0
+    base = np.where(ewkb, code & 0x0FFFFFFF, code % 1000)
+    known_dims = ewkb | (code // 1000 <= 3)
+    single = np.isin(base, sorted(_SINGLE))
+    safe = (lengths >= 5) & (flag <= 1) & known_dims & single
+    out[present] = ~safe
+    return out
 
 
 def wkb_problem(data: bytes, max_depth: int = DEFAULT_MAX_DEPTH) -> str | None:

@@ -1,0 +1,8 @@
+"""Benchmarks of the gate against the physical limits of the same work on the same input.
+
+Each benchmark measures the gate and a *floor* (the least work the same input needs: Avro
+decode and GEOS parse/validity/bounds, or a transactional copy on the same broker) side by
+side in one run, and prints the figures, the ratio and PASS/FAIL against the targets of
+issue 12. ``python -m benchmarks`` runs them all; ``--quick`` runs tiny sizes (the test
+suite's smoke run, whose figures mean nothing); ``--only NAME`` runs one group.
+"""

@@ -1,0 +1,104 @@
+"""Shared pieces: real inputs, timing, rows of figures and their table."""
+
+from __future__ import annotations
+
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from datetime import datetime, timedelta, timezone
+
+import numpy as np
+import pyarrow as pa
+import shapely
+
+from worker.cli.scenario import data_file
+from worker.core.model import Batch
+from worker.io.features import read_batch_file
+
+NOW = datetime.now(timezone.utc)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One figure against its floor: ``ratio = value / floor`` for throughputs (higher is
+    better, PASS when >= target) or a cost ratio (lower is better, PASS when <= target)."""
+
+    name: str
+    value: float
+    floor: float | None
+    unit: str
+    target: float
+    higher_is_better: bool = True
+    note: str = ""
+
+    @property
+    def ratio(self) -> float:
+        return self.value / self.floor if self.floor else self.value
+
+    @property
+    def passed(self) -> bool:
+        r = self.ratio
+        return r >= self.target if self.higher_is_better else r <= self.target
+
+
+def render(rows: list[Row]) -> str:
+    """The figures table (plain text, aligned)."""
+    head = (
+        f"{'benchmark':<56} {'gate':>10} {'floor':>10} {'unit':<10} {'ratio':>6} "
+        f"{'target':>8} verdict"
+    )
+    lines = [head, "-" * len(head)]
+    for r in rows:
+        floor = f"{r.floor:10.1f}" if r.floor is not None else f"{'':>10}"
+        cmp = ">=" if r.higher_is_better else "<="
+        lines.append(
+            f"{r.name:<56} {r.value:10.1f} {floor} {r.unit:<10} {r.ratio:6.2f} "
+            f"{cmp + format(r.target, 'g'):>8} {'PASS' if r.passed else 'FAIL'}"
+            + (f"  ({r.note})" if r.note else "")
+        )
+    return "\n".join(lines)
+
+
+def median_s(fn: Callable[[], object], repeat: int) -> float:
+    """Median wall time of ``fn`` over ``repeat`` runs (seconds), after one warm-up."""
+    fn()
+    times = []
+    for _ in range(repeat):
+        t0 = time.perf_counter()
+        fn()
+        times.append(time.perf_counter() - t0)
+    return statistics.median(times)
+
+
+def world(data_age_s: float = 300.0) -> Batch:
+    """The 177 Natural Earth 1:110m countries (shipped GeoParquet), EPSG:4326."""
+    return read_batch_file(
+        data_file("admin_boundaries.parquet"),
+        layer="admin_boundaries",
+        crs="EPSG:4326",
+        data_time=NOW - timedelta(seconds=data_age_s),
+    )
+
+
+def take(batch: Batch, index: np.ndarray, batch_id: str) -> Batch:
+    """The features at ``index`` (repeats allowed) as a new batch."""
+    wkb = tuple(batch.geometries_wkb[i] for i in index)
+    return replace(
+        batch,
+        batch_id=batch_id,
+        geometries_wkb=wkb,
+        attributes=batch.attributes.take(pa.array(index)),
+        feature_count=len(wkb),
+    )
+
+
+def countries(batch: Batch, n: int, start: int = 0, batch_id: str = "b") -> Batch:
+    """``n`` countries from ``start``, cycling through the 177."""
+    return take(batch, (np.arange(n) + start) % batch.feature_count, batch_id)
+
+
+def with_geometries(batch: Batch, geoms: np.ndarray) -> Batch:
+    """``batch`` with its geometries replaced (same count)."""
+    wkb = tuple(bytes(g) for g in shapely.to_wkb(geoms))
+    return replace(batch, geometries_wkb=wkb, feature_count=len(wkb))
