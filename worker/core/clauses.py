@@ -459,21 +459,30 @@ def _key_family(v: Any) -> str:
     return {bool: "bool", int: "int", float: "float", str: "str"}.get(type(v), type(v).__name__)
 
 
-def check_domain(
-    clause: Clause, contract: Contract, facts: BatchFacts, now: datetime
-) -> ClauseResult:
-    column, values = clause.params["column"], clause.params["values"]
-    allow_null = bool(clause.params.get("allow_null", False))
-    expected = {"column": column, "values": list(values), "allow_null": allow_null}
-    table = facts.batch.attributes
-    if column not in table.column_names:
-        measured = {"missing_column": column, "columns": list(table.column_names)}
-        msg = f"domain column {column!r} is missing from the batch attributes"
-        return _result(clause, False, measured, expected, msg)
-    col = table.column(column)
-    if pa.types.is_dictionary(col.type):
-        col = col.cast(col.type.value_type)
-    family = _family(col.type)
+#: Columns up to this many rows are checked against a domain with a Python set (per
+#: clause, built once) instead of pyarrow compute, whose per-call setup (a hash table of
+#: every code, on every call) dominated one-feature batches.
+SMALL_COLUMN_ROWS = 64
+
+
+@identity_memo(maxsize=512)
+def _domain_keys(clause: Clause, family: str) -> frozenset[Any]:
+    """The domain codes of ``clause`` a column of ``family`` (``str`` or ``int``) can hold."""
+    return frozenset(k for k in clause.params["values"] if _key_family(k) == family)
+
+
+def _unknown_small(col: pa.Array, keys: frozenset[Any]) -> tuple[np.ndarray, list[Any]]:
+    """bool (N,) of non-null values not in ``keys``, and the first 10 distinct of them in
+    order of appearance (as ``pc.unique`` gives them)."""
+    pyvals = col.to_pylist()
+    mask = np.fromiter((v is not None and v not in keys for v in pyvals), bool, len(pyvals))
+    distinct = dict.fromkeys(v for v, m in zip(pyvals, mask, strict=True) if m)
+    return mask, list(distinct)[:10]
+
+
+def _unknown_arrow(col: pa.Array, values: Any, family: str) -> tuple[np.ndarray, list[Any], int]:
+    """As :func:`_unknown_small` with pyarrow compute (any size, any family), plus the
+    count of unknown values."""
     keys = [k for k in values if _key_family(k) == family]
     if family == "float" and not keys and any(_key_family(k) == "int" for k in values):
         # JSON has one number type (a column of 1 and 2.0 arrives as floats): whole
@@ -492,6 +501,30 @@ def check_domain(
     unknown_mask = pc.and_(pc.invert(known), pc.is_valid(col))
     n_unknown = int(pc.sum(unknown_mask).as_py() or 0)
     unknown = pc.unique(col.filter(unknown_mask)).to_pylist()[:10]
+    mask = np.asarray(unknown_mask.to_numpy(zero_copy_only=False), dtype=bool)
+    return mask, unknown, n_unknown
+
+
+def check_domain(
+    clause: Clause, contract: Contract, facts: BatchFacts, now: datetime
+) -> ClauseResult:
+    column, values = clause.params["column"], clause.params["values"]
+    allow_null = bool(clause.params.get("allow_null", False))
+    expected = {"column": column, "values": list(values), "allow_null": allow_null}
+    table = facts.batch.attributes
+    if column not in table.column_names:
+        measured = {"missing_column": column, "columns": list(table.column_names)}
+        msg = f"domain column {column!r} is missing from the batch attributes"
+        return _result(clause, False, measured, expected, msg)
+    col = table.column(column)
+    if pa.types.is_dictionary(col.type):
+        col = col.cast(col.type.value_type)
+    family = _family(col.type)
+    if family in ("str", "int") and len(col) <= SMALL_COLUMN_ROWS:
+        unknown_np, unknown = _unknown_small(col, _domain_keys(clause, family))
+        n_unknown = int(np.count_nonzero(unknown_np))
+    else:
+        unknown_np, unknown, n_unknown = _unknown_arrow(col, values, family)
     n_null = int(col.null_count)
     ok = n_unknown == 0 and (allow_null or n_null == 0)
     measured = {"unknown": unknown, "unknown_count": n_unknown, "null_count": n_null}
@@ -516,7 +549,7 @@ def check_domain(
     near = normalisation_mismatches(unknown, values)
     if near:
         message += "; " + "; ".join(near)
-    bad = np.asarray(unknown_mask.to_numpy(zero_copy_only=False), dtype=bool)
+    bad = unknown_np
     if not allow_null:
         bad = bad | np.asarray(pc.is_null(col).to_numpy(zero_copy_only=False), dtype=bool)
     raw = col.to_pylist() if bad.any() else []

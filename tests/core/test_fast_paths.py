@@ -1,5 +1,5 @@
-"""Identity-keyed caches (worker.core.memo) and the fast paths they and the evaluation
-shortcuts feed: each shortcut is checked against the exact computation on real data."""
+"""Identity-keyed caches (worker.core.memo) and the fast paths of the evaluation:
+each shortcut is checked against the exact computation on real data."""
 
 from __future__ import annotations
 
@@ -117,3 +117,28 @@ def test_vectorized_header_screen_equals_the_per_value_one(values: list[bytes | 
     mixed = values + wkb
     expected = [v is not None and may_nest(v) for v in mixed]
     assert may_nest_many(mixed).tolist() == expected
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    st.lists(st.one_of(st.none(), st.sampled_from(["a", "b", "Zürich", "x", ""])), max_size=40),
+    st.lists(st.one_of(st.none(), st.integers(-3, 3)), max_size=40),
+)
+def test_small_column_domain_path_equals_the_arrow_path(
+    texts: list[str | None], ints: list[int | None]
+) -> None:
+    import pyarrow as pa
+
+    from worker.core.clauses import _unknown_arrow, _unknown_small
+
+    for col, codes in (
+        (pa.array(texts, pa.string()), {"a": "A", "b": "B", 1: "one"}),
+        (pa.array(ints, pa.int32()), {1: "one", -2: "minus two", "1": "text", 2.5: "float"}),
+    ):
+        family = "str" if pa.types.is_string(col.type) else "int"
+        keys = frozenset(k for k in codes if type(k) is {"str": str, "int": int}[family])
+        small_mask, small_unknown = _unknown_small(col, keys)
+        arrow_mask, arrow_unknown, n = _unknown_arrow(col, codes, family)
+        assert small_mask.tolist() == arrow_mask.tolist()
+        assert small_unknown == arrow_unknown
+        assert n == int(small_mask.sum())

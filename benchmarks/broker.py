@@ -1,0 +1,318 @@
+"""Benchmarks on a real broker (``KAFKA_BOOTSTRAP_SERVERS``, Docker, or the embedded Tansu):
+the worker against a transactional copy and the decode+GEOS floor, two worker processes
+against one, start-up with 1,000 contract versions, and RSS over a long stream."""
+
+from __future__ import annotations
+
+import io
+import os
+import re
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+import uuid
+from dataclasses import replace
+from pathlib import Path
+
+import fastavro
+import numpy as np
+import shapely
+from confluent_kafka import Consumer, Producer, TopicPartition
+
+from benchmarks.common import Row, countries, world
+from worker.cli.scenario import data_file
+from worker.core.contracts import parse_contract
+from worker.core.registry import config_key
+from worker.io import codec
+from worker.io.codec.avro import BATCH_ARRIVAL_PLANAR
+from worker.kafka.client import create_topics
+from worker.kafka.pipeline import Pipeline
+from worker.kafka.publish import contract_record, publish_contract
+from worker.kafka.settings import Settings, Topics
+
+PARTITIONS = 4
+V1 = data_file("contracts/admin_boundaries.v1.yaml")
+
+
+def fresh_settings(bootstrap: str, tag: str) -> Settings:
+    """Settings on topics of their own (a new prefix), created, with v1 published."""
+    prefix = f"bench{uuid.uuid4().hex[:6]}."
+    settings = Settings(
+        bootstrap_servers=bootstrap,
+        group_id=f"{prefix}gate",
+        topics=Topics().with_prefix(prefix),
+        session_timeout_ms=6000,
+        instance_id=f"bench-{tag}",
+    )
+    create_topics(settings, partitions=PARTITIONS)
+    publish_contract(settings, V1, published_by="bench")
+    return settings
+
+
+def make_events(features: int, count: int) -> list[bytes]:
+    """``count`` BatchArrival events of ``features`` countries each (new batch ids)."""
+    base = world()
+    return [
+        codec.encode_batch(countries(base, features, start=i * features, batch_id=f"e{i}"))
+        for i in range(count)
+    ]
+
+
+def produce(settings: Settings, topic: str, events: list[bytes]) -> None:
+    producer = Producer(settings.producer(**{"linger.ms": 20}))
+    for i, value in enumerate(events):
+        producer.produce(topic, key="admin_boundaries", value=value, partition=i % PARTITIONS)
+        producer.poll(0)
+    producer.flush(120)
+
+
+def committed(settings: Settings, group: str | None = None) -> int:
+    """Offsets committed by the group on the batches topic, summed over partitions."""
+    c = Consumer(settings.reader(**{"group.id": group or settings.group_id}))
+    try:
+        tps = [TopicPartition(settings.topics.batches, p) for p in range(PARTITIONS)]
+        return sum(max(tp.offset, 0) for tp in c.committed(tps, timeout=10))
+    finally:
+        c.close()
+
+
+def geos_floor_events_s(events: list[bytes]) -> float:
+    """Events/s of the least work per event: Avro decode (fastavro, no Batch built),
+    then parse, validity and bounds of its geometries (shapely 2, vectorized)."""
+    t0 = time.perf_counter()
+    for value in events:
+        record = fastavro.schemaless_reader(io.BytesIO(value), BATCH_ARRIVAL_PLANAR, None)
+        geoms = shapely.from_wkb(np.array(record["features"]["geometry_wkb"], dtype=object))
+        shapely.is_valid(geoms)
+        shapely.bounds(geoms)
+    return len(events) / (time.perf_counter() - t0)
+
+
+def passthrough_events_s(settings: Settings, n: int) -> float:
+    """Events/s of a transactional copy (consume, produce each value to another topic,
+    send the offsets, commit; up to 500 events a transaction) of the same events on the
+    same broker: the floor of any exactly-once worker."""
+    group = f"{settings.group_id}-copy"
+    producer = Producer(settings.producer(transactional=True, **{"transactional.id": group}))
+    producer.init_transactions(30)
+    consumer = Consumer(settings.consumer(**{"group.id": group}))
+    assigned: list[float] = []
+    consumer.subscribe(
+        [settings.topics.batches], on_assign=lambda c, ps: assigned.append(time.monotonic())
+    )
+    done = 0
+    deadline = time.monotonic() + 600
+    while done < n and time.monotonic() < deadline:
+        msgs = [m for m in consumer.consume(500, timeout=0.5) if m.error() is None]
+        if not msgs:
+            continue
+        producer.begin_transaction()
+        for m in msgs:
+            producer.produce(settings.topics.admitted, key=m.key(), value=m.value())
+        offsets: dict[int, int] = {}
+        for m in msgs:
+            offsets[m.partition()] = max(offsets.get(m.partition(), 0), m.offset() + 1)
+        producer.send_offsets_to_transaction(
+            [TopicPartition(settings.topics.batches, p, o) for p, o in offsets.items()],
+            consumer.consumer_group_metadata(),
+            30,
+        )
+        producer.commit_transaction(30)
+        done += len(msgs)
+    elapsed = time.monotonic() - assigned[0]
+    consumer.close()
+    assert done >= n, f"copied {done} of {n}"
+    return n / elapsed
+
+
+def worker_events_s(settings: Settings, n: int) -> float:
+    """Events/s of the gate's pipeline (in this process) from its partition assignment
+    (the group join before it, about session.timeout.ms on Tansu, is not timed, nor for
+    the copy) until every event is decided and committed."""
+    pipeline = Pipeline(settings)
+    pipeline.start()
+    stop = threading.Event()
+    thread = threading.Thread(target=pipeline.run, args=(stop,), daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 900
+    while not pipeline.ready and time.monotonic() < deadline:
+        time.sleep(0.0005)
+    started = time.monotonic()
+    while pipeline.batches_committed < n and time.monotonic() < deadline:
+        time.sleep(0.002)
+    elapsed = time.monotonic() - started
+    stop.set()
+    thread.join(30)
+    pipeline.close()
+    assert pipeline.batches_committed >= n, f"decided {pipeline.batches_committed} of {n}"
+    return n / elapsed
+
+
+def worker_vs_floor(bootstrap: str, quick: bool) -> list[Row]:
+    """The worker on the broker against min(transactional copy, decode+GEOS floor) on the
+    same events, for events of 1, 100 and 1,000 features."""
+    sizes = ((1, 60), (100, 12), (1000, 4)) if quick else ((1, 3000), (100, 300), (1000, 40))
+    rows = []
+    for features, count in sizes:
+        settings = fresh_settings(bootstrap, f"w{features}")
+        events = make_events(features, count)
+        produce(settings, settings.topics.batches, events)
+        geos = geos_floor_events_s(events)
+        copy = passthrough_events_s(settings, count)
+        gate = worker_events_s(settings, count)
+        floor = min(geos, copy)
+        which = "decode+GEOS" if geos <= copy else "transactional copy"
+        rows.append(
+            Row(f"worker on the broker, {count} events of {features} feature(s)", gate,
+                floor, "events/s", 0.8,
+                note=f"floor = {which}; decode+GEOS {geos:.0f}/s, copy {copy:.0f}/s")
+        )  # fmt: skip
+    return rows
+
+
+# -- processes -------------------------------------------------------------------------
+
+
+class WorkerProcess:
+    """``python -m worker run`` on the benchmark's topics, logging to a file."""
+
+    def __init__(self, settings: Settings, instance: str, workdir: Path) -> None:
+        t = settings.topics
+        argv = [
+            sys.executable, "-m", "worker", "run",
+            "--bootstrap-servers", settings.bootstrap_servers,
+            "--group-id", settings.group_id, "--instance-id", instance,
+            "--session-timeout-ms", "6000", "--log-level", "INFO",
+            "--batches-topic", t.batches, "--admitted-topic", t.admitted,
+            "--quarantine-topic", t.quarantine, "--contracts-topic", t.contracts,
+            "--consumers-topic", t.consumers, "--evaluations-topic", t.evaluations,
+        ]  # fmt: skip
+        env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
+        env["CONTRACT_GATE_HTTP_PORT"] = "0"
+        self.log = workdir / f"{instance}.log"
+        with self.log.open("wb") as out:
+            self.proc = subprocess.Popen(argv, stdout=out, stderr=subprocess.STDOUT, env=env)
+
+    def assigned(self) -> int:
+        """Partitions in the last ``assigned`` log line (after the last ``revoked``)."""
+        text = self.log.read_text("utf-8", "replace")
+        lines = [ln for ln in text.splitlines() if " assigned [" in ln or " revoked [" in ln]
+        if not lines or " revoked [" in lines[-1]:
+            return 0
+        return len(re.findall(r"\('[^']+', \d+\)", lines[-1]))
+
+    def rss_mib(self, field: str = "VmRSS") -> float:
+        for line in Path(f"/proc/{self.proc.pid}/status").read_text().splitlines():
+            if line.startswith(field + ":"):
+                return int(line.split()[1]) / 1024
+        return float("nan")
+
+    def stop(self) -> None:
+        self.proc.terminate()
+        try:
+            self.proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait()
+
+
+def _wait(cond, timeout_s: float, what: str) -> None:  # type: ignore[no-untyped-def]
+    deadline = time.monotonic() + timeout_s
+    while not cond():
+        if time.monotonic() > deadline:
+            raise TimeoutError(f"benchmark: {what} within {timeout_s:.0f} s")
+        time.sleep(0.1)
+
+
+def processes_events_s(bootstrap: str, processes: int, events: list[bytes]) -> float:
+    """Events/s of ``processes`` worker processes in one consumer group, once every one
+    holds its share of the partitions, until the group committed every event."""
+    settings = fresh_settings(bootstrap, f"p{processes}")
+    with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
+        workers = [WorkerProcess(settings, f"bench-p{i}", Path(tmp)) for i in range(processes)]
+        try:
+            share = PARTITIONS // processes
+            _wait(lambda: all(w.assigned() == share for w in workers), 120, "group settled")
+            time.sleep(1.0)  # no rebalance pending
+            started = time.monotonic()
+            produce(settings, settings.topics.batches, events)
+            _wait(lambda: committed(settings) >= len(events), 900, "every event decided")
+            return len(events) / (time.monotonic() - started)
+        finally:
+            for w in workers:
+                w.stop()
+
+
+def scale_out(bootstrap: str, quick: bool) -> list[Row]:
+    """Two worker processes in one consumer group against one, on 100-feature events."""
+    events = make_events(100, 16 if quick else 600)
+    one = processes_events_s(bootstrap, 1, events)
+    two = processes_events_s(bootstrap, 2, events)
+    return [Row(f"2 worker processes / 1, {len(events)} events of 100 features", two, one,
+                "events/s", 1.7)]  # fmt: skip
+
+
+def startup(bootstrap: str, quick: bool) -> list[Row]:
+    """Time from ``Pipeline.start()`` to ready to consume (config topic read to its end,
+    SLO windows restored, transactions initialised) with 1,000 contract versions on the
+    config topic: 1,000 layers, each the admin_boundaries v1 contract under its own name.
+    The group join that follows is the broker's (Tansu: about session.timeout.ms)."""
+    n = 50 if quick else 1000
+    settings = fresh_settings(bootstrap, "start")
+    text = V1.read_text("utf-8")
+    producer = Producer(settings.producer(**{"linger.ms": 20}))
+    for i in range(n - 1):
+        contract = parse_contract(text.replace("layer: admin_boundaries", f"layer: layer_{i:04d}"))
+        record = contract_record(contract, mode="enforcing", published_by="bench")
+        value = codec.encode_contract_record(record)
+        key = config_key(contract)
+        producer.produce(settings.topics.contracts, key=key, value=value)
+        producer.poll(0)
+    producer.flush(60)
+    pipeline = Pipeline(settings)
+    t0 = time.monotonic()
+    pipeline.start()
+    elapsed = time.monotonic() - t0
+    active = sum(1 for layer in pipeline.registry.layers() if pipeline.registry.active(layer))
+    pipeline.close()
+    assert active == n, f"{active} of {n} layers active after bootstrap"
+    return [Row(f"start-up with {n} contract versions on the config topic (s)", elapsed, None,
+                "s", 3.0, higher_is_better=False)]  # fmt: skip
+
+
+def rss_over_stream(bootstrap: str, quick: bool) -> list[Row]:
+    """Peak RSS of a worker process at the end of a stream against its RSS at the 10,000th
+    event (one-country events): state that grows with the stream shows here."""
+    early, total = (500, 5_000) if quick else (10_000, 200_000)
+    settings = fresh_settings(bootstrap, "rss")
+    base = world()
+    one = countries(base, 1, batch_id="x")
+    with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
+        worker = WorkerProcess(settings, "bench-rss", Path(tmp))
+        try:
+            _wait(lambda: worker.assigned() == PARTITIONS, 120, "worker assigned")
+            producer = Producer(settings.producer(**{"linger.ms": 50}))
+            at_early = None
+            for i in range(total):
+                value = codec.encode_batch(
+                    replace(countries(base, 1, start=i, batch_id=f"s{i}"), data_time=one.data_time)
+                )
+                producer.produce(settings.topics.batches, key="admin_boundaries", value=value,
+                                 partition=i % PARTITIONS)  # fmt: skip
+                producer.poll(0)
+                if i + 1 == early:
+                    producer.flush(60)
+                    _wait(lambda: committed(settings) >= early, 600, f"{early} events decided")
+                    at_early = worker.rss_mib()
+                if (i + 1) % 20_000 == 0:
+                    producer.flush(60)  # keep the broker's backlog bounded
+            producer.flush(120)
+            _wait(lambda: committed(settings) >= total, 3600, f"{total} events decided")
+            peak = worker.rss_mib("VmHWM")
+        finally:
+            worker.stop()
+    assert at_early is not None
+    return [Row(f"worker peak RSS at event {total} / RSS at event {early} (MiB)", peak,
+                at_early, "MiB", 1.10, higher_is_better=False)]  # fmt: skip
