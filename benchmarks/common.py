@@ -42,10 +42,14 @@ class Row:
         return r >= self.target if self.higher_is_better else r <= self.target
 
 
+#: Width of the benchmark-name column (every name fits).
+NAME_WIDTH = 64
+
+
 def render(rows: list[Row]) -> str:
     """The figures table (plain text, aligned)."""
     head = (
-        f"{'benchmark':<56} {'gate':>10} {'floor':>10} {'unit':<10} {'ratio':>6} "
+        f"{'benchmark':<{NAME_WIDTH}} {'gate':>10} {'floor':>10} {'unit':<10} {'ratio':>6} "
         f"{'target':>8} verdict"
     )
     lines = [head, "-" * len(head)]
@@ -53,7 +57,7 @@ def render(rows: list[Row]) -> str:
         floor = f"{r.floor:10.1f}" if r.floor is not None else f"{'':>10}"
         cmp = ">=" if r.higher_is_better else "<="
         lines.append(
-            f"{r.name:<56} {r.value:10.1f} {floor} {r.unit:<10} {r.ratio:6.2f} "
+            f"{r.name:<{NAME_WIDTH}} {r.value:10.1f} {floor} {r.unit:<10} {r.ratio:6.2f} "
             f"{cmp + format(r.target, 'g'):>8} {'PASS' if r.passed else 'FAIL'}"
             + (f"  ({r.note})" if r.note else "")
         )

@@ -1,0 +1,55 @@
+"""Smoke run of the benchmarks (``python -m benchmarks --quick``) so they keep working.
+
+Tiny sizes on the session's broker: the figures mean nothing and PASS/FAIL is not
+asserted (performance targets live in the benchmarks, not in timed tests); the run must
+finish, print one row per target with finite figures, and its summary line.
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+from benchmarks.common import NAME_WIDTH
+from worker.kafka.broker import RunningBroker
+
+ROOT = Path(__file__).resolve().parents[2]
+ROWS = (
+    "evaluate v1, 500 polygons",
+    "cost of 2 active versions / 1",
+    "cost of 4 active versions / 1",
+    "evaluate vs per-feature Python loop, 2000 20-vertex polygons",
+    "evaluate vs per-feature Python loop, 2000 points",
+    "worker on the broker, 60 events of 1 feature(s)",
+    "worker on the broker, 12 events of 100 feature(s)",
+    "worker on the broker, 4 events of 1000 feature(s)",
+    "2 worker processes / 1, 16 events of 100 features",
+    "start-up with 50 contract versions on the config topic",
+    "worker peak RSS at event 5000 / RSS at event 500",
+)
+
+
+def test_quick_benchmarks_print_every_figure(broker: RunningBroker) -> None:
+    env = {**os.environ, "KAFKA_BOOTSTRAP_SERVERS": broker.bootstrap_servers}
+    env = {k: v for k, v in env.items() if not k.startswith("OTEL_")}
+    run = subprocess.run(
+        [sys.executable, "-m", "benchmarks", "--quick"],
+        cwd=ROOT,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=600,
+    )
+    assert run.returncode == 0, run.stderr[-3000:]
+    lines = run.stdout.splitlines()
+    assert lines[0].startswith("machine: ")
+    for name in ROWS:
+        row = next((ln for ln in lines if ln.startswith(name)), None)
+        assert row is not None, f"no row {name!r} in:\n{run.stdout}"
+        assert row.rstrip().split()[-1] in ("PASS", "FAIL") or "(" in row
+        figures = [float(t) for t in row[NAME_WIDTH:].split()[:1]]
+        assert figures and all(math.isfinite(f) and f > 0 for f in figures), row
+    assert lines[-1].endswith("targets met") and lines[-1].split()[2] == str(len(ROWS))
