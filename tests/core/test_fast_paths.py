@@ -142,3 +142,41 @@ def test_small_column_domain_path_equals_the_arrow_path(
         assert small_mask.tolist() == arrow_mask.tolist()
         assert small_unknown == arrow_unknown
         assert n == int(small_mask.sum())
+
+
+def test_libyaml_and_python_composers_read_every_shipped_contract_alike() -> None:
+    from worker.core.contract_checks import _NOT_FAST, _load_with_libyaml, _UniqueKeyLoader
+    from worker.core.contracts import parse_contract  # registers the mapping constructor
+
+    assert parse_contract  # the import's side effect is what this test needs
+    for path in sorted(data_file("contracts").iterdir()):
+        text = path.read_text("utf-8")
+        fast = _load_with_libyaml(text, path.name)
+        assert fast is not _NOT_FAST
+        loader = _UniqueKeyLoader(text)
+        try:
+            slow = loader.construct_document(loader.get_single_node())
+        finally:
+            loader.dispose()
+        assert fast == slow and fast["layer"] in ("admin_boundaries", "nyc_boroughs")
+
+
+def test_libyaml_path_leaves_anchors_depth_and_errors_to_the_python_path() -> None:
+    import pytest
+
+    from worker.core.contract_checks import _NOT_FAST, _load_with_libyaml
+    from worker.core.errors import ContractError
+
+    deep = "layer: x\nclauses: " + "[" * 40 + "]" * 40 + "\n"
+    for text in ("a: &x 1\nb: *x\n", deep, "layer: x\nlayer: y\n", "layer: [unclosed\n"):
+        assert _load_with_libyaml(text, "t") is _NOT_FAST
+    with pytest.raises(ContractError, match="nested deeper than 32"):
+        parse_contract_text(deep)
+    with pytest.raises(ContractError, match="duplicate key 'layer'"):
+        parse_contract_text("layer: x\nlayer: y\n")
+
+
+def parse_contract_text(text: str) -> object:
+    from worker.core.contracts import parse_contract
+
+    return parse_contract(text, source="t.yaml")

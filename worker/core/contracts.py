@@ -30,6 +30,7 @@ from worker.core.contract_checks import (
     _UniqueKeyLoader,
     _validator,
     load_document,
+    schema_valid,
 )
 from worker.core.errors import ContractError
 from worker.core.model import Clause, Contract
@@ -73,14 +74,19 @@ def parse_contract(text: str, *, source: str = "<string>") -> Contract:
         raise _fail(source, [], "the document is not a mapping", "start with `layer: <name>`")
     _check_keys(doc, source)
     _check_finite(doc, source)
-    errors = sorted(
-        _validator().iter_errors(_for_schema(doc)),
-        # a wrong clause kind explains the "unknown field" errors of that clause: lead with it
-        key=lambda e: (
-            not (e.absolute_path and e.absolute_path[-1] == "kind"),
-            len(e.absolute_path) == 0,
-            [str(p) for p in e.absolute_path],
-        ),
+    shaped = _for_schema(doc)
+    errors = (
+        []
+        if schema_valid(shaped)
+        else sorted(
+            _validator().iter_errors(shaped),
+            # a wrong clause kind explains the "unknown field" errors of that clause: lead with it
+            key=lambda e: (
+                not (e.absolute_path and e.absolute_path[-1] == "kind"),
+                len(e.absolute_path) == 0,
+                [str(p) for p in e.absolute_path],
+            ),
+        )
     )
     described = [d for d in (_describe(e, doc) for e in errors) if d is not None]
     if described:

@@ -103,21 +103,26 @@ def nonfinite_mask(
     out = np.zeros(n, dtype=bool)
     if n == 0:
         return out
-    counts = np.asarray(shapely.get_num_coordinates(geoms), dtype=np.intp)
     xy = shapely.get_coordinates(geoms, include_z=False)
     with np.errstate(over="ignore", invalid="ignore"):
         # the sum is finite only when every term is (finite overflow merely takes the
         # exact path below): one pass instead of a (rows, 2) mask and its reduction
         all_finite = bool(np.isfinite(np.add.reduce(xy, axis=None)))
+    counts: np.ndarray | None = None
     if not all_finite:
+        counts = np.asarray(shapely.get_num_coordinates(geoms), dtype=np.intp)
         out[np.repeat(np.arange(n), counts)[~np.isfinite(xy).all(axis=1)]] = True
     with_z = np.asarray(shapely.has_z(geoms) if has_z is None else has_z, dtype=bool)
+    with_m = _has_m(geoms) if has_m is None else np.asarray(has_m, dtype=bool)
+    if counts is None and (with_z.any() or with_m.any()):
+        counts = np.asarray(shapely.get_num_coordinates(geoms), dtype=np.intp)
     if with_z.any():
+        assert counts is not None
         idx = np.flatnonzero(with_z)
         xyz = shapely.get_coordinates(geoms[idx], include_z=True)
         out[np.repeat(idx, counts[idx])[~np.isfinite(xyz[:, 2])]] = True
-    with_m = _has_m(geoms) if has_m is None else np.asarray(has_m, dtype=bool)
     if with_m.any():
+        assert counts is not None
         idx = np.flatnonzero(with_m)
         xym = shapely.get_coordinates(geoms[idx], include_m=True)
         out[np.repeat(idx, counts[idx])[~np.isfinite(xym[:, -1])]] = True
