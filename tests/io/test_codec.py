@@ -401,6 +401,7 @@ def test_contract_record_round_trip() -> None:
         "published_at": T0,
         "published_by": "alice",
         "changelog": "tighter",
+        "supersedes": [],
     }
     assert codec.decode_contract_record(codec.encode_contract_record(record)) == record
     minimal = {k: v for k, v in record.items() if k not in ("change_class", "differences")}
@@ -408,6 +409,33 @@ def test_contract_record_round_trip() -> None:
     assert out["change_class"] is None and out["differences"] == []
     with pytest.raises(Exception, match="cannot encode ContractRecord"):
         codec.encode_contract_record({**record, "mode": "shadow"})
+
+
+def test_contract_record_supersedes_is_a_trailing_field_written_only_when_set() -> None:
+    from worker.io.codec.avro import CONTRACT_RECORD_PLAIN
+
+    record = {
+        "layer": "parcels",
+        "version": "v7.1",
+        "document": "layer: parcels\n",
+        "digest": "ab" * 32,
+        "mode": "enforcing",
+        "state": "active",
+        "published_at": T0,
+        "published_by": "alice",
+        "changelog": "looser",
+    }
+    plain = codec.encode_contract_record(record)
+    # without supersedes: the bytes a writer of the earlier schema produces
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, CONTRACT_RECORD_PLAIN, {**record, "differences": []})
+    assert plain == out.getvalue()
+    assert codec.decode_contract_record(plain)["supersedes"] == []
+    full = codec.encode_contract_record({**record, "supersedes": ["parcels/v7.0"]})
+    assert full.startswith(plain) and len(full) > len(plain)
+    assert codec.decode_contract_record(full)["supersedes"] == ["parcels/v7.0"]
+    with pytest.raises(DecodeError, match="trailing bytes"):
+        codec.decode_contract_record(full + b"\x00")
 
 
 def test_consumer_declaration_round_trip() -> None:

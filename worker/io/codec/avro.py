@@ -40,6 +40,9 @@ BATCH_ARRIVAL = _schema("batch_arrival")
 BATCH_ARRIVAL_PLANAR = _schema_without("batch_arrival", ("edges", "orientation"))
 QUARANTINE_RECORD = _schema("quarantine_record")
 CONTRACT_RECORD = _schema("contract_record")
+#: ContractRecord without the trailing ``supersedes`` field: what publishers wrote before
+#: it, and what is still written when it is empty (records keep their earlier bytes).
+CONTRACT_RECORD_PLAIN = _schema_without("contract_record", ("supersedes",))
 EVALUATION_RECORD = _schema("evaluation_record")
 CONSUMER_DECLARATION = _schema("consumer_declaration")
 
