@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import re
 import time
 from datetime import datetime, timedelta, timezone
@@ -234,3 +235,26 @@ def test_tail_of_an_empty_quarantine_topic_says_so(settings: Settings, capsys: A
     assert cli(settings, capsys, "tail").strip() == (
         f"no quarantined batches on {settings.topics.quarantine}"
     )
+
+
+def test_geojson_ids_published_inline_name_the_offenders_in_quarantine_show(
+    settings: Settings, start_worker: Any, tmp_path: Path, capsys: Any
+) -> None:
+    # issue 14: an inline event lost the GeoJSON ids; offenders fell back to row indexes
+    from tests.cli.test_check_offenders import CONTRACT, _geojson
+
+    (tmp_path / "places.yaml").write_text(CONTRACT)
+    publish_contract(settings, tmp_path / "places.yaml", published_by="t")
+    start_worker(settings)
+    geo = _geojson(tmp_path / "b.geojson")
+    code, _out, err = run_cli(
+        settings, capsys, "batch", "publish", str(geo), "--layer", "places", "--batch-id", "ids-1"
+    )
+    assert code == 0, err
+    wait_quarantined(settings, "ids-1")
+    show = cli(settings, capsys, "show", "ids-1")
+    assert "#1 (id 'out'): [100, 10, 100, 10]" in show
+    out_file = tmp_path / "offenders.geojson"
+    cli(settings, capsys, "show", "ids-1", "--geojson", str(out_file))
+    doc = json.loads(out_file.read_text())
+    assert [f["id"] for f in doc["features"]] == ["out"]

@@ -600,3 +600,56 @@ def test_unknown_edges_or_orientation_values_are_decode_errors() -> None:
     fastavro.schemaless_writer(out, BATCH_ARRIVAL, raw)
     with pytest.raises(DecodeError, match="edges 'ellipsoidal': expected null, planar or"):
         codec.decode_batch(out.getvalue())
+
+
+def test_inline_events_carry_geojson_feature_ids_to_the_quarantine_offenders(
+    tmp_path: Path,
+) -> None:
+    # issue 14: `batch publish FILE.geojson` lost the ids; offenders fell back to indexes
+    from tests.cli.test_check_offenders import CONTRACT, _geojson
+    from worker.core.contracts import parse_contract
+    from worker.core.evaluate import evaluate
+    from worker.core.model import ActiveVersion
+    from worker.io.codec.avro import BATCH_ARRIVAL_EDGES
+    from worker.io.codec.batch import MAX_FEATURE_ID_CHARS
+
+    batch = read_batch_file(_geojson(tmp_path / "b.geojson"), layer="places", data_time=T0)
+    assert batch.feature_ids == ("in", "out")
+    data = codec.encode_batch(batch)
+    without = codec.encode_batch(replace(batch, feature_ids=None))
+    assert data.startswith(without[:-1]) and len(data) > len(without)  # a trailing field
+    back = codec.decode_batch(data)
+    assert back.feature_ids == ("in", "out")
+    assert codec.decode_batch(without).feature_ids is None
+    decision = evaluate(back, [ActiveVersion(parse_contract(CONTRACT))], now=T0)
+    rec = codec.decode_quarantine(
+        codec.encode_quarantine(
+            decision,
+            batch_id=back.batch_id,
+            layer="places",
+            source_topic="t",
+            source_partition=0,
+            source_offset=0,
+            original=data,
+            quarantined_at=T0,
+            worker_id="w",
+        )
+    )
+    offenders = rec["reasons"][0]["offenders"]
+    assert offenders["features"] == [{"index": 1, "id": "out", "value": [100.0, 10.0, 100.0, 10.0]}]
+    # edges-only events (written before feature ids existed) still read
+    spherical = codec.encode_batch(replace(batch, feature_ids=None, edges="spherical"))
+    rec_e = fastavro.schemaless_reader(io.BytesIO(spherical), BATCH_ARRIVAL_EDGES, None)
+    assert rec_e["edges"] == "spherical"
+    assert codec.decode_batch(spherical).feature_ids is None
+    # bounded: strings clipped, integers kept, the count must match the geometries
+    long_ids = replace(batch, feature_ids=("x" * 10_000, 2**40))
+    ids = codec.decode_batch(codec.encode_batch(long_ids)).feature_ids
+    assert ids is not None and ids[0] == "x" * (MAX_FEATURE_ID_CHARS - 1) + "…"
+    assert ids[1] == 2**40
+    raw = codec.decode_event(data)
+    raw["feature_ids"] = ["only-one"]
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, BATCH_ARRIVAL, raw)
+    with pytest.raises(DecodeError, match="feature_ids has 1 ids for 2 geometries"):
+        codec.decode_batch(out.getvalue())
