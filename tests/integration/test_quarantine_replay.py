@@ -258,3 +258,7 @@ def test_geojson_ids_published_inline_name_the_offenders_in_quarantine_show(
     cli(settings, capsys, "show", "ids-1", "--geojson", str(out_file))
     doc = json.loads(out_file.read_text())
     assert [f["id"] for f in doc["features"]] == ["out"]
+    # the record carries no clause kinds: left out, not "kind": ""
+    assert doc["contract_gate"]["clauses"] == [
+        {"clause": "v1.0:extent", "mode": "enforcing", "total": 1, "written": 1, "measure": None}
+    ]
