@@ -259,6 +259,5 @@ def test_geojson_ids_published_inline_name_the_offenders_in_quarantine_show(
     doc = json.loads(out_file.read_text())
     assert [f["id"] for f in doc["features"]] == ["out"]
     # the record carries no clause kinds: left out, not "kind": ""
-    assert doc["contract_gate"]["clauses"] == [
-        {"clause": "v1.0:extent", "mode": "enforcing", "total": 1, "written": 1, "measure": None}
-    ]
+    (summary,) = doc["contract_gate"]["clauses"]
+    assert (summary["clause"], summary["total"], "kind" in summary) == ("v1.0:extent", 1, False)
