@@ -40,3 +40,12 @@ def test_vocabularies_region_crs_and_default_mode_are_documented() -> None:
         assert f"`{base}`" in DOC
     assert "else **the batch's declared CRS**" in DOC
     assert "**`enforcing` by default**" in DOC
+
+
+def test_readme_operator_path_waits_for_readyz_before_producing() -> None:
+    # found by a new-user trial: batches were produced before the worker had joined
+    readme = (REPO / "README.md").read_text(encoding="utf-8")
+    section = readme.split("### Operator path without a cluster", 1)[1].split("\n## ", 1)[0]
+    wait = section.index("until curl -sf localhost:8080/readyz")
+    assert section.index("contract-gate run") < wait < section.index("contract-gate batch publish")
+    assert "Wait for `/readyz` (200) before producing" in section

@@ -154,3 +154,23 @@ def test_time_errors_suggest_a_form_that_parses(text: str, hint: str) -> None:
     assert str(info.value).startswith(hint)
     suggestion = str(info.value).split("e.g. ")[-1].split(" ")[0]
     assert parse_time(suggestion).tzinfo is not None  # the suggestion itself parses
+
+
+@pytest.mark.parametrize(
+    ("argv", "where"),
+    [
+        (["check", "batch.geojson", "--bogus"], "contract-gate check"),
+        (["contract", "list", "--bogus"], "contract-gate contract list"),
+        (["consumers", "status", "--format", "json", "--bogus"], "contract-gate consumers status"),
+    ],
+)
+def test_an_unknown_option_points_to_its_subcommand_help(
+    argv: list[str], where: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # found by a new-user trial: the message named the top-level help
+    with pytest.raises(SystemExit) as stop:
+        main(argv)
+    assert stop.value.code == 2
+    assert capsys.readouterr().err == (
+        f"{where}: error: unrecognized arguments: --bogus (see `{where} --help`)\n"
+    )

@@ -340,3 +340,19 @@ def test_a_coordinate_dimension_added_is_a_type_added_removed_a_type_removed(
     c = classify(before, after)
     assert c.class_ == class_, render_classification(c)
     assert [(d.class_, d.reason) for d in c.differences] == reasons
+
+
+def test_an_undeclared_region_crs_is_named_in_words_not_none() -> None:
+    # found by a new-user trial: "region CRS not equivalent (None -> EPSG:2263)"
+    doc = base_doc()
+    doc["clauses"] = [c for c in doc["clauses"] if c["kind"] != "crs"]
+    old = contract(doc, "v7.0")
+    new_doc = copy.deepcopy(doc)
+    next(c for c in new_doc["clauses"] if c["name"] == "extent")["crs"] = "EPSG:2263"
+    result = classify(old, contract(new_doc))
+    (diff,) = [d for d in result.differences if d.clause == "extent"]
+    assert diff.class_ == "major"
+    assert diff.reason == (
+        "region CRS not equivalent (undeclared: the batch's declared CRS -> EPSG:2263)"
+    )
+    assert "None" not in render_classification(result, "v7.0 -> v7.1")

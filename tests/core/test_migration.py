@@ -150,3 +150,29 @@ def test_a_group_reading_a_per_major_topic_is_a_declared_consumer_of_that_major(
         {"name": "vendor", "kind": "declared", "declared_version": "v1", "via": topic}
     ]
     assert f"declared: vendor (reads {topic})" in render_view(view)
+
+
+def test_layers_read_are_shown_on_unattributed_rows_and_never_change_the_count() -> None:
+    active = {"roads": ["v1.0"], "parcels": ["v2.0"]}
+    seen = {"g-roads": ("roads",), "g-blank": ()}
+    view = build_view(
+        active, [], ["g-roads", "g-blank", "g-unknown"], [], now=NOW,
+        stale_after=timedelta(days=7), layers_read=seen,
+    )  # fmt: skip
+    for layer, version in (("roads", "v1"), ("parcels", "v2")):
+        row = view.count(layer, version)
+        assert row is not None and row.count == 3
+    text = render_view(view)
+    assert (
+        "unattributed: g-blank (records before its offsets: no layer header), "
+        "g-roads (records before its offsets: roads; none of parcels: counted by the "
+        "conservative rule), g-unknown"
+    ) in text
+    assert "unattributed: g-blank (records before its offsets: no layer header), " in text
+    assert "g-roads (records before its offsets: roads), g-unknown" in text
+    rows = {r["layer"]: r for r in view_to_json(view)}
+    assert rows["roads"]["unattributed"] == [
+        {"name": "g-blank", "kind": "unattributed", "layers_read": []},
+        {"name": "g-roads", "kind": "unattributed", "layers_read": ["roads"]},
+        {"name": "g-unknown", "kind": "unattributed"},
+    ]

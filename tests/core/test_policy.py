@@ -87,6 +87,9 @@ def test_enforcing_minor_supersedes_its_predecessor_of_the_same_major() -> None:
         ("v1.1", "enforcing", "active"),
         ("v1.0", "enforcing", "superseded"),
     ]
+    # the new version's own record carries the supersession (one atomic change)
+    assert [w.supersedes for w in d.writes] == [("admin_boundaries/v1.0",), ()]
+    assert d.writes[0].to_record()["supersedes"] == ["admin_boundaries/v1.0"]
     assert "supersedes v1.0" in d.message
 
 
@@ -115,6 +118,7 @@ def test_promotion_needs_one_cadence_and_confirmation_then_supersedes() -> None:
         ("v1.1", "enforcing", "active"),
         ("v1.0", "enforcing", "superseded"),
     ]
+    assert ok.writes[0].supersedes == ("admin_boundaries/v1.0",)
     assert (
         decide_promotion("admin_boundaries/v9.0", known=known, span_s=1e9, confirmed=True).action
         == "refuse"

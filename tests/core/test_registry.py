@@ -137,6 +137,52 @@ def test_tombstone_is_flagged_logged_at_warning_and_counted(caplog: Any) -> None
     assert apply_config_value(Registry(), V1.key, record()).tombstone is False
 
 
+def test_config_rejection_labels_stay_bounded_under_forged_keys() -> None:
+    # found by a new-user trial: the untrusted record key became a label value
+    from opentelemetry.sdk.metrics import MeterProvider
+    from opentelemetry.sdk.metrics.export import InMemoryMetricReader
+
+    from worker.kafka.pipeline import Pipeline
+    from worker.kafka.settings import Settings
+    from worker.ops.metrics import GateMetrics
+
+    reader = InMemoryMetricReader()
+    metrics = GateMetrics(MeterProvider(metric_readers=[reader]).get_meter("test"))
+    pipeline = Pipeline(Settings(), metrics=metrics)
+
+    class Msg:
+        def __init__(self, key: str, value: bytes | None) -> None:
+            self._key, self._value = key.encode(), value
+
+        def key(self) -> bytes:
+            return self._key
+
+        def value(self) -> bytes | None:
+            return self._value
+
+    for i in range(200):  # garbage under 200 forged layers, and tombstones of them
+        pipeline.config._apply(Msg(f"forged-{i}/v1.0", b"\x00garbage"))
+        pipeline.config._apply(Msg(f"forged-{i}/v1.0", None))
+    pipeline.config._apply(Msg(V1.key, record()))
+    edited = parse_contract(V1.text.replace("max_age: PT6H", "max_age: PT1H"))
+    pipeline.config._apply(Msg(V1.key, record(edited)))  # a known layer keeps its name
+    pipeline.config._apply(Msg(V1.key, b"\x00garbage"))
+    counted = {}
+    data = reader.get_metrics_data()
+    for rm in data.resource_metrics if data else []:
+        for sm in rm.scope_metrics:
+            for m in sm.metrics:
+                counted[m.name] = sorted(
+                    (sorted(p.attributes.items()), p.value) for p in m.data.data_points
+                )
+    assert counted["gis.contract.config_rejections_total"] == [
+        ([("layer", "admin_boundaries"), ("reason", "edit_in_place")], 1),
+        ([("layer", "admin_boundaries"), ("reason", "invalid_record")], 1),
+        ([("layer", "invalid"), ("reason", "invalid_record")], 200),
+    ]
+    assert counted["gis.contract.config_tombstones_total"] == [([("layer", "invalid")], 200)]
+
+
 def _compact(log: list[tuple[str, bytes | None]]) -> list[tuple[str, bytes | None]]:
     """What log compaction keeps: the last record of each key, in the order of those
     last records (Kafka's cleaner keeps offsets; only superseded records go)."""

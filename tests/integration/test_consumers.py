@@ -169,4 +169,46 @@ def test_retired_version_stops_being_evaluated_and_reader_assert_fails(
     assert _cli(settings, capsys, "consumers", "assert", LAYER, "v1", "--last", "1")[0] == 2
 
 
+def test_status_shows_the_layers_an_undeclared_group_read_and_still_counts_it_everywhere(
+    settings: Settings, capsys: Any
+) -> None:
+    # issue 14: an undeclared group is counted against every layer (the conservative
+    # rule); the records before its committed offsets show which layers it did read
+    v1, v2 = _contracts()
+    admin = load_contract(data_file("contracts/admin_boundaries.v1.yaml"))
+    _publish(settings, v1, v2, admin)
+    layers = [LAYER, LAYER, LAYER, "admin_boundaries", "admin_boundaries"]
+    for i, layer in enumerate(layers):
+        produce_one(settings, settings.topics.admitted, layer, b"event-%d" % i,
+                    headers=[("layer", layer.encode())], partition=0)  # fmt: skip
+    group = f"{settings.group_id}-downstream-boroughs-only"
+    from confluent_kafka import Consumer, TopicPartition
+
+    c = Consumer({"bootstrap.servers": settings.bootstrap_servers, "group.id": group})
+    try:  # it consumed the first three records: all nyc_boroughs
+        c.commit(offsets=[TopicPartition(settings.topics.admitted, 0, 3)], asynchronous=False)
+    finally:
+        c.close()
+
+    started = time.monotonic()
+    code, out, err = _cli(settings, capsys, "consumers", "status")
+    elapsed_s = time.monotonic() - started
+    assert code == 0, err
+    assert elapsed_s < 15
+    assert f"{group} (records before its offsets: nyc_boroughs)" in out
+    assert (
+        f"{group} (records before its offsets: nyc_boroughs; none of admin_boundaries: "
+        "counted by the conservative rule)"
+    ) in out
+    assert "counted against the oldest active version of every layer" in out
+    code, out, err = _cli(settings, capsys, "consumers", "status", "--format", "json")
+    rows = {(r["layer"], r["version"]): r for r in json.loads(out)}
+    # still counted on both layers: the sample is evidence, not a count
+    for key in ((LAYER, "v1"), ("admin_boundaries", "v1")):
+        assert rows[key]["count"] == 1
+        assert rows[key]["unattributed"] == [
+            {"name": group, "kind": "unattributed", "layers_read": [LAYER]}
+        ]
+
+
 pytestmark = pytest.mark.integration

@@ -18,6 +18,7 @@ import pytest
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
+from tests.integration.cli import kafka_argv
 from worker.cli.main import main
 from worker.cli.scenario import data_file
 from worker.core.contracts import parse_contract
@@ -89,11 +90,6 @@ def variant(path: Path, tmp_path: Path, version: str, *edits: tuple[str, str]) -
     return out
 
 
-def kafka_args(settings: Settings) -> list[str]:
-    args = ["--bootstrap-servers", settings.bootstrap_servers]
-    return args + [f"--{name}-topic={topic}" for name, topic in settings.topics.__dict__.items()]
-
-
 def test_full_tightening_cycle(
     settings: Settings,
     start_worker: Any,
@@ -121,7 +117,7 @@ def test_full_tightening_cycle(
     assert len(e.newly_rejected) == 2  # the enforcing v1 admitted both
     html_file = tmp_path / "evidence.html"
     now_arg = f"--now={(T0 + timedelta(hours=2)).isoformat()}"
-    args = ["admin_boundaries", "v1.1", now_arg, *kafka_args(settings)]
+    args = ["admin_boundaries", "v1.1", now_arg, *kafka_argv(settings)]
     assert main(["contract", "evidence", *args, "--format", "html", "-o", str(html_file)]) == 0
     page = html_file.read_text()
     # the span runs from the first to the last evaluation (T0 to T0+1h), not to --now
@@ -174,8 +170,7 @@ def test_edit_in_place_refused_by_cli_ignored_by_worker_and_numbering(
     tmp_path: Path,
     capsys: pytest.CaptureFixture[str],
 ) -> None:
-    kafka = ["--bootstrap-servers", settings.bootstrap_servers]
-    kafka += [f"--{name}-topic={topic}" for name, topic in settings.topics.__dict__.items()]
+    kafka = kafka_argv(settings)
     assert main(["contract", "publish", str(V1), *kafka]) == 0
     assert main(["contract", "publish", str(V1), *kafka]) == 0
     assert "no-op" in capsys.readouterr().out
@@ -267,3 +262,56 @@ def test_identical_twin_matches_and_stricter_version_breaches_while_admitted(
     assert worker.pipeline.batches_committed == 4
     loaded = load_contract(stricter)
     assert loaded.version == "v1.2"
+
+
+def test_a_running_worker_never_evaluates_a_minor_and_its_predecessor_both_enforcing(
+    settings: Settings, start_worker: Any, tmp_path: Path
+) -> None:
+    # issue 14: supersession was a second record, so between the two records v1.0 and
+    # v1.1 were both enforcing. Now the new version's record carries it: here the
+    # publisher stops after that first record, and the worker still never holds both.
+    from worker.core.policy import decide_publish
+    from worker.kafka.evaluations import read_evaluations
+    from worker.kafka.lifecycle import read_published, write_records
+
+    clock = Clock(T0)
+    publish_contract(settings, V1, mode="enforcing", now=T0)
+    worker = start_worker(settings, clock=clock)
+    publish_batch(settings, world("before", T0))
+    assert wait_evidence(settings, "v1.0", 1, T0).evaluated == 1
+
+    minor = load_contract(variant(V1, tmp_path, "v1.1", ("owner: boundaries-team", "owner: x")))
+    known = read_published(settings).published("admin_boundaries")
+    d = decide_publish(minor, mode="enforcing", known=known, published_by="t", now=T0)
+    assert [(w.contract.version, w.state, w.supersedes) for w in d.writes] == [
+        ("v1.1", "active", ("admin_boundaries/v1.0",)),
+        ("v1.0", "superseded", ()),
+    ]
+    write_records(settings, d.writes[:1])  # the follow-up record is never written
+    seen: set[tuple[str, ...]] = set()
+    deadline = time.monotonic() + 20
+    while time.monotonic() < deadline:
+        enforcing = tuple(
+            v.contract.version
+            for v in worker.pipeline.registry.active("admin_boundaries")
+            if v.mode == "enforcing"
+        )
+        seen.add(enforcing)
+        if enforcing == ("v1.1",):
+            break
+        time.sleep(0.005)
+    assert seen == {("v1.0",), ("v1.1",)}  # never both, never none
+
+    publish_batch(settings, world("after", T0))
+    assert wait_evidence(settings, "v1.1", 1, T0).evaluated == 1
+    evaluated: dict[str, list[tuple[str, str]]] = {}
+    for r in read_evaluations(settings, "admin_boundaries"):
+        evaluated.setdefault(r["batch_id"], []).append((r["version"], r["mode"]))
+    assert evaluated == {"before": [("v1.0", "enforcing")], "after": [("v1.1", "enforcing")]}
+    # a worker bootstrapping from the topic as it is (one record per key, as compaction
+    # leaves it) holds the same: v1.0 superseded although its own record says active
+    fresh = read_published(settings).published("admin_boundaries")
+    assert [(p.contract.version, p.mode, p.state) for p in fresh] == [
+        ("v1.0", "enforcing", "superseded"),
+        ("v1.1", "enforcing", "active"),
+    ]

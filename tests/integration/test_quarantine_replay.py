@@ -2,16 +2,15 @@
 
 from __future__ import annotations
 
-import io
+import json
 import re
 import time
-from contextlib import redirect_stderr, redirect_stdout
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 from typing import Any
 
+from tests.integration.cli import run_cli
 from worker.cli.demo import collect_results
-from worker.cli.main import main
 from worker.cli.scenario import data_file
 from worker.io.codec import encode_batch
 from worker.io.features import read_batch_file
@@ -21,19 +20,10 @@ from worker.kafka.settings import Settings
 from worker.ops.quarantine import QuarantineEntry, read_quarantine
 
 
-def cli(settings: Settings, *argv: str) -> str:
-    t = settings.topics
-    kafka = [
-        "--bootstrap-servers", settings.bootstrap_servers, "--group-id", settings.group_id,
-        "--batches-topic", t.batches, "--admitted-topic", t.admitted,
-        "--quarantine-topic", t.quarantine, "--contracts-topic", t.contracts,
-        "--consumers-topic", t.consumers, "--evaluations-topic", t.evaluations,
-    ]  # fmt: skip
-    out = io.StringIO()
-    with redirect_stdout(out):
-        code = main(["quarantine", *argv, *kafka])
-    assert code == 0, out.getvalue()
-    return out.getvalue()
+def cli(settings: Settings, capsys: Any, *argv: str) -> str:
+    code, out, err = run_cli(settings, capsys, "quarantine", *argv)
+    assert code == 0, out + err
+    return out
 
 
 def contract_with_max(tmp_path: Path, version: str, max_features: int) -> Path:
@@ -73,7 +63,7 @@ def wait_quarantined(settings: Settings, batch_id: str, timeout_s: float = 60) -
 
 
 def test_replay_after_contract_fix_is_admitted(
-    settings: Settings, start_worker: Any, tmp_path: Path
+    settings: Settings, start_worker: Any, tmp_path: Path, capsys: Any
 ) -> None:
     # v1.0 allows at most 3 features: the 5 boroughs break it
     publish_contract(settings, contract_with_max(tmp_path, "v1", 3), published_by="t")
@@ -89,7 +79,7 @@ def test_replay_after_contract_fix_is_admitted(
     assert entry.record is not None
     assert [(r["version"], r["clause"]) for r in entry.record["reasons"]] == [("v1.0", "size")]
 
-    tail = cli(settings, "tail", "--layer", "nyc_boroughs")
+    tail = cli(settings, capsys, "tail", "--layer", "nyc_boroughs")
     head, row = tail.splitlines()
     assert head.split() == [
         "quarantined",
@@ -103,10 +93,10 @@ def test_replay_after_contract_fix_is_admitted(
     ]
     assert " nyc_boroughs  nyc-5  " in row and row.endswith("v1.0:size (5 features)")
     assert row.index("v1.0:size") == head.index("what broke")  # aligned columns
-    assert cli(settings, "tail", "--layer", "other_layer") == (
+    assert cli(settings, capsys, "tail", "--layer", "other_layer") == (
         f"no quarantined batches of layer other_layer on {settings.topics.quarantine}\n"
     )
-    show = cli(settings, "show", "nyc-5")
+    show = cli(settings, capsys, "show", "nyc-5")
     assert "v1.0 (enforcing) size:" in show and "measured: 5" in show
 
     # the fix: v1.1 loosens the bound (a minor change), enforcing, superseding v1.0
@@ -117,7 +107,7 @@ def test_replay_after_contract_fix_is_admitted(
         assert time.monotonic() < deadline, "worker did not pick up v1.1"
         time.sleep(0.2)
 
-    replayed = cli(settings, "replay", "nyc-5")
+    replayed = cli(settings, capsys, "replay", "nyc-5")
     assert "replayed nyc-5" in replayed
     m = re.search(re.escape(settings.topics.batches) + r"\[(\d+)\]@(\d+)", replayed)
     assert m, replayed
@@ -133,14 +123,9 @@ def test_replay_after_contract_fix_is_admitted(
     assert headers["contract-versions-enforced"] == "v1.1"
 
 
-def cli_code(settings: Settings, *argv: str) -> tuple[int, str]:
-    t = settings.topics
-    kafka = ["--bootstrap-servers", settings.bootstrap_servers, "--group-id", settings.group_id]
-    kafka += [f"--{name}-topic={topic}" for name, topic in t.__dict__.items()]
-    out, err = io.StringIO(), io.StringIO()
-    with redirect_stdout(out), redirect_stderr(err):
-        code = main(["quarantine", *argv, *kafka])
-    return code, out.getvalue() + err.getvalue()
+def cli_code(settings: Settings, capsys: Any, *argv: str) -> tuple[int, str]:
+    code, out, err = run_cli(settings, capsys, "quarantine", *argv)
+    return code, out + err
 
 
 def admitted_headers(settings: Settings, n: int, timeout_s: float = 60) -> list[dict[str, str]]:
@@ -155,7 +140,7 @@ def admitted_headers(settings: Settings, n: int, timeout_s: float = 60) -> list[
 
 
 def test_replay_all_since_and_never_twice_admitted(
-    settings: Settings, start_worker: Any, tmp_path: Path
+    settings: Settings, start_worker: Any, tmp_path: Path, capsys: Any
 ) -> None:
     publish_contract(settings, contract_with_max(tmp_path, "v1", 3), published_by="t")
     worker = start_worker(settings)
@@ -184,17 +169,17 @@ def test_replay_all_since_and_never_twice_admitted(
         assert time.monotonic() < deadline, "worker did not pick up v1.1"
         time.sleep(0.2)
 
-    code, out = cli_code(settings, "replay", "nyc-old")
+    code, out = cli_code(settings, capsys, "replay", "nyc-old")
     assert code == 0, out
     assert admitted_headers(settings, 1)[0]["replay-of"] == "nyc-old"
     # the admitted batch is never replayed again without --force
-    code, out = cli_code(settings, "replay", "nyc-old")
+    code, out = cli_code(settings, capsys, "replay", "nyc-old")
     assert code == 2
     assert "batch nyc-old was already admitted (at " + settings.topics.admitted in out
     assert "use --force" in out
 
     code, out = cli_code(
-        settings, "replay", "--all-since", since.isoformat(), "--layer", "nyc_boroughs"
+        settings, capsys, "replay", "--all-since", since.isoformat(), "--layer", "nyc_boroughs"
     )
     assert code == 0, out
     assert "replayed nyc-a" in out and "replayed nyc-b" in out and "nyc-old" not in out
@@ -209,11 +194,11 @@ def test_replay_all_since_and_never_twice_admitted(
 
     # every batch since the start is admitted now: all refused, exit 1, nothing produced
     start = (since - timedelta(hours=1)).isoformat()
-    code, out = cli_code(settings, "replay", "--all-since", start)
+    code, out = cli_code(settings, capsys, "replay", "--all-since", start)
     assert code == 1, out
     assert out.count("already admitted") == 3 and "0 batch(es) quarantined since" in out
     assert "3 not replayed" in out
-    code, out = cli_code(settings, "replay", "--all-since", start, "--layer", "other_layer")
+    code, out = cli_code(settings, capsys, "replay", "--all-since", start, "--layer", "other_layer")
     assert code == 0 and "0 batch(es) of layer other_layer" in out
     time.sleep(2)
     assert len(admitted_headers(settings, 3)) == 3
@@ -245,8 +230,34 @@ def test_two_replays_in_flight_admit_the_batch_once(settings: Settings, start_wo
     assert [q["reason_code"] for q in result.quarantine.values()] == ["duplicate_replay"] * 2
 
 
-def test_tail_of_an_empty_quarantine_topic_says_so(settings: Settings) -> None:
+def test_tail_of_an_empty_quarantine_topic_says_so(settings: Settings, capsys: Any) -> None:
     # found by a fresh-user session: an empty tail printed nothing at all
-    assert cli(settings, "tail").strip() == (
+    assert cli(settings, capsys, "tail").strip() == (
         f"no quarantined batches on {settings.topics.quarantine}"
     )
+
+
+def test_geojson_ids_published_inline_name_the_offenders_in_quarantine_show(
+    settings: Settings, start_worker: Any, tmp_path: Path, capsys: Any
+) -> None:
+    # issue 14: an inline event lost the GeoJSON ids; offenders fell back to row indexes
+    from tests.cli.test_check_offenders import CONTRACT, _geojson
+
+    (tmp_path / "places.yaml").write_text(CONTRACT)
+    publish_contract(settings, tmp_path / "places.yaml", published_by="t")
+    start_worker(settings)
+    geo = _geojson(tmp_path / "b.geojson")
+    code, _out, err = run_cli(
+        settings, capsys, "batch", "publish", str(geo), "--layer", "places", "--batch-id", "ids-1"
+    )
+    assert code == 0, err
+    wait_quarantined(settings, "ids-1")
+    show = cli(settings, capsys, "show", "ids-1")
+    assert "#1 (id 'out'): [100, 10, 100, 10]" in show
+    out_file = tmp_path / "offenders.geojson"
+    cli(settings, capsys, "show", "ids-1", "--geojson", str(out_file))
+    doc = json.loads(out_file.read_text())
+    assert [f["id"] for f in doc["features"]] == ["out"]
+    # the record carries no clause kinds: left out, not "kind": ""
+    (summary,) = doc["contract_gate"]["clauses"]
+    assert (summary["clause"], summary["total"], "kind" in summary) == ("v1.0:extent", 1, False)

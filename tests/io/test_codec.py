@@ -401,6 +401,7 @@ def test_contract_record_round_trip() -> None:
         "published_at": T0,
         "published_by": "alice",
         "changelog": "tighter",
+        "supersedes": [],
     }
     assert codec.decode_contract_record(codec.encode_contract_record(record)) == record
     minimal = {k: v for k, v in record.items() if k not in ("change_class", "differences")}
@@ -408,6 +409,33 @@ def test_contract_record_round_trip() -> None:
     assert out["change_class"] is None and out["differences"] == []
     with pytest.raises(Exception, match="cannot encode ContractRecord"):
         codec.encode_contract_record({**record, "mode": "shadow"})
+
+
+def test_contract_record_supersedes_is_a_trailing_field_written_only_when_set() -> None:
+    from worker.io.codec.avro import CONTRACT_RECORD_PLAIN
+
+    record = {
+        "layer": "parcels",
+        "version": "v7.1",
+        "document": "layer: parcels\n",
+        "digest": "ab" * 32,
+        "mode": "enforcing",
+        "state": "active",
+        "published_at": T0,
+        "published_by": "alice",
+        "changelog": "looser",
+    }
+    plain = codec.encode_contract_record(record)
+    # without supersedes: the bytes a writer of the earlier schema produces
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, CONTRACT_RECORD_PLAIN, {**record, "differences": []})
+    assert plain == out.getvalue()
+    assert codec.decode_contract_record(plain)["supersedes"] == []
+    full = codec.encode_contract_record({**record, "supersedes": ["parcels/v7.0"]})
+    assert full.startswith(plain) and len(full) > len(plain)
+    assert codec.decode_contract_record(full)["supersedes"] == ["parcels/v7.0"]
+    with pytest.raises(DecodeError, match="trailing bytes"):
+        codec.decode_contract_record(full + b"\x00")
 
 
 def test_consumer_declaration_round_trip() -> None:
@@ -596,3 +624,56 @@ def test_production_writes_validate_only_a_failed_record_and_name_its_field(
         codec.encode_contract_record(record)
     good = {**record, "mode": "enforcing"}
     assert codec.decode_contract_record(codec.encode_contract_record(good))["mode"] == "enforcing"
+
+
+def test_inline_events_carry_geojson_feature_ids_to_the_quarantine_offenders(
+    tmp_path: Path,
+) -> None:
+    # issue 14: `batch publish FILE.geojson` lost the ids; offenders fell back to indexes
+    from tests.cli.test_check_offenders import CONTRACT, _geojson
+    from worker.core.contracts import parse_contract
+    from worker.core.evaluate import evaluate
+    from worker.core.model import ActiveVersion
+    from worker.io.codec.avro import BATCH_ARRIVAL_EDGES
+    from worker.io.codec.batch import MAX_FEATURE_ID_CHARS
+
+    batch = read_batch_file(_geojson(tmp_path / "b.geojson"), layer="places", data_time=T0)
+    assert batch.feature_ids == ("in", "out")
+    data = codec.encode_batch(batch)
+    without = codec.encode_batch(replace(batch, feature_ids=None))
+    assert data.startswith(without[:-1]) and len(data) > len(without)  # a trailing field
+    back = codec.decode_batch(data)
+    assert back.feature_ids == ("in", "out")
+    assert codec.decode_batch(without).feature_ids is None
+    decision = evaluate(back, [ActiveVersion(parse_contract(CONTRACT))], now=T0)
+    rec = codec.decode_quarantine(
+        codec.encode_quarantine(
+            decision,
+            batch_id=back.batch_id,
+            layer="places",
+            source_topic="t",
+            source_partition=0,
+            source_offset=0,
+            original=data,
+            quarantined_at=T0,
+            worker_id="w",
+        )
+    )
+    offenders = rec["reasons"][0]["offenders"]
+    assert offenders["features"] == [{"index": 1, "id": "out", "value": [100.0, 10.0, 100.0, 10.0]}]
+    # edges-only events (written before feature ids existed) still read
+    spherical = codec.encode_batch(replace(batch, feature_ids=None, edges="spherical"))
+    rec_e = fastavro.schemaless_reader(io.BytesIO(spherical), BATCH_ARRIVAL_EDGES, None)
+    assert rec_e["edges"] == "spherical"
+    assert codec.decode_batch(spherical).feature_ids is None
+    # bounded: strings clipped, integers kept, the count must match the geometries
+    long_ids = replace(batch, feature_ids=("x" * 10_000, 2**40))
+    ids = codec.decode_batch(codec.encode_batch(long_ids)).feature_ids
+    assert ids is not None and ids[0] == "x" * (MAX_FEATURE_ID_CHARS - 1) + "…"
+    assert ids[1] == 2**40
+    raw = codec.decode_event(data)
+    raw["feature_ids"] = ["only-one"]
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, BATCH_ARRIVAL, raw)
+    with pytest.raises(DecodeError, match="feature_ids has 1 ids for 2 geometries"):
+        codec.decode_batch(out.getvalue())

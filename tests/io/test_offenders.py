@@ -89,3 +89,23 @@ def test_geojson_of_offenders_has_geometry_attributes_and_broken_clauses() -> No
     reasons = codec.decode_quarantine(data)["reasons"]
     again = offenders_collection(batch, offenders_of_record(reasons))
     assert again["features"] == doc["features"]
+    # a QuarantineRecord carries no clause kinds: the key is left out, never ""
+    assert [c.get("kind") for c in doc["contract_gate"]["clauses"]] == ["validity", "domain"]
+    assert all("kind" not in c for c in again["contract_gate"]["clauses"])
+
+
+def test_nan_vertices_give_a_null_geometry_with_the_reason_never_null_numbers() -> None:
+    # found by a new-user trial: coordinates [null, 1.0] are not valid GeoJSON
+    from tests.catalogue import NAN_VERTEX_WKB
+
+    batch = batch_of([VALID_POLYGON, NAN_VERTEX_WKB])
+    decision = evaluate(batch, [active(contract_of(clause("valid", "validity")))], now=NOW)
+    doc = offenders_collection(batch, broken_clauses(decision))
+    (feature,) = doc["features"]
+    assert feature["geometry"] is None
+    assert feature["properties"]["gate_index"] == 1
+    assert feature["properties"]["gate_geometry_null"] == (
+        "non-finite coordinate (NaN or infinity): not representable in GeoJSON"
+    )
+    text = json.dumps(doc, allow_nan=False)  # strict JSON: no NaN tokens
+    assert "null, 1.0" not in text and "[null" not in text

@@ -251,3 +251,39 @@ def test_a_planar_batch_event_is_framed_and_reads_back() -> None:
     framed = rc.frame(PLAIN, TOPIC, "BatchArrival")
     assert framed[0] == 0
     assert rc.decode_batch(framed, TOPIC).geometries_wkb == WORLD.geometries_wkb
+
+
+def test_events_with_feature_ids_and_contract_records_with_supersedes_are_framed() -> None:
+    # issue 14: two more trailing optional fields; each variant frames and reads back
+    from dataclasses import replace
+
+    from worker.io.contract_files import load_contract
+    from worker.kafka.publish import contract_record
+
+    rc = RegistryCodec(mock_client())
+    n = len(WORLD.geometries_wkb)
+    ids = tuple(f"feature-{i}" for i in range(n))
+    for batch in (replace(WORLD, feature_ids=ids), replace(WORLD, edges="spherical")):
+        framed = rc.frame(codec.encode_batch(batch), TOPIC, "BatchArrival")
+        back = rc.decode_batch(framed, TOPIC)
+        assert (back.feature_ids, back.edges) == (batch.feature_ids, batch.edges)
+    v1 = load_contract(data_file("contracts/admin_boundaries.v1.yaml"))
+    v11 = load_contract(data_file("contracts/admin_boundaries.v1.1.yaml"))
+    for rec, supersedes in (
+        (contract_record(v1, mode="enforcing", published_at=NOW, published_by="t"), []),
+        (
+            {
+                **contract_record(v11, mode="enforcing", published_at=NOW, published_by="t"),
+                "supersedes": [v1.key],
+            },
+            [v1.key],
+        ),
+    ):
+        plain = codec.encode_contract_record(rec)
+        framed = rc.frame(plain, "gis.contracts", "ContractRecord")
+        # the framed body follows the registered (whole) schema: supersedes always written
+        assert framed[5:].startswith(plain)
+        decoded = codec.decode_contract_record(
+            rc.to_plain(framed, "gis.contracts", "ContractRecord")
+        )
+        assert decoded["supersedes"] == supersedes and decoded["version"] == rec["version"]

@@ -32,7 +32,8 @@ def test_counts_per_clause_version_and_decision() -> None:
     metrics = GateMetrics(MeterProvider(metric_readers=[reader]).get_meter("test"))
     out = go(codec.encode_batch(WORLD))
     metrics.record_decision("admin_boundaries", out.decision, out.duration_s)
-    metrics.record_config_rejection("admin_boundaries", "edit_in_place")
+    metrics.record_config_rejection("admin_boundaries", "edit_in_place", {"admin_boundaries"})
+    metrics.record_config_rejection("forged-1", "invalid_record", {"admin_boundaries"})
     p = points(reader)
     assert p["gis.contract.batches_total"] == [
         ({"layer": "admin_boundaries", "decision": "admitted"}, 1)
@@ -47,7 +48,8 @@ def test_counts_per_clause_version_and_decision() -> None:
     versions = {(a["version"], a["result"]) for a, _ in p["gis.contract.version_evaluations_total"]}
     assert versions == {("v1.0", "pass"), ("v1.1", "break")}
     assert p["gis.contract.config_rejections_total"] == [
-        ({"layer": "admin_boundaries", "reason": "edit_in_place"}, 1)
+        ({"layer": "admin_boundaries", "reason": "edit_in_place"}, 1),
+        ({"layer": "invalid", "reason": "invalid_record"}, 1),  # an unknown layer: bounded
     ]
     assert p["gis.contract.evaluation.duration"][0][1] == 1
 

@@ -98,7 +98,10 @@ def add_consumers_args(sub: Any, add_kafka_args: AddKafkaArgs) -> None:
         description="Per layer and major version: the count (declared + unattributed, the "
         "retirement condition) and the consumers by name. Unattributed: groups with committed "
         "offsets on the admitted topic that never declared for the layer, counted against "
-        "its oldest active version.",
+        "the oldest active version of every layer (the conservative rule: offsets do not "
+        "say which layers it read); next to each, the layers of the records before its "
+        "committed offsets (up to 200 per partition, read for at most 5 s): evidence, "
+        "not a count.",
     )
     add_kafka_args(st)
     st.add_argument("layer", nargs="?", help="only this layer")
@@ -156,7 +159,7 @@ def cmd_consumers(args: argparse.Namespace) -> int:
             )
         )
         return 0
-    view = migration_view(settings, stale_after=args.stale_after)
+    view = migration_view(settings, stale_after=args.stale_after, with_layers_read=True)
     if args.layer:
         view = MigrationView({k: v for k, v in view.layers.items() if k == args.layer})
     if args.format == "json":

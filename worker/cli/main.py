@@ -44,6 +44,17 @@ class GateParser(argparse.ArgumentParser):
     def error(self, message: str) -> NoReturn:
         self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
 
+    def parse_known_args(  # type: ignore[override]
+        self, args: Any = None, namespace: Any = None
+    ) -> tuple[argparse.Namespace, list[str]]:
+        """As argparse's, but arguments this parser does not know are an error here, so
+        ``contract-gate check --bogus`` points to ``contract-gate check --help`` (argparse
+        hands them up to the top-level parser, whose message names the top-level help)."""
+        known, extras = super().parse_known_args(args, namespace)
+        if extras:
+            self.error(f"unrecognized arguments: {' '.join(extras)}")
+        return known, extras
+
 
 _LOG_LEVEL_HELP = (
     "DEBUG, INFO, WARNING, ERROR (default WARNING; for `run` the worker's own "

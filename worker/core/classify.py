@@ -184,10 +184,11 @@ def _compare_clause(old: Clause, new: Clause, old_c: Contract, new_c: Contract) 
         handled.add("expected_features")
         crs_p = p.get("crs") or _contract_crs(old_c)
         crs_q = q.get("crs") or _contract_crs(new_c)
+        shown = f"{_crs_words(crs_p)} -> {_crs_words(crs_q)}"
         if p.get("crs") != q.get("crs") and not _crs_same(crs_p, crs_q):
-            d.add("major", f"region CRS not equivalent ({crs_p} -> {crs_q})")
+            d.add("major", f"region CRS not equivalent ({shown})")
         elif p.get("crs") != q.get("crs"):
-            d.add("none", f"region CRS spelled differently, equivalent ({crs_p} -> {crs_q})")
+            d.add("none", f"region CRS spelled differently, equivalent ({shown})")
         if p.get("region") != q.get("region"):
             if p.get("region") is None or q.get("region") is None:
                 d.add("major", f"{kind} region {'added' if p.get('region') is None else 'removed'}")
@@ -322,6 +323,15 @@ def _types_shown(changed: set[str], now_allowed: set[str], verb: str) -> str:
             note += f"; {base} {verb} allowed as {', '.join(same_base)}"
         out.append(f"{name} ({note})")
     return ", ".join(out)
+
+
+#: How a region CRS that neither the clause nor a crs clause declares is shown: such a
+#: region is read in each batch's declared CRS (:func:`worker.core.clauses.contract_crs`).
+UNDECLARED_REGION_CRS = "undeclared: the batch's declared CRS"
+
+
+def _crs_words(crs: Any) -> str:
+    return UNDECLARED_REGION_CRS if crs is None else str(crs)
 
 
 def _contract_crs(c: Contract) -> Any:

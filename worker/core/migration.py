@@ -105,6 +105,9 @@ class ConsumerRef:
     declared_at: datetime | None = None
     #: the per-major topic a group reads, when that is what attributes it to the major
     via: str | None = None
+    #: unattributed only: the layers of the records before its committed offsets on the
+    #: admitted topic (a bounded sample), None when not looked at
+    layers_read: tuple[str, ...] | None = None
 
     @property
     def label(self) -> str:
@@ -174,6 +177,7 @@ def build_view(
     excluded: Iterable[str] = (),
     excluded_prefixes: Iterable[str] = (),
     path_readers: Iterable[tuple[str, str, int, str]] = (),
+    layers_read: Mapping[str, tuple[str, ...]] | None = None,
 ) -> MigrationView:
     """Count consumers per layer and major version.
 
@@ -196,6 +200,10 @@ def build_view(
         Groups with committed offsets on a per-major admitted topic: each counts as a
         declared consumer of that major (also when it declared another one: it still reads
         this path), and is not unattributed.
+    layers_read : mapping of group to layer names, optional
+        The layers seen in the records before an undeclared group's committed offsets:
+        carried on its unattributed rows (:attr:`ConsumerRef.layers_read`), shown, never
+        used to count it less (the conservative rule stands).
     """
     excluded = set(excluded)
     prefixes = tuple(excluded_prefixes)
@@ -240,7 +248,10 @@ def build_view(
         if oldest is not None:
             for group in reading:
                 if group not in declared_names:
-                    rows[oldest]["unattributed"].append(ConsumerRef(group, "unattributed"))
+                    seen = (layers_read or {}).get(group)
+                    rows[oldest]["unattributed"].append(
+                        ConsumerRef(group, "unattributed", layers_read=seen)
+                    )
         counts = tuple(
             VersionCount(
                 layer=layer,
@@ -268,6 +279,8 @@ def view_to_json(view: MigrationView) -> list[dict[str, object]]:
             out["declared_at"] = r.declared_at.isoformat()
         if r.via is not None:
             out["via"] = r.via
+        if r.layers_read is not None:
+            out["layers_read"] = list(r.layers_read)
         return out
 
     return [
@@ -285,6 +298,17 @@ def view_to_json(view: MigrationView) -> list[dict[str, object]]:
         for lv in view.layers.values()
         for v in lv.versions
     ]
+
+
+def _ref_text(r: ConsumerRef, layer: str) -> str:
+    if r.via:
+        return f"{r.name} (reads {r.via})"
+    if r.layers_read is None:
+        return r.name
+    if not r.layers_read:
+        return f"{r.name} (records before its offsets: no layer header)"
+    tail = "" if layer in r.layers_read else f"; none of {layer}: counted by the conservative rule"
+    return f"{r.name} (records before its offsets: {', '.join(r.layers_read)}{tail})"
 
 
 def render_view(view: MigrationView) -> str:
@@ -305,15 +329,14 @@ def render_view(view: MigrationView) -> str:
                 ("stale", v.stale),
             ):
                 if refs:
-                    lines.append(
-                        f"    {kind}: "
-                        + ", ".join(r.name + (f" (reads {r.via})" if r.via else "") for r in refs)
-                    )
+                    lines.append(f"    {kind}: " + ", ".join(_ref_text(r, lv.layer) for r in refs))
     if any(v.unattributed for lv in view.layers.values() for v in lv.versions):
         lines.append(
             "unattributed: a group with offsets on the shared admitted topic that never "
             "declared is counted against the oldest active version of every layer (the "
             "conservative rule: the offsets do not say which layers it read); declare it "
-            "with `contract-gate consumers declare` to count it where it belongs"
+            "with `contract-gate consumers declare` to count it where it belongs; "
+            '"records before its offsets" lists the layers of the last records it read '
+            "(a bounded sample), evidence only"
         )
     return "\n".join(lines) if lines else "no layers and no declarations"

@@ -33,7 +33,12 @@ __all__ = [
 
 @dataclass(frozen=True)
 class Published:
-    """A contract version as its config record describes it (lifecycle and provenance)."""
+    """A contract version as its config record describes it (lifecycle and provenance).
+
+    ``supersedes`` holds the ``layer/version`` keys of the earlier revisions the record
+    supersedes when applied (:class:`worker.core.registry.Registry`): the supersession
+    travels in the new version's own record, one atomic change.
+    """
 
     contract: Contract
     mode: str
@@ -42,6 +47,7 @@ class Published:
     differences: tuple[Difference, ...]
     published_at: datetime
     published_by: str
+    supersedes: tuple[str, ...] = ()
 
     @classmethod
     def from_record(cls, contract: Contract, record: Mapping[str, Any]) -> Published:
@@ -57,6 +63,7 @@ class Published:
             ),
             published_at=record["published_at"],
             published_by=record["published_by"],
+            supersedes=tuple(record.get("supersedes") or ()),
         )
 
     def to_record(self) -> dict[str, Any]:
@@ -77,6 +84,7 @@ class Published:
             "published_at": self.published_at,
             "published_by": self.published_by,
             "changelog": c.changelog,
+            "supersedes": list(self.supersedes),
         }
 
 
@@ -85,8 +93,12 @@ class PolicyDecision:
     """The outcome of a lifecycle action.
 
     ``action`` is ``write`` | ``noop`` | ``refuse``; ``writes`` are the records to produce,
-    in order (the new or promoted version first, then the superseded ones); ``message``
-    is readable text (several lines: the class and differences, then what happens).
+    in order: the new or promoted version first, its ``supersedes`` naming the revisions it
+    supersedes (a worker applies the supersession with this one record), then a
+    ``superseded`` record for each of them (their own keys then say so too, so the state
+    outlives the superseding record, and readers of the earlier schema learn it);
+    ``message`` is readable text (several lines: the class and differences, then what
+    happens).
     """
 
     action: str
@@ -122,6 +134,22 @@ def _supersede(
         and p.contract.major == major
         and p.contract.minor < below_minor
         and p.contract.key != except_key
+    )
+
+
+def _supersedes(layer: Sequence[Published], new: Contract) -> tuple[str, ...]:
+    """Every earlier revision of ``new``'s major that is not retired, oldest first.
+
+    Cumulative (a v7.2 names v7.0 as well as v7.1), so the supersession stays whole when
+    log compaction or a tombstone removes an intermediate revision's record.
+    """
+    return tuple(
+        p.contract.key
+        for p in sorted(layer, key=lambda p: p.contract.minor)
+        if p.state != "retired"
+        and p.contract.major == new.major
+        and p.contract.minor < new.minor
+        and p.contract.key != new.key
     )
 
 
@@ -207,7 +235,7 @@ def decide_publish(
                     "publish it --mode observing and promote it"
                 )
         superseded = _supersede(layer, new.major, new.minor, new.key)
-        writes += superseded
+        writes = (replace(record, supersedes=_supersedes(layer, new)), *superseded)
         tail = (
             f"published {mode}; supersedes {', '.join(p.contract.version for p in superseded)}"
             if superseded
@@ -256,9 +284,9 @@ def decide_promotion(
         return PolicyDecision(
             "refuse", f"{key}: promotion not confirmed (answer yes, or pass --yes)"
         )
-    promoted = replace(target, mode="enforcing")
     layer = [p for p in known if p.contract.layer == c.layer]
     superseded = _supersede(layer, c.major, c.minor, key)
+    promoted = replace(target, mode="enforcing", supersedes=_supersedes(layer, c))
     names = ", ".join(p.contract.version for p in superseded)
     return PolicyDecision(
         "write",

@@ -21,13 +21,14 @@ undecodable record into an ``invalid_record`` rejection (:meth:`Registry.reject`
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from worker.core.contracts import parse_contract
 from worker.core.errors import ContractGateError
 from worker.core.model import ActiveVersion, Contract
 from worker.core.policy import Published
+from worker.core.supersession import supersedes_of
 
 __all__ = [
     "ConfigEvent",
@@ -48,6 +49,8 @@ class ConfigEvent:
     ``invalid_contract`` | ``key_mismatch`` | ``unretired_tombstone`` (a null value for a
     version that is still active and enforcing: refused, the version stays in force).
     ``tombstone`` is True for a null value (``removed`` when it deleted a version).
+    ``superseded`` lists the ``layer/version`` keys this record turned from active to
+    superseded (its ``supersedes`` field), in the same step that applied it.
     """
 
     outcome: str
@@ -57,6 +60,7 @@ class ConfigEvent:
     reason: str | None = None
     version: ActiveVersion | None = None
     tombstone: bool = False
+    superseded: tuple[str, ...] = ()
 
 
 def config_key(contract: Contract) -> str:
@@ -102,9 +106,23 @@ def active_version_from_record(record: Mapping[str, Any], *, source: str) -> Act
 
 
 class Registry:
-    """Contract versions known to this worker, keyed ``layer/version``."""
+    """Contract versions known to this worker, keyed ``layer/version``.
+
+    Supersession is applied with the record that carries it: a record whose
+    ``supersedes`` names earlier revisions (``layer/version`` keys) turns those from
+    ``active`` to ``superseded`` in the same step that adds it, so no reader ever sees the
+    new revision and the revisions it supersedes enforcing together. The effect lasts as
+    long as the superseding record is on the topic (log compaction keeps it: it is the
+    latest record of its key), whatever the order: a superseded revision whose own record
+    arrives later (or says ``active``) is held as superseded. Only an enforcing record
+    supersedes (an observing one must not switch enforcement off).
+    """
 
     def __init__(self) -> None:
+        # the versions as their own records say (raw), what each record supersedes, and
+        # the versions in force with supersession applied (the only dict readers see)
+        self._raw: dict[str, ActiveVersion] = {}
+        self._supersedes: dict[str, tuple[str, ...]] = {}
         self._versions: dict[str, ActiveVersion] = {}
 
     def reject(self, key: str | None, message: str, reason: str = "invalid_record") -> ConfigEvent:
@@ -112,59 +130,49 @@ class Registry:
         key = key or ""
         return ConfigEvent("rejected", key, _layer_of(key), message, reason)
 
+    def _commit(
+        self, raw: dict[str, ActiveVersion], supersedes: dict[str, tuple[str, ...]]
+    ) -> tuple[str, ...]:
+        """Install ``raw``/``supersedes`` and their effective versions in one assignment
+        (copy on write: readers in other threads, e.g. HTTP /status, iterate the previous
+        dict undisturbed); returns the keys this step turned from active to superseded."""
+        by = {
+            target
+            for k, targets in supersedes.items()
+            if raw.get(k) is not None and raw[k].mode == "enforcing"
+            for target in targets
+        }
+        effective = {
+            k: replace(v, state="superseded") if v.state == "active" and k in by else v
+            for k, v in raw.items()
+        }
+        before = self._versions
+        self._raw, self._supersedes, self._versions = raw, supersedes, effective
+        return tuple(
+            sorted(
+                k
+                for k, v in effective.items()
+                if v.state == "superseded" and k in before and before[k].state == "active"
+            )
+        )
+
     def apply(self, key: str | None, record: Mapping[str, Any] | None) -> ConfigEvent:
         """Apply one decoded ContractRecord (``record`` None is a tombstone).
 
         ``record`` has the fields of the Avro ContractRecord (``layer``, ``version``,
-        ``document``, ``digest``, ``mode``, ``state``, ...); it is untrusted: a document that
-        fails validation or a digest that does not match it is a rejection, never an error.
+        ``document``, ``digest``, ``mode``, ``state``, optional ``supersedes``, ...); it is
+        untrusted: a document that fails validation, a digest that does not match it or a
+        ``supersedes`` entry that is not an earlier revision of the same major is a
+        rejection, never an error.
         """
         key, key_digest = split_config_key(key or "")
         layer_of_key = _layer_of(key)
         if record is None:
-            gone = self._versions.get(key)
-            if gone is not None and key_digest and key_digest != gone.contract.digest:
-                # the key of a refused edit in place: the version in force is not touched
-                return ConfigEvent(
-                    "unchanged",
-                    key,
-                    gone.contract.layer,
-                    f"tombstone for {key} digest {key_digest[:12]} (an edit never in force); "
-                    f"{gone.contract.version} digest {gone.contract.digest[:12]} stays",
-                    tombstone=True,
-                )
-            if gone is not None and gone.mode == "enforcing" and gone.state == "active":
-                # a raw tombstone must not bypass the retirement gate (DESIGN.md section 5)
-                return ConfigEvent(
-                    "rejected",
-                    key,
-                    gone.contract.layer,
-                    f"tombstone for {key} refused: {gone.contract.version} is enforcing and "
-                    "active, so deleting it would turn enforcement off; retire it with "
-                    "`contract-gate contract retire` (the zero-consumer gate) first",
-                    "unretired_tombstone",
-                    gone,
-                    tombstone=True,
-                )
-            # copy on write: readers in other threads (HTTP /status, the migration
-            # exporter) iterate the previous dict undisturbed
-            self._versions = {k: v for k, v in self._versions.items() if k != key}
-            return ConfigEvent(
-                "removed" if gone else "unchanged",
-                key,
-                layer_of_key,
-                f"tombstone for {key}"
-                + (
-                    f": {gone.contract.version} ({gone.mode}/{gone.state}) deleted, no longer "
-                    "evaluated"
-                    if gone
-                    else " (unknown key)"
-                ),
-                tombstone=True,
-            )
+            return self._tombstone(key, key_digest, layer_of_key)
         source = f"config record {key or '<no key>'}"
         try:
             incoming = active_version_from_record(record, source=source)
+            supersedes = supersedes_of(record.get("supersedes"), incoming.contract, source)
         except ContractGateError as exc:
             return ConfigEvent(
                 "rejected", key, record.get("layer") or layer_of_key, str(exc), "invalid_contract"
@@ -178,31 +186,92 @@ class Registry:
                 f"{source}: key does not match the document's layer/version {c.key}",
                 "key_mismatch",
             )
-        known = self._versions.get(key)
-        if known is not None and known.contract.digest != c.digest:
+        known_raw = self._raw.get(key)
+        if known_raw is not None and known_raw.contract.digest != c.digest:
             return ConfigEvent(
                 "rejected",
                 key,
                 c.layer,
                 f"{source}: edit in place refused: {key} is published with digest "
-                f"{known.contract.digest[:12]}, this record has {c.digest[:12]}; "
+                f"{known_raw.contract.digest[:12]}, this record has {c.digest[:12]}; "
                 "publish a new version instead",
                 "edit_in_place",
             )
-        self._versions = {**self._versions, key: incoming}  # copy on write (see above)
+        known = self._versions.get(key)
+        others = {k: v for k, v in self._supersedes.items() if k != key}
+        turned = self._commit(
+            {**self._raw, key: incoming},
+            {**others, key: supersedes} if supersedes else others,
+        )
+        now = self._versions[key]
+        tail = ""
+        if now.state != incoming.state:
+            tail += " (superseded by a later revision of its major)"
+        turned = tuple(k for k in turned if k != key)
+        if turned:
+            tail += "; supersedes " + ", ".join(turned)
         if known is None:
             return ConfigEvent(
-                "added", key, c.layer, f"{key} {incoming.mode} {incoming.state}", None, incoming
+                "added",
+                key,
+                c.layer,
+                f"{key} {now.mode} {now.state}{tail}",
+                None,
+                now,
+                superseded=turned,
             )
-        if (known.mode, known.state) == (incoming.mode, incoming.state):
-            return ConfigEvent("unchanged", key, c.layer, f"{key} unchanged", None, incoming)
+        if (known.mode, known.state) == (now.mode, now.state) and not turned:
+            return ConfigEvent("unchanged", key, c.layer, f"{key} unchanged", None, now)
         return ConfigEvent(
             "updated",
             key,
             c.layer,
-            f"{key} {known.mode}/{known.state} -> {incoming.mode}/{incoming.state}",
+            f"{key} {known.mode}/{known.state} -> {now.mode}/{now.state}{tail}",
             None,
-            incoming,
+            now,
+            superseded=turned,
+        )
+
+    def _tombstone(self, key: str, key_digest: str | None, layer_of_key: str | None) -> ConfigEvent:
+        gone = self._versions.get(key)
+        if gone is not None and key_digest and key_digest != gone.contract.digest:
+            # the key of a refused edit in place: the version in force is not touched
+            return ConfigEvent(
+                "unchanged",
+                key,
+                gone.contract.layer,
+                f"tombstone for {key} digest {key_digest[:12]} (an edit never in force); "
+                f"{gone.contract.version} digest {gone.contract.digest[:12]} stays",
+                tombstone=True,
+            )
+        if gone is not None and gone.mode == "enforcing" and gone.state == "active":
+            # a raw tombstone must not bypass the retirement gate (DESIGN.md section 5)
+            return ConfigEvent(
+                "rejected",
+                key,
+                gone.contract.layer,
+                f"tombstone for {key} refused: {gone.contract.version} is enforcing and "
+                "active, so deleting it would turn enforcement off; retire it with "
+                "`contract-gate contract retire` (the zero-consumer gate) first",
+                "unretired_tombstone",
+                gone,
+                tombstone=True,
+            )
+        self._commit(
+            {k: v for k, v in self._raw.items() if k != key},
+            {k: v for k, v in self._supersedes.items() if k != key},
+        )
+        return ConfigEvent(
+            "removed" if gone else "unchanged",
+            key,
+            layer_of_key,
+            f"tombstone for {key}"
+            + (
+                f": {gone.contract.version} ({gone.mode}/{gone.state}) deleted, no longer evaluated"
+                if gone
+                else " (unknown key)"
+            ),
+            tombstone=True,
         )
 
     def active(self, layer: str) -> tuple[ActiveVersion, ...]:
@@ -254,8 +323,16 @@ class RecordingRegistry(Registry):
 
     def published(self, layer: str | None = None) -> list[Published]:
         """Every known version (any state), oldest first, optionally of one layer."""
+        from dataclasses import replace as _replace
+
+        # mode and state as in force: a revision superseded by a later record's
+        # ``supersedes`` shows superseded even while its own record says active
         return [
-            Published.from_record(v.contract, self.records[v.contract.key])
+            _replace(
+                Published.from_record(v.contract, self.records[v.contract.key]),
+                mode=v.mode,
+                state=v.state,
+            )
             for v in self.versions(layer)
             if v.contract.key in self.records
         ]

@@ -13,7 +13,8 @@ axis order), its attributes, and the clauses it broke as properties:
 Coordinates stay in the batch's declared CRS: RFC 7946 GeoJSON is OGC:CRS84 only, so for
 any other CRS the document carries the GeoJSON 2008 ``crs`` member
 (``urn:ogc:def:crs:EPSG::2263``), which GDAL and QGIS read. A feature whose geometry is
-missing or cannot be parsed is written with ``"geometry": null``.
+missing, cannot be parsed or has a NaN or infinite coordinate (which GeoJSON cannot
+write) is written with ``"geometry": null`` and the reason in ``gate_geometry_null``.
 """
 
 from __future__ import annotations
@@ -69,13 +70,19 @@ def _crs_member(batch: Batch, facts: BatchFacts) -> dict[str, Any] | None:
     return {"type": "name", "properties": {"name": name}}
 
 
-def _geometry(geom: Any) -> Any:
+def _geometry(geom: Any) -> tuple[Any, str | None]:
+    """``(GeoJSON geometry, None)``, or ``(None, why it is null)``: a geometry with a NaN
+    or infinite coordinate would be written with ``null`` numbers (not valid GeoJSON)."""
     if geom is None or shapely.is_missing(geom):
-        return None
+        return None, "missing or unparseable geometry"
+    # 2D geometries report NaN for the z they do not have: ask for z only when present
+    coords = shapely.get_coordinates(geom, include_z=bool(shapely.has_z(geom)))
+    if coords.size and not np.isfinite(coords).all():
+        return None, "non-finite coordinate (NaN or infinity): not representable in GeoJSON"
     try:
-        return json.loads(shapely.to_geojson(geom))
-    except (shapely.errors.GEOSException, ValueError):
-        return None
+        return json.loads(shapely.to_geojson(geom)), None
+    except (shapely.errors.GEOSException, ValueError) as exc:
+        return None, f"cannot be written as GeoJSON: {exc}"
 
 
 def _property(value: Any) -> Any:
@@ -114,7 +121,10 @@ def offenders_collection(
         props["gate_id"] = _property(row["id"])
         props["gate_broken"] = ", ".join(row["clauses"])
         props.update({label: _property(v) for label, v in row["clauses"].items()})
-        feature: dict[str, Any] = {"type": "Feature", "geometry": _geometry(geoms[i])}
+        geometry, why_null = _geometry(geoms[i])
+        if why_null is not None:
+            props["gate_geometry_null"] = why_null
+        feature: dict[str, Any] = {"type": "Feature", "geometry": geometry}
         if isinstance(row["id"], str | int) and not isinstance(row["id"], bool):
             feature["id"] = row["id"]
         feature["properties"] = props
@@ -130,7 +140,8 @@ def offenders_collection(
         "clauses": [
             {
                 "clause": b.label,
-                "kind": b.kind,
+                # a QuarantineRecord does not carry clause kinds: left out, never ""
+                **({"kind": b.kind} if b.kind else {}),
                 "mode": b.mode,
                 "total": b.offenders.get("total"),
                 "written": len(b.offenders.get("features") or []),

@@ -93,6 +93,15 @@ def per_major_readers(
 
 def _group_topics(settings: Settings, timeout_s: float) -> tuple[set[str], dict[str, set[str]]]:
     """Every group the broker lists, and per group the topics it has committed offsets on."""
+    existing, offsets, _ = _group_offsets(settings, timeout_s)
+    return existing, offsets
+
+
+def _group_offsets(
+    settings: Settings, timeout_s: float
+) -> tuple[set[str], dict[str, set[str]], dict[str, dict[int, int]]]:
+    """:func:`_group_topics` plus, per group, its committed offsets on the admitted topic
+    (``{partition: offset}``)."""
     from confluent_kafka import ConsumerGroupTopicPartitions
     from confluent_kafka.admin import AdminClient
 
@@ -101,6 +110,7 @@ def _group_topics(settings: Settings, timeout_s: float) -> tuple[set[str], dict[
         listed = admin.list_consumer_groups(request_timeout=timeout_s).result()
         existing = {g.group_id for g in listed.valid}
         offsets: dict[str, set[str]] = {}
+        admitted: dict[str, dict[int, int]] = {}
         for group in sorted(existing):
             futures = admin.list_consumer_group_offsets(
                 [ConsumerGroupTopicPartitions(group)], request_timeout=timeout_s
@@ -110,9 +120,12 @@ def _group_topics(settings: Settings, timeout_s: float) -> tuple[set[str], dict[
                 topics = {tp.topic for tp in result.topic_partitions or [] if tp.offset >= 0}
                 if topics:
                     offsets.setdefault(group, set()).update(topics)
+                for tp in result.topic_partitions or []:
+                    if tp.topic == settings.topics.admitted and tp.offset >= 0:
+                        admitted.setdefault(group, {})[int(tp.partition)] = int(tp.offset)
     except Exception as exc:
         raise KafkaError(f"cannot list consumer groups and their offsets: {exc}") from exc
-    return existing, offsets
+    return existing, offsets, admitted
 
 
 def migration_view(
@@ -121,11 +134,14 @@ def migration_view(
     registry: Registry | None = None,
     stale_after: timedelta = DEFAULT_STALE_AFTER,
     now: datetime | None = None,
+    with_layers_read: bool = False,
 ) -> MigrationView:
     """Declared, unattributed and stale consumers per layer and major version.
 
     The gate's own groups (``settings.group_id`` and its ``-reader-`` prefix) are never
-    consumers.
+    consumers. With ``with_layers_read`` each unattributed group also carries the layers
+    of the records before its committed offsets (:func:`worker.kafka.layers_read.layers_read`:
+    bounded, at most a few seconds; shown, never used to count it less).
     """
     from worker.kafka.publish import read_registry
 
@@ -133,8 +149,17 @@ def migration_view(
     active = {
         layer: [v.contract.version for v in registry.active(layer)] for layer in registry.layers()
     }
-    existing, offsets = _group_topics(settings, 10.0)
+    existing, offsets, committed = _group_offsets(settings, 10.0)
     reading = {g for g, topics in offsets.items() if settings.topics.admitted in topics}
+    undeclared = {g: committed[g] for g in reading if g in committed}
+    seen: dict[str, tuple[str, ...]] = {}
+    if with_layers_read and undeclared:
+        from worker.kafka.layers_read import layers_read
+
+        try:
+            seen = layers_read(settings, undeclared)
+        except KafkaError as exc:  # evidence only: the counts stand without it
+            log.warning("layers read by undeclared groups not sampled: %s", exc)
     return build_view(
         active,
         read_declarations(settings),
@@ -145,6 +170,7 @@ def migration_view(
         excluded=[settings.group_id],
         excluded_prefixes=[f"{settings.group_id}-reader-"],
         path_readers=per_major_readers(settings, offsets),
+        layers_read=seen,
     )
 
 

@@ -7,7 +7,7 @@ the operator layer. :class:`NullInstruments` records nothing (a pipeline without
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from datetime import datetime
 from typing import Any, Protocol
 
@@ -29,11 +29,14 @@ class Instruments(Protocol):
     ) -> None:
         """One routed batch: its decision, verdicts, clause results; ``duration_s`` in s."""
 
-    def record_config_rejection(self, layer: str | None, reason: str) -> None:
-        """One config record the registry rejected, with the rejection reason."""
+    def record_config_rejection(
+        self, layer: str | None, reason: str, known_layers: Collection[str]
+    ) -> None:
+        """One config record the registry rejected, with the rejection reason; ``layer``
+        (from the untrusted record) is a label only when in ``known_layers``."""
 
-    def record_config_tombstone(self, layer: str | None) -> None:
-        """One tombstone applied from the config topic."""
+    def record_config_tombstone(self, layer: str | None, known_layers: Collection[str]) -> None:
+        """One tombstone applied from the config topic (``layer`` bounded as above)."""
 
     def set_lifecycle(
         self, published: Sequence[Published], now: Callable[[], datetime] | None = None
@@ -70,10 +73,12 @@ class NullInstruments:
     ) -> None:
         return None
 
-    def record_config_rejection(self, layer: str | None, reason: str) -> None:
+    def record_config_rejection(
+        self, layer: str | None, reason: str, known_layers: Collection[str]
+    ) -> None:
         return None
 
-    def record_config_tombstone(self, layer: str | None) -> None:
+    def record_config_tombstone(self, layer: str | None, known_layers: Collection[str]) -> None:
         return None
 
     def set_lifecycle(

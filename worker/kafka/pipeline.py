@@ -172,10 +172,15 @@ class Pipeline:
         return self.config.bootstrapped and bool(self.assigned)
 
     def _on_config_event(self, event: ConfigEvent) -> None:
+        # label values from untrusted records stay bounded: a layer with an accepted
+        # version (or the one a refused/removed version names), else "invalid"
+        known = set(self.registry.layers())
+        if event.version is not None or event.outcome == "removed":
+            known.add(event.layer or "")
         if event.outcome == "rejected":
-            self.metrics.record_config_rejection(event.layer, event.reason or "invalid")
+            self.metrics.record_config_rejection(event.layer, event.reason or "invalid", known)
         if event.tombstone:
-            self.metrics.record_config_tombstone(event.layer)
+            self.metrics.record_config_tombstone(event.layer, known)
         self.metrics.set_config_bootstrap(self.config.records_read, self.config.bootstrapped)
         if event.outcome in ("added", "updated", "removed"):
             self.metrics.set_lifecycle(self.registry.published(), self.clock)

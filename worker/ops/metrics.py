@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
@@ -29,13 +29,23 @@ METER_NAME = "spatial-contract-gate"
 DURATION_BUCKETS_S = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 
 
+#: The ``layer`` label of a config event whose layer is not a known one.
+INVALID_LAYER = "invalid"
+
+
+def bounded_layer(layer: str | None, known_layers: Collection[str]) -> str:
+    """``layer`` when it is one of ``known_layers``, else :data:`INVALID_LAYER`."""
+    return layer if layer is not None and layer in known_layers else INVALID_LAYER
+
+
 class GateMetrics:
     """The worker's instruments.
 
     ``gis.contract.clause_evaluations_total`` {layer, version, clause, result, mode};
     ``gis.contract.batches_total`` {layer, decision};
     ``gis.contract.version_evaluations_total`` {layer, version, mode, result};
-    ``gis.contract.config_rejections_total`` {layer, reason};
+    ``gis.contract.config_rejections_total`` {layer, reason} (``layer`` only when known,
+    else ``invalid``: the record's layer is untrusted);
     ``gis.contract.config_tombstones_total`` {layer} (null values on the config topic:
     compaction, not a rejection, but each deletes a version from the registry);
     ``gis.contract.evaluation.duration`` histogram in seconds {layer}.
@@ -205,11 +215,21 @@ class GateMetrics:
         if decision.verdicts:
             self.evaluation_duration.record(duration_s, {"layer": layer})
 
-    def record_config_rejection(self, layer: str | None, reason: str) -> None:
-        self.config_rejections.add(1, {"layer": layer or "unknown", "reason": reason})
+    def record_config_rejection(
+        self, layer: str | None, reason: str, known_layers: Collection[str]
+    ) -> None:
+        """Count a rejected config record. ``layer`` comes from the untrusted record (its
+        key or document): it becomes the label only when it is in ``known_layers`` (the
+        layers with an accepted version), else :data:`INVALID_LAYER`, so a stream of
+        forged keys cannot grow the series without bound. ``reason`` is one of the
+        registry's fixed reasons."""
+        self.config_rejections.add(
+            1, {"layer": bounded_layer(layer, known_layers), "reason": reason}
+        )
 
-    def record_config_tombstone(self, layer: str | None) -> None:
-        self.config_tombstones.add(1, {"layer": layer or "unknown"})
+    def record_config_tombstone(self, layer: str | None, known_layers: Collection[str]) -> None:
+        """Count a tombstone; ``layer`` bounded as in :meth:`record_config_rejection`."""
+        self.config_tombstones.add(1, {"layer": bounded_layer(layer, known_layers)})
 
     # -- values of the observable gauges (set by the pipeline thread) ---------------------
     def set_lifecycle(

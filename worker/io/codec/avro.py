@@ -34,12 +34,19 @@ def _schema(name: str) -> Any:
 
 
 BATCH_ARRIVAL = _schema("batch_arrival")
-#: BatchArrival without the trailing ``edges`` and ``orientation`` fields: what producers
-#: wrote before them, and what the gate still writes when they hold their defaults (so
-#: readers with the earlier schema keep reading every planar batch byte for byte).
-BATCH_ARRIVAL_PLANAR = _schema_without("batch_arrival", ("edges", "orientation"))
+#: BatchArrival without the trailing ``edges``, ``orientation`` and ``feature_ids`` fields:
+#: what producers wrote before them, and what the gate still writes when they hold their
+#: defaults (so readers with the earlier schema keep reading every planar batch byte for
+#: byte).
+BATCH_ARRIVAL_PLANAR = _schema_without("batch_arrival", ("edges", "orientation", "feature_ids"))
+#: BatchArrival without the trailing ``feature_ids``: events that carry edges/orientation
+#: and no feature ids (written so since those two fields exist).
+BATCH_ARRIVAL_EDGES = _schema_without("batch_arrival", ("feature_ids",))
 QUARANTINE_RECORD = _schema("quarantine_record")
 CONTRACT_RECORD = _schema("contract_record")
+#: ContractRecord without the trailing ``supersedes`` field: what publishers wrote before
+#: it, and what is still written when it is empty (records keep their earlier bytes).
+CONTRACT_RECORD_PLAIN = _schema_without("contract_record", ("supersedes",))
 EVALUATION_RECORD = _schema("evaluation_record")
 CONSUMER_DECLARATION = _schema("consumer_declaration")
 

@@ -31,9 +31,25 @@ from worker.core.model import (
     Batch,
     FieldSpec,
 )
-from worker.io.codec.avro import BATCH_ARRIVAL, BATCH_ARRIVAL_PLANAR, _read, _utc, _write
+from worker.io.codec.avro import (
+    BATCH_ARRIVAL,
+    BATCH_ARRIVAL_EDGES,
+    BATCH_ARRIVAL_PLANAR,
+    _read,
+    _utc,
+    _write,
+)
 
-__all__ = ["batch_from_event", "decode_batch", "decode_event", "encode_batch"]
+__all__ = [
+    "MAX_FEATURE_ID_CHARS",
+    "batch_from_event",
+    "decode_batch",
+    "decode_event",
+    "encode_batch",
+]
+
+#: Longest feature id carried in an event, in characters (longer ones are clipped).
+MAX_FEATURE_ID_CHARS = 256
 
 _ARROW = {
     "integer": pa.int64(),
@@ -145,12 +161,36 @@ def encode_batch(batch: Batch, *, inline: bool = True, payload_uri: str | None =
         "payload_uri": uri,
     }
     what = f"batch {batch.batch_id}"
-    if inline and (batch.edges != "planar" or batch.orientation is not None):
-        # the geometries mean something else than planar WKB: say so in the event
+    ids = _event_ids(batch) if inline else None
+    if inline and (batch.edges != "planar" or batch.orientation is not None or ids):
+        # trailing fields, written only when not at their defaults: the geometries mean
+        # something else than planar WKB, or the file named its features
         record["edges"] = None if batch.edges == "planar" else batch.edges
         record["orientation"] = batch.orientation
-        return _write(BATCH_ARRIVAL, record, what, BatchError, unchecked=("features",))
+        if ids:
+            record["feature_ids"] = ids
+            return _write(BATCH_ARRIVAL, record, what, BatchError, unchecked=("features",))
+        return _write(BATCH_ARRIVAL_EDGES, record, what, BatchError, unchecked=("features",))
     return _write(BATCH_ARRIVAL_PLANAR, record, what, BatchError, unchecked=("features",))
+
+
+def _event_ids(batch: Batch) -> list[str | int | float | None] | None:
+    """``batch.feature_ids`` as the event carries them: one per geometry (else none at
+    all), strings clipped to :data:`MAX_FEATURE_ID_CHARS`, integers beyond a long as text."""
+    ids = batch.feature_ids
+    if ids is None or len(ids) != len(batch.geometries_wkb) or all(i is None for i in ids):
+        return None
+    out: list[str | int | float | None] = []
+    for i in ids:
+        if isinstance(i, bool):
+            out.append(str(i))
+        elif isinstance(i, int) and not -(2**63) <= i <= _INT64_MAX:
+            out.append(_cap_id(str(i)))
+        elif isinstance(i, str):
+            out.append(_cap_id(i))
+        else:
+            out.append(i)
+    return out
 
 
 def decode_event(data: bytes) -> dict[str, Any]:
@@ -161,12 +201,18 @@ def decode_event(data: bytes) -> dict[str, Any]:
     DecodeError
         The bytes are not one complete BatchArrival record.
     """
+    what = "BatchArrival record"
     try:
-        record = _read(BATCH_ARRIVAL_PLANAR, data, "BatchArrival record")
-        return {**record, "edges": None, "orientation": None}  # the defaults they stand for
+        record = _read(BATCH_ARRIVAL_PLANAR, data, what)
+        # the defaults the missing trailing fields stand for
+        return {**record, "edges": None, "orientation": None, "feature_ids": None}
     except DecodeError as planar:
         try:  # an event that carries edges / orientation (two trailing fields)
-            return _read(BATCH_ARRIVAL, data, "BatchArrival record")
+            return {**_read(BATCH_ARRIVAL_EDGES, data, what), "feature_ids": None}
+        except DecodeError:
+            pass
+        try:  # ... and feature ids (a third)
+            return _read(BATCH_ARRIVAL, data, what)
         except DecodeError:
             raise planar from None
 
@@ -239,7 +285,32 @@ def batch_from_event(record: Mapping[str, Any]) -> Batch:
         payload_uri=record["payload_uri"],
         edges=_edges(record.get("edges")),
         orientation=_orientation(record.get("orientation")),
+        feature_ids=_feature_ids(record.get("feature_ids"), len(geoms)),
     )
+
+
+def _feature_ids(value: Any, n: int) -> tuple[str | int | float | None, ...] | None:
+    """The event's feature ids, checked: one per geometry; strings clipped to
+    :data:`MAX_FEATURE_ID_CHARS` (the event is untrusted).
+
+    Raises
+    ------
+    DecodeError
+        Not one id per geometry.
+    """
+    if value is None:
+        return None
+    if len(value) != n:
+        raise DecodeError(f"feature_ids has {len(value)} ids for {n} geometries")
+    return tuple(_cap_id(v) if isinstance(v, str) else v for v in value)
+
+
+def _cap_id(text: str) -> str:
+    """At most :data:`MAX_FEATURE_ID_CHARS` characters, the cut marked by a final "…"
+    (idempotent: a capped id read back stays as it is)."""
+    if len(text) <= MAX_FEATURE_ID_CHARS:
+        return text
+    return text[: MAX_FEATURE_ID_CHARS - 1] + "…"
 
 
 def _edges(value: Any) -> str:

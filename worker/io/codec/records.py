@@ -13,11 +13,12 @@ from datetime import datetime
 from typing import Any
 
 from worker.core.echo import clip
-from worker.core.errors import ContractGateError
+from worker.core.errors import ContractGateError, DecodeError
 from worker.core.model import Decision, Offenders, QuarantineReason, VersionVerdict
 from worker.io.codec.avro import (
     CONSUMER_DECLARATION,
     CONTRACT_RECORD,
+    CONTRACT_RECORD_PLAIN,
     EVALUATION_RECORD,
     QUARANTINE_RECORD,
     _json,
@@ -167,16 +168,36 @@ def encode_contract_record(record: Mapping[str, Any]) -> bytes:
     Keys: layer, version, document (YAML text), digest, mode (enforcing|observing), state
     (active|superseded|retired), change_class (None or major|tightening|minor|none),
     differences (list of {clause, kind, class, reason}; default []), published_at (aware
-    datetime), published_by, changelog.
+    datetime), published_by, changelog, supersedes (``layer/version`` keys this version
+    supersedes on being applied; default []: then the trailing field is not written and
+    the bytes are those of a record written before it existed).
     """
     rec = {"change_class": None, "differences": [], **record}
     rec["published_at"] = _utc(rec["published_at"]) if "published_at" in rec else None
-    return _write(CONTRACT_RECORD, rec, f"ContractRecord {rec.get('layer')}", ContractGateError)
+    what = f"ContractRecord {rec.get('layer')}"
+    if rec.get("supersedes"):
+        rec["supersedes"] = list(rec["supersedes"])
+        return _write(CONTRACT_RECORD, rec, what, ContractGateError)
+    rec.pop("supersedes", None)
+    return _write(CONTRACT_RECORD_PLAIN, rec, what, ContractGateError)
 
 
 def decode_contract_record(data: bytes) -> dict[str, Any]:
-    """Decode a ContractRecord to a dict with the keys of :func:`encode_contract_record`."""
-    return _read(CONTRACT_RECORD, data, "ContractRecord")
+    """Decode a ContractRecord to a dict with the keys of :func:`encode_contract_record`
+    (``supersedes`` [] for a record without the trailing field).
+
+    Raises
+    ------
+    DecodeError
+        The bytes are not one complete ContractRecord.
+    """
+    try:
+        return {**_read(CONTRACT_RECORD_PLAIN, data, "ContractRecord"), "supersedes": []}
+    except DecodeError as plain:
+        try:  # a record that supersedes earlier revisions (one trailing field)
+            return _read(CONTRACT_RECORD, data, "ContractRecord")
+        except DecodeError:
+            raise plain from None
 
 
 def encode_evaluation(

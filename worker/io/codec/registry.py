@@ -38,6 +38,7 @@ from typing import Any
 from worker.core.errors import ContractGateError, DecodeError
 from worker.io.codec import avro as _avro
 from worker.io.codec.batch import batch_from_event, decode_event
+from worker.io.codec.records import decode_contract_record
 
 __all__ = [
     "FAILED_LOOKUP_TTL_S",
@@ -280,8 +281,10 @@ class RegistryCodec:
                 schema = KINDS[kind][1]
 
                 def to_dict(plain: Any, ctx: Any) -> dict[str, Any]:
-                    if kind == "BatchArrival":  # planar events omit the two trailing fields
+                    if kind == "BatchArrival":  # events omit trailing fields at defaults
                         return decode_event(plain)
+                    if kind == "ContractRecord":  # ... and records without supersedes
+                        return decode_contract_record(plain)
                     return _avro._read(schema, plain, kind)
 
                 ser = AvroSerializer(
