@@ -740,6 +740,7 @@ def check_schema(
     allow_extra = bool(clause.params.get("allow_extra", False))
     have = {f.name: f for f in facts.batch.schema_fields}
     table = facts.batch.attributes
+    columns = set(table.column_names)
     problems: list[str] = []
     null_cols: list[tuple[str, np.ndarray]] = []
     for name, ftype, nullable in wanted:
@@ -751,7 +752,7 @@ def check_schema(
             problems.append(_type_problem(name, got.type, ftype, table))
         if got.nullable and not nullable:
             problems.append(f"field {name!r} is nullable, expected not nullable")
-        if not nullable and name in table.column_names and table.column(name).null_count:
+        if not nullable and name in columns and table.column(name).null_count:
             problems.append(f"field {name!r} has {table.column(name).null_count} nulls")
             is_null = pc.is_null(table.column(name)).to_numpy(zero_copy_only=False)
             null_cols.append((name, np.asarray(is_null, dtype=bool)))

@@ -7,6 +7,7 @@ that suggests days instead (``P365D``, ``P30D``); ``PT1M`` (one minute) is fine.
 
 from __future__ import annotations
 
+import functools
 import re
 
 __all__ = ["parse_duration_s"]
@@ -19,6 +20,7 @@ _DURATION = re.compile(
 _FACTORS_S = (None, None, 604800.0, 86400.0, 3600.0, 60.0, 1.0)
 
 
+@functools.lru_cache(maxsize=1024)
 def parse_duration_s(text: str) -> float:
     """Parse an ISO 8601 duration ``P[nW][nD][T[nH][nM][nS]]`` into seconds.
 

@@ -80,7 +80,25 @@ _EWKB_Z, _EWKB_M, _EWKB_SRID = 0x80000000, 0x40000000, 0x20000000
 
 
 def schema_fingerprint(fields: Any) -> str:
-    """sha256 (hex) of the canonical JSON list of ``{name, type, nullable}`` sorted by name."""
+    """sha256 (hex) of the canonical JSON list of ``{name, type, nullable}`` sorted by name.
+
+    ``fields`` is an iterable of objects with ``name``, ``type`` and ``nullable``; a tuple
+    of :class:`worker.core.model.FieldSpec` (hashable) is computed once per distinct schema.
+    """
+    if isinstance(fields, tuple):
+        try:
+            return _cached_fingerprint(fields)
+        except TypeError:  # unhashable elements
+            pass
+    return _fingerprint(fields)
+
+
+@functools.lru_cache(maxsize=1024)
+def _cached_fingerprint(fields: tuple[Any, ...]) -> str:
+    return _fingerprint(fields)
+
+
+def _fingerprint(fields: Any) -> str:
     canon = sorted(
         ({"name": f.name, "nullable": bool(f.nullable), "type": f.type} for f in fields),
         key=lambda d: d["name"],

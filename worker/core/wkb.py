@@ -167,6 +167,8 @@ def may_nest_many(values: Sequence[bytes | None] | np.ndarray) -> np.ndarray:
     The headers are read with numpy from one concatenation of the values, so a batch of
     100,000 points costs milliseconds, not a Python call per feature.
     """
+    if len(values) <= 32:  # numpy's fixed cost exceeds a few header reads
+        return np.fromiter((v is not None and may_nest(v) for v in values), bool, len(values))
     array = values if isinstance(values, np.ndarray) else np.array(values, dtype=object)
     n = len(array)
     present = np.asarray(array != None, dtype=bool)  # noqa: E711 - elementwise
