@@ -26,9 +26,9 @@ ROWS = (
     "worker on the broker, 60 events of 1 feature(s)",
     "worker on the broker, 12 events of 100 feature(s)",
     "worker on the broker, 4 events of 1000 feature(s)",
-    "2 worker processes / 1, 16 events of 100 features",
+    "2 worker processes / 1, 400 events of 1 feature",
     "start-up with 50 contract versions on the config topic",
-    "worker peak RSS at event 5000 / RSS at event 500",
+    "worker peak RSS at event 5000 / at event 500",
 )
 
 
