@@ -24,7 +24,7 @@ from worker.core.errors import ContractGateError, KafkaError
 from worker.core.registry import ConfigEvent, RecordingRegistry
 from worker.core.replays import ReplayLedger
 from worker.core.slo import DEFAULT_MAX_VERDICTS
-from worker.io.features import load_payload
+from worker.io.features import load_payload_chunked
 from worker.kafka.config_topic import ConfigFollower
 from worker.kafka.evaluations import read_recent_evaluations
 from worker.kafka.health import BrokerHealth, Watchdog
@@ -128,7 +128,7 @@ class Pipeline:
     ) -> None:
         self.settings = settings
         # by-reference payloads: read under the configured roots only (none: refused)
-        self._load_payload = functools.partial(load_payload, policy=settings.payload)
+        self._load_payload = functools.partial(load_payload_chunked, policy=settings.payload)
         self.metrics: Instruments = metrics or NullInstruments()
         self.clock = clock
         self.max_batch_events = max_batch_events
