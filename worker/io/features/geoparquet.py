@@ -259,9 +259,10 @@ class GeoParquetChunks:
         fit = int(max_bytes // per_row) if per_row > 0 else rows
         return max(1, min(rows, fit))
 
-    def chunks(self, rows: int) -> Iterator[FeatureData]:
+    def chunks(self, rows: int, start_row: int = 0) -> Iterator[FeatureData]:
         """The features, ``rows`` at a time (at most; a chunk never spans row groups), in
-        file order.
+        file order, from the chunk starting at row ``start_row`` (a chunk boundary of an
+        earlier pass with the same ``rows``: row groups before it are not read).
 
         Raises
         ------
@@ -272,12 +273,20 @@ class GeoParquetChunks:
         # one row group at a time: iter_batches over the whole file keeps (pyarrow 26)
         # memory of the row groups it has read, RSS grew with the file (+230 MB over 9
         # row groups of 24 MB); per row group it stays flat
+        md = self.file.metadata
+        first = 0  # row index of the group's first row
         try:
-            for group in range(self.file.metadata.num_row_groups):
+            for group in range(md.num_row_groups):
+                size = md.row_group(group).num_rows
+                if first + size <= start_row:
+                    first += size
+                    continue
                 for rb in self.file.iter_batches(
                     batch_size=rows, row_groups=[group], use_threads=False
                 ):
-                    yield _features(self.path, pa.Table.from_batches([rb]), self.geo)
+                    first += rb.num_rows
+                    if first > start_row:
+                        yield _features(self.path, pa.Table.from_batches([rb]), self.geo)
         except (OSError, pa.ArrowException) as exc:
             raise parquet_read_error(self.path, exc) from None
 

@@ -14,6 +14,7 @@ from __future__ import annotations
 import functools
 import os
 import stat
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import ExitStack
@@ -27,7 +28,7 @@ import pyarrow as pa
 
 from worker.core.chunked import ChunkedBatch
 from worker.core.echo import clip
-from worker.core.errors import PayloadCorrupt, PayloadError
+from worker.core.errors import PayloadCorrupt, PayloadError, PayloadUnavailable
 from worker.core.model import AXIS_ORDERS, Batch
 from worker.io.features.access import (
     UNRESTRICTED,
@@ -301,13 +302,14 @@ def load_payload_chunked(
 
     A GeoParquet payload becomes a :class:`worker.core.chunked.ChunkedBatch`: only its
     footer is read here (``geo`` metadata, attribute schema, rows, null counts); each
-    ``chunks()`` call opens the payload again (under ``policy``, transient open failures
-    retried) and yields Batches of at most ``chunk_rows`` features, fewer when that many
-    of the file's average row exceed ``chunk_bytes`` (uncompressed), one Parquet record
-    batch at a time, with the event's metadata (as :func:`load_payload`: the event's
-    ``declared_crs`` and ``axis_order`` win, the schema is the file's with ``nullable``
-    from the whole file). Any other payload (GeoJSON) is read whole by
-    :func:`load_payload`.
+    ``chunks()`` call opens the payload again (under ``policy``; after a transient
+    failure, opening or reading, it opens it again and resumes at the chunk that failed,
+    ``policy.attempts`` times in all) and yields Batches of at most ``chunk_rows``
+    features, fewer when that many of the file's average row exceed ``chunk_bytes``
+    (uncompressed), one Parquet record batch at a time, with the event's metadata (as
+    :func:`load_payload`: the event's ``declared_crs`` and ``axis_order`` win, the schema
+    is the file's with ``nullable`` from the whole file). Any other payload (GeoJSON) is
+    read whole by :func:`load_payload`.
 
     Raises
     ------
@@ -357,19 +359,30 @@ def load_payload_chunked(
         return stack, opened
 
     def chunks() -> Iterator[Batch]:
-        stack, reopened = with_retries(again, policy)
-        with stack:
-            rows = 0
-            parts = reopened.chunks(reopened.chunk_rows(chunk_rows, chunk_bytes))
-            while (data := _guarded(uri, lambda: next(parts, None))) is not None:
-                rows += len(data.geometries_wkb)
-                fields_of = _guarded(uri, functools.partial(_feature_fields, data, uri))
-                yield replace(meta, **(fields_of | {"schema_fields": fields}))
-            if rows != opened.rows:
-                raise PayloadCorrupt(
-                    f"{reopened.path}: {rows} rows read, the footer read before said "
-                    f"{opened.rows}: the file changed while being evaluated"
-                )
+        rows, attempt, wait_s = 0, 1, policy.backoff_s
+        while True:
+            stack, reopened = with_retries(again, policy)
+            try:
+                with stack:
+                    size = reopened.chunk_rows(chunk_rows, chunk_bytes)
+                    parts = reopened.chunks(size, start_row=rows)
+                    step = functools.partial(next, parts, None)
+                    while (data := _guarded(uri, step)) is not None:
+                        fields_of = _guarded(uri, functools.partial(_feature_fields, data, uri))
+                        rows += len(data.geometries_wkb)
+                        yield replace(meta, **(fields_of | {"schema_fields": fields}))
+                break
+            except PayloadUnavailable as exc:  # a transient read error: resume where it was
+                if not exc.transient or attempt >= max(1, policy.attempts):
+                    raise
+                attempt += 1
+                time.sleep(wait_s)
+                wait_s *= 2
+        if rows != opened.rows:
+            raise PayloadCorrupt(
+                f"{reopened.path}: {rows} rows read, the footer read before said "
+                f"{opened.rows}: the file changed while being evaluated"
+            )
 
     return ChunkedBatch(meta, chunks)
 
