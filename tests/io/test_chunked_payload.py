@@ -24,6 +24,7 @@ from tests.catalogue import ADMIN_BOUNDARIES, NYC_BOROUGHS, active, clause, cont
 from worker.core.chunked import ChunkedBatch, evaluate_chunked
 from worker.core.errors import PayloadCorrupt
 from worker.core.evaluate import evaluate
+from worker.core.facts import BatchFacts
 from worker.core.model import Batch, Decision
 from worker.io.contract_files import load_contract
 from worker.io.features import load_payload
@@ -234,3 +235,44 @@ def test_a_transient_read_error_resumes_at_the_chunk_that_failed(
     monkeypatch.setattr(geoparquet, "_features", real)
     whole = evaluate(load_payload(path.as_uri(), event, policy=policy), versions, now=NOW)
     _same(whole, got, "decision")
+
+
+NATIVE = sorted(GEOPARQUET.glob("*native.parquet"))
+
+
+@pytest.mark.parametrize("path", NATIVE, ids=[p.name for p in NATIVE])
+def test_geoarrow_envelope_is_the_geometries_bounds(path: Path) -> None:
+    """The envelope read from a GeoArrow native column's coordinate arrays equals the
+    total bounds of the geometries parsed (over the rows that have one)."""
+    batch = load_payload(path.as_uri(), layer="x", policy=UNRESTRICTED)
+    geoms = shapely.from_wkb([w for w in batch.geometries_wkb if w is not None])
+    assert batch.coordinate_bounds is not None
+    if all(w is not None for w in batch.geometries_wkb):
+        assert batch.coordinate_bounds == tuple(shapely.total_bounds(geoms))
+
+
+@pytest.mark.parametrize("path", NATIVE, ids=[p.name for p in NATIVE])
+@pytest.mark.parametrize("region", [[-180.0, -90.0, 180.0, 90.0], [0.0, 0.0, 35.0, 35.0]])
+def test_extent_from_the_envelope_equals_extent_from_the_geometries(
+    path: Path, region: list[float], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With the coordinate arrays' envelope (every feature present) the extent clause
+    judges as without it; a region covering the envelope tests no feature with GEOS."""
+    from worker.core import clauses_spatial
+
+    c = contract_of(clause("ext", "extent", region=region), layer="x")
+    batch = load_payload(path.as_uri(), layer="x", policy=UNRESTRICTED)
+    # each example holds an empty geometry (no coordinates, so the envelope stays right):
+    # left out, every feature is usable and the envelope applies
+    kept = tuple(w for w in batch.geometries_wkb if w and not shapely.from_wkb(w).is_empty)
+    batch = dataclasses.replace(batch, geometries_wkb=kept, feature_count=len(kept))
+    assert BatchFacts(batch).envelope == batch.coordinate_bounds
+    without = evaluate(dataclasses.replace(batch, coordinate_bounds=None), [active(c)], now=NOW)
+    if region[0] == -180.0:  # covers everything: covered_by must not be asked
+        real = clauses_spatial.covered_mask
+        monkeypatch.setattr(clauses_spatial, "covered_mask", None)
+        with_env = evaluate(batch, [active(c)], now=NOW)
+        monkeypatch.setattr(clauses_spatial, "covered_mask", real)
+    else:
+        with_env = evaluate(batch, [active(c)], now=NOW)
+    _same(without, with_env, "decision")

@@ -100,8 +100,17 @@ def measure_extent(clause: Clause, contract: Contract, facts: BatchFacts, now: d
     geoms, usable = facts.in_crs(crs) if crs is not None else (facts.geometries, facts.usable)
     beyond = facts.outside_area_of_use & facts.usable
     failed = facts.reprojection_failed(crs) if crs is not None else np.zeros(facts.count, bool)
-    inside = covered_mask(geoms, usable & ~beyond, region)
     shown = usable & ~beyond
+    env = facts.envelope if geoms is facts.geometries and not beyond.any() else None
+    fast = env is not None and env[0] < env[2] and env[1] < env[3]
+    if env is not None and fast:
+        # every feature shown, as stored: the coordinate arrays' envelope is their bounds,
+        # and a region covering it covers every feature (no test per feature)
+        inside = shown if region.covers(shapely.box(*env)) else covered_mask(geoms, shown, region)
+        bounds = Bounds(env)
+    else:
+        inside = covered_mask(geoms, shown, region)
+        bounds = Bounds.of(geoms[shown])
     disagree = np.flatnonzero(facts.covering_bbox_disagrees)
     declared_label = (
         crs_label(facts.declared_crs) if facts.declared_crs is not None else "the declared CRS"
@@ -133,8 +142,8 @@ def measure_extent(clause: Clause, contract: Contract, facts: BatchFacts, now: d
     return {
         "count": facts.count,
         "inside": int(np.count_nonzero(inside)),
-        "bounds": Bounds.of(geoms[shown]),
-        "raw_bounds": Bounds.of(facts.geometries[facts.usable]),
+        "bounds": bounds,
+        "raw_bounds": bounds if fast else Bounds.of(facts.geometries[facts.usable]),
         "beyond": int(np.count_nonzero(beyond)),
         "failed": int(np.count_nonzero(failed & ~beyond)),
         "disagree": int(disagree.size),

@@ -366,6 +366,17 @@ class BatchFacts:
         return np.asarray(shapely.bounds(self.geometries), dtype=float).reshape(self.count, 4)
 
     @functools.cached_property
+    def envelope(self) -> tuple[float, float, float, float] | None:
+        """The total bounds of :attr:`geometries` taken from the reader's coordinate arrays
+        (``Batch.coordinate_bounds``, e.g. GeoArrow native columns) instead of the
+        geometries; None unless that is exact: an ``east_north`` batch with planar edges
+        whose every feature is :attr:`usable` (a geometry, non-empty, finite)."""
+        env = self.batch.coordinate_bounds
+        if env is None or self.batch.axis_order != "east_north" or self.batch.edges != "planar":
+            return None
+        return env if self.count and bool(self.usable.all()) else None
+
+    @functools.cached_property
     def type_ids(self) -> np.ndarray:
         """int (N,): shapely geometry type id, -1 when missing or unreadable even with its
         structure fixed (see :attr:`raw_geometries`)."""

@@ -65,9 +65,28 @@ def _coords(arr: pa.Array) -> tuple[np.ndarray, str]:
     return flat.reshape(-1, width), dims or "xy"
 
 
-def _native(path: Path | str, column: pa.ChunkedArray, encoding: str) -> tuple[bytes | None, ...]:
+Envelope = tuple[float, float, float, float]
+
+
+def _envelope(coords: np.ndarray) -> Envelope | None:
+    """(minx, miny, maxx, maxy) of GeoArrow coordinates (M, D), read from the coordinate
+    arrays themselves, NaN ignored; None without a finite-or-infinite value."""
+    if coords.size == 0:
+        return None
+    xy = coords[:, :2]
+    if np.isnan(xy).all(axis=0).any():
+        return None
+    lo, hi = np.nanmin(xy, axis=0), np.nanmax(xy, axis=0)
+    return (float(lo[0]), float(lo[1]), float(hi[0]), float(hi[1]))
+
+
+def _native(
+    path: Path | str, column: pa.ChunkedArray, encoding: str
+) -> tuple[tuple[bytes | None, ...], Envelope | None]:
     """WKB of a GeoArrow native column, written literally (:func:`ragged_to_wkb`):
-    ``shapely.from_ragged_array`` would close open rings before validity sees them."""
+    ``shapely.from_ragged_array`` would close open rings before validity sees them; and
+    the envelope of its coordinate arrays (:func:`_envelope`; null rows may hold values:
+    only meaningful when every row has a geometry)."""
     arr = column.combine_chunks()
     valid = arr.is_valid().to_numpy(zero_copy_only=False)
     offsets: list[np.ndarray] = []
@@ -86,7 +105,8 @@ def _native(path: Path | str, column: pa.ChunkedArray, encoding: str) -> tuple[b
         raise _fail(
             path, f"GeoArrow {encoding} column of type {arr.type} is unreadable: {exc}"
         ) from None
-    return tuple(w if ok else None for w, ok in zip(wkb, valid, strict=True))
+    geoms = tuple(w if ok else None for w, ok in zip(wkb, valid, strict=True))
+    return geoms, _envelope(coords)
 
 
 def _parquet_crs(path: Path | str, meta: dict[str, Any]) -> str | None:
@@ -210,10 +230,11 @@ def _geo_column(path: Path | str, schema: pa.Schema) -> _GeoColumn:
 def _features(path: Path | str, table: pa.Table, geo: _GeoColumn) -> FeatureData:
     """The features of ``table`` (the whole file or some of its rows)."""
     col = table.column(geo.primary)
+    envelope = None
     if geo.encoding.upper() == "WKB":
         geoms = tuple(col.to_pylist())
     else:
-        geoms = _native(path, col, geo.encoding.lower())
+        geoms, envelope = _native(path, col, geo.encoding.lower())
     attrs = table.drop_columns([c for c in table.column_names if c in geo.drop])
     return FeatureData(
         geoms,
@@ -222,6 +243,7 @@ def _features(path: Path | str, table: pa.Table, geo: _GeoColumn) -> FeatureData
         edges=geo.edges,
         orientation=geo.orientation,
         covering_bbox=_covering_bbox(table, geo.meta),
+        coordinate_bounds=envelope,
     )
 
 

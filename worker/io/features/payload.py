@@ -216,6 +216,7 @@ def _feature_fields(data: FeatureData, where: str) -> dict[str, Any]:
         "orientation": data.orientation,
         "covering_bbox": data.covering_bbox,
         "feature_ids": data.feature_ids,
+        "coordinate_bounds": data.coordinate_bounds,
     }
 
 
@@ -344,6 +345,7 @@ def load_payload_chunked(
         orientation=opened.geo.orientation,
         covering_bbox=None,
         feature_ids=None,
+        coordinate_bounds=None,
     )
 
     def again() -> tuple[ExitStack, GeoParquetChunks]:
