@@ -38,24 +38,26 @@ ROW_GROUP_ROWS = 100
 NOW = datetime(2026, 11, 29, 7, 0, tzinfo=timezone.utc)
 
 
-def write_big_geoparquet(path: Path, target_mb: int) -> tuple[int, int]:
+def write_big_geoparquet(
+    path: Path, target_mb: int, row_group_rows: int = ROW_GROUP_ROWS
+) -> tuple[int, int]:
     """Write the NYC boroughs repeated to about ``target_mb`` MB (no compression, so the
-    file size is the data's); every 1000th row's BoroCode is 9 (not a borough). Returns
-    (rows, file bytes). Written one row group at a time: the writer holds one."""
+    file size is the data's); every 1000th row's BoroCode is 9 (not a borough), row groups
+    of ``row_group_rows``. Returns (rows, file bytes). The writer holds one row group."""
     src = pq.read_table(SOURCE)
     per_copy = src.nbytes
-    copies = max(1, target_mb * 1024 * 1024 // per_copy)
-    group = pa.concat_tables([src] * (ROW_GROUP_ROWS // src.num_rows))
+    total = max(1, target_mb * 1024 * 1024 // per_copy) * src.num_rows
+    copies = pa.concat_tables([src] * (row_group_rows // src.num_rows + 1))
     rows = 0
     with pq.ParquetWriter(path, src.schema, compression="none") as writer:
-        while rows < copies * src.num_rows:
-            take = min(group.num_rows, copies * src.num_rows - rows)
-            part = group.slice(0, take)
+        while rows < total:
+            take = min(row_group_rows, total - rows)
+            part = copies.slice(0, take)
             index = pa.array(range(rows, rows + take))
             bad = pc.equal(pc.multiply(pc.divide(index, 1000), 1000), index)  # int division
             codes = pc.if_else(bad, pa.scalar(9, pa.int64()), part.column("BoroCode"))
             part = part.set_column(part.schema.get_field_index("BoroCode"), "BoroCode", codes)
-            writer.write_table(part, row_group_size=ROW_GROUP_ROWS)
+            writer.write_table(part, row_group_size=row_group_rows)
             rows += take
     return rows, path.stat().st_size
 
@@ -132,6 +134,7 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("--mb", type=int, default=400, help="file size to generate, MB")
     ap.add_argument("--whole", action="store_true", help="also evaluate the whole batch")
+    ap.add_argument("--row-group-rows", type=int, default=ROW_GROUP_ROWS, help="rows per row group")
     ap.add_argument(
         "--region",
         action="store_true",
@@ -147,9 +150,11 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as tmp:
         path = Path(tmp) / "big.parquet"
         started = time.perf_counter()
-        rows, size = write_big_geoparquet(path, args.mb)
+        rows, size = write_big_geoparquet(path, args.mb, args.row_group_rows)
+        groups = pq.ParquetFile(path).metadata.num_row_groups
         print(
-            f"generated {size / 1e6:.0f} MB, {rows} rows in {time.perf_counter() - started:.1f} s"
+            f"generated {size / 1e6:.0f} MB, {rows} rows, {groups} row groups in "
+            f"{time.perf_counter() - started:.1f} s"
         )
         for mode in ("chunked", "whole") if args.whole else ("chunked",):
             r = run_child(path, mode, args.region)
