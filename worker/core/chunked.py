@@ -23,7 +23,6 @@ from datetime import datetime
 from typing import Any
 
 from worker.core.clauses import (
-    EVALUATORS,
     TALLIES,
     extent_needs_diagnosis,
     measure_extent_diagnosis,
@@ -76,8 +75,8 @@ def _render(job: _Job, meta: BatchFacts, tally: Any, now: datetime) -> ClauseRes
     clause, contract = job.clause, job.version.contract
     if isinstance(tally, Failed):
         return failed_result(clause, tally.error)
-    if clause.kind not in TALLIES or clause.kind not in EVALUATORS:
-        return evaluate_clause(clause, contract, meta, now)  # metadata only (or unknown)
+    if clause.kind not in TALLIES:  # reads the batch's metadata only (or an unknown kind)
+        return evaluate_clause(clause, contract, meta, now)
     try:
         return TALLIES[clause.kind][1](clause, contract, meta, tally, now)
     except Exception as exc:  # last resort, as evaluate_clause
