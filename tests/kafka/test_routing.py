@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
+import pyarrow.parquet as pq
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -12,7 +14,7 @@ from worker.cli.scenario import data_file
 from worker.core.model import ActiveVersion
 from worker.io import codec
 from worker.io.contract_files import load_contract
-from worker.io.features import load_payload, read_batch_file
+from worker.io.features import load_payload, load_payload_chunked, read_batch_file
 from worker.io.features.access import PayloadPolicy
 from worker.kafka.routing import Source, route
 from worker.kafka.settings import Topics
@@ -121,6 +123,36 @@ def test_payload_uri_is_loaded_and_evaluated() -> None:
     )
     assert out.decision.decision == "admitted"
     assert len(out.decision.verdicts) == 2
+
+
+def test_chunked_payload_is_evaluated_as_the_whole_one(tmp_path: Path) -> None:
+    """The worker's loader (load_payload_chunked) and the whole-batch one decide alike; a
+    row group that cannot be decoded, met while evaluating, is the payload's reason."""
+    path = data_file("admin_boundaries.parquet")
+    policy = PayloadPolicy.from_strings([path.parent.as_uri()])
+    event = codec.encode_batch(WORLD, inline=False, payload_uri=path.as_uri())
+    whole = go(event, loader=loader_under(path.parent.as_uri()))
+    chunked = go(
+        event, loader=lambda uri, b: load_payload_chunked(uri, b, policy=policy, chunk_rows=10)
+    )
+    assert chunked.decision == whole.decision
+    assert [r.value for r in chunked.records] == [r.value for r in whole.records]
+
+    # the same file with its data pages overwritten, footer intact
+    bad = tmp_path / "world.parquet"
+    pq.write_table(pq.read_table(path), bad, compression="snappy", row_group_size=50)
+    raw = bytearray(bad.read_bytes())
+    raw[200:60000] = b"\xff" * (60000 - 200)
+    bad.write_bytes(bytes(raw))
+    policy = PayloadPolicy.from_strings([tmp_path.as_uri()])
+    out = go(
+        codec.encode_batch(WORLD, inline=False, payload_uri=bad.as_uri()),
+        loader=lambda uri, b: load_payload_chunked(uri, b, policy=policy),
+    )
+    rec = codec.decode_quarantine(out.records[-1].value)
+    assert rec["reason_code"] == "payload_corrupt", rec["reasons"]
+    message = rec["reasons"][0]["message"]
+    assert "cannot be read:" in message and "not a readable Parquet file" in message  # evaluating
 
 
 def test_admitted_record_of_a_replay_carries_replay_of_forward() -> None:

@@ -138,6 +138,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         metrics=GateMetrics(),
         max_batch_events=args.max_batch_events,
         max_batch_wait_ms=args.max_batch_wait_ms,
+        batch_deadline_s=args.batch_deadline_s,
         config_timeout_s=args.config_timeout_s,
         on_outcome=decisions,
     )

@@ -33,6 +33,7 @@ from worker.cli.lifecycle import add_lifecycle_args
 from worker.cli.quarantine import add_quarantine_args, cmd_quarantine
 from worker.cli.verify import add_verify_args, cmd_verify
 from worker.core.errors import ContractGateError
+from worker.kafka.deadline import DEFAULT_BATCH_DEADLINE_S
 
 __all__ = ["build_parser", "main"]
 
@@ -162,6 +163,15 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--max-batch-wait-ms", type=int, default=100, help="poll wait per transaction (default 100)"
+    )
+    p.add_argument(
+        "--batch-deadline-s",
+        type=float,
+        default=DEFAULT_BATCH_DEADLINE_S,
+        help="processing deadline of one poll batch, seconds: once passed, the events "
+        "decided so far are committed and the rest consumed again in the next poll (at "
+        "least one event is decided per poll); keep it well below max.poll.interval.ms "
+        f"(default {DEFAULT_BATCH_DEADLINE_S:.0f})",
     )
     p.add_argument(
         "--config-timeout-s",

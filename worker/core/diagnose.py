@@ -13,6 +13,8 @@ is only named when every raw coordinate lies within its area of use
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 import numpy as np
 import shapely
 from pyproj import CRS
@@ -20,9 +22,9 @@ from pyproj import CRS
 from worker.core.facts import BatchFacts, nonfinite_mask
 from worker.core.spatial import (
     cached_transformer,
+    covered_mask,
     crs_equivalent,
     crs_label,
-    fraction_covered,
     geographic_base,
     outside_area_of_use,
     reproject,
@@ -30,9 +32,96 @@ from worker.core.spatial import (
     swap_xy,
 )
 
-__all__ = ["diagnose_extent"]
+__all__ = ["diagnose_extent", "diagnose_tally", "diagnoses_of"]
 
 _DIAGNOSIS_CANDIDATES = ("EPSG:3857", "EPSG:4326")
+
+
+def _candidates(facts: BatchFacts, crs: CRS) -> list[CRS]:
+    """The CRSs the coordinates might really be in: EPSG:3857, EPSG:4326 and the
+    geographic base of a projected contract CRS, less the contract's and the declared."""
+    candidates = [resolve_crs(c) for c in _DIAGNOSIS_CANDIDATES]
+    base = geographic_base(crs) if crs.is_projected else None
+    if base is not None:
+        candidates.append(base)
+    declared = facts.declared_crs
+    return [
+        c
+        for c in candidates
+        if not crs_equivalent(c, crs) and not (declared is not None and crs_equivalent(c, declared))
+    ]
+
+
+def diagnose_tally(
+    facts: BatchFacts, region: shapely.Geometry, crs: CRS | None
+) -> dict[str, int | bool]:
+    """Counts from which :func:`diagnoses_of` decides, mergeable over chunks
+    (:func:`worker.core.tally.merge`): ``count``; ``as_contract``, the features covered
+    when read as the contract CRS (only when the declared CRS differs); ``swapped``, those
+    covered with x and y exchanged; per candidate CRS ``k``, ``in_aou_k`` (every usable
+    coordinate within its area of use) and ``fit_k`` (covered after reprojecting from it)."""
+    declared = facts.declared_crs
+    out: dict[str, int | bool] = {"count": facts.count}
+    if crs is not None and declared is not None and not crs_equivalent(declared, crs):
+        out["as_contract"] = int(
+            np.count_nonzero(covered_mask(facts.geometries, facts.usable, region))
+        )
+    swapped = np.asarray(swap_xy(facts.geometries), dtype=object)
+    if crs is not None and declared is not None and not crs_equivalent(declared, crs):
+        swapped = np.asarray(reproject(swapped, declared, crs), dtype=object)
+    usable = facts.usable & ~nonfinite_mask(swapped)
+    if declared is not None:  # swapped values the declared CRS cannot hold are no fit
+        usable &= ~outside_area_of_use(np.asarray(swap_xy(facts.geometries)), declared)
+    out["swapped"] = int(np.count_nonzero(covered_mask(swapped, usable, region)))
+    if crs is None:
+        return out
+    for k, cand in enumerate(_candidates(facts, crs)):
+        # never suggest a CRS the raw coordinates cannot be in (x = 1e279)
+        out[f"in_aou_{k}"] = not outside_area_of_use(facts.geometries[facts.usable], cand).any()
+        moved = np.asarray(reproject(facts.geometries, cand, crs), dtype=object)
+        ok = facts.usable & ~nonfinite_mask(moved)
+        out[f"fit_{k}"] = int(np.count_nonzero(covered_mask(moved, ok, region)))
+    return out
+
+
+def diagnoses_of(
+    tally: Mapping[str, int | bool],
+    facts: BatchFacts,
+    region: shapely.Geometry,
+    crs: CRS | None,
+    label: str,
+    min_frac: float,
+) -> list[str]:
+    """The diagnoses a (merged) :func:`diagnose_tally` supports; ``facts`` give the
+    metadata (declared CRS) only. At most one, the first that fits: a wrong declared
+    CRS, swapped axes, then a candidate CRS."""
+    n = int(tally["count"])
+    if not n:
+        return []
+    declared = facts.declared_crs
+    if declared is not None and "as_contract" in tally and tally["as_contract"] / n >= min_frac:
+        return [
+            f"coordinates fit the extent as {label}: the declared CRS "
+            f"{crs_label(declared)} looks wrong"
+        ]
+    if tally["swapped"] / n >= min_frac:
+        return ["axis order looks swapped: the coordinates fit the extent with x and y exchanged"]
+    if crs is None:
+        return []
+    for k, cand in enumerate(_candidates(facts, crs)):
+        if not tally[f"in_aou_{k}"] or tally[f"fit_{k}"] / n < min_frac:
+            continue
+        name = crs_label(cand)
+        hedge = (
+            f" (weak hint: the extent covers most of {label}, other projected CRSs fit too)"
+            if _region_spans_domain(region, crs)
+            else ""
+        )
+        return [
+            f"coordinates look like {name}: they fit the extent after reprojecting "
+            f"from {name} to {label}{hedge}"
+        ]
+    return []
 
 
 def diagnose_extent(
@@ -40,53 +129,7 @@ def diagnose_extent(
 ) -> list[str]:
     """Diagnoses for a batch whose features are not inside ``region`` (contract CRS units,
     east_north) to at least ``min_frac``; an empty list when nothing fits."""
-    declared = facts.declared_crs
-    if (
-        facts.count
-        and crs is not None
-        and declared is not None
-        and not crs_equivalent(declared, crs)
-        and fraction_covered(facts.geometries, facts.usable, region) >= min_frac
-    ):
-        return [
-            f"coordinates fit the extent as {label}: the declared CRS "
-            f"{crs_label(declared)} looks wrong"
-        ]
-    swapped = np.asarray(swap_xy(facts.geometries), dtype=object)
-    if crs is not None and declared is not None and not crs_equivalent(declared, crs):
-        swapped = np.asarray(reproject(swapped, declared, crs), dtype=object)
-    usable = facts.usable & ~nonfinite_mask(swapped)
-    if declared is not None:  # swapped values the declared CRS cannot hold are no fit
-        usable &= ~outside_area_of_use(np.asarray(swap_xy(facts.geometries)), declared)
-    if facts.count and fraction_covered(swapped, usable, region) >= min_frac:
-        return ["axis order looks swapped: the coordinates fit the extent with x and y exchanged"]
-    if crs is None:
-        return []
-    candidates = [resolve_crs(c) for c in _DIAGNOSIS_CANDIDATES]
-    base = geographic_base(crs) if crs.is_projected else None
-    if base is not None:
-        candidates.append(base)
-    for cand in candidates:
-        if crs_equivalent(cand, crs) or (
-            facts.declared_crs is not None and crs_equivalent(cand, facts.declared_crs)
-        ):
-            continue
-        if outside_area_of_use(facts.geometries[facts.usable], cand).any():
-            continue  # never suggest a CRS the raw coordinates cannot be in (x = 1e279)
-        moved = np.asarray(reproject(facts.geometries, cand, crs), dtype=object)
-        ok = facts.usable & ~nonfinite_mask(moved)
-        if facts.count and fraction_covered(moved, ok, region) >= min_frac:
-            name = crs_label(cand)
-            hedge = (
-                f" (weak hint: the extent covers most of {label}, other projected CRSs fit too)"
-                if _region_spans_domain(region, crs)
-                else ""
-            )
-            return [
-                f"coordinates look like {name}: they fit the extent after reprojecting "
-                f"from {name} to {label}{hedge}"
-            ]
-    return []
+    return diagnoses_of(diagnose_tally(facts, region, crs), facts, region, crs, label, min_frac)
 
 
 def _region_spans_domain(region: shapely.Geometry, crs: CRS) -> bool:

@@ -24,7 +24,7 @@ from worker.core.model import (
     VersionVerdict,
 )
 
-__all__ = ["evaluate", "evaluate_clause", "evaluate_versions"]
+__all__ = ["decide", "evaluate", "evaluate_clause", "evaluate_versions", "failed_result"]
 
 
 #: Clause kinds whose breaks lead the quarantine reasons, in this order (a stable sort
@@ -46,15 +46,20 @@ def evaluate_clause(
             raise ValueError(f"unknown clause kind {clause.kind!r}")
         return evaluator(clause, contract, facts, now)
     except Exception as exc:  # last resort: one clause must not crash the batch
-        return ClauseResult(
-            name=clause.name,
-            kind=clause.kind,
-            result="break",
-            on_break=clause.on_break,
-            measured=None,
-            expected=dict(clause.params),
-            message=f"evaluation error: {type(exc).__name__}: {exc}",
-        )
+        return failed_result(clause, f"{type(exc).__name__}: {exc}")
+
+
+def failed_result(clause: Clause, error: str) -> ClauseResult:
+    """The break of a clause whose evaluation raised ``error`` (``"Type: message"``)."""
+    return ClauseResult(
+        name=clause.name,
+        kind=clause.kind,
+        result="break",
+        on_break=clause.on_break,
+        measured=None,
+        expected=dict(clause.params),
+        message=f"evaluation error: {error}",
+    )
 
 
 def evaluate_versions(
@@ -100,8 +105,11 @@ def evaluate(batch: Batch, versions: Sequence[ActiveVersion], *, now: datetime) 
         every evaluated version, deduplicated in order. With no active version the batch is
         admitted with no verdicts (routing of layers without contracts is the caller's).
     """
-    facts = BatchFacts(batch)
-    verdicts = evaluate_versions(facts, versions, now)
+    return decide(evaluate_versions(BatchFacts(batch), versions, now))
+
+
+def decide(verdicts: tuple[VersionVerdict, ...]) -> Decision:
+    """The decision of a batch's verdicts (see :func:`evaluate`)."""
     broken = [(v, r) for v in verdicts if v.mode == "enforcing" for r in v.clauses if r.halts]
     # the structural fault leads (dlq.reason, dlq.message): a geometry that cannot be read
     # also fails extent and coverage, but what the producer must fix is the geometry

@@ -44,6 +44,7 @@ __all__ = [
     "GEOMETRY_TYPES",
     "MAX_REASONS",
     "BatchFacts",
+    "edges_problem",
     "geometry_type_names",
     "nonfinite_mask",
     "schema_fingerprint",
@@ -198,6 +199,33 @@ def geometry_type_names(type_ids: np.ndarray, has_z: np.ndarray, has_m: np.ndarr
     return out
 
 
+def edges_problem(edges: str, crs: CRS | None, lonlat: bool) -> str | None:
+    """Why a batch's edge model cannot be honoured, or None.
+
+    GeoParquet ``edges: spherical`` needs longitude/latitude coordinates: a geographic
+    declared ``crs``, or an undeclared one with features whose every coordinate is within
+    ±180, ±90 (``lonlat``: :attr:`BatchFacts.lonlat_fits` of a batch with features). Any
+    ``edges`` value other than ``planar`` or ``spherical`` is unsupported.
+    """
+    if edges == "planar":
+        return None
+    if edges != "spherical":
+        return (
+            f"GeoParquet edges {edges!r} is not supported (GeoParquet 1.1 defines "
+            "'planar' and 'spherical'): the geometries cannot be evaluated"
+        )
+    if crs is not None and crs.is_geographic:
+        return None
+    if crs is None and lonlat:
+        return None
+    where = crs_label(crs) if crs is not None else "an undeclared CRS"
+    return (
+        f"GeoParquet edges 'spherical' (great-circle arcs) with coordinates in {where}: "
+        "spherical edges need longitude/latitude; write the file in a geographic CRS "
+        "or with edges 'planar'"
+    )
+
+
 class BatchFacts:
     """Lazily computed, cached facts of one :class:`worker.core.model.Batch`.
 
@@ -205,11 +233,22 @@ class BatchFacts:
     ----------
     batch : worker.core.model.Batch
         The decoded batch. It is not copied and must not be mutated.
+    offset : int
+        When ``batch`` is one chunk of a larger batch (:mod:`worker.core.chunked`), the
+        index of its first feature in the whole batch: feature indices reported to users
+        (offenders, invalid reasons) are ``offset`` + the index in the chunk. Default 0.
+    edges : (str or None,), optional
+        The whole batch's :attr:`edges_problem`, in a 1-tuple, when ``batch`` is a chunk
+        (the spherical edges of an undeclared CRS are honoured only when *every*
+        coordinate of the batch is longitude/latitude); default: computed from ``batch``.
     """
 
-    def __init__(self, batch: Batch) -> None:
+    def __init__(self, batch: Batch, offset: int = 0, edges: tuple[str | None] | None = None):
         self.batch = batch
+        self.offset = offset
         self._reprojected: dict[int, tuple[CRS, np.ndarray, np.ndarray]] = {}
+        if edges is not None:
+            self.__dict__["edges_problem"] = edges[0]  # primes the cached_property
 
     # -- geometries ---------------------------------------------------------------------
 
@@ -355,41 +394,36 @@ class BatchFacts:
         return self.east_north
 
     @functools.cached_property
-    def edges_problem(self) -> str | None:
-        """Why the batch's edge model cannot be honoured, or None.
+    def lonlat_fits(self) -> bool:
+        """Every coordinate lies within ±180, ±90 (True without coordinates)."""
+        with np.errstate(invalid="ignore"):
+            xy = shapely.get_coordinates(self.east_north)
+            return bool(((np.abs(xy[:, 0]) <= 180) & (np.abs(xy[:, 1]) <= 90)).all())
 
-        GeoParquet ``edges: spherical`` needs longitude/latitude coordinates: a geographic
-        declared CRS, or an undeclared one with every coordinate within ±180, ±90. Any
-        ``edges`` value other than ``planar`` or ``spherical`` is unsupported.
-        """
-        edges = self.batch.edges
-        if edges == "planar":
-            return None
-        if edges != "spherical":
-            return (
-                f"GeoParquet edges {edges!r} is not supported (GeoParquet 1.1 defines "
-                "'planar' and 'spherical'): the geometries cannot be evaluated"
-            )
-        crs = self.declared_crs
-        if crs is not None and crs.is_geographic:
-            return None
-        if crs is None and self.count:
-            with np.errstate(invalid="ignore"):
-                xy = shapely.get_coordinates(self.east_north)
-                fits = bool(((np.abs(xy[:, 0]) <= 180) & (np.abs(xy[:, 1]) <= 90)).all())
-            if fits:
-                return None
-        where = crs_label(crs) if crs is not None else "an undeclared CRS"
-        return (
-            f"GeoParquet edges 'spherical' (great-circle arcs) with coordinates in {where}: "
-            "spherical edges need longitude/latitude; write the file in a geographic CRS "
-            "or with edges 'planar'"
+    @functools.cached_property
+    def edges_problem(self) -> str | None:
+        """Why the batch's edge model cannot be honoured, or None (see
+        :func:`edges_problem`)."""
+        lonlat = self.count > 0 and (
+            self.batch.edges != "spherical" or self.declared_crs is not None or self.lonlat_fits
         )
+        return edges_problem(self.batch.edges, self.declared_crs, lonlat)
 
     @functools.cached_property
     def bounds(self) -> np.ndarray:
         """float (N, 4): minx, miny, maxx, maxy in ``east_north`` order; NaN when none."""
         return np.asarray(shapely.bounds(self.geometries), dtype=float).reshape(self.count, 4)
+
+    @functools.cached_property
+    def envelope(self) -> tuple[float, float, float, float] | None:
+        """The total bounds of :attr:`geometries` taken from the reader's coordinate arrays
+        (``Batch.coordinate_bounds``, e.g. GeoArrow native columns) instead of the
+        geometries; None unless that is exact: an ``east_north`` batch with planar edges
+        whose every feature is :attr:`usable` (a geometry, non-empty, finite)."""
+        env = self.batch.coordinate_bounds
+        if env is None or self.batch.axis_order != "east_north" or self.batch.edges != "planar":
+            return None
+        return env if self.count and bool(self.usable.all()) else None
 
     @functools.cached_property
     def type_ids(self) -> np.ndarray:
@@ -551,9 +585,10 @@ class BatchFacts:
 
     @functools.cached_property
     def invalid_reasons(self) -> tuple[tuple[int, str], ...]:
-        """(feature index, reason) of the first :data:`MAX_REASONS` invalid features."""
+        """(feature index, reason) of the first :data:`MAX_REASONS` invalid features; the
+        index counts from :attr:`offset`."""
         return tuple(
-            (int(i), self.invalid_reason(int(i)))
+            (self.offset + int(i), self.invalid_reason(int(i)))
             for i in np.flatnonzero(~self.is_valid)[:MAX_REASONS]
         )
 

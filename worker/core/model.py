@@ -269,6 +269,11 @@ class Batch:
     setting, ``check --id-column``) names an attribute column that holds them (it wins
     over the contract's ``id_column``); ``feature_ids`` are ids the file itself carries
     (the GeoJSON ``id`` member, one per feature, None where absent).
+
+    ``coordinate_bounds`` is the envelope (minx, miny, maxx, maxy, stored order, NaN
+    ignored) of every coordinate of the features, when a reader had it without parsing
+    geometries (a GeoParquet GeoArrow native column: min/max of its coordinate arrays);
+    None when unknown. It may include values of null rows.
     """
 
     batch_id: str
@@ -289,6 +294,7 @@ class Batch:
     covering_bbox: tuple[tuple[float, float, float, float] | None, ...] | None = None
     feature_ids: tuple[str | int | float | None, ...] | None = None
     id_column: str | None = None
+    coordinate_bounds: tuple[float, float, float, float] | None = None
 
 
 @dataclass(frozen=True)

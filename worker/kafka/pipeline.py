@@ -24,8 +24,9 @@ from worker.core.errors import ContractGateError, KafkaError
 from worker.core.registry import ConfigEvent, RecordingRegistry
 from worker.core.replays import ReplayLedger
 from worker.core.slo import DEFAULT_MAX_VERDICTS
-from worker.io.features import load_payload
+from worker.io.features import load_payload_chunked
 from worker.kafka.config_topic import ConfigFollower
+from worker.kafka.deadline import DEFAULT_BATCH_DEADLINE_S, rewind_offsets, route_within
 from worker.kafka.evaluations import read_recent_evaluations
 from worker.kafka.health import BrokerHealth, Watchdog
 from worker.kafka.instruments import Instruments, NullInstruments
@@ -111,6 +112,10 @@ class Pipeline:
         Returns "now" as an aware UTC datetime (freshness); injectable for tests.
     max_batch_events, max_batch_wait_ms : int
         Bounds of one poll batch, hence of one transaction.
+    batch_deadline_s : float
+        Processing deadline of one poll batch, in seconds (:mod:`worker.kafka.deadline`):
+        once passed, the events decided so far are committed and the rest consumed again
+        in the next step; at least one event is decided per step.
     on_outcome : callable, optional
         Called with each committed :class:`Outcome` (after the commit), e.g. by the demo.
     """
@@ -123,16 +128,18 @@ class Pipeline:
         clock: Callable[[], datetime] = _utcnow,
         max_batch_events: int = 500,
         max_batch_wait_ms: int = 100,
+        batch_deadline_s: float = DEFAULT_BATCH_DEADLINE_S,
         config_timeout_s: float = 60.0,
         on_outcome: Callable[[Outcome], None] | None = None,
     ) -> None:
         self.settings = settings
         # by-reference payloads: read under the configured roots only (none: refused)
-        self._load_payload = functools.partial(load_payload, policy=settings.payload)
+        self._load_payload = functools.partial(load_payload_chunked, policy=settings.payload)
         self.metrics: Instruments = metrics or NullInstruments()
         self.clock = clock
         self.max_batch_events = max_batch_events
         self.max_batch_wait_s = max_batch_wait_ms / 1000.0
+        self.batch_deadline_s = batch_deadline_s
         self.config_timeout_s = config_timeout_s
         self.on_outcome = on_outcome
         self.registry = RecordingRegistry()  # keeps published_at, for escalation gauges
@@ -378,25 +385,19 @@ class Pipeline:
         if not events:
             return 0
         started = time.perf_counter()
-        outcomes = [
-            route(
-                Source(
-                    m.topic(),
-                    m.partition(),
-                    m.offset(),
-                    m.key(),
-                    m.value(),
-                    tuple(m.headers() or ()),
-                ),
-                self.registry.active,
-                self.settings.topics,
-                now=self.clock(),
-                worker_id=self.settings.instance_id,
-                payload_loader=self._load_payload,
-                registry=self.schema_registry,
+        outcomes, rest = route_within(
+            events, self._route, self.batch_deadline_s, progress=self._mark_progress
+        )
+        if rest:  # the deadline passed: commit the decided prefix, consume the rest again
+            events = events[: len(outcomes)]
+            self._seek(rewind_offsets(rest), "the rest of a poll batch past its deadline")
+            log.warning(
+                "poll batch deadline of %.0f s passed after %d events: committing them, "
+                "%d events are consumed again",
+                self.batch_deadline_s,
+                len(events),
+                len(rest),
             )
-            for m in events
-        ]
         outcomes, admitted_replays = self._dedupe_replays(outcomes)
         if not self._commit(events, outcomes):
             return 0
@@ -423,6 +424,25 @@ class Pipeline:
             (time.perf_counter() - started) * 1000.0,
         )
         return len(events)
+
+    def _route(self, m: Any) -> Outcome:
+        """Decide one consumed event (:func:`worker.kafka.routing.route`)."""
+        return route(
+            Source(
+                m.topic(), m.partition(), m.offset(), m.key(), m.value(), tuple(m.headers() or ())
+            ),
+            self.registry.active,
+            self.settings.topics,
+            now=self.clock(),
+            worker_id=self.settings.instance_id,
+            payload_loader=self._load_payload,
+            registry=self.schema_registry,
+        )
+
+    def _mark_progress(self) -> None:
+        """An event was decided: the loop is alive (``/healthz``), however long its poll
+        batch takes."""
+        self.last_loop_monotonic = time.monotonic()
 
     def _commit(self, events: list[Any], outcomes: list[Outcome]) -> bool:
         """Write every record and the consumed offsets in one transaction.
@@ -513,7 +533,7 @@ class Pipeline:
         """Abort the open transaction and seek each still-assigned partition back to the
         first offset of the batch; partitions revoked meanwhile resume, at their next
         owner, from the committed offsets."""
-        from confluent_kafka import KafkaException, TopicPartition
+        from confluent_kafka import KafkaException
 
         log.warning("transaction failed (%s); aborting and consuming the batch again", reason)
         self.transactions_aborted += 1
@@ -522,16 +542,23 @@ class Pipeline:
                 self._producer.abort_transaction(ABORT_TIMEOUT_S)
         except KafkaException as exc:
             raise KafkaError(f"cannot abort transaction: {exc.args[0].str()}") from exc
-        for (t, p), offset in first_offsets.items():
+        self._seek(first_offsets, "an aborted transaction")
+
+    def _seek(self, offsets: dict[tuple[str, int], int], why: str) -> None:
+        """Seek each still-assigned partition back to its offset; partitions revoked
+        meanwhile resume, at their next owner, from the committed offsets."""
+        from confluent_kafka import KafkaException, TopicPartition
+
+        for (t, p), offset in offsets.items():
             if (t, p) not in self.assigned:
                 continue
             try:
                 self._consumer.seek(TopicPartition(t, p, offset))
             except KafkaException as exc:
-                # continuing would commit offsets past the aborted batch: stop instead, a
-                # restart resumes from the committed offsets
+                # continuing would commit offsets past events never decided: stop instead,
+                # a restart resumes from the committed offsets
                 raise KafkaError(
-                    f"cannot rewind {t}[{p}] to {offset} after an aborted transaction "
+                    f"cannot rewind {t}[{p}] to {offset} after {why} "
                     f"({exc.args[0].str()}); stopping so a restart resumes from the "
                     "committed offsets"
                 ) from exc

@@ -17,6 +17,7 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING
 
+from worker.core.chunked import ChunkedBatch, evaluate_chunked
 from worker.core.echo import clip
 from worker.core.errors import DecodeError, PayloadError
 from worker.core.evaluate import evaluate
@@ -148,7 +149,7 @@ def route(
     *,
     now: datetime,
     worker_id: str,
-    payload_loader: Callable[[str, Batch], Batch] | None = None,
+    payload_loader: Callable[[str, Batch], Batch | ChunkedBatch] | None = None,
     registry: RegistryCodec | None = None,
 ) -> Outcome:
     """Decide one event and build its output records.
@@ -166,7 +167,10 @@ def route(
     worker_id : str
         Written into quarantine records.
     payload_loader : callable, optional
-        ``(payload_uri, batch) -> batch with features``; default
+        ``(payload_uri, batch) -> batch with features``, or a
+        :class:`~worker.core.chunked.ChunkedBatch` evaluated chunk by chunk (the worker
+        passes :func:`worker.io.features.load_payload_chunked`: GeoParquet payloads in
+        bounded memory; a read error met while evaluating is the payload's reason); default
         :func:`worker.io.features.load_payload` with no payload root, which refuses every
         URI (``payload_not_allowed``): the worker passes one with its configured roots.
     registry : RegistryCodec, optional
@@ -184,6 +188,7 @@ def route(
     """
     started = time.perf_counter()
     batch: Batch | None = None
+    chunked: ChunkedBatch | None = None
     per_major = False
     layer: str | None = None
     salvaged_id: str | None = None
@@ -196,7 +201,9 @@ def route(
             batch = registry.decode_batch(source.value, source.topic)
         layer = batch.layer
         if batch.payload_uri and not batch.geometries_wkb:
-            batch = (payload_loader or load_payload)(batch.payload_uri, batch)
+            loaded = (payload_loader or load_payload)(batch.payload_uri, batch)
+            chunked = loaded if isinstance(loaded, ChunkedBatch) else None
+            batch = loaded.batch if isinstance(loaded, ChunkedBatch) else loaded
         else:
             # the schema clause checks the columns sent, not the producer's declaration
             # (found by a data-path review: a declared integer column carrying strings, an
@@ -226,6 +233,18 @@ def route(
                 f"layer {batch.layer!r} has no active contract version; publish one with "
                 "`contract-gate contract publish`",
             )
+        elif chunked is not None:
+            try:
+                decision = evaluate_chunked(chunked, versions, now=now)
+                per_major = opts_in(v.contract for v in versions)
+            except PayloadError as exc:
+                decision = _failed(
+                    exc.reason, f"payload of batch {batch.batch_id} cannot be read: {exc}"
+                )
+            except Exception as exc:  # reading the payload must never crash the worker
+                decision = _failed(
+                    "payload_error", f"payload of batch {batch.batch_id} cannot be read: {exc}"
+                )
         else:
             decision = evaluate(batch, versions, now=now)
             per_major = opts_in(v.contract for v in versions)

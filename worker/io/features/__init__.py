@@ -6,6 +6,18 @@ One module per format (:mod:`.geojson`, :mod:`.geoparquet`), what they share in
 """
 
 from worker.io.features.base import FeatureData, derive_schema
-from worker.io.features.payload import load_payload, read_batch_file, read_features
+from worker.io.features.payload import (
+    load_payload,
+    load_payload_chunked,
+    read_batch_file,
+    read_features,
+)
 
-__all__ = ["FeatureData", "derive_schema", "load_payload", "read_batch_file", "read_features"]
+__all__ = [
+    "FeatureData",
+    "derive_schema",
+    "load_payload",
+    "load_payload_chunked",
+    "read_batch_file",
+    "read_features",
+]

@@ -33,6 +33,8 @@ class FeatureData:
     defaults (RFC 7946: planar edges, no orientation assertion, no covering column).
     ``feature_ids`` are the ids the file gives its features (the GeoJSON ``id`` member,
     RFC 7946 section 3.2: a string or number, None where absent), None when it gives none.
+    ``coordinate_bounds`` is the envelope of a GeoArrow native column's coordinate arrays
+    (see :class:`worker.core.model.Batch`), None for WKB and GeoJSON.
     """
 
     geometries_wkb: tuple[bytes | None, ...]
@@ -44,6 +46,7 @@ class FeatureData:
     orientation: str | None = None
     covering_bbox: tuple[tuple[float, float, float, float] | None, ...] | None = None
     feature_ids: tuple[str | int | float | None, ...] | None = None
+    coordinate_bounds: tuple[float, float, float, float] | None = None
 
 
 def derive_schema(table: pa.Table) -> tuple[FieldSpec, ...]:
