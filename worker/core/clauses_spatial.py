@@ -177,7 +177,7 @@ def measure_extent(clause: Clause, contract: Contract, facts: BatchFacts, now: d
         "count": facts.count,
         "inside": int(np.count_nonzero(inside)),
         "bounds": bounds,
-        "raw_bounds": bounds if fast else Bounds.of(facts.geometries[facts.usable]),
+        "raw_bounds": bounds if fast else _total_bounds(facts.bounds[facts.usable]),
         "beyond": int(np.count_nonzero(beyond)),
         "failed": int(np.count_nonzero(failed & ~beyond)),
         "disagree": int(disagree.size),
