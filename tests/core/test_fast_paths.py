@@ -179,3 +179,32 @@ def parse_contract_text(text: str) -> object:
     from worker.core.contracts import parse_contract
 
     return parse_contract(text, source="t.yaml")
+
+
+def test_a_polygon_with_an_empty_ring_never_reaches_a_geos_predicate() -> None:
+    from dataclasses import replace
+
+    from worker.core.facts import BatchFacts
+    from worker.core.wkb import empty_ring_polygons
+
+    crashing = shapely.from_wkt("POLYGON ((0 0, 4 0, 4 4, 0 4, 0 0), EMPTY)")
+    holed = shapely.from_wkt("POLYGON ((0 0, 4 0, 4 4, 0 4, 0 0), (1 1, 2 1, 2 2, 1 1))")
+    geoms = np.array([GEOMS[0], crashing, holed, None], dtype=object)
+    assert empty_ring_polygons(geoms).tolist() == [1]
+    assert not may_nest(shapely.to_wkb(crashing))  # a single polygon: not walked first
+    batch = replace(
+        WORLD,
+        geometries_wkb=(
+            WORLD.geometries_wkb[0],
+            shapely.to_wkb(crashing),
+            shapely.to_wkb(holed),
+        ),
+        attributes=WORLD.attributes.slice(0, 3),
+        feature_count=3,
+    )
+    facts = BatchFacts(batch)
+    assert facts.geometries[1] is None and facts.geometries[2] is not None
+    assert facts.unparseable.tolist() == [False, True, False]
+    assert "ring 1 of a polygon with 2 rings has no points" in facts.parse_error(1)
+    region = shapely.from_wkt("POLYGON ((-10 -10, 10 -10, 0 10, -10 -10))")  # not a box
+    covered_mask(facts.geometries, facts.usable, region)  # would end the process before

@@ -36,7 +36,7 @@ from worker.core.spatial import (
     resolve_crs,
     swap_xy,
 )
-from worker.core.wkb import may_nest_many, wkb_has_nonfinite, wkb_problem
+from worker.core.wkb import empty_ring_polygons, may_nest_many, wkb_has_nonfinite, wkb_problem
 
 __all__ = [
     "BASE_TYPES",
@@ -287,8 +287,11 @@ class BatchFacts:
             wkb = wkb.copy()
             wkb[list(self._refused_before_parse)] = None
         with np.errstate(invalid="ignore"):  # NaN coordinates are a fact here, not a warning
-            geoms = shapely.from_wkb(wkb, on_invalid="ignore")
-        return np.asarray(geoms, dtype=object)
+            geoms = np.asarray(shapely.from_wkb(wkb, on_invalid="ignore"), dtype=object)
+        crashing = empty_ring_polygons(geoms)
+        if crashing.size:  # refused as if GEOS had: :attr:`_refused` names the ring
+            geoms[crashing] = None
+        return geoms
 
     @functools.cached_property
     def _refused_before_parse(self) -> dict[int, str]:

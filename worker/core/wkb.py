@@ -11,7 +11,12 @@ is wrong before any of that can happen:
   ``0x80000000`` Z, ``0x40000000`` M, ``0x20000000`` SRID follows) over a known base
   type (1-7 of Simple Features, 8-17 of SQL/MM curves and surfaces);
 * every count fits the bytes that remain (a claimed size never exceeds the data);
-* collections nest at most ``max_depth`` levels (default 32, far above any real layer).
+* collections nest at most ``max_depth`` levels (default 32, far above any real layer);
+* no polygon ring is empty while the polygon has other rings: GEOS 3.14 parses
+  ``POLYGON ((0 0, 4 0, 4 4, 0 4, 0 0), EMPTY)`` as valid, then ``covered_by``, ``within``
+  and ``contains`` on it end the process with SIGSEGV (found by the fault suite's fuzzing).
+  Single polygons are not walked before GEOS parses them (:func:`may_nest`): the parsed
+  ones are screened with :func:`empty_ring_polygons` instead.
 
 Nothing here repairs or interprets geometry: validity is still GEOS's to judge.
 """
@@ -22,8 +27,16 @@ import struct
 from collections.abc import Sequence
 
 import numpy as np
+import shapely
 
-__all__ = ["DEFAULT_MAX_DEPTH", "may_nest", "may_nest_many", "wkb_has_nonfinite", "wkb_problem"]
+__all__ = [
+    "DEFAULT_MAX_DEPTH",
+    "empty_ring_polygons",
+    "may_nest",
+    "may_nest_many",
+    "wkb_has_nonfinite",
+    "wkb_problem",
+]
 
 #: Nesting depth of collections accepted (a MultiPolygon in a GeometryCollection is depth 2).
 DEFAULT_MAX_DEPTH = 32
@@ -119,10 +132,15 @@ def _walk(data: bytes, max_depth: int, spans: list[tuple[int, int, str]] | None 
             pos += 4
             if pos + 4 * rings > size:  # each ring needs at least its count
                 raise _claims(data, pos, rings, 4, "rings")
-            for _ in range(rings):
+            for ring in range(rings):
                 if pos + 4 > size:
                     raise _Bad(f"truncated at byte {pos}: a 4-byte count or type is missing")
                 n = u32(data, pos)[0]
+                if n == 0 and rings > 1:
+                    raise _Bad(
+                        f"ring {ring} of a polygon with {rings} rings has no points (GEOS's "
+                        "predicates crash the process on an empty ring beside others)"
+                    )
                 if spans is not None:
                     spans.append((pos + 4, n * dims, order))
                 pos += 4
@@ -191,6 +209,25 @@ def may_nest_many(values: Sequence[bytes | None] | np.ndarray) -> np.ndarray:
     safe = (lengths >= 5) & (flag <= 1) & known_dims & single
     out[present] = ~safe
     return out
+
+
+def empty_ring_polygons(geoms: np.ndarray) -> np.ndarray:
+    """int (K,): indices of the parsed Polygons (shapely 2, vectorized) that have an empty
+    ring beside other rings (see the module notes: GEOS predicates crash on them).
+
+    Only polygons with interior rings can have one; the others cost one type and one
+    ring-count pass.
+    """
+    geoms = np.asarray(geoms, dtype=object)
+    polygons = np.flatnonzero(np.asarray(shapely.get_type_id(geoms)) == 3)
+    if not polygons.size:
+        return polygons
+    holed = polygons[np.asarray(shapely.get_num_interior_rings(geoms[polygons])) > 0]
+    if not holed.size:
+        return holed
+    rings, owner = shapely.get_rings(geoms[holed], return_index=True)
+    empty = np.asarray(shapely.get_num_coordinates(rings)) == 0
+    return np.asarray(holed[np.unique(owner[empty])], dtype=np.intp)
 
 
 def wkb_problem(data: bytes, max_depth: int = DEFAULT_MAX_DEPTH) -> str | None:
