@@ -122,24 +122,11 @@ def _ogr_file(uri: str) -> tuple[Path, str, datetime] | None:
 
 
 def _parse(src: OpenedPayload) -> FeatureData:
-    try:
-        if src.format == "parquet":
-            return _read_geoparquet(src.uri, src.file)
-        return _read_geojson(src.uri, src.read_all())
-    except PayloadError:
-        raise
-    except (
-        ValueError,
-        TypeError,
-        AttributeError,
-        KeyError,
-        OverflowError,
-        pa.ArrowException,
-    ) as exc:
-        # malformed content the readers did not anticipate (e.g. an integer beyond int64,
-        # `geo` metadata that is JSON but not an object): a clear PayloadError, never a crash
-        what = clip(" ".join(str(exc).split()), 200)
-        raise _fail(src.uri, f"cannot read the batch file: {type(exc).__name__}: {what}") from None
+    # malformed content the readers did not anticipate (e.g. an integer beyond int64,
+    # `geo` metadata that is JSON but not an object): a clear PayloadError, never a crash
+    if src.format == "parquet":
+        return _guarded(src.uri, lambda: _read_geoparquet(src.uri, src.file))
+    return _guarded(src.uri, lambda: _read_geojson(src.uri, src.read_all()))
 
 
 def read_batch_file(
