@@ -288,7 +288,7 @@ def measure_domain(clause: Clause, contract: Contract, facts: BatchFacts, now: d
 SMALL_COLUMN_ROWS = 64
 
 
-@identity_memo(maxsize=512)
+@identity_memo(maxsize=64)  # each entry holds a set of every code: keep few
 def _domain_keys(clause: Clause, family: str) -> frozenset[Any]:
     """The domain codes of ``clause`` a column of ``family`` (``str`` or ``int``) can hold."""
     return frozenset(k for k in clause.params["values"] if _key_family(k) == family)

@@ -84,7 +84,7 @@ def _unplaceable_break(
     return clause_result(clause, False, measured, expected, message)
 
 
-@identity_memo(maxsize=512)
+@identity_memo(maxsize=64)  # regions may be large polygons: keep few
 def _extent_region(clause: Clause, crs: CRS | None) -> shapely.Geometry:
     """The extent clause's region in ``crs``, widened by its ``tolerance`` (mitred, so a
     box stays a box) and prepared; built once per (clause, CRS), not per event."""
@@ -96,7 +96,7 @@ def _extent_region(clause: Clause, crs: CRS | None) -> shapely.Geometry:
     return region
 
 
-@identity_memo(maxsize=512)
+@identity_memo(maxsize=64)  # regions may be large polygons: keep few
 def _coverage_region(clause: Clause, crs: CRS | None) -> tuple[shapely.Geometry, float]:
     """The coverage clause's region in ``crs`` and its area (see
     :func:`worker.core.spatial.area_m2_or_units`), once per (clause, CRS)."""

@@ -10,6 +10,7 @@ path, what is wrong and the fix.
 from __future__ import annotations
 
 import copy
+import hashlib
 import json
 import math
 import re
@@ -325,8 +326,9 @@ def _split_validators() -> tuple[jsonschema.Draft202012Validator, jsonschema.Dra
     return jsonschema.Draft202012Validator(top), jsonschema.Draft202012Validator(clause)
 
 
-#: Canonical JSON of clauses known to be schema-valid (bounded; see :func:`schema_valid`).
-_VALID_CLAUSES: set[str] = set()
+#: sha256 of the canonical JSON of clauses known to be schema-valid (32 bytes each, bounded
+#: in count; see :func:`schema_valid`).
+_VALID_CLAUSES: set[bytes] = set()
 _VALID_CLAUSES_MAX = 8192
 
 
@@ -346,7 +348,8 @@ def schema_valid(doc: Any) -> bool:
     if not top.is_valid(doc):
         return False
     for clause in doc.get("clauses") or ():
-        key = json.dumps(clause, sort_keys=True, default=str)
+        text = json.dumps(clause, sort_keys=True, default=str)
+        key = hashlib.sha256(text.encode("utf-8", "surrogatepass")).digest()
         if key in _VALID_CLAUSES:
             continue
         if not one_clause.is_valid(clause):

@@ -86,7 +86,7 @@ def schema_fingerprint(fields: Any) -> str:
     ``fields`` is an iterable of objects with ``name``, ``type`` and ``nullable``; a tuple
     of :class:`worker.core.model.FieldSpec` (hashable) is computed once per distinct schema.
     """
-    if isinstance(fields, tuple):
+    if isinstance(fields, tuple) and len(fields) <= _CACHED_SCHEMA_FIELDS:
         try:
             return _cached_fingerprint(fields)
         except TypeError:  # unhashable elements
@@ -94,7 +94,12 @@ def schema_fingerprint(fields: Any) -> str:
     return _fingerprint(fields)
 
 
-@functools.lru_cache(maxsize=1024)
+#: Schemas of at most this many fields have their fingerprint cached (the fields come from
+#: producers: the cache must stay small whatever they send).
+_CACHED_SCHEMA_FIELDS = 64
+
+
+@functools.lru_cache(maxsize=256)
 def _cached_fingerprint(fields: tuple[Any, ...]) -> str:
     return _fingerprint(fields)
 

@@ -735,7 +735,7 @@ def covered_mask(
     return out
 
 
-@identity_memo(maxsize=256)
+@identity_memo(maxsize=64)  # holds the region geometries alive: keep few
 def _as_box(region: shapely.Geometry) -> tuple[float, float, float, float] | None:
     """``(minx, miny, maxx, maxy)`` when ``region`` is exactly an axis-aligned rectangle
     (a bbox region, also after a mitred buffer), else None."""
