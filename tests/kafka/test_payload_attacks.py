@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import logging
 import os
-import resource
 import threading
 import time
 from collections.abc import Iterator
@@ -21,6 +20,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.memory import peak_rss_kb, reset_peak_rss_kb
 from worker.cli.scenario import data_file
 from worker.core.model import ActiveVersion
 from worker.io import codec
@@ -135,13 +135,13 @@ def test_proc_self_environ_is_refused(layout, caplog, monkeypatch) -> None:  # t
 
 @pytest.mark.parametrize("device", ["/dev/zero", "/dev/urandom"])
 def test_devices_are_refused_at_once(layout, caplog, device: str) -> None:  # type: ignore[no-untyped-def]
-    peak_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    peak_before = reset_peak_rss_kb()
     started = time.monotonic()
     out = _route(f"file://{device}", layout["root"], caplog)
     _assert_refused(out, "payload_not_allowed", caplog)
     assert time.monotonic() - started < 2.0
     # KiB on Linux: the peak of the process did not grow by reading the device
-    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak_before < 50_000
+    assert peak_rss_kb() - peak_before < 50_000
 
 
 def test_a_device_symlinked_into_the_root_is_refused(layout, caplog) -> None:  # type: ignore[no-untyped-def]
@@ -194,14 +194,14 @@ def test_a_sparse_2_gib_file_is_too_large_before_any_read(layout, caplog) -> Non
     big = layout["root"] / "big.parquet"
     with open(big, "wb") as fh:
         fh.truncate(2 * 1024**3 + 1)  # sparse: no disk used
-    peak_before = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
+    peak_before = reset_peak_rss_kb()
     started = time.monotonic()
     out = _route(big.as_uri(), layout["root"], caplog)
     rec = _assert_refused(out, "payload_too_large", caplog)
     message = rec["reasons"][0]["message"]
     assert "2147483649 bytes" in message and "limit of 2147483648 bytes" in message
     assert time.monotonic() - started < 2.0
-    assert resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak_before < 50_000
+    assert peak_rss_kb() - peak_before < 50_000
 
 
 def test_a_geojson_above_its_limit_is_too_large_with_both_figures(layout, caplog) -> None:  # type: ignore[no-untyped-def]
