@@ -47,6 +47,9 @@ from worker.kafka.settings import Settings, Topics
 RSS_CEILING_MIB = 700
 PARTITIONS = 3
 MAX_BATCH_EVENTS = 5
+#: The producer's ``message.max.bytes`` of the record-too-large scenario: above the admin
+#: boundaries batch (~180 KB), below the NYC boroughs batch (~1.2 MB).
+SMALL_MAX_BYTES = 600_000
 
 
 @dataclass
@@ -106,7 +109,7 @@ class Lab:
     workdir: Path
     workers: list[Worker] = field(default_factory=list)
 
-    def start_worker(self, instance: str) -> Worker:
+    def start_worker(self, instance: str, *extra_args: str) -> Worker:
         t = self.settings.topics
         argv = [
             sys.executable, "-m", "worker", "run",
@@ -118,6 +121,7 @@ class Lab:
             "--batches-topic", t.batches, "--admitted-topic", t.admitted,
             "--quarantine-topic", t.quarantine, "--contracts-topic", t.contracts,
             "--consumers-topic", t.consumers, "--evaluations-topic", t.evaluations,
+            *extra_args,
         ]  # fmt: skip
         env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
         env["CONTRACT_GATE_HTTP_PORT"] = "0"
@@ -168,6 +172,11 @@ def nyc_event(batch_id: str) -> bytes:
         data_time=datetime.now(timezone.utc),
     )  # fmt: skip
     return codec.encode_batch(replace(nyc, batch_id=batch_id))
+
+
+def world_event(batch_id: str) -> bytes:
+    """The admin boundaries batch (about 180 KB): admitted by the demo contracts."""
+    return codec.encode_batch(_world(batch_id))
 
 
 def _world(batch_id: str):  # type: ignore[no-untyped-def]
@@ -264,28 +273,60 @@ def _judge(row: Row, placed: list[tuple[int, int]], got: Counter[tuple[int, int]
 # -- scenarios ----------------------------------------------------------------------------
 
 
-def poison(bootstrap: str, name: str, make: Callable[[int], bytes], count: int = 3) -> Row:
-    """``count`` poison events between good ones: each exactly one quarantine record, the
-    good ones admitted, the worker alive and under the RSS ceiling."""
+def poison(
+    bootstrap: str,
+    name: str,
+    make: Callable[[int], bytes],
+    count: int = 3,
+    worker_args: tuple[str, ...] = (),
+    good: Callable[[int], bytes] | None = None,
+    reason: str | None = None,
+    partition: int | None = None,
+) -> Row:
+    """``count`` poison events between good ones (``good``, default an NYC batch): each
+    exactly one quarantine record (with ``reason`` when given), the good ones decided
+    otherwise, the worker (started with ``worker_args``) alive and under the RSS ceiling.
+    ``partition`` puts every event in that partition (default: by key)."""
     row = Row(name)
     with lab(bootstrap) as running:
-        worker = running.start_worker("poison")
+        worker = running.start_worker("poison", *worker_args)
         placed, poisoned = [], []
         t = running.settings.topics
+        make_good = good or (lambda i: nyc_event(f"g{i}"))
         for i in range(count):
-            good = produce_one(running.settings, t.batches, "nyc_boroughs", nyc_event(f"g{i}"))
-            bad = produce_one(running.settings, t.batches, "admin_boundaries", make(i))
-            placed += [good, bad]
+            fine = produce_one(
+                running.settings, t.batches, "nyc_boroughs", make_good(i), partition=partition
+            )
+            bad = produce_one(
+                running.settings, t.batches, "admin_boundaries", make(i), partition=partition
+            )
+            placed += [fine, bad]
             poisoned.append(bad)
+        if partition is not None:  # a good event after the last poison one, same partition
+            placed.append(
+                produce_one(
+                    running.settings,
+                    t.batches,
+                    "nyc_boroughs",
+                    make_good(count),
+                    partition=partition,
+                )
+            )
         got, row.decide_s = wait_decided(running, placed, 120)
         row.peak_rss_mib = running.peak_rss_mib()
         row.stayed_up = worker.alive()
         quarantined: Counter[tuple[int, int]] = Counter()
+        reasons: dict[tuple[int, int], str] = {}
         for msg in read_topic(running.settings, t.quarantine, timeout_s=30):
             h = {k: (v or b"").decode() for k, v in msg.headers() or ()}
-            quarantined[(int(h["source-partition"]), int(h["source-offset"]))] += 1
+            at = (int(h["source-partition"]), int(h["source-offset"]))
+            quarantined[at] += 1
+            reasons[at] = h.get("dlq.reason", "")
         _judge(row, placed, got)
         exact = all(quarantined[p] == 1 for p in poisoned)
+        if reason is not None:
+            exact = exact and all(reasons.get(p) == reason for p in poisoned)
+            exact = exact and not any(quarantined[p] for p in placed if p not in poisoned)
         row.ok = (
             row.lost == 0
             and row.duplicated == 0
@@ -428,6 +469,21 @@ def scenarios(quick: bool) -> list[tuple[str, Callable[[str], Row]]]:
             ),
             ("two workers", lambda b: one_of_two_killed(b, 60)),
         ]
+    runs.append(
+        (
+            "record too large",
+            lambda b: poison(
+                b,
+                f"record above message.max.bytes={SMALL_MAX_BYTES}",
+                lambda i: nyc_event(f"big{i}"),
+                count=2,
+                partition=0,
+                worker_args=("--kafka-property", f"message.max.bytes={SMALL_MAX_BYTES}"),
+                good=lambda i: world_event(f"w{i}"),
+                reason="record_too_large",
+            ),
+        )
+    )
     return runs
 
 
