@@ -33,6 +33,7 @@ from pathlib import Path
 
 import shapely
 
+from tests.faults.fuzz import FULL_EXAMPLES, QUICK_EXAMPLES
 from worker.cli.demo import publish_demo_contracts
 from worker.cli.scenario import data_file
 from worker.core.registry import config_key
@@ -424,6 +425,48 @@ def one_of_two_killed(bootstrap: str, events: int) -> Row:
     return row
 
 
+def fuzzing(examples: int) -> Row:
+    """Hypothesis fuzzing of the parsers (:mod:`tests.faults.fuzz`) in a child process:
+    ``in`` is the examples run, ``lost`` the targets with a failing input (an exception
+    outside ContractGateError, a hang) and a crash of the child (a C library's signal)
+    is a failure too. ``FAULTS_FUZZ_EXAMPLES`` overrides ``examples`` (per target)."""
+    import json
+
+    examples = int(os.environ.get("FAULTS_FUZZ_EXAMPLES", examples))
+    row = Row(f"Hypothesis fuzzing, {examples} examples per parser")
+    with tempfile.TemporaryDirectory(prefix="faults-fuzz-") as tmp:
+        log = Path(tmp) / "fuzz.log"
+        trace = Path(tmp) / "last-input.txt"
+        argv = [sys.executable, "-m", "tests.faults.fuzz", "--examples", str(examples)]
+        env = {**os.environ, "FUZZ_TRACE": str(trace)}
+        started = time.monotonic()
+        with log.open("wb") as err:
+            proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, env=env)
+            child = Worker(proc, log)
+            while proc.poll() is None and time.monotonic() - started < 300:
+                child.sample()
+                time.sleep(0.5)
+            out = proc.communicate(timeout=60)[0] if proc.poll() is not None else b""
+        child.stop(signal.SIGKILL)
+        row.decide_s = time.monotonic() - started
+        row.peak_rss_mib = child.peak_rss_mib
+        row.stayed_up = proc.returncode in (0, 1)
+        try:
+            figures = json.loads(out.decode().strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            last = trace.read_text()[:300] if trace.exists() else "?"
+            row.note = f"the fuzzer died (exit {proc.returncode}) on input {last}"
+            return row
+    failures = figures["failures"]
+    row.runs, row.inputs = figures["targets"], figures["examples"]
+    row.outputs, row.lost = row.inputs - len(failures), len(failures)
+    row.ok = not failures and proc.returncode == 0
+    row.note = "; ".join(
+        f"{f['target']}: {f['error'][:120]} on {f['input'][:200]}" for f in failures
+    )
+    return row
+
+
 def malformed(i: int) -> bytes:
     return b"\x00\x01 not avro " + bytes([i]) * 40
 
@@ -443,6 +486,7 @@ def scenarios(quick: bool) -> list[tuple[str, Callable[[str], Row]]]:
             ),
         ),
         ("config", bad_config),
+        ("fuzzing", lambda b: fuzzing(QUICK_EXAMPLES if quick else FULL_EXAMPLES)),
     ]
     if not quick:  # SIGKILL mid-stream is also in tests/integration/test_worker_process.py
         runs += [

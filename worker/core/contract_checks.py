@@ -245,13 +245,21 @@ def load_document(text: str, source: str) -> Any:
             "may have; a contract is a short YAML file (move large regions to a simpler "
             "polygon or a bbox)"
         )
-    loader = _UniqueKeyLoader(text)
+    try:  # the reader refuses control characters already here (found by fuzzing)
+        loader = _UniqueKeyLoader(text)
+    except yaml.YAMLError as exc:
+        raise ContractError(f"{source}: {_yaml_problem(exc)}") from None
     try:
         root = loader.get_single_node()
         _check_domain_nodes(root, source)
         return None if root is None else loader.construct_document(root)
     except yaml.YAMLError as exc:
         raise ContractError(f"{source}: {_yaml_problem(exc)}") from None
+    except (ValueError, OverflowError) as exc:  # e.g. `2026-13-45`, a YAML timestamp
+        raise ContractError(
+            f"{source}: not readable as YAML: a value cannot be constructed ({exc}); quote "
+            "it if it is text"
+        ) from None
     finally:
         loader.dispose()
 

@@ -11,7 +11,10 @@ is wrong before any of that can happen:
   ``0x80000000`` Z, ``0x40000000`` M, ``0x20000000`` SRID follows) over a known base
   type (1-7 of Simple Features, 8-17 of SQL/MM curves and surfaces);
 * every count fits the bytes that remain (a claimed size never exceeds the data);
-* collections nest at most ``max_depth`` levels (default 32, far above any real layer).
+* collections nest at most ``max_depth`` levels (default 32, far above any real layer);
+* no polygon ring is empty while the polygon has other rings: GEOS 3.14 parses
+  ``POLYGON ((0 0, 4 0, 4 4, 0 4, 0 0), EMPTY)`` as valid, then ``covered_by``, ``within``
+  and ``contains`` on it end the process with SIGSEGV (found by the fault suite's fuzzing).
 
 Nothing here repairs or interprets geometry: validity is still GEOS's to judge.
 """
@@ -105,8 +108,13 @@ def _geometry(
         rings = _uint32(data, pos, order)
         pos += 4
         _skip(data, pos, rings, 4, "rings")  # each ring needs at least its count
-        for _ in range(rings):
+        for ring in range(rings):
             n = _uint32(data, pos, order)
+            if n == 0 and rings > 1:
+                raise _Bad(
+                    f"ring {ring} of a polygon with {rings} rings has no points (GEOS's "
+                    "predicates crash the process on an empty ring beside others)"
+                )
             if spans is not None:
                 spans.append((pos + 4, n * dims, order))
             pos = _skip(data, pos + 4, n, point_bytes, "points")
