@@ -68,6 +68,9 @@ class Row:
     decide_s: float = 0.0
     ok: bool = False
     note: str = ""
+    #: a measurement of the broker rather than a check of the gate: shown as INFO, never
+    #: failing the suite
+    informational: bool = False
 
 
 @dataclass
@@ -513,6 +516,13 @@ def scenarios(quick: bool) -> list[tuple[str, Callable[[str], Row]]]:
             ),
             ("two workers", lambda b: one_of_two_killed(b, 60)),
         ]
+    if not quick:
+        from tests.faults.failover import takeover
+
+        runs += [
+            ("failover dynamic", lambda b: takeover(b, static=False)),
+            ("failover static", lambda b: takeover(b, static=True)),
+        ]
     runs.append(
         (
             "record too large",
@@ -541,6 +551,7 @@ def render(rows: list[Row]) -> str:
         lines.append(
             f"{r.name:<52} {r.runs:>4} {r.inputs:>4} {r.outputs:>4} {r.lost:>4} "
             f"{r.duplicated:>4} {'yes' if r.stayed_up else 'NO':>3} {r.peak_rss_mib:>8.0f} "
-            f"{r.decide_s:>8.1f}  {'PASS' if r.ok else 'FAIL'}" + (f"  {r.note}" if r.note else "")
+            f"{r.decide_s:>8.1f}  {'INFO' if r.informational else 'PASS' if r.ok else 'FAIL'}"
+            + (f"  {r.note}" if r.note else "")
         )
     return "\n".join(lines)
