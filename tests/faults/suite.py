@@ -517,9 +517,11 @@ def scenarios(quick: bool) -> list[tuple[str, Callable[[str], Row]]]:
             ("two workers", lambda b: one_of_two_killed(b, 60)),
         ]
     if not quick:
+        from tests.faults.broker_outage import broker_outage
         from tests.faults.failover import takeover
 
         runs += [
+            ("broker outage", broker_outage),
             ("failover dynamic", lambda b: takeover(b, static=False)),
             ("failover static", lambda b: takeover(b, static=True)),
         ]
