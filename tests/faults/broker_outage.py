@@ -35,7 +35,7 @@ from worker.kafka.broker import EmbeddedBroker, free_port
 from worker.kafka.client import produce_one
 
 #: Seconds the broker stays down.
-OUTAGE_S = 15.0
+OUTAGE_S = 10.0
 EVENTS_BEFORE, EVENTS_AFTER = 15, 15
 
 

@@ -34,7 +34,7 @@ from worker.kafka.settings import Settings
 SESSION_TIMEOUT_MS = 6000
 #: How long the static-membership run waits for the survivor before restarting the
 #: killed instance (Tansu 0.6 never hands a dead static member's partitions over).
-STATIC_WAIT_S = 20.0
+STATIC_WAIT_S = 15.0
 _LINE = re.compile(r" (assigned|revoked) (\[.*\])\s*$")
 
 

@@ -60,7 +60,7 @@ from worker.kafka.settings import Topics
 #: Longest one example may run (s) before it counts as a hang.
 HANG_S = 20
 #: Examples per target: the full suite and the CI subset.
-FULL_EXAMPLES = 1000
+FULL_EXAMPLES = 500
 QUICK_EXAMPLES = 50
 NOW = datetime(2026, 1, 1, tzinfo=timezone.utc)
 

@@ -10,7 +10,8 @@ poll batch per partition per crash), every poison input gave exactly one quarant
 record, and no worker died or outgrew the RSS ceiling.
 
 ``python -m tests.faults`` runs the whole suite and prints the table (under 10 minutes
-here); ``tests/faults/test_faults.py`` runs a short subset in CI.
+here); ``tests/integration/test_faults.py`` runs the short subset in CI. More scenarios live in
+:mod:`tests.faults.fuzz`, :mod:`tests.faults.failover` and :mod:`tests.faults.broker_outage`.
 """
 
 from __future__ import annotations
@@ -493,7 +494,7 @@ def scenarios(quick: bool) -> list[tuple[str, Callable[[str], Row]]]:
     ]
     if not quick:  # SIGKILL mid-stream is also in tests/integration/test_worker_process.py
         runs += [
-            ("sigkill", lambda b: sigkill(b, 20, 200)),
+            ("sigkill", lambda b: sigkill(b, 12, 120)),
             (
                 "10 MB value",
                 lambda b: poison(
