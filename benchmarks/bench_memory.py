@@ -7,8 +7,8 @@ shipped ``nyc_boroughs.v1`` contract (with ``--region`` plus a region coverage c
 each evaluation in a fresh child process that reports its peak RSS (``VmHWM`` of
 ``/proc/self/status``: the high-water mark of the child's own address space; ``ru_maxrss``
 would carry over the parent's peak across ``exec`` on Linux) and its decision. Prints file
-size, rows, and peak RSS chunked (:func:`worker.io.features.load_payload_chunked`, the worker's path) vs whole
-(:func:`worker.io.features.load_payload`). Run:
+size, rows, and peak RSS chunked (:func:`worker.io.features.load_payload_chunked`, the
+worker's path) vs whole (:func:`worker.io.features.load_payload`). Run:
 ``python benchmarks/bench_memory.py [--mb 400] [--whole]``. The child mode
 (``--evaluate PATH --mode chunked|whole``) prints one JSON line; the test
 ``tests/io/test_chunked_memory.py`` uses it.

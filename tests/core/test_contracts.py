@@ -553,3 +553,13 @@ def test_schema_fields_can_name_every_field_type_but_not_mixed() -> None:
     for ftype in BATCH_ONLY_FIELD_TYPES:
         with pytest.raises(ContractError, match="type"):
             parse_contract(doc(ftype))
+
+
+def test_inputs_found_by_fuzzing_are_contract_errors() -> None:
+    """tests/faults/fuzz.py found both raising outside ContractError (yaml.ReaderError,
+    ValueError), which the config follower would not have caught."""
+    assert "unacceptable character #x001f" in _error("\x1f")
+    message = _error("layer: parcels\nversion: 2026-13-45\n")
+    assert "not readable as YAML: a value cannot be constructed (month must be in 1..12)" in (
+        message
+    )

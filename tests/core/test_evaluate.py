@@ -293,3 +293,17 @@ def test_schema_fields_of_real_table() -> None:
         )
     )
     assert evaluate(b, [active(c)], now=NOW).admitted
+
+
+def test_a_polygon_with_an_empty_hole_is_invalid_not_a_crash() -> None:
+    """Found by the fault suite's fuzzing: GEOS reads ``POLYGON ((...), EMPTY)`` as valid
+    and its ``covered_by`` (the extent clause) then ended the process with SIGSEGV."""
+    from tests.core.test_wkb import FUZZ_EMPTY_HOLE, SQUARE, _polygon
+
+    valid = shapely.to_wkb(shapely.box(1, 44, 2, 45))
+    batch = batch_of([_polygon(SQUARE, []), FUZZ_EMPTY_HOLE, valid])
+    d = evaluate(batch, [active(STRICT)], now=NOW)
+    res = {r.name: r for r in d.verdicts[0].clauses}
+    assert d.decision == "quarantined"
+    assert res["valid"].result == "break" and res["valid"].measured["invalid"] == 2
+    assert "ring 1 of a polygon with 2 rings has no points" in json.dumps(res["valid"].measured)

@@ -100,3 +100,35 @@ def test_any_bytes_get_an_answer_and_accepted_ones_parse_or_fail_cleanly(data: b
         # GEOS parses it or refuses it with a message (a feature-level finding), never crashes
         with contextlib.suppress(shapely.errors.GEOSException):
             shapely.from_wkb(data)
+
+
+def _polygon(*rings: list[tuple[float, float]]) -> bytes:
+    out = struct.pack("<BII", 1, 3, len(rings))
+    for ring in rings:
+        out += struct.pack("<I", len(ring)) + b"".join(struct.pack("<dd", *p) for p in ring)
+    return out
+
+
+SQUARE = [(0.0, 0.0), (4.0, 0.0), (4.0, 4.0), (0.0, 4.0), (0.0, 0.0)]
+#: Found by the fault suite's fuzzing (tests/faults/fuzz.py): a MultiPolygon whose polygon
+#: has an open shell and an empty hole; GEOS's "fix" reader made it
+#: MULTIPOLYGON (((0 0, 4.000000007479798 0, ...), EMPTY)), and covered_by on that SIGSEGVed.
+FUZZ_EMPTY_HOLE = bytes.fromhex(
+    "0106000000010000000103000000020000000400000000000000000000000000000000000080"
+    "8080800000001040000000000000000000000000000010400000000000001040000000000000"
+    "0000d3000000000010400000000000000000000000000000c90004000000000000000000f03f"
+    "000000008000f03f0000000000000040000000000000f03f00000000000000400000000000"
+)
+
+
+def test_an_empty_ring_beside_others_is_refused() -> None:
+    # GEOS 3.14 reads it as a valid POLYGON ((0 0, ...), EMPTY); covered_by then SIGSEGVs
+    reason = wkb_problem(_polygon(SQUARE, []))
+    assert reason == (
+        "WKB rejected before parsing: ring 1 of a polygon with 2 rings has no points "
+        "(GEOS's predicates crash the process on an empty ring beside others)"
+    )
+    assert "ring 0 of a polygon with 2 rings" in str(wkb_problem(_polygon([], SQUARE)))
+    assert "ring 1 of a polygon with 2 rings" in str(wkb_problem(FUZZ_EMPTY_HOLE))
+    assert wkb_problem(_polygon([])) is None  # POLYGON EMPTY with one empty ring: harmless
+    assert wkb_problem(_polygon(SQUARE, [(1, 1), (2, 1), (2, 2), (1, 1)])) is None

@@ -2,7 +2,7 @@
 
 Starts the broker as the tests do (``KAFKA_BOOTSTRAP_SERVERS``, else Docker, else the
 embedded Tansu broker on a free loopback port, stopped at the end). Exit 0 when every
-scenario passes.
+scenario passes (rows marked INFO measure the broker and never fail the run).
 """
 
 from __future__ import annotations
@@ -34,7 +34,7 @@ def main() -> int:
         broker.stop()
     print(render(rows))
     print(f"\n{len(rows)} scenarios in {time.monotonic() - started:.0f} s ({broker.kind} broker)")
-    return 0 if all(r.ok for r in rows) else 1
+    return 0 if all(r.ok or r.informational for r in rows) else 1
 
 
 if __name__ == "__main__":

@@ -10,7 +10,8 @@ poll batch per partition per crash), every poison input gave exactly one quarant
 record, and no worker died or outgrew the RSS ceiling.
 
 ``python -m tests.faults`` runs the whole suite and prints the table (under 10 minutes
-here); ``tests/faults/test_faults.py`` runs a short subset in CI.
+here); ``tests/integration/test_faults.py`` runs the short subset in CI. More scenarios live in
+:mod:`tests.faults.fuzz`, :mod:`tests.faults.failover` and :mod:`tests.faults.broker_outage`.
 """
 
 from __future__ import annotations
@@ -33,6 +34,7 @@ from pathlib import Path
 
 import shapely
 
+from tests.faults.fuzz import FULL_EXAMPLES, QUICK_EXAMPLES
 from worker.cli.demo import publish_demo_contracts
 from worker.cli.scenario import data_file
 from worker.core.registry import config_key
@@ -47,6 +49,9 @@ from worker.kafka.settings import Settings, Topics
 RSS_CEILING_MIB = 700
 PARTITIONS = 3
 MAX_BATCH_EVENTS = 5
+#: The producer's ``message.max.bytes`` of the record-too-large scenario: above the admin
+#: boundaries batch (~180 KB), below the NYC boroughs batch (~1.2 MB).
+SMALL_MAX_BYTES = 600_000
 
 
 @dataclass
@@ -64,6 +69,9 @@ class Row:
     decide_s: float = 0.0
     ok: bool = False
     note: str = ""
+    #: a measurement of the broker rather than a check of the gate: shown as INFO, never
+    #: failing the suite
+    informational: bool = False
 
 
 @dataclass
@@ -106,7 +114,7 @@ class Lab:
     workdir: Path
     workers: list[Worker] = field(default_factory=list)
 
-    def start_worker(self, instance: str) -> Worker:
+    def start_worker(self, instance: str, *extra_args: str) -> Worker:
         t = self.settings.topics
         argv = [
             sys.executable, "-m", "worker", "run",
@@ -118,6 +126,7 @@ class Lab:
             "--batches-topic", t.batches, "--admitted-topic", t.admitted,
             "--quarantine-topic", t.quarantine, "--contracts-topic", t.contracts,
             "--consumers-topic", t.consumers, "--evaluations-topic", t.evaluations,
+            *extra_args,
         ]  # fmt: skip
         env = {k: v for k, v in os.environ.items() if not k.startswith("OTEL_")}
         env["CONTRACT_GATE_HTTP_PORT"] = "0"
@@ -168,6 +177,11 @@ def nyc_event(batch_id: str) -> bytes:
         data_time=datetime.now(timezone.utc),
     )  # fmt: skip
     return codec.encode_batch(replace(nyc, batch_id=batch_id))
+
+
+def world_event(batch_id: str) -> bytes:
+    """The admin boundaries batch (about 180 KB): admitted by the demo contracts."""
+    return codec.encode_batch(_world(batch_id))
 
 
 def _world(batch_id: str):  # type: ignore[no-untyped-def]
@@ -264,28 +278,60 @@ def _judge(row: Row, placed: list[tuple[int, int]], got: Counter[tuple[int, int]
 # -- scenarios ----------------------------------------------------------------------------
 
 
-def poison(bootstrap: str, name: str, make: Callable[[int], bytes], count: int = 3) -> Row:
-    """``count`` poison events between good ones: each exactly one quarantine record, the
-    good ones admitted, the worker alive and under the RSS ceiling."""
+def poison(
+    bootstrap: str,
+    name: str,
+    make: Callable[[int], bytes],
+    count: int = 3,
+    worker_args: tuple[str, ...] = (),
+    good: Callable[[int], bytes] | None = None,
+    reason: str | None = None,
+    partition: int | None = None,
+) -> Row:
+    """``count`` poison events between good ones (``good``, default an NYC batch): each
+    exactly one quarantine record (with ``reason`` when given), the good ones decided
+    otherwise, the worker (started with ``worker_args``) alive and under the RSS ceiling.
+    ``partition`` puts every event in that partition (default: by key)."""
     row = Row(name)
     with lab(bootstrap) as running:
-        worker = running.start_worker("poison")
+        worker = running.start_worker("poison", *worker_args)
         placed, poisoned = [], []
         t = running.settings.topics
+        make_good = good or (lambda i: nyc_event(f"g{i}"))
         for i in range(count):
-            good = produce_one(running.settings, t.batches, "nyc_boroughs", nyc_event(f"g{i}"))
-            bad = produce_one(running.settings, t.batches, "admin_boundaries", make(i))
-            placed += [good, bad]
+            fine = produce_one(
+                running.settings, t.batches, "nyc_boroughs", make_good(i), partition=partition
+            )
+            bad = produce_one(
+                running.settings, t.batches, "admin_boundaries", make(i), partition=partition
+            )
+            placed += [fine, bad]
             poisoned.append(bad)
+        if partition is not None:  # a good event after the last poison one, same partition
+            placed.append(
+                produce_one(
+                    running.settings,
+                    t.batches,
+                    "nyc_boroughs",
+                    make_good(count),
+                    partition=partition,
+                )
+            )
         got, row.decide_s = wait_decided(running, placed, 120)
         row.peak_rss_mib = running.peak_rss_mib()
         row.stayed_up = worker.alive()
         quarantined: Counter[tuple[int, int]] = Counter()
+        reasons: dict[tuple[int, int], str] = {}
         for msg in read_topic(running.settings, t.quarantine, timeout_s=30):
             h = {k: (v or b"").decode() for k, v in msg.headers() or ()}
-            quarantined[(int(h["source-partition"]), int(h["source-offset"]))] += 1
+            at = (int(h["source-partition"]), int(h["source-offset"]))
+            quarantined[at] += 1
+            reasons[at] = h.get("dlq.reason", "")
         _judge(row, placed, got)
         exact = all(quarantined[p] == 1 for p in poisoned)
+        if reason is not None:
+            exact = exact and all(reasons.get(p) == reason for p in poisoned)
+            exact = exact and not any(quarantined[p] for p in placed if p not in poisoned)
         row.ok = (
             row.lost == 0
             and row.duplicated == 0
@@ -383,6 +429,48 @@ def one_of_two_killed(bootstrap: str, events: int) -> Row:
     return row
 
 
+def fuzzing(examples: int) -> Row:
+    """Hypothesis fuzzing of the parsers (:mod:`tests.faults.fuzz`) in a child process:
+    ``in`` is the examples run, ``lost`` the targets with a failing input (an exception
+    outside ContractGateError, a hang) and a crash of the child (a C library's signal)
+    is a failure too. ``FAULTS_FUZZ_EXAMPLES`` overrides ``examples`` (per target)."""
+    import json
+
+    examples = int(os.environ.get("FAULTS_FUZZ_EXAMPLES", examples))
+    row = Row(f"Hypothesis fuzzing, {examples} examples per parser")
+    with tempfile.TemporaryDirectory(prefix="faults-fuzz-") as tmp:
+        log = Path(tmp) / "fuzz.log"
+        trace = Path(tmp) / "last-input.txt"
+        argv = [sys.executable, "-m", "tests.faults.fuzz", "--examples", str(examples)]
+        env = {**os.environ, "FUZZ_TRACE": str(trace)}
+        started = time.monotonic()
+        with log.open("wb") as err:
+            proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=err, env=env)
+            child = Worker(proc, log)
+            while proc.poll() is None and time.monotonic() - started < 300:
+                child.sample()
+                time.sleep(0.5)
+            out = proc.communicate(timeout=60)[0] if proc.poll() is not None else b""
+        child.stop(signal.SIGKILL)
+        row.decide_s = time.monotonic() - started
+        row.peak_rss_mib = child.peak_rss_mib
+        row.stayed_up = proc.returncode in (0, 1)
+        try:
+            figures = json.loads(out.decode().strip().splitlines()[-1])
+        except (ValueError, IndexError):
+            last = trace.read_text()[:300] if trace.exists() else "?"
+            row.note = f"the fuzzer died (exit {proc.returncode}) on input {last}"
+            return row
+    failures = figures["failures"]
+    row.runs, row.inputs = figures["targets"], figures["examples"]
+    row.outputs, row.lost = row.inputs - len(failures), len(failures)
+    row.ok = not failures and proc.returncode == 0
+    row.note = "; ".join(
+        f"{f['target']}: {f['error'][:120]} on {f['input'][:200]}" for f in failures
+    )
+    return row
+
+
 def malformed(i: int) -> bytes:
     return b"\x00\x01 not avro " + bytes([i]) * 40
 
@@ -402,10 +490,11 @@ def scenarios(quick: bool) -> list[tuple[str, Callable[[str], Row]]]:
             ),
         ),
         ("config", bad_config),
+        ("fuzzing", lambda b: fuzzing(QUICK_EXAMPLES if quick else FULL_EXAMPLES)),
     ]
     if not quick:  # SIGKILL mid-stream is also in tests/integration/test_worker_process.py
         runs += [
-            ("sigkill", lambda b: sigkill(b, 20, 200)),
+            ("sigkill", lambda b: sigkill(b, 12, 120)),
             (
                 "10 MB value",
                 lambda b: poison(
@@ -428,6 +517,30 @@ def scenarios(quick: bool) -> list[tuple[str, Callable[[str], Row]]]:
             ),
             ("two workers", lambda b: one_of_two_killed(b, 60)),
         ]
+    if not quick:
+        from tests.faults.broker_outage import broker_outage
+        from tests.faults.failover import takeover
+
+        runs += [
+            ("broker outage", broker_outage),
+            ("failover dynamic", lambda b: takeover(b, static=False)),
+            ("failover static", lambda b: takeover(b, static=True)),
+        ]
+    runs.append(
+        (
+            "record too large",
+            lambda b: poison(
+                b,
+                f"record above message.max.bytes={SMALL_MAX_BYTES}",
+                lambda i: nyc_event(f"big{i}"),
+                count=2,
+                partition=0,
+                worker_args=("--kafka-property", f"message.max.bytes={SMALL_MAX_BYTES}"),
+                good=lambda i: world_event(f"w{i}"),
+                reason="record_too_large",
+            ),
+        )
+    )
     return runs
 
 
@@ -441,6 +554,7 @@ def render(rows: list[Row]) -> str:
         lines.append(
             f"{r.name:<52} {r.runs:>4} {r.inputs:>4} {r.outputs:>4} {r.lost:>4} "
             f"{r.duplicated:>4} {'yes' if r.stayed_up else 'NO':>3} {r.peak_rss_mib:>8.0f} "
-            f"{r.decide_s:>8.1f}  {'PASS' if r.ok else 'FAIL'}" + (f"  {r.note}" if r.note else "")
+            f"{r.decide_s:>8.1f}  {'INFO' if r.informational else 'PASS' if r.ok else 'FAIL'}"
+            + (f"  {r.note}" if r.note else "")
         )
     return "\n".join(lines)

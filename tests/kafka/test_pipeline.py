@@ -178,3 +178,45 @@ def test_each_committed_poll_batch_logs_one_info_line(caplog: pytest.LogCaptureF
     assert len(lines) == 1
     assert lines[0].startswith("poll batch: 2 events, 0 admitted, 2 quarantined, ")
     assert lines[0].split(", ")[3].endswith(" ms (committed in one transaction)")
+
+
+@dataclass
+class SizeLimitedProducer(FakeProducer):
+    """Refuses a record above ``max_bytes`` at produce(), as librdkafka does against its
+    ``message.max.bytes``."""
+
+    max_bytes: int = 2000
+
+    def produce(self, topic: str, **kw: Any) -> None:
+        if len(kw["value"]) > self.max_bytes:
+            raise KafkaException(
+                CKError(CKError.MSG_SIZE_TOO_LARGE, "Broker: Message size too large")
+            )
+        self.produced.append(topic)
+
+
+def test_a_record_refused_as_too_large_is_quarantined_after_three_attempts() -> None:
+    from worker.kafka.attempts import MAX_BATCH_ATTEMPTS
+
+    producer, consumer = SizeLimitedProducer(), FakeConsumer()
+    p = pipeline_with(producer, consumer)
+    outcomes = list(OUTCOMES)
+    big = outcomes[1]
+    outcomes[1] = Outcome(
+        big.source, "l", "b-big", big.decision, (OutRecord("out", "l", b"y" * 5000, []),), 0.0
+    )
+    for _ in range(MAX_BATCH_ATTEMPTS):  # the whole batch fails and is rewound each time
+        assert p._commit(EVENTS, outcomes) is False
+        assert consumer.seeks[-2:] == [("in", 0, 10), ("in", 1, 7)]
+    assert producer.produced == ["out"] * MAX_BATCH_ATTEMPTS
+    producer.produced.clear()
+    assert p._commit(EVENTS, outcomes) is True  # one transaction per event now
+    quarantine = Settings().topics.quarantine
+    assert producer.produced == ["out", quarantine, "out"]
+    assert outcomes[1].decision.reasons[0].code == "record_too_large"
+    message = outcomes[1].decision.reasons[0].message
+    assert "batch b-big is 5001 bytes" in message  # value and key
+    assert f"message.max.bytes is {16 * 1024 * 1024 + 1024 * 1024} bytes" in message
+    assert outcomes[0].decision.admitted and outcomes[2].decision.admitted
+    assert sorted(producer.offsets) == [("in", 1, 8)]  # the last event's own transaction
+    assert p.attempts.attempts(("in", 0, 10)) == 0  # forgotten once committed

@@ -187,7 +187,9 @@ class RecordingProducer:
     def begin_transaction(self) -> None:
         self.calls.append("begin")
 
-    def produce(self, topic: str, *, key: Any, value: bytes, headers: Any) -> None:
+    def produce(
+        self, topic: str, *, key: Any, value: bytes, headers: Any, on_delivery: Any = None
+    ) -> None:
         self.produced.append((topic, value))
 
     def poll(self, timeout: float = 0) -> int:

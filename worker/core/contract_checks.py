@@ -250,13 +250,21 @@ def load_document(text: str, source: str) -> Any:
     fast = _load_with_libyaml(text, source)
     if fast is not _NOT_FAST:
         return fast
-    loader = _UniqueKeyLoader(text)
+    try:  # the reader refuses control characters already here (found by fuzzing)
+        loader = _UniqueKeyLoader(text)
+    except yaml.YAMLError as exc:
+        raise ContractError(f"{source}: {_yaml_problem(exc)}") from None
     try:
         root = loader.get_single_node()
         _check_domain_nodes(root, source)
         return None if root is None else loader.construct_document(root)
     except yaml.YAMLError as exc:
         raise ContractError(f"{source}: {_yaml_problem(exc)}") from None
+    except (ValueError, OverflowError) as exc:  # e.g. `2026-13-45`, a YAML timestamp
+        raise ContractError(
+            f"{source}: not readable as YAML: a value cannot be constructed ({exc}); quote "
+            "it if it is text"
+        ) from None
     finally:
         loader.dispose()
 
@@ -289,7 +297,7 @@ def _load_with_libyaml(text: str, source: str) -> Any:
             return _NOT_FAST  # the Python composer names where
         _check_domain_nodes(root, source)
         return loader.construct_document(root)
-    except yaml.YAMLError:
+    except (yaml.YAMLError, ValueError, OverflowError):  # e.g. an impossible timestamp
         return _NOT_FAST
     finally:
         loader.dispose()

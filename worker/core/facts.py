@@ -561,7 +561,8 @@ class BatchFacts:
         An empty geometry is valid (as for GEOS, OGC Simple Features): whether empties are
         allowed is the geometry_type clause's ``allow_empty``.
         """
-        geos_valid = np.asarray(shapely.is_valid(self.geometries), dtype=bool)
+        with np.errstate(all="ignore"):
+            geos_valid = np.asarray(shapely.is_valid(self.geometries), dtype=bool)
         return (
             geos_valid
             & self.parsed
@@ -589,7 +590,8 @@ class BatchFacts:
                 f"{self.batch.orientation!r} (exterior rings counterclockwise, interior "
                 "rings clockwise)"
             )
-        return str(shapely.is_valid_reason(self.geometries[idx]))
+        with np.errstate(all="ignore"):  # extreme coordinates: a reason, not a warning
+            return str(shapely.is_valid_reason(self.geometries[idx]))
 
     @functools.cached_property
     def invalid_reasons(self) -> tuple[tuple[int, str], ...]:

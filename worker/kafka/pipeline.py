@@ -5,8 +5,11 @@ or ``max_batch_wait_ms`` is routed in memory; then, in ONE transaction, every ou
 (admitted or quarantine record, one evaluation record per version) and the consumed
 offsets (``send_offsets_to_transaction``, KIP-447) are written and committed. A failure
 aborts the whole transaction and rewinds the consumer to the first offset of the batch,
-so the batch is consumed again; order within a partition is preserved. Kafka callbacks
-only log or set flags.
+so the batch is consumed again; order within a partition is preserved. After
+:data:`~worker.kafka.attempts.MAX_BATCH_ATTEMPTS` failed attempts of the same batch it is
+committed one event per transaction, and an event whose records Kafka refuses as too
+large is quarantined with ``record_too_large`` (:mod:`worker.kafka.attempts`). Kafka
+callbacks only log or set flags.
 """
 
 from __future__ import annotations
@@ -25,13 +28,23 @@ from worker.core.registry import ConfigEvent, RecordingRegistry
 from worker.core.replays import ReplayLedger
 from worker.core.slo import DEFAULT_MAX_VERDICTS
 from worker.io.features import load_payload_chunked
+from worker.kafka.attempts import BatchAttempts, size_refused
 from worker.kafka.config_topic import ConfigFollower
 from worker.kafka.deadline import DEFAULT_BATCH_DEADLINE_S, rewind_offsets, route_within
 from worker.kafka.evaluations import read_recent_evaluations
 from worker.kafka.health import BrokerHealth, Watchdog
 from worker.kafka.instruments import Instruments, NullInstruments
 from worker.kafka.replays import read_admitted_replays
-from worker.kafka.routing import Outcome, OutRecord, Source, duplicate_replay, replay_of, route
+from worker.kafka.routing import (
+    Outcome,
+    OutRecord,
+    Source,
+    duplicate_replay,
+    largest_record_bytes,
+    record_too_large,
+    replay_of,
+    route,
+)
 from worker.kafka.schema_registry import codec_for, output_kinds
 from worker.kafka.settings import Settings
 
@@ -160,6 +173,11 @@ class Pipeline:
         #: Schema Registry wire format (``settings.schema_registry``), else plain Avro
         self.schema_registry = codec_for(settings)
         self._framed = output_kinds(settings.topics)
+        self.attempts = BatchAttempts()
+        #: the last failed transaction: its reason and the Kafka error codes seen
+        #: (raised ones and those of delivery reports)
+        self._failure: tuple[str, set[int]] = ("", set())
+        self._max_record_bytes = int(settings.producer().get("message.max.bytes", 0))
 
     @property
     def broker_unreachable_since(self) -> float | None:
@@ -445,30 +463,98 @@ class Pipeline:
         self.last_loop_monotonic = time.monotonic()
 
     def _commit(self, events: list[Any], outcomes: list[Outcome]) -> bool:
-        """Write every record and the consumed offsets in one transaction.
+        """Write every record and the consumed offsets in one transaction; after
+        :data:`~worker.kafka.attempts.MAX_BATCH_ATTEMPTS` failed attempts of the same
+        batch, one transaction per event (:meth:`_commit_each`, which replaces the
+        outcome of an event refused as too large in ``outcomes``).
 
-        Returns False when the transaction was aborted and the batch rewound (it will be
-        consumed again). Raises :class:`KafkaError` when this instance must stop: fenced,
-        a fatal producer error, or a failed abort or rewind (a restart then resumes from
-        the committed offsets, so nothing is lost).
+        Returns False when a transaction was aborted and the batch (or its uncommitted
+        rest) rewound: it will be consumed again. Raises :class:`KafkaError` when this
+        instance must stop: fenced, a fatal producer error, or a failed abort or rewind
+        (a restart then resumes from the committed offsets, so nothing is lost).
+        """
+        starts = _starts(events)
+        if self.attempts.exhausted(starts):
+            return self._commit_each(events, outcomes)
+        if self._transact(events, outcomes):
+            self.attempts.committed((t, p) for t, p, _ in starts)
+            return True
+        self.attempts.failed(starts)
+        return False
+
+    def _commit_each(self, events: list[Any], outcomes: list[Outcome]) -> bool:
+        """One transaction per event, in order. An event whose transaction fails because
+        Kafka refuses a record as too large gets a ``record_too_large`` quarantine record
+        instead (``outcomes[i]`` replaced); any other failure rewinds the events not yet
+        committed and returns False (those committed before it stay committed; their
+        decisions are not counted in the metrics)."""
+        log.warning(
+            "poll batch at %s failed %d times; committing its %d events one per transaction",
+            ", ".join(f"{t}[{p}]@{o}" for t, p, o in _starts(events)),
+            self.attempts.max_attempts,
+            len(events),
+        )
+        for i, event in enumerate(events):
+            if self._transact([event], [outcomes[i]], rewind=False):
+                continue
+            reason, codes = self._failure
+            if size_refused(codes):
+                size = largest_record_bytes(outcomes[i])
+                outcomes[i] = record_too_large(
+                    outcomes[i],
+                    self.settings.topics,
+                    record_bytes=size,
+                    limit_bytes=self._max_record_bytes,
+                    error=reason,
+                    now=self.clock(),
+                    worker_id=self.settings.instance_id,
+                )
+                log.error(
+                    "%s[%d]@%d: a %d-byte output record was refused as too large (%s); "
+                    "quarantined with record_too_large",
+                    event.topic(),
+                    event.partition(),
+                    event.offset(),
+                    size,
+                    reason,
+                )
+                if self._transact([event], [outcomes[i]], rewind=False):
+                    continue
+            rest = events[i:]
+            self._rewind(_starts(rest))
+            self.attempts.failed(_starts(rest))
+            return False
+        self.attempts.committed((t, p) for t, p, _ in _starts(events))
+        return True
+
+    def _transact(self, events: list[Any], outcomes: list[Outcome], *, rewind: bool = True) -> bool:
+        """One transaction: the records of ``outcomes`` and the offsets after ``events``.
+
+        Returns False when it failed and was aborted (``self._failure`` holds the reason
+        and the Kafka error codes); with ``rewind``, the batch's partitions are then
+        sought back to its first offsets. Raises :class:`KafkaError` as :meth:`_commit`.
         """
         from confluent_kafka import KafkaException, TopicPartition
 
         next_offsets: dict[tuple[str, int], int] = {}
-        first_offsets: dict[tuple[str, int], int] = {}
         for m in events:
             tp = (m.topic(), m.partition())
             next_offsets[tp] = max(next_offsets.get(tp, 0), m.offset() + 1)
-            first_offsets.setdefault(tp, m.offset())
         producer = self._producer
         missing = self._missing_per_major_topics(outcomes)
+        codes: set[int] = set()
+
+        def delivered(err: Any, _msg: Any) -> None:  # a flag only (callback)
+            if err is not None:
+                codes.add(err.code())
+
         try:
             producer.begin_transaction()
             with self._guard("producing the batch's records", QUEUE_FULL_TIMEOUT_S):
                 for outcome in outcomes:
                     for r in outcome.records:
                         if r.topic not in missing:
-                            _produce(producer, r.topic, r.key, self._value(r), r.headers)
+                            _produce(producer, r.topic, r.key, self._value(r), r.headers, delivered)
             with self._guard("send_offsets_to_transaction", SEND_OFFSETS_TIMEOUT_S):
                 producer.send_offsets_to_transaction(
                     [TopicPartition(t, p, o) for (t, p), o in next_offsets.items()],
@@ -491,13 +577,17 @@ class Pipeline:
             if getattr(err, "fatal", lambda: False)():
                 raise KafkaError(f"fatal producer error, worker must restart: {err.str()}") from exc
             reason = err.str()
+            codes.add(err.code())
         except KafkaError as exc:  # ours, e.g. the local queue stayed full
             reason = str(exc)
         except Exception:  # a bug: never leave the transaction open behind the crash
             with contextlib.suppress(Exception):
                 producer.abort_transaction(ABORT_TIMEOUT_S)
             raise
-        self._abort_and_rewind(first_offsets, reason)
+        self._failure = (reason, codes)
+        self._abort(reason)
+        if rewind:
+            self._rewind(_starts(events))
         return False
 
     def _missing_per_major_topics(self, outcomes: list[Outcome]) -> frozenset[str]:
@@ -529,10 +619,8 @@ class Pipeline:
                 missing.add(topic)
         return frozenset(missing)
 
-    def _abort_and_rewind(self, first_offsets: dict[tuple[str, int], int], reason: str) -> None:
-        """Abort the open transaction and seek each still-assigned partition back to the
-        first offset of the batch; partitions revoked meanwhile resume, at their next
-        owner, from the committed offsets."""
+    def _abort(self, reason: str) -> None:
+        """Abort the open transaction (raises :class:`KafkaError` when that fails)."""
         from confluent_kafka import KafkaException
 
         log.warning("transaction failed (%s); aborting and consuming the batch again", reason)
@@ -542,7 +630,11 @@ class Pipeline:
                 self._producer.abort_transaction(ABORT_TIMEOUT_S)
         except KafkaException as exc:
             raise KafkaError(f"cannot abort transaction: {exc.args[0].str()}") from exc
-        self._seek(first_offsets, "an aborted transaction")
+
+    def _rewind(self, starts: list[tuple[str, int, int]]) -> None:
+        """Seek back to the first offsets ``starts`` (``(topic, partition, offset)``) of
+        an aborted transaction's events (:meth:`_seek`)."""
+        self._seek({(t, p): o for t, p, o in starts}, "an aborted transaction")
 
     def _seek(self, offsets: dict[tuple[str, int], int], why: str) -> None:
         """Seek each still-assigned partition back to its offset; partitions revoked
@@ -581,14 +673,29 @@ def _commit_transaction(producer: Any) -> None:
             log.warning("commit_transaction: %s; retrying", err.str())
 
 
-def _produce(producer: Any, topic: str, key: Any, value: bytes, headers: Any) -> None:
+def _starts(events: list[Any]) -> list[tuple[str, int, int]]:
+    """``(topic, partition, first offset)`` of each partition of a poll batch."""
+    first: dict[tuple[str, int], int] = {}
+    for m in events:
+        first.setdefault((m.topic(), m.partition()), m.offset())
+    return [(t, p, o) for (t, p), o in first.items()]
+
+
+def _produce(
+    producer: Any,
+    topic: str,
+    key: Any,
+    value: bytes,
+    headers: Any,
+    on_delivery: Callable[[Any, Any], None] | None = None,
+) -> None:
     """Produce one record; while the local queue is full (BufferError), serve delivery
     reports until there is room (a poll batch of large records can exceed
-    ``queue.buffering.max.kbytes``)."""
+    ``queue.buffering.max.kbytes``). ``on_delivery`` gets each delivery report."""
     deadline = time.monotonic() + QUEUE_FULL_TIMEOUT_S
     while True:
         try:
-            producer.produce(topic, key=key, value=value, headers=headers)
+            producer.produce(topic, key=key, value=value, headers=headers, on_delivery=on_delivery)
             producer.poll(0)
             return
         except BufferError:

@@ -30,7 +30,15 @@ from worker.kafka.settings import MAX_MESSAGE_BYTES, Topics
 if TYPE_CHECKING:
     from worker.io.codec.registry import RegistryCodec
 
-__all__ = ["REPLAY_OF", "OutRecord", "Outcome", "Source", "route"]
+__all__ = [
+    "REPLAY_OF",
+    "OutRecord",
+    "Outcome",
+    "Source",
+    "largest_record_bytes",
+    "record_too_large",
+    "route",
+]
 
 Headers = list[tuple[str, bytes]]
 
@@ -411,3 +419,38 @@ def duplicate_replay(
         outcome.source, outcome.layer, outcome.batch_id, decision, topics, now, worker_id
     )
     return replace(outcome, decision=decision, records=(record,))
+
+
+def record_too_large(
+    outcome: Outcome,
+    topics: Topics,
+    *,
+    record_bytes: int,
+    limit_bytes: int,
+    error: str,
+    now: datetime,
+    worker_id: str,
+) -> Outcome:
+    """The outcome of an event whose output records Kafka refused as too large (the
+    producer's ``message.max.bytes`` or the broker's limit): one ``record_too_large``
+    quarantine record naming both sizes, without the original (the source coordinates
+    locate it in the batches topic) and without evaluation records.
+
+    ``record_bytes`` is the largest of the event's records (key, value and headers),
+    ``limit_bytes`` the producer's ``message.max.bytes``, ``error`` Kafka's error text.
+    """
+    decision = _failed(
+        "record_too_large",
+        f"the largest output record of batch {clip(outcome.batch_id or '?', 200)} is "
+        f"{record_bytes} bytes; Kafka refused it ({clip(error, 200)}; the producer's "
+        f"message.max.bytes is {limit_bytes} bytes, a broker or topic may take less); the "
+        "original is not carried (the source coordinates locate it)",
+    )
+    small = replace(outcome.source, value=b"")
+    record = _quarantine(small, outcome.layer, outcome.batch_id, decision, topics, now, worker_id)
+    return replace(outcome, decision=decision, records=(record,))
+
+
+def largest_record_bytes(outcome: Outcome) -> int:
+    """Bytes of the largest output record of ``outcome`` (key, value and headers)."""
+    return max((_record_bytes(r) for r in outcome.records), default=0)

@@ -271,16 +271,20 @@ class Settings:
         return conf
 
     def producer(self, *, transactional: bool = False, **overrides: Any) -> dict[str, Any]:
-        """Configuration of a producer; ``transactional`` gives it ``transactional.id``."""
+        """Configuration of a producer; ``transactional`` gives it ``transactional.id``.
+
+        ``message.max.bytes``, ``linger.ms`` and ``compression.type`` given in ``extra``
+        win over the defaults (e.g. a cluster whose brokers take smaller records);
+        idempotence is always on.
+        """
         conf = self.base()
-        conf.update(
-            {
-                "message.max.bytes": MAX_MESSAGE_BYTES + 1024 * 1024,
-                "enable.idempotence": True,
-                "linger.ms": 5,
-                "compression.type": "lz4",
-            }
-        )
+        defaults: dict[str, Any] = {
+            "message.max.bytes": MAX_MESSAGE_BYTES + 1024 * 1024,
+            "linger.ms": 5,
+            "compression.type": "lz4",
+        }
+        conf.update({k: v for k, v in defaults.items() if k not in self.extra})
+        conf["enable.idempotence"] = True
         if transactional:
             conf["transactional.id"] = f"{self.transactional_id_prefix}-{self.instance_id}"
             conf["transaction.timeout.ms"] = 60000
