@@ -475,12 +475,20 @@ def malformed(i: int) -> bytes:
     return b"\x00\x01 not avro " + bytes([i]) * 40
 
 
+def fifo_payload(bootstrap: str) -> Row:
+    """Events whose ``payload_uri`` names a FIFO (made here, removed afterwards)."""
+    with tempfile.TemporaryDirectory(prefix="faults-fifo-") as tmp:
+        fifo = Path(tmp) / "pipe.geojson"
+        os.mkfifo(fifo)
+        return poison(
+            bootstrap,
+            "payload_uri of a FIFO",
+            lambda i: by_reference_event(f"p{i}", fifo.as_uri()),
+        )
+
+
 def scenarios(quick: bool) -> list[tuple[str, Callable[[str], Row]]]:
     """The suite (``quick``: the CI subset)."""
-    fifo_dir = Path(tempfile.mkdtemp(prefix="faults-fifo-"))
-    fifo = fifo_dir / "pipe.geojson"
-    if not fifo.exists():
-        os.mkfifo(fifo)
     runs: list[tuple[str, Callable[[str], Row]]] = [
         ("malformed Avro", lambda b: poison(b, "malformed Avro events", malformed)),
         (
@@ -509,12 +517,7 @@ def scenarios(quick: bool) -> list[tuple[str, Callable[[str], Row]]]:
                     lambda i: by_reference_event(f"z{i}", "file:///dev/zero"),
                 ),
             ),
-            (
-                "FIFO",
-                lambda b: poison(
-                    b, "payload_uri of a FIFO", lambda i: by_reference_event(f"p{i}", fifo.as_uri())
-                ),
-            ),
+            ("FIFO", fifo_payload),
             ("two workers", lambda b: one_of_two_killed(b, 60)),
         ]
     if not quick:
