@@ -186,3 +186,18 @@ def test_during_an_overlap_the_older_major_gets_a_revision_classified_within_its
     v3 = variant(v2, "v2.1", ("expect: north_east", "expect: east_north"))
     refused = decide(v3, "observing", *known)
     assert refused.action == "refuse" and "a major change must be v3.0" in refused.message
+
+
+def test_a_revision_of_a_retired_major_is_refused() -> None:
+    # found by a new-user session: with v1.0 retired and v2.0 active, v1.1 (owner edited)
+    # was published active as a "minor" of v1.0, so a major nobody reads came back in force
+    v2 = variant(V1, "v2", ("expect: east_north", "expect: north_east"))
+    revived = variant(V1, "v1.1", ("owner: boundaries-team", "owner: geo-team"))
+    d = decide(revived, "enforcing", pub(V1, state="retired"), pub(v2))
+    assert d.action == "refuse" and not d.writes
+    assert "major v1 of layer admin_boundaries is retired" in d.message
+    assert "current major (v2)" in d.message
+    # while one revision of the major is still active, the major takes revisions
+    d = decide(revived, "enforcing", pub(V1), pub(v2))
+    assert d.action == "write" and d.classification is not None
+    assert d.classification.class_ == "minor"

@@ -192,7 +192,17 @@ def decide_publish(
     # a revision is classified against the newest revision of its own major (during an
     # overlap the older major can still get a v1.2 after v2.0); a version of a major not
     # yet published, against the newest version of the layer
-    predecessor = _newest(p for p in layer if p.contract.major == new.major) or _newest(layer)
+    own_major = [p for p in layer if p.contract.major == new.major]
+    if own_major and all(p.state == "retired" for p in own_major):
+        live = sorted({f"v{p.contract.major}" for p in layer if p.state == "active"})
+        return PolicyDecision(
+            "refuse",
+            f"{new.key}: major v{new.major} of layer {new.layer} is retired (no consumer "
+            f"reads against it any more); a retired major is not revised: publish the change "
+            f"as a revision of the current major ({', '.join(live) or 'none active'}) or as a "
+            "new major",
+        )
+    predecessor = _newest(own_major) or _newest(layer)
     if predecessor is None:
         record = Published(new, mode, "active", None, (), now, published_by)
         return PolicyDecision(
