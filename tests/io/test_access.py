@@ -141,12 +141,23 @@ def test_limits_are_checked_before_reading(tmp_path: Path) -> None:
         assert (src.format, src.size) == ("parquet", size)
         assert src.mtime is not None
         assert abs(src.mtime.timestamp() - path.stat().st_mtime) < 1e-3
-    # GeoJSON has its own limit; the larger one is checked before the format is known
+    # GeoJSON has its own limit
     doc = tmp_path / "b.geojson"
     doc.write_text('{"type": "FeatureCollection", "features": []}')
     tight = PayloadPolicy(None, max_parquet_bytes=10**6, max_geojson_bytes=10)
     with pytest.raises(PayloadTooLarge, match=r"limit of 10 bytes .* for GeoJSON"):
         _open(str(doc), tight)
+    # above both limits, the message still names the format's own limit (a new-user
+    # session got "limit of 1048576 bytes for any payload" for a Parquet file with
+    # --max-payload-bytes parquet=10K,geojson=1M)
+    both = PayloadPolicy(None, *parse_limits(f"parquet={size // 4},geojson={size // 2}"))
+    with pytest.raises(PayloadTooLarge, match=rf"limit of {size // 4} bytes .* for Parquet"):
+        _open(str(path), both)
+    # neither format and above both limits: too large, against the larger limit
+    noise = tmp_path / "noise.bin"
+    noise.write_bytes(b"\x00" * size)
+    with pytest.raises(PayloadTooLarge, match=rf"limit of {size // 2} bytes .* any payload"):
+        _open(str(noise), both)
 
 
 def test_unrestricted_still_reads_regular_files_only(tmp_path: Path) -> None:

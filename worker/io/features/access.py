@@ -597,8 +597,6 @@ def _check_size_and_format(
     """The format, after checking the size against the limits; reads at most 4096 + 4
     bytes."""
     largest = max(policy.max_parquet_bytes, policy.max_geojson_bytes)
-    if size > largest:
-        raise PayloadTooLarge(f"{name}: {_too_large(size, largest, 'any payload')}")
     if size == 0:
         raise PayloadCorrupt(f"{name}: an empty file (0 bytes)")
     try:
@@ -611,7 +609,12 @@ def _check_size_and_format(
         file.seek(0)
     except OSError as exc:
         raise PayloadUnavailable(f"{name}: read failed ({_scrub(exc)})", transient=True) from None
-    fmt = sniff_format(bytes(head), bytes(tail), size, name)
+    try:
+        fmt = sniff_format(bytes(head), bytes(tail), size, name)
+    except PayloadCorrupt:
+        if size > largest:  # neither format: the size is the plainer reason
+            raise PayloadTooLarge(f"{name}: {_too_large(size, largest, 'any payload')}") from None
+        raise
     limit = policy.limit(fmt)
     if size > limit:
         what = "Parquet" if fmt == "parquet" else "GeoJSON"
