@@ -6,6 +6,7 @@ import getpass
 import re
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
+from urllib.parse import unquote, urlparse
 
 from worker.core.errors import ContractGateError, PolicyError
 from worker.core.model import AxisOrder, Batch, Contract
@@ -180,11 +181,23 @@ def publish_batch_file(
         except ValueError as exc:
             raise ContractGateError(f"--upload {upload}: {exc}") from None
     elif by_reference:
-        text = str(path)
-        uri = text if "://" in text else Path(path).resolve().as_uri()
+        uri = _reference_uri(str(path))
     partition, offset = publish_batch(settings, batch, payload_uri=uri)
     return (
         f"published batch {batch.batch_id} ({len(batch.geometries_wkb)} features, layer {layer}) "
         f"to {settings.topics.batches}[{partition}]@{offset}"
         + (f" with payload_uri {uri}" if uri else "")
     )
+
+
+def _reference_uri(text: str) -> str:
+    """The ``payload_uri`` announcing the batch file ``text``: an ``s3://`` URI as given, a
+    local path or ``file:`` URI (``file:/x``, ``file:///x``, ``file://localhost/x``) as the
+    absolute ``file:///`` URI of the file it names (a ``file:/x`` was announced as the
+    relative path ``<cwd>/file:/x``)."""
+    parsed = urlparse(text)
+    if parsed.scheme == "s3":
+        return text
+    if parsed.scheme == "file":
+        return Path(unquote(parsed.path)).resolve().as_uri()
+    return Path(text).resolve().as_uri()

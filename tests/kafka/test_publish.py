@@ -1,0 +1,31 @@
+"""worker.kafka.publish: what a by-reference batch announces (no broker needed)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from worker.kafka.publish import _reference_uri
+
+
+@pytest.mark.parametrize("form", ["{p}", "file:{p}", "file://{p}", "file://localhost{p}"])
+def test_every_local_form_is_announced_as_the_absolute_file_uri(tmp_path: Path, form: str) -> None:
+    # found by a new-user session: `file:/abs/x.geojson` was announced as
+    # file:///<cwd>/file:/abs/x.geojson, which no worker can read
+    batch = tmp_path / "dir with space" / "b.geojson"
+    batch.parent.mkdir()
+    batch.write_text("{}")
+    assert _reference_uri(form.format(p=batch)) == batch.as_uri()
+    assert batch.as_uri().startswith("file:///") and "%20" in batch.as_uri()
+
+
+def test_a_relative_path_is_resolved_against_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.chdir(tmp_path)
+    assert _reference_uri("b.geojson") == (tmp_path / "b.geojson").as_uri()
+
+
+def test_an_s3_uri_is_announced_as_given() -> None:
+    assert _reference_uri("s3://bucket/in/b.parquet") == "s3://bucket/in/b.parquet"
