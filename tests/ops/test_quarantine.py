@@ -281,3 +281,35 @@ def test_tail_shows_why_a_payload_was_refused_not_the_batch_id_again() -> None:
     what = row[row.index("payload_not_allowed") :]
     assert "ref-1" not in what
     assert "no payload root" in what or "not allowed" in what, what
+
+
+def test_entry_batch_reads_a_by_reference_payload_under_the_settings_roots(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    # found by a new-user session: `quarantine show --geojson` of a by-reference batch
+    # always failed with "no payload root is configured", whatever the flags or environment
+    import shutil
+
+    from worker.cli.scenario import data_file
+    from worker.io.features.access import PayloadPolicy
+    from worker.ops.quarantine import entry_batch
+
+    payload = tmp_path / "in" / "world.parquet"
+    payload.parent.mkdir()
+    shutil.copyfile(data_file("admin_boundaries.parquet"), payload)
+    by_ref = replace(
+        WORLD,
+        batch_id="ab-ref",
+        geometries_wkb=(),
+        attributes=WORLD.attributes.slice(0, 0),
+        payload_uri=payload.as_uri(),
+    )
+    e = entry_of(STALE)
+    entry = replace(e, record={**e.record, "original": codec.encode_batch(by_ref)})  # type: ignore[dict-item]
+    with pytest.raises(ContractGateError, match="no payload root is configured"):
+        entry_batch(entry, Settings())
+    allowed = Settings(payload=PayloadPolicy.from_strings([payload.parent.as_uri()]))
+    batch = entry_batch(entry, allowed)
+    assert batch.batch_id == "ab-ref"
+    assert len(batch.geometries_wkb) == WORLD.feature_count == batch.attributes.num_rows
+    outside = Settings(payload=PayloadPolicy.from_strings([(tmp_path / "elsewhere").as_uri()]))
+    with pytest.raises(ContractGateError, match="outside every payload root"):
+        entry_batch(entry, outside)

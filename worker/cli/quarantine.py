@@ -12,6 +12,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
+from worker.cli.args import add_payload_args
 from worker.core.errors import ContractGateError, KafkaError
 from worker.core.jsonsafe import dumps_json
 
@@ -75,6 +76,7 @@ def add_quarantine_args(
                 help="write one self-contained HTML page: a map of the batch with the "
                 "offending features by clause, the reasons in words, the offenders table",
             )
+            add_payload_args(a)  # --geojson/--html of a by-reference batch read its payload
             continue
         a.add_argument("batch", metavar="BATCH_ID", nargs="?", help="batch id, or PARTITION@OFFSET")
         a.add_argument(

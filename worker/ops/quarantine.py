@@ -453,8 +453,10 @@ def _wrap(text: str, first: str, rest: str) -> list[str]:
 
 def entry_batch(entry: QuarantineEntry, settings: Settings | None = None) -> Batch:
     """The batch of a quarantine record, decoded from the original event bytes it carries
-    (with its features loaded from ``payload_uri`` when sent by reference). With
-    ``settings`` of a Schema Registry, a framed original is read with its writer schema.
+    (with its features loaded from ``payload_uri`` when sent by reference, under the
+    payload roots and size limits of ``settings``, as a worker would; without ``settings``
+    no location is allowed). With ``settings`` of a Schema Registry, a framed original is
+    read with its writer schema.
 
     Raises
     ------
@@ -483,8 +485,10 @@ def entry_batch(entry: QuarantineEntry, settings: Settings | None = None) -> Bat
         ) from None
     if batch.payload_uri and not batch.geometries_wkb:
         from worker.io.features import load_payload
+        from worker.io.features.access import PayloadPolicy
 
-        batch = load_payload(batch.payload_uri, batch)
+        policy = settings.payload if settings is not None else PayloadPolicy()
+        batch = load_payload(batch.payload_uri, batch, policy=policy)
     return batch
 
 
