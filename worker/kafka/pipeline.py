@@ -254,10 +254,45 @@ class Pipeline:
             self._producer.init_transactions(INIT_TRANSACTIONS_TIMEOUT_S)
         except KafkaException as exc:
             raise KafkaError(f"cannot initialise transactions: {exc.args[0].str()}") from exc
+        self._require_topics()
         self._consumer = Consumer(self.settings.consumer(**self.health.client_config()))
         self._consumer.subscribe(
             [self.settings.topics.batches], on_assign=self._on_assign, on_revoke=self._on_revoke
         )
+
+    def _require_topics(self) -> None:
+        """Fail start-up when a topic the worker consumes or always writes is missing.
+
+        Without it, a missing batches topic was only a consumer WARNING repeated forever
+        and a missing output topic an endless abort-and-retry. The worker never creates
+        topics (their partitions, retention and compaction are the operator's choice, as
+        in Kafka Streams, whose missing source topics also stop the application).
+
+        Raises
+        ------
+        KafkaError
+            Naming every missing topic and ``contract-gate topics create``.
+        """
+        from confluent_kafka import KafkaException
+
+        t = self.settings.topics
+        wanted = [t.batches, t.admitted, t.quarantine, t.evaluations]
+        try:
+            meta = self._producer.list_topics(timeout=10)
+        except KafkaException as exc:
+            raise KafkaError(f"cannot list topics: {exc.args[0].str()}") from exc
+        missing = [
+            name
+            for name in wanted
+            if (m := meta.topics.get(name)) is None or m.error is not None or not m.partitions
+        ]
+        if missing:
+            raise KafkaError(
+                f"topic(s) {', '.join(missing)} do not exist on {self.settings.bootstrap_servers}"
+                "; the worker consumes or writes them and never creates topics: create them "
+                "with `contract-gate topics create` (same topic flags/environment), or point "
+                "the --*-topic flags at the existing ones"
+            )
 
     def _dedupe_replays(self, outcomes: list[Outcome]) -> tuple[list[Outcome], list[str]]:
         """Replace the admission of a replay whose original was admitted already (before,

@@ -1,0 +1,31 @@
+"""Worker start-up against a broker missing the topics it consumes or writes."""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+import pytest
+
+from worker.core.errors import KafkaError
+from worker.kafka.pipeline import Pipeline
+from worker.kafka.settings import Settings
+
+
+@pytest.mark.integration
+@pytest.mark.parametrize("role", ["batches", "quarantine"])
+def test_a_missing_topic_stops_start_up_naming_the_fix(settings: Settings, role: str) -> None:
+    # found by a new-user session: a missing batches topic was a consumer WARNING repeated
+    # forever while /readyz said ready
+    absent = f"{getattr(settings.topics, role)}.absent"
+    wrong = replace(settings, topics=replace(settings.topics, **{role: absent}))
+    pipeline = Pipeline(wrong)
+    try:
+        with pytest.raises(KafkaError) as caught:
+            pipeline.start()
+    finally:
+        pipeline.close()
+    message = str(caught.value)
+    assert f"topic(s) {absent} do not exist" in message
+    assert "contract-gate topics create" in message
+    # the topics that exist are not named
+    assert settings.topics.admitted not in message.replace(absent, "")
