@@ -22,7 +22,8 @@ NOW = datetime.now(timezone.utc)
 @dataclass(frozen=True)
 class Row:
     """One figure against its floor: ``ratio = value / floor`` for throughputs (higher is
-    better, PASS when >= target) or a cost ratio (lower is better, PASS when <= target)."""
+    better, PASS when >= target) or a cost ratio (lower is better, PASS when <= target).
+    Without a floor (``floor`` None) the value itself is compared with the target."""
 
     name: str
     value: float
@@ -55,9 +56,11 @@ def render(rows: list[Row]) -> str:
     lines = [head, "-" * len(head)]
     for r in rows:
         floor = f"{r.floor:10.1f}" if r.floor is not None else f"{'':>10}"
+        # a figure without a floor is compared with its target as it is: no ratio
+        ratio = f"{r.ratio:6.2f}" if r.floor is not None else f"{'':>6}"
         cmp = ">=" if r.higher_is_better else "<="
         lines.append(
-            f"{r.name:<{NAME_WIDTH}} {r.value:10.1f} {floor} {r.unit:<10} {r.ratio:6.2f} "
+            f"{r.name:<{NAME_WIDTH}} {r.value:10.1f} {floor} {r.unit:<10} {ratio} "
             f"{cmp + format(r.target, 'g'):>8} {'PASS' if r.passed else 'FAIL'}"
             + (f"  ({r.note})" if r.note else "")
         )
