@@ -110,13 +110,17 @@ def add_kafka_args(p: argparse.ArgumentParser) -> None:
     )
     d = Topics()
     for field_name, default in d.__dict__.items():
-        spellings = {f"--{field_name.replace('_', '-')}-topic", f"--{field_name}-topic"}
+        flag = f"--{field_name.replace('_', '-')}-topic"
         g.add_argument(
-            *sorted(spellings),
-            dest=f"topic_{field_name}",
-            default=default,
-            help=f"(default {default})",
+            flag, dest=f"topic_{field_name}", default=default, help=f"(default {default})"
         )
+        if f"--{field_name}-topic" != flag:  # the underscore spelling, accepted, not shown
+            g.add_argument(
+                f"--{field_name}-topic",
+                dest=f"topic_{field_name}",
+                default=argparse.SUPPRESS,
+                help=argparse.SUPPRESS,
+            )
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:

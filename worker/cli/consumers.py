@@ -105,7 +105,9 @@ def add_consumers_args(sub: Any, add_kafka_args: AddKafkaArgs) -> None:
     )
     add_kafka_args(st)
     st.add_argument("layer", nargs="?", help="only this layer")
-    st.add_argument("--format", choices=["text", "json"], default="text")
+    st.add_argument(
+        "--format", choices=["text", "json"], default="text", help="text (default) or json"
+    )
     _add_stale(st)
 
 

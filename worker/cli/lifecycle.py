@@ -31,7 +31,12 @@ def add_lifecycle_args(
     )
     p.add_argument("old", help="the previous version's YAML file")
     p.add_argument("new", help="the new version's YAML file")
-    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.add_argument(
+        "--format",
+        choices=["text", "json"],
+        default="text",
+        help="text (default) or json: the class and each difference as one document",
+    )
 
     p = csub.add_parser(
         "evidence",

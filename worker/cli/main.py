@@ -131,7 +131,13 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--now", type=parse_time, help="evaluation time (default: now), for reproducible checks"
     )
-    p.add_argument("--format", choices=["text", "json"], default="text")
+    p.add_argument(
+        "--format",
+        choices=["text", "json"],
+        default="text",
+        help="text: every verdict in words (default); json: one document with every clause's "
+        "result, measured and expected values, and the offending features",
+    )
     p.add_argument(
         "--id-column",
         metavar="COLUMN",

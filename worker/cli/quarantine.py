@@ -63,7 +63,9 @@ def add_quarantine_args(
         add_kafka_args(a)
         if name == "show":
             a.add_argument("batch", metavar="BATCH_ID", help="batch id, or PARTITION@OFFSET")
-            a.add_argument("--format", choices=["text", "json"], default="text")
+            a.add_argument(
+                "--format", choices=["text", "json"], default="text", help="text (default) or json"
+            )
             a.add_argument(
                 "--geojson",
                 metavar="FILE",

@@ -49,7 +49,12 @@ def add_review_args(csub: Any) -> None:
     p.add_argument(
         "--repo", default=".", help="git repository of the revisions (default: current dir)"
     )
-    p.add_argument("--format", choices=["text", "json", "markdown"], default="text")
+    p.add_argument(
+        "--format",
+        choices=["text", "json", "markdown"],
+        default="text",
+        help="text (default), json, or markdown (a pull-request comment)",
+    )
     p.add_argument(
         "--now",
         type=parse_time,

@@ -37,7 +37,9 @@ def add_verify_args(sub: Any, add_kafka_args: Callable[[argparse.ArgumentParser]
     )
     add_kafka_args(o)
     o.add_argument("layer", metavar="LAYER")
-    o.add_argument("--format", choices=["text", "json"], default="text")
+    o.add_argument(
+        "--format", choices=["text", "json"], default="text", help="text (default) or json"
+    )
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
