@@ -201,3 +201,21 @@ def test_a_revision_of_a_retired_major_is_refused() -> None:
     d = decide(revived, "enforcing", pub(V1), pub(v2))
     assert d.action == "write" and d.classification is not None
     assert d.classification.class_ == "minor"
+
+
+def test_superseding_an_observing_trial_says_that_its_evaluation_ends() -> None:
+    # found by a new-user session: an enforcing minor superseded the observing tightening
+    # v1.1 with only "supersedes v1.0, v1.1" said
+    v1_2 = variant(V1, "v1.2", ("owner: boundaries-team", "owner: geo-team"))
+    d = decide(v1_2, "enforcing", pub(V1), pub(V1_1, "observing"))
+    assert d.action == "write"
+    assert [(w.contract.version, w.state) for w in d.writes] == [
+        ("v1.2", "active"),
+        ("v1.0", "superseded"),
+        ("v1.1", "superseded"),
+    ]
+    assert "note: v1.1 was observing (a change on trial) and is no longer evaluated" in d.message
+    plain = decide(
+        variant(V1, "v1.1", ("owner: boundaries-team", "owner: x")), "enforcing", pub(V1)
+    )
+    assert "note:" not in plain.message

@@ -251,6 +251,15 @@ def decide_publish(
             if superseded
             else f"published {mode}"
         )
+        trials = [p.contract.version for p in superseded if p.mode == "observing"]
+        if trials:
+            # said outright: superseding ends an observing trial, and its evidence with it
+            tail += (
+                f"\nnote: {', '.join(trials)} {'was' if len(trials) == 1 else 'were'} observing "
+                f"(a change on trial) and {'is' if len(trials) == 1 else 'are'} no longer "
+                f"evaluated; to go on trialling it, publish it again on top of {new.version} "
+                "with --mode observing"
+            )
     elif result.class_ == "major":
         old = [p.contract.version for p in layer if p.state == "active"]
         tail = f"published {mode}; overlap begins with {', '.join(old) or 'no active version'}"
