@@ -85,6 +85,9 @@ def test_upload_announce_and_attacks_against_a_worker_process(
     kafka = ["--bootstrap-servers", settings.bootstrap_servers, "--batches-topic", t.batches]
     argv = ["batch", "publish", str(data_file("nyc_boroughs.parquet")), "--layer",
             "nyc_boroughs", "--crs", "EPSG:2263", "--batch-id", "up-1",
+            # data time given: the file's mtime (the default) is the checkout's age, and
+            # the contract's freshness is PT6H
+            "--data-time", datetime.now(timezone.utc).isoformat(),
             "--upload", "s3://landing/in/", *kafka]  # fmt: skip
     assert main(argv) == 0
 
