@@ -62,7 +62,7 @@ def write_big_geoparquet(
     return rows, path.stat().st_size
 
 
-def _peak_rss_kb() -> int:
+def peak_rss_kb() -> int:
     """Peak resident set of this process's address space, KiB.
 
     ``VmHWM`` from ``/proc/self/status`` where there is one: unlike ``ru_maxrss``, it starts
@@ -86,7 +86,7 @@ def _evaluate(path: Path, mode: str, region: bool) -> dict[str, object]:
     from worker.io.features import load_payload, load_payload_chunked
     from worker.io.features.access import PayloadPolicy
 
-    base_kb = _peak_rss_kb()
+    base_kb = peak_rss_kb()
     contract = load_contract(CONTRACT)
     if region:
         area = Clause("nyc_area", "coverage", params={"region": [909000, 110000, 1068000, 275000]})
@@ -116,7 +116,7 @@ def _evaluate(path: Path, mode: str, region: bool) -> dict[str, object]:
     else:
         decision = evaluate(load_payload(path.as_uri(), event, policy=policy), versions, now=NOW)
     seconds = time.perf_counter() - started
-    peak_kb = _peak_rss_kb()
+    peak_kb = peak_rss_kb()
     return {
         "mode": mode,
         "rows": rows,

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import contextlib
-import resource
 from pathlib import Path
+
+from benchmarks.bench_memory import peak_rss_kb
+
+__all__ = ["peak_rss_kb", "reset_peak_rss_kb"]
 
 
 def reset_peak_rss_kb() -> int:
@@ -18,14 +21,3 @@ def reset_peak_rss_kb() -> int:
     with contextlib.suppress(OSError):
         Path("/proc/self/clear_refs").write_text("5")
     return peak_rss_kb()
-
-
-def peak_rss_kb() -> int:
-    """High-water mark of this process's resident set, KiB (``VmHWM``, else ``ru_maxrss``)."""
-    try:
-        for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
-                return int(line.split()[1])
-    except OSError:
-        pass
-    return int(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss)
