@@ -235,6 +235,17 @@ def test_domain_integer_codes_do_not_match_zero_padded_strings() -> None:
     assert r.measured["unknown"] == ["1"] and r.measured["unknown_count"] == 1
 
 
+def test_domain_message_elides_only_distinct_values_left_out() -> None:
+    # found by a new-user session: two 'Atlantis' rows read "('Atlantis', ...)"
+    c = clause("d", "domain", column="code", values={"01": "one"})
+    r = run(c, _domain_batch(pa.array(["Atlantis", "01", "Atlantis"])))
+    assert "2 values not in the domain ('Atlantis');" in r.message
+    many = [f"x{i}" for i in range(12)] + ["x0"]
+    r = run(c, _domain_batch(pa.array(many)))
+    assert r.measured["unknown_count"] == 13 and len(r.measured["unknown"]) == 10
+    assert "'x9', ...);" in r.message
+
+
 def test_domain_integer_keys_and_integer_column() -> None:
     c = clause("d", "domain", column="code", values={1: "one", 2: "two"})
     assert run(c, _domain_batch(pa.array([1, 2], type=pa.int8()))).result == "pass"

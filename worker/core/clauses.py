@@ -338,7 +338,8 @@ def render_domain(
         msg = f"domain column {column!r} is missing from the batch attributes"
         return clause_result(clause, False, measured, expected, msg)
     n_unknown, n_null = tally["unknown_count"], tally["null_count"]
-    unknown = list(tally["unknown"].items)
+    distinct = tally["unknown"]
+    unknown = list(distinct.items)
     col_type = tally.get("type") or str(_domain_column(facts, column).type)
     ok = n_unknown == 0 and (allow_null or n_null == 0)
     measured = {"unknown": unknown, "unknown_count": n_unknown, "null_count": n_null}
@@ -351,8 +352,10 @@ def render_domain(
     if ok:
         message = f"every value of column {column!r} ({col_type}) is a domain code; {nulls}"
     else:
+        # "..." only when distinct values may have been left out (the sample is full), not
+        # because one value occurs in several rows: ('Atlantis', ...) for two Atlantis rows
         found = ", ".join(clip(repr(u), 80) for u in unknown) + (
-            ", ..." if n_unknown > len(unknown) else ""
+            ", ..." if len(unknown) >= distinct.cap and n_unknown > len(unknown) else ""
         )
         message = (
             f"column {column!r} ({col_type}): {n_unknown} "
