@@ -133,7 +133,8 @@ def _print_tables(
                 f"{r['version']} broke {r['clause']} "
                 f"({brief(None, r.get('measured'), r['message'])})"
                 if r.get("clause")
-                else f"{r['code']}: {brief(None, None, r['message'])}"
+                # a reason of the whole event (no clause) is all there is to say: more room
+                else f"{r['code']}: {brief(None, None, r['message'], limit=200)}"
                 for r in q["reasons"]
             )
             if q["diagnoses"]:
