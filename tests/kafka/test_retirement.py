@@ -95,3 +95,30 @@ def test_retirement_rewrite_keeps_class_differences_and_provenance(
         {"clause": "continent", "kind": "domain", "class": "tightening", "reason": DIFF.reason}
     ]
     assert (record["published_at"], record["published_by"]) == (AT, "original-publisher")
+
+
+def test_retirement_refusal_gives_every_reason_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    # found by a new-user session: promoting v2.0 as told, then retrying, revealed that
+    # a consumer still read v1: the refusals came one at a time
+    from worker.core.migration import Declaration
+
+    known = [pub(V1_1, "enforcing", "tightening"), pub(V2, "observing", "major")]
+    monkeypatch.setattr(retirement, "read_published", lambda settings: FakeRegistry(known))
+    monkeypatch.setattr(
+        retirement,
+        "migration_view",
+        lambda settings, **kw: build_view(
+            {"admin_boundaries": ["v1.1", "v2.0"]},
+            [Declaration("atlas-app", "admin_boundaries", "v1.1", AT)],
+            [],
+            ["atlas-app"],
+            now=AT,
+            stale_after=kw["stale_after"],
+        ),
+    )
+    monkeypatch.setattr(retirement, "write_records", lambda settings, records: [])
+    with pytest.raises(PolicyError) as err:
+        retire(Settings(), "admin_boundaries", "v1")
+    first, second = str(err.value).split("\nand: ")
+    assert "without an active enforcing version" in first
+    assert "1 consumer(s) still read against it: atlas-app (declared)" in second

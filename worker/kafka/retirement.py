@@ -81,7 +81,7 @@ def retire(
     PolicyError
         The major is not active, it is the layer's only active major, no active enforcing
         version would remain, or consumers (declared or unattributed) still read against
-        it; the message names them.
+        it; the message names them, every reason that applies at once.
     KafkaError
         The config topic, the consumers topic or the admin API cannot be read, or the
         record is not delivered.
@@ -90,19 +90,27 @@ def retire(
     label = major_label(major)
     registry = read_published(settings)
     active = [p for p in registry.published(layer) if p.state == "active"]
-    targets = retirement_targets(active, layer, major)
+    refusals: list[str] = []
+    try:
+        targets = retirement_targets(active, layer, major)
+    except PolicyError as exc:
+        if not any(p.contract.major == major for p in active):
+            raise  # not active: nothing else to say about it
+        targets, refusals = [], [str(exc)]
     view = migration_view(settings, registry=registry, stale_after=stale_after)
     row = view.count(layer, label)
     if row is not None and row.count:
         names = ", ".join(
             f"{r.name} ({r.kind}{', reads ' + r.via if r.via else ''})" for r in row.stragglers
         )
-        raise PolicyError(
+        refusals.append(
             f"retirement of {layer} {label} refused: {row.count} consumer(s) still read "
             f"against it: {names}. Each must move to a newer version and declare it "
             "(contract-gate consumers declare CONSUMER LAYER VERSION); there is no "
             "date-based retirement"
         )
+    if refusals:  # every reason at once: fixing one must not reveal the next
+        raise PolicyError("\nand: ".join(refusals))
     write_records(settings, tuple(replace(p, state="retired") for p in targets))
     retired = [p.contract.version for p in targets]
     stale = ""
