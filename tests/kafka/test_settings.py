@@ -127,6 +127,17 @@ def test_payload_roots_and_limits_from_env_and_flags(tmp_path) -> None:  # type:
     assert s.payload.max_geojson_bytes == 1024**3
     assert "payload roots: s3://other/;" in describe_settings(s)
     assert Settings.from_env({}).payload.roots == ()  # none: by-reference refused
+    # a flag value lists roots as the environment does (found by a new-user session: one
+    # root named "<dir>/,s3:/other/" was accepted silently)
+    (tmp_path / "a dir").mkdir()
+    listed = f"{tmp_path.as_uri()}/,s3://other/ {(tmp_path / 'a dir').as_uri()}/"
+    s = Settings.from_env({}, payload_roots=[listed, "s3://third/"])
+    assert s.payload.roots == (
+        PayloadRoot("file", str(tmp_path)),
+        PayloadRoot("s3", "other/"),
+        PayloadRoot("file", str(tmp_path / "a dir")),
+        PayloadRoot("s3", "third/"),
+    )
     with pytest.raises(ContractGateError, match=r"is not absolute: .*--payload-root"):
         Settings.from_env({"CONTRACT_GATE_PAYLOAD_ROOTS": "data/"})
     with pytest.raises(ContractGateError, match=r"bad size '2GB!'.*--max-payload-bytes"):

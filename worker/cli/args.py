@@ -151,8 +151,10 @@ def add_payload_args(p: argparse.ArgumentParser, *, roots: bool = True) -> None:
             default=None,
             metavar="URI",
             help="a location payload_uri may point into: file:///dir/ or s3://bucket/prefix/ "
-            "(repeatable; env CONTRACT_GATE_PAYLOAD_ROOTS, comma-separated). None configured: "
-            "by-reference events are quarantined with payload_not_allowed",
+            "(repeatable, or several separated by commas or spaces, as in env "
+            "CONTRACT_GATE_PAYLOAD_ROOTS; write a comma or space in a directory name as %%2C "
+            "or %%20 in a file:// URI). None configured: by-reference events are quarantined "
+            "with payload_not_allowed",
         )
     g.add_argument(
         "--max-payload-bytes",

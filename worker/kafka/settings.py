@@ -309,7 +309,10 @@ class Settings:
         kwargs: dict[str, Any] = {}
         roots = overrides.pop("payload_roots", None)
         if not roots:
-            roots = env.get("CONTRACT_GATE_PAYLOAD_ROOTS", "").replace(",", " ").split()
+            roots = [env.get("CONTRACT_GATE_PAYLOAD_ROOTS", "")]
+        # flag values are split as the environment's are: `--payload-root a/,b/` was taken
+        # as one directory named "a/,b/" (a comma or space in a name: %2C, %20 in file://)
+        roots = [r for value in roots for r in value.replace(",", " ").split()]
         limit = overrides.pop("max_payload_bytes", None)
         limit = limit or env.get("CONTRACT_GATE_MAX_PAYLOAD_BYTES") or None
         try:
