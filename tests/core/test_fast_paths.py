@@ -208,3 +208,27 @@ def test_a_polygon_with_an_empty_ring_never_reaches_a_geos_predicate() -> None:
     assert "ring 1 of a polygon with 2 rings has no points" in facts.parse_error(1)
     region = shapely.from_wkt("POLYGON ((-10 -10, 10 -10, 0 10, -10 -10))")  # not a box
     covered_mask(facts.geometries, facts.usable, region)  # would end the process before
+
+
+def test_a_fact_is_computed_once_per_instance_and_can_be_primed() -> None:
+    from worker.core.memo import fact
+
+    calls: list[int] = []
+
+    class Facts:
+        def __init__(self, n: int) -> None:
+            self.n = n
+
+        @fact
+        def square(self) -> int:
+            """n squared."""
+            calls.append(self.n)
+            return self.n * self.n
+
+    a, b = Facts(3), Facts(4)
+    assert (a.square, a.square, b.square) == (9, 9, 16)
+    assert calls == [3, 4]  # once per instance, instances apart
+    primed = Facts(5)
+    primed.__dict__["square"] = -1  # as BatchFacts primes edges_problem
+    assert primed.square == -1 and calls == [3, 4]
+    assert isinstance(Facts.square, fact) and Facts.square.__doc__ == "n squared."

@@ -1,7 +1,8 @@
 """Batch facts: everything the clauses measure, derived once and lazily from a Batch.
 
-Every fact is a :func:`functools.cached_property`, so evaluating N contract versions
-against the same :class:`BatchFacts` parses the WKB once, computes validity once, and so on.
+Every fact is a :class:`worker.core.memo.fact` (a lock-free cached property), so evaluating
+N contract versions against the same :class:`BatchFacts` parses the WKB once, computes
+validity once, and so on.
 All array facts are vectorized numpy arrays with one entry per feature, in batch order.
 
 Geometries are normalised to ``east_north`` order (x = longitude/easting) in
@@ -25,6 +26,7 @@ import shapely
 from pyproj import CRS
 
 from worker.core.errors import CrsError
+from worker.core.memo import fact
 from worker.core.model import Batch
 from worker.core.spatial import (
     crs_equivalent,
@@ -257,18 +259,18 @@ class BatchFacts:
 
     # -- geometries ---------------------------------------------------------------------
 
-    @functools.cached_property
+    @fact
     def count(self) -> int:
         """Actual number of features (geometries), not the producer's declared count."""
         return len(self.batch.geometries_wkb)
 
-    @functools.cached_property
+    @fact
     def _wkb_array(self) -> np.ndarray:
         arr = np.empty(self.count, dtype=object)
         arr[:] = list(self.batch.geometries_wkb)
         return arr
 
-    @functools.cached_property
+    @fact
     def _unbuilt(self) -> np.ndarray:
         """bool (N,): the reader could not write the geometry as WKB (see geometry_errors)."""
         out = np.zeros(self.count, dtype=bool)
@@ -276,13 +278,13 @@ class BatchFacts:
         out[idx] = True
         return out
 
-    @functools.cached_property
+    @fact
     def missing(self) -> np.ndarray:
         """bool (N,): the feature has no geometry (WKB is None and no reader error)."""
         none = np.asarray(self._wkb_array == None, dtype=bool)  # noqa: E711 - elementwise
         return none & ~self._unbuilt
 
-    @functools.cached_property
+    @fact
     def _strict(self) -> np.ndarray:
         """GEOS's strict WKB parse (``on_invalid="ignore"``): None when missing or unparseable."""
         if self.count == 0:
@@ -298,7 +300,7 @@ class BatchFacts:
             geoms[crashing] = None
         return geoms
 
-    @functools.cached_property
+    @fact
     def _refused_before_parse(self) -> dict[int, str]:
         """Index -> reason of WKB values that GEOS must never see: those that may hold
         nested geometries (:func:`worker.core.wkb.may_nest`) and fail
@@ -312,7 +314,7 @@ class BatchFacts:
                 out[i] = reason
         return out
 
-    @functools.cached_property
+    @fact
     def _refused(self) -> dict[int, str]:
         """Index -> structural reason (:func:`worker.core.wkb.wkb_problem`) of every WKB
         value with one: those refused before parsing, and the single geometries GEOS's
@@ -326,13 +328,13 @@ class BatchFacts:
                 out[i] = reason
         return out
 
-    @functools.cached_property
+    @fact
     def _refused_mask(self) -> np.ndarray:
         out = np.zeros(self.count, dtype=bool)
         out[list(self._refused)] = True
         return out
 
-    @functools.cached_property
+    @fact
     def raw_geometries(self) -> np.ndarray:
         """Geometries as stored (axis order as declared); None when missing or unreadable.
 
@@ -351,13 +353,13 @@ class BatchFacts:
                 geoms[bad] = shapely.from_wkb(self._wkb_array[bad], on_invalid="fix")
         return geoms
 
-    @functools.cached_property
+    @fact
     def unparseable(self) -> np.ndarray:
         """bool (N,): WKB was given but GEOS's strict reader refused it, or the reader could
         not write the geometry as WKB at all (``Batch.geometry_errors``)."""
         return np.asarray(shapely.is_missing(self._strict), dtype=bool) & ~self.missing
 
-    @functools.cached_property
+    @fact
     def parsed(self) -> np.ndarray:
         """bool (N,): a geometry object exists (not missing; read strictly, or with its
         structure fixed for locating and typing only: see :attr:`raw_geometries`)."""
@@ -383,7 +385,7 @@ class BatchFacts:
             return f"unparseable WKB: {exc}"
         return "unparseable WKB"
 
-    @functools.cached_property
+    @fact
     def east_north(self) -> np.ndarray:
         """Geometries as stored but in ``east_north`` order (x/y swapped when the batch is
         ``north_east``), vertices untouched."""
@@ -391,7 +393,7 @@ class BatchFacts:
             return np.asarray(swap_xy(self.raw_geometries), dtype=object)
         return self.raw_geometries
 
-    @functools.cached_property
+    @fact
     def geometries(self) -> np.ndarray:
         """The geometries every clause measures: :attr:`east_north`, and for GeoParquet
         ``edges: spherical`` densified along their great-circle edges
@@ -401,14 +403,14 @@ class BatchFacts:
             return densify_spherical(self.east_north)
         return self.east_north
 
-    @functools.cached_property
+    @fact
     def lonlat_fits(self) -> bool:
         """Every coordinate lies within ±180, ±90 (True without coordinates)."""
         with np.errstate(invalid="ignore"):
             xy = shapely.get_coordinates(self.east_north)
             return bool(((np.abs(xy[:, 0]) <= 180) & (np.abs(xy[:, 1]) <= 90)).all())
 
-    @functools.cached_property
+    @fact
     def edges_problem(self) -> str | None:
         """Why the batch's edge model cannot be honoured, or None (see
         :func:`edges_problem`)."""
@@ -417,12 +419,12 @@ class BatchFacts:
         )
         return edges_problem(self.batch.edges, self.declared_crs, lonlat)
 
-    @functools.cached_property
+    @fact
     def bounds(self) -> np.ndarray:
         """float (N, 4): minx, miny, maxx, maxy in ``east_north`` order; NaN when none."""
         return np.asarray(shapely.bounds(self.geometries), dtype=float).reshape(self.count, 4)
 
-    @functools.cached_property
+    @fact
     def envelope(self) -> tuple[float, float, float, float] | None:
         """The total bounds of :attr:`geometries` taken from the reader's coordinate arrays
         (``Batch.coordinate_bounds``, e.g. GeoArrow native columns) instead of the
@@ -433,35 +435,35 @@ class BatchFacts:
             return None
         return env if self.count and bool(self.usable.all()) else None
 
-    @functools.cached_property
+    @fact
     def type_ids(self) -> np.ndarray:
         """int (N,): shapely geometry type id, -1 when missing or unreadable even with its
         structure fixed (see :attr:`raw_geometries`)."""
         return np.asarray(shapely.get_type_id(self.geometries), dtype=int)
 
-    @functools.cached_property
+    @fact
     def has_z(self) -> np.ndarray:
         """bool (N,): the geometry has Z coordinates (also when empty, e.g. POINT Z EMPTY)."""
         return np.asarray(shapely.has_z(self.raw_geometries), dtype=bool) & self.parsed
 
-    @functools.cached_property
+    @fact
     def has_m(self) -> np.ndarray:
         """bool (N,): the geometry has M values (shapely.has_m, else the WKB header)."""
         return _has_m(self.raw_geometries, self._wkb_array) & self.parsed
 
-    @functools.cached_property
+    @fact
     def type_names(self) -> np.ndarray:
         """object (N,): GeoParquet ``geometry_types`` name with coordinate dimension
         (``Point``, ``Point Z``, ``Polygon M``, ``MultiPolygon ZM``); None when missing or
         unparseable. See :func:`geometry_type_names`."""
         return geometry_type_names(self.type_ids, self.has_z, self.has_m)
 
-    @functools.cached_property
+    @fact
     def is_empty(self) -> np.ndarray:
         """bool (N,): the geometry exists and is empty."""
         return np.asarray(shapely.is_empty(self.geometries), dtype=bool) & self.parsed
 
-    @functools.cached_property
+    @fact
     def has_nonfinite(self) -> np.ndarray:
         """bool (N,): some coordinate (x, y, or z when present) is NaN or ±inf."""
         return nonfinite_mask(self.geometries, self.has_z, self.has_m)
@@ -499,14 +501,14 @@ class BatchFacts:
         coordinate (PROJ could not transform them); all False when no reprojection."""
         return self.usable & ~self.in_crs(dst)[1]
 
-    @functools.cached_property
+    @fact
     def outside_area_of_use(self) -> np.ndarray:
         """bool (N,): some coordinate lies outside the declared CRS's area of use, tested
         as stored, before any reprojection (:func:`worker.core.spatial.outside_area_of_use`);
         all False when the CRS is undeclared or unresolvable."""
         return outside_area_of_use(self.geometries, self.declared_crs, self.bounds)
 
-    @functools.cached_property
+    @fact
     def orientation_contradicted(self) -> np.ndarray:
         """bool (N,): the batch declares GeoParquet ``orientation: counterclockwise`` and a
         polygon of the feature has a clockwise exterior ring or a counterclockwise interior
@@ -527,7 +529,7 @@ class BatchFacts:
         out[polygonal[np.unique(owner[ring_part[wrong]])]] = True
         return out
 
-    @functools.cached_property
+    @fact
     def covering_bbox_disagrees(self) -> np.ndarray:
         """bool (N,): the file's bbox covering column (GeoParquet 1.1 ``covering.bbox``)
         does not bound the feature's stored geometry: a geometry bound lies outside the
@@ -548,12 +550,12 @@ class BatchFacts:
         out[has] = ~(lo_ok & hi_ok)[has]
         return out
 
-    @functools.cached_property
+    @fact
     def usable(self) -> np.ndarray:
         """bool (N,): parsed, non-empty and all coordinates finite (safe for predicates)."""
         return self.parsed & ~self.is_empty & ~self.has_nonfinite
 
-    @functools.cached_property
+    @fact
     def is_valid(self) -> np.ndarray:
         """bool (N,): parsed, GEOS-valid, all coordinates finite, and ring orientation as
         the batch declares (:attr:`orientation_contradicted`).
@@ -571,7 +573,7 @@ class BatchFacts:
             & ~self.orientation_contradicted
         )
 
-    @functools.cached_property
+    @fact
     def invalid_count(self) -> int:
         """Number of invalid features (see :attr:`is_valid`)."""
         return int(self.count - np.count_nonzero(self.is_valid))
@@ -593,7 +595,7 @@ class BatchFacts:
         with np.errstate(all="ignore"):  # extreme coordinates: a reason, not a warning
             return str(shapely.is_valid_reason(self.geometries[idx]))
 
-    @functools.cached_property
+    @fact
     def invalid_reasons(self) -> tuple[tuple[int, str], ...]:
         """(feature index, reason) of the first :data:`MAX_REASONS` invalid features; the
         index counts from :attr:`offset`."""
@@ -632,7 +634,7 @@ class BatchFacts:
 
     # -- CRS and schema -------------------------------------------------------------------
 
-    @functools.cached_property
+    @fact
     def _crs_resolution(self) -> tuple[CRS | None, str | None]:
         text = self.batch.declared_crs
         if text is None or not str(text).strip():
@@ -652,7 +654,7 @@ class BatchFacts:
         """Why the declared CRS could not be resolved (None when fine or undeclared)."""
         return self._crs_resolution[1]
 
-    @functools.cached_property
+    @fact
     def schema_fingerprint(self) -> str:
         """sha256 hex of the batch's declared schema fields (see :func:`schema_fingerprint`)."""
         return schema_fingerprint(self.batch.schema_fields)
