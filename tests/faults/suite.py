@@ -382,23 +382,35 @@ def bad_config(bootstrap: str) -> Row:
 
 
 def sigkill(bootstrap: str, kills: int, events: int) -> Row:
-    """``kills`` SIGKILLs mid-stream, each followed by a restart with the same instance id."""
+    """``kills`` SIGKILLs mid-stream, each followed by a restart with the same instance id.
+
+    The events are produced while the workers run, ``events // kills`` in each worker's
+    life (the rest before the last one), so every kill meets events still arriving; the
+    kill comes 8, 4 or 10 s after the start (Tansu completes a join after
+    ``session.timeout.ms``, 6 s: two kills in three while the worker routes, one while it
+    starts or joins, interrupting fencing, the join or the config bootstrap).
+    """
     row = Row(f"SIGKILL x{kills}, stable instance id", runs=kills)
+    per_life = events // kills
     with lab(bootstrap) as running:
         s, t = running.settings, running.settings.topics
-        placed = [
-            produce_one(s, t.batches, "nyc_boroughs", nyc_event(f"k{i}"), partition=i % PARTITIONS)
-            for i in range(events)
-        ]
+        placed: list[tuple[int, int]] = []
+
+        def place(n: int) -> None:
+            for _ in range(n):
+                i = len(placed)
+                event, partition = nyc_event(f"k{i}"), i % PARTITIONS
+                placed.append(produce_one(s, t.batches, "nyc_boroughs", event, partition=partition))
+
         started = time.monotonic()
         for k in range(kills):
             worker = running.start_worker("killed")
-            # Tansu completes a join after session.timeout.ms (6 s): two kills in three come
-            # while the worker routes, one while it starts or joins (fencing, join, config
-            # bootstrap interrupted)
-            time.sleep((8, 4, 10)[k % 3])
+            life_ends = time.monotonic() + (8, 4, 10)[k % 3]
+            place(per_life)
+            time.sleep(max(0.0, life_ends - time.monotonic()))
             worker.stop(signal.SIGKILL)
         running.start_worker("killed")
+        place(events - len(placed))
         got, _ = wait_decided(running, placed, 120)
         row.decide_s = time.monotonic() - started
         row.peak_rss_mib = running.peak_rss_mib()
