@@ -204,3 +204,11 @@ def test_upload_to_a_directory_root(tmp_path: Path) -> None:
     assert (dest / "b-1" / "nyc.parquet").read_bytes() == src.read_bytes()
     with pytest.raises(ValueError, match="bad object name"):
         upload_payload(src, dest.as_uri(), "../escape.parquet", UNRESTRICTED)
+    # found by a new-user session: a second upload under the same batch id replaced the
+    # file an admitted batch had been judged on
+    other = tmp_path / "other.geojson"
+    other.write_text('{"type": "FeatureCollection", "features": []}')
+    with pytest.raises(ValueError, match=r"exists already; an announced payload is never rep"):
+        upload_payload(other, dest.as_uri() + "/", "b-1/nyc.parquet", UNRESTRICTED)
+    assert (dest / "b-1" / "nyc.parquet").read_bytes() == src.read_bytes()
+    assert sorted(p.name for p in (dest / "b-1").iterdir()) == ["nyc.parquet"]  # no .part

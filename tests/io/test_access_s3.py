@@ -71,6 +71,10 @@ def test_round_trip_upload_then_load_by_reference(bucket: str, tmp_path: Path) -
     )
     geo_uri = upload_payload(doc, "s3://landing/in", "b-2/payload", UNRESTRICTED)
     assert read_features(geo_uri, policy=UNDER_IN).attributes.to_pylist() == [{"n": 1}]
+    # an announced payload is never replaced
+    with pytest.raises(ValueError, match=r"s3://landing/in/b-1/nyc.parquet exists already"):
+        upload_payload(doc, "s3://landing/in/", "b-1/nyc.parquet", UNRESTRICTED)
+    assert load_payload(uri, event, policy=UNDER_IN).geometries_wkb == local.geometries_wkb
 
 
 def test_the_worker_evaluates_an_s3_payload_under_its_root(bucket: str, caplog) -> None:  # type: ignore[no-untyped-def]

@@ -276,3 +276,31 @@ def test_extent_from_the_envelope_equals_extent_from_the_geometries(
     else:
         with_env = evaluate(batch, [active(c)], now=NOW)
     _same(without, with_env, "decision")
+
+
+@pytest.mark.parametrize("how", ["whole", "chunked"])
+def test_a_payload_stating_another_crs_than_its_event_breaks_the_crs_clause(how: str) -> None:
+    # found by a new-user session: a GeoParquet in EPSG:3857 (here the NYC boroughs, whose
+    # geo metadata states EPSG:2263) was admitted by reference under an EPSG:4326 contract
+    # because its event declared EPSG:4326; `check` of the same file broke the clause
+    contract = load_contract(CONTRACTS / "nyc_boroughs.v1.yaml")
+    lying = _event(NYC_BOROUGHS, "nyc_boroughs", crs="EPSG:4326")
+    honest = _event(NYC_BOROUGHS, "nyc_boroughs", crs="EPSG:2263")
+
+    def decide(event: Batch) -> Decision:
+        if how == "whole":
+            return evaluate(load_payload(event.payload_uri or "", event, policy=UNRESTRICTED),
+                            [active(contract)], now=NOW)  # fmt: skip
+        loaded = load_payload_chunked(event.payload_uri or "", event, policy=UNRESTRICTED)
+        assert isinstance(loaded, ChunkedBatch)
+        return evaluate_chunked(loaded, [active(contract)], now=NOW)
+
+    crs_clause = next(c.name for c in contract.clauses if c.kind == "crs")
+    lied = {r.name: r for r in decide(lying).verdicts[0].clauses}[crs_clause]
+    assert lied.result == "break"
+    assert lied.message.endswith(
+        "but the payload's GeoParquet metadata states EPSG:2263, not the EPSG:4326 the event "
+        "declares: fix the event's declared_crs or the file's CRS"
+    )
+    told = {r.name: r for r in decide(honest).verdicts[0].clauses}[crs_clause]
+    assert told.result == "pass" and "but" not in told.message

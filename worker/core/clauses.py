@@ -90,7 +90,11 @@ def check_crs(clause: Clause, contract: Contract, facts: BatchFacts, now: dateti
     ok = crs_equivalent(facts.declared_crs, expect)
     label = crs_label(facts.declared_crs)
     verb = "is equivalent to" if ok else "is not equivalent to"
-    return clause_result(clause, ok, label, expect, f"declared CRS {label} {verb} {expect}")
+    message = f"declared CRS {label} {verb} {expect}"
+    conflict = facts.batch.crs_conflict
+    if conflict is not None:  # the data's own CRS says otherwise
+        return clause_result(clause, False, label, expect, f"{message}, but {conflict}")
+    return clause_result(clause, ok, label, expect, message)
 
 
 def check_axis_order(

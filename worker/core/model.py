@@ -295,6 +295,9 @@ class Batch:
     feature_ids: tuple[str | int | float | None, ...] | None = None
     id_column: str | None = None
     coordinate_bounds: tuple[float, float, float, float] | None = None
+    #: set by a payload loader when the payload file states a CRS that is not the event's
+    #: ``declared_crs`` (the sentence saying both); the crs clause then breaks with it
+    crs_conflict: str | None = None
 
 
 @dataclass(frozen=True)

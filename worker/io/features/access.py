@@ -21,6 +21,7 @@ never the payload's content nor the AWS credentials of the environment.
 
 from __future__ import annotations
 
+import contextlib
 import errno
 import os
 import re
@@ -705,30 +706,68 @@ def upload_payload(path: str | Path, destination: str, name: str, policy: Payloa
         The source cannot be read (see :func:`open_payload`), or the upload failed
         (``PayloadUnavailable``: the destination, not credentials, named).
     ValueError
-        A destination that is neither ``s3://bucket/...`` nor ``file:///dir/``, or a bad
-        ``name``.
+        A destination that is neither ``s3://bucket/...`` nor ``file:///dir/``, a bad
+        ``name``, or an object of that name that exists already (an announced payload is
+        never replaced).
     """
     if _bad_key(name):
         raise ValueError(f"bad object name {name!r}: no empty, '.' or '..' segments")
     root = parse_root(destination)
     with open_payload(str(path), policy) as src:
         if root.scheme == "s3":
+            from pyarrow import fs as pafs
+
             target = f"{root.location}{name}"
             uri = f"s3://{target}"
             try:
-                with s3_filesystem().open_output_stream(target) as out:
+                s3 = s3_filesystem()
+                # checked, then written: S3 has no create-if-absent in pyarrow, so two
+                # uploads racing for one name can still both write (the later one wins)
+                if s3.get_file_info(target).type != pafs.FileType.NotFound:
+                    raise ValueError(_exists(uri))
+                with s3.open_output_stream(target) as out:
                     _copy(src, out)
             except OSError as exc:
                 raise PayloadUnavailable(f"{uri}: upload failed ({_scrub(exc)})") from None
             return uri
         local = Path(root.location, *name.split("/"))
+        part = local.with_name(f".{local.name}.{os.getpid()}.part")
         try:
             local.parent.mkdir(parents=True, exist_ok=True)
-            with pa.OSFile(str(local), "wb") as out:
+            with pa.OSFile(str(part), "wb") as out:
                 _copy(src, out)
+            _publish_file(part, local)
+        except FileExistsError:
+            raise ValueError(_exists(local.as_uri())) from None
         except OSError as exc:
             raise PayloadUnavailable(f"{local}: copy failed ({exc})") from None
+        finally:
+            with contextlib.suppress(OSError):
+                part.unlink()
         return local.as_uri()
+
+
+def _publish_file(part: Path, final: Path) -> None:
+    """Give the written file ``part`` its name ``final``, never replacing an existing one
+    (``FileExistsError``): a hard link, atomic; where the file system has no hard links,
+    a rename after a check (racy between two uploads of one name)."""
+    try:
+        os.link(part, final)
+    except FileExistsError:
+        raise
+    except OSError as exc:
+        if exc.errno not in (errno.EPERM, errno.ENOTSUP, errno.EOPNOTSUPP, errno.EXDEV):
+            raise
+        if final.exists():
+            raise FileExistsError(errno.EEXIST, "exists", str(final)) from None
+        os.replace(part, final)
+
+
+def _exists(uri: str) -> str:
+    return (
+        f"{uri} exists already; an announced payload is never replaced (a batch admitted "
+        "from it would change under its verdict): give the batch a new --batch-id"
+    )
 
 
 def _copy(src: OpenedPayload, out: pa.NativeFile) -> None:

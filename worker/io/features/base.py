@@ -47,6 +47,9 @@ class FeatureData:
     covering_bbox: tuple[tuple[float, float, float, float] | None, ...] | None = None
     feature_ids: tuple[str | int | float | None, ...] | None = None
     coordinate_bounds: tuple[float, float, float, float] | None = None
+    #: the file states ``declared_crs`` itself (GeoParquet ``geo`` metadata with a non-null
+    #: ``crs``), rather than it being a format default (GeoJSON, a GeoParquet without one)
+    crs_stated: bool = False
 
 
 def derive_schema(table: pa.Table) -> tuple[FieldSpec, ...]:

@@ -247,6 +247,7 @@ def _features(path: Path | str, table: pa.Table, geo: _GeoColumn) -> FeatureData
         orientation=geo.orientation,
         covering_bbox=_covering_bbox(table, geo.meta),
         coordinate_bounds=envelope,
+        crs_stated=geo.meta.get("crs") is not None,
     )
 
 

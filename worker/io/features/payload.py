@@ -207,6 +207,39 @@ def _feature_fields(data: FeatureData, where: str) -> dict[str, Any]:
     }
 
 
+def crs_conflict(stated: str | None, declared: str | None) -> str | None:
+    """The sentence saying that a payload's own CRS (``stated``, from its GeoParquet
+    ``geo`` metadata) is not the event's ``declared`` one, or None when they agree, when
+    either is absent, or when the file states none.
+
+    The event's declaration is what the clauses use (the producer's word, as for inline
+    features), but a file that says otherwise is evidence the declaration is wrong: the
+    crs clause breaks with this sentence (a fresh-user session had a GeoParquet in
+    EPSG:3857 admitted by reference under an EPSG:4326 contract because its event said
+    EPSG:4326, while ``check`` of the same file broke the clause).
+    """
+    from worker.core.errors import CrsError
+    from worker.core.spatial import crs_equivalent, crs_label, resolve_crs
+
+    if stated is None or declared is None:
+        return None
+    try:
+        declared_crs = resolve_crs(declared)
+    except CrsError:
+        return None  # the crs clause already breaks on an unresolvable declaration
+    try:
+        stated_crs = resolve_crs(stated)
+    except CrsError as exc:
+        return f"the payload's GeoParquet metadata states a CRS that does not resolve ({exc})"
+    if crs_equivalent(stated_crs, declared_crs):
+        return None
+    return (
+        f"the payload's GeoParquet metadata states {crs_label(stated_crs)}, not the "
+        f"{crs_label(declared_crs)} the event declares: fix the event's declared_crs or the "
+        "file's CRS"
+    )
+
+
 def load_payload(
     uri: str,
     event: Batch | None = None,
@@ -228,9 +261,10 @@ def load_payload(
     event : Batch, optional
         The decoded event (metadata, usually no inline features). When given, the result
         is the event with the file's geometries and attributes: the event's metadata wins
-        (``declared_crs`` and ``axis_order`` are the producer's declaration, the file's own
-        CRS claim is ignored; ``schema_fields`` are derived from the file's columns,
-        whatever the event declared; ``feature_count`` stays the declared count).
+        (``declared_crs`` and ``axis_order`` are the producer's declaration; a file whose
+        GeoParquet metadata states another CRS gets :attr:`Batch.crs_conflict`, which breaks
+        the crs clause, see :func:`crs_conflict`; ``schema_fields`` are derived from the
+        file's columns, whatever the event declared; ``feature_count`` stays the declared count).
     layer, crs, axis_order, data_time, batch_id, producer
         Without ``event``: as for :func:`read_batch_file` (``layer`` is then required).
     policy : PayloadPolicy, optional
@@ -267,7 +301,8 @@ def load_payload(
     # The schema is the file's, not the event's declaration: the file is what is evaluated
     # (a fresh-user session had a retyped column admitted by reference while `check` of the
     # same file broke the schema clause).
-    return replace(event, payload_uri=uri, **_feature_fields(data, uri))
+    conflict = crs_conflict(data.declared_crs if data.crs_stated else None, event.declared_crs)
+    return replace(event, payload_uri=uri, crs_conflict=conflict, **_feature_fields(data, uri))
 
 
 #: Features per chunk when a by-reference GeoParquet payload is evaluated in chunks
@@ -333,6 +368,10 @@ def load_payload_chunked(
         covering_bbox=None,
         feature_ids=None,
         coordinate_bounds=None,
+        crs_conflict=crs_conflict(
+            opened.geo.crs if opened.geo.meta.get("crs") is not None else None,
+            event.declared_crs,
+        ),
     )
 
     def again() -> tuple[ExitStack, GeoParquetChunks]:
