@@ -219,3 +219,18 @@ def test_superseding_an_observing_trial_says_that_its_evaluation_ends() -> None:
         variant(V1, "v1.1", ("owner: boundaries-team", "owner: x")), "enforcing", pub(V1)
     )
     assert "note:" not in plain.message
+
+
+def test_promotion_needs_a_cycle_of_the_enforcing_cadence_when_the_new_one_is_shorter() -> None:
+    # found by a new-user session: v1.1 tightened max_age and cut its own cadence to PT20S,
+    # then was promoted after 26 s of evidence
+    quick = variant(V1_1, "v1.1", ("cadence: PT6H", "cadence: PT20S"))
+    known = [pub(V1), pub(quick, "observing")]
+    d = decide_promotion(quick.key, known=known, span_s=26, confirmed=True)
+    assert d.action == "refuse"
+    assert d.message == (
+        "admin_boundaries/v1.1: observing evidence spans 26 s, shorter than one cadence cycle "
+        "(PT6H = 6.0 h, the cadence of v1.0, which it would replace (v1.1's own is PT20S)); "
+        "6.0 h missing"
+    )
+    assert decide_promotion(quick.key, known=known, span_s=6 * 3600, confirmed=True).writes

@@ -391,3 +391,30 @@ def test_review_fields_are_validated_and_outside_the_digest() -> None:
         "x.yaml: mode: invalid value 'soft' ('soft' is not one of ['enforcing', 'observing']); "
         "expected enforcing or observing"
     )
+
+
+def test_evidence_span_is_taken_from_its_evaluation_times_not_its_span_field() -> None:
+    # found by a new-user session: span_s edited to 99999 passed with evaluations 26 s apart
+    doc = json.loads(_evidence(span_h=27.7))
+    doc |= {"first_evaluated_at": "2026-11-30T10:00:00+00:00",
+            "last_evaluated_at": "2026-11-30T10:00:26+00:00"}  # fmt: skip
+    files = {"evidence/ab.v1.1.json": json.dumps(doc)}
+    failures = only(run({**BASE, D + "v11.yaml": ENFORCING}, read_evidence=files.get))
+    assert failures[0].startswith(
+        "evidence evidence/ab.v1.1.json says span_s 99720 but its evaluations run from "
+        "2026-11-30T10:00:00+00:00 to 2026-11-30T10:00:26+00:00 (26 s): the file was edited"
+    )
+    assert failures[1].endswith("spans 26 s (first to last evaluation), less than one cadence "
+                                "cycle (PT6H = 6.0 h); 6.0 h missing")  # fmt: skip
+
+
+def test_a_tightening_that_shortens_its_cadence_needs_a_cycle_of_the_old_cadence() -> None:
+    # found by a new-user session: cadence PT6H -> PT20S with max_age tightened passed on
+    # 26 s of evidence
+    quick = ENFORCING.replace("cadence: PT6H", "cadence: PT20S")
+    assert quick != ENFORCING
+    files = {"evidence/ab.v1.1.json": _evidence(span_h=1)}
+    assert only(run({**BASE, D + "v11.yaml": quick}, read_evidence=files.get)) == [
+        "evidence evidence/ab.v1.1.json spans 1.0 h (first to last evaluation), less than one "
+        "cadence cycle of v1.0, which it tightens (PT6H = 6.0 h); 5.0 h missing"
+    ]

@@ -61,3 +61,13 @@ def parse_duration_s(text: str) -> float:
         if value is not None and factor is not None:
             total += float(value.replace(",", ".")) * factor
     return total
+
+
+def readable_duration(seconds: float) -> str:
+    """A span for messages: ``"26 s"``, ``"14 min"``, ``"6.0 h"`` (seconds below one
+    minute, whole minutes below one hour, hours with one decimal)."""
+    if seconds >= 3600:
+        return f"{seconds / 3600:.1f} h"
+    if seconds >= 60:
+        return f"{seconds / 60:.0f} min"
+    return f"{seconds:.0f} s"

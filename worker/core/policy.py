@@ -16,6 +16,7 @@ from datetime import datetime
 from typing import Any
 
 from worker.core.classify import Classification, Difference, classify, render_classification
+from worker.core.durations import readable_duration as _hours
 from worker.core.model import Contract
 
 __all__ = [
@@ -26,6 +27,7 @@ __all__ = [
     "decide_promotion",
     "decide_publish",
     "escalations",
+    "evidence_cycle",
     "expected_version",
     "layer_lifecycles",
 ]
@@ -292,12 +294,19 @@ def decide_promotion(
         )
     if target.mode == "enforcing":
         return PolicyDecision("noop", f"{key} is already enforcing (no-op)")
-    if span_s < c.cadence_s:
-        missing = c.cadence_s - span_s
+    cycle = evidence_cycle(c, known)
+    if span_s < cycle.cadence_s:
+        missing = cycle.cadence_s - span_s
+        whose = (
+            ""
+            if cycle is c
+            else f", the cadence of {cycle.version}, which it would replace ({c.version}'s own "
+            f"is {c.cadence})"
+        )
         return PolicyDecision(
             "refuse",
             f"{key}: observing evidence spans {_hours(span_s)}, shorter than one cadence cycle "
-            f"({c.cadence} = {_hours(c.cadence_s)}); {_hours(missing)} missing",
+            f"({cycle.cadence} = {_hours(cycle.cadence_s)}{whose}); {_hours(missing)} missing",
         )
     if not confirmed:
         return PolicyDecision(
@@ -315,12 +324,27 @@ def decide_promotion(
     )
 
 
-def _hours(seconds: float) -> str:
-    if seconds >= 3600:
-        return f"{seconds / 3600:.1f} h"
-    if seconds >= 60:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds:.0f} s"
+def evidence_cycle(new: Contract, known: Sequence[Published]) -> Contract:
+    """The version whose cadence cycle the evidence for promoting ``new`` must span:
+    ``new`` itself, or the active enforcing revision of its major with the longest cadence
+    when that is longer.
+
+    A tightening that also shortens its own ``cadence`` (a minor edit on its own) must not
+    shorten the observation that justifies it: six hours of evidence are needed to tighten
+    a layer that arrives every six hours, whatever the new version says (found by a
+    fresh-user session: ``cadence: PT20S`` in v1.1 promoted it after 26 s).
+    """
+    enforcing = [
+        p.contract
+        for p in known
+        if p.contract.layer == new.layer
+        and p.contract.major == new.major
+        and p.contract.key != new.key
+        and p.mode == "enforcing"
+        and p.state == "active"
+    ]
+    longest = max(enforcing, key=lambda c: c.cadence_s, default=None)
+    return longest if longest is not None and longest.cadence_s > new.cadence_s else new
 
 
 @dataclass(frozen=True)

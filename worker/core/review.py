@@ -41,6 +41,7 @@ from typing import Any
 
 from worker.core.classify import Classification, classification_to_json, classify
 from worker.core.contracts import parse_contract
+from worker.core.durations import readable_duration as _hours
 from worker.core.errors import ContractError
 from worker.core.model import Contract
 
@@ -143,14 +144,16 @@ def _is_retired(path: str) -> bool:
     return "retired" in path.split("/")[:-1]
 
 
-def _hours(seconds: float) -> str:
-    return f"{seconds / 3600:.1f} h"
-
-
 def _check_evidence(
-    new: Contract, read_evidence: Callable[[str], str | None]
+    new: Contract, pred: Contract, read_evidence: Callable[[str], str | None]
 ) -> tuple[list[str], list[str]]:
-    """Failures and warnings of the evidence behind an enforcing tightening."""
+    """Failures and warnings of the evidence behind an enforcing tightening of ``pred``.
+
+    The span is taken from the evaluation times the file records (``first_evaluated_at``,
+    ``last_evaluated_at``) when it has them, never from its ``span_s`` alone, and must
+    cover one cadence cycle of the longer of the two versions' cadences (a tightening that
+    also shortens its cadence must not shorten its own observation).
+    """
     ref = new.evidence
     how = (
         f"`contract-gate contract evidence {new.layer} {new.version} --format json -o FILE`, "
@@ -186,18 +189,40 @@ def _check_evidence(
             f"{', '.join(missing) or 'span_s'}); expected {how}"
         ], []
     failures = []
+    timed = _timestamps_span_s(doc)
+    if timed is not None and abs(timed - span) > 1.0:
+        failures.append(
+            f"evidence {ref} says span_s {span:g} but its evaluations run from "
+            f"{doc['first_evaluated_at']} to {doc['last_evaluated_at']} ({timed:g} s): the "
+            f"file was edited; write it again with {how}"
+        )
+        span = timed
     if doc["layer"] != new.layer or _canonical(doc["version"]) != new.version:
         failures.append(
             f"evidence {ref} is of {doc['layer']} {doc['version']}, not {new.layer} "
             f"{new.version}: link this version's own observing evidence"
         )
-    if span < new.cadence_s:
+    cycle = pred if pred.cadence_s > new.cadence_s else new
+    if span < cycle.cadence_s:
+        whose = "" if cycle is new else f" of {pred.version}, which it tightens"
         failures.append(
             f"evidence {ref} spans {_hours(span)} (first to last evaluation), less than one "
-            f"cadence cycle ({new.cadence} = {_hours(new.cadence_s)}); "
-            f"{_hours(new.cadence_s - span)} missing"
+            f"cadence cycle{whose} ({cycle.cadence} = {_hours(cycle.cadence_s)}); "
+            f"{_hours(cycle.cadence_s - span)} missing"
         )
     return failures, []
+
+
+def _timestamps_span_s(doc: Mapping[str, Any]) -> float | None:
+    """Seconds from ``first_evaluated_at`` to ``last_evaluated_at`` of an evidence
+    document, or None when either is missing or not an ISO 8601 time with offset."""
+
+    try:
+        first = datetime.fromisoformat(str(doc["first_evaluated_at"]))
+        last = datetime.fromisoformat(str(doc["last_evaluated_at"]))
+        return max(0.0, (last - first).total_seconds())
+    except (KeyError, ValueError, TypeError):
+        return None
 
 
 def _parse_side(
@@ -428,7 +453,7 @@ def _review_version(
             f"{pred.version}, DESIGN.md section 5)"
         )
     if numbering == "tightening" and new.declared_mode == "enforcing":
-        f, w = _check_evidence(new, read_evidence)
+        f, w = _check_evidence(new, pred, read_evidence)
         failures += f
         warnings += w
     return VersionReview(
