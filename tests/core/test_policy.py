@@ -234,3 +234,27 @@ def test_promotion_needs_a_cycle_of_the_enforcing_cadence_when_the_new_one_is_sh
         "6.0 h missing"
     )
     assert decide_promotion(quick.key, known=known, span_s=6 * 3600, confirmed=True).writes
+
+
+def test_a_major_enforcing_beside_another_on_the_shared_topic_is_warned_about() -> None:
+    # found by a new-user session: a CRS major published enforcing (the default mode)
+    # quarantined every batch of the layer, and a major hiding a tightening enforced it
+    # without evidence, with nothing said
+    crs_major = variant(V1, "v2", ('expect: "EPSG:4326"', 'expect: "EPSG:3857"'))
+    d = decide(crs_major, "enforcing", pub(V1))
+    assert d.action == "write"
+    assert (
+        "warning: v2.0 enforces beside v1.0 on the shared admitted topic, where a batch must "
+        "pass both: its CRS or axis order differs, so no batch can pass both and every batch "
+        "will be quarantined from now on" in d.message
+    )
+    sneak = variant(V1_1, "v2", ("Africa: Africa", "Africa: Afrique"))  # a meaning: major
+    d = decide(sneak, "enforcing", pub(V1))
+    assert d.classification is not None and d.classification.class_ == "major"
+    assert "it also tightens continent without observing evidence" in d.message
+    # observing, or beside an observing old major, or with per-major paths: nothing to say
+    assert "warning" not in decide(crs_major, "observing", pub(V1)).message
+    assert "warning" not in decide(crs_major, "enforcing", pub(V1, "observing")).message
+    per_major = variant(crs_major, "v2", ("layer: admin_boundaries",
+                                          "layer: admin_boundaries\nread_paths: per_major"))  # fmt: skip
+    assert "warning" not in decide(per_major, "enforcing", pub(V1)).message

@@ -265,9 +265,45 @@ def decide_publish(
     elif result.class_ == "major":
         old = [p.contract.version for p in layer if p.state == "active"]
         tail = f"published {mode}; overlap begins with {', '.join(old) or 'no active version'}"
+        tail += _shared_gate_warning(new, mode, layer, result)
     else:
         tail = f"published {mode}"
     return PolicyDecision("write", f"{head}\n{new.key}: {tail}", result, predecessor, writes)
+
+
+def _shared_gate_warning(
+    new: Contract, mode: str, layer: Sequence[Published], result: Classification
+) -> str:
+    """The warning for a major published enforcing beside another enforcing major of a
+    layer without per-major read paths: a batch is then admitted to the shared topic only
+    when it passes both (section 3), so a change no batch can satisfy twice (CRS, axis
+    order, a tightening inside the major) quarantines batches at once; empty otherwise."""
+    from worker.core.read_paths import opts_in
+
+    others = [
+        p.contract.version
+        for p in layer
+        if p.state == "active" and p.mode == "enforcing" and p.contract.major != new.major
+    ]
+    if mode != "enforcing" or not others or opts_in([new, *(p.contract for p in layer)]):
+        return ""
+    majors = [d for d in result.differences if d.class_ == "major"]
+    tightened = [d.clause for d in result.differences if d.class_ == "tightening"]
+    if any(d.kind in ("crs", "axis_order") or "CRS" in d.reason for d in majors):
+        what = "its CRS or axis order differs, so no batch can pass both and every batch"
+    elif tightened:
+        what = (
+            f"it also tightens {', '.join(dict.fromkeys(tightened))} without observing "
+            "evidence, so batches that pass the old major but not this"
+        )
+    else:
+        what = "a batch that passes one but not the other"
+    return (
+        f"\nwarning: {new.version} enforces beside {', '.join(others)} on the shared admitted "
+        f"topic, where a batch must pass both: {what} will be quarantined from now on; "
+        "publish a major --mode observing and promote it, or give the layer "
+        "`read_paths: per_major` so each major gates its own topic"
+    )
 
 
 def decide_promotion(
