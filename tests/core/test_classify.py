@@ -179,6 +179,10 @@ MAJORS: list[tuple[str, Callable[[dict[str, Any]], None], str]] = [
     ("crs clause removed", _drop("srid"), "crs clause removed"),
     ("axis order changed", _set("axis_order", expect="north_east"), "axis order changed"),
     ("axis order removed", _drop("axis_order"), "axis_order clause removed"),
+    # found by a new-user session: these were tightening and minor, though they change what
+    # the CRS guarantee is as surely as removing the clause
+    ("crs halt -> warn", _set("srid", on_break="warn"), "on_break halt -> warn"),
+    ("axis order halt -> warn", _set("axis_order", on_break="warn"), "on_break halt -> warn"),
     ("extent redrawn", _set("extent", region=[909000, 110000, 1068000, 280000]), "redrawn"),
     (
         "domain meaning changed",
@@ -356,3 +360,24 @@ def test_an_undeclared_region_crs_is_named_in_words_not_none() -> None:
         "region CRS not equivalent (undeclared: the batch's declared CRS -> EPSG:2263)"
     )
     assert "None" not in render_classification(result, "v7.0 -> v7.1")
+
+
+def test_a_crs_clause_added_where_there_was_none_is_major() -> None:
+    # found by a new-user session: classed tightening, though the regions of the other
+    # clauses move from each batch's declared CRS to the one the clause expects, so
+    # batches the old version rejected are admitted
+    without = edited(_drop("srid"))
+    c = classify(without, BASE)
+    assert c.class_ == "major"
+    assert [(d.clause, d.class_, d.reason) for d in c.differences if d.class_ == "major"] == [
+        ("srid", "major", "new crs clause")
+    ]
+    # a second crs clause beside an existing one is only stricter
+    doc = base_doc()
+    doc["clauses"].append({"name": "srid_again", "kind": "crs", "expect": "EPSG:2263"})
+    again = classify(BASE, contract(doc))
+    assert again.class_ == "tightening", render_classification(again)
+    # warn -> halt on the crs clause stays a tightening
+    warned = edited(_set("srid", on_break="warn"))
+    assert classify(warned, contract(base_doc(), "v7.2")).class_ == "tightening"
+

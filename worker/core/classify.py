@@ -3,8 +3,9 @@
 Clauses are compared by name. Every difference gets a class and a one-line reason; the
 overall class is the most severe one (``major`` > ``tightening`` > ``minor`` > ``none``):
 
-* **major**: the CRS is not equivalent (by pyproj) or the crs clause is removed; the axis
-  order changes or its clause is removed; an extent (or coverage) region is redrawn (by
+* **major**: the CRS is not equivalent (by pyproj), the crs clause is removed, added to a
+  contract that had none, or turned from ``halt`` to ``warn``; the same for axis order;
+  an extent (or coverage) region is redrawn (by
   shapely geometry equality, not by text); a domain code's meaning or the domain column
   changes; a schema field is removed, renamed or retyped; a clause changes kind.
 * **tightening**: domain codes or geometry types removed (the coordinate dimension is part
@@ -293,10 +294,13 @@ def _compare_clause(old: Clause, new: Clause, old_c: Contract, new_c: Contract) 
         if p.get(key) != q.get(key):
             d.add("minor", f"{key} changed ({p.get(key)!r} -> {q.get(key)!r})")
     if old.on_break != new.on_break:
-        d.add(
-            "tightening" if new.on_break == "halt" else "minor",
-            f"on_break {old.on_break} -> {new.on_break}",
-        )
+        if new.on_break == "halt":
+            change = "tightening"
+        elif kind in ("crs", "axis_order"):  # drops the guarantee, as removing the clause
+            change = "major"
+        else:
+            change = "minor"
+        d.add(change, f"on_break {old.on_break} -> {new.on_break}")
     if old.description != new.description:
         d.add("minor", "description edited")
     return d.out
@@ -397,8 +401,18 @@ def classify(old: Contract, new: Contract) -> Classification:
     for clause in new.clauses:
         before = old.clause(clause.name)
         if before is None:
+            # a CRS or axis-order expectation where there was none is a CRS change (the
+            # regions of clauses without their own CRS move to it): major, as its removal
+            first = clause.kind in ("crs", "axis_order") and not any(
+                c.kind == clause.kind for c in old.clauses
+            )
             diffs.append(
-                Difference(clause.name, clause.kind, "tightening", f"new {clause.kind} clause")
+                Difference(
+                    clause.name,
+                    clause.kind,
+                    "major" if first else "tightening",
+                    f"new {clause.kind} clause",
+                )
             )
         else:
             diffs += _compare_clause(before, clause, old, new)
