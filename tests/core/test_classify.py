@@ -380,4 +380,3 @@ def test_a_crs_clause_added_where_there_was_none_is_major() -> None:
     # warn -> halt on the crs clause stays a tightening
     warned = edited(_set("srid", on_break="warn"))
     assert classify(warned, contract(base_doc(), "v7.2")).class_ == "tightening"
-

@@ -255,6 +255,6 @@ def test_a_major_enforcing_beside_another_on_the_shared_topic_is_warned_about() 
     # observing, or beside an observing old major, or with per-major paths: nothing to say
     assert "warning" not in decide(crs_major, "observing", pub(V1)).message
     assert "warning" not in decide(crs_major, "enforcing", pub(V1, "observing")).message
-    per_major = variant(crs_major, "v2", ("layer: admin_boundaries",
-                                          "layer: admin_boundaries\nread_paths: per_major"))  # fmt: skip
+    opted = ("layer: admin_boundaries", "layer: admin_boundaries\nread_paths: per_major")
+    per_major = variant(crs_major, "v2", opted)
     assert "warning" not in decide(per_major, "enforcing", pub(V1)).message
