@@ -258,3 +258,15 @@ def test_a_major_enforcing_beside_another_on_the_shared_topic_is_warned_about() 
     opted = ("layer: admin_boundaries", "layer: admin_boundaries\nread_paths: per_major")
     per_major = variant(crs_major, "v2", opted)
     assert "warning" not in decide(per_major, "enforcing", pub(V1)).message
+
+
+def test_a_new_major_after_a_retired_one_follows_the_version_in_force() -> None:
+    # found by a new-user session: v1 enforcing, v2 published then retired; v3.0 (a CRS
+    # change against v1) was refused as "a minor change must be v2.1 (after v2.0)", and
+    # v2.1 as a revision of a retired major
+    v2 = variant(V1, "v2", ("owner: boundaries-team", "owner: geo-team"))
+    v3 = variant(V1, "v3", ('expect: "EPSG:4326"', 'expect: "EPSG:3857"'))
+    d = decide(v3, "observing", pub(V1), pub(v2, state="retired"))
+    assert d.action == "write", d.message
+    assert d.predecessor is not None and d.predecessor.contract.version == "v1.0"
+    assert d.message.startswith("v1.0 -> v3.0: change class major")
