@@ -178,6 +178,17 @@ def test_layer_label_of_an_undecodable_event_is_its_source_key() -> None:
     assert go(codec.encode_batch(WORLD)).layer_label == WORLD.layer
 
 
+def test_layers_without_a_contract_are_counted_under_one_label() -> None:
+    # found by a new-user session: 200 events with layers forged-0..199 made 200 metric
+    # series and 200 /status keys; a layer with "\n\x00" reached /metrics
+    labels = {
+        go(codec.encode_batch(replace(WORLD, layer=f"forged-{i}\n\x00")), key=None).layer_label
+        for i in range(20)
+    }
+    assert labels == {"unknown"}
+    assert go(b"\x02junk", key=b"forged-key").layer_label == "unknown"
+
+
 def test_a_parsed_event_without_features_keeps_its_batch_id_in_quarantine() -> None:
     # found by a fresh-user session: an empty payload_uri lost the batch id
     value = codec.encode_batch(WORLD, inline=False, payload_uri="")

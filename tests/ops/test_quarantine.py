@@ -313,3 +313,18 @@ def test_entry_batch_reads_a_by_reference_payload_under_the_settings_roots(tmp_p
     outside = Settings(payload=PayloadPolicy.from_strings([(tmp_path / "elsewhere").as_uri()]))
     with pytest.raises(ContractGateError, match="outside every payload root"):
         entry_batch(entry, outside)
+
+
+def test_a_forged_layer_or_batch_id_cannot_break_the_table() -> None:
+    # found by a new-user session: a layer with "\n\x00" and 1,000 characters was printed
+    # raw by `quarantine tail`, the newline reaching the terminal
+    from worker.ops.quarantine import table_rows
+
+    forged = replace(WORLD, layer="roads\n\x00" + "x" * 1000, batch_id="b\r\x1b[31mred")
+    entry = entry_of(codec.encode_batch(forged))
+    line = render_line(entry)
+    assert "\n" not in line and "\x00" not in line and "\x1b" not in line
+    assert "roads\\x0a\\x00xxx" in line and "b\\x0d\\x1b[31mred" in line
+    assert "[clipped: 1013 chars in all]" in line  # 1,007 characters, two escaped (4 each)
+    rows = table_rows([entry])
+    assert all("\n" not in r and "\x00" not in r for r in rows)

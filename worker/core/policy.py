@@ -207,9 +207,7 @@ def decide_publish(
     # a new major follows the newest version still in force (a retired major is no one's
     # predecessor: after v2 was retired beside v1, v3.0 was classified against v2.0)
     predecessor = (
-        _newest(own_major)
-        or _newest(p for p in layer if p.state != "retired")
-        or _newest(layer)
+        _newest(own_major) or _newest(p for p in layer if p.state != "retired") or _newest(layer)
     )
     if predecessor is None:
         record = Published(new, mode, "active", None, (), now, published_by)

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 from datetime import datetime
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from worker.core.chunked import ChunkedBatch, evaluate_chunked
 from worker.core.echo import clip
@@ -74,6 +74,26 @@ class OutRecord:
     per_major: bool = False
 
 
+#: The label of outcomes whose layer has no active contract version (or no layer at all).
+UNKNOWN_LAYER = "unknown"
+
+
+def counted_layer(
+    layer: str | None, key: bytes | None, active_versions: Callable[[str], Sequence[Any]]
+) -> str:
+    """The layer an outcome is counted under: the decoded layer, else (undecodable event)
+    the source key as ``quarantine tail`` shows it, when that layer has active contract
+    versions; else :data:`UNKNOWN_LAYER`.
+
+    Event layers and keys are a producer's: counting them as they come would let forged
+    layers grow the metric series and ``/status`` without bound (a fresh-user session
+    made 200 series with 200 events), so only the layers the config topic gives a
+    contract are labels.
+    """
+    name = layer or (key.decode("utf-8", "replace") if key else None)
+    return name if name and active_versions(name) else UNKNOWN_LAYER
+
+
 @dataclass(frozen=True)
 class Outcome:
     """The routing result of one event: its decision and the records to write."""
@@ -85,14 +105,9 @@ class Outcome:
     records: tuple[OutRecord, ...]
     duration_s: float
 
-    @property
-    def layer_label(self) -> str:
-        """The layer to count the outcome under: the decoded layer, else (undecodable
-        event) the source key as ``quarantine tail`` shows it, else ``unknown``."""
-        if self.layer:
-            return self.layer
-        key = self.source.key
-        return key.decode("utf-8", "replace") if key else "unknown"
+    #: the layer to count the outcome under (metrics labels, ``/status`` counts), see
+    #: :func:`counted_layer`: set by :func:`route`
+    layer_label: str = UNKNOWN_LAYER
 
 
 def _source_headers(source: Source) -> Headers:
@@ -293,7 +308,15 @@ def route(
         )
         small = replace(source, value=b"")
         records = [_quarantine(small, layer, batch_id, decision, topics, now, worker_id)]
-    return Outcome(source, layer, batch_id, decision, tuple(records), duration_s)
+    return Outcome(
+        source,
+        layer,
+        batch_id,
+        decision,
+        tuple(records),
+        duration_s,
+        counted_layer(layer, source.key, active_versions),
+    )
 
 
 def _record_bytes(record: OutRecord) -> int:

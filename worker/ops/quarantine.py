@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
+from worker.core.echo import clip
 from worker.core.errors import ContractGateError, DecodeError
 from worker.core.jsonsafe import dumps_json
 from worker.core.model import Batch
@@ -308,12 +309,13 @@ def render_line(entry: QuarantineEntry) -> str:
     """One readable line: time, layer, batch id, what broke, diagnoses, coordinates."""
     if entry.record is None:
         return (
-            f"?  {entry.layer or '-'}  {entry.batch_id or '-'}  undecodable record: {entry.error}"
+            f"?  {_text(entry.layer or '-')}  {_text(entry.batch_id or '-')}  undecodable "
+            f"record: {entry.error}"
         )
     r = entry.record
     replay = "  replay" if entry.headers.get(REPLAY_OF) else ""
     line = (
-        f"{_when(entry)}  {entry.layer or '-'}  {entry.batch_id or '-'}{replay}  "
+        f"{_when(entry)}  {_text(entry.layer or '-')}  {_text(entry.batch_id or '-')}{replay}  "
         f"{', '.join(_broken(r))}"
     )
     if r["diagnoses"]:
@@ -351,7 +353,7 @@ def table_rows(entries: Iterable[QuarantineEntry]) -> list[str]:
                 (
                     "?",
                     _text(e.layer or "-"),
-                    e.batch_id or "-",
+                    _text(e.batch_id or "-"),
                     "",
                     f"{e.partition}@{e.offset}",
                     f"undecodable record: {e.error}",
@@ -366,7 +368,7 @@ def table_rows(entries: Iterable[QuarantineEntry]) -> list[str]:
             (
                 _when(e),
                 _text(e.layer or "-"),
-                e.batch_id or "-",
+                _text(e.batch_id or "-"),
                 replay,
                 f"{e.partition}@{e.offset}",
                 what,
@@ -382,8 +384,18 @@ def table_rows(entries: Iterable[QuarantineEntry]) -> list[str]:
     ]
 
 
+#: Characters of a layer or batch id shown in a table cell (both are a producer's).
+MAX_CELL_CHARS = 64
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
 def _text(value: Any) -> str:
-    return value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+    """A producer's value fit for one table cell: decoded, control characters escaped
+    (``\\x0a``: a newline or NUL in a forged layer broke the table and reached the
+    terminal), clipped to :data:`MAX_CELL_CHARS`."""
+    text = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+    escaped = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    return clip(escaped, MAX_CELL_CHARS)
 
 
 def _sort_key(entry: QuarantineEntry) -> tuple[int, datetime, int, int]:
