@@ -201,7 +201,22 @@ def batches(draw: st.DrawFn) -> Batch:
 @settings(max_examples=150, deadline=None)
 @given(batches())
 def test_batch_arrival_round_trip_property(b: Batch) -> None:
-    _same(b, codec.decode_batch(codec.encode_batch(b)))
+    # inline, the features travel and a loaded batch's own URI is not repeated
+    _same(replace(b, payload_uri=None), codec.decode_batch(codec.encode_batch(b)))
+    if b.payload_uri is not None:
+        by_ref = codec.decode_batch(codec.encode_batch(b, inline=False))
+        assert by_ref.payload_uri == b.payload_uri and by_ref.geometries_wkb == ()
+
+
+def test_an_event_with_inline_features_and_a_payload_uri_is_undecodable() -> None:
+    # found by a new-user session: inline point + payload_uri=file:///etc/passwd was
+    # admitted, the URI intact, for consumers that follow payload_uri to read unjudged
+    record = codec.decode_event(_good())
+    record["payload_uri"] = "file:///etc/passwd"
+    with pytest.raises(DecodeError, match=r"both inline features and a payload_uri \('file:///etc"):
+        codec.decode_batch(_raw(record))
+    with pytest.raises(BatchError, match="inline features or a payload_uri, not both"):
+        codec.encode_batch(_batch(), payload_uri="file:///data/x.parquet")
 
 
 def _good() -> bytes:

@@ -303,7 +303,8 @@ def test_entry_batch_reads_a_by_reference_payload_under_the_settings_roots(tmp_p
         payload_uri=payload.as_uri(),
     )
     e = entry_of(STALE)
-    entry = replace(e, record={**e.record, "original": codec.encode_batch(by_ref)})  # type: ignore[dict-item]
+    original = codec.encode_batch(by_ref, inline=False)
+    entry = replace(e, record={**e.record, "original": original})  # type: ignore[dict-item]
     with pytest.raises(ContractGateError, match="no payload root is configured"):
         entry_batch(entry, Settings())
     allowed = Settings(payload=PayloadPolicy.from_strings([payload.parent.as_uri()]))

@@ -126,7 +126,12 @@ def encode_batch(batch: Batch, *, inline: bool = True, payload_uri: str | None =
 
     uri = payload_uri if payload_uri is not None else batch.payload_uri
     features = None
+    if inline and payload_uri is not None:
+        raise BatchError(
+            f"batch {batch.batch_id}: an event carries inline features or a payload_uri, not both"
+        )
     if inline:
+        uri = None  # the features travel inline; a loaded batch's own URI is not repeated
         try:
             specs = derive_schema(batch.attributes)
         except ValueError as exc:
@@ -249,9 +254,17 @@ def batch_from_event(record: Mapping[str, Any]) -> Batch:
     Raises
     ------
     DecodeError
-        Neither inline features nor a payload_uri; column lengths or value types wrong.
+        Neither inline features nor a payload_uri, or both; column lengths or value types
+        wrong.
     """
     feats = record["features"]
+    if feats is not None and record["payload_uri"] is not None:
+        # which one would a consumer read? the gate judged the inline features, a consumer
+        # following the URI would read something never judged (found by a new-user session)
+        raise DecodeError(
+            "the event carries both inline features and a payload_uri "
+            f"({clip(str(record['payload_uri']), 200)!r}): a batch travels one way or the other"
+        )
     if feats is None:
         if not record["payload_uri"]:
             raise DecodeError("the event carries neither inline features nor a payload_uri")
