@@ -156,6 +156,17 @@ def test_unknown_revision_is_exit_2(
     assert "'nope' is neither a directory nor a git revision" in capsys.readouterr().err
 
 
+def test_a_contracts_dir_with_no_contract_at_either_side_is_exit_2(
+    history: tuple[GitRepo, list[str]], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # found by a new-user session: --contracts-dir misspelt passed ("0 version(s) reviewed")
+    repo, c = history
+    argv = [*_review(repo, EMPTY_TREE, c[1]), "--contracts-dir", "contractz"]
+    assert main(argv) == 2
+    assert "no contract files (*.yaml, *.yml) under 'contractz' at " in capsys.readouterr().err
+    assert main(_review(repo, EMPTY_TREE, c[1])) == 0  # the right directory still passes
+
+
 def test_two_directories(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     base, head = tmp_path / "base", tmp_path / "head"
     base.mkdir()

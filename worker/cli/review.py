@@ -13,6 +13,8 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any
 
+from worker.core.errors import ContractGateError
+
 __all__ = ["add_review_args", "cmd_review"]
 
 EXIT_REVIEW_FAILED = 1
@@ -76,6 +78,13 @@ def cmd_review(args: argparse.Namespace) -> int:
     contracts_dir = args.contracts_dir or ("." if dirs else "contracts")
     base = read_tree(args.base, contracts_dir, repo=args.repo)
     head = read_tree(args.head, contracts_dir, repo=args.repo)
+    if not base.files and not head.files:
+        # fail closed: a mistyped --contracts-dir would otherwise pass every review
+        raise ContractGateError(
+            f"no contract files (*.yaml, *.yml) under {contracts_dir!r} at {base.label} nor "
+            f"at {head.label}: give the directory that holds them with --contracts-dir "
+            "(relative to the repository root; default 'contracts')"
+        )
     now: datetime = args.now or datetime.now(timezone.utc)
     result = review(base.files, head.files, now=now, dates=head.dates, read_evidence=head.read)
     render = {
