@@ -143,3 +143,27 @@ def test_by_reference_schema_is_the_files_not_the_declared_one(tmp_path: Path) -
         ("pop_est", "string"),
         ("foo", "integer"),
     }
+
+
+@pytest.mark.parametrize(
+    ("argv", "error"),
+    [
+        (["--max-batch-events", "0"], "argument --max-batch-events: 0 is outside 1..1000000"),
+        (["--max-batch-events", "-5"], "argument --max-batch-events: -5 is outside 1..1000000"),
+        (["--max-batch-wait-ms", "-1"], "argument --max-batch-wait-ms: -1 is outside 0..3600000"),
+        (["--batch-deadline-s", "-1"], "argument --batch-deadline-s: '-1' is not a number of "),
+        (["--stop-grace-s", "inf"], "argument --stop-grace-s: 'inf' is not a number of seconds"),
+        (["--config-timeout-s", "0"], "argument --config-timeout-s: '0' is not a number of sec"),
+        (["--http-port", "70000"], "argument --http-port: 70000 is outside 0..65535"),
+        (["--session-timeout-ms", "x"], "argument --session-timeout-ms: 'x' is not a whole number"),
+    ],
+)
+def test_worker_settings_out_of_range_are_refused_before_anything_starts(
+    argv: list[str], error: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # found by a new-user session: --max-batch-events 0 ran a worker that never decided
+    # anything while /healthz said 200, -5 crashed it with a traceback after joining
+    with pytest.raises(SystemExit) as exit_:
+        main(["run", *argv])
+    assert exit_.value.code == 2
+    assert error in capsys.readouterr().err

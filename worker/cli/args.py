@@ -6,7 +6,9 @@ Command modules import these, never :mod:`worker.cli.main` (which imports them a
 from __future__ import annotations
 
 import argparse
+import math
 import os
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime, timezone
 
@@ -55,6 +57,32 @@ def positive_int(text: str) -> int:
     return value
 
 
+def bounded_int(low: int, high: int) -> Callable[[str], int]:
+    """An argparse type: a whole number from ``low`` to ``high`` inclusive."""
+
+    def parse(text: str) -> int:
+        try:
+            value = int(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
+        if not low <= value <= high:
+            raise argparse.ArgumentTypeError(f"{value} is outside {low}..{high}")
+        return value
+
+    return parse
+
+
+def positive_seconds(text: str) -> float:
+    """An argparse type: a finite number of seconds > 0."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
+    if not math.isfinite(value) or value <= 0:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds > 0")
+    return value
+
+
 def parse_kv(text: str) -> tuple[str, str]:
     if "=" not in text:
         raise argparse.ArgumentTypeError(f"{text!r} is not KEY=VALUE (e.g. security.protocol=SSL)")
@@ -90,7 +118,9 @@ def add_kafka_args(p: argparse.ArgumentParser) -> None:
         "a rebalance; a dead one's partitions wait session.timeout.ms before takeover",
     )
     g.add_argument(
-        "--session-timeout-ms", type=int, help="consumer session.timeout.ms (default 45000)"
+        "--session-timeout-ms",
+        type=bounded_int(1, 3_600_000),
+        help="consumer session.timeout.ms (default 45000)",
     )
     g.add_argument(
         "--kafka-property",

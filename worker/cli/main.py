@@ -23,8 +23,10 @@ from worker.cli.args import (
     EXIT_BROKEN_PIPE,
     add_kafka_args,
     add_payload_args,
+    bounded_int,
     parse_time,
     positive_int,
+    positive_seconds,
 )
 from worker.cli.broker import add_broker_args, cmd_broker
 from worker.cli.consumers import add_consumers_args, add_retire_args, cmd_consumers
@@ -165,14 +167,20 @@ def build_parser() -> argparse.ArgumentParser:
     add_kafka_args(p)
     add_payload_args(p)
     p.add_argument(
-        "--max-batch-events", type=int, default=500, help="events per transaction (default 500)"
+        "--max-batch-events",
+        type=bounded_int(1, 1_000_000),
+        default=500,
+        help="events per transaction, 1..1000000 (default 500)",
     )
     p.add_argument(
-        "--max-batch-wait-ms", type=int, default=100, help="poll wait per transaction (default 100)"
+        "--max-batch-wait-ms",
+        type=bounded_int(0, 3_600_000),
+        default=100,
+        help="poll wait per transaction, ms (default 100)",
     )
     p.add_argument(
         "--batch-deadline-s",
-        type=float,
+        type=positive_seconds,
         default=DEFAULT_BATCH_DEADLINE_S,
         help="processing deadline of one poll batch, seconds: once passed, the events "
         "decided so far are committed and the rest consumed again in the next poll (at "
@@ -181,13 +189,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--config-timeout-s",
-        type=float,
+        type=positive_seconds,
         default=60.0,
         help="deadline of the config bootstrap (default 60)",
     )
     p.add_argument(
         "--stop-grace-s",
-        type=float,
+        type=positive_seconds,
         default=30.0,
         help="after SIGTERM or Ctrl-C, seconds to finish the open transaction and leave the "
         "group before the process exits anyway with status 143 (default 30; keep it below "
@@ -195,7 +203,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--http-port",
-        type=int,
+        type=bounded_int(0, 65535),
         default=None,
         help="port of /healthz, /readyz, /metrics, /status "
         "(env CONTRACT_GATE_HTTP_PORT; default 8080; 0 disables the server)",
