@@ -563,3 +563,13 @@ def test_inputs_found_by_fuzzing_are_contract_errors() -> None:
     assert "not readable as YAML: a value cannot be constructed (month must be in 1..12)" in (
         message
     )
+
+
+@pytest.mark.parametrize("layer", ["roads east/west", "roads east", "a/b", "x" * 201, "é"])
+def test_a_layer_name_kafka_cannot_carry_is_refused(layer: str) -> None:
+    # found by a new-user session: `layer: "roads east/west"` was published (exit 0), then
+    # rejected by every worker as key_mismatch; "roads east" made an illegal topic name
+    text = (DATA / "admin_boundaries.v1.yaml").read_text()
+    text = text.replace("layer: admin_boundaries", f"layer: {json.dumps(layer)}")
+    with pytest.raises(ContractError, match=r"layer: invalid value .* letters, digits"):
+        parse_contract(text, source="c.yaml")
