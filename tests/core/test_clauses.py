@@ -745,3 +745,14 @@ def test_a_batch_without_a_crs_cannot_be_placed_in_the_contracts_crs() -> None:
     assert run(ext, batch_of(feet, crs="EPSG:2263")).result == "pass"
     raw = clause("raw", "extent", region=[900_000, 100_000, 1_100_000, 300_000])
     assert run(raw, unknown).result == "pass"
+
+
+def test_geometry_types_are_the_stored_ones_when_spherical_edges_split_a_polygon() -> None:
+    # found by a new-user session: a valid Polygon with `edges: spherical` across 180 deg
+    # broke `allowed: [Polygon]` as "MultiPolygon: 1" (the antimeridian split's type)
+    pacific = shapely.Polygon([(170, -10), (-170, -10), (-170, 10), (170, 10), (170, -10)])
+    batch = replace(batch_of([pacific], crs="OGC:CRS84"), edges="spherical")
+    facts = BatchFacts(batch)
+    assert shapely.get_type_id(facts.geometries[0]) == 6  # measured as two parts
+    r = run(clause("types", "geometry_type", allowed=["Polygon"]), batch)
+    assert r.result == "pass", r.message

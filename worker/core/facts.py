@@ -437,9 +437,14 @@ class BatchFacts:
 
     @fact
     def type_ids(self) -> np.ndarray:
-        """int (N,): shapely geometry type id, -1 when missing or unreadable even with its
-        structure fixed (see :attr:`raw_geometries`)."""
-        return np.asarray(shapely.get_type_id(self.geometries), dtype=int)
+        """int (N,): shapely geometry type id of the geometry as stored, -1 when missing or
+        unreadable even with its structure fixed (see :attr:`raw_geometries`).
+
+        The stored type, not that of :attr:`geometries`: densifying ``edges: spherical``
+        splits a polygon crossing the antimeridian into a MultiPolygon, which a producer
+        never sent (a fresh-user session had a valid Polygon refused by ``allowed:
+        [Polygon]``)."""
+        return np.asarray(shapely.get_type_id(self.raw_geometries), dtype=int)
 
     @fact
     def has_z(self) -> np.ndarray:
