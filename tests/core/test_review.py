@@ -144,11 +144,11 @@ def test_number_that_does_not_follow_the_class_fails() -> None:
     # a major change numbered as a minor revision, and a minor numbered as a major
     major_as_minor = variant(MAJOR, "v1.1", change="major")
     assert only(run({**BASE, D + "x.yaml": major_as_minor})) == [
-        "a major change must be v2.0, not v1.1 (after v1.0, DESIGN.md section 5)"
+        "a major change must be v2.0, not v1.1 (after v1.0; docs/contracts.md, lifecycle policy)"
     ]
     minor_as_major = variant(LOOSE, "v2", change="minor")
     assert only(run({**BASE, D + "x.yaml": minor_as_major})) == [
-        "a minor change must be v1.1, not v2.0 (after v1.0, DESIGN.md section 5)"
+        "a minor change must be v1.1, not v2.0 (after v1.0; docs/contracts.md, lifecycle policy)"
     ]
 
 
@@ -156,7 +156,9 @@ def test_a_revision_below_an_existing_one_must_take_the_next_number() -> None:
     base = {**BASE, D + "v12.yaml": variant(LOOSE, "v1.2", change="minor")}
     # v1.1 filled in after v1.2 exists: the next revision of major 1 is v1.3
     r = run({**base, D + "v11.yaml": LOOSE}, base=base)
-    assert only(r) == ["a minor change must be v1.3, not v1.1 (after v1.0, DESIGN.md section 5)"]
+    assert only(r) == [
+        "a minor change must be v1.3, not v1.1 (after v1.0; docs/contracts.md, lifecycle policy)"
+    ]
 
 
 def test_two_versions_added_at_once_chain() -> None:

@@ -25,7 +25,8 @@ def add_lifecycle_args(
     p = csub.add_parser(
         "classify",
         help="classify the change between two contract files (offline)",
-        description="Compare OLD and NEW clause by clause (DESIGN.md section 4) and print the "
+        description="Compare OLD and NEW clause by clause (docs/contracts.md, change classes) "
+        "and print the "
         "change class (major, tightening, minor, none) and every difference. Exit 0; 2 when "
         "OLD and NEW are versions of different layers.",
     )

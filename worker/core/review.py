@@ -450,7 +450,7 @@ def _review_version(
     if status == "added" and new.version != want:
         failures.append(
             f"a {numbering} change must be {want}, not {new.version} (after "
-            f"{pred.version}, DESIGN.md section 5)"
+            f"{pred.version}; docs/contracts.md, lifecycle policy)"
         )
     if numbering == "tightening" and new.declared_mode == "enforcing":
         f, w = _check_evidence(new, pred, read_evidence)
