@@ -29,3 +29,21 @@ def test_a_relative_path_is_resolved_against_the_working_directory(
 
 def test_an_s3_uri_is_announced_as_given() -> None:
     assert _reference_uri("s3://bucket/in/b.parquet") == "s3://bucket/in/b.parquet"
+
+
+def test_an_inline_event_above_the_producer_limit_says_to_send_it_by_reference() -> None:
+    # found by a new-user session: a 55 MB GeoJSON published inline gave MSG_SIZE_TOO_LARGE
+    # and nothing more; librdkafka refuses it locally, before any broker is contacted
+    from worker.cli.scenario import data_file
+    from worker.core.errors import KafkaError
+    from worker.io.features import read_batch_file
+    from worker.kafka.publish import publish_batch
+    from worker.kafka.settings import Settings
+
+    nyc = read_batch_file(data_file("nyc_boroughs.parquet"), layer="nyc_boroughs")
+    settings = Settings(bootstrap_servers="127.0.0.1:1", extra={"message.max.bytes": "100000"})
+    with pytest.raises(KafkaError) as err:
+        publish_batch(settings, nyc)
+    text = str(err.value)
+    assert "the event with its 5 features inline is" in text
+    assert "--by-reference" in text and "--upload s3://bucket/prefix/" in text

@@ -8,7 +8,7 @@ from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlparse
 
-from worker.core.errors import ContractGateError, PolicyError
+from worker.core.errors import ContractGateError, KafkaError, PolicyError
 from worker.core.model import AxisOrder, Batch, Contract
 from worker.core.registry import Registry
 from worker.io.codec import encode_batch
@@ -130,7 +130,16 @@ def publish_batch(
     registry = codec_for(settings)
     if registry is not None:
         value = registry.frame(value, settings.topics.batches, "BatchArrival")
-    return produce_one(settings, settings.topics.batches, batch.layer, value)
+    try:
+        return produce_one(settings, settings.topics.batches, batch.layer, value)
+    except KafkaError as exc:
+        if payload_uri is None and "too large" in str(exc).lower():
+            raise KafkaError(
+                f"{exc}: the event with its {len(batch.geometries_wkb)} features inline is "
+                f"{len(value)} bytes; send the features by reference instead (--by-reference "
+                "for a file the workers can read, or --upload s3://bucket/prefix/)"
+            ) from None
+        raise
 
 
 def publish_batch_file(
