@@ -47,3 +47,20 @@ def test_an_inline_event_above_the_producer_limit_says_to_send_it_by_reference()
     text = str(err.value)
     assert "the event with its 5 features inline is" in text
     assert "--by-reference" in text and "--upload s3://bucket/prefix/" in text
+
+
+def test_a_batch_id_that_reads_as_record_coordinates_is_refused() -> None:
+    # found by a new-user session: --batch-id 1@2 was published; `quarantine show 1@2`
+    # then showed another batch, and replay would have replayed it
+    from worker.cli.scenario import data_file
+    from worker.core.errors import ContractGateError
+    from worker.kafka.publish import publish_batch_file
+    from worker.kafka.settings import Settings
+
+    with pytest.raises(ContractGateError, match=r"--batch-id '1@2' reads as PARTITION@OFFSET"):
+        publish_batch_file(
+            Settings(bootstrap_servers="127.0.0.1:1"),
+            data_file("nyc_boroughs.parquet"),
+            layer="nyc_boroughs",
+            batch_id="1@2",
+        )

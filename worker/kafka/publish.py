@@ -170,8 +170,15 @@ def publish_batch_file(
     PayloadError
         The file cannot be read or uploaded.
     ContractGateError
-        A bad ``upload`` destination.
+        A bad ``upload`` destination, or a batch id of the form ``PARTITION@OFFSET``.
     """
+    if batch_id is not None and re.fullmatch(r"\d+@\d+", batch_id.strip()):
+        # `quarantine show/replay 1@2` name a record by its coordinates: such an id would
+        # show or replay another batch (found by a new-user session)
+        raise ContractGateError(
+            f"--batch-id {batch_id!r} reads as PARTITION@OFFSET, which `quarantine show` and "
+            "`replay` take as record coordinates; choose an id with another form"
+        )
     batch = read_batch_file(
         path,
         layer=layer,
