@@ -756,3 +756,16 @@ def test_geometry_types_are_the_stored_ones_when_spherical_edges_split_a_polygon
     assert shapely.get_type_id(facts.geometries[0]) == 6  # measured as two parts
     r = run(clause("types", "geometry_type", allowed=["Polygon"]), batch)
     assert r.result == "pass", r.message
+
+
+def test_a_struct_or_list_column_under_a_domain_is_unknown_values_not_an_error() -> None:
+    # found by a new-user session: "evaluation error: ArrowNotImplementedError: Function
+    # 'unique' has no kernel matching input types (struct<...>)" as the verdict
+    c = clause("d", "domain", column="code", values={"01": "one"})
+    structs = pa.array([{"a": 1}, None, {"a": 1}, {"a": 2}])
+    r = run(c, _domain_batch(structs))
+    assert r.result == "break" and "evaluation error" not in r.message
+    assert r.measured["unknown"] == ["{'a': 1}", "{'a': 2}"]
+    assert r.measured["unknown_count"] == 3 and r.measured["null_count"] == 1
+    lists = run(c, _domain_batch(pa.array([["01"], ["02", "03"]])))
+    assert lists.result == "break" and lists.measured["unknown"] == ["['01']", "['02', '03']"]

@@ -253,6 +253,22 @@ def _domain_column(facts: BatchFacts, column: str) -> pa.ChunkedArray:
     return col.cast(col.type.value_type) if pa.types.is_dictionary(col.type) else col
 
 
+def _unknown_nested(col: pa.ChunkedArray) -> tuple[np.ndarray, list[Any]]:
+    """A struct, list or map column under a domain clause: no value of it is a code, so
+    every non-null one is unknown (shown as text, the first 10 distinct). pyarrow has no
+    ``unique`` or ``is_in`` kernel for these types (a fresh-user session got
+    "evaluation error: ArrowNotImplementedError" as the clause's verdict)."""
+    bad = np.asarray(pc.is_valid(col).to_numpy(zero_copy_only=False), dtype=bool)
+    shown: list[Any] = []
+    for i in np.flatnonzero(bad):
+        text = clip(repr(col[int(i)].as_py()), 80)
+        if text not in shown:
+            shown.append(text)
+            if len(shown) == 10:
+                break
+    return bad, shown
+
+
 def measure_domain(clause: Clause, contract: Contract, facts: BatchFacts, now: datetime) -> Tally:
     """The domain clause's tally: the column's type, unknown and null counts, the first
     10 distinct unknown values, offenders (empty when the column is missing)."""
@@ -262,7 +278,9 @@ def measure_domain(clause: Clause, contract: Contract, facts: BatchFacts, now: d
         return {}
     col = _domain_column(facts, column)
     family = _family(col.type)
-    if family in ("str", "int") and len(col) <= SMALL_COLUMN_ROWS:
+    if pa.types.is_nested(col.type):
+        bad, unknown = _unknown_nested(col)
+    elif family in ("str", "int") and len(col) <= SMALL_COLUMN_ROWS:
         bad, unknown = _unknown_small(col, _domain_keys(clause, family))
     else:
         bad, unknown = _unknown_arrow(col, values, family)
