@@ -386,3 +386,16 @@ def test_a_geometry_geos_cannot_cut_does_not_stop_the_others() -> None:
     assert fiji.bounds[0] == pytest.approx(-180.0) and fiji.bounds[2] == pytest.approx(180.0)
     # the east-west extent of Fiji's parts is a few degrees, not 360
     assert sum(p.bounds[2] - p.bounds[0] for p in fiji.geoms) < 10
+
+
+def test_a_proj_string_crs_is_labelled_by_its_text_not_unknown() -> None:
+    # found by a new-user session: "declared CRS unknown is equivalent to EPSG:4326"
+    from worker.core.spatial import crs_label, resolve_crs
+
+    assert crs_label(resolve_crs("+proj=longlat +datum=WGS84")).startswith(
+        "+proj=longlat +datum=WGS84"
+    )
+    assert crs_label(resolve_crs("EPSG:2263")) == "EPSG:2263"
+    long = crs_label(resolve_crs("+proj=tmerc +lat_0=0 +lon_0=9 +k=0.9996 +x_0=500000 "
+                                 "+y_0=0 +ellps=GRS80 +units=m"))  # fmt: skip
+    assert len(long) == 80 and long.endswith("…")

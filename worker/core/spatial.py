@@ -121,9 +121,16 @@ def _crs_equivalent(ca: CRS, cb: CRS) -> bool:
 
 @identity_memo(maxsize=256)
 def crs_label(crs: CRS) -> str:
-    """A short readable name: ``EPSG:2263`` when identifiable, else the CRS name."""
+    """A short readable name: ``EPSG:2263`` when identifiable, else the CRS name, else (a
+    PROJ string's CRS is named "unknown") its PROJ or WKT text, clipped to 80 characters."""
     auth = crs.to_authority(min_confidence=90)
-    return f"{auth[0]}:{auth[1]}" if auth else str(crs.name)
+    if auth:
+        return f"{auth[0]}:{auth[1]}"
+    name = str(crs.name or "")
+    if name and name.lower() != "unknown":
+        return name
+    text = " ".join(crs.to_string().split())
+    return text if len(text) <= 80 else text[:79] + "…"
 
 
 def geographic_base(crs: CRS) -> CRS | None:
