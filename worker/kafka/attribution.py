@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from datetime import datetime, timedelta, timezone
 
+from worker.core.echo import clip
 from worker.core.errors import ContractGateError, KafkaError
 from worker.core.migration import (
     Declaration,
@@ -39,6 +40,10 @@ DEFAULT_STALE_AFTER = timedelta(days=7)
 
 # -- reading topics -------------------------------------------------------------------------
 
+#: Coordinates of the undecodable declarations already logged at WARNING (bounded).
+_REPORTED: set[tuple[str, int, int]] = set()
+MAX_REPORTED = 10_000
+
 
 def read_declarations(settings: Settings, timeout_s: float = 30.0) -> list[Declaration]:
     """The latest declaration per ``consumer/layer`` key (tombstones remove the key)."""
@@ -51,7 +56,12 @@ def read_declarations(settings: Settings, timeout_s: float = 30.0) -> list[Decla
         try:
             rec = decode_consumer_declaration(msg.value())
         except ContractGateError as exc:
-            log.warning("consumer declaration %s ignored: %s", key, exc)
+            # the topic is read again every minute by a worker: one WARNING per bad record
+            where = (msg.topic(), msg.partition(), msg.offset())
+            level = logging.DEBUG if where in _REPORTED else logging.WARNING
+            if len(_REPORTED) < MAX_REPORTED:
+                _REPORTED.add(where)
+            log.log(level, "consumer declaration %s ignored: %s", clip(key, 200), exc)
             continue
         latest[key] = Declaration(
             rec["consumer"], rec["layer"], rec["version"], _aware(rec["declared_at"])
