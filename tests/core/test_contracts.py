@@ -573,3 +573,12 @@ def test_a_layer_name_kafka_cannot_carry_is_refused(layer: str) -> None:
     text = text.replace("layer: admin_boundaries", f"layer: {json.dumps(layer)}")
     with pytest.raises(ContractError, match=r"layer: invalid value .* letters, digits"):
         parse_contract(text, source="c.yaml")
+
+
+@pytest.mark.parametrize("version", ["v1.05", "v01", "v1.", "v1.2.3", "1.1"])
+def test_a_version_number_with_leading_zeros_or_another_form_is_refused(version: str) -> None:
+    # found by a new-user session: v1.05 was read as v1.5 without a word
+    text = (DATA / "admin_boundaries.v1.yaml").read_text()
+    text = text.replace("version: v1\n", f"version: {json.dumps(version)}\n")
+    with pytest.raises(ContractError, match=r"version: invalid value .* without leading zeros"):
+        parse_contract(text, source="c.yaml")

@@ -34,7 +34,7 @@ _FRACTION_FIX = "expected a fraction between 0 and 1, e.g. 0.98"
 _FIXES: dict[str, str] = {
     "layer": "expected a layer name of letters, digits, '.', '_' and '-' (at most 200; it keys "
     "Kafka records and names the per-major topics), e.g. parcels_authoritative",
-    "version": "write v<major>.<minor>, e.g. v7.1 (v7 means v7.0)",
+    "version": "write v<major>.<minor> without leading zeros, e.g. v7.1 (v7 means v7.0)",
     "cadence": _DURATION_FIX,
     "max_age": _DURATION_FIX,
     "max_clock_skew": _DURATION_FIX,
