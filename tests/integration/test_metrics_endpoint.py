@@ -73,7 +73,10 @@ def test_demo_scenario_metrics_and_status(settings: Settings, start_worker: Any)
         assert value(m, batches, decision="quarantined", layer="admin_boundaries") == 7
         assert value(m, batches, decision="admitted", layer="admin_boundaries") == 1
         assert value(m, batches, decision="admitted", layer="nyc_boroughs") == 1
-        assert value(m, batches, decision="quarantined", layer="road_network") == 1
+        # a layer without a contract is counted under "unknown": event layers are a
+        # producer's, and forged ones must not grow the series
+        assert value(m, batches, decision="quarantined", layer="unknown") == 1
+        assert not any(("layer", "road_network") in k for k in m[batches])
 
         att, budget = "gis_contract_attainment", "gis_contract_error_budget_remaining"
         ab = {"layer": "admin_boundaries"}
