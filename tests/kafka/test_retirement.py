@@ -58,6 +58,24 @@ class FakeRegistry:
         return self.known
 
 
+def _layer_state(monkeypatch: pytest.MonkeyPatch, known: list[Published], *declared: Any) -> None:
+    """``retire`` reads ``known`` as the layer's versions and ``declared`` consumers (whose
+    groups exist) from the consumers topic, with v1.1 and v2.0 active."""
+    monkeypatch.setattr(retirement, "read_published", lambda settings: FakeRegistry(known))
+    monkeypatch.setattr(
+        retirement,
+        "migration_view",
+        lambda settings, **kw: build_view(
+            {"admin_boundaries": ["v1.1", "v2.0"]},
+            list(declared),
+            [],
+            [d.consumer for d in declared],
+            now=AT,
+            stale_after=kw["stale_after"],
+        ),
+    )
+
+
 def test_retirement_rewrite_keeps_class_differences_and_provenance(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
@@ -66,19 +84,7 @@ def test_retirement_rewrite_keeps_class_differences_and_provenance(
     known = [pub(V1, "enforcing"), v1_1, pub(V2, "enforcing", "major")]
     known[0] = Published(V1, "enforcing", "superseded", None, (), AT, "original-publisher")
     written: list[Published] = []
-    monkeypatch.setattr(retirement, "read_published", lambda settings: FakeRegistry(known))
-    monkeypatch.setattr(
-        retirement,
-        "migration_view",
-        lambda settings, **kw: build_view(
-            {"admin_boundaries": ["v1.1", "v2.0"]},
-            [],
-            [],
-            [],
-            now=AT,
-            stale_after=kw["stale_after"],
-        ),
-    )
+    _layer_state(monkeypatch, known)
 
     def fake_write(settings: Settings, records: tuple[Published, ...]) -> list[str]:
         written.extend(records)
@@ -103,19 +109,7 @@ def test_retirement_refusal_gives_every_reason_at_once(monkeypatch: pytest.Monke
     from worker.core.migration import Declaration
 
     known = [pub(V1_1, "enforcing", "tightening"), pub(V2, "observing", "major")]
-    monkeypatch.setattr(retirement, "read_published", lambda settings: FakeRegistry(known))
-    monkeypatch.setattr(
-        retirement,
-        "migration_view",
-        lambda settings, **kw: build_view(
-            {"admin_boundaries": ["v1.1", "v2.0"]},
-            [Declaration("atlas-app", "admin_boundaries", "v1.1", AT)],
-            [],
-            ["atlas-app"],
-            now=AT,
-            stale_after=kw["stale_after"],
-        ),
-    )
+    _layer_state(monkeypatch, known, Declaration("atlas-app", "admin_boundaries", "v1.1", AT))
     monkeypatch.setattr(retirement, "write_records", lambda settings, records: [])
     with pytest.raises(PolicyError) as err:
         retire(Settings(), "admin_boundaries", "v1")
