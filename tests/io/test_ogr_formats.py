@@ -107,3 +107,19 @@ def test_a_zip_without_a_vector_file_and_an_unknown_format_say_what_is_read(tmp_
         r"holding one\), GeoPackage \(\.gpkg\) and FlatGeobuf \(\.fgb\)",
     ):
         read_features(unknown)
+
+
+def test_a_geopackage_of_several_layers_is_refused_naming_them(tmp_path: Path) -> None:
+    # found by a new-user session: the first layer was read without a word
+    import shapely
+
+    path = _write(tmp_path / "two.gpkg", "GPKG")
+    geoms, table, _wkb = read_geoparquet(NYC_BOROUGHS)
+    data = table.append_column("geometry", pa.array(shapely.to_wkb(geoms).tolist(), pa.binary()))
+    pyogrio.write_arrow(
+        data, path, driver="GPKG", layer="boroughs_2", geometry_name="geometry",
+        geometry_type="MultiPolygon", crs="EPSG:2263", append=True,
+    )  # fmt: skip
+    assert len(pyogrio.list_layers(path)) == 2
+    with pytest.raises(PayloadError, match=r"GeoPackage holds 2 layers \('two', 'boroughs_2'\); a"):
+        read_features(path)

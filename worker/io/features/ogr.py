@@ -3,8 +3,8 @@ with pyogrio (https://pyogrio.readthedocs.io, a vectorized GDAL binding with whe
 :class:`~worker.io.features.base.FeatureData`.
 
 pyogrio is an optional extra (``pip install 'spatial-contract-gate[formats]'``); without it
-these formats are a :class:`~worker.core.errors.PayloadError` naming the extra. The first
-layer of a multi-layer file (a GeoPackage) is read: a batch is one layer. Geometries are
+these formats are a :class:`~worker.core.errors.PayloadError` naming the extra. A batch is
+one layer: a file of several layers (a GeoPackage) is refused, naming them. Geometries are
 GDAL's ISO WKB as stored, never repaired; coordinates are read in the file's own axis
 order as GDAL presents it (x = longitude/easting, ``east_north``); the CRS is the file's
 (the ``.prj`` of a shapefile), as WKT or ``AUTHORITY:CODE`` text.
@@ -105,6 +105,21 @@ def read_ogr(path: Path, fmt: str) -> FeatureData:
     target = _zip_target(path) if fmt == "zip" else str(path)
     try:
         layers = pyogrio.list_layers(target)
+    except Exception as exc:  # pyogrio.errors.DataSourceError, DataLayerError, GDAL errors
+        raise _fail(path, f"GDAL cannot read {what}: {exc}") from None
+    if len(layers) > 1:
+        # which one would be judged? not the reader's guess (found by a new-user session:
+        # the first was read without a word)
+        names = ", ".join(repr(str(n)) for n in layers[:10, 0]) + (
+            ", ..." if len(layers) > 10 else ""
+        )
+        raise _fail(
+            path,
+            f"{what} holds {len(layers)} layers ({names}); a batch is one layer: write the "
+            "one to check or publish to a file of its own (e.g. `ogr2ogr out.gpkg in.gpkg "
+            "LAYER`)",
+        )
+    try:
         meta, table = pyogrio.read_arrow(target, layer=0)
     except Exception as exc:  # pyogrio.errors.DataSourceError, DataLayerError, GDAL errors
         raise _fail(path, f"GDAL cannot read {what}: {exc}") from None
