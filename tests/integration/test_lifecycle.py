@@ -315,3 +315,28 @@ def test_a_running_worker_never_evaluates_a_minor_and_its_predecessor_both_enfor
         ("v1.0", "enforcing", "superseded"),
         ("v1.1", "enforcing", "active"),
     ]
+
+
+@pytest.mark.integration
+def test_two_publications_of_one_version_racing_tell_the_loser(
+    settings: Settings, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # found by a new-user session: two different v1.1 documents published at the same time
+    # were both reported "published"; the worker kept the first and rejected the second
+    from worker.kafka import lifecycle
+
+    publish_contract(settings, V1, published_by="first")
+    (tmp_path / "a").mkdir()
+    (tmp_path / "b").mkdir()
+    first = variant(V1, tmp_path / "a", "v1.1", ("owner: boundaries-team", "owner: geo-team"))
+    second = variant(V1, tmp_path / "b", "v1.1", ("owner: boundaries-team", "owner: map-team"))
+    before = lifecycle.read_published(settings)  # the state both publishers read
+    publish_contract(settings, first, published_by="alice")
+    real = lifecycle.read_published
+    reads = iter([before])  # the loser decided on the state before the winner's record
+    monkeypatch.setattr(lifecycle, "read_published", lambda s: next(reads, None) or real(s))
+    with pytest.raises(PolicyError) as err:
+        publish_contract(settings, second, published_by="bob")
+    text = str(err.value)
+    assert "admin_boundaries/v1.1: another document of this version reached the config" in text
+    assert "published by alice" in text and "give your change the next version number" in text

@@ -108,6 +108,21 @@ def publish_contract(
             return "dry run (nothing written): " + would
         return decision.message
     lines = write_records(settings, decision.writes)
+    # read back: a publication of the same version racing this one may have landed first,
+    # and every worker keeps the first document of a version (found by a new-user session:
+    # both publishers were told "published")
+    kept = next(
+        (p for p in read_published(settings).published(contract.layer)
+         if p.contract.key == contract.key),
+        None,
+    )  # fmt: skip
+    if kept is not None and kept.contract.digest != contract.digest:
+        raise PolicyError(
+            f"{contract.key}: another document of this version reached the config topic first "
+            f"(digest {kept.contract.digest[:12]}, published by {kept.published_by}; this file "
+            f"{contract.digest[:12]}); workers keep the first and reject yours as an edit in "
+            "place: give your change the next version number"
+        )
     return "\n".join([decision.message, *lines])
 
 
