@@ -769,3 +769,19 @@ def test_a_struct_or_list_column_under_a_domain_is_unknown_values_not_an_error()
     assert r.measured["unknown_count"] == 3 and r.measured["null_count"] == 1
     lists = run(c, _domain_batch(pa.array([["01"], ["02", "03"]])))
     assert lists.result == "break" and lists.measured["unknown"] == ["['01']", "['02', '03']"]
+
+
+def test_whole_number_decimals_match_integer_domain_codes() -> None:
+    # found by a new-user session: decimal(5,0) value 1 was "not in the domain (Decimal('1'))"
+    from decimal import Decimal
+
+    c = clause("d", "domain", column="code", values={1: "one", 2: "two"})
+    whole = pa.array([Decimal(1), Decimal(2), None], pa.decimal128(5, 0))
+    r = run(clause("d", "domain", column="code", values={1: "one", 2: "two"}, allow_null=True),
+            _domain_batch(whole))  # fmt: skip
+    assert r.result == "pass", r.message
+    r = run(c, _domain_batch(pa.array([Decimal(1), Decimal(3)], pa.decimal128(5, 0))))
+    assert r.result == "break" and r.measured["unknown"] == [3]
+    # a fraction is never a code
+    frac = run(c, _domain_batch(pa.array([Decimal("1.5")], pa.decimal128(5, 1))))
+    assert frac.result == "break"

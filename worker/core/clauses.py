@@ -249,8 +249,18 @@ def _key_family(v: Any) -> str:
 
 
 def _domain_column(facts: BatchFacts, column: str) -> pa.ChunkedArray:
+    """The column a domain clause compares: dictionary values decoded, and a decimal
+    of scale 0 (whole numbers, e.g. ``decimal(5,0)`` from a DBF or a database export) as
+    int64 when it fits, so integer codes match it (``Decimal('1')`` was not the code 1)."""
     col = facts.batch.attributes.column(column)
-    return col.cast(col.type.value_type) if pa.types.is_dictionary(col.type) else col
+    if pa.types.is_dictionary(col.type):
+        col = col.cast(col.type.value_type)
+    if pa.types.is_decimal(col.type) and col.type.scale == 0:
+        try:
+            return col.cast(pa.int64())
+        except pa.ArrowInvalid:  # beyond int64: compared as it is
+            return col
+    return col
 
 
 def _unknown_nested(col: pa.ChunkedArray) -> tuple[np.ndarray, list[Any]]:
