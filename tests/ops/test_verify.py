@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
 from worker.cli.scenario import data_file
@@ -212,3 +213,27 @@ def test_major_overlap_both_majors_evaluate_every_batch_with_their_own_attainmen
     (bad,) = check_major_overlap([E1, v2], [*records, at("v1.0", "b3", True, 30)])
     assert bad.status == "fail" and bad.figures["only_old"] == ["b3"]
     assert "1 evaluated by v1.0 only, 0 by v2.0 only: b3" in bad.reason
+
+
+def test_two_enforcing_majors_that_no_batch_passes_together_fail_the_overlap_check() -> None:
+    # found by a new-user session: a CRS major enforcing beside v1 quarantined every batch
+    # and `verify overlap` said PASS (attainment 0.5 / 0.5)
+    from worker.core.overlap import check_major_overlap
+
+    v2 = replace(_major("v2"), mode="enforcing")
+
+    def at(version: str, batch: str, passed: bool, minutes: int) -> dict[str, object]:
+        return {**ev(version, batch, passed), "evaluated_at": NOW + timedelta(minutes=minutes)}
+
+    split = [
+        at("v1.0", "in-4326", True, 10),
+        at("v2.0", "in-4326", False, 10),
+        at("v1.0", "in-3857", False, 20),
+        at("v2.0", "in-3857", True, 20),
+    ]
+    (outage,) = check_major_overlap([E1, v2], split)
+    assert outage.status == "fail" and outage.figures["passed_both"] == 0
+    assert "none of them passed both enforcing majors" in outage.reason
+    # the same evaluations with v2 observing are a sound overlap
+    (ok,) = check_major_overlap([E1, replace(v2, mode="observing")], split)
+    assert ok.status == "pass", ok.reason

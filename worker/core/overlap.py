@@ -409,5 +409,20 @@ def check_major_overlap(
             if missing
             else ""
         )
-        out.append(CheckResult(MAJOR, "fail" if missing else "pass", subject, reason, figures))
+        # two enforcing majors on the shared admitted topic: a batch is admitted only when
+        # it passes both, so none passing both is an outage, not an overlap (found by a
+        # new-user session: a CRS major quarantined every batch and this check said PASS)
+        shared = not any(v.contract.read_paths == "per_major" for v in (old, new))
+        gated = shared and old.mode == new.mode == "enforcing"
+        figures["passed_both"] = sum(1 for x in both if a[x] and b[x])
+        outage = gated and n > 0 and figures["passed_both"] == 0
+        if outage:
+            reason += (
+                f"; none of them passed both enforcing majors, so every batch of the overlap "
+                f"was quarantined on the shared admitted topic: make {new.contract.version} "
+                "observing until producers move, or give the layer `read_paths: per_major`"
+            )
+        out.append(
+            CheckResult(MAJOR, "fail" if missing or outage else "pass", subject, reason, figures)
+        )
     return out
