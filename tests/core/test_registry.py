@@ -5,6 +5,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from tests.fakes import FakeRecord
 from worker.cli.scenario import data_file
 from worker.core.contracts import parse_contract
 from worker.core.registry import Registry
@@ -105,20 +106,10 @@ def test_tombstone_is_flagged_logged_at_warning_and_counted(caplog: Any) -> None
     metrics = GateMetrics(MeterProvider(metric_readers=[reader]).get_meter("test"))
     pipeline = Pipeline(Settings(), metrics=metrics)
 
-    class Msg:
-        def __init__(self, key: str, value: bytes | None) -> None:
-            self._key, self._value = key.encode(), value
-
-        def key(self) -> bytes:
-            return self._key
-
-        def value(self) -> bytes | None:
-            return self._value
-
-    pipeline.config._apply(Msg(V1.key, record()))
-    pipeline.config._apply(Msg(V1.key, record(state="retired")))
+    pipeline.config._apply(_rec(V1.key, record()))
+    pipeline.config._apply(_rec(V1.key, record(state="retired")))
     with caplog.at_level(logging.INFO, logger="worker.kafka.config_topic"):
-        ev = pipeline.config._apply(Msg(V1.key, None))
+        ev = pipeline.config._apply(_rec(V1.key, None))
     assert (ev.outcome, ev.tombstone, ev.layer) == ("removed", True, "admin_boundaries")
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert [r.getMessage() for r in warnings] == [
@@ -150,23 +141,13 @@ def test_config_rejection_labels_stay_bounded_under_forged_keys() -> None:
     metrics = GateMetrics(MeterProvider(metric_readers=[reader]).get_meter("test"))
     pipeline = Pipeline(Settings(), metrics=metrics)
 
-    class Msg:
-        def __init__(self, key: str, value: bytes | None) -> None:
-            self._key, self._value = key.encode(), value
-
-        def key(self) -> bytes:
-            return self._key
-
-        def value(self) -> bytes | None:
-            return self._value
-
     for i in range(200):  # garbage under 200 forged layers, and tombstones of them
-        pipeline.config._apply(Msg(f"forged-{i}/v1.0", b"\x00garbage"))
-        pipeline.config._apply(Msg(f"forged-{i}/v1.0", None))
-    pipeline.config._apply(Msg(V1.key, record()))
+        pipeline.config._apply(_rec(f"forged-{i}/v1.0", b"\x00garbage"))
+        pipeline.config._apply(_rec(f"forged-{i}/v1.0", None))
+    pipeline.config._apply(_rec(V1.key, record()))
     edited = parse_contract(V1.text.replace("max_age: PT6H", "max_age: PT1H"))
-    pipeline.config._apply(Msg(V1.key, record(edited)))  # a known layer keeps its name
-    pipeline.config._apply(Msg(V1.key, b"\x00garbage"))
+    pipeline.config._apply(_rec(V1.key, record(edited)))  # a known layer keeps its name
+    pipeline.config._apply(_rec(V1.key, b"\x00garbage"))
     counted = {}
     data = reader.get_metrics_data()
     for rm in data.resource_metrics if data else []:
@@ -233,3 +214,7 @@ def test_digest_keys_must_match_their_document_and_edit_tombstones_leave_the_ori
     assert (ev.outcome, ev.tombstone) == ("unchanged", True)
     assert reg.get(V11.key) is not None
     assert apply_config_value(reg, config_key(V11), None).outcome == "removed"
+
+
+def _rec(key: str, value: bytes | None) -> FakeRecord:
+    return FakeRecord(key=key, value=value)

@@ -9,6 +9,7 @@ import logging
 
 import pytest
 
+from tests.fakes import FakeRecord
 from worker.cli.scenario import data_file
 from worker.core.contracts import parse_contract
 from worker.core.registry import Registry
@@ -19,24 +20,17 @@ from worker.kafka.publish import contract_record
 from worker.kafka.settings import Settings
 
 
-class _Msg:
-    def __init__(self, key: str, value: bytes | None) -> None:
-        self._key, self._value = key.encode(), value
-
-    def key(self) -> bytes:
-        return self._key
-
-    def value(self) -> bytes | None:
-        return self._value
+def _rec(key: str, value: bytes | None) -> FakeRecord:
+    return FakeRecord(key=key, value=value)
 
 
-def _edit_in_place() -> tuple[_Msg, _Msg]:
+def _edit_in_place() -> tuple[FakeRecord, FakeRecord]:
     v1 = load_contract(data_file("contracts/admin_boundaries.v1.yaml"))
     edited = parse_contract(v1.text.replace("changelog:", "changelog: edited"), source="e")
     assert edited.key == v1.key and edited.digest != v1.digest
     return (
-        _Msg(v1.key, encode_contract_record(contract_record(v1, mode="enforcing"))),
-        _Msg(v1.key, encode_contract_record(contract_record(edited, mode="enforcing"))),
+        _rec(v1.key, encode_contract_record(contract_record(v1, mode="enforcing"))),
+        _rec(v1.key, encode_contract_record(contract_record(edited, mode="enforcing"))),
     )
 
 
@@ -77,13 +71,13 @@ def test_each_applied_change_is_logged_at_info_with_the_active_versions(
     follower = ConfigFollower(Settings(), Registry())
     caplog.set_level(logging.DEBUG, logger="worker.kafka.config_topic")
     for msg in (
-        _Msg(v1.key, rec(v1, "enforcing")),
-        _Msg(v11.key, rec(v11, "observing")),
-        _Msg(v11.key, rec(v11, "observing")),  # unchanged: DEBUG only
-        _Msg(v11.key, rec(v11, "enforcing")),
-        _Msg(v1.key, rec(v1, "enforcing", "superseded")),
-        _Msg(v1.key, None),
-        _Msg(v11.key, None),  # the only enforcing version: refused, stays in force
+        _rec(v1.key, rec(v1, "enforcing")),
+        _rec(v11.key, rec(v11, "observing")),
+        _rec(v11.key, rec(v11, "observing")),  # unchanged: DEBUG only
+        _rec(v11.key, rec(v11, "enforcing")),
+        _rec(v1.key, rec(v1, "enforcing", "superseded")),
+        _rec(v1.key, None),
+        _rec(v11.key, None),  # the only enforcing version: refused, stays in force
     ):
         follower._apply(msg)
     info = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]

@@ -237,38 +237,18 @@ def test_assert_at_coordinates_refuses_a_record_of_another_layer(
     assert "is not a whole number >= 1" in capsys.readouterr().err
 
 
-class _Msg:
-    """A consumed record as read_topic yields it (the accessors used)."""
-
-    def __init__(self, offset: int, value: bytes) -> None:
-        self._offset, self._value = offset, value
-
-    def key(self) -> bytes:
-        return b"junk\nkey"
-
-    def value(self) -> bytes:
-        return self._value
-
-    def topic(self) -> str:
-        return "gis.contract.consumers"
-
-    def partition(self) -> int:
-        return 0
-
-    def offset(self) -> int:
-        return self._offset
-
-
 def test_an_undecodable_declaration_is_warned_about_once(monkeypatch, caplog) -> None:  # type: ignore[no-untyped-def]
     # found by a new-user session: one junk record was logged again every ~60 s, by the
     # worker's migration view and by every CLI command reading the topic
     import logging
 
+    from tests.fakes import FakeRecord
     from worker.kafka import attribution
     from worker.kafka.settings import Settings
 
+    _junk = FakeRecord("gis.contract.consumers", 0, 7, key=b"junk\nkey", value=b"\x00junk")
     monkeypatch.setattr(attribution, "_REPORTED", set())
-    monkeypatch.setattr(attribution, "read_topic", lambda *a, **k: iter([_Msg(7, b"\x00junk")]))
+    monkeypatch.setattr(attribution, "read_topic", lambda *a, **k: iter([_junk]))
     with caplog.at_level(logging.DEBUG, logger="worker.kafka.attribution"):
         for _ in range(3):
             assert attribution.read_declarations(Settings()) == []

@@ -3,25 +3,8 @@ where each partition is sought back to."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
+from tests.fakes import FakeRecord
 from worker.kafka.deadline import rewind_offsets, route_within
-
-
-@dataclass
-class Msg:
-    t: str
-    p: int
-    o: int
-
-    def topic(self) -> str:
-        return self.t
-
-    def partition(self) -> int:
-        return self.p
-
-    def offset(self) -> int:
-        return self.o
 
 
 class Clock:
@@ -67,6 +50,12 @@ def test_without_the_deadline_every_event_is_routed() -> None:
 
 
 def test_rewind_offsets_are_the_first_undecided_offset_per_partition() -> None:
-    rest = [Msg("in", 0, 7), Msg("in", 1, 3), Msg("in", 0, 8), Msg("in", 1, 4), Msg("x", 0, 9)]
+    rest = [
+        FakeRecord("in", 0, 7),
+        FakeRecord("in", 1, 3),
+        FakeRecord("in", 0, 8),
+        FakeRecord("in", 1, 4),
+        FakeRecord("x", 0, 9),
+    ]
     assert rewind_offsets(rest) == {("in", 0): 7, ("in", 1): 3, ("x", 0): 9}
     assert rewind_offsets([]) == {}

@@ -14,27 +14,12 @@ import pytest
 from confluent_kafka import KafkaError as CKError
 from confluent_kafka import KafkaException
 
+from tests.fakes import FakeRecord
 from worker.core.errors import KafkaError
 from worker.core.model import Decision
 from worker.kafka.pipeline import Pipeline
 from worker.kafka.routing import Outcome, OutRecord, Source
 from worker.kafka.settings import Settings
-
-
-@dataclass
-class FakeMessage:
-    t: str
-    p: int
-    o: int
-
-    def topic(self) -> str:
-        return self.t
-
-    def partition(self) -> int:
-        return self.p
-
-    def offset(self) -> int:
-        return self.o
 
 
 @dataclass
@@ -86,10 +71,10 @@ def pipeline_with(producer: FakeProducer, consumer: FakeConsumer) -> Pipeline:
     return p
 
 
-EVENTS = [FakeMessage("in", 0, 10), FakeMessage("in", 0, 11), FakeMessage("in", 1, 7)]
+EVENTS = [FakeRecord("in", 0, 10), FakeRecord("in", 0, 11), FakeRecord("in", 1, 7)]
 OUTCOMES = [
     Outcome(
-        Source("in", m.p, m.o, None, b"x"),
+        Source("in", m.partition(), m.offset(), None, b"x"),
         "l",
         "b",
         Decision("admitted", ()),
@@ -138,19 +123,8 @@ def test_fenced_producer_is_fatal_for_the_instance() -> None:
     assert "abort" not in producer.calls
 
 
-@dataclass
-class PolledMessage(FakeMessage):
-    def error(self) -> None:
-        return None
-
-    def key(self) -> bytes:
-        return b"roads"
-
-    def value(self) -> bytes:
-        return b"\x00not avro"
-
-    def headers(self) -> list[Any]:
-        return []
+def _polled(offset: int) -> FakeRecord:
+    return FakeRecord("in", 0, offset, key=b"roads", value=b"\x00not avro")
 
 
 @dataclass
@@ -167,7 +141,7 @@ class NoConfigUpdates:
 
 
 def test_each_committed_poll_batch_logs_one_info_line(caplog: pytest.LogCaptureFixture) -> None:
-    consumer = PollingConsumer(batches=[[PolledMessage("in", 0, 1), PolledMessage("in", 0, 2)]])
+    consumer = PollingConsumer(batches=[[_polled(1), _polled(2)]])
     p = pipeline_with(FakeProducer(), consumer)
     p.config = NoConfigUpdates()  # type: ignore[assignment]
     p._lag_at = float("inf")  # no lag probe in this test

@@ -14,7 +14,8 @@ import pytest
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from tests.kafka.test_pipeline import FakeConsumer, FakeMessage
+from tests.fakes import FakeRecord
+from tests.kafka.test_pipeline import FakeConsumer
 from worker.cli.scenario import data_file
 from worker.core.errors import ContractGateError, KafkaError
 from worker.core.model import ActiveVersion
@@ -209,7 +210,7 @@ def commit(p: Pipeline, outcomes: list[Outcome]) -> tuple[bool, RecordingProduce
     producer, consumer = RecordingProducer(), FakeConsumer()
     p._producer, p._consumer = producer, consumer
     p.assigned = frozenset({(TOPICS.batches, 2)})
-    events = [FakeMessage(TOPICS.batches, 2, 41 + i) for i in range(len(outcomes))]
+    events = [FakeRecord(TOPICS.batches, 2, 41 + i) for i in range(len(outcomes))]
     return p._commit(events, outcomes), producer, consumer
 
 

@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tests.fakes import FakeRecord
 from tests.kafka.test_routing import TOPICS, WORLD, go
 from worker.core.errors import ContractGateError
 from worker.io import codec
@@ -188,27 +189,14 @@ def test_replay_headers_reads_the_copies_of_undecodable_entries(
 ) -> None:
     legacy = replace(_quarantined_replay(b"\x00junk", 5, ()), headers={})  # no replay-of
 
-    class Msg:
-        def __init__(self, offset: int, headers: list[tuple[str, bytes]]) -> None:
-            self._o, self._h = offset, headers
-
-        def topic(self) -> str:
-            return "gis.batches"
-
-        def partition(self) -> int:
-            return 0
-
-        def offset(self) -> int:
-            return self._o
-
-        def headers(self) -> list[tuple[str, bytes]]:
-            return self._h
+    def msg(offset: int, headers: list[tuple[str, bytes | None]]) -> FakeRecord:
+        return FakeRecord("gis.batches", 0, offset, headers=headers)
 
     starts: list[Any] = []
 
     def read_topic(settings: Settings, topic: str, **kw: Any) -> Any:
         starts.append((topic, kw["start"]))
-        return iter([Msg(4, []), Msg(5, [("replay-of", b"2@41")]), Msg(6, [])])
+        return iter([msg(4, []), msg(5, [("replay-of", b"2@41")]), msg(6, [])])
 
     monkeypatch.setattr(quarantine, "read_topic", read_topic)
     assert quarantine.replay_headers(Settings(), [legacy, entry_of(STALE)]) == {
