@@ -27,9 +27,9 @@ from worker.core.clauses import (
     extent_needs_diagnosis,
     measure_extent_diagnosis,
 )
-from worker.core.evaluate import decide, evaluate_clause, failed_result
+from worker.core.evaluate import decide, evaluate_clause, failed_result, version_verdict
 from worker.core.facts import BatchFacts, edges_problem
-from worker.core.model import ActiveVersion, Batch, Clause, ClauseResult, Decision, VersionVerdict
+from worker.core.model import ActiveVersion, Batch, Clause, ClauseResult, Decision
 from worker.core.tally import Failed, Tally, merge
 
 __all__ = ["ChunkedBatch", "evaluate_chunked"]
@@ -148,14 +148,5 @@ def evaluate_chunked(
     results = iter([_render(j, meta, t, now) for j, t in zip(jobs, tallies, strict=True)])
     verdicts = []
     for v in active:
-        clauses = tuple(next(results) for _ in v.contract.clauses)
-        verdicts.append(
-            VersionVerdict(
-                layer=v.contract.layer,
-                version=v.contract.version,
-                mode=v.mode,
-                passed=not any(r.halts for r in clauses),
-                clauses=clauses,
-            )
-        )
+        verdicts.append(version_verdict(v, tuple(next(results) for _ in v.contract.clauses)))
     return decide(tuple(verdicts))

@@ -84,6 +84,18 @@ def _unplaceable_break(
     return clause_result(clause, False, measured, expected, message)
 
 
+def _whole_batch_break(
+    clause: Clause, facts: BatchFacts, crs: CRS | None, label: str, expected: Any, count: int
+) -> ClauseResult | None:
+    """The break of a region clause (extent, coverage) that no feature decides: edges
+    that cannot be honoured (:func:`_edges_break`), else coordinates that cannot be
+    placed in the region's CRS (:func:`_unplaceable_break`); None when neither."""
+    edges = _edges_break(clause, facts, expected, count)
+    if edges is not None:
+        return edges
+    return _unplaceable_break(clause, facts, crs, label, expected, count)
+
+
 @identity_memo(maxsize=64)  # regions may be large polygons: keep few
 def _extent_region(clause: Clause, crs: CRS | None) -> shapely.Geometry:
     """The extent clause's region in ``crs``, widened by its ``tolerance`` (mitred, so a
@@ -219,12 +231,9 @@ def render_extent(
         "tolerance": tolerance,
     }
     count = int(tally["count"])
-    edges = _edges_break(clause, facts, expected, count)
-    if edges is not None:
-        return edges
-    unplaceable = _unplaceable_break(clause, facts, crs, label, expected, count)
-    if unplaceable is not None:
-        return unplaceable
+    whole = _whole_batch_break(clause, facts, crs, label, expected, count)
+    if whole is not None:
+        return whole
     if "inside" not in tally:  # an unplaceable batch without features
         tally = {**tally, **_EMPTY_EXTENT}
     src = facts.declared_crs
@@ -378,12 +387,9 @@ def render_coverage(
         return _coverage_by_count(clause, facts, min_frac, count)
     crs, label = contract_crs(clause, contract, facts)
     expected = {"region": p["region"], "crs": label, "min_fraction": min_frac}
-    edges = _edges_break(clause, facts, expected, count)
-    if edges is not None:
-        return edges
-    unplaceable = _unplaceable_break(clause, facts, crs, label, expected, count)
-    if unplaceable is not None:
-        return unplaceable
+    whole = _whole_batch_break(clause, facts, crs, label, expected, count)
+    if whole is not None:
+        return whole
     _, region_area = _coverage_region(clause, crs)
     covered = tally["covered"].geom if "covered" in tally else None
     covered_area = area_m2_or_units(covered, crs)

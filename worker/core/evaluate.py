@@ -71,16 +71,20 @@ def evaluate_versions(
         if v.state != "active":
             continue
         results = tuple(evaluate_clause(c, v.contract, facts, now) for c in v.contract.clauses)
-        verdicts.append(
-            VersionVerdict(
-                layer=v.contract.layer,
-                version=v.contract.version,
-                mode=v.mode,
-                passed=not any(r.halts for r in results),
-                clauses=results,
-            )
-        )
+        verdicts.append(version_verdict(v, results))
     return tuple(verdicts)
+
+
+def version_verdict(v: ActiveVersion, clauses: tuple[ClauseResult, ...]) -> VersionVerdict:
+    """The verdict of version ``v`` from its clause results, in its clauses' order: it
+    passes unless a clause halts (a break with ``on_break: halt``)."""
+    return VersionVerdict(
+        layer=v.contract.layer,
+        version=v.contract.version,
+        mode=v.mode,
+        passed=not any(r.halts for r in clauses),
+        clauses=clauses,
+    )
 
 
 def evaluate(batch: Batch, versions: Sequence[ActiveVersion], *, now: datetime) -> Decision:
