@@ -215,6 +215,7 @@ def route(
     per_major = False
     layer: str | None = None
     salvaged_id: str | None = None
+    versions: Sequence[ActiveVersion] = ()
     try:
         if source.value is None:
             raise DecodeError("event has no value (null record)")
@@ -315,7 +316,8 @@ def route(
         decision,
         tuple(records),
         duration_s,
-        counted_layer(layer, source.key, active_versions),
+        # the versions evaluated already say the layer has a contract: no second lookup
+        layer if versions and layer else counted_layer(layer, source.key, active_versions),
     )
 
 
