@@ -187,6 +187,12 @@ class _GeoColumn:
     edges: str
     orientation: str | None
 
+    @property
+    def crs_stated(self) -> bool:
+        """The ``geo`` metadata states a CRS (a non-null ``crs``), rather than leaving
+        the GeoParquet default (key absent: ``OGC:CRS84``) or saying unknown (null)."""
+        return self.meta.get("crs") is not None
+
 
 def _geo_column(path: Path | str, schema: pa.Schema) -> _GeoColumn:
     """The primary geometry column of a file with arrow ``schema`` (its ``geo`` metadata;
@@ -247,7 +253,7 @@ def _features(path: Path | str, table: pa.Table, geo: _GeoColumn) -> FeatureData
         orientation=geo.orientation,
         covering_bbox=_covering_bbox(table, geo.meta),
         coordinate_bounds=envelope,
-        crs_stated=geo.meta.get("crs") is not None,
+        crs_stated=geo.crs_stated,
     )
 
 

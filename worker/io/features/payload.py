@@ -369,7 +369,7 @@ def load_payload_chunked(
         feature_ids=None,
         coordinate_bounds=None,
         crs_conflict=crs_conflict(
-            opened.geo.crs if opened.geo.meta.get("crs") is not None else None,
+            opened.geo.crs if opened.geo.crs_stated else None,
             event.declared_crs,
         ),
     )
