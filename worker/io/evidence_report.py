@@ -8,6 +8,7 @@ import html
 from datetime import datetime, timezone
 from typing import Any
 
+from worker.core.durations import readable_duration
 from worker.core.evidence import BrokenClause, EvaluationPoint, Evidence
 from worker.io.report import brief
 
@@ -18,14 +19,6 @@ __all__ = [
     "render_evidence_text",
     "spread",
 ]
-
-
-def _duration(seconds: float) -> str:
-    if seconds >= 3600:
-        return f"{seconds / 3600:.1f} h"
-    if seconds >= 60:
-        return f"{seconds / 60:.0f} min"
-    return f"{seconds:.0f} s"
 
 
 def _clause_line(c: BrokenClause) -> str:
@@ -40,10 +33,10 @@ def render_evidence_text(e: Evidence) -> str:
     att = "n/a" if e.attainment is None else f"{e.attainment:.3f}"
     lines = [
         f"{e.layer}/{e.version} evidence at {e.now.isoformat()}",
-        f"  span covered {_duration(e.span_s)} (first to last evaluation) of one cadence "
+        f"  span covered {readable_duration(e.span_s)} (first to last evaluation) of one cadence "
         f"cycle {e.cadence} "
-        f"({_duration(e.cadence_s)}): {e.cycles:.2f} cycles"
-        + (f", {_duration(e.missing_s)} missing" if e.missing_s else ""),
+        f"({readable_duration(e.cadence_s)}): {e.cycles:.2f} cycles"
+        + (f", {readable_duration(e.missing_s)} missing" if e.missing_s else ""),
         f"  batches evaluated {e.evaluated}, passed {e.passed}, attainment {att} "
         f"(objective {e.objective})",
         f"  would have rejected {len(e.would_reject)} batch(es), {len(e.newly_rejected)} of "
@@ -251,7 +244,7 @@ def render_evidence_html(e: Evidence) -> str:
     """One self-contained HTML page (inline CSS and SVG, no scripts, no network)."""
     esc = html.escape
     att = "n/a" if e.attainment is None else f"{e.attainment:.3f}"
-    missing = f", {_duration(e.missing_s)} missing" if e.missing_s else ""
+    missing = f", {readable_duration(e.missing_s)} missing" if e.missing_s else ""
     rows = "".join(
         f"<tr><td>{esc(p.batch_id)}</td><td>{esc(p.data_time.isoformat())}</td><td>"
         + "<br>".join(esc(_clause_line(c)) for c in p.broken)
@@ -265,7 +258,7 @@ def render_evidence_html(e: Evidence) -> str:
 td,th{{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}}</style>
 </head><body>
 <h1>{esc(title)}</h1>
-<p>At {esc(e.now.isoformat())}: span covered {esc(_duration(e.span_s))} (first to last
+<p>At {esc(e.now.isoformat())}: span covered {esc(readable_duration(e.span_s))} (first to last
 evaluation) of one cadence cycle
 {esc(e.cadence)} ({e.cycles:.2f} cycles{esc(missing)}).
 Batches evaluated {e.evaluated}, passed {e.passed}, attainment {att} (objective {e.objective}).</p>
