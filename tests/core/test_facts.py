@@ -343,3 +343,59 @@ def test_a_nan_closing_vertex_is_named_non_finite_not_unclosed() -> None:
     f = BatchFacts(batch_of([wkb]))
     assert f.is_valid.tolist() == [False]
     assert dict(f.invalid_reasons)[0].startswith("non-finite coordinate (NaN or inf) in the WKB")
+
+
+# -- the same facts by the cheaper routes --------------------------------------------------
+
+
+# polygons, lines, points and collections, XY, Z, M, ZM, with NaN or inf in x, y, z or m,
+# empty, nested, missing and unparseable: 33 values (more than the 32 read in Python)
+def _iso(*wkt: str) -> list[bytes]:
+    with np.errstate(invalid="ignore"):
+        return [shapely.to_wkb(shapely.from_wkt(w), flavor="iso") for w in wkt]
+
+
+ROUTES = [
+    *_iso(
+        "POLYGON ((0 0, 1 0, 1 1, 0 0))",
+        "POLYGON ((0 0, 1 0, 1 NaN, 0 0))",
+        "POLYGON Z ((0 0 NaN, 1 0 0, 1 1 0, 0 0 0))",
+        "POLYGON M ((0 0 1, 1 0 Inf, 1 1 0, 0 0 1))",
+        "LINESTRING (0 0, Inf 1)",
+        "LINESTRING ZM (0 0 1 2, 1 1 1 NaN)",
+        "POINT (NaN 1)",
+        "POINT Z (1 2 3)",
+        "POINT Z EMPTY",
+        "MULTIPOLYGON (((0 0, 1 0, 1 1, 0 0)), ((5 5, 6 5, 6 NaN, 5 5)))",
+        "MULTIPOINT Z ((0 0 0), (1 1 NaN))",
+        "GEOMETRYCOLLECTION (POINT (1 1), LINESTRING (0 0, 1 Inf))",
+        "GEOMETRYCOLLECTION (GEOMETRYCOLLECTION (POINT Z (1 1 1)))",
+        "POLYGON ((0 0, 2 2, 2 0, 0 2, 0 0))",
+    ),
+    _point_wkb("<", 2001, 1, 2, float("nan")),
+    _point_wkb(">", 3001, 1, 2, 3, 4),
+    _point_wkb("<", 0xE0000001, 1, 2, float("inf"), 4, srid=4326),
+    None,
+    UNPARSEABLE_WKB,
+    NAN_VERTEX_WKB,
+    *[VALID_POLYGON, BOWTIE, PARIS] * 5,
+]
+
+
+@pytest.mark.parametrize("n", [len(ROUTES), 12])
+def test_nonfinite_after_validity_reads_only_suspects_with_the_same_result(n: int) -> None:
+    plain = BatchFacts(batch_of(ROUTES[:n]))
+    primed = BatchFacts(batch_of(ROUTES[:n]))
+    assert primed.is_valid is not None and "_geos_valid" in primed.__dict__
+    expected = nonfinite_mask(plain.geometries)
+    assert plain.has_nonfinite.tolist() == primed.has_nonfinite.tolist() == expected.tolist()
+    assert expected[:7].tolist() == [False, True, True, True, True, True, True]
+
+
+@pytest.mark.parametrize("n", [len(ROUTES), 12])
+def test_dimensions_from_the_headers_are_those_geos_reads(n: int) -> None:
+    f = BatchFacts(batch_of(ROUTES[:n]))
+    geoms = f.raw_geometries
+    assert f.has_z.tolist() == (shapely.has_z(geoms) & f.parsed).tolist()
+    assert f.has_m.tolist() == (shapely.has_m(geoms) & f.parsed).tolist()
+    assert f.has_z.any() and f.has_m.any()

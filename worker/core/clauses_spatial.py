@@ -116,12 +116,22 @@ def _coverage_region(clause: Clause, crs: CRS | None) -> tuple[shapely.Geometry,
     return region, area_m2_or_units(region, crs)
 
 
+def _rows(bounds: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """``bounds[mask]``, without the copy when every row is selected."""
+    return bounds if mask.all() else bounds[mask]
+
+
 def _total_bounds(bounds: np.ndarray) -> Bounds:
     """:meth:`Bounds.of` from per-feature bounds (float (M, 4)) instead of geometries;
     rows of NaN (empty geometries) are left out, as ``shapely.total_bounds`` does."""
-    rows = bounds[~np.isnan(bounds).any(axis=1)]
+    if not len(bounds):
+        return Bounds(None)
+    rows = bounds
+    with np.errstate(invalid="ignore"):
+        if np.isnan(np.add.reduce(bounds, axis=None)):  # one pass; rows filtered only then
+            rows = bounds[~np.isnan(bounds).any(axis=1)]
     if not len(rows):
-        return Bounds(None) if not len(bounds) else Bounds((np.nan,) * 4)
+        return Bounds((np.nan,) * 4)
     lo, hi = rows[:, :2].min(axis=0), rows[:, 2:].max(axis=0)
     return Bounds((float(lo[0]), float(lo[1]), float(hi[0]), float(hi[1])))
 
@@ -158,7 +168,7 @@ def measure_extent(clause: Clause, contract: Contract, facts: BatchFacts, now: d
         bounds = Bounds(env)
     else:
         inside = covered_mask(geoms, shown, region, fbounds)
-        bounds = _total_bounds(fbounds[shown])
+        bounds = _total_bounds(_rows(fbounds, shown))
     disagree = np.flatnonzero(facts.covering_bbox_disagrees)
     declared_label = (
         crs_label(facts.declared_crs) if facts.declared_crs is not None else "the declared CRS"
@@ -189,7 +199,11 @@ def measure_extent(clause: Clause, contract: Contract, facts: BatchFacts, now: d
         "count": facts.count,
         "inside": int(np.count_nonzero(inside)),
         "bounds": bounds,
-        "raw_bounds": bounds if fast else _total_bounds(facts.bounds[facts.usable]),
+        "raw_bounds": (
+            bounds
+            if fast or (fbounds is facts.bounds and not beyond.any())  # the same rows
+            else _total_bounds(_rows(facts.bounds, facts.usable))
+        ),
         "beyond": int(np.count_nonzero(beyond)),
         "failed": int(np.count_nonzero(failed & ~beyond)),
         "disagree": int(disagree.size),

@@ -8,6 +8,7 @@ versions are measured and reported but never change the decision.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from datetime import datetime
 
@@ -67,6 +68,12 @@ def evaluate_versions(
 ) -> tuple[VersionVerdict, ...]:
     """One verdict per version in state ``active`` (others are skipped), in input order."""
     verdicts = []
+    if any(c.kind == "validity" for v in versions for c in v.contract.clauses):
+        # validity first, whatever the clause order: its GEOS pass also tells which
+        # features may have non-finite coordinates (BatchFacts.has_nonfinite); an error
+        # here is the validity clause's to report, as a break
+        with contextlib.suppress(Exception):
+            facts.is_valid  # noqa: B018 - computes and caches the fact
     for v in versions:
         if v.state != "active":
             continue

@@ -38,7 +38,7 @@ from worker.core.spatial import (
     resolve_crs,
     swap_xy,
 )
-from worker.core.wkb import empty_ring_polygons, may_nest_many, wkb_has_nonfinite, wkb_problem
+from worker.core.wkb import empty_ring_polygons, wkb_has_nonfinite, wkb_headers, wkb_problem
 
 __all__ = [
     "BASE_TYPES",
@@ -301,6 +301,11 @@ class BatchFacts:
         return geoms
 
     @fact
+    def _headers(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+        """(present, single, has_z, has_m) of each WKB header (see ``wkb_headers``)."""
+        return wkb_headers(self._wkb_array)
+
+    @fact
     def _refused_before_parse(self) -> dict[int, str]:
         """Index -> reason of WKB values that GEOS must never see: those that may hold
         nested geometries (:func:`worker.core.wkb.may_nest`) and fail
@@ -309,7 +314,8 @@ class BatchFacts:
         by itself; :attr:`_refused` then names their structural fault."""
         out: dict[int, str] = {}
         values = self.batch.geometries_wkb
-        for i in np.flatnonzero(may_nest_many(self._wkb_array)).tolist():
+        present, single, _, _ = self._headers
+        for i in np.flatnonzero(present & ~single).tolist():
             if reason := wkb_problem(values[i]):
                 out[i] = reason
         return out
@@ -448,13 +454,27 @@ class BatchFacts:
 
     @fact
     def has_z(self) -> np.ndarray:
-        """bool (N,): the geometry has Z coordinates (also when empty, e.g. POINT Z EMPTY)."""
-        return np.asarray(shapely.has_z(self.raw_geometries), dtype=bool) & self.parsed
+        """bool (N,): the geometry has Z coordinates (also when empty, e.g. POINT Z EMPTY).
+
+        Read from the WKB header of single geometries (Point, LineString, Polygon: their
+        type code is their coordinate dimension), from GEOS for collections."""
+        _, single, out, _ = self._headers
+        rest = np.flatnonzero(~single & self.parsed)
+        if rest.size:
+            out = out.copy()
+            out[rest] = shapely.has_z(self.raw_geometries[rest])
+        return out & self.parsed
 
     @fact
     def has_m(self) -> np.ndarray:
-        """bool (N,): the geometry has M values (shapely.has_m, else the WKB header)."""
-        return _has_m(self.raw_geometries, self._wkb_array) & self.parsed
+        """bool (N,): the geometry has M values: the WKB header of single geometries (as
+        :attr:`has_z`), shapely.has_m for collections (else their WKB header)."""
+        _, single, _, out = self._headers
+        rest = np.flatnonzero(~single & self.parsed)
+        if rest.size:
+            out = out.copy()
+            out[rest] = _has_m(self.raw_geometries[rest], self._wkb_array[rest])
+        return out & self.parsed
 
     @fact
     def type_names(self) -> np.ndarray:
@@ -470,8 +490,22 @@ class BatchFacts:
 
     @fact
     def has_nonfinite(self) -> np.ndarray:
-        """bool (N,): some coordinate (x, y, or z when present) is NaN or ±inf."""
-        return nonfinite_mask(self.geometries, self.has_z, self.has_m)
+        """bool (N,): some coordinate (x, y, or z or m when present) is NaN or ±inf.
+
+        When GEOS's validity is known already (:attr:`is_valid` was asked first), only
+        the GEOS-invalid geometries and those with Z or M are read: GEOS judges a NaN or
+        infinite x or y invalid ("Invalid Coordinate", IsValidOp since GEOS 3.10), so a
+        valid XY geometry has none. The result is the same either way."""
+        geoms = self.geometries
+        if "_geos_valid" not in self.__dict__:
+            return nonfinite_mask(geoms, self.has_z, self.has_m)
+        out = np.zeros(self.count, dtype=bool)
+        suspects = np.flatnonzero(~self._geos_valid | self.has_z | self.has_m)
+        if suspects.size:
+            out[suspects] = nonfinite_mask(
+                geoms[suspects], self.has_z[suspects], self.has_m[suspects]
+            )
+        return out
 
     def in_crs(self, dst: CRS) -> tuple[np.ndarray, np.ndarray]:
         """Geometries reprojected from the declared CRS to ``dst``, and their usable mask.
@@ -568,15 +602,19 @@ class BatchFacts:
         An empty geometry is valid (as for GEOS, OGC Simple Features): whether empties are
         allowed is the geometry_type clause's ``allow_empty``.
         """
-        with np.errstate(all="ignore"):
-            geos_valid = np.asarray(shapely.is_valid(self.geometries), dtype=bool)
         return (
-            geos_valid
+            self._geos_valid
             & self.parsed
             & ~self.unparseable
             & ~self.has_nonfinite
             & ~self.orientation_contradicted
         )
+
+    @fact
+    def _geos_valid(self) -> np.ndarray:
+        """bool (N,): ``shapely.is_valid`` of :attr:`geometries` (False for None)."""
+        with np.errstate(all="ignore"):
+            return np.asarray(shapely.is_valid(self.geometries), dtype=bool)
 
     @fact
     def invalid_count(self) -> int:
