@@ -218,3 +218,21 @@ def test_digest_keys_must_match_their_document_and_edit_tombstones_leave_the_ori
 
 def _rec(key: str, value: bytes | None) -> FakeRecord:
     return FakeRecord(key=key, value=value)
+
+
+def test_active_versions_follow_every_change_of_the_registry() -> None:
+    # active() is answered from a per-layer index: each change must show at once
+    reg = Registry()
+    assert reg.active("admin_boundaries") == ()
+    apply_config_value(reg, V1.key, record())
+    first = reg.active("admin_boundaries")
+    assert [v.contract.version for v in first] == ["v1.0"]
+    assert reg.active("admin_boundaries") is first  # unchanged registry: the same answer
+    apply_config_value(reg, V11.key, record(V11, mode="observing"))
+    assert [(v.contract.version, v.mode) for v in reg.active("admin_boundaries")] == [
+        ("v1.0", "enforcing"),
+        ("v1.1", "observing"),
+    ]
+    apply_config_value(reg, V11.key, record(V11, mode="observing", state="retired"))
+    assert [v.contract.version for v in reg.active("admin_boundaries")] == ["v1.0"]
+    assert reg.active("roads") == ()

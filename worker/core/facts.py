@@ -266,9 +266,8 @@ class BatchFacts:
 
     @fact
     def _wkb_array(self) -> np.ndarray:
-        arr = np.empty(self.count, dtype=object)
-        arr[:] = list(self.batch.geometries_wkb)
-        return arr
+        """object (N,): the WKB values (bytes or None), one per feature."""
+        return np.fromiter(self.batch.geometries_wkb, dtype=object, count=self.count)
 
     @fact
     def _unbuilt(self) -> np.ndarray:
@@ -281,8 +280,7 @@ class BatchFacts:
     @fact
     def missing(self) -> np.ndarray:
         """bool (N,): the feature has no geometry (WKB is None and no reader error)."""
-        none = np.asarray(self._wkb_array == None, dtype=bool)  # noqa: E711 - elementwise
-        return none & ~self._unbuilt
+        return ~self._headers[0] & ~self._unbuilt
 
     @fact
     def _strict(self) -> np.ndarray:

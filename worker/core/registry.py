@@ -124,6 +124,10 @@ class Registry:
         self._raw: dict[str, ActiveVersion] = {}
         self._supersedes: dict[str, tuple[str, ...]] = {}
         self._versions: dict[str, ActiveVersion] = {}
+        #: (the ``_versions`` it was built from, layer -> active versions oldest first)
+        self._active_index: (
+            tuple[dict[str, ActiveVersion], dict[str, tuple[ActiveVersion, ...]]] | None
+        ) = None
 
     def reject(self, key: str | None, message: str, reason: str = "invalid_record") -> ConfigEvent:
         """The event for a record that never reached :meth:`apply` (e.g. it did not decode)."""
@@ -275,14 +279,21 @@ class Registry:
         )
 
     def active(self, layer: str) -> tuple[ActiveVersion, ...]:
-        """Active versions of ``layer``, oldest first (by major, then minor)."""
-        return tuple(
-            v
-            for v in sorted(
-                self._versions.values(), key=lambda v: (v.contract.major, v.contract.minor)
-            )
-            if v.contract.layer == layer and v.state == "active"
-        )
+        """Active versions of ``layer``, oldest first (by major, then minor).
+
+        Asked for every event: answered from a per-layer index, rebuilt only when the
+        versions change (``_versions`` is replaced, never mutated, so its identity says
+        whether the index is current), not by sorting every known version per call."""
+        versions = self._versions
+        index = self._active_index
+        if index is None or index[0] is not versions:
+            by_layer: dict[str, list[ActiveVersion]] = {}
+            for v in sorted(versions.values(), key=lambda v: (v.contract.major, v.contract.minor)):
+                if v.state == "active":
+                    by_layer.setdefault(v.contract.layer, []).append(v)
+            index = (versions, {k: tuple(vs) for k, vs in by_layer.items()})
+            self._active_index = index  # one assignment: other threads see old or new
+        return index[1].get(layer, ())
 
     def versions(self, layer: str | None = None) -> tuple[ActiveVersion, ...]:
         """Every known version (any state), optionally of one layer, oldest first."""
