@@ -144,7 +144,14 @@ def measure_extent(clause: Clause, contract: Contract, facts: BatchFacts, now: d
     if facts.edges_problem is not None or _unplaceable(facts, crs):
         return {"count": facts.count}  # rendered as a break of the whole batch
     region = _extent_region(clause, crs)
-    geoms, usable = facts.in_crs(crs) if crs is not None else (facts.geometries, facts.usable)
+    as_stored = crs is None or facts.keeps_crs(crs)
+    geoms: Any
+    if crs is None or as_stored:
+        # the geometries are built only if the region needs them (a batch of points is
+        # decided on its coordinates)
+        geoms, usable = (lambda: facts.geometries), facts.usable
+    else:
+        geoms, usable = facts.in_crs(crs)
     beyond = facts.outside_area_of_use & facts.usable
     failed = facts.reprojection_failed(crs) if crs is not None else np.zeros(facts.count, bool)
     shown = usable & ~beyond
@@ -152,10 +159,10 @@ def measure_extent(clause: Clause, contract: Contract, facts: BatchFacts, now: d
     with np.errstate(invalid="ignore"):
         fbounds = (
             facts.bounds
-            if geoms is facts.geometries
+            if as_stored
             else np.asarray(shapely.bounds(geoms), dtype=float).reshape(facts.count, 4)
         )
-    env = facts.envelope if geoms is facts.geometries and not beyond.any() else None
+    env = facts.envelope if as_stored and not beyond.any() else None
     fast = env is not None and env[0] < env[2] and env[1] < env[3]
     if env is not None and fast:
         # every feature shown, as stored: the coordinate arrays' envelope is their bounds,

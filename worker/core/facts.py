@@ -38,7 +38,13 @@ from worker.core.spatial import (
     resolve_crs,
     swap_xy,
 )
-from worker.core.wkb import empty_ring_polygons, wkb_has_nonfinite, wkb_headers, wkb_problem
+from worker.core.wkb import (
+    empty_ring_polygons,
+    simple_points_xy,
+    wkb_has_nonfinite,
+    wkb_headers,
+    wkb_problem,
+)
 
 __all__ = [
     "BASE_TYPES",
@@ -55,6 +61,10 @@ __all__ = [
 
 #: How many invalid-geometry reasons are computed for messages.
 MAX_REASONS = 3
+
+#: Fewest features for which a batch of 2D points is read without geometry objects
+#: (:attr:`BatchFacts._points_xy`); below it the general path costs as little.
+POINTS_WITHOUT_GEOMETRIES_MIN = 64
 
 #: OGC Simple Features geometry types, indexed by shapely's type id (LinearRing, id 2,
 #: has no WKB code of its own and is named as the LineString it is written as).
@@ -278,8 +288,27 @@ class BatchFacts:
         return out
 
     @fact
+    def _points_xy(self) -> np.ndarray | None:
+        """float (N, 2), ``east_north``: the coordinates of a batch of 2D points with finite
+        coordinates (:func:`~worker.core.wkb.simple_points_xy`), else None. For such a
+        batch validity, type, dimension, emptiness and envelopes are known without
+        geometry objects; :attr:`geometries` are built only if a clause needs them (a
+        region other than a rectangle, a reprojection)."""
+        if self.count < POINTS_WITHOUT_GEOMETRIES_MIN or self.batch.geometry_errors:
+            return None
+        xy = simple_points_xy(self._wkb_array)
+        if xy is not None and self.batch.axis_order == "north_east":
+            xy = xy[:, ::-1]
+        return xy
+
+    def _all(self, value: bool) -> np.ndarray:
+        return np.full(self.count, value, dtype=bool)
+
+    @fact
     def missing(self) -> np.ndarray:
         """bool (N,): the feature has no geometry (WKB is None and no reader error)."""
+        if self._points_xy is not None:
+            return self._all(False)
         return ~self._headers[0] & ~self._unbuilt
 
     @fact
@@ -311,6 +340,8 @@ class BatchFacts:
         counts). Single geometries are left to GEOS, which refuses their impossible counts
         by itself; :attr:`_refused` then names their structural fault."""
         out: dict[int, str] = {}
+        if self._points_xy is not None:
+            return out
         values = self.batch.geometries_wkb
         present, single, _, _ = self._headers
         for i in np.flatnonzero(present & ~single).tolist():
@@ -325,6 +356,8 @@ class BatchFacts:
         strict reader refused (few; walked only then, so a batch of valid polygons is
         never walked in Python)."""
         out = dict(self._refused_before_parse)
+        if self._points_xy is not None:
+            return out
         strict_missing = np.asarray(shapely.is_missing(self._strict), dtype=bool)
         for i in np.flatnonzero(strict_missing & ~self.missing).tolist():
             data = self.batch.geometries_wkb[i]
@@ -361,12 +394,16 @@ class BatchFacts:
     def unparseable(self) -> np.ndarray:
         """bool (N,): WKB was given but GEOS's strict reader refused it, or the reader could
         not write the geometry as WKB at all (``Batch.geometry_errors``)."""
+        if self._points_xy is not None:
+            return self._all(False)
         return np.asarray(shapely.is_missing(self._strict), dtype=bool) & ~self.missing
 
     @fact
     def parsed(self) -> np.ndarray:
         """bool (N,): a geometry object exists (not missing; read strictly, or with its
         structure fixed for locating and typing only: see :attr:`raw_geometries`)."""
+        if self._points_xy is not None:
+            return self._all(True)
         return ~np.asarray(shapely.is_missing(self.raw_geometries), dtype=bool)
 
     def parse_error(self, index: int) -> str:
@@ -411,7 +448,9 @@ class BatchFacts:
     def lonlat_fits(self) -> bool:
         """Every coordinate lies within ±180, ±90 (True without coordinates)."""
         with np.errstate(invalid="ignore"):
-            xy = shapely.get_coordinates(self.east_north)
+            xy = self._points_xy
+            if xy is None:
+                xy = shapely.get_coordinates(self.east_north)
             return bool(((np.abs(xy[:, 0]) <= 180) & (np.abs(xy[:, 1]) <= 90)).all())
 
     @fact
@@ -426,6 +465,9 @@ class BatchFacts:
     @fact
     def bounds(self) -> np.ndarray:
         """float (N, 4): minx, miny, maxx, maxy in ``east_north`` order; NaN when none."""
+        xy = self._points_xy
+        if xy is not None:  # a point is its own envelope (densifying edges leaves it so)
+            return np.concatenate((xy, xy), axis=1)
         return np.asarray(shapely.bounds(self.geometries), dtype=float).reshape(self.count, 4)
 
     @fact
@@ -448,6 +490,8 @@ class BatchFacts:
         splits a polygon crossing the antimeridian into a MultiPolygon, which a producer
         never sent (a fresh-user session had a valid Polygon refused by ``allowed:
         [Polygon]``)."""
+        if self._points_xy is not None:
+            return np.zeros(self.count, dtype=int)  # shapely's Point
         return np.asarray(shapely.get_type_id(self.raw_geometries), dtype=int)
 
     @fact
@@ -456,6 +500,8 @@ class BatchFacts:
 
         Read from the WKB header of single geometries (Point, LineString, Polygon: their
         type code is their coordinate dimension), from GEOS for collections."""
+        if self._points_xy is not None:
+            return self._all(False)
         _, single, out, _ = self._headers
         rest = np.flatnonzero(~single & self.parsed)
         if rest.size:
@@ -467,6 +513,8 @@ class BatchFacts:
     def has_m(self) -> np.ndarray:
         """bool (N,): the geometry has M values: the WKB header of single geometries (as
         :attr:`has_z`), shapely.has_m for collections (else their WKB header)."""
+        if self._points_xy is not None:
+            return self._all(False)
         _, single, _, out = self._headers
         rest = np.flatnonzero(~single & self.parsed)
         if rest.size:
@@ -484,6 +532,8 @@ class BatchFacts:
     @fact
     def is_empty(self) -> np.ndarray:
         """bool (N,): the geometry exists and is empty."""
+        if self._points_xy is not None:
+            return self._all(False)
         return np.asarray(shapely.is_empty(self.geometries), dtype=bool) & self.parsed
 
     @fact
@@ -494,6 +544,8 @@ class BatchFacts:
         the GEOS-invalid geometries and those with Z or M are read: GEOS judges a NaN or
         infinite x or y invalid ("Invalid Coordinate", IsValidOp since GEOS 3.10), so a
         valid XY geometry has none. The result is the same either way."""
+        if self._points_xy is not None:
+            return self._all(False)
         geoms = self.geometries
         if "_geos_valid" not in self.__dict__:
             return nonfinite_mask(geoms, self.has_z, self.has_m)
@@ -522,7 +574,7 @@ class BatchFacts:
         if cached is not None and cached[0] is dst:
             return cached[1], cached[2]
         src = self.declared_crs
-        if src is None or crs_equivalent(src, dst):
+        if src is None or self.keeps_crs(dst):
             hit = (self.geometries, self.usable)
         else:
             if dst.is_geographic and not src.is_geographic:
@@ -533,9 +585,17 @@ class BatchFacts:
         self._reprojected[id(dst)] = (dst, *hit)
         return hit
 
+    def keeps_crs(self, dst: CRS) -> bool:
+        """Whether :meth:`in_crs` leaves the geometries as they are for ``dst``: the
+        declared CRS is unknown, or equivalent to ``dst``."""
+        src = self.declared_crs
+        return src is None or crs_equivalent(src, dst)
+
     def reprojection_failed(self, dst: CRS) -> np.ndarray:
         """bool (N,): usable features whose transform to ``dst`` gave a non-finite
         coordinate (PROJ could not transform them); all False when no reprojection."""
+        if self.keeps_crs(dst):
+            return self._all(False)
         return self.usable & ~self.in_crs(dst)[1]
 
     @fact
@@ -543,7 +603,7 @@ class BatchFacts:
         """bool (N,): some coordinate lies outside the declared CRS's area of use, tested
         as stored, before any reprojection (:func:`worker.core.spatial.outside_area_of_use`);
         all False when the CRS is undeclared or unresolvable."""
-        return outside_area_of_use(self.geometries, self.declared_crs, self.bounds)
+        return outside_area_of_use(lambda: self.geometries, self.declared_crs, self.bounds)
 
     @fact
     def orientation_contradicted(self) -> np.ndarray:
@@ -553,10 +613,10 @@ class BatchFacts:
         out = np.zeros(self.count, dtype=bool)
         if self.batch.orientation is None or not self.count:
             return out
-        geoms = self.east_north
         polygonal = np.flatnonzero(np.isin(self.type_ids, (3, 6)) & ~self.is_empty)
         if polygonal.size == 0:
             return out
+        geoms = self.east_north
         parts, owner = shapely.get_parts(geoms[polygonal], return_index=True)
         rings, ring_part = shapely.get_rings(parts, return_index=True)
         first = np.r_[True, ring_part[1:] != ring_part[:-1]]  # exterior ring of each part
@@ -610,7 +670,10 @@ class BatchFacts:
 
     @fact
     def _geos_valid(self) -> np.ndarray:
-        """bool (N,): ``shapely.is_valid`` of :attr:`geometries` (False for None)."""
+        """bool (N,): ``shapely.is_valid`` of :attr:`geometries` (False for None); all
+        True for 2D points with finite coordinates (:attr:`_points_xy`), as GEOS says."""
+        if self._points_xy is not None:
+            return self._all(True)
         with np.errstate(all="ignore"):
             return np.asarray(shapely.is_valid(self.geometries), dtype=bool)
 

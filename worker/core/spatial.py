@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -274,6 +274,18 @@ def area_of_use(crs: CRS) -> AreaOfUse | None:
     return AreaOfUse((w, s, e, n), (x0, y0, x1, y1), full, False, text)
 
 
+def _envelopes_within(bounds: Any, area: tuple[float, float, float, float]) -> np.ndarray:
+    """bool (N,): envelope rows (float (N, 4)) within ``area`` (minx, miny, maxx, maxy),
+    with a 1e-9 tolerance; NaN rows are not within."""
+    with np.errstate(invalid="ignore"):
+        b = np.asarray(bounds, dtype=float).reshape(-1, 4)
+        x0, y0, x1, y1 = area
+        eps = 1e-9
+        inside = (b[:, 0] >= x0 - eps) & (b[:, 1] >= y0 - eps)
+        inside &= (b[:, 2] <= x1 + eps) & (b[:, 3] <= y1 + eps)
+    return inside
+
+
 def outside_area_of_use(
     geoms: Any, crs: CRS | None, bounds: np.ndarray | None = None
 ) -> np.ndarray:
@@ -286,27 +298,33 @@ def outside_area_of_use(
     or lies outside the area of use (:func:`area_of_use`, EPSG). Non-finite coordinates are
     not tested (they are invalid geometries); None and empty geometries give False, and so
     does every geometry when ``crs`` is None or has no known area of use. ``bounds``
-    (float (N, 4), ``shapely.bounds`` of ``geoms``) may be passed when already known.
+    (float (N, 4), ``shapely.bounds`` of ``geoms``) may be passed when already known;
+    ``geoms`` may then be a function returning them, called only when some envelope is not
+    within a geographic area of use (a batch of points need not be built as geometries).
     """
-    geoms = np.asarray(geoms, dtype=object)
-    n = len(geoms)
+    if callable(geoms) and bounds is not None:
+        make = geoms
+        n = len(bounds)
+    else:
+        geoms = np.asarray(geoms() if callable(geoms) else geoms, dtype=object)
+        n = len(geoms)
+        make = None
     out = np.zeros(n, dtype=bool)
     if crs is None or not n:
         return out
     aou = area_of_use(crs)
     if aou is None:
         return out
+    if make is not None:
+        if aou.geographic and bool(_envelopes_within(bounds, aou.bounds).all()):
+            return out
+        geoms = np.asarray(make(), dtype=object)
     if aou.geographic:
         # a geometry whose envelope lies within the bounds has every finite coordinate
         # within them (a NaN coordinate can only make the envelope NaN, never narrower):
         # only the others need their coordinates tested
-        with np.errstate(invalid="ignore"):
-            b = np.asarray(shapely.bounds(geoms) if bounds is None else bounds, dtype=float)
-            b = b.reshape(-1, 4)
-            x0, y0, x1, y1 = aou.bounds
-            eps = 1e-9
-            inside = (b[:, 0] >= x0 - eps) & (b[:, 1] >= y0 - eps)
-            inside &= (b[:, 2] <= x1 + eps) & (b[:, 3] <= y1 + eps)
+        b = shapely.bounds(geoms) if bounds is None else bounds
+        inside = _envelopes_within(b, aou.bounds)
         missing = np.asarray(shapely.is_missing(geoms), dtype=bool)
         todo = np.flatnonzero(~inside & ~missing)
         if todo.size == 0:
@@ -710,7 +728,7 @@ def _equal_area_transformer(crs: CRS) -> Transformer:
 
 
 def covered_mask(
-    geoms: np.ndarray,
+    geoms: np.ndarray | Callable[[], np.ndarray],
     usable: np.ndarray,
     region: shapely.Geometry,
     bounds: np.ndarray | None = None,
@@ -720,10 +738,11 @@ def covered_mask(
     ``geoms`` are ``east_north`` geometries in the region's CRS; features not ``usable``
     (missing, empty, NaN/inf coordinates) are False and never passed to GEOS (which
     rejects NaN coordinates). An axis-aligned rectangle is decided on the envelopes
-    (``bounds``, float (N, 4), may be passed when already known).
+    (``bounds``, float (N, 4), may be passed when already known; ``geoms`` may then be a
+    function returning them, called only for a region that is not a rectangle).
     """
-    out = np.zeros(len(geoms), dtype=bool)
     mask = np.asarray(usable, dtype=bool)
+    out = np.zeros(len(mask), dtype=bool)
     if not mask.any():
         return out
     box = _as_box(region)
@@ -731,6 +750,7 @@ def covered_mask(
         # an axis-aligned rectangle covers a geometry exactly when it covers the
         # geometry's envelope (every point lies within the min/max of the coordinates)
         if bounds is None:
+            geoms = np.asarray(geoms() if callable(geoms) else geoms, dtype=object)
             b = np.asarray(shapely.bounds(geoms[mask]), dtype=float).reshape(-1, 4)
         else:
             b = np.asarray(bounds, dtype=float).reshape(-1, 4)[mask]
@@ -738,6 +758,7 @@ def covered_mask(
         out[mask] = (b[:, 0] >= x0) & (b[:, 1] >= y0) & (b[:, 2] <= x1) & (b[:, 3] <= y1)
         return out
     shapely.prepare(region)
+    geoms = np.asarray(geoms() if callable(geoms) else geoms, dtype=object)
     out[mask] = np.asarray(shapely.covered_by(geoms[mask], region), dtype=bool)
     return out
 

@@ -1,0 +1,112 @@
+"""Batches of 2D points are read without geometry objects (BatchFacts._points_xy): every
+fact and every clause result must be what the general path gives on the same batch."""
+
+from __future__ import annotations
+
+import struct
+from dataclasses import replace
+from datetime import datetime, timezone
+
+import numpy as np
+import pytest
+import shapely
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from tests.catalogue import batch_of
+from worker.cli.scenario import data_file
+from worker.core import facts as facts_module
+from worker.core.contracts import parse_contract
+from worker.core.evaluate import evaluate
+from worker.core.facts import BatchFacts
+from worker.core.model import ActiveVersion
+from worker.core.wkb import simple_points_xy
+
+NOW = datetime.now(timezone.utc)
+V1 = data_file("contracts/admin_boundaries.v1.yaml").read_text("utf-8")
+FACTS = (
+    "missing", "unparseable", "parsed", "bounds", "type_ids", "has_z", "has_m", "type_names",
+    "is_empty", "has_nonfinite", "usable", "is_valid", "invalid_count", "invalid_reasons",
+    "outside_area_of_use", "lonlat_fits", "edges_problem", "orientation_contradicted",
+)  # fmt: skip
+
+
+def _general(batch: object, monkeypatch: pytest.MonkeyPatch) -> BatchFacts:
+    monkeypatch.setattr(facts_module, "POINTS_WITHOUT_GEOMETRIES_MIN", 10**9)
+    f = BatchFacts(batch)  # type: ignore[arg-type]
+    for name in FACTS:
+        getattr(f, name)
+    monkeypatch.undo()
+    return f
+
+
+def _same(fast: BatchFacts, general: BatchFacts) -> None:
+    for name in FACTS:
+        a, b = getattr(fast, name), getattr(general, name)
+        if isinstance(a, np.ndarray):
+            assert np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), name
+        else:
+            assert a == b, name
+
+
+def _points(xy: np.ndarray, byte_order: int = 1) -> list[bytes]:
+    return list(shapely.to_wkb(shapely.points(xy), byte_order=byte_order))
+
+
+coords = st.floats(min_value=-200, max_value=200, allow_nan=False, width=64)
+
+
+@settings(max_examples=40, deadline=None)
+@given(
+    st.lists(st.tuples(coords, coords), min_size=64, max_size=150),
+    st.sampled_from([0, 1]),
+    st.sampled_from(["east_north", "north_east"]),
+    st.sampled_from(["EPSG:4326", "EPSG:3857", None]),
+)
+def test_points_read_without_geometries_give_the_facts_of_the_general_path(
+    xy: list[tuple[float, float]], byte_order: int, axis_order: str, crs: str | None
+) -> None:
+    batch = batch_of(_points(np.array(xy), byte_order), crs=crs, axis_order=axis_order)
+    fast = BatchFacts(batch)
+    assert fast._points_xy is not None
+    with pytest.MonkeyPatch.context() as mp:
+        _same(fast, _general(batch, mp))
+    inside = bool(((np.abs(fast.bounds[:, 0]) <= 180) & (np.abs(fast.bounds[:, 1]) <= 90)).all())
+    if crs is None or (crs == "EPSG:4326" and inside):
+        assert "_strict" not in fast.__dict__  # no geometry object was built
+
+
+def test_points_evaluated_without_geometries_decide_as_the_general_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    rng = np.random.default_rng(7)
+    xy = np.column_stack((rng.uniform(-190, 190, 300), rng.uniform(-95, 95, 300)))
+    contract = parse_contract(V1.replace("[Polygon, MultiPolygon]", "[Point]"))
+    versions = [ActiveVersion(contract, "enforcing")]
+    batch = replace(batch_of(_points(xy)), layer="admin_boundaries")
+    fast = evaluate(batch, versions, now=NOW)
+    monkeypatch.setattr(facts_module, "POINTS_WITHOUT_GEOMETRIES_MIN", 10**9)
+    general = evaluate(batch, versions, now=NOW)
+    assert fast == general
+    extent = next(r for r in fast.verdicts[0].clauses if r.kind == "extent")
+    assert extent.result == "break" and extent.offenders is not None
+    assert extent.offenders.total == int(((abs(xy[:, 0]) > 180) | (abs(xy[:, 1]) > 90)).sum())
+
+
+def test_only_finite_2d_points_of_one_byte_order_take_the_path() -> None:
+    xy = np.arange(200, dtype=float).reshape(100, 2)
+    plain = _points(xy)
+    assert np.array_equal(simple_points_xy(plain), xy)
+    assert np.array_equal(simple_points_xy(_points(xy, byte_order=0)), xy)
+    nan = struct.pack("<BIdd", 1, 1, float("nan"), 1.0)
+    z = shapely.to_wkb(shapely.Point(1, 2, 3))
+    srid = shapely.to_wkb(
+        shapely.set_srid(shapely.Point(1, 2), 4326), include_srid=True, flavor="extended"
+    )
+    big_endian = shapely.to_wkb(shapely.Point(1, 2), byte_order=0)
+    polygon = shapely.to_wkb(shapely.box(0, 0, 1, 1))
+    for odd in (None, nan, z, srid, big_endian, polygon, b"\x01" * 21):
+        assert simple_points_xy([*plain[:70], odd, *plain[70:]]) is None, odd
+    # NaN, empty and Z points, and a point among polygons, are read by the general path
+    f = BatchFacts(batch_of([*plain[:70], nan]))
+    assert f._points_xy is None and f.has_nonfinite.tolist()[-1] is True
