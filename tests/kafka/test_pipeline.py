@@ -12,7 +12,7 @@ from typing import Any
 
 import pytest
 from confluent_kafka import KafkaError as CKError
-from confluent_kafka import KafkaException, TopicPartition
+from confluent_kafka import KafkaException
 
 from tests.fakes import FakeRecord
 from worker.core.errors import KafkaError
@@ -242,34 +242,12 @@ def test_an_aborted_transaction_drops_the_batch_routed_meanwhile_and_rewinds_bot
     p.close()
 
 
-@dataclass
-class RevokingConsumer(PollingConsumer):
-    """Revokes partition 0 of "in" while serving its second poll, as librdkafka calls
-    on_revoke from inside consume()."""
-
-    pipeline: Any = None
-    polls: int = 0
-
-    def consume(self, n: int, timeout: float) -> list[Any]:
-        self.polls += 1
-        if self.polls == 2:
-            assert self.pipeline._inflight is None  # polled with no transaction in flight
-            self.pipeline.assigned = frozenset({("in", 1)})
-            self.pipeline._on_revoke(self, [TopicPartition("in", 0)])
-        return super().consume(n, timeout)
-
-
-def test_a_revocation_drops_the_routed_batch_not_yet_committed() -> None:
+def test_a_revocation_waits_for_the_transaction_in_flight() -> None:
     producer = FakeProducer()
-    consumer = RevokingConsumer(batches=[[_polled(1), _polled(2)], [_polled(3)]])
-    p = pipeline_with(producer, consumer)
-    p.config = NoConfigUpdates()  # type: ignore[assignment]
-    p._lag_at = float("inf")
-    consumer.pipeline = p
-    assert p._step_overlapped() == 0  # routed, pending
-    assert p._step_overlapped() == 0  # revoked while polling: dropped, not committed
-    assert p._pending is None and producer.calls == []
-    assert consumer.seeks == []  # partition 0 is no longer ours: its next owner resumes
+    p, consumer = _overlapped(producer, [[_polled(1)]])
+    p._step_overlapped()
+    p._on_revoke(consumer, [])
+    assert p._inflight is None and p.batches_committed == 1
     p.close()
 
 

@@ -15,9 +15,8 @@ on a commit thread (mostly waiting on the broker, the GIL released), the loop po
 routes the next batch; it then waits for that transaction before handing over the next.
 There is still one transaction at a time, holding one batch's records and offsets; when
 it is aborted, the batch routed meanwhile is dropped and both are consumed again from
-their first offsets. The consumer is polled only while no transaction is in flight, so
-a rebalance never waits on one; a revocation drops the routed batch not yet committed if
-it holds a revoked partition. Other Kafka callbacks only log or set flags.
+their first offsets. A revocation waits for the transaction in flight. Other Kafka
+callbacks only log or set flags.
 """
 
 from __future__ import annotations
@@ -216,11 +215,8 @@ class Pipeline:
         self._deferred_rewind: list[tuple[str, int, int]] | None = None
         #: first offsets of aborted or dropped batches, to seek back to (the loop's)
         self._rewind_to: list[tuple[str, int, int]] = []
-        #: transactions aborted and batches dropped in run() so far (a batch routed
-        #: meanwhile is dropped too)
+        #: transactions aborted in run() so far (a batch routed meanwhile is dropped)
         self._rewinds = 0
-        #: run(): the routed batch whose transaction starts in the next step
-        self._pending: _Routed | None = None
 
     @property
     def broker_unreachable_since(self) -> float | None:
@@ -262,13 +258,10 @@ class Pipeline:
     def _on_revoke(self, consumer: Any, partitions: list[Any]) -> None:
         self.assigned = self.assigned - {(p.topic, p.partition) for p in partitions}
         log.info("revoked %s", [(p.topic, p.partition) for p in partitions])
-        # called while polling, when no transaction is in flight: the batch routed but not
-        # yet committed is dropped if it holds offsets of these partitions
-        revoked = {(p.topic, p.partition) for p in partitions}
-        if self._pending is not None and any(
-            (m.topic(), m.partition()) in revoked for m in self._pending.events
-        ):
-            self._drop_pending("partitions were revoked")
+        # a transaction in flight holds offsets of these partitions: it ends before they
+        # go (as a checkpoint is committed on revocation); an aborted one is rewound by
+        # the loop, on the partitions still assigned
+        self._settle()
 
     # -- lifecycle ----------------------------------------------------------------------
     def start(self, progress: Callable[[str], None] | None = None) -> None:
@@ -478,7 +471,7 @@ class Pipeline:
         transaction was aborted and the events will be consumed again). Synchronous:
         :meth:`run` overlaps a batch's routing with the previous batch's transaction.
         """
-        routed = self._route_events(self._poll())
+        routed = self._poll_route()
         if routed is None:
             return 0
         outcomes, admitted_replays = self._dedupe_replays(routed.outcomes)
@@ -488,35 +481,33 @@ class Pipeline:
         return self._finish(routed, admitted_replays)
 
     def _step_overlapped(self) -> int:
-        """One step of :meth:`run`: poll a batch, then commit the batch routed in the
-        previous step on the commit thread while routing this one, and wait for that
-        transaction.
+        """One step of :meth:`run`: poll and route a batch while the previous batch's
+        transaction is committed by the commit thread, then settle that transaction and
+        hand this batch to the commit thread.
 
-        The checkpoint discipline is kept: one transaction at a time, each holding one
-        batch's records and offsets. The consumer is polled only while no transaction is
-        in flight, so a rebalance never waits on one (a revocation drops the routed batch
-        not yet committed; its events are consumed again by whoever owns them next).
-        When a transaction is aborted, the batch routed meanwhile is dropped and every
-        partition of both is sought back to its earliest first offset. Returns the
-        number of events whose transaction was committed in this step.
+        The checkpoint discipline is kept: one transaction at a time, each holding its
+        batch's records and offsets. When the previous transaction was aborted, this
+        batch (consumed past it) is dropped and every partition of both
+        is sought back to its earliest first offset, so both are consumed again in order.
+        Returns the number of events whose transaction was committed in this step.
         """
         rewinds = self._rewinds
-        events = self._poll()
-        pending, self._pending = self._pending, None
-        if pending is not None:
-            outcomes, admitted_replays = self._dedupe_replays(pending.outcomes)
-            pending = replace(pending, outcomes=outcomes)
-            self._deferred_rewind = []
-            future = self._committer().submit(self._commit, pending.events, outcomes)
-            self._inflight = (future, pending, admitted_replays)
-        routed = self._route_events(events)  # while the transaction commits
+        routed = self._poll_route()
         done = self._settle()
         if routed is not None and self._rewinds != rewinds:
-            # consumed past an aborted or dropped batch: consumed again after the rewind
+            # consumed past an aborted transaction: consumed again after the rewind
             self._rewind_to.extend(_starts(routed.events))
             routed = None
-        self._seek_back()
-        self._pending = routed
+        if self._rewind_to:
+            starts, self._rewind_to = self._rewind_to, []
+            self._seek(earliest(starts), "an aborted transaction")
+        if routed is None:
+            return done
+        outcomes, admitted_replays = self._dedupe_replays(routed.outcomes)
+        routed = replace(routed, outcomes=outcomes)
+        self._deferred_rewind = []
+        future = self._committer().submit(self._commit, routed.events, outcomes)
+        self._inflight = (future, routed, admitted_replays)
         return done
 
     def _committer(self) -> ThreadPoolExecutor:
@@ -543,40 +534,16 @@ class Pipeline:
         self._rewind_to.extend(deferred)
         return 0
 
-    def _drop_pending(self, why: str) -> None:
-        """Forget the routed batch not yet committed; its partitions still assigned are
-        sought back to its first offsets (by :meth:`_seek_back`)."""
-        if self._pending is None:
-            return
-        log.info(
-            "a routed batch of %d events is consumed again: %s", len(self._pending.events), why
-        )
-        self._rewind_to.extend(_starts(self._pending.events))
-        self._pending = None
-        self._rewinds += 1
-
-    def _seek_back(self) -> None:
+    def _drain(self) -> None:
+        """Settle the transaction in flight and seek back what it could not commit."""
+        self._settle()
         if self._rewind_to:
             starts, self._rewind_to = self._rewind_to, []
             self._seek(earliest(starts), "an aborted transaction")
 
-    def _drain(self) -> None:
-        """Settle the transaction in flight, commit the routed batch still pending (in
-        this thread), and seek back what could not be committed."""
-        rewinds = self._rewinds
-        self._settle()
-        pending, self._pending = self._pending, None
-        if pending is not None and self._rewinds == rewinds:
-            outcomes, admitted_replays = self._dedupe_replays(pending.outcomes)
-            pending = replace(pending, outcomes=outcomes)
-            if self._commit(pending.events, outcomes):
-                self._finish(pending, admitted_replays)
-        elif pending is not None:
-            self._rewind_to.extend(_starts(pending.events))
-        self._seek_back()
-
-    def _poll(self) -> list[Any]:
-        """Poll one batch of events (config updates first); the consumer errors are logged."""
+    def _poll_route(self) -> _Routed | None:
+        """Poll one batch and route it (in memory, no output yet); None when nothing
+        arrived. Events past the batch deadline are sought back to be consumed again."""
         from confluent_kafka import KafkaError as CKError
 
         self.last_loop_monotonic = time.monotonic()
@@ -592,11 +559,6 @@ class Pipeline:
                 events.append(m)
             elif err.code() != CKError._PARTITION_EOF:
                 log.warning("consumer error: %s", err.str())
-        return events
-
-    def _route_events(self, events: list[Any]) -> _Routed | None:
-        """Route a polled batch (in memory, no output yet); None when it is empty. Events
-        past the batch deadline are sought back to be consumed again."""
         if not events:
             return None
         started = time.perf_counter()
