@@ -49,9 +49,6 @@ class FakeProducer:
     def abort_transaction(self, timeout: float) -> None:
         self.calls.append("abort")
 
-    def flush(self, timeout: float) -> int:
-        return 0
-
 
 @dataclass
 class FakeConsumer:
@@ -65,9 +62,6 @@ class FakeConsumer:
         if self.seek_fails:
             raise KafkaException(CKError(CKError._STATE, "partition not assigned"))
         self.seeks.append((tp.topic, tp.partition, tp.offset))
-
-    def close(self) -> None:
-        return None
 
 
 def pipeline_with(producer: FakeProducer, consumer: FakeConsumer) -> Pipeline:
@@ -145,9 +139,6 @@ class NoConfigUpdates:
     def poll_updates(self) -> None:
         return None
 
-    def close(self) -> None:
-        return None
-
 
 def test_each_committed_poll_batch_logs_one_info_line(caplog: pytest.LogCaptureFixture) -> None:
     consumer = PollingConsumer(batches=[[_polled(1), _polled(2)]])
@@ -203,67 +194,3 @@ def test_a_record_refused_as_too_large_is_quarantined_after_three_attempts() -> 
     assert outcomes[0].decision.admitted and outcomes[2].decision.admitted
     assert sorted(producer.offsets) == [("in", 1, 8)]  # the last event's own transaction
     assert p.attempts.attempts(("in", 0, 10)) == 0  # forgotten once committed
-
-
-# -- run(): a batch is routed while the previous batch's transaction commits -------------
-
-
-def _overlapped(producer: FakeProducer, batches: list[list[Any]]) -> tuple[Pipeline, Any]:
-    consumer = PollingConsumer(batches=batches)
-    p = pipeline_with(producer, consumer)
-    p.config = NoConfigUpdates()  # type: ignore[assignment]
-    p._lag_at = float("inf")
-    return p, consumer
-
-
-def test_overlapped_steps_commit_each_batch_in_its_own_transaction_in_order() -> None:
-    producer = FakeProducer()
-    p, _ = _overlapped(producer, [[_polled(1), _polled(2)], [_polled(3)]])
-    assert p._step_overlapped() == 0  # the first batch is in flight
-    assert p._step_overlapped() == 2  # the first settles while the second goes in flight
-    assert p._step_overlapped() == 1  # nothing polled: the second settles
-    assert p._step_overlapped() == 0
-    assert producer.calls == ["begin", "commit", "begin", "commit"]
-    assert producer.offsets == [("in", 0, 4)]  # the last transaction's offsets
-    assert p.batches_committed == 3
-    p.close()
-
-
-def test_an_aborted_transaction_drops_the_batch_routed_meanwhile_and_rewinds_both() -> None:
-    producer = FakeProducer([CKError(CKError._TIMED_OUT, "x", txn_requires_abort=True)])
-    second = [FakeRecord("in", 1, 40, key=b"roads", value=b"\x00x"), _polled(3)]
-    p, consumer = _overlapped(producer, [[_polled(1), _polled(2)], second])
-    assert p._step_overlapped() == 0
-    assert p._step_overlapped() == 0  # the first was aborted: the second is not committed
-    assert producer.calls == ["begin", "commit", "abort"]  # no transaction for the second
-    # each partition back to the earliest first offset of the two batches
-    assert sorted(consumer.seeks) == [("in", 0, 1), ("in", 1, 40)]
-    assert p.batches_committed == 0 and p.transactions_aborted == 1
-    p.close()
-
-
-def test_a_revocation_waits_for_the_transaction_in_flight() -> None:
-    producer = FakeProducer()
-    p, consumer = _overlapped(producer, [[_polled(1)]])
-    p._step_overlapped()
-    p._on_revoke(consumer, [])
-    assert p._inflight is None and p.batches_committed == 1
-    p.close()
-
-
-def test_run_commits_the_last_batch_before_it_returns() -> None:
-    import threading
-
-    producer = FakeProducer()
-    p, _ = _overlapped(producer, [[_polled(1)], [_polled(2), _polled(3)]])
-    stop = threading.Event()
-    counted: list[int] = []
-
-    def on_outcome(o: Outcome) -> None:
-        counted.append(o.source.offset)
-        stop.set()  # set while the second batch is in flight
-
-    p.on_outcome = on_outcome
-    p.run(stop)
-    assert producer.calls.count("commit") == 2  # the batch in flight when stop was set
-    assert counted == [1, 2, 3]

@@ -8,14 +8,7 @@ aborts the whole transaction and rewinds the consumer to the first offset of the
 so the batch is consumed again; order within a partition is preserved. After
 :data:`~worker.kafka.attempts.MAX_BATCH_ATTEMPTS` failed attempts of the same batch it is
 committed one event per transaction, and an event whose records Kafka refuses as too
-large is quarantined with ``record_too_large`` (:mod:`worker.kafka.attempts`).
-
-:meth:`Pipeline.run` overlaps the two halves: while one batch's transaction is committed
-on a commit thread (mostly waiting on the broker, the GIL released), the loop polls and
-routes the next batch; it then waits for that transaction before handing over the next.
-There is still one transaction at a time, holding one batch's records and offsets; when
-it is aborted, the batch routed meanwhile is dropped and both are consumed again from
-their first offsets. A revocation waits for the transaction in flight. Other Kafka
+large is quarantined with ``record_too_large`` (:mod:`worker.kafka.attempts`). Kafka
 callbacks only log or set flags.
 """
 
@@ -26,9 +19,7 @@ import functools
 import logging
 import threading
 import time
-from collections.abc import Callable, Iterable
-from concurrent.futures import Future, ThreadPoolExecutor
-from dataclasses import dataclass, replace
+from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
@@ -92,26 +83,6 @@ def _utcnow() -> datetime:
 LAG_INTERVAL_S = 1.0
 #: Seconds before a missing per-major topic is looked up again.
 PER_MAJOR_RECHECK_S = 30.0
-
-
-@dataclass(frozen=True)
-class _Routed:
-    """A routed poll batch: its events, their outcomes (in order), the objectives of the
-    versions each was evaluated against, and when its routing started (perf_counter)."""
-
-    events: list[Any]
-    outcomes: list[Outcome]
-    objectives: list[dict[str, Any]]
-    started: float
-
-
-def earliest(starts: Iterable[tuple[str, int, int]]) -> dict[tuple[str, int], int]:
-    """``(topic, partition) -> offset``: the lowest of the first offsets given for each
-    partition (where to seek back so that no event of any of those batches is skipped)."""
-    out: dict[tuple[str, int], int] = {}
-    for t, p, o in starts:
-        out[(t, p)] = min(o, out.get((t, p), o))
-    return out
 
 
 def partition_lag(consumer: Any, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
@@ -207,16 +178,6 @@ class Pipeline:
         #: (raised ones and those of delivery reports)
         self._failure: tuple[str, set[int]] = ("", set())
         self._max_record_bytes = int(settings.producer().get("message.max.bytes", 0))
-        # run(): the transaction in flight on the commit thread, while the loop routes the
-        # next poll batch; (future, batch, originals it admits)
-        self._executor: ThreadPoolExecutor | None = None
-        self._inflight: tuple[Future[bool], _Routed, list[str]] | None = None
-        #: while a transaction is in flight: its rewinds, sought by the loop once settled
-        self._deferred_rewind: list[tuple[str, int, int]] | None = None
-        #: first offsets of aborted or dropped batches, to seek back to (the loop's)
-        self._rewind_to: list[tuple[str, int, int]] = []
-        #: transactions aborted in run() so far (a batch routed meanwhile is dropped)
-        self._rewinds = 0
 
     @property
     def broker_unreachable_since(self) -> float | None:
@@ -258,10 +219,6 @@ class Pipeline:
     def _on_revoke(self, consumer: Any, partitions: list[Any]) -> None:
         self.assigned = self.assigned - {(p.topic, p.partition) for p in partitions}
         log.info("revoked %s", [(p.topic, p.partition) for p in partitions])
-        # a transaction in flight holds offsets of these partitions: it ends before they
-        # go (as a checkpoint is committed on revocation); an aborted one is rewound by
-        # the loop, on the partitions still assigned
-        self._settle()
 
     # -- lifecycle ----------------------------------------------------------------------
     def start(self, progress: Callable[[str], None] | None = None) -> None:
@@ -435,8 +392,7 @@ class Pipeline:
             self.watchdog.start()
         try:
             while not stop.is_set():
-                self._step_overlapped()
-            self._drain()
+                self.step()
         finally:
             if self.watchdog is not None:
                 self.watchdog.stop()
@@ -446,12 +402,6 @@ class Pipeline:
         """Leave the group, flush the producer, close the config reader."""
         from confluent_kafka import KafkaException
 
-        if self._inflight is not None:  # after an error: let the commit thread end first
-            self._inflight[0].exception()
-            self._inflight = None
-        if self._executor is not None:
-            self._executor.shutdown(wait=True)
-            self._executor = None
         if self._consumer is not None:
             self._consumer.close()
             self._consumer = None
@@ -465,85 +415,11 @@ class Pipeline:
 
     # -- one poll batch -----------------------------------------------------------------
     def step(self) -> int:
-        """Poll one batch of events, route it and commit its results in one transaction.
+        """Poll one batch of events and commit its results in one transaction.
 
         Returns the number of events committed (0 when nothing arrived or the
-        transaction was aborted and the events will be consumed again). Synchronous:
-        :meth:`run` overlaps a batch's routing with the previous batch's transaction.
+        transaction was aborted and the events will be consumed again).
         """
-        routed = self._poll_route()
-        if routed is None:
-            return 0
-        outcomes, admitted_replays = self._dedupe_replays(routed.outcomes)
-        routed = replace(routed, outcomes=outcomes)
-        if not self._commit(routed.events, outcomes):
-            return 0
-        return self._finish(routed, admitted_replays)
-
-    def _step_overlapped(self) -> int:
-        """One step of :meth:`run`: poll and route a batch while the previous batch's
-        transaction is committed by the commit thread, then settle that transaction and
-        hand this batch to the commit thread.
-
-        The checkpoint discipline is kept: one transaction at a time, each holding its
-        batch's records and offsets. When the previous transaction was aborted, this
-        batch (consumed past it) is dropped and every partition of both
-        is sought back to its earliest first offset, so both are consumed again in order.
-        Returns the number of events whose transaction was committed in this step.
-        """
-        rewinds = self._rewinds
-        routed = self._poll_route()
-        done = self._settle()
-        if routed is not None and self._rewinds != rewinds:
-            # consumed past an aborted transaction: consumed again after the rewind
-            self._rewind_to.extend(_starts(routed.events))
-            routed = None
-        if self._rewind_to:
-            starts, self._rewind_to = self._rewind_to, []
-            self._seek(earliest(starts), "an aborted transaction")
-        if routed is None:
-            return done
-        outcomes, admitted_replays = self._dedupe_replays(routed.outcomes)
-        routed = replace(routed, outcomes=outcomes)
-        self._deferred_rewind = []
-        future = self._committer().submit(self._commit, routed.events, outcomes)
-        self._inflight = (future, routed, admitted_replays)
-        return done
-
-    def _committer(self) -> ThreadPoolExecutor:
-        if self._executor is None:
-            self._executor = ThreadPoolExecutor(1, thread_name_prefix="gate-commit")
-        return self._executor
-
-    def _settle(self) -> int:
-        """Wait for the transaction in flight (if any) and finish it: a committed batch
-        is counted (:meth:`_finish`); an aborted one leaves the first offsets to seek
-        back to in ``_rewind_to`` and counts one rewind. Re-raises what the commit
-        raised (:class:`KafkaError` when this instance must stop)."""
-        if self._inflight is None:
-            return 0
-        future, routed, admitted_replays = self._inflight
-        self._inflight = None
-        try:
-            committed = future.result()
-        finally:
-            deferred, self._deferred_rewind = self._deferred_rewind or [], None
-        if committed:
-            return self._finish(routed, admitted_replays)
-        self._rewinds += 1
-        self._rewind_to.extend(deferred)
-        return 0
-
-    def _drain(self) -> None:
-        """Settle the transaction in flight and seek back what it could not commit."""
-        self._settle()
-        if self._rewind_to:
-            starts, self._rewind_to = self._rewind_to, []
-            self._seek(earliest(starts), "an aborted transaction")
-
-    def _poll_route(self) -> _Routed | None:
-        """Poll one batch and route it (in memory, no output yet); None when nothing
-        arrived. Events past the batch deadline are sought back to be consumed again."""
         from confluent_kafka import KafkaError as CKError
 
         self.last_loop_monotonic = time.monotonic()
@@ -560,7 +436,7 @@ class Pipeline:
             elif err.code() != CKError._PARTITION_EOF:
                 log.warning("consumer error: %s", err.str())
         if not events:
-            return None
+            return 0
         started = time.perf_counter()
         outcomes, rest = route_within(
             events, self._route, self.batch_deadline_s, progress=self._mark_progress
@@ -575,34 +451,32 @@ class Pipeline:
                 len(events),
                 len(rest),
             )
-        # the versions route() evaluated: config updates are applied only at step start
-        objectives = [
-            {v.contract.version: v.contract.objective for v in self.registry.active(o.layer or "")}
-            for o in outcomes
-        ]
-        return _Routed(events, outcomes, objectives, started)
-
-    def _finish(self, routed: _Routed, admitted_replays: list[str]) -> int:
-        """Count a committed batch: replay ledger, decision metrics, ``on_outcome``, log."""
+        outcomes, admitted_replays = self._dedupe_replays(outcomes)
+        if not self._commit(events, outcomes):
+            return 0
         self.replays.add(admitted_replays)  # only once committed: an abort replays them
-        for outcome, objectives in zip(routed.outcomes, routed.objectives, strict=True):
+        for outcome in outcomes:
+            # the versions route() evaluated: config updates are applied only at step start
+            objectives = {
+                v.contract.version: v.contract.objective
+                for v in self.registry.active(outcome.layer or "")
+            }
             self.metrics.record_decision(
                 outcome.layer_label, outcome.decision, outcome.duration_s, objectives
             )
             if self.on_outcome is not None:
                 self.on_outcome(outcome)
-        n = len(routed.events)
-        self.batches_committed += n
-        admitted = sum(1 for o in routed.outcomes if o.decision.admitted)
+        self.batches_committed += len(events)
+        admitted = sum(1 for o in outcomes if o.decision.admitted)
         log.info(
             "poll batch: %d events, %d admitted, %d quarantined, %.0f ms (committed in one "
             "transaction)",
-            n,
+            len(events),
             admitted,
-            n - admitted,
-            (time.perf_counter() - routed.started) * 1000.0,
+            len(events) - admitted,
+            (time.perf_counter() - started) * 1000.0,
         )
-        return n
+        return len(events)
 
     def _route(self, m: Any) -> Outcome:
         """Decide one consumed event (:func:`worker.kafka.routing.route`)."""
@@ -794,11 +668,7 @@ class Pipeline:
 
     def _rewind(self, starts: list[tuple[str, int, int]]) -> None:
         """Seek back to the first offsets ``starts`` (``(topic, partition, offset)``) of
-        an aborted transaction's events (:meth:`_seek`); on the commit thread, left to
-        the loop, which seeks once the transaction has settled (:meth:`_settle`)."""
-        if self._deferred_rewind is not None:
-            self._deferred_rewind.extend(starts)
-            return
+        an aborted transaction's events (:meth:`_seek`)."""
         self._seek({(t, p): o for t, p, o in starts}, "an aborted transaction")
 
     def _seek(self, offsets: dict[tuple[str, int], int], why: str) -> None:
