@@ -110,3 +110,19 @@ def test_only_finite_2d_points_of_one_byte_order_take_the_path() -> None:
     # NaN, empty and Z points, and a point among polygons, are read by the general path
     f = BatchFacts(batch_of([*plain[:70], nan]))
     assert f._points_xy is None and f.has_nonfinite.tolist()[-1] is True
+
+
+@settings(max_examples=60, deadline=None)
+@given(st.integers(0, 69), st.binary(max_size=40), st.sampled_from(["replace", "append"]))
+def test_one_mutated_value_among_points_is_judged_as_the_general_path_judges_it(
+    where: int, data: bytes, how: str
+) -> None:
+    # random bytes in place of (or after) one point: the batch leaves the points path,
+    # or stays on it only when the value is itself a finite 2D point; either way the
+    # facts are those of the general path and nothing raises
+    values: list[bytes | None] = _points(np.arange(140, dtype=float).reshape(70, 2))
+    values[where] = data if how == "replace" else values[where] + data  # type: ignore[operator]
+    batch = batch_of(values)
+    with pytest.MonkeyPatch.context() as mp:
+        general = _general(batch, mp)
+    _same(BatchFacts(batch), general)

@@ -105,6 +105,11 @@ def active_version_from_record(record: Mapping[str, Any], *, source: str) -> Act
     return ActiveVersion(contract=contract, mode=record["mode"], state=record["state"])
 
 
+#: Layers without active versions whose (empty) answer is kept: event keys come from
+#: producers, so the cache must not grow with every name they send.
+_ACTIVE_CACHE_LAYERS = 1024
+
+
 class Registry:
     """Contract versions known to this worker, keyed ``layer/version``.
 
@@ -124,8 +129,8 @@ class Registry:
         self._raw: dict[str, ActiveVersion] = {}
         self._supersedes: dict[str, tuple[str, ...]] = {}
         self._versions: dict[str, ActiveVersion] = {}
-        #: (the ``_versions`` it was built from, layer -> active versions oldest first)
-        self._active_index: (
+        #: (the ``_versions`` it answers for, layer -> active versions oldest first)
+        self._active_cache: (
             tuple[dict[str, ActiveVersion], dict[str, tuple[ActiveVersion, ...]]] | None
         ) = None
 
@@ -281,19 +286,29 @@ class Registry:
     def active(self, layer: str) -> tuple[ActiveVersion, ...]:
         """Active versions of ``layer``, oldest first (by major, then minor).
 
-        Asked for every event: answered from a per-layer index, rebuilt only when the
-        versions change (``_versions`` is replaced, never mutated, so its identity says
-        whether the index is current), not by sorting every known version per call."""
+        Asked for every event: each layer's answer is kept until the versions change
+        (``_versions`` is replaced, never mutated, so its identity says whether the
+        answers are current), instead of sorting every known version per call."""
         versions = self._versions
-        index = self._active_index
-        if index is None or index[0] is not versions:
-            by_layer: dict[str, list[ActiveVersion]] = {}
-            for v in sorted(versions.values(), key=lambda v: (v.contract.major, v.contract.minor)):
-                if v.state == "active":
-                    by_layer.setdefault(v.contract.layer, []).append(v)
-            index = (versions, {k: tuple(vs) for k, vs in by_layer.items()})
-            self._active_index = index  # one assignment: other threads see old or new
-        return index[1].get(layer, ())
+        cache = self._active_cache
+        if cache is None or cache[0] is not versions:
+            cache = (versions, {})
+            self._active_cache = cache  # one assignment: other threads see old or new
+        hit = cache[1].get(layer)
+        if hit is None:
+            hit = tuple(
+                sorted(
+                    (
+                        v
+                        for v in versions.values()
+                        if v.contract.layer == layer and v.state == "active"
+                    ),
+                    key=lambda v: (v.contract.major, v.contract.minor),
+                )
+            )
+            if hit or len(cache[1]) < _ACTIVE_CACHE_LAYERS:  # unknown layers: bounded
+                cache[1][layer] = hit
+        return hit
 
     def versions(self, layer: str | None = None) -> tuple[ActiveVersion, ...]:
         """Every known version (any state), optionally of one layer, oldest first."""
