@@ -494,33 +494,33 @@ class BatchFacts:
             return np.zeros(self.count, dtype=int)  # shapely's Point
         return np.asarray(shapely.get_type_id(self.raw_geometries), dtype=int)
 
-    @fact
-    def has_z(self) -> np.ndarray:
-        """bool (N,): the geometry has Z coordinates (also when empty, e.g. POINT Z EMPTY).
-
-        Read from the WKB header of single geometries (Point, LineString, Polygon: their
-        type code is their coordinate dimension), from GEOS for collections."""
+    def _dimension(self, column: int, geos: Any) -> np.ndarray:
+        """A dimension flag of each geometry: column ``column`` of :attr:`_headers` for
+        single geometries (their type code is their coordinate dimension), ``geos(idx)``
+        for the others (collections); False where there is no geometry."""
         if self._points_xy is not None:
             return self._all(False)
-        _, single, out, _ = self._headers
+        single, out = self._headers[1], self._headers[column]
         rest = np.flatnonzero(~single & self.parsed)
         if rest.size:
             out = out.copy()
-            out[rest] = shapely.has_z(self.raw_geometries[rest])
+            out[rest] = geos(rest)
         return out & self.parsed
+
+    @fact
+    def has_z(self) -> np.ndarray:
+        """bool (N,): the geometry has Z coordinates (also when empty, e.g. POINT Z EMPTY):
+        the WKB header of single geometries (Point, LineString, Polygon), GEOS for
+        collections."""
+        return self._dimension(2, lambda idx: shapely.has_z(self.raw_geometries[idx]))
 
     @fact
     def has_m(self) -> np.ndarray:
         """bool (N,): the geometry has M values: the WKB header of single geometries (as
         :attr:`has_z`), shapely.has_m for collections (else their WKB header)."""
-        if self._points_xy is not None:
-            return self._all(False)
-        _, single, _, out = self._headers
-        rest = np.flatnonzero(~single & self.parsed)
-        if rest.size:
-            out = out.copy()
-            out[rest] = _has_m(self.raw_geometries[rest], self._wkb_array[rest])
-        return out & self.parsed
+        return self._dimension(
+            3, lambda idx: _has_m(self.raw_geometries[idx], self._wkb_array[idx])
+        )
 
     @fact
     def type_names(self) -> np.ndarray:
