@@ -399,3 +399,18 @@ def test_dimensions_from_the_headers_are_those_geos_reads(n: int) -> None:
     assert f.has_z.tolist() == (shapely.has_z(geoms) & f.parsed).tolist()
     assert f.has_m.tolist() == (shapely.has_m(geoms) & f.parsed).tolist()
     assert f.has_z.any() and f.has_m.any()
+
+
+def test_a_curved_geometry_is_one_invalid_feature_not_a_failed_batch() -> None:
+    # shapely refuses a whole WKB array holding one SQL/MM curve (NotImplementedError) and
+    # GEOS's predicates raise on a curve inside a collection: both are refused by the
+    # walk before parsing, feature by feature, naming the type
+    arc = struct.pack("<BII", 1, 8, 3) + struct.pack("<6d", 0, 0, 1, 1, 2, 0)
+    nested = struct.pack("<BII", 1, 7, 1) + struct.pack("<BII", 1, 9, 1) + arc
+    f = BatchFacts(batch_of([arc, VALID_POLYGON, nested]))
+    assert f.is_valid.tolist() == [False, True, False]
+    assert f.type_names.tolist() == [None, "Polygon", None]
+    reasons = dict(f.invalid_reasons)
+    assert "curved geometry type CircularString (SQL/MM, code 8)" in reasons[0]
+    assert "curved geometry type CompoundCurve (SQL/MM, code 9)" in reasons[2]
+    assert f.bounds[1].tolist() == list(VALID_POLYGON.bounds)

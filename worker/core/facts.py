@@ -91,6 +91,9 @@ GEOMETRY_TYPES: tuple[str, ...] = tuple(
 
 _EWKB_Z, _EWKB_M, _EWKB_SRID = 0x80000000, 0x40000000, 0x20000000
 
+#: None, then the name of each (shapely type id, dimension) pair, id-major.
+_TYPE_NAMES = np.array([None, *(b + d for b in BASE_TYPES for d in DIMENSIONS)], dtype=object)
+
 
 def schema_fingerprint(fields: Any) -> str:
     """sha256 (hex) of the canonical JSON list of ``{name, type, nullable}`` sorted by name.
@@ -207,13 +210,9 @@ def geometry_type_names(type_ids: np.ndarray, has_z: np.ndarray, has_m: np.ndarr
     ``"Polygon"`` (XY), ``"Point Z"``, ``"MultiPolygon ZM"``; None where ``type_ids`` is -1
     (missing or unparseable). Inputs are the shapely type ids and dimension flags."""
     ids = np.asarray(type_ids, dtype=int)
-    out = np.full(len(ids), None, dtype=object)
-    ok = ids >= 0
     dim = np.asarray(has_z, dtype=int) + 2 * np.asarray(has_m, dtype=int)
-    base = np.asarray(BASE_TYPES, dtype=object)
-    suffix = np.asarray(DIMENSIONS, dtype=object)
-    out[ok] = base[ids[ok]] + suffix[dim[ok]]
-    return out
+    # one lookup in the table of every (type, dimension) name; row 0 is None (id -1)
+    return _TYPE_NAMES[np.where(ids >= 0, 1 + ids * len(DIMENSIONS) + dim, 0)]
 
 
 def edges_problem(edges: str, crs: CRS | None, lonlat: bool) -> str | None:

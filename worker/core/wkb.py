@@ -50,8 +50,19 @@ _POINT_LISTS = {_LINE, 8}
 _RING_LISTS = {_POLYGON, 17}
 #: Base types whose body is a list of complete WKB geometries.
 _COLLECTIONS = {4, 5, 6, 7, 9, 10, 11, 12, 15, 16}
-#: Base types whose body holds no geometry (see :func:`may_nest`).
-_SINGLE = {_POINT} | _POINT_LISTS | _RING_LISTS
+#: SQL/MM curved types (CircularString, CompoundCurve, CurvePolygon, MultiCurve,
+#: MultiSurface): GEOS reads them but shapely refuses the whole array holding one and
+#: GEOS's predicates raise on them inside a collection, so they are refused by the walk.
+_CURVES = {
+    8: "CircularString",
+    9: "CompoundCurve",
+    10: "CurvePolygon",
+    11: "MultiCurve",
+    12: "MultiSurface",
+}
+#: Base types whose body holds no geometry and that GEOS reads or refuses by itself (see
+#: :func:`may_nest`); curves are walked, to be refused with their name.
+_SINGLE = ({_POINT} | _POINT_LISTS | _RING_LISTS) - set(_CURVES)
 _EWKB_Z, _EWKB_M, _EWKB_SRID = 0x80000000, 0x40000000, 0x20000000
 
 
@@ -115,6 +126,11 @@ def _walk(data: bytes, max_depth: int, spans: list[tuple[int, int, str]] | None 
                 raise _Bad(f"unknown WKB geometry type code {code}")
             dims += (0, 1, 1, 2)[thousands]
         point_bytes = 8 * dims
+        if base in _CURVES:
+            raise _Bad(
+                f"curved geometry type {_CURVES[base]} (SQL/MM, code {code}) is not "
+                "supported: write it with straight segments (e.g. PostGIS ST_CurveToLine)"
+            )
         if base == _POINT:
             if spans is not None:
                 spans.append((pos, dims, order))
@@ -184,7 +200,7 @@ def _header(data: bytes | None) -> tuple[bool, bool, bool, bool]:
 def may_nest(data: bytes) -> bool:
     """Whether GEOS could recurse on this WKB value: False only when its header holds a
     valid byte-order flag and the type code of a single geometry (Point, LineString,
-    Polygon, CircularString, Triangle, any dimension), whose body holds no geometry.
+    Polygon, Triangle, any dimension), whose body holds no geometry (curves are walked).
 
     Such values cannot overflow GEOS's stack, and GEOS (3.12 and later) refuses their
     impossible counts by itself ("Input buffer is smaller than requested object size"),
@@ -294,14 +310,11 @@ def empty_ring_polygons(geoms: np.ndarray) -> np.ndarray:
     """int (K,): indices of the parsed Polygons (shapely 2, vectorized) that have an empty
     ring beside other rings (see the module notes: GEOS predicates crash on them).
 
-    Only polygons with interior rings can have one; the others cost one type and one
-    ring-count pass.
+    Only polygons with interior rings can have one; the others cost one ring-count pass
+    (``shapely.get_num_interior_rings`` is 0 for every other geometry type and None).
     """
     geoms = np.asarray(geoms, dtype=object)
-    polygons = np.flatnonzero(np.asarray(shapely.get_type_id(geoms)) == 3)
-    if not polygons.size:
-        return polygons
-    holed = polygons[np.asarray(shapely.get_num_interior_rings(geoms[polygons])) > 0]
+    holed = np.flatnonzero(np.asarray(shapely.get_num_interior_rings(geoms)) > 0)
     if not holed.size:
         return holed
     rings, owner = shapely.get_rings(geoms[holed], return_index=True)
