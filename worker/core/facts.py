@@ -602,6 +602,8 @@ class BatchFacts:
         """bool (N,): some coordinate lies outside the declared CRS's area of use, tested
         as stored, before any reprojection (:func:`worker.core.spatial.outside_area_of_use`);
         all False when the CRS is undeclared or unresolvable."""
+        if self._points_xy is not None:  # tested on the stored coordinates (east_north)
+            return outside_area_of_use(None, self.declared_crs, points=self._points_xy)
         return outside_area_of_use(lambda: self.geometries, self.declared_crs, self.bounds)
 
     @fact

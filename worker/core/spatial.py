@@ -287,7 +287,10 @@ def _envelopes_within(bounds: Any, area: tuple[float, float, float, float]) -> n
 
 
 def outside_area_of_use(
-    geoms: Any, crs: CRS | None, bounds: np.ndarray | None = None
+    geoms: Any,
+    crs: CRS | None,
+    bounds: np.ndarray | None = None,
+    points: np.ndarray | None = None,
 ) -> np.ndarray:
     """bool (N,): some finite coordinate of the geometry lies outside ``crs``'s area of use.
 
@@ -301,7 +304,14 @@ def outside_area_of_use(
     (float (N, 4), ``shapely.bounds`` of ``geoms``) may be passed when already known;
     ``geoms`` may then be a function returning them, called only when some envelope is not
     within a geographic area of use (a batch of points need not be built as geometries).
+    ``points`` (float (N, 2)): when every geometry is one finite point, its coordinates,
+    tested instead of reading ``geoms``.
     """
+    if points is not None:
+        n = len(points)
+        if crs is None or not n or (aou_p := area_of_use(crs)) is None:
+            return np.zeros(n, dtype=bool)
+        return _xy_outside(points, np.arange(n), n, aou_p, crs)
     if callable(geoms) and bounds is not None:
         make = geoms
         n = len(bounds)
@@ -337,10 +347,15 @@ def outside_area_of_use(
 def _coordinates_outside(geoms: np.ndarray, aou: AreaOfUse, crs: CRS) -> np.ndarray:
     """The exact test of :func:`outside_area_of_use`, coordinate by coordinate."""
     n = len(geoms)
-    out = np.zeros(n, dtype=bool)
     counts = np.asarray(shapely.get_num_coordinates(geoms), dtype=np.intp)
     xy = shapely.get_coordinates(geoms, include_z=False)
-    owner = np.repeat(np.arange(n), counts)
+    return _xy_outside(xy, np.repeat(np.arange(n), counts), n, aou, crs)
+
+
+def _xy_outside(xy: np.ndarray, owner: np.ndarray, n: int, aou: AreaOfUse, crs: CRS) -> np.ndarray:
+    """bool (n,): features owning a coordinate of ``xy`` (float (M, 2)) outside ``aou``;
+    ``owner`` (int (M,)) is the feature of each coordinate."""
+    out = np.zeros(n, dtype=bool)
     finite = np.isfinite(xy).all(axis=1)
     xy, owner = xy[finite], owner[finite]
     x, y = xy[:, 0], xy[:, 1]
