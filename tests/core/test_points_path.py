@@ -124,3 +124,16 @@ def test_one_mutated_value_among_points_is_judged_as_the_general_path_judges_it(
     with pytest.MonkeyPatch.context() as mp:
         general = _general(batch, mp)
     _same(BatchFacts(batch), general)
+
+
+def test_extreme_finite_coordinates_give_no_numpy_warning() -> None:
+    # pytest turns warnings into errors: summing 1e308 + 1e308 overflowed in the extent
+    # totals ("overflow encountered in reduce", found by a new-user session)
+    xy = np.column_stack((np.linspace(0, 10, 70), np.linspace(0, 10, 70)))
+    xy[9] = (1e308, 1e308)
+    contract = parse_contract(V1.replace("[Polygon, MultiPolygon]", "[Point]"))
+    batch = replace(batch_of(_points(xy)), layer="admin_boundaries")
+    decision = evaluate(batch, [ActiveVersion(contract, "enforcing")], now=NOW)
+    extent = next(r for r in decision.verdicts[0].clauses if r.kind == "extent")
+    assert extent.result == "break" and extent.offenders is not None
+    assert extent.offenders.total == 1

@@ -127,7 +127,7 @@ def _total_bounds(bounds: np.ndarray) -> Bounds:
     if not len(bounds):
         return Bounds(None)
     rows = bounds
-    with np.errstate(invalid="ignore"):
+    with np.errstate(invalid="ignore", over="ignore"):  # 1e308 + 1e308: inf, no warning
         if np.isnan(np.add.reduce(bounds, axis=None)):  # one pass; rows filtered only then
             rows = bounds[~np.isnan(bounds).any(axis=1)]
     if not len(rows):
