@@ -604,7 +604,7 @@ class BatchFacts:
         all False when the CRS is undeclared or unresolvable."""
         if self._points_xy is not None:  # tested on the stored coordinates (east_north)
             return outside_area_of_use(None, self.declared_crs, points=self._points_xy)
-        return outside_area_of_use(lambda: self.geometries, self.declared_crs, self.bounds)
+        return outside_area_of_use(self.geometries, self.declared_crs, self.bounds)
 
     @fact
     def orientation_contradicted(self) -> np.ndarray:

@@ -301,34 +301,24 @@ def outside_area_of_use(
     or lies outside the area of use (:func:`area_of_use`, EPSG). Non-finite coordinates are
     not tested (they are invalid geometries); None and empty geometries give False, and so
     does every geometry when ``crs`` is None or has no known area of use. ``bounds``
-    (float (N, 4), ``shapely.bounds`` of ``geoms``) may be passed when already known;
-    ``geoms`` may then be a function returning them, called only when some envelope is not
-    within a geographic area of use (a batch of points need not be built as geometries).
+    (float (N, 4), ``shapely.bounds`` of ``geoms``) may be passed when already known.
     ``points`` (float (N, 2)): when every geometry is one finite point, its coordinates,
-    tested instead of reading ``geoms``.
+    tested instead of reading ``geoms`` (a batch of points need not be built as
+    geometries).
     """
     if points is not None:
         n = len(points)
         if crs is None or not n or (aou_p := area_of_use(crs)) is None:
             return np.zeros(n, dtype=bool)
         return _xy_outside(points, np.arange(n), n, aou_p, crs)
-    if callable(geoms) and bounds is not None:
-        make = geoms
-        n = len(bounds)
-    else:
-        geoms = np.asarray(geoms() if callable(geoms) else geoms, dtype=object)
-        n = len(geoms)
-        make = None
+    geoms = np.asarray(geoms, dtype=object)
+    n = len(geoms)
     out = np.zeros(n, dtype=bool)
     if crs is None or not n:
         return out
     aou = area_of_use(crs)
     if aou is None:
         return out
-    if make is not None:
-        if aou.geographic and bool(_envelopes_within(bounds, aou.bounds).all()):
-            return out
-        geoms = np.asarray(make(), dtype=object)
     if aou.geographic:
         # a geometry whose envelope lies within the bounds has every finite coordinate
         # within them (a NaN coordinate can only make the envelope NaN, never narrower):
