@@ -21,6 +21,7 @@ from tests.catalogue import (
 )
 from worker.core.facts import (
     GEOMETRY_TYPES,
+    TYPE_NAME_TABLE,
     BatchFacts,
     nonfinite_mask,
     schema_fingerprint,
@@ -414,3 +415,37 @@ def test_a_curved_geometry_is_one_invalid_feature_not_a_failed_batch() -> None:
     assert "curved geometry type CircularString (SQL/MM, code 8)" in reasons[0]
     assert "curved geometry type CompoundCurve (SQL/MM, code 9)" in reasons[2]
     assert f.bounds[1].tolist() == list(VALID_POLYGON.bounds)
+
+
+EMPTIES = [
+    *ROUTES,
+    *_iso(
+        "POLYGON EMPTY",
+        "MULTIPOLYGON EMPTY",
+        "GEOMETRYCOLLECTION EMPTY",
+        "GEOMETRYCOLLECTION (POINT EMPTY, POINT (1 1))",
+        "GEOMETRYCOLLECTION (POINT EMPTY)",
+        "LINESTRING EMPTY",
+        "POINT EMPTY",
+    ),
+    EMPTY_POLYGON,
+]
+
+
+def test_emptiness_after_validity_and_bounds_is_geos_emptiness() -> None:
+    """Once validity and bounds are known, emptiness of the valid geometries is read from
+    their envelopes (NaN exactly when empty); the result is GEOS's is_empty."""
+    plain = BatchFacts(batch_of(EMPTIES))
+    primed = BatchFacts(batch_of(EMPTIES))
+    assert primed._geos_valid is not None and primed.bounds is not None
+    expected = shapely.is_empty(plain.geometries) & plain.parsed
+    assert plain.is_empty.tolist() == primed.is_empty.tolist() == expected.tolist()
+    assert int(expected.sum()) == 8  # "POINT Z EMPTY" and the seven empties of EMPTIES
+    assert not primed.is_empty[len(ROUTES) + 3]  # a collection with one empty part
+
+
+def test_type_name_index_rows_are_the_type_names() -> None:
+    f = BatchFacts(batch_of(EMPTIES))
+    names = f.type_names
+    assert names.tolist() == [TYPE_NAME_TABLE[i] for i in f.type_name_index]
+    assert names[0] == "Polygon" and names[7] == "Point Z" and names[17] is None

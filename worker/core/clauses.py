@@ -41,7 +41,7 @@ from worker.core.clauses_spatial import (
 )
 from worker.core.durations import parse_duration_s
 from worker.core.echo import clip
-from worker.core.facts import GEOMETRY_TYPES, MAX_REASONS, BatchFacts
+from worker.core.facts import GEOMETRY_TYPES, MAX_REASONS, TYPE_NAME_TABLE, BatchFacts
 from worker.core.memo import identity_memo
 from worker.core.model import (
     VALUE_TYPES_KEY,
@@ -121,7 +121,8 @@ def measure_geometry_type(
     allowed = _allowed_types(clause)
     allow_empty = bool(clause.params.get("allow_empty", False))
     names = facts.type_names
-    type_ok = np.isin(names, np.asarray(allowed, dtype=object))
+    allowed_rows = np.array([name in allowed for name in TYPE_NAME_TABLE], dtype=bool)
+    type_ok = allowed_rows[facts.type_name_index]
     bad = np.asarray([_MISSING_TYPE if n is None else n for n in names[~type_ok]], dtype=object)
     shown_names, counts = np.unique(bad, return_counts=True) if bad.size else ((), ())
     empty_bad = facts.is_empty & type_ok & (not allow_empty)

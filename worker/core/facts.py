@@ -51,8 +51,10 @@ __all__ = [
     "DIMENSIONS",
     "GEOMETRY_TYPES",
     "MAX_REASONS",
+    "TYPE_NAME_TABLE",
     "BatchFacts",
     "edges_problem",
+    "geometry_type_index",
     "geometry_type_names",
     "nonfinite_mask",
     "schema_fingerprint",
@@ -91,8 +93,9 @@ GEOMETRY_TYPES: tuple[str, ...] = tuple(
 
 _EWKB_Z, _EWKB_M, _EWKB_SRID = 0x80000000, 0x40000000, 0x20000000
 
-#: None, then the name of each (shapely type id, dimension) pair, id-major.
-_TYPE_NAMES = np.array([None, *(b + d for b in BASE_TYPES for d in DIMENSIONS)], dtype=object)
+#: None, then the name of each (shapely type id, dimension) pair, id-major: the table that
+#: :func:`geometry_type_index` indexes.
+TYPE_NAME_TABLE = np.array([None, *(b + d for b in BASE_TYPES for d in DIMENSIONS)], dtype=object)
 
 
 def schema_fingerprint(fields: Any) -> str:
@@ -205,14 +208,22 @@ def _has_m(geoms: np.ndarray, wkb: Any = None) -> np.ndarray:
     return wkb_dimensions(wkb)[1]
 
 
+def geometry_type_index(type_ids: np.ndarray, has_z: np.ndarray, has_m: np.ndarray) -> np.ndarray:
+    """int (N,): the row of :data:`TYPE_NAME_TABLE` naming each geometry's type with its
+    coordinate dimension; 0 (None) where ``type_ids`` is -1 (missing or unparseable).
+    Inputs are the shapely type ids and dimension flags. A clause that tests names against
+    a list tests the table's few rows once and indexes the result (no string comparison
+    per feature)."""
+    ids = np.asarray(type_ids, dtype=int)
+    dim = np.asarray(has_z, dtype=int) + 2 * np.asarray(has_m, dtype=int)
+    return np.where(ids >= 0, 1 + ids * len(DIMENSIONS) + dim, 0)
+
+
 def geometry_type_names(type_ids: np.ndarray, has_z: np.ndarray, has_m: np.ndarray) -> np.ndarray:
     """object (N,): the GeoParquet ``geometry_types`` name of each geometry, e.g.
     ``"Polygon"`` (XY), ``"Point Z"``, ``"MultiPolygon ZM"``; None where ``type_ids`` is -1
     (missing or unparseable). Inputs are the shapely type ids and dimension flags."""
-    ids = np.asarray(type_ids, dtype=int)
-    dim = np.asarray(has_z, dtype=int) + 2 * np.asarray(has_m, dtype=int)
-    # one lookup in the table of every (type, dimension) name; row 0 is None (id -1)
-    return _TYPE_NAMES[np.where(ids >= 0, 1 + ids * len(DIMENSIONS) + dim, 0)]
+    return TYPE_NAME_TABLE[geometry_type_index(type_ids, has_z, has_m)]
 
 
 def edges_problem(edges: str, crs: CRS | None, lonlat: bool) -> str | None:
@@ -357,12 +368,16 @@ class BatchFacts:
         out = dict(self._refused_before_parse)
         if self._points_xy is not None:
             return out
-        strict_missing = np.asarray(shapely.is_missing(self._strict), dtype=bool)
-        for i in np.flatnonzero(strict_missing & ~self.missing).tolist():
+        for i in np.flatnonzero(self._strict_missing & ~self.missing).tolist():
             data = self.batch.geometries_wkb[i]
             if i not in out and data is not None and (reason := wkb_problem(data)):
                 out[i] = reason
         return out
+
+    @fact
+    def _strict_missing(self) -> np.ndarray:
+        """bool (N,): :attr:`_strict` has no geometry (missing, refused or unparseable)."""
+        return np.asarray(shapely.is_missing(self._strict), dtype=bool)
 
     @fact
     def _refused_mask(self) -> np.ndarray:
@@ -395,7 +410,7 @@ class BatchFacts:
         not write the geometry as WKB at all (``Batch.geometry_errors``)."""
         if self._points_xy is not None:
             return self._all(False)
-        return np.asarray(shapely.is_missing(self._strict), dtype=bool) & ~self.missing
+        return self._strict_missing & ~self.missing
 
     @fact
     def parsed(self) -> np.ndarray:
@@ -403,6 +418,8 @@ class BatchFacts:
         structure fixed for locating and typing only: see :attr:`raw_geometries`)."""
         if self._points_xy is not None:
             return self._all(True)
+        if self.raw_geometries is self._strict:  # no structure fixed: the same objects
+            return ~self._strict_missing
         return ~np.asarray(shapely.is_missing(self.raw_geometries), dtype=bool)
 
     def parse_error(self, index: int) -> str:
@@ -526,14 +543,29 @@ class BatchFacts:
         """object (N,): GeoParquet ``geometry_types`` name with coordinate dimension
         (``Point``, ``Point Z``, ``Polygon M``, ``MultiPolygon ZM``); None when missing or
         unparseable. See :func:`geometry_type_names`."""
-        return geometry_type_names(self.type_ids, self.has_z, self.has_m)
+        return TYPE_NAME_TABLE[self.type_name_index]
+
+    @fact
+    def type_name_index(self) -> np.ndarray:
+        """int (N,): row of :data:`TYPE_NAME_TABLE` of each :attr:`type_names` entry (see
+        :func:`geometry_type_index`)."""
+        return geometry_type_index(self.type_ids, self.has_z, self.has_m)
 
     @fact
     def is_empty(self) -> np.ndarray:
         """bool (N,): the geometry exists and is empty."""
         if self._points_xy is not None:
             return self._all(False)
-        return np.asarray(shapely.is_empty(self.geometries), dtype=bool) & self.parsed
+        if "_geos_valid" not in self.__dict__:
+            return np.asarray(shapely.is_empty(self.geometries), dtype=bool) & self.parsed
+        # a GEOS-valid geometry has finite x and y (IsValidOp: "Invalid Coordinate"), so
+        # its envelope is NaN exactly when it is empty; the others are asked (the extent
+        # and area-of-use clauses, which ask for emptiness, need the bounds anyway)
+        out = self._geos_valid & np.isnan(self.bounds[:, 0])
+        others = np.flatnonzero(~self._geos_valid)
+        if others.size:
+            out[others] = shapely.is_empty(self.geometries[others])
+        return out & self.parsed
 
     @fact
     def has_nonfinite(self) -> np.ndarray:
