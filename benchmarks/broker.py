@@ -29,6 +29,7 @@ from worker.io import codec
 from worker.io.codec.avro import BATCH_ARRIVAL_PLANAR
 from worker.kafka.client import create_topics
 from worker.kafka.pipeline import Pipeline
+from worker.kafka.polling import DEFAULT_MAX_BATCH_EVENTS, DEFAULT_MAX_BATCH_WAIT_MS, poll_batch
 from worker.kafka.publish import contract_record, publish_contract
 from worker.kafka.settings import Settings, Topics
 
@@ -92,8 +93,9 @@ def geos_floor_events_s(events: list[bytes]) -> float:
 
 def passthrough_events_s(settings: Settings, n: int) -> float:
     """Events/s of a transactional copy (consume, produce each value to another topic,
-    send the offsets, commit; up to 500 events a transaction) of the same events on the
-    same broker: the floor of any exactly-once worker."""
+    send the offsets, commit) of the same events on the same broker: the floor of any
+    exactly-once worker. Poll batches are taken as the worker takes them
+    (:func:`worker.kafka.polling.poll_batch`, with the worker's default bounds)."""
     group = f"{settings.group_id}-copy"
     producer = Producer(settings.producer(transactional=True, **{"transactional.id": group}))
     producer.init_transactions(30)
@@ -105,7 +107,8 @@ def passthrough_events_s(settings: Settings, n: int) -> float:
     done = 0
     deadline = time.monotonic() + 600
     while done < n and time.monotonic() < deadline:
-        msgs = [m for m in consumer.consume(500, timeout=0.5) if m.error() is None]
+        polled = poll_batch(consumer, DEFAULT_MAX_BATCH_EVENTS, DEFAULT_MAX_BATCH_WAIT_MS / 1000)
+        msgs = [m for m in polled if m.error() is None]
         if not msgs:
             continue
         producer.begin_transaction()

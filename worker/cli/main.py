@@ -36,6 +36,11 @@ from worker.cli.quarantine import add_quarantine_args, cmd_quarantine
 from worker.cli.verify import add_verify_args, cmd_verify
 from worker.core.errors import ContractGateError
 from worker.kafka.deadline import DEFAULT_BATCH_DEADLINE_S
+from worker.kafka.polling import (
+    DEFAULT_MAX_BATCH_EVENTS,
+    DEFAULT_MAX_BATCH_WAIT_MS,
+    DEFAULT_READY_BYTES,
+)
 
 __all__ = ["build_parser", "main"]
 
@@ -169,14 +174,16 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--max-batch-events",
         type=bounded_int(1, 1_000_000),
-        default=500,
-        help="events per transaction, 1..1000000 (default 500)",
+        default=DEFAULT_MAX_BATCH_EVENTS,
+        help=f"events per transaction, 1..1000000 (default {DEFAULT_MAX_BATCH_EVENTS})",
     )
     p.add_argument(
         "--max-batch-wait-ms",
         type=bounded_int(0, 3_600_000),
-        default=100,
-        help="poll wait per transaction, ms (default 100)",
+        default=DEFAULT_MAX_BATCH_WAIT_MS,
+        help="longest wait for a poll batch (one transaction) to fill, ms: the events "
+        "already fetched are taken at once, and more are awaited only while the batch "
+        f"holds under {DEFAULT_READY_BYTES // 2**20} MiB (default {DEFAULT_MAX_BATCH_WAIT_MS})",
     )
     p.add_argument(
         "--batch-deadline-s",

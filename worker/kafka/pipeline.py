@@ -1,7 +1,9 @@
 """The worker loop: poll a batch of events -> route each -> one Kafka transaction.
 
 Checkpoint discipline (as quix-streams): a poll batch of up to ``max_batch_events`` events
-or ``max_batch_wait_ms`` is routed in memory; then, in ONE transaction, every output record
+(the records already fetched, and while the batch is small those arriving within
+``max_batch_wait_ms``: :func:`worker.kafka.polling.poll_batch`) is routed in memory;
+then, in ONE transaction, every output record
 (admitted or quarantine record, one evaluation record per version) and the consumed
 offsets (``send_offsets_to_transaction``, KIP-447) are written and committed. A failure
 aborts the whole transaction and rewinds the consumer to the first offset of the batch,
@@ -34,6 +36,7 @@ from worker.kafka.deadline import DEFAULT_BATCH_DEADLINE_S, rewind_offsets, rout
 from worker.kafka.evaluations import read_recent_evaluations
 from worker.kafka.health import BrokerHealth, Watchdog
 from worker.kafka.instruments import Instruments, NullInstruments
+from worker.kafka.polling import DEFAULT_MAX_BATCH_EVENTS, DEFAULT_MAX_BATCH_WAIT_MS, poll_batch
 from worker.kafka.replays import read_admitted_replays
 from worker.kafka.routing import (
     Outcome,
@@ -48,7 +51,7 @@ from worker.kafka.routing import (
 from worker.kafka.schema_registry import codec_for, output_kinds
 from worker.kafka.settings import Settings
 
-__all__ = ["Pipeline", "partition_lag"]
+__all__ = ["DEFAULT_MAX_BATCH_EVENTS", "DEFAULT_MAX_BATCH_WAIT_MS", "Pipeline", "partition_lag"]
 
 log = logging.getLogger(__name__)
 
@@ -139,8 +142,8 @@ class Pipeline:
         *,
         metrics: Instruments | None = None,
         clock: Callable[[], datetime] = _utcnow,
-        max_batch_events: int = 500,
-        max_batch_wait_ms: int = 100,
+        max_batch_events: int = DEFAULT_MAX_BATCH_EVENTS,
+        max_batch_wait_ms: int = DEFAULT_MAX_BATCH_WAIT_MS,
         batch_deadline_s: float = DEFAULT_BATCH_DEADLINE_S,
         config_timeout_s: float = 60.0,
         on_outcome: Callable[[Outcome], None] | None = None,
@@ -424,7 +427,7 @@ class Pipeline:
 
         self.last_loop_monotonic = time.monotonic()
         self.config.poll_updates()
-        msgs = self._consumer.consume(self.max_batch_events, timeout=self.max_batch_wait_s)
+        msgs = poll_batch(self._consumer, self.max_batch_events, self.max_batch_wait_s)
         if self.last_loop_monotonic - self._lag_at >= LAG_INTERVAL_S:
             self._lag_at = self.last_loop_monotonic
             self.metrics.set_consumer_lag(partition_lag(self._consumer, sorted(self.assigned)))

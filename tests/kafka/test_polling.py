@@ -1,0 +1,82 @@
+"""The poll-batch policy (:func:`worker.kafka.polling.poll_batch`) against a scripted
+local queue: librdkafka's ``consume(n, timeout)`` semantics (return once ``n`` records
+are there or ``timeout`` has passed) on a simulated clock. The pipeline that calls it runs
+on a real broker in ``tests/integration``."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+import pytest
+
+from worker.kafka.polling import DEFAULT_READY_BYTES, poll_batch
+
+
+@dataclass
+class _Record:
+    payload: bytes | None
+
+    def value(self) -> bytes | None:
+        return self.payload
+
+
+@dataclass
+class _Queue:
+    """Records arriving at given times (seconds) in librdkafka's local queue."""
+
+    arrivals: list[tuple[float, _Record]]
+    now: float = 0.0
+    calls: list[tuple[int, float]] = field(default_factory=list)
+
+    def clock(self) -> float:
+        return self.now
+
+    def consume(self, n: int, timeout: float) -> list[_Record]:
+        self.calls.append((n, timeout))
+        due = [t for t, _ in self.arrivals[:n]]
+        # returns when the n-th record has arrived or the timeout has passed
+        until = self.now + timeout
+        if len(due) == n and due[-1] <= until:
+            until = max(self.now, due[-1])
+        self.now = until
+        taken = [r for t, r in self.arrivals[:n] if t <= self.now]
+        del self.arrivals[: len(taken)]
+        return taken
+
+
+def _records(count: int, size: int, at: float = 0.0) -> list[tuple[float, _Record]]:
+    return [(at, _Record(b"x" * size)) for _ in range(count)]
+
+
+def test_records_already_fetched_are_taken_without_waiting() -> None:
+    big = DEFAULT_READY_BYTES // 3 + 1
+    q = _Queue(_records(3, big) + _records(5, big, at=0.05))
+    got = poll_batch(q, 500, 0.1, clock=q.clock)
+    assert len(got) == 3 and q.now == 0.0 and q.calls == [(500, 0)]
+
+
+def test_a_small_batch_waits_in_slices_until_it_holds_enough_bytes() -> None:
+    q = _Queue(_records(2, 1000) + _records(4, DEFAULT_READY_BYTES // 4, at=0.035))
+    got = poll_batch(q, 500, 0.1, clock=q.clock)
+    assert len(got) == 6
+    assert q.now == pytest.approx(0.04)  # the slice in which the last record arrived
+    assert all(timeout <= 0.01 for _, timeout in q.calls)
+
+
+def test_a_small_batch_waits_no_longer_than_the_window() -> None:
+    q = _Queue(_records(1, 100) + _records(1, 100, at=0.5))
+    got = poll_batch(q, 500, 0.1, clock=q.clock)
+    assert len(got) == 1 and q.now == pytest.approx(0.1)
+    assert len(q.arrivals) == 1  # the late record is left for the next poll batch
+
+
+def test_never_more_than_max_events_and_error_events_count_as_empty() -> None:
+    q = _Queue([(0.0, _Record(None)), *_records(9, 10, at=0.02)])
+    got = poll_batch(q, 4, 0.1, clock=q.clock)
+    assert len(got) == 4 and got[0].value() is None
+    assert len(q.arrivals) == 6
+
+
+def test_no_wait_window_takes_only_what_is_queued() -> None:
+    q = _Queue(_records(1, 10, at=0.001))
+    assert poll_batch(q, 500, 0.0, clock=q.clock) == [] and q.calls == [(500, 0)]
