@@ -56,8 +56,10 @@ def test_check_names_offenders_by_geojson_id_in_text_json_and_file(
     ]
     out_file = tmp_path / "off.geojson"
     assert main(["check", *args, "--offenders", str(out_file)]) == 1
-    text = capsys.readouterr().out
+    captured = capsys.readouterr()
+    text = captured.out
     assert "1 offending feature" in text and "#1 (id 'out'): [100, 10, 100, 10]" in text
+    assert f"wrote 1 offending feature to {out_file}" in captured.err  # no "1 ... features"
     assert "decision: quarantined (enforcing v1.0 extent)" in text
     doc = json.loads(out_file.read_text())
     assert [f["id"] for f in doc["features"]] == ["out"]

@@ -47,6 +47,11 @@ def parse_time(text: str) -> datetime:
     return value.astimezone(timezone.utc)
 
 
+def offending_features(count: int) -> str:
+    """``"1 offending feature"``, ``"3 offending features"``: a count for messages."""
+    return f"{count} offending feature{'' if count == 1 else 's'}"
+
+
 def positive_int(text: str) -> int:
     try:
         value = int(text)

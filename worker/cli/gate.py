@@ -13,7 +13,13 @@ from dataclasses import replace
 from datetime import datetime, timezone
 from typing import Any
 
-from worker.cli.args import EXIT_ADMITTED, EXIT_QUARANTINED, file_policy, settings_from_args
+from worker.cli.args import (
+    EXIT_ADMITTED,
+    EXIT_QUARANTINED,
+    file_policy,
+    offending_features,
+    settings_from_args,
+)
 from worker.cli.consumers import cmd_retire
 from worker.cli.lifecycle import LIFECYCLE_COMMANDS
 from worker.core.errors import ContractGateError
@@ -85,7 +91,7 @@ def _write_pictures(args: argparse.Namespace, batch: Any, decision: Any, version
         doc = offenders_collection(batch, broken_clauses(decision), name=Path(args.batch).stem)
         _write(args.offenders, dumps_json(doc, ensure_ascii=False, default=str))
         print(
-            f"wrote {len(doc['features'])} offending features to {args.offenders}",
+            f"wrote {offending_features(len(doc['features']))} to {args.offenders}",
             file=sys.stderr,
         )
     if getattr(args, "html", None):

@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from worker.cli.args import add_payload_args
+from worker.cli.args import add_payload_args, offending_features
 from worker.core.errors import ContractGateError, KafkaError
 from worker.core.jsonsafe import dumps_json
 
@@ -160,7 +160,8 @@ def _write_pictures(args: argparse.Namespace, entry: Any) -> None:
     if args.geojson:
         doc = offenders_collection(batch, offenders_of_record(reasons), name=entry.batch_id)
         _write(args.geojson, dumps_json(doc, ensure_ascii=False, default=str))
-        print(f"wrote {len(doc['features'])} offending features to {args.geojson}", file=sys.stderr)
+        wrote = offending_features(len(doc["features"]))
+        print(f"wrote {wrote} to {args.geojson}", file=sys.stderr)
     if args.html:
         from worker.io.batch_page import render_record_page
 
