@@ -3,6 +3,8 @@ each shortcut is checked against the exact computation on real data."""
 
 from __future__ import annotations
 
+import struct
+
 import numpy as np
 import shapely
 from hypothesis import given, settings
@@ -237,3 +239,49 @@ def test_a_fact_is_computed_once_per_instance_and_can_be_primed() -> None:
     primed.__dict__["square"] = -1  # as BatchFacts primes edges_problem
     assert primed.square == -1 and calls == [3, 4]
     assert isinstance(Facts.square, fact) and Facts.square.__doc__ == "n squared."
+
+
+@settings(max_examples=80, deadline=None)
+@given(
+    st.lists(
+        st.one_of(
+            st.none(),
+            st.binary(max_size=12),
+            st.binary(max_size=8).map(lambda b: b"N" + b),  # numpy writes None as b"None"
+            st.just(b"None"),
+            st.builds(
+                lambda flag, code, rest: bytes([flag]) + struct.pack("<I", code) + rest,
+                st.integers(0, 2),
+                st.sampled_from(
+                    [
+                        1,
+                        2,
+                        3,
+                        6,
+                        7,
+                        17,
+                        1003,
+                        2001,
+                        3002,
+                        4001,
+                        0x80000003,
+                        0x60000001,
+                        0xE0000011,
+                        0x20000007,
+                    ]
+                ),
+                st.binary(max_size=4),
+            ),
+        ),
+        min_size=33,
+        max_size=80,
+    )
+)
+def test_vectorized_headers_equal_the_per_value_reads(values: list[bytes | None]) -> None:
+    """Above 32 values the headers are read with numpy; each equals ``_header``."""
+    from worker.core.wkb import _header, wkb_headers
+
+    present, single, has_z, has_m = wkb_headers(values)
+    cols = (present.tolist(), single.tolist(), has_z.tolist(), has_m.tolist())
+    got = list(zip(*cols, strict=True))
+    assert got == [_header(v) for v in values]

@@ -64,6 +64,11 @@ _CURVES = {
 #: :func:`may_nest`); curves are walked, to be refused with their name.
 _SINGLE = ({_POINT} | _POINT_LISTS | _RING_LISTS) - set(_CURVES)
 _EWKB_Z, _EWKB_M, _EWKB_SRID = 0x80000000, 0x40000000, 0x20000000
+#: Whether a base type code (index) is in ``_SINGLE``; the last row (False) stands for
+#: every larger code.
+_SINGLE_TABLE = np.array([code in _SINGLE for code in range(max(_SINGLE) + 2)], dtype=bool)
+#: The byte numpy's ``astype("S5")`` writes first for None (it writes b"None").
+_NONE_FLAG = ord("N")
 
 
 class _Bad(Exception):
@@ -227,31 +232,28 @@ def wkb_headers(
         cols = np.array(rows, dtype=bool).reshape(n, 4)
         return cols[:, 0], cols[:, 1], cols[:, 2], cols[:, 3]
     array = values if isinstance(values, np.ndarray) else np.array(values, dtype=object)
-    present = np.asarray(array != None, dtype=bool)  # noqa: E711 - elementwise
-    single = np.zeros(n, dtype=bool)
-    has_z = np.zeros(n, dtype=bool)
-    has_m = np.zeros(n, dtype=bool)
-    values_present = array if present.all() else array[present]
-    if not len(values_present):
-        return present, single, has_z, has_m
     # the first 5 bytes of each value, zero-padded (a shorter value is no geometry GEOS
-    # reads: it stays unparseable whatever its header says)
-    head = values_present.astype("S5").view(np.uint8).reshape(-1, 5).astype(np.uint32)
+    # reads: it stays unparseable whatever its header says); numpy writes None as b"None"
+    head = array.astype("S5").view(np.uint8).reshape(n, 5)
     flag = head[:, 0]
-    little = head[:, 1] | head[:, 2] << 8 | head[:, 3] << 16 | head[:, 4] << 24
-    big = head[:, 4] | head[:, 3] << 8 | head[:, 2] << 16 | head[:, 1] << 24
-    code = np.where(flag == 1, little, big)
+    present = np.ones(n, dtype=bool)
+    maybe_none = np.flatnonzero(flag == _NONE_FLAG)  # None, or a value starting with "N"
+    if maybe_none.size:
+        present[maybe_none] = [array[i] is not None for i in maybe_none.tolist()]
+    code = np.ascontiguousarray(head[:, 1:]).view("<u4").reshape(n)
+    code = np.where(flag == 1, code, code.byteswap())
     ewkb = (code & (_EWKB_Z | _EWKB_M | _EWKB_SRID)) != 0
     base = np.where(ewkb, code & 0x0FFFFFFF, code % 1000)
     thousands = code // 1000
-    known_dims = ewkb | (thousands <= 3)
-    ok = (flag <= 1) & known_dims & np.isin(base, sorted(_SINGLE))
+    ok = (
+        (flag <= 1)
+        & (ewkb | (thousands <= 3))
+        & _SINGLE_TABLE[np.minimum(base, len(_SINGLE_TABLE) - 1)]
+    )
+    single = ok & present
     z = np.where(ewkb, (code & _EWKB_Z) != 0, (thousands == 1) | (thousands == 3))
     m = np.where(ewkb, (code & _EWKB_M) != 0, (thousands == 2) | (thousands == 3))
-    single[present] = ok
-    has_z[present] = z & ok
-    has_m[present] = m & ok
-    return present, single, has_z, has_m
+    return present, single, z & single, m & single
 
 
 def may_nest_many(values: Sequence[bytes | None] | np.ndarray) -> np.ndarray:
