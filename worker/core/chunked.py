@@ -27,6 +27,7 @@ from worker.core.clauses import (
     extent_needs_diagnosis,
     measure_extent_diagnosis,
 )
+from worker.core.collector import collector_paused
 from worker.core.evaluate import decide, evaluate_clause, failed_result, version_verdict
 from worker.core.facts import BatchFacts, edges_problem
 from worker.core.model import ActiveVersion, Batch, Clause, ClauseResult, Decision
@@ -109,9 +110,13 @@ def _tallies(
     acc = [_measure(j, BatchFacts(source.batch, 0, edges), now, diagnosis) for j in jobs]
     offset = 0
     for chunk in source.chunks():
-        facts = BatchFacts(chunk, offset, edges)
-        acc = [merge(a, _measure(j, facts, now, diagnosis)) for a, j in zip(acc, jobs, strict=True)]
-        offset += facts.count
+        with collector_paused():  # the chunk's geometries are built and freed within
+            facts = BatchFacts(chunk, offset, edges)
+            acc = [
+                merge(a, _measure(j, facts, now, diagnosis)) for a, j in zip(acc, jobs, strict=True)
+            ]
+            offset += facts.count
+            del facts
     return acc
 
 

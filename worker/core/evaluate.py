@@ -13,6 +13,7 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from worker.core.clauses import EVALUATORS
+from worker.core.collector import collector_paused
 from worker.core.facts import BatchFacts
 from worker.core.model import (
     ActiveVersion,
@@ -116,7 +117,8 @@ def evaluate(batch: Batch, versions: Sequence[ActiveVersion], *, now: datetime) 
         every evaluated version, deduplicated in order. With no active version the batch is
         admitted with no verdicts (routing of layers without contracts is the caller's).
     """
-    return decide(evaluate_versions(BatchFacts(batch), versions, now))
+    with collector_paused():  # the batch's geometries are built and freed within
+        return decide(evaluate_versions(BatchFacts(batch), versions, now))
 
 
 def decide(verdicts: tuple[VersionVerdict, ...]) -> Decision:
