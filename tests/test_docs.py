@@ -7,7 +7,7 @@ import json
 import re
 from pathlib import Path
 
-from worker.core.facts import BASE_TYPES
+from worker.core.geometry_types import BASE_TYPES
 from worker.core.model import CLAUSE_KINDS, FIELD_TYPES
 
 REPO = Path(__file__).resolve().parents[1]

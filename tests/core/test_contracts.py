@@ -13,7 +13,7 @@ import yaml
 from worker.core.contract_checks import MAX_DOCUMENT_BYTES
 from worker.core.contracts import canonical_json, contract_to_document, parse_contract
 from worker.core.errors import ContractError
-from worker.core.facts import GEOMETRY_TYPES
+from worker.core.geometry_types import GEOMETRY_TYPES
 from worker.core.model import CLAUSE_KINDS
 from worker.io.contract_files import load_contract
 

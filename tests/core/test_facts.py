@@ -19,14 +19,13 @@ from tests.catalogue import (
     VALID_POLYGON,
     batch_of,
 )
+from tests.core.test_geometry_types import _point_wkb
 from worker.core.facts import (
-    GEOMETRY_TYPES,
-    TYPE_NAME_TABLE,
     BatchFacts,
     nonfinite_mask,
     schema_fingerprint,
-    wkb_dimensions,
 )
+from worker.core.geometry_types import GEOMETRY_TYPES, TYPE_NAME_TABLE
 from worker.core.model import FieldSpec
 from worker.core.spatial import resolve_crs
 
@@ -162,33 +161,6 @@ def test_nan_in_the_measure_coordinate_is_non_finite() -> None:
 
 
 # -- coordinate dimensions (GeoParquet geometry_types names) --------------------------------
-
-
-def _point_wkb(order: str, code: int, *coords: float, srid: int | None = None) -> bytes:
-    head = struct.pack(f"{order}BI", 1 if order == "<" else 0, code)
-    if srid is not None:
-        head += struct.pack(f"{order}I", srid)
-    return head + struct.pack(f"{order}{len(coords)}d", *coords)
-
-
-# (WKB, has_z, has_m): ISO codes (1001 = Point Z, 2001 = Point M, 3001 = Point ZM, as in
-# GeoParquet files) and PostGIS EWKB flags (0x80000000 Z, 0x40000000 M, 0x20000000 SRID)
-HEADERS = [
-    (_point_wkb("<", 1, 1, 2), False, False),
-    (_point_wkb("<", 1001, 1, 2, 3), True, False),
-    (_point_wkb("<", 2001, 1, 2, 3), False, True),
-    (_point_wkb(">", 3001, 1, 2, 3, 4), True, True),
-    (_point_wkb(">", 0x80000001, 1, 2, 3), True, False),
-    (_point_wkb("<", 0x40000001, 1, 2, 3), False, True),
-    (_point_wkb("<", 0xE0000001, 1, 2, 3, 4, srid=4326), True, True),
-    (b"\x01\x03", False, False),
-]
-
-
-def test_wkb_dimensions_reads_iso_codes_and_ewkb_flags() -> None:
-    z, m = wkb_dimensions([h for h, _, _ in HEADERS] + [None])
-    assert z.tolist() == [hz for _, hz, _ in HEADERS] + [False]
-    assert m.tolist() == [hm for _, _, hm in HEADERS] + [False]
 
 
 def test_type_names_carry_the_coordinate_dimension() -> None:

@@ -41,7 +41,8 @@ from worker.core.clauses_spatial import (
 )
 from worker.core.durations import parse_duration_s
 from worker.core.echo import clip
-from worker.core.facts import GEOMETRY_TYPES, MAX_REASONS, TYPE_NAME_TABLE, BatchFacts
+from worker.core.facts import MAX_REASONS, BatchFacts
+from worker.core.geometry_types import GEOMETRY_TYPES, TYPE_NAME_TABLE
 from worker.core.memo import identity_memo
 from worker.core.model import (
     VALUE_TYPES_KEY,
