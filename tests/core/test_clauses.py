@@ -785,3 +785,19 @@ def test_whole_number_decimals_match_integer_domain_codes() -> None:
     # a fraction is never a code
     frac = run(c, _domain_batch(pa.array([Decimal("1.5")], pa.decimal128(5, 1))))
     assert frac.result == "break"
+
+
+def test_no_whole_batch_diagnosis_when_most_features_are_inside() -> None:
+    # found by a fresh-user session: one stray point (x = 200) among degree points inside
+    # the world extent was "diagnosed" as EPSG:3857, since that reprojection maps every
+    # degree coordinate to within metres of the origin
+    points = [shapely.Point(-170 + 3.4 * i, -80 + 1.6 * i) for i in range(100)]
+    world = clause("ext", "extent", region=[-180, -90, 180, 90])
+    crs = clause("srid", "crs", expect="EPSG:4326")
+    stray = run(world, batch_of([*points, shapely.Point(200, 10)]), crs)
+    assert stray.result == "break" and stray.measured["outside"] == 1
+    assert stray.diagnoses == ()
+    # the same cause named when most features are outside
+    half = run(world, batch_of([*points[:40], *(shapely.Point(200, 10),) * 60]), crs)
+    assert half.result == "break" and half.measured["outside"] == 60
+    assert half.diagnoses and half.diagnoses[0].startswith("coordinates look like EPSG:3857")

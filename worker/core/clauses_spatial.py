@@ -320,7 +320,9 @@ def render_extent(
     diagnoses: list[str] = []
     if not ok and "diagnosis" in tally:
         region = _extent_region(clause, crs)
-        diagnoses = diagnoses_of(tally["diagnosis"], facts, region, crs, label, min_frac)
+        diagnoses = diagnoses_of(
+            tally["diagnosis"], facts, region, crs, label, min_frac, inside_frac=frac
+        )
     return clause_result(clause, ok, measured, expected, message, diagnoses, tally["offenders"])
 
 

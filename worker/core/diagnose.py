@@ -8,7 +8,9 @@ fits after reprojecting from a candidate CRS (EPSG:3857, EPSG:4326, the geograph
 a projected contract CRS) to the contract CRS, marked a weak hint when the extent covers
 most of the contract CRS's area of use (then almost any projected data fits). A candidate
 is only named when every raw coordinate lies within its area of use
-(:func:`worker.core.spatial.outside_area_of_use`): x = 1e279 looks like no CRS.
+(:func:`worker.core.spatial.outside_area_of_use`): x = 1e279 looks like no CRS. Each cause
+moves every feature of the batch, so none is named when most features are inside the
+extent as they are (:data:`MOST_INSIDE`): the ones outside are then single offenders.
 """
 
 from __future__ import annotations
@@ -32,9 +34,13 @@ from worker.core.spatial import (
     swap_xy,
 )
 
-__all__ = ["diagnose_extent", "diagnose_tally", "diagnoses_of"]
+__all__ = ["MOST_INSIDE", "diagnose_extent", "diagnose_tally", "diagnoses_of"]
 
 _DIAGNOSIS_CANDIDATES = ("EPSG:3857", "EPSG:4326")
+
+#: Share of features inside the extent as they are above which no whole-batch cause is
+#: diagnosed (see :func:`diagnoses_of`).
+MOST_INSIDE = 0.5
 
 
 def _candidates(facts: BatchFacts, crs: CRS) -> list[CRS]:
@@ -91,12 +97,19 @@ def diagnoses_of(
     crs: CRS | None,
     label: str,
     min_frac: float,
+    inside_frac: float = 0.0,
 ) -> list[str]:
     """The diagnoses a (merged) :func:`diagnose_tally` supports; ``facts`` give the
     metadata (declared CRS) only. At most one, the first that fits: a wrong declared
-    CRS, swapped axes, then a candidate CRS."""
+    CRS, swapped axes, then a candidate CRS.
+
+    ``inside_frac`` is the share of features inside the extent as they are. Each
+    diagnosis names a cause that moves every feature of the batch, so none is named when
+    more than :data:`MOST_INSIDE` of them are inside already: the others are single
+    offenders. (One stray point among 100 degree points made every feature fit "after
+    reprojecting from EPSG:3857", which maps degrees to within metres of the origin.)"""
     n = int(tally["count"])
-    if not n:
+    if not n or inside_frac > MOST_INSIDE:
         return []
     declared = facts.declared_crs
     if declared is not None and "as_contract" in tally and tally["as_contract"] / n >= min_frac:
