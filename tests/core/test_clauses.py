@@ -801,3 +801,18 @@ def test_no_whole_batch_diagnosis_when_most_features_are_inside() -> None:
     half = run(world, batch_of([*points[:40], *(shapely.Point(200, 10),) * 60]), crs)
     assert half.result == "break" and half.measured["outside"] == 60
     assert half.diagnoses and half.diagnoses[0].startswith("coordinates look like EPSG:3857")
+
+
+def test_geometry_type_names_a_curved_type_refused_before_parsing() -> None:
+    # a new-user finding: a CircularString was counted as "missing or unparseable"
+    arc_z = struct.pack("<BII", 1, 1008, 3) + struct.pack("<9d", 0, 0, 0, 1, 1, 0, 2, 0, 0)
+    nested = struct.pack("<BII", 1, 7, 1) + arc_z
+    c = clause("types", "geometry_type", allowed=["Polygon"])
+    r = run(c, batch_of([arc_z, VALID_POLYGON, nested]))
+    assert r.result == "break"
+    assert r.measured == {"CircularString Z": 1, "missing or unparseable": 1}
+    assert r.offenders is not None
+    assert [f.value for f in r.offenders.features] == [
+        "CircularString Z",
+        "missing or unparseable",
+    ]

@@ -132,3 +132,14 @@ def test_an_empty_ring_beside_others_is_refused() -> None:
     assert "ring 1 of a polygon with 2 rings" in str(wkb_problem(FUZZ_EMPTY_HOLE))
     assert wkb_problem(_polygon([])) is None  # POLYGON EMPTY with one empty ring: harmless
     assert wkb_problem(_polygon(SQUARE, [(1, 1), (2, 1), (2, 2), (1, 1)])) is None
+
+
+def test_curve_type_name_reads_the_header_with_its_dimension() -> None:
+    from worker.core.wkb import curve_type_name
+
+    assert curve_type_name(struct.pack("<BI", 1, 8) + b"\0" * 4) == "CircularString"
+    assert curve_type_name(struct.pack(">BI", 0, 1010)) == "CurvePolygon Z"
+    assert curve_type_name(struct.pack("<BI", 1, 0x40000000 | 11)) == "MultiCurve M"
+    assert curve_type_name(struct.pack("<BI", 1, 3012)) == "MultiSurface ZM"
+    for other in (struct.pack("<BI", 1, 3), struct.pack("<BI", 1, 7), b"\x01\x08", None):
+        assert curve_type_name(other) is None

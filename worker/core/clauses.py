@@ -122,6 +122,9 @@ def measure_geometry_type(
     allowed = _allowed_types(clause)
     allow_empty = bool(clause.params.get("allow_empty", False))
     names = facts.type_names
+    if facts.curve_type_names:  # refused before parsing, but their header names them
+        names = names.copy()
+        names[list(facts.curve_type_names)] = list(facts.curve_type_names.values())
     allowed_rows = np.array([name in allowed for name in TYPE_NAME_TABLE], dtype=bool)
     type_ok = allowed_rows[facts.type_name_index]
     bad = np.asarray([_MISSING_TYPE if n is None else n for n in names[~type_ok]], dtype=object)

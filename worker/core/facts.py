@@ -46,6 +46,7 @@ from worker.core.spatial import (
     swap_xy,
 )
 from worker.core.wkb import (
+    curve_type_name,
     empty_ring_polygons,
     simple_points_xy,
     wkb_has_nonfinite,
@@ -289,6 +290,15 @@ class BatchFacts:
             if i not in out and data is not None and (reason := wkb_problem(data)):
                 out[i] = reason
         return out
+
+    @fact
+    def curve_type_names(self) -> dict[int, str]:
+        """Index -> the SQL/MM curved type (``"CircularString"``) of the values refused
+        before parsing for being curved (:func:`worker.core.wkb.curve_type_name`): the
+        geometry_type clause names them instead of "missing or unparseable"."""
+        values = self.batch.geometries_wkb
+        named = ((i, curve_type_name(values[i])) for i in self._refused_before_parse)
+        return {i: name for i, name in named if name is not None}
 
     @fact
     def _strict_missing(self) -> np.ndarray:

@@ -31,6 +31,7 @@ import shapely
 
 __all__ = [
     "DEFAULT_MAX_DEPTH",
+    "curve_type_name",
     "empty_ring_polygons",
     "may_nest",
     "may_nest_many",
@@ -200,6 +201,26 @@ def _header(data: bytes | None) -> tuple[bool, bool, bool, bool]:
         z, m = thousands in (1, 3), thousands in (2, 3)
     single = base in _SINGLE
     return True, single, z and single, m and single
+
+
+def curve_type_name(data: bytes | None) -> str | None:
+    """The SQL/MM curved type a WKB value's header names, with its coordinate dimension
+    (``"CircularString"``, ``"CurvePolygon Z"``), or None for any other value. Curves are
+    refused before parsing (see :func:`wkb_problem`); this names what was refused."""
+    if data is None or len(data) < 5 or data[0] > 1:
+        return None
+    code = _U32["<" if data[0] == 1 else ">"](data, 1)[0]
+    if code & (_EWKB_Z | _EWKB_M | _EWKB_SRID):
+        base = code & 0x0FFFFFFF
+        z, m = bool(code & _EWKB_Z), bool(code & _EWKB_M)
+    else:
+        thousands, base = divmod(code, 1000)
+        if thousands > 3:
+            return None
+        z, m = thousands in (1, 3), thousands in (2, 3)
+    if base not in _CURVES:
+        return None
+    return _CURVES[base] + ("", " Z", " M", " ZM")[z + 2 * m]
 
 
 def may_nest(data: bytes) -> bool:
