@@ -787,7 +787,7 @@ def test_whole_number_decimals_match_integer_domain_codes() -> None:
     assert frac.result == "break"
 
 
-def test_no_whole_batch_diagnosis_when_most_features_are_inside() -> None:
+def test_no_candidate_crs_diagnosis_when_most_features_are_inside() -> None:
     # found by a fresh-user session: one stray point (x = 200) among degree points inside
     # the world extent was "diagnosed" as EPSG:3857, since that reprojection maps every
     # degree coordinate to within metres of the origin
@@ -816,3 +816,15 @@ def test_geometry_type_names_a_curved_type_refused_before_parsing() -> None:
         "CircularString Z",
         "missing or unparseable",
     ]
+
+
+def test_swapped_axes_are_named_even_when_most_features_are_inside() -> None:
+    # the demo's latitude-first Europe against a world extent: only Russia (longitude
+    # beyond 90 read as latitude) is outside, yet the cause is the axis order
+    lat_first = [shapely.Point(40 + i, 5 + 2 * i) for i in range(9)] + [shapely.Point(60, 100)]
+    world = clause("ext", "extent", region=[-180, -90, 180, 90])
+    r = run(world, batch_of(lat_first), clause("srid", "crs", expect="EPSG:4326"))
+    assert r.result == "break" and r.measured["outside"] == 1
+    assert r.diagnoses == (
+        "axis order looks swapped: the coordinates fit the extent with x and y exchanged",
+    )

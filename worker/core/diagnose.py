@@ -8,9 +8,9 @@ fits after reprojecting from a candidate CRS (EPSG:3857, EPSG:4326, the geograph
 a projected contract CRS) to the contract CRS, marked a weak hint when the extent covers
 most of the contract CRS's area of use (then almost any projected data fits). A candidate
 is only named when every raw coordinate lies within its area of use
-(:func:`worker.core.spatial.outside_area_of_use`): x = 1e279 looks like no CRS. Each cause
-moves every feature of the batch, so none is named when most features are inside the
-extent as they are (:data:`MOST_INSIDE`): the ones outside are then single offenders.
+(:func:`worker.core.spatial.outside_area_of_use`): x = 1e279 looks like no CRS. Nor is a candidate
+named when most features are inside the extent as they are (:data:`MOST_INSIDE`): the
+ones outside are then single offenders.
 """
 
 from __future__ import annotations
@@ -38,8 +38,8 @@ __all__ = ["MOST_INSIDE", "diagnose_extent", "diagnose_tally", "diagnoses_of"]
 
 _DIAGNOSIS_CANDIDATES = ("EPSG:3857", "EPSG:4326")
 
-#: Share of features inside the extent as they are above which no whole-batch cause is
-#: diagnosed (see :func:`diagnoses_of`).
+#: Share of features inside the extent as they are above which no candidate CRS is named
+#: (see :func:`diagnoses_of`).
 MOST_INSIDE = 0.5
 
 
@@ -103,13 +103,14 @@ def diagnoses_of(
     metadata (declared CRS) only. At most one, the first that fits: a wrong declared
     CRS, swapped axes, then a candidate CRS.
 
-    ``inside_frac`` is the share of features inside the extent as they are. Each
-    diagnosis names a cause that moves every feature of the batch, so none is named when
-    more than :data:`MOST_INSIDE` of them are inside already: the others are single
-    offenders. (One stray point among 100 degree points made every feature fit "after
-    reprojecting from EPSG:3857", which maps degrees to within metres of the origin.)"""
+    ``inside_frac`` is the share of features inside the extent as they are. A candidate
+    CRS is not named when more than :data:`MOST_INSIDE` of them are inside already: the
+    others are single offenders, and reprojecting from a projected candidate maps degree
+    coordinates to within metres of its origin, inside any extent around it (one stray
+    point among 100 degree points was "diagnosed" as EPSG:3857). Swapped axes are still
+    named then: a latitude-first batch against a world extent is mostly inside too."""
     n = int(tally["count"])
-    if not n or inside_frac > MOST_INSIDE:
+    if not n:
         return []
     declared = facts.declared_crs
     if declared is not None and "as_contract" in tally and tally["as_contract"] / n >= min_frac:
@@ -119,7 +120,7 @@ def diagnoses_of(
         ]
     if tally["swapped"] / n >= min_frac:
         return ["axis order looks swapped: the coordinates fit the extent with x and y exchanged"]
-    if crs is None:
+    if crs is None or inside_frac > MOST_INSIDE:
         return []
     for k, cand in enumerate(_candidates(facts, crs)):
         if not tally[f"in_aou_{k}"] or tally[f"fit_{k}"] / n < min_frac:
