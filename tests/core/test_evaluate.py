@@ -307,3 +307,21 @@ def test_a_polygon_with_an_empty_hole_is_invalid_not_a_crash() -> None:
     assert d.decision == "quarantined"
     assert res["valid"].result == "break" and res["valid"].measured["invalid"] == 2
     assert "ring 1 of a polygon with 2 rings has no points" in json.dumps(res["valid"].measured)
+
+
+def test_a_feature_with_an_empty_part_is_judged_when_the_batch_is_reprojected() -> None:
+    # a new-user finding: MULTIPOLYGON (EMPTY, ...) in a batch whose extent broke (the
+    # diagnosis reprojects) or whose extent has its own crs ended the process (SIGSEGV)
+    from tests.core.test_spatial import EMPTY_PART_WKT
+
+    geoms = [shapely.from_wkt(w) for w in EMPTY_PART_WKT] + [shapely.Point(500, 10)]
+    c = contract_of(
+        clause("valid", "validity"),
+        clause("ext", "extent", region=[-180, -90, 180, 90]),
+        clause("ext3857", "extent", region=[-2e7, -2e7, 2e7, 2e7], crs="EPSG:3857"),
+    )
+    d = evaluate(batch_of(geoms), [active(c)], now=NOW)
+    results = {r.name: r for r in d.verdicts[0].clauses}
+    assert results["valid"].result == "pass"
+    assert results["ext"].measured["outside"] == 1  # the point at x = 500
+    assert results["ext3857"].measured["outside"] == 1  # beyond EPSG:4326's area of use

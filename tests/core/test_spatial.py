@@ -399,3 +399,30 @@ def test_a_proj_string_crs_is_labelled_by_its_text_not_unknown() -> None:
     long = crs_label(resolve_crs("+proj=tmerc +lat_0=0 +lon_0=9 +k=0.9996 +x_0=500000 "
                                  "+y_0=0 +ellps=GRS80 +units=m"))  # fmt: skip
     assert len(long) == 80 and long.endswith("…")
+
+
+EMPTY_PART_WKT = (
+    "GEOMETRYCOLLECTION (POINT EMPTY, POINT (1 1))",
+    "MULTIPOLYGON (EMPTY, ((0 0, 1 0, 1 1, 0 1, 0 0)))",
+    "MULTILINESTRING (EMPTY, (0 0, 10 10))",
+    "MULTIPOINT (EMPTY, (1 1))",
+    "GEOMETRYCOLLECTION (MULTIPOINT (EMPTY, (1 1)), POINT (2 2))",
+)
+
+
+def test_geometries_with_an_empty_part_are_reprojected_undensified_not_crashed() -> None:
+    # a new-user finding: shapely.segmentize (GEOS 3.14) ends the process with SIGSEGV on
+    # a multi-part geometry or collection with an empty part; one such feature killed the
+    # worker whenever its batch was reprojected (a broken extent's diagnosis, an extent
+    # with its own crs)
+    geoms = np.array(
+        [shapely.from_wkt(w) for w in EMPTY_PART_WKT]
+        + [shapely.from_wkt("MULTIPOLYGON (((0 0, 10 0, 10 10, 0 10, 0 0)))")],
+        dtype=object,
+    )
+    dense = densify_for_transform(geoms)
+    counts = shapely.get_num_coordinates(dense).tolist()
+    assert counts == [1, 5, 2, 1, 2, 257]  # only the last one is densified
+    moved = reproject(geoms, "EPSG:4326", "EPSG:3857")
+    assert shapely.get_num_coordinates(moved).tolist() == counts
+    assert shapely.get_coordinates(moved[3]).round(3).tolist() == [[111319.491, 111325.143]]

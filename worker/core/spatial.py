@@ -185,12 +185,30 @@ def densify_for_transform(geoms: Any, pieces: int = DENSIFY_PIECES) -> Any:
         side = np.maximum(b[:, 2] - b[:, 0], b[:, 3] - b[:, 1])
         length = side / float(pieces)
     ok = np.isfinite(length) & (length > 0) & ~np.asarray(shapely.is_missing(geoms), dtype=bool)
+    ok[_segmentize_crashes(geoms, ok)] = False
     if not ok.any():
         return geoms
     out = geoms.copy()
     with np.errstate(invalid="ignore"):  # NaN vertices stay as they are
         out[ok] = shapely.segmentize(geoms[ok], length[ok])
     return out
+
+
+def _segmentize_crashes(geoms: np.ndarray, candidates: np.ndarray) -> np.ndarray:
+    """int (K,): indices among ``candidates`` (bool (N,)) of the multi-part geometries and
+    collections that ``shapely.segmentize`` must not see: those with an empty part or a
+    nested collection. GEOS 3.14 ends the process with SIGSEGV on
+    ``MULTIPOINT (EMPTY, (1 1))`` or ``GEOMETRYCOLLECTION (POINT EMPTY, POINT (1 1))``
+    (found by a new-user session: one such feature killed the worker whenever its batch
+    was reprojected). They are reprojected vertex by vertex, undensified."""
+    multi = np.flatnonzero(candidates & (np.asarray(shapely.get_type_id(geoms)) >= 4))
+    if not multi.size:
+        return multi
+    parts, owner = shapely.get_parts(geoms[multi], return_index=True)
+    risky = np.asarray(shapely.is_empty(parts), dtype=bool) | (
+        np.asarray(shapely.get_type_id(parts)) >= 4
+    )
+    return np.asarray(multi[np.unique(owner[risky])], dtype=np.intp)
 
 
 def reproject(geoms: Any, src: CrsInput, dst: CrsInput, *, densify: bool = True) -> Any:
