@@ -116,6 +116,17 @@ def seed_wkb() -> tuple[bytes, ...]:
     out = [bytes(shapely.to_wkb(g)) for g in geoms]
     out += [bytes(shapely.to_wkb(g, include_srid=True)) for g in shapely.set_srid(geoms[:3], 4326)]
     out.append(bytes(shapely.to_wkb(poly, byte_order=0)))
+    # empty parts (shapely.segmentize crashed on them) and M coordinates, as ISO WKB
+    out += [
+        bytes(shapely.to_wkb(shapely.from_wkt(w), flavor="iso"))
+        for w in (
+            "MULTIPOINT (EMPTY, (1 1))",
+            "MULTIPOLYGON (EMPTY, ((0 0, 1 0, 1 1, 0 1, 0 0)))",
+            "GEOMETRYCOLLECTION (POINT EMPTY, LINESTRING (0 0, 10 10))",
+            "POINT M (1 2 3)",
+            "LINESTRING ZM (0 0 1 2, 1 1 1 2)",
+        )
+    ]
     return tuple(out)
 
 
