@@ -421,3 +421,18 @@ def test_type_name_index_rows_are_the_type_names() -> None:
     names = f.type_names
     assert names.tolist() == [TYPE_NAME_TABLE[i] for i in f.type_name_index]
     assert names[0] == "Polygon" and names[7] == "Point Z" and names[17] is None
+
+
+def test_m_values_of_a_north_east_batch_are_not_read_as_non_finite() -> None:
+    # a new-user finding: the axis swap (shapely.transform) drops M, which then read as NaN
+    values = [
+        _point_wkb("<", 2001, 20, 10, 3),
+        _point_wkb("<", 3001, 20, 10, 3, 4),
+        struct.pack("<BII6d", 1, 2002, 2, 20, 10, 1, 21, 11, 2),
+        _point_wkb("<", 2001, 20, 10, float("nan")),
+    ]
+    f = BatchFacts(batch_of(values, axis_order="north_east"))
+    assert f.has_m.tolist() == [True, True, True, True]
+    assert f.has_nonfinite.tolist() == [False, False, False, True]
+    assert f.is_valid.tolist() == [True, True, True, False]
+    assert f.bounds[0].tolist() == [10, 20, 10, 20]  # east_north

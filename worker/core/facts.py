@@ -500,10 +500,15 @@ class BatchFacts:
         When GEOS's validity is known already (:attr:`is_valid` was asked first), only
         the GEOS-invalid geometries and those with Z or M are read: GEOS judges a NaN or
         infinite x or y invalid ("Invalid Coordinate", IsValidOp since GEOS 3.10), so a
-        valid XY geometry has none. The result is the same either way."""
+        valid XY geometry has none. The result is the same either way.
+
+        Read on the geometries as stored: swapping a ``north_east`` batch's axes
+        (``shapely.transform``) drops M values, which then read as NaN (a new-user session
+        had valid ``POINT M`` features judged non-finite); the swap and the densification
+        of spherical edges make no coordinate non-finite."""
         if self._points_xy is not None:
             return self._all(False)
-        geoms = self.geometries
+        geoms = self.raw_geometries
         if "_geos_valid" not in self.__dict__:
             return nonfinite_mask(geoms, self.has_z, self.has_m)
         out = np.zeros(self.count, dtype=bool)
