@@ -150,7 +150,7 @@ def test_by_reference_schema_is_the_files_not_the_declared_one(tmp_path: Path) -
     [
         (["--max-batch-events", "0"], "argument --max-batch-events: 0 is outside 1..1000000"),
         (["--max-batch-events", "-5"], "argument --max-batch-events: -5 is outside 1..1000000"),
-        (["--max-batch-wait-ms", "-1"], "argument --max-batch-wait-ms: -1 is outside 0..3600000"),
+        (["--max-batch-wait-ms", "-1"], "argument --max-batch-wait-ms: -1 is outside 0..60000"),
         (["--batch-deadline-s", "-1"], "argument --batch-deadline-s: '-1' is not a number of "),
         (["--stop-grace-s", "inf"], "argument --stop-grace-s: 'inf' is not a number of seconds"),
         (["--config-timeout-s", "0"], "argument --config-timeout-s: '0' is not a number of sec"),

@@ -9,7 +9,7 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from worker.kafka.polling import DEFAULT_READY_BYTES, poll_batch
+from worker.kafka.polling import DEFAULT_READY_BYTES, IDLE_WAIT_S, poll_batch
 
 
 @dataclass
@@ -78,5 +78,22 @@ def test_never_more_than_max_events_and_error_events_count_as_empty() -> None:
 
 
 def test_no_wait_window_takes_only_what_is_queued() -> None:
-    q = _Queue(_records(1, 10, at=0.001))
-    assert poll_batch(q, 500, 0.0, clock=q.clock) == [] and q.calls == [(500, 0)]
+    q = _Queue(_records(2, 10) + _records(1, 10, at=0.001))
+    assert len(poll_batch(q, 500, 0.0, clock=q.clock)) == 2 and q.calls == [(500, 0)]
+
+
+def test_an_idle_worker_blocks_for_a_first_record_whatever_the_window() -> None:
+    # --max-batch-wait-ms 0 made an idle worker spin at 100% CPU (a new-user finding)
+    q = _Queue(_records(1, 10, at=0.05))
+    got = poll_batch(q, 500, 0.0, clock=q.clock)
+    assert len(got) == 1 and q.now == pytest.approx(0.05)
+    empty = _Queue([])
+    assert poll_batch(empty, 500, 0.0, clock=empty.clock) == []
+    assert empty.now == pytest.approx(IDLE_WAIT_S) and 11 <= len(empty.calls) <= 12
+
+
+def test_the_wait_ends_when_the_worker_stops() -> None:
+    q = _Queue(_records(1, 10, at=50.0))
+    answers = iter([True, True, False])
+    got = poll_batch(q, 500, 60.0, clock=q.clock, keep_waiting=lambda: next(answers))
+    assert got == [] and q.now == pytest.approx(0.02)

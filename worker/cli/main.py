@@ -40,6 +40,7 @@ from worker.kafka.polling import (
     DEFAULT_MAX_BATCH_EVENTS,
     DEFAULT_MAX_BATCH_WAIT_MS,
     DEFAULT_READY_BYTES,
+    MAX_BATCH_WAIT_MS,
 )
 
 __all__ = ["build_parser", "main"]
@@ -179,11 +180,13 @@ def build_parser() -> argparse.ArgumentParser:
     )
     p.add_argument(
         "--max-batch-wait-ms",
-        type=bounded_int(0, 3_600_000),
+        type=bounded_int(0, MAX_BATCH_WAIT_MS),
         default=DEFAULT_MAX_BATCH_WAIT_MS,
         help="longest wait for a poll batch (one transaction) to fill, ms: the events "
         "already fetched are taken at once, and more are awaited only while the batch "
-        f"holds under {DEFAULT_READY_BYTES // 2**20} MiB (default {DEFAULT_MAX_BATCH_WAIT_MS})",
+        f"holds under {DEFAULT_READY_BYTES // 2**20} MiB; 0..{MAX_BATCH_WAIT_MS} (default "
+        f"{DEFAULT_MAX_BATCH_WAIT_MS}). An idle worker waits for events whatever the value, "
+        "and contract changes are applied between poll batches",
     )
     p.add_argument(
         "--batch-deadline-s",

@@ -181,6 +181,8 @@ class Pipeline:
         #: (raised ones and those of delivery reports)
         self._failure: tuple[str, set[int]] = ("", set())
         self._max_record_bytes = int(settings.producer().get("message.max.bytes", 0))
+        #: the event :meth:`run` stops on (a poll batch's wait ends when it is set)
+        self._stop: threading.Event | None = None
 
     @property
     def broker_unreachable_since(self) -> float | None:
@@ -393,6 +395,7 @@ class Pipeline:
         if on_stuck is not None:
             self.watchdog = Watchdog(on_stuck)
             self.watchdog.start()
+        self._stop = stop
         try:
             while not stop.is_set():
                 self.step()
@@ -427,7 +430,12 @@ class Pipeline:
 
         self.last_loop_monotonic = time.monotonic()
         self.config.poll_updates()
-        msgs = poll_batch(self._consumer, self.max_batch_events, self.max_batch_wait_s)
+        msgs = poll_batch(
+            self._consumer,
+            self.max_batch_events,
+            self.max_batch_wait_s,
+            keep_waiting=self._keep_waiting,
+        )
         if self.last_loop_monotonic - self._lag_at >= LAG_INTERVAL_S:
             self._lag_at = self.last_loop_monotonic
             self.metrics.set_consumer_lag(partition_lag(self._consumer, sorted(self.assigned)))
@@ -494,6 +502,12 @@ class Pipeline:
             payload_loader=self._load_payload,
             registry=self.schema_registry,
         )
+
+    def _keep_waiting(self) -> bool:
+        """While a poll batch waits for events: the loop is alive (``/healthz``), and the
+        wait ends as soon as :meth:`run` is asked to stop."""
+        self.last_loop_monotonic = time.monotonic()
+        return self._stop is None or not self._stop.is_set()
 
     def _mark_progress(self) -> None:
         """An event was decided: the loop is alive (``/healthz``), however long its poll

@@ -21,6 +21,8 @@ __all__ = [
     "DEFAULT_MAX_BATCH_EVENTS",
     "DEFAULT_MAX_BATCH_WAIT_MS",
     "DEFAULT_READY_BYTES",
+    "IDLE_WAIT_S",
+    "MAX_BATCH_WAIT_MS",
     "poll_batch",
 ]
 
@@ -37,6 +39,15 @@ DEFAULT_READY_BYTES = 4 * 1024 * 1024
 #: Longest single wait while a small batch fills (seconds).
 _SLICE_S = 0.01
 
+#: Longest wait for a first record when none is queued (seconds), whatever ``wait_s``: an
+#: idle worker blocks here instead of spinning (``--max-batch-wait-ms 0`` made one run at
+#: 100% CPU, found by a new-user session).
+IDLE_WAIT_S = 0.1
+
+#: Highest ``--max-batch-wait-ms``: contract changes from the config topic are applied
+#: between poll batches, so at most this late.
+MAX_BATCH_WAIT_MS = 60_000
+
 
 def _value_bytes(messages: list[Any]) -> int:
     return sum(len(m.value() or b"") for m in messages)
@@ -49,6 +60,7 @@ def poll_batch(
     *,
     ready_bytes: int = DEFAULT_READY_BYTES,
     clock: Callable[[], float] = time.monotonic,
+    keep_waiting: Callable[[], bool] | None = None,
 ) -> list[Any]:
     """Consume the records of one poll batch (one transaction).
 
@@ -64,6 +76,9 @@ def poll_batch(
         Bytes of record values at which the batch is taken without waiting for more.
     clock : callable
         Monotonic seconds (injectable for tests).
+    keep_waiting : callable, optional
+        Called between waits (every 10 ms at most); False ends the wait at once (the
+        worker stops). The worker also marks its loop alive there.
 
     Returns
     -------
@@ -71,13 +86,16 @@ def poll_batch(
         The records librdkafka had fetched (up to ``max_events``), then, while fewer
         than ``max_events`` records and fewer than ``ready_bytes`` bytes are held, those
         that arrive within ``wait_s``; error events included (the caller sorts them).
+        When nothing is queued, the first record is awaited up to ``max(wait_s,
+        IDLE_WAIT_S)``: empty after that.
     """
     started = clock()
     messages = list(consumer.consume(max_events, timeout=0))
     held = _value_bytes(messages)
     while len(messages) < max_events and held < ready_bytes:
-        left_s = wait_s - (clock() - started)
-        if left_s <= 0:
+        window_s = wait_s if messages else max(wait_s, IDLE_WAIT_S)
+        left_s = window_s - (clock() - started)
+        if left_s <= 0 or (keep_waiting is not None and not keep_waiting()):
             break
         more = consumer.consume(max_events - len(messages), timeout=min(_SLICE_S, left_s))
         messages.extend(more)
