@@ -32,6 +32,25 @@ def test_consumer_is_read_committed_with_manual_commits() -> None:
     assert c["enable.auto.commit"] is False
 
 
+def test_kafka_properties_win_over_consumer_defaults_but_not_over_exactly_once() -> None:
+    # a new-user finding: --kafka-property session.timeout.ms=6000 was overwritten, so
+    # max.poll.interval.ms=20000 was refused as below the session timeout
+    extra = {
+        "session.timeout.ms": "6000",
+        "max.poll.interval.ms": "20000",
+        "auto.offset.reset": "latest",
+        "isolation.level": "read_uncommitted",
+        "enable.auto.commit": "true",
+    }
+    c = Settings(extra=extra).consumer()
+    assert c["session.timeout.ms"] == "6000" and c["heartbeat.interval.ms"] == 1000
+    assert c["max.poll.interval.ms"] == "20000" and c["auto.offset.reset"] == "latest"
+    assert c["isolation.level"] == "read_committed" and c["enable.auto.commit"] is False
+    from confluent_kafka import Consumer
+
+    Consumer({k: v for k, v in c.items() if k != "logger"}).close()  # librdkafka takes it
+
+
 def test_topic_prefix() -> None:
     t = Topics().with_prefix("x.")
     assert (t.batches, t.contracts) == ("x.gis.batches", "x.gis.contracts")

@@ -237,19 +237,30 @@ class Settings:
         return conf
 
     def consumer(self, **overrides: Any) -> dict[str, Any]:
-        """Configuration of the input consumer (group member, read_committed, manual commit)."""
+        """Configuration of the input consumer (group member, read_committed, manual commit).
+
+        ``session.timeout.ms``, ``heartbeat.interval.ms``, ``auto.offset.reset`` and the
+        fetch sizes given in ``extra`` win over the defaults (a new-user session set
+        ``session.timeout.ms`` with ``--kafka-property`` and had it overwritten);
+        ``group.id``, ``enable.auto.commit`` and ``isolation.level`` are the worker's
+        (exactly-once needs manual commits and read_committed; the group has its flag).
+        """
         conf = self.base()
+        session_ms = int(self.extra.get("session.timeout.ms", self.session_timeout_ms))
+        defaults: dict[str, Any] = {
+            "auto.offset.reset": "earliest",
+            "session.timeout.ms": self.session_timeout_ms,
+            "heartbeat.interval.ms": max(500, session_ms // 6),
+            "fetch.max.bytes": MAX_MESSAGE_BYTES * 4,
+            "max.partition.fetch.bytes": MAX_MESSAGE_BYTES,
+            "receive.message.max.bytes": MAX_MESSAGE_BYTES * 4 + 1024 * 1024,
+        }
+        conf.update({k: v for k, v in defaults.items() if k not in self.extra})
         conf.update(
             {
                 "group.id": self.group_id,
                 "enable.auto.commit": False,
-                "auto.offset.reset": "earliest",
                 "isolation.level": "read_committed",
-                "session.timeout.ms": self.session_timeout_ms,
-                "heartbeat.interval.ms": max(500, self.session_timeout_ms // 6),
-                "fetch.max.bytes": MAX_MESSAGE_BYTES * 4,
-                "max.partition.fetch.bytes": MAX_MESSAGE_BYTES,
-                "receive.message.max.bytes": MAX_MESSAGE_BYTES * 4 + 1024 * 1024,
             }
         )
         if self.static_membership:
