@@ -436,3 +436,13 @@ def test_m_values_of_a_north_east_batch_are_not_read_as_non_finite() -> None:
     assert f.has_nonfinite.tolist() == [False, False, False, True]
     assert f.is_valid.tolist() == [True, True, True, False]
     assert f.bounds[0].tolist() == [10, 20, 10, 20]  # east_north
+
+
+def test_geos_reasons_carry_no_trailing_newline() -> None:
+    # a new-user finding: "point array must contain 0 or >1 elements\n"
+    one_point_line = struct.pack("<BII2d", 1, 2, 1, 0, 0)
+    f = BatchFacts(batch_of([one_point_line, UNPARSEABLE_WKB, BOWTIE]))
+    reasons = dict(f.invalid_reasons)
+    assert set(reasons) == {0, 1, 2}
+    assert all(r == r.strip() for r in reasons.values()), reasons
+    assert "point array must contain 0 or >1 elements" in reasons[0]

@@ -364,8 +364,10 @@ class BatchFacts:
                 shapely.from_wkb(wkb)
         except (shapely.errors.GEOSException, TypeError, ValueError) as exc:
             if wkb_has_nonfinite(wkb):
-                return f"non-finite coordinate (NaN or inf) in the WKB; GEOS says: {exc}"
-            return f"unparseable WKB: {exc}"
+                return (
+                    f"non-finite coordinate (NaN or inf) in the WKB; GEOS says: {str(exc).strip()}"
+                )
+            return f"unparseable WKB: {str(exc).strip()}"
         return "unparseable WKB"
 
     @fact
@@ -661,7 +663,7 @@ class BatchFacts:
                 "rings clockwise)"
             )
         with np.errstate(all="ignore"):  # extreme coordinates: a reason, not a warning
-            return str(shapely.is_valid_reason(self.geometries[idx]))
+            return str(shapely.is_valid_reason(self.geometries[idx])).strip()
 
     @fact
     def invalid_reasons(self) -> tuple[tuple[int, str], ...]:

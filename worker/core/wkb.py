@@ -129,7 +129,7 @@ def _walk(data: bytes, max_depth: int, spans: list[tuple[int, int, str]] | None 
         else:
             thousands, base = divmod(code, 1000)
             if thousands > 3:
-                raise _Bad(f"unknown WKB geometry type code {code}")
+                raise _Bad(f"unknown WKB geometry type code {code} ({code:#010x})")
             dims += (0, 1, 1, 2)[thousands]
         point_bytes = 8 * dims
         if base in _CURVES:
@@ -178,7 +178,7 @@ def _walk(data: bytes, max_depth: int, spans: list[tuple[int, int, str]] | None 
                 raise _claims(data, pos, parts, 5, "parts")
             left.append(parts)
         else:
-            raise _Bad(f"unknown WKB geometry type code {code}")
+            raise _Bad(f"unknown WKB geometry type code {code} ({code:#010x})")
     return pos
 
 

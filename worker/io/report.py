@@ -166,7 +166,7 @@ def offender_lines(
         recorded = len(feats)
         lines.append(
             f"  ... and {more} more ({recorded} recorded with their ids: see --format json, "
-            "or write them as GeoJSON with --offenders FILE / --geojson FILE)"
+            "or write them as GeoJSON: check --offenders FILE, quarantine show --geojson FILE)"
         )
     return lines
 
