@@ -285,3 +285,14 @@ def test_vectorized_headers_equal_the_per_value_reads(values: list[bytes | None]
     cols = (present.tolist(), single.tolist(), has_z.tolist(), has_m.tolist())
     got = list(zip(*cols, strict=True))
     assert got == [_header(v) for v in values]
+
+
+def test_vectorized_headers_take_bytearray_and_memoryview_values() -> None:
+    # a new-user finding: above 32 values they raised ValueError from numpy
+    from worker.core.wkb import _header, wkb_headers
+
+    point, point_z = shapely.to_wkb(shapely.Point(1, 2)), shapely.to_wkb(shapely.Point(1, 2, 3))
+    values = [bytearray(point)] * 40 + [memoryview(point_z), None]
+    cols = [c.tolist() for c in wkb_headers(values)]
+    assert list(zip(*cols, strict=True)) == [_header(v) for v in values]
+    assert cols[2].count(True) == 1

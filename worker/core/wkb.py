@@ -23,6 +23,7 @@ Nothing here repairs or interprets geometry: validity is still GEOS's to judge.
 
 from __future__ import annotations
 
+import contextlib
 import struct
 from collections.abc import Sequence
 
@@ -248,14 +249,18 @@ def wkb_headers(
     100,000 polygons costs milliseconds, not a Python call per feature.
     """
     n = len(values)
-    if n <= 32:  # numpy's fixed cost exceeds a few header reads
+    head = None
+    if n > 32:
+        array = values if isinstance(values, np.ndarray) else np.array(values, dtype=object)
+        # the first 5 bytes of each value, zero-padded (a shorter value is no geometry
+        # GEOS reads: it stays unparseable whatever its header says); numpy writes None
+        # as b"None"; a bytearray or memoryview value is read one by one below
+        with contextlib.suppress(ValueError, TypeError, UnicodeError):
+            head = array.astype("S5").view(np.uint8).reshape(n, 5)
+    if head is None:  # few values (numpy's fixed cost exceeds a few header reads)
         rows = [_header(v) for v in values]
         cols = np.array(rows, dtype=bool).reshape(n, 4)
         return cols[:, 0], cols[:, 1], cols[:, 2], cols[:, 3]
-    array = values if isinstance(values, np.ndarray) else np.array(values, dtype=object)
-    # the first 5 bytes of each value, zero-padded (a shorter value is no geometry GEOS
-    # reads: it stays unparseable whatever its header says); numpy writes None as b"None"
-    head = array.astype("S5").view(np.uint8).reshape(n, 5)
     flag = head[:, 0]
     present = np.ones(n, dtype=bool)
     maybe_none = np.flatnonzero(flag == _NONE_FLAG)  # None, or a value starting with "N"
