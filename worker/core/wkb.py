@@ -183,6 +183,17 @@ def _walk(data: bytes, max_depth: int, spans: list[tuple[int, int, str]] | None 
     return pos
 
 
+def _type_code(code: int) -> tuple[int, bool, bool] | None:
+    """(base type, has Z, has M) of a WKB type code, ISO (``+1000`` Z, ``+2000`` M,
+    ``+3000`` ZM) or EWKB (flag bits); None for an ISO code past the ZM range."""
+    if code & (_EWKB_Z | _EWKB_M | _EWKB_SRID):
+        return code & 0x0FFFFFFF, bool(code & _EWKB_Z), bool(code & _EWKB_M)
+    thousands, base = divmod(code, 1000)
+    if thousands > 3:
+        return None
+    return base, thousands in (1, 3), thousands in (2, 3)
+
+
 def _header(data: bytes | None) -> tuple[bool, bool, bool, bool]:
     """(present, single, has_z, has_m) of one WKB value's header (see :func:`wkb_headers`)."""
     if data is None:
@@ -191,15 +202,10 @@ def _header(data: bytes | None) -> tuple[bool, bool, bool, bool]:
         data = bytes(data).ljust(5, b"\0")
     if data[0] > 1:
         return True, False, False, False
-    code = _U32["<" if data[0] == 1 else ">"](data, 1)[0]
-    if code & (_EWKB_Z | _EWKB_M | _EWKB_SRID):
-        base = code & 0x0FFFFFFF
-        z, m = bool(code & _EWKB_Z), bool(code & _EWKB_M)
-    else:
-        thousands, base = divmod(code, 1000)
-        if thousands > 3:
-            return True, False, False, False
-        z, m = thousands in (1, 3), thousands in (2, 3)
+    typed = _type_code(_U32["<" if data[0] == 1 else ">"](data, 1)[0])
+    if typed is None:
+        return True, False, False, False
+    base, z, m = typed
     single = base in _SINGLE
     return True, single, z and single, m and single
 
@@ -210,17 +216,10 @@ def curve_type_name(data: bytes | None) -> str | None:
     refused before parsing (see :func:`wkb_problem`); this names what was refused."""
     if data is None or len(data) < 5 or data[0] > 1:
         return None
-    code = _U32["<" if data[0] == 1 else ">"](data, 1)[0]
-    if code & (_EWKB_Z | _EWKB_M | _EWKB_SRID):
-        base = code & 0x0FFFFFFF
-        z, m = bool(code & _EWKB_Z), bool(code & _EWKB_M)
-    else:
-        thousands, base = divmod(code, 1000)
-        if thousands > 3:
-            return None
-        z, m = thousands in (1, 3), thousands in (2, 3)
-    if base not in _CURVES:
+    typed = _type_code(_U32["<" if data[0] == 1 else ">"](data, 1)[0])
+    if typed is None or typed[0] not in _CURVES:
         return None
+    base, z, m = typed
     return _CURVES[base] + ("", " Z", " M", " ZM")[z + 2 * m]
 
 
