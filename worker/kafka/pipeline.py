@@ -51,7 +51,7 @@ from worker.kafka.routing import (
 from worker.kafka.schema_registry import codec_for, output_kinds
 from worker.kafka.settings import Settings
 
-__all__ = ["DEFAULT_MAX_BATCH_EVENTS", "DEFAULT_MAX_BATCH_WAIT_MS", "Pipeline", "partition_lag"]
+__all__ = ["Pipeline", "partition_lag"]
 
 log = logging.getLogger(__name__)
 
