@@ -12,6 +12,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from worker.cli.scenario import data_file
+from worker.core import wkb
 from worker.core.wkb import wkb_problem
 
 
@@ -21,6 +22,11 @@ def nested_collection(depth: int) -> bytes:
     for _ in range(depth):
         out = struct.pack("<BII", 1, 7, 1) + out
     return out
+
+
+def world_wkb() -> list[bytes]:
+    """The shipped Natural Earth countries, as stored (WKB)."""
+    return list(pq.read_table(data_file("admin_boundaries.parquet")).column("geometry").to_pylist())
 
 
 def test_every_feature_of_the_shipped_data_passes() -> None:
@@ -143,3 +149,85 @@ def test_curve_type_name_reads_the_header_with_its_dimension() -> None:
     assert curve_type_name(struct.pack("<BI", 1, 3012)) == "MultiSurface ZM"
     for other in (struct.pack("<BI", 1, 3), struct.pack("<BI", 1, 7), b"\x01\x08", None):
         assert curve_type_name(other) is None
+
+
+def _walk_end(data: bytes, max_depth: int = wkb.DEFAULT_MAX_DEPTH) -> int | None:
+    try:
+        return wkb._walk(data, max_depth)
+    except wkb._Bad:
+        return None
+
+
+def test_flat_multi_geometries_of_the_shipped_data_take_the_fast_path() -> None:
+    stored = world_wkb()
+    multi = shapely.get_type_id(shapely.from_wkb(stored)) == 6
+    values = [v for v, m in zip(stored, multi, strict=True) if m]
+    assert len(values) == 29  # the countries stored as MultiPolygons
+    for v in values:
+        end = wkb._flat_multi(v, wkb.DEFAULT_MAX_DEPTH)
+        assert end is not None and end == _walk_end(v) == len(v)
+
+
+@pytest.mark.parametrize(
+    "wkt",
+    [
+        "MULTIPOINT ((1 2), (3 4))",
+        "MULTIPOINT Z ((1 2 3), (3 4 5))",
+        "MULTILINESTRING ((0 0, 1 1), (2 2, 3 3, 4 4))",
+        "MULTILINESTRING M ((0 0 1, 1 1 2))",
+        "MULTIPOLYGON (((0 0, 4 0, 4 4, 0 4, 0 0), (1 1, 2 1, 2 2, 1 1)), ((5 5, 6 5, 6 6, 5 5)))",
+        "MULTIPOLYGON ZM (((0 0 0 0, 4 0 0 0, 4 4 0 0, 0 0 0 0)))",
+        "MULTIPOLYGON EMPTY",
+    ],
+)
+@pytest.mark.parametrize("flavor", ["iso", "extended"])
+@pytest.mark.parametrize("byte_order", [0, 1])
+def test_the_fast_path_ends_where_the_walk_ends(wkt: str, flavor: str, byte_order: int) -> None:
+    data = shapely.to_wkb(shapely.from_wkt(wkt), flavor=flavor, byte_order=byte_order,
+                          include_srid=False)  # fmt: skip
+    assert wkb._flat_multi(data, wkb.DEFAULT_MAX_DEPTH) == _walk_end(data) == len(data)
+
+
+@pytest.mark.parametrize(
+    "data",
+    [
+        # a MultiPolygon holding a GeometryCollection: nesting is the walk's to bound
+        b"\x01\x06\x00\x00\x00\x01\x00\x00\x00\x01\x07\x00\x00\x00\x00\x00\x00\x00",
+        # EWKB flags over an ISO Z code (0x80000000 | 1006): unknown type to the walk
+        b"\x01" + (0x80000000 | 1006).to_bytes(4, "little") + b"\x00\x00\x00\x00",
+        # a part with an SRID of its own
+        b"\x01\x04\x00\x00\x00\x01\x00\x00\x00\x01\x01\x00\x00\x20" + b"\x00" * 20,
+        # an empty ring beside another
+        b"\x01\x06\x00\x00\x00\x01\x00\x00\x00\x01\x03\x00\x00\x00\x02\x00\x00\x00"
+        b"\x00\x00\x00\x00\x00\x00\x00\x00",
+        # a count past the data
+        b"\x01\x05\x00\x00\x00\x01\x00\x00\x00\x01\x02\x00\x00\x00\xff\x00\x00\x00",
+    ],
+)
+def test_anything_unusual_is_left_to_the_walk(data: bytes) -> None:
+    assert wkb._flat_multi(data, wkb.DEFAULT_MAX_DEPTH) is None
+
+
+_FLAT = st.sampled_from(
+    [
+        "MULTIPOINT ((1 2), (3 4), (5 6))",
+        "MULTILINESTRING Z ((0 0 0, 1 1 1), (2 2 2, 3 3 3, 4 4 4))",
+        "MULTIPOLYGON (((0 0, 4 0, 4 4, 0 4, 0 0), (1 1, 2 1, 2 2, 1 1)), ((5 5, 6 5, 6 6, 5 5)))",
+    ]
+)
+
+
+@given(_FLAT, st.sampled_from(["iso", "extended"]), st.integers(0, 1),
+       st.lists(st.tuples(st.integers(0, 400), st.integers(0, 255)), max_size=3),
+       st.integers(0, 400))  # fmt: skip
+@settings(max_examples=500, deadline=None)
+def test_whatever_the_fast_path_accepts_the_walk_accepts_to_the_same_byte(
+    wkt: str, flavor: str, byte_order: int, edits: list[tuple[int, int]], cut: int
+) -> None:
+    data = bytearray(shapely.to_wkb(shapely.from_wkt(wkt), flavor=flavor, byte_order=byte_order))
+    for at, value in edits:  # corrupt a few bytes (headers and counts among them)
+        data[at % len(data)] = value
+    value = bytes(data[: max(cut, 9)])  # and maybe cut it short
+    end = wkb._flat_multi(value, wkb.DEFAULT_MAX_DEPTH)
+    if end is not None:
+        assert end == _walk_end(value)
