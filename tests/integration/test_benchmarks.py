@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import math
 import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -53,3 +54,6 @@ def test_quick_benchmarks_print_every_figure(broker: RunningBroker) -> None:
         figures = [float(t) for t in row[NAME_WIDTH:].split()[:1]]
         assert figures and all(math.isfinite(f) and f > 0 for f in figures), row
     assert lines[-1].endswith("targets met") and lines[-1].split()[2] == str(len(ROWS))
+    one = next(ln for ln in lines if ln.startswith("worker on the broker, 60 events of 1 "))
+    least = re.search(r"least work\): (\d+)/s = ([\d.]+) of the floor", one)
+    assert least is not None and int(least.group(1)) > 0, one
