@@ -321,8 +321,9 @@ def measure_domain(clause: Clause, contract: Contract, facts: BatchFacts, now: d
 
 #: Columns up to this many rows are checked against a domain with a Python set (per
 #: clause, built once) instead of pyarrow compute, whose per-call setup (a hash table of
-#: every code, on every call) dominated one-feature batches.
-SMALL_COLUMN_ROWS = 64
+#: every code, on every call) dominated one-feature batches. Measured on the shipped
+#: ``continent`` domain: 25 against 60 us at 100 rows, 99 against 66 us at 500.
+SMALL_COLUMN_ROWS = 256
 
 
 @identity_memo(maxsize=64)  # each entry holds a set of every code: keep few
