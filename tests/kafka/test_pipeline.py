@@ -1,5 +1,4 @@
-"""The transaction discipline of Pipeline._commit and step, with in-memory doubles of the
-clients.
+"""The transaction discipline of Pipeline._commit, with in-memory doubles of the clients.
 
 Real-broker behaviour (crash, fencing, scale-out) is in tests/integration; these cover the
 failure branches a real broker rarely produces on demand: an abortable commit error, a
@@ -88,34 +87,33 @@ OUTCOMES = [
 
 def test_commit_writes_every_record_and_the_next_offsets() -> None:
     producer, consumer = FakeProducer(), FakeConsumer()
-    assert pipeline_with(producer, consumer)._commit(EVENTS, OUTCOMES) == 3
+    assert pipeline_with(producer, consumer)._commit(EVENTS, OUTCOMES) is True
     assert producer.produced == ["out", "out", "out"]
     assert sorted(producer.offsets) == [("in", 0, 12), ("in", 1, 8)]
     assert producer.calls == ["begin", "commit"]
 
 
-def test_abortable_commit_error_aborts_and_the_step_rewinds_to_the_first_offsets() -> None:
+def test_abortable_commit_error_aborts_and_rewinds_to_the_first_offsets() -> None:
     producer = FakeProducer([CKError(CKError._TIMED_OUT, "x", txn_requires_abort=True)])
-    consumer = PollingConsumer(batches=[[_polled(10), _polled(11), _polled(7, partition=1)]])
-    p = polling_pipeline(producer, consumer)
+    consumer = FakeConsumer()
+    p = pipeline_with(producer, consumer)
     p.assigned = frozenset({("in", 0)})  # partition 1 was revoked meanwhile: its next owner resumes
-    assert p.step() == 0
+    assert p._commit(EVENTS, OUTCOMES) is False
     assert producer.calls == ["begin", "commit", "abort"]
     assert consumer.seeks == [("in", 0, 10)]
-    assert p.transactions_aborted == 1 and p.batches_committed == 0
+    assert p.transactions_aborted == 1
 
 
 def test_retriable_commit_error_is_retried_not_aborted() -> None:
     producer = FakeProducer([CKError(CKError._TIMED_OUT, "slow", retriable=True)])
-    assert pipeline_with(producer, FakeConsumer())._commit(EVENTS, OUTCOMES) == 3
+    assert pipeline_with(producer, FakeConsumer())._commit(EVENTS, OUTCOMES) is True
     assert producer.calls == ["begin", "commit", "commit"]
 
 
 def test_a_failed_rewind_stops_the_worker_instead_of_skipping_the_batch() -> None:
     producer = FakeProducer([CKError(CKError._TIMED_OUT, "x", txn_requires_abort=True)])
-    consumer = PollingConsumer(batches=[[_polled(10), _polled(11)]], seek_fails=True)
     with pytest.raises(KafkaError, match=r"cannot rewind in\[0\] to 10"):
-        polling_pipeline(producer, consumer).step()
+        pipeline_with(producer, FakeConsumer(seek_fails=True))._commit(EVENTS, OUTCOMES)
 
 
 def test_fenced_producer_is_fatal_for_the_instance() -> None:
@@ -125,8 +123,8 @@ def test_fenced_producer_is_fatal_for_the_instance() -> None:
     assert "abort" not in producer.calls
 
 
-def _polled(offset: int, partition: int = 0) -> FakeRecord:
-    return FakeRecord("in", partition, offset, key=b"roads", value=b"\x00not avro")
+def _polled(offset: int) -> FakeRecord:
+    return FakeRecord("in", 0, offset, key=b"roads", value=b"\x00not avro")
 
 
 @dataclass
@@ -142,23 +140,18 @@ class NoConfigUpdates:
         return None
 
 
-def polling_pipeline(producer: FakeProducer, consumer: PollingConsumer) -> Pipeline:
-    p = pipeline_with(producer, consumer)
-    p.config = NoConfigUpdates()  # type: ignore[assignment]
-    p._lag_at = float("inf")  # no lag probe in these tests
-    return p
-
-
 def test_each_committed_poll_batch_logs_one_info_line(caplog: pytest.LogCaptureFixture) -> None:
     consumer = PollingConsumer(batches=[[_polled(1), _polled(2)]])
-    p = polling_pipeline(FakeProducer(), consumer)
+    p = pipeline_with(FakeProducer(), consumer)
+    p.config = NoConfigUpdates()  # type: ignore[assignment]
+    p._lag_at = float("inf")  # no lag probe in this test
     with caplog.at_level("INFO", logger="worker.kafka.pipeline"):
         assert p.step() == 2
         assert p.step() == 0  # nothing polled: no line
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("poll batch")]
     assert len(lines) == 1
     assert lines[0].startswith("poll batch: 2 events, 0 admitted, 2 quarantined, ")
-    assert lines[0].split(", ")[3].endswith(" ms (committed in 1 transaction)")
+    assert lines[0].split(", ")[3].endswith(" ms (committed in one transaction)")
 
 
 @dataclass
@@ -186,11 +179,12 @@ def test_a_record_refused_as_too_large_is_quarantined_after_three_attempts() -> 
     outcomes[1] = Outcome(
         big.source, "l", "b-big", big.decision, (OutRecord("out", "l", b"y" * 5000, []),), 0.0
     )
-    for _ in range(MAX_BATCH_ATTEMPTS):  # the whole batch fails (the caller rewinds it)
-        assert p._commit(EVENTS, outcomes) == 0
+    for _ in range(MAX_BATCH_ATTEMPTS):  # the whole batch fails and is rewound each time
+        assert p._commit(EVENTS, outcomes) is False
+        assert consumer.seeks[-2:] == [("in", 0, 10), ("in", 1, 7)]
     assert producer.produced == ["out"] * MAX_BATCH_ATTEMPTS
     producer.produced.clear()
-    assert p._commit(EVENTS, outcomes) == 3  # one transaction per event now
+    assert p._commit(EVENTS, outcomes) is True  # one transaction per event now
     quarantine = Settings().topics.quarantine
     assert producer.produced == ["out", quarantine, "out"]
     assert outcomes[1].decision.reasons[0].code == "record_too_large"
@@ -200,29 +194,3 @@ def test_a_record_refused_as_too_large_is_quarantined_after_three_attempts() -> 
     assert outcomes[0].decision.admitted and outcomes[2].decision.admitted
     assert sorted(producer.offsets) == [("in", 1, 8)]  # the last event's own transaction
     assert p.attempts.attempts(("in", 0, 10)) == 0  # forgotten once committed
-
-
-@dataclass
-class FailingFrom(FakeProducer):
-    """Commits ``ok`` transactions, then every commit fails and needs an abort."""
-
-    ok: int = 0
-
-    def commit_transaction(self, timeout: float) -> None:
-        self.calls.append("commit")
-        if self.calls.count("commit") > self.ok:
-            raise KafkaException(CKError(CKError._TIMED_OUT, "x", txn_requires_abort=True))
-
-
-def test_after_events_committed_one_by_one_a_failure_rewinds_only_the_uncommitted() -> None:
-    from worker.kafka.attempts import MAX_BATCH_ATTEMPTS
-
-    polled = [_polled(10), _polled(5, partition=1), _polled(11), _polled(6, partition=1)]
-    producer = FailingFrom(ok=1)
-    consumer = PollingConsumer(batches=[list(polled)])
-    p = polling_pipeline(producer, consumer)
-    for start in (("in", 0, 10), ("in", 1, 5)):  # the batch failed often: event by event now
-        p.attempts._failed[start] = MAX_BATCH_ATTEMPTS
-    assert p.step() == 0  # in[0]@10 committed alone, then in[1]@5 failed
-    assert producer.offsets == [("in", 1, 6)]  # the failed one's (aborted)
-    assert sorted(consumer.seeks) == [("in", 0, 11), ("in", 1, 5)]
