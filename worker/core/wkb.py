@@ -202,16 +202,11 @@ def _flat_multi(data: bytes, max_depth: int) -> int | None:
         return None
     u32 = _U32["<" if data[0] == 1 else ">"]
     code = u32(data, 1)[0]
-    pos = 5
-    if code & (_EWKB_Z | _EWKB_M | _EWKB_SRID):
-        if code & _EWKB_SRID:
-            pos += 4
-        base = code & 0x0FFFFFFF
-    elif code // 1000 > 3:
+    typed = _type_code(code)
+    if typed is None:
         return None
-    else:
-        base = code % 1000
-    part = _MULTI_PART.get(base)
+    pos = 9 if code & _EWKB_SRID else 5
+    part = _MULTI_PART.get(typed[0])
     if part is None or pos + 4 > size:
         return None
     parts = u32(data, pos)[0]
@@ -227,19 +222,10 @@ def _flat_multi(data: bytes, max_depth: int) -> int | None:
                 return None
             u32 = _U32["<" if head[0] == 1 else ">"]
             code = u32(head, 1)[0]
-            if code & (_EWKB_Z | _EWKB_M | _EWKB_SRID):
-                if code & _EWKB_SRID:
-                    return None
-                dims = 2 + bool(code & _EWKB_Z) + bool(code & _EWKB_M)
-                code &= 0x0FFFFFFF
-            else:
-                thousands, code = divmod(code, 1000)
-                if thousands > 3:
-                    return None
-                dims = (2, 3, 3, 4)[thousands]
-            if code != part:
+            typed = _type_code(code)
+            if typed is None or code & _EWKB_SRID or typed[0] != part:
                 return None
-            point_bytes = 8 * dims
+            point_bytes = 8 * (2 + typed[1] + typed[2])
             last_head = head
         pos += 5
         if part == _POINT:
