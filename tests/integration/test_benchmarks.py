@@ -18,13 +18,14 @@ from benchmarks.common import NAME_WIDTH
 from worker.kafka.broker import RunningBroker
 
 ROOT = Path(__file__).resolve().parents[2]
+ONE_FEATURE = "worker on the broker, 60 events of 1 feature(s)"
 ROWS = (
     "evaluate v1, 500 polygons",
     "cost of 2 active versions / 1",
     "cost of 4 active versions / 1",
     "evaluate vs per-feature Python loop, 2000 20-vertex polygons",
     "evaluate vs per-feature Python loop, 2000 points",
-    "worker on the broker, 60 events of 1 feature(s)",
+    ONE_FEATURE,
     "worker on the broker, 12 events of 100 feature(s)",
     "worker on the broker, 4 events of 1000 feature(s)",
     "2 worker processes / 1, 400 events of 1 feature",
@@ -54,6 +55,6 @@ def test_quick_benchmarks_print_every_figure(broker: RunningBroker) -> None:
         figures = [float(t) for t in row[NAME_WIDTH:].split()[:1]]
         assert figures and all(math.isfinite(f) and f > 0 for f in figures), row
     assert lines[-1].endswith("targets met") and lines[-1].split()[2] == str(len(ROWS))
-    one = next(ln for ln in lines if ln.startswith("worker on the broker, 60 events of 1 "))
+    one = next(ln for ln in lines if ln.startswith(ONE_FEATURE))
     least = re.search(r"least work\): (\d+)/s = ([\d.]+) of the floor", one)
     assert least is not None and int(least.group(1)) > 0, one
