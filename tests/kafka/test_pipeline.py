@@ -194,3 +194,41 @@ def test_a_record_refused_as_too_large_is_quarantined_after_three_attempts() -> 
     assert outcomes[0].decision.admitted and outcomes[2].decision.admitted
     assert sorted(producer.offsets) == [("in", 1, 8)]  # the last event's own transaction
     assert p.attempts.attempts(("in", 0, 10)) == 0  # forgotten once committed
+
+
+@dataclass
+class FailingNthCommit(FakeProducer):
+    """Commits until the ``fail_at``-th commit_transaction, which fails abortably."""
+
+    fail_at: int = 2
+    commits: int = 0
+
+    def commit_transaction(self, timeout: float) -> None:
+        self.commits += 1
+        super().commit_transaction(timeout)
+        if self.commits == self.fail_at:
+            raise KafkaException(CKError(CKError._TIMED_OUT, "x", txn_requires_abort=True))
+
+
+def test_a_replay_committed_before_a_failure_one_per_transaction_is_admitted_once() -> None:
+    from worker.kafka.attempts import MAX_BATCH_ATTEMPTS
+    from worker.kafka.pipeline import _starts
+    from worker.kafka.routing import REPLAY_OF
+
+    producer, consumer = FailingNthCommit(fail_at=2), FakeConsumer()
+    p = pipeline_with(producer, consumer)
+    replay = OUTCOMES[0]
+    source = Source("in", 0, 10, None, b"x", ((REPLAY_OF, b"orig-1"),))
+    outcomes = [
+        Outcome(source, "l", "b", replay.decision, replay.records, 0.0),
+        *OUTCOMES[1:],
+    ]
+    for _ in range(MAX_BATCH_ATTEMPTS):
+        p.attempts.failed(_starts(EVENTS))
+    assert p._commit(EVENTS, outcomes) is False  # the 2nd event's transaction failed
+    assert producer.calls == ["begin", "commit", "begin", "commit", "abort"]
+    assert consumer.seeks == [("in", 0, 11), ("in", 1, 7)]  # the rest only
+    # the replay's admission is committed: a second replay of orig-1 is a duplicate
+    assert "orig-1" in p.replays
+    again, admitted = p._dedupe_replays(outcomes[:1])
+    assert admitted == [] and again[0].decision.reasons[0].code == "duplicate_replay"

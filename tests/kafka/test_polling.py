@@ -15,9 +15,17 @@ from worker.kafka.polling import DEFAULT_READY_BYTES, IDLE_WAIT_S, poll_batch
 @dataclass
 class _Record:
     payload: bytes | None
+    where: tuple[str, int] = ("batches", 0)
+    offset: int = 0
 
     def value(self) -> bytes | None:
         return self.payload
+
+    def topic(self) -> str:
+        return self.where[0]
+
+    def partition(self) -> int:
+        return self.where[1]
 
 
 @dataclass
@@ -27,6 +35,14 @@ class _Queue:
     arrivals: list[tuple[float, _Record]]
     now: float = 0.0
     calls: list[tuple[int, float]] = field(default_factory=list)
+    #: (time, partitions): a rebalance revoking them, run by the first consume() whose
+    #: window reaches that time (librdkafka serves rebalances inside consume())
+    rebalances: list[tuple[float, frozenset[tuple[str, int]]]] = field(default_factory=list)
+    revoked: set[tuple[str, int]] = field(default_factory=set)
+
+    def take_revoked(self) -> frozenset[tuple[str, int]]:
+        taken, self.revoked = frozenset(self.revoked), set()
+        return taken
 
     def clock(self) -> float:
         return self.now
@@ -39,6 +55,8 @@ class _Queue:
         if len(due) == n and due[-1] <= until:
             until = max(self.now, due[-1])
         self.now = until
+        while self.rebalances and self.rebalances[0][0] <= self.now:
+            self.revoked |= self.rebalances.pop(0)[1]
         taken = [r for t, r in self.arrivals[:n] if t <= self.now]
         del self.arrivals[: len(taken)]
         return taken
@@ -97,3 +115,33 @@ def test_the_wait_ends_when_the_worker_stops() -> None:
     answers = iter([True, True, False])
     got = poll_batch(q, 500, 60.0, clock=q.clock, keep_waiting=lambda: next(answers))
     assert got == [] and q.now == pytest.approx(0.02)
+
+
+def test_records_of_a_partition_revoked_during_the_poll_batch_are_dropped() -> None:
+    # records of partitions 0 and 1 come in two consume() calls; a rebalance at 15 ms
+    # revokes partition 0: the records of partition 0 an earlier call returned belong to
+    # its next owner now, which reads them again from the committed offset
+    early = [(0.0, _Record(b"x", ("batches", p), o)) for p in (0, 1) for o in (10, 11)]
+    late = [(0.012, _Record(b"y", ("batches", 1), 12))]
+    q = _Queue(early + late, rebalances=[(0.015, frozenset({("batches", 0)}))])
+    got = poll_batch(q, 500, 0.1, clock=q.clock, take_revoked=q.take_revoked)
+    assert [(r.partition(), r.offset) for r in got] == [(1, 10), (1, 11), (1, 12)]
+    assert q.now == pytest.approx(0.02)  # the batch ends at the call that saw the rebalance
+
+
+def test_records_returned_by_the_call_that_saw_the_rebalance_are_kept() -> None:
+    # librdkafka already drops the stale records of the call in which a rebalance runs
+    # (version barrier): what that call returns is of the new assignment
+    q = _Queue(
+        [(0.008, _Record(b"x", ("batches", 0), 40))],
+        rebalances=[(0.005, frozenset({("batches", 0)}))],
+    )
+    got = poll_batch(q, 500, 0.1, clock=q.clock, take_revoked=q.take_revoked)
+    assert [(r.partition(), r.offset) for r in got] == [(0, 40)]
+
+
+def test_a_revocation_before_the_poll_batch_drops_nothing() -> None:
+    q = _Queue([(0.0, _Record(b"x", ("batches", 3), 7))])
+    q.revoked.add(("batches", 3))  # revoked and given back before this poll batch
+    got = poll_batch(q, 1, 0.1, clock=q.clock, take_revoked=q.take_revoked)
+    assert [(r.partition(), r.offset) for r in got] == [(3, 7)]

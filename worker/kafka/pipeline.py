@@ -181,6 +181,8 @@ class Pipeline:
         #: (raised ones and those of delivery reports)
         self._failure: tuple[str, set[int]] = ("", set())
         self._max_record_bytes = int(settings.producer().get("message.max.bytes", 0))
+        #: partitions revoked during the current poll batch (:meth:`_take_revoked`)
+        self._revoked_in_poll: set[tuple[str, int]] = set()
         #: the event :meth:`run` stops on (a poll batch's wait ends when it is set)
         self._stop: threading.Event | None = None
 
@@ -222,8 +224,16 @@ class Pipeline:
         log.info("assigned %s", sorted(self.assigned))
 
     def _on_revoke(self, consumer: Any, partitions: list[Any]) -> None:
-        self.assigned = self.assigned - {(p.topic, p.partition) for p in partitions}
-        log.info("revoked %s", [(p.topic, p.partition) for p in partitions])
+        revoked = {(p.topic, p.partition) for p in partitions}
+        self.assigned = self.assigned - revoked
+        self._revoked_in_poll |= revoked
+        log.info("revoked %s", sorted(revoked))
+
+    def _take_revoked(self) -> frozenset[tuple[str, int]]:
+        """The partitions revoked since the last call (:func:`poll_batch` drops the
+        records of a revoked partition that it consumed before the rebalance)."""
+        revoked, self._revoked_in_poll = frozenset(self._revoked_in_poll), set()
+        return revoked
 
     # -- lifecycle ----------------------------------------------------------------------
     def start(self, progress: Callable[[str], None] | None = None) -> None:
@@ -435,6 +445,7 @@ class Pipeline:
             self.max_batch_events,
             self.max_batch_wait_s,
             keep_waiting=self._keep_waiting,
+            take_revoked=self._take_revoked,
         )
         if self.last_loop_monotonic - self._lag_at >= LAG_INTERVAL_S:
             self._lag_at = self.last_loop_monotonic
@@ -538,8 +549,9 @@ class Pipeline:
         """One transaction per event, in order. An event whose transaction fails because
         Kafka refuses a record as too large gets a ``record_too_large`` quarantine record
         instead (``outcomes[i]`` replaced); any other failure rewinds the events not yet
-        committed and returns False (those committed before it stay committed; their
-        decisions are not counted in the metrics)."""
+        committed and returns False (those committed before it stay committed: their
+        decisions are not counted in the metrics, the originals of the replays among them
+        enter the replay ledger)."""
         log.warning(
             "poll batch at %s failed %d times; committing its %d events one per transaction",
             ", ".join(f"{t}[{p}]@{o}" for t, p, o in _starts(events)),
@@ -548,6 +560,7 @@ class Pipeline:
         )
         for i, event in enumerate(events):
             if self._transact([event], [outcomes[i]], rewind=False):
+                self._admitted_once(outcomes[i])
                 continue
             reason, codes = self._failure
             if size_refused(codes):
@@ -571,13 +584,21 @@ class Pipeline:
                     reason,
                 )
                 if self._transact([event], [outcomes[i]], rewind=False):
-                    continue
+                    continue  # a record_too_large quarantine record admits nothing
             rest = events[i:]
             self._rewind(_starts(rest))
             self.attempts.failed(_starts(rest))
             return False
         self.attempts.committed((t, p) for t, p, _ in _starts(events))
         return True
+
+    def _admitted_once(self, outcome: Outcome) -> None:
+        """Enter an admitted replay's original in the replay ledger once its own
+        transaction committed: a later failure in :meth:`_commit_each` rewinds only the
+        events after it, and the step adds the batch's originals only when all commit."""
+        original = replay_of(outcome.source) if outcome.decision.admitted else None
+        if original is not None:
+            self.replays.add([original])
 
     def _transact(self, events: list[Any], outcomes: list[Outcome], *, rewind: bool = True) -> bool:
         """One transaction: the records of ``outcomes`` and the offsets after ``events``.

@@ -9,10 +9,21 @@ once and waits for more, in short slices, only while the batch is small in both 
 and bytes: then the wait amortizes the transaction's fixed cost (its commit round trips)
 over more events; a batch holding megabytes of geometry costs far more to route than the
 wait would save.
+
+A rebalance runs inside ``consume()``. librdkafka drops the records of a revoked
+assignment that one ``consume()`` call has gathered (its version barrier,
+confluentinc/librdkafka#3269, for confluent-kafka-python#1013), but not those an earlier
+call returned: a poll batch made of several calls would route and commit records of a
+partition it no longer owns while the partition's next owner, reading from the committed
+offset, decides them too. So the records of a partition revoked during the poll batch that
+earlier calls returned are dropped (the partition's next owner, or this worker when the
+partition comes back, reads them again from the committed offset), and the batch ends at
+the call that saw the rebalance.
 """
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable
 from typing import Any
@@ -25,6 +36,10 @@ __all__ = [
     "MAX_BATCH_WAIT_MS",
     "poll_batch",
 ]
+
+log = logging.getLogger(__name__)
+
+Partition = tuple[str, int]
 
 #: Default bounds of one poll batch (one transaction): most events, and milliseconds a
 #: small batch waits to fill.
@@ -61,6 +76,7 @@ def poll_batch(
     ready_bytes: int = DEFAULT_READY_BYTES,
     clock: Callable[[], float] = time.monotonic,
     keep_waiting: Callable[[], bool] | None = None,
+    take_revoked: Callable[[], frozenset[Partition]] | None = None,
 ) -> list[Any]:
     """Consume the records of one poll batch (one transaction).
 
@@ -79,6 +95,10 @@ def poll_batch(
     keep_waiting : callable, optional
         Called between waits (every 10 ms at most); False ends the wait at once (the
         worker stops). The worker also marks its loop alive there.
+    take_revoked : callable, optional
+        The ``(topic, partition)`` pairs revoked (by the consumer's ``on_revoke``) since
+        its last call, which forgets them. Records of those partitions returned by an
+        earlier ``consume()`` of this poll batch are dropped, and the batch ends.
 
     Returns
     -------
@@ -90,14 +110,36 @@ def poll_batch(
         IDLE_WAIT_S)``: empty after that.
     """
     started = clock()
-    messages = list(consumer.consume(max_events, timeout=0))
-    held = _value_bytes(messages)
-    while len(messages) < max_events and held < ready_bytes:
+    if take_revoked is not None:
+        take_revoked()  # revoked before this poll batch: none of its records is held
+    messages: list[Any] = []
+    held = 0
+    timeout_s = 0.0
+    while True:
+        more = consumer.consume(max_events - len(messages), timeout=timeout_s)
+        revoked = take_revoked() if take_revoked is not None else frozenset()
+        if revoked:
+            return _without(messages, revoked) + list(more)
+        messages.extend(more)
+        held += _value_bytes(more)
+        if len(messages) >= max_events or held >= ready_bytes:
+            return messages
         window_s = wait_s if messages else max(wait_s, IDLE_WAIT_S)
         left_s = window_s - (clock() - started)
         if left_s <= 0 or (keep_waiting is not None and not keep_waiting()):
-            break
-        more = consumer.consume(max_events - len(messages), timeout=min(_SLICE_S, left_s))
-        messages.extend(more)
-        held += _value_bytes(more)
-    return messages
+            return messages
+        timeout_s = min(_SLICE_S, left_s)
+
+
+def _without(messages: list[Any], revoked: frozenset[Partition]) -> list[Any]:
+    """``messages`` less the records of ``revoked`` partitions (logged when any)."""
+    kept = [m for m in messages if (m.topic(), m.partition()) not in revoked]
+    if len(kept) < len(messages):
+        log.warning(
+            "a rebalance revoked %s during a poll batch: %d records of them, consumed "
+            "before it, are dropped (read again from the committed offsets by the "
+            "partitions' next owner)",
+            ", ".join(f"{t}[{p}]" for t, p in sorted(revoked)),
+            len(messages) - len(kept),
+        )
+    return kept
