@@ -167,6 +167,37 @@ def test_geometry_that_is_no_geometry_is_one_invalid_feature(
     assert index == 1 and text.startswith("unreadable geometry: ") and reason in text
 
 
+def test_mixed_2d_and_3d_positions_are_refused_not_padded_with_nan(tmp_path: Path) -> None:
+    # GEOS's GeoJSON reader pads a 2D position among 3D ones with a NaN Z: the feature was
+    # reported as a "LineString Z" with a "non-finite coordinate" (a fresh-user finding)
+    mixed = {"type": "LineString", "coordinates": [[0, 0], [1, 1, 5]]}
+    line_z = {"type": "LineString", "coordinates": [[0, 0, 1], [1, 1, 5]]}
+    path = _geojson(tmp_path, [_feature(line_z), _feature(mixed)])
+    batch = read_batch_file(path, layer="roads", data_time=T)
+    assert batch.geometries_wkb[1] is None
+    assert batch.geometry_errors == {1: "positions of [2, 3] numbers mixed in one LineString"}
+    assert shapely.from_wkb(batch.geometries_wkb[0]).equals(
+        shapely.from_geojson(json.dumps(line_z))
+    )
+    facts = BatchFacts(batch)
+    assert facts.is_valid.tolist() == [True, False]
+    assert facts.invalid_reasons == (
+        (1, "unreadable geometry: positions of [2, 3] numbers mixed in one LineString"),
+    )
+
+
+def test_a_nan_z_written_in_the_json_stays_a_non_finite_coordinate(tmp_path: Path) -> None:
+    path = tmp_path / "nan.geojson"
+    path.write_text(
+        '{"type": "FeatureCollection", "features": [{"type": "Feature", "properties": {}, '
+        '"geometry": {"type": "Point", "coordinates": [1, 2, NaN]}}]}'
+    )
+    batch = read_batch_file(path, layer="wells", data_time=T)
+    assert batch.geometry_errors == {}
+    assert shapely.has_z(shapely.from_wkb(batch.geometries_wkb[0]))
+    assert BatchFacts(batch).invalid_reasons == ((0, "non-finite coordinate (NaN or inf)"),)
+
+
 def test_geojson_to_wkb_refuses_what_wkb_cannot_hold() -> None:
     with pytest.raises(ValueError, match="mixed in one LineString"):
         geojson_to_wkb({"type": "LineString", "coordinates": [[0, 0], [1, 1, 1]]})

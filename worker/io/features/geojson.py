@@ -84,15 +84,31 @@ def _geometries(texts: Sequence[str | None]) -> tuple[tuple[bytes | None, ...], 
     parsed = shapely.from_geojson(np.asarray(texts, dtype=object), on_invalid="ignore")
     wkb = list(_to_wkb(parsed))
     errors: dict[int, str] = {}
-    for i in np.flatnonzero(shapely.is_missing(parsed)):
+    missing = shapely.is_missing(parsed)
+    for i in np.flatnonzero(missing | _padded_z(parsed)):
         idx, text = int(i), texts[int(i)]
         if text is None:
             continue
         try:
             wkb[idx] = geojson_to_wkb(json.loads(text))
         except ValueError as exc:
-            errors[idx] = f"{_geos_reason(text)} ({exc})"
+            wkb[idx] = None
+            errors[idx] = f"{_geos_reason(text)} ({exc})" if missing[idx] else str(exc)
     return tuple(wkb), errors
+
+
+def _padded_z(parsed: np.ndarray) -> np.ndarray:
+    """bool (N,): a 3D geometry with a NaN Z. GEOS's GeoJSON reader takes positions of 2
+    and 3 numbers mixed in one geometry (RFC 7946 3.1.1 gives every position of a geometry
+    the same dimension) and pads the 2D ones with a NaN Z: read literally instead, such a
+    geometry is refused with the reason, not reported as a 3D geometry with non-finite
+    coordinates. (A NaN Z written as such, JSON's non-standard ``NaN``, is read literally
+    and stays a non-finite coordinate for validity.)"""
+    out = np.zeros(len(parsed), dtype=bool)
+    for i in np.flatnonzero(shapely.has_z(parsed)):
+        z = shapely.get_coordinates(parsed[i], include_z=True)[:, 2]
+        out[i] = bool(np.isnan(z).any())
+    return out
 
 
 #: Deepest GeometryCollection nesting handed to GEOS (as for WKB, worker.core.wkb).
