@@ -31,6 +31,22 @@ def test_log_level_is_accepted_after_the_command_too() -> None:
     assert parser.parse_args(["run"]).log_level is None
 
 
+@pytest.mark.parametrize(
+    "argv", [["check", "x.geojson", "--log-level", "bogus"], ["--log-level", "bogus", "run"]]
+)
+def test_an_unknown_log_level_is_a_one_line_error_with_exit_2(
+    argv: list[str], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # it was a ValueError traceback and exit 1 (for check: "quarantined"), a fresh-user find
+    with pytest.raises(SystemExit) as exc:
+        main(argv)
+    assert exc.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1 and "Traceback" not in err
+    assert "argument --log-level: 'bogus' is not a log level; use one of DEBUG, INFO" in err
+    assert build_parser().parse_args(["run", "--log-level", "warning"]).log_level == "WARNING"
+
+
 def test_yaml_syntax_error_is_one_line_with_file_line_and_column(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -72,6 +72,22 @@ _LOG_LEVEL_HELP = (
 )
 
 
+#: The levels ``--log-level`` takes (any case).
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+
+def _log_level(text: str) -> str:
+    """``--log-level``'s value, upper-cased; argparse turns the error into exit 2 with a
+    one-line message (a bad level was a ValueError traceback and exit 1, a fresh-user
+    finding: for ``check``, 1 means quarantined)."""
+    level = text.upper()
+    if level not in LOG_LEVELS:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a log level; use one of {', '.join(LOG_LEVELS)}"
+        )
+    return level
+
+
 def _log_level_everywhere(parser: argparse.ArgumentParser) -> None:
     """Accept ``--log-level`` after the command too (``contract-gate run --log-level
     DEBUG``): every subcommand parser gets it, defaulting to what was given before."""
@@ -79,7 +95,12 @@ def _log_level_everywhere(parser: argparse.ArgumentParser) -> None:
         if isinstance(action, argparse._SubParsersAction):
             for sub in dict.fromkeys(action.choices.values()):
                 if not any("--log-level" in a.option_strings for a in sub._actions):
-                    sub.add_argument("--log-level", default=argparse.SUPPRESS, help=_LOG_LEVEL_HELP)
+                    sub.add_argument(
+                        "--log-level",
+                        default=argparse.SUPPRESS,
+                        type=_log_level,
+                        help=_LOG_LEVEL_HELP,
+                    )
                 _log_level_everywhere(sub)
 
 
@@ -92,7 +113,7 @@ def build_parser() -> argparse.ArgumentParser:
             "against every active contract version, admit or quarantine them."
         ),
     )
-    parser.add_argument("--log-level", default=None, help=_LOG_LEVEL_HELP)
+    parser.add_argument("--log-level", default=None, type=_log_level, help=_LOG_LEVEL_HELP)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
 
