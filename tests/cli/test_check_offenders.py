@@ -99,3 +99,29 @@ def test_check_html_writes_one_self_contained_page(
     assert text.startswith("<!DOCTYPE html>") and "<script" not in text
     assert 'class="feature offender" data-index="1" data-clause="v1.0:extent"' in text
     assert 'class="region" data-clause="v1.0:extent"' in text
+
+
+@pytest.mark.parametrize(
+    ("flag", "target", "what"),
+    [
+        ("--offenders", "b.geojson", "the batch file"),
+        ("--html", "c.yaml", "a --contract file"),
+        ("--html", "sub/../b.geojson", "the batch file"),  # another spelling of the path
+        ("--html", "off.geojson", "the --offenders file"),
+    ],
+)
+def test_check_refuses_an_output_that_would_overwrite_an_input(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], flag: str, target: str, what: str
+) -> None:
+    # a fresh-user session replaced its batch file by the offenders file (exit 1, no word)
+    batch = _geojson(tmp_path / "b.geojson")
+    (tmp_path / "c.yaml").write_text(CONTRACT)
+    (tmp_path / "sub").mkdir()
+    before = batch.read_bytes(), (tmp_path / "c.yaml").read_bytes()
+    args = ["check", str(batch), "--contract", str(tmp_path / "c.yaml")]
+    args += ["--offenders", str(tmp_path / "off.geojson")] if flag == "--html" else []
+    assert main([*args, flag, str(tmp_path / target)]) == 2
+    err = capsys.readouterr().err
+    assert f"{flag} {tmp_path / target} is {what}: it would be overwritten" in err
+    assert (batch.read_bytes(), (tmp_path / "c.yaml").read_bytes()) == before
+    assert not (tmp_path / "off.geojson").exists()  # refused before anything is written

@@ -35,6 +35,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     if not args.contract and not args.observing:
         raise ContractGateError("give at least one --contract FILE (or --observing FILE)")
+    _refuse_overwriting_inputs(args)
     if args.crs:
         from worker.core.spatial import resolve_crs
 
@@ -79,6 +80,45 @@ def cmd_check(args: argparse.Namespace) -> int:
             )
         )
     return EXIT_ADMITTED if decision.admitted else EXIT_QUARANTINED
+
+
+def _refuse_overwriting_inputs(args: argparse.Namespace) -> None:
+    """Raise :class:`ContractGateError` (exit 2) when ``--offenders`` or ``--html`` names
+    the batch file, a contract file or the other output: the input would be overwritten
+    (a fresh-user session replaced its batch with the offenders file, exit 1, no warning).
+    """
+    inputs = [("the batch file", args.batch)]
+    inputs += [("a --contract file", f) for f in args.contract]
+    inputs += [("an --observing file", f) for f in args.observing]
+    outputs = [(flag, getattr(args, flag[2:], None)) for flag in ("--offenders", "--html")]
+    outputs = [(flag, path) for flag, path in outputs if path]
+    for i, (flag, path) in enumerate(outputs):
+        for what, other in inputs + [(f"the {f} file", p) for f, p in outputs[:i]]:
+            if _same_file(path, other):
+                raise ContractGateError(
+                    f"{flag} {path} is {what}: it would be overwritten; write the output "
+                    "to another path"
+                )
+
+
+def _same_file(a: str, b: str) -> bool:
+    """Whether two local paths (``file://`` URIs too) name one file: the same inode when
+    both exist, else the same absolute path; other URIs (``s3://``) name no local file."""
+    from pathlib import Path
+    from urllib.parse import unquote, urlparse
+
+    def local(p: str) -> Path | None:
+        if p.startswith("file://"):
+            return Path(unquote(urlparse(p).path))
+        return None if "://" in p else Path(p)
+
+    pa, pb = local(a), local(b)
+    if pa is None or pb is None:
+        return False
+    try:
+        return os.path.samefile(pa, pb)
+    except OSError:  # one does not exist (yet)
+        return pa.resolve() == pb.resolve()
 
 
 def _write_pictures(args: argparse.Namespace, batch: Any, decision: Any, versions: Any) -> None:
