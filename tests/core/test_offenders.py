@@ -94,3 +94,16 @@ def test_a_passing_clause_about_the_whole_batch_has_no_offenders() -> None:
     assert r.offenders is None
     ok = _run(clause("valid", "validity"), batch_of([VALID_POLYGON]))
     assert ok.offenders is None
+
+
+def test_a_long_text_id_is_clipped_like_a_value() -> None:
+    # a 100,000-character GeoJSON id was echoed whole into each report line naming it
+    from worker.core.clause_common import MAX_OFFENDER_VALUE_CHARS
+
+    long_id = "x" * 100_000
+    batch = replace(batch_of([BOWTIE, BOWTIE]), feature_ids=(long_id, "short"))
+    r = _run(clause("valid", "validity"), batch)
+    assert r.offenders is not None
+    clipped, short = (o.id for o in r.offenders.features)
+    assert clipped == "x" * MAX_OFFENDER_VALUE_CHARS + "... [clipped: 100000 chars in all]"
+    assert short == "short"

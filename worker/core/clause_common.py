@@ -73,8 +73,9 @@ def offenders_of(
     """The offending features of ``mask`` (bool (N,)): the first :data:`MAX_OFFENDERS` in
     batch order (indices counting from :attr:`BatchFacts.offset`) with their feature ids
     (:meth:`BatchFacts.feature_ids` with the contract's ``id_column``) and ``value(index)``
-    (JSON-compatible; text clipped to :data:`MAX_OFFENDER_VALUE_CHARS`), and the total.
-    None when no feature offends."""
+    (JSON-compatible; text clipped to :data:`MAX_OFFENDER_VALUE_CHARS`, and so is a text
+    id: a producer's id of 100,000 characters was echoed whole into every report line and
+    record naming the feature), and the total. None when no feature offends."""
     idx = np.flatnonzero(np.asarray(mask, dtype=bool))
     if idx.size == 0:
         return None
@@ -84,7 +85,10 @@ def offenders_of(
         v = value(int(i))
         if isinstance(v, str):
             v = clip(v, MAX_OFFENDER_VALUE_CHARS)
-        feats.append(Offender(facts.offset + int(i), ids[int(i)], finite_json(v)))
+        fid = ids[int(i)]
+        if isinstance(fid, str):
+            fid = clip(fid, MAX_OFFENDER_VALUE_CHARS)
+        feats.append(Offender(facts.offset + int(i), fid, finite_json(v)))
     return Offenders(int(idx.size), tuple(feats), measure)
 
 
