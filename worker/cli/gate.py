@@ -87,11 +87,11 @@ def _refuse_overwriting_inputs(args: argparse.Namespace) -> None:
     the batch file, a contract file or the other output: the input would be overwritten
     (a fresh-user session replaced its batch with the offenders file, exit 1, no warning).
     """
-    inputs = [("the batch file", args.batch)]
+    inputs: list[tuple[str, str]] = [("the batch file", args.batch)]
     inputs += [("a --contract file", f) for f in args.contract]
     inputs += [("an --observing file", f) for f in args.observing]
-    outputs = [(flag, getattr(args, flag[2:], None)) for flag in ("--offenders", "--html")]
-    outputs = [(flag, path) for flag, path in outputs if path]
+    given = [(flag, getattr(args, flag[2:], None)) for flag in ("--offenders", "--html")]
+    outputs: list[tuple[str, str]] = [(flag, str(path)) for flag, path in given if path]
     for i, (flag, path) in enumerate(outputs):
         for what, other in inputs + [(f"the {f} file", p) for f, p in outputs[:i]]:
             if _same_file(path, other):

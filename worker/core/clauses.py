@@ -44,6 +44,7 @@ from worker.core.echo import clip
 from worker.core.facts import MAX_REASONS, BatchFacts
 from worker.core.geometry_types import GEOMETRY_TYPES, TYPE_NAME_TABLE
 from worker.core.memo import identity_memo
+from worker.core.mixed_values import mixed_column, unknown_mixed
 from worker.core.model import (
     VALUE_TYPES_KEY,
     Clause,
@@ -293,7 +294,13 @@ def measure_domain(clause: Clause, contract: Contract, facts: BatchFacts, now: d
         return {}
     col = _domain_column(facts, column)
     family = _family(col.type)
-    if pa.types.is_nested(col.type):
+    field = facts.batch.attributes.schema.field(column)
+    mixed = mixed_column(field, col) if family == "str" else None
+    col_type = str(col.type)
+    if mixed is not None:  # values of several JSON types, read as text: compared as written
+        bad, unknown = unknown_mixed(mixed, values)
+        col_type = f"mixed: {mixed.types}" if mixed.types else col_type
+    elif pa.types.is_nested(col.type):
         bad, unknown = _unknown_nested(col)
     elif family in ("str", "int") and len(col) <= SMALL_COLUMN_ROWS:
         bad, unknown = _unknown_small(col, _domain_keys(clause, family))
@@ -302,7 +309,7 @@ def measure_domain(clause: Clause, contract: Contract, facts: BatchFacts, now: d
     n_unknown = int(np.count_nonzero(bad))
     if not allow_null:
         bad = bad | np.asarray(pc.is_null(col).to_numpy(zero_copy_only=False), dtype=bool)
-    raw = col.to_pylist() if bad.any() else []
+    raw = (mixed.values if mixed is not None else col.to_pylist()) if bad.any() else []
     offenders = offenders_of(
         facts,
         contract,
@@ -311,7 +318,7 @@ def measure_domain(clause: Clause, contract: Contract, facts: BatchFacts, now: d
         f"value of column {column!r}",
     )
     return {
-        "type": str(col.type),
+        "type": col_type,
         "unknown_count": n_unknown,
         "null_count": int(col.null_count),
         "unknown": Distinct(tuple(unknown), 10),

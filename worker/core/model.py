@@ -31,6 +31,7 @@ __all__ = [
     "MAX_OFFENDERS",
     "MODES",
     "STATES",
+    "VALUE_KINDS_KEY",
     "VALUE_TYPES_KEY",
     "ActiveVersion",
     "Batch",
@@ -96,6 +97,11 @@ BATCH_ONLY_FIELD_TYPES: tuple[str, ...] = ("mixed", "other")
 #: types of its values, comma-separated (e.g. ``integer,string``).
 LOGICAL_TYPE_KEY = b"contract_gate.logical_type"
 VALUE_TYPES_KEY = b"contract_gate.value_types"
+#: Arrow field metadata key of a column read as text: the JSON type of each row's value,
+#: one ASCII letter per row (``s`` string, ``i`` integer, ``d`` double, ``b`` boolean,
+#: ``l`` list, ``o`` object, ``n`` null), so a clause can tell the string ``"1"`` from the
+#: number ``1`` written as text (no coercion between strings and numbers).
+VALUE_KINDS_KEY = b"contract_gate.value_kinds"
 
 
 #: How many offending features a clause result names (the first ones in batch order); the

@@ -13,7 +13,7 @@ import pyarrow as pa
 import shapely
 
 from worker.core.errors import PayloadError
-from worker.core.model import LOGICAL_TYPE_KEY, VALUE_TYPES_KEY, FieldSpec
+from worker.core.model import LOGICAL_TYPE_KEY, VALUE_KINDS_KEY, VALUE_TYPES_KEY, FieldSpec
 
 __all__ = ["FeatureData", "derive_schema", "text_column"]
 
@@ -119,6 +119,8 @@ def _is(t: pa.DataType, kind: str) -> bool:
 
 _JSON_TYPES = {bool: "boolean", int: "integer", float: "double", str: "string"}
 _JSON_TYPES.update({list: "list", dict: "struct"})
+#: The letter of each JSON type in :data:`~worker.core.model.VALUE_KINDS_KEY`.
+_KIND_LETTERS = {bool: "b", int: "i", float: "d", str: "s", list: "l", dict: "o"}
 
 
 def text_column(name: str, values: Sequence[Any], reason: str = "") -> tuple[pa.Field, pa.Array]:
@@ -140,16 +142,19 @@ def text_column(name: str, values: Sequence[Any], reason: str = "") -> tuple[pa.
         ``mixed`` (values of several JSON types, e.g. ``42`` and ``"see survey"``) or
         ``other`` (one type arrow still cannot hold, e.g. an integer beyond int64), and
         :data:`~worker.core.model.VALUE_TYPES_KEY` the JSON types found, e.g.
-        ``integer,string``.
+        ``integer,string``, and :data:`~worker.core.model.VALUE_KINDS_KEY` the JSON type
+        of every row (the text ``"1"`` may be the string or the number).
     """
     kinds = sorted({_JSON_TYPES.get(type(v), type(v).__name__) for v in values if v is not None})
     text = [
         None if v is None else v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
         for v in values
     ]
+    letters = "".join("n" if v is None else _KIND_LETTERS.get(type(v), "x") for v in values)
     meta = {
         LOGICAL_TYPE_KEY: b"mixed" if len(kinds) > 1 else b"other",
         VALUE_TYPES_KEY: ",".join(kinds).encode(),
+        VALUE_KINDS_KEY: letters.encode(),
         b"reason": reason.encode(),
     }
     return pa.field(name, pa.string(), metadata=meta), pa.array(text, pa.string())
