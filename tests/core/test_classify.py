@@ -255,6 +255,23 @@ def test_identical_documents_are_none() -> None:
     assert classification_to_json(c) == {"class": "none", "differences": []}
 
 
+def test_same_version_written_differently_is_not_called_renumbered() -> None:
+    # a fresh-user session kept v7.0 and reordered a list: classify said "renumbered"
+    respelled = parse_contract(
+        BASE_YAML.replace("allowed: [Polygon, MultiPolygon]", "allowed: [MultiPolygon, Polygon]"),
+        source="respelled",
+    )
+    assert respelled.version == BASE.version and respelled.digest != BASE.digest
+    c = classify(BASE, respelled)
+    assert c.class_ == "minor"
+    ((d,),) = [c.differences]
+    assert d.reason.startswith("no clause or metadata change: the same content written")
+    renumbered = contract(base_doc(), "v7.1")
+    assert classify(BASE, renumbered).differences[0].reason == (
+        "no clause or metadata change (renumbered)"
+    )
+
+
 def test_mixed_change_most_severe_wins_and_every_difference_is_listed() -> None:
     def edit(d: dict[str, Any]) -> None:
         d["owner"] = "new-team"  # minor

@@ -427,8 +427,20 @@ def classify(old: Contract, new: Contract) -> Classification:
                     Difference(clause.name, clause.kind, "minor", f"{clause.kind} clause removed")
                 )
     if not diffs:
+        same_number = old.version == new.version
         diffs.append(
-            Difference(_DOC, "document", "none", "no clause or metadata change (renumbered)")
+            Difference(
+                _DOC,
+                "document",
+                "none",
+                # a file of the same version number written differently (1 for 1.0, a
+                # list reordered) was called "renumbered" (a fresh-user finding)
+                "no clause or metadata change: the same content written differently (a "
+                "number such as 1 for 1.0, a list in another order); still another "
+                "document (digest): publish the published text, or give it a new version"
+                if same_number
+                else "no clause or metadata change (renumbered)",
+            )
         )
     # another digest is another document: never "none" overall (section 4)
     overall = most_severe([d.class_ for d in diffs] + ["minor"])
