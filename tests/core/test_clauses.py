@@ -6,6 +6,7 @@ import json
 import struct
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
+from pathlib import Path
 
 import numpy as np
 import pyarrow as pa
@@ -407,6 +408,33 @@ def test_schema_actual_nulls_in_non_nullable_field() -> None:
     table = pa.table({"parcel_id": ["a", None], "land_use": ["R1", None]})
     r = run(clause("schema", "schema", fields=FIELDS), _schema_batch(fields, table))
     assert r.result == "break" and r.measured["problems"] == ["field 'parcel_id' has 1 nulls"]
+
+
+def test_schema_field_null_in_every_feature_has_no_wrong_type(tmp_path: Path) -> None:
+    # GeoJSON property null in every feature: arrow type null, derived as string; it was
+    # "has type string, expected integer", a false break of a nullable integer field
+    from worker.io.features import read_batch_file
+
+    feats = [
+        {"type": "Feature", "geometry": {"type": "Point", "coordinates": [i, 0]},
+         "properties": {"n": None, "code": None}}
+        for i in range(2)
+    ]  # fmt: skip
+    path = tmp_path / "nulls.geojson"
+    path.write_text(json.dumps({"type": "FeatureCollection", "features": feats}))
+    batch = read_batch_file(path, layer="parcels", data_time=NOW)
+    assert pa.types.is_null(batch.attributes.schema.field("n").type)
+    nullable = [{"name": "n", "type": "integer", "nullable": True},
+                {"name": "code", "type": "string", "nullable": True}]  # fmt: skip
+    assert run(clause("schema", "schema", fields=nullable), batch).result == "pass"
+    strict = [{"name": "n", "type": "integer"}, {"name": "code", "type": "string"}]
+    r = run(clause("schema", "schema", fields=strict), batch)
+    assert r.measured["problems"] == [
+        "field 'n' is nullable, expected not nullable",
+        "field 'n' has 2 nulls",
+        "field 'code' is nullable, expected not nullable",
+        "field 'code' has 2 nulls",
+    ]
 
 
 def test_feature_count() -> None:

@@ -502,6 +502,16 @@ def _type_problem(name: str, got: str, want: str, table: pa.Table) -> str:
     return f"field {name!r} has type {got}, expected {want}"
 
 
+def _only_nulls(table: pa.Table, name: str) -> bool:
+    """Column ``name`` has arrow type ``null`` (every value null, e.g. a GeoJSON property
+    null in every feature): it holds no value of a wrong type, whatever type it is given
+    (``string``, :func:`worker.io.features.derive_schema`); its nulls are judged by the
+    field's nullability. It was reported as "has type string, expected integer", a false
+    break for a nullable integer field (a fresh-user finding)."""
+    index = table.schema.get_field_index(name)
+    return index >= 0 and pa.types.is_null(table.schema.field(index).type)
+
+
 def _schema_wanted(clause: Clause) -> list[tuple[str, str, bool]]:
     return [(f["name"], f["type"], bool(f.get("nullable", False))) for f in clause.params["fields"]]
 
@@ -546,7 +556,11 @@ def render_schema(
         if got is None:
             problems.append(f"missing field {name!r}")
             continue
-        if got.type != ftype and (got.type, ftype) not in _LOSSLESS_WIDENING:
+        if (
+            got.type != ftype
+            and (got.type, ftype) not in _LOSSLESS_WIDENING
+            and not _only_nulls(table, name)
+        ):
             problems.append(_type_problem(name, got.type, ftype, table))
         if got.nullable and not nullable:
             problems.append(f"field {name!r} is nullable, expected not nullable")
