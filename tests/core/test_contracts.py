@@ -553,6 +553,10 @@ def test_schema_fields_can_name_every_field_type_but_not_mixed() -> None:
     for ftype in BATCH_ONLY_FIELD_TYPES:
         with pytest.raises(ContractError, match="type"):
             parse_contract(doc(ftype))
+    # the fix names every type a contract can use (it listed 7 of 13: a fresh-user finding)
+    with pytest.raises(ContractError) as refused:
+        parse_contract(doc("str"))
+    assert str(refused.value).endswith(f"expected one of {', '.join(FIELD_TYPES)}")
 
 
 def test_inputs_found_by_fuzzing_are_contract_errors() -> None:

@@ -25,6 +25,7 @@ import yaml
 
 from worker.core.durations import parse_duration_s
 from worker.core.errors import ContractError
+from worker.core.model import FIELD_TYPES
 
 _COMMON = ("name", "kind", "on_break", "description")
 _DURATION_FIX = "expected an ISO 8601 duration such as PT4H, P1D or PT30M"
@@ -71,7 +72,7 @@ _FIXES: dict[str, str] = {
     "column": "expected the attribute column name as a string",
     "values": "expected a mapping of code -> meaning, e.g. {R1: residential, C1: commercial}",
     "fields": "expected a non-empty list of {name, type, nullable}",
-    "type": "expected one of string, integer, double, boolean, timestamp, date, binary",
+    "type": f"expected one of {', '.join(FIELD_TYPES)}",
     "expected_features": "expected an integer > 0",
     "min": "expected an integer >= 0",
     "max": "expected an integer >= 0",
