@@ -831,6 +831,29 @@ def test_no_candidate_crs_diagnosis_when_most_features_are_inside() -> None:
     assert half.diagnoses and half.diagnoses[0].startswith("coordinates look like EPSG:3857")
 
 
+def test_latitudes_beyond_web_mercator_are_diagnosed_as_such_not_as_a_wrong_crs() -> None:
+    # a fresh-user finding: CRS84 features up to latitude 89.9 against a world extent in
+    # EPSG:3857 were diagnosed "the declared CRS OGC:CRS84 looks wrong" (small degree
+    # values fit a box of metres), then "axis order looks swapped"
+    merc = [-20037508.34, -20048966.1, 20037508.34, 20048966.1]
+    c = clause("extent", "extent", region=merc, crs="EPSG:3857")
+    polar = [shapely.box(-10, 80, 10, 89.9), shapely.Point(0, 90), shapely.Point(5, 50)]
+    r = run(c, batch_of(polar, crs="OGC:CRS84"))
+    assert r.result == "break" and r.measured["outside"] == 2
+    assert r.diagnoses == (
+        "2 of 3 features lie beyond the area of use of EPSG:3857 (longitude -180..180, "
+        "latitude -85.07..85.07): EPSG:3857 cannot hold them; their coordinates look "
+        "right as OGC:CRS84",
+    )
+    # metres declared as degrees still blame the declaration (x beyond 180 degrees)
+    metres = [shapely.Point(1_000_000 + i, 6_000_000) for i in range(3)]
+    wrong = run(c, batch_of(metres, crs="EPSG:4326"))
+    assert wrong.result == "break"
+    assert wrong.diagnoses == (
+        "coordinates fit the extent as EPSG:3857: the declared CRS EPSG:4326 looks wrong",
+    )
+
+
 def test_geometry_type_names_a_curved_type_refused_before_parsing() -> None:
     # a new-user finding: a CircularString was counted as "missing or unparseable"
     arc_z = struct.pack("<BII", 1, 1008, 3) + struct.pack("<9d", 0, 0, 0, 1, 1, 0, 2, 0, 0)

@@ -1,7 +1,9 @@
 """Likely causes of a broken extent clause (pure): a wrong declared CRS, swapped axes, an
 undeclared reprojection.
 
-All are guesses from coordinates alone, worded as such: "the declared CRS ... looks wrong"
+All are guesses from coordinates alone, worded as such: "... lie beyond the area of use
+of <contract CRS>" when plausible longitudes/latitudes reach where the contract CRS
+cannot go (Web Mercator beyond 85 degrees); "the declared CRS ... looks wrong"
 when the raw coordinates fit the extent as the contract CRS; "axis order looks swapped" when
 the batch fits the extent with x and y exchanged; "coordinates look like <CRS>" when it
 fits after reprojecting from a candidate CRS (EPSG:3857, EPSG:4326, the geographic base of
@@ -23,6 +25,7 @@ from pyproj import CRS
 
 from worker.core.facts import BatchFacts, nonfinite_mask
 from worker.core.spatial import (
+    area_of_use,
     cached_transformer,
     covered_mask,
     crs_equivalent,
@@ -72,6 +75,10 @@ def diagnose_tally(
         out["as_contract"] = int(
             np.count_nonzero(covered_mask(facts.geometries, facts.usable, region))
         )
+        raw = facts.geometries[facts.usable]
+        out["in_declared_aou"] = not outside_area_of_use(raw, declared).any()
+        if declared.is_geographic and (aou := area_of_use(crs)) is not None:
+            out["beyond_contract_aou"] = _beyond(facts.bounds[facts.usable], aou.lonlat)
     swapped = np.asarray(swap_xy(facts.geometries), dtype=object)
     if crs is not None and declared is not None and not crs_equivalent(declared, crs):
         swapped = np.asarray(reproject(swapped, declared, crs), dtype=object)
@@ -100,8 +107,10 @@ def diagnoses_of(
     inside_frac: float = 0.0,
 ) -> list[str]:
     """The diagnoses a (merged) :func:`diagnose_tally` supports; ``facts`` give the
-    metadata (declared CRS) only. At most one, the first that fits: a wrong declared
-    CRS, swapped axes, then a candidate CRS.
+    metadata (declared CRS) only. At most one, the first that fits: features beyond the
+    contract CRS's area of use (coordinates all plausible in a geographic declared CRS,
+    at least half of those outside beyond it), a wrong declared CRS, swapped axes, then
+    a candidate CRS.
 
     ``inside_frac`` is the share of features inside the extent as they are. A candidate
     CRS is not named when more than :data:`MOST_INSIDE` of them are inside already: the
@@ -113,7 +122,29 @@ def diagnoses_of(
     if not n:
         return []
     declared = facts.declared_crs
-    if declared is not None and "as_contract" in tally and tally["as_contract"] / n >= min_frac:
+    beyond = int(tally.get("beyond_contract_aou", 0))
+    aou = area_of_use(crs) if crs is not None else None
+    plausible = bool(tally.get("in_declared_aou", False))  # every coordinate fits it
+    if beyond and plausible and aou is not None and beyond >= 0.5 * n * (1.0 - inside_frac):
+        # a CRS's limits, not a wrong declaration: latitudes beyond Web Mercator's were
+        # diagnosed as a wrong declared CRS, then as swapped axes (a fresh-user finding)
+        return [
+            f"{beyond} of {n} features lie beyond the area of use of {label} ({aou.text}): "
+            f"{label} cannot hold them; their coordinates look right as "
+            f"{crs_label(declared) if declared is not None else 'declared'}"
+        ]
+    if (
+        declared is not None
+        and "as_contract" in tally
+        and tally["as_contract"] / n >= min_frac
+        and not (
+            # coordinates that the declared CRS can hold, against an extent covering most
+            # of the contract CRS: read as the contract CRS, any small numbers fit (degrees
+            # in a world box of metres), which says nothing against the declared CRS (a
+            # fresh-user session had the CRS blamed for latitudes beyond Web Mercator's)
+            plausible and crs is not None and _region_spans_domain(region, crs)
+        )
+    ):
         return [
             f"coordinates fit the extent as {label}: the declared CRS "
             f"{crs_label(declared)} looks wrong"
@@ -158,3 +189,15 @@ def _region_spans_domain(region: shapely.Geometry, crs: CRS) -> bool:
         return False
     domain = shapely.box(x0, y0, x1, y1)
     return bool(domain.area > 0 and shapely.intersection(region, domain).area >= 0.5 * domain.area)
+
+
+def _beyond(lonlat_bounds: np.ndarray, area: tuple[float, float, float, float]) -> int:
+    """Features (rows of longitude/latitude bounds) reaching beyond ``area`` (west, south,
+    east, north, degrees; ``west > east`` crosses the antimeridian: longitudes not tested)."""
+    west, south, east, north = area
+    b = np.asarray(lonlat_bounds, dtype=float).reshape(-1, 4)
+    with np.errstate(invalid="ignore"):
+        out = (b[:, 1] < south) | (b[:, 3] > north)
+        if west <= east and (west > -180.0 or east < 180.0):
+            out |= (b[:, 0] < west) | (b[:, 2] > east)
+    return int(np.count_nonzero(out))
