@@ -47,6 +47,19 @@ def test_an_unknown_log_level_is_a_one_line_error_with_exit_2(
     assert build_parser().parse_args(["run", "--log-level", "warning"]).log_level == "WARNING"
 
 
+@pytest.mark.parametrize("layer", ["bad layer/../x", "roads east", "x" * 201, ""])
+def test_batch_publish_refuses_a_layer_no_contract_can_have(
+    layer: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a fresh-user session published a batch of layer "bad layer/../x" (exit 0)
+    with pytest.raises(SystemExit) as exc:
+        main(["batch", "publish", str(BATCH), "--layer", layer])
+    assert exc.value.code == 2
+    assert "argument --layer: " in capsys.readouterr().err
+    args = build_parser().parse_args(["batch", "publish", "f.geojson", "--layer", "a.b_c-1"])
+    assert args.layer == "a.b_c-1"
+
+
 def test_yaml_syntax_error_is_one_line_with_file_line_and_column(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

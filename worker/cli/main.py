@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import logging
 import os
+import re
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -86,6 +87,22 @@ def _log_level(text: str) -> str:
             f"{text!r} is not a log level; use one of {', '.join(LOG_LEVELS)}"
         )
     return level
+
+
+#: A layer name a contract can have (contract.schema.json ``layer``).
+_LAYER = re.compile(r"[A-Za-z0-9._-]{1,200}")
+
+
+def _layer_name(text: str) -> str:
+    """``--layer`` of ``batch publish``: a name a contract can carry, else exit 2 (a batch
+    of layer "bad layer/../x" was published though no contract can govern it: a
+    fresh-user finding)."""
+    if not _LAYER.fullmatch(text):
+        raise argparse.ArgumentTypeError(
+            f"{text[:200]!r} is not a layer name: use letters, digits, '.', '_' and '-' (at "
+            "most 200), as a contract's layer"
+        )
+    return text
 
 
 def _log_level_everywhere(parser: argparse.ArgumentParser) -> None:
@@ -302,7 +319,13 @@ def build_parser() -> argparse.ArgumentParser:
         help="GeoJSON FeatureCollection or GeoParquet file (with the formats extra also "
         "Shapefile, GeoPackage, FlatGeobuf)",
     )
-    bp.add_argument("--layer", required=True, help="layer the batch belongs to (the record key)")
+    bp.add_argument(
+        "--layer",
+        required=True,
+        type=_layer_name,
+        help="layer the batch belongs to (the record key): letters, digits, '.', '_' and '-', "
+        "as a contract's layer",
+    )
     bp.add_argument(
         "--crs",
         help="declared CRS, e.g. EPSG:2263 (default: the file's; GeoJSON is OGC:CRS84)",
