@@ -117,20 +117,23 @@ def svg_map(
     b = np.array(boxes)
     minx, miny = b[:, 0].min(), b[:, 1].min()
     maxx, maxy = b[:, 2].max(), b[:, 3].max()
-    span = max(maxx - minx, maxy - miny, 1e-9)
+    # spans and offsets in halves: finite coordinates of +-1e308 overflow a difference
+    # (inf, then nan positions in the SVG: a fresh-user finding); halving is exact
+    half_w, half_h = maxx / 2 - minx / 2, maxy / 2 - miny / 2
+    half_span = max(half_w, half_h, 1e-9)
     scale = min(
-        (width - 2 * pad) / max(maxx - minx, span * 1e-3),
-        (height - 2 * pad) / max(maxy - miny, span * 1e-3),
-    )
-    h = int(min(height, (maxy - miny) * scale + 2 * pad + 0.5)) or height
+        (width - 2 * pad) / max(half_w, half_span * 1e-3),
+        (height - 2 * pad) / max(half_h, half_span * 1e-3),
+    )  # screen units per half coordinate unit
+    h = int(min(height, half_h * scale + 2 * pad + 0.5)) or height
 
     def to_screen(xy: np.ndarray) -> np.ndarray:
         out = np.empty_like(xy)
-        out[:, 0] = pad + (xy[:, 0] - minx) * scale
-        out[:, 1] = h - pad - (xy[:, 1] - miny) * scale
+        out[:, 0] = pad + (xy[:, 0] / 2 - minx / 2) * scale
+        out[:, 1] = h - pad - (xy[:, 1] / 2 - miny / 2) * scale
         return out
 
-    tolerance = span / 2000
+    tolerance = half_span / 1000  # a 2000th of the span
     parts = [
         f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{h}" '
         f'viewBox="0 0 {width} {h}" class="map" role="img" '
