@@ -86,6 +86,23 @@ def test_check_refuses_an_unknown_id_column(
     assert "--id-column 'pid' is not a column" in capsys.readouterr().err
 
 
+def test_check_warns_when_the_contracts_id_column_is_not_in_the_batch(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a fresh-user finding: a contract's `id_column: nope` was silently ignored
+    batch = _geojson(tmp_path / "b.geojson")
+    (tmp_path / "c.yaml").write_text(CONTRACT.replace("clauses:", "id_column: nope\nclauses:"))
+    argv = ["check", str(batch), "--contract", str(tmp_path / "c.yaml")]
+    assert main([*argv, "--data-time", "2026-11-29T06:00:00Z"]) == 1
+    captured = capsys.readouterr()
+    assert (
+        "warning: places/v1.0 names id_column 'nope', which is not a column of "
+        f"{batch}: offending features are named by the file's feature ids where it has "
+        "them, else by index"
+    ) in captured.err
+    assert "#1 (id 'out'): [100, 10, 100, 10]" in captured.out  # the GeoJSON ids still
+
+
 def test_check_html_writes_one_self_contained_page(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

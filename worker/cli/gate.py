@@ -69,6 +69,17 @@ def cmd_check(args: argparse.Namespace) -> int:
                 f"{', '.join(batch.attributes.column_names) or 'none'})"
             )
         batch = replace(batch, id_column=args.id_column)
+    else:
+        for v in versions:  # the contract's own id column: named by index when absent
+            col = v.contract.id_column
+            if col and col not in batch.attributes.column_names:
+                print(
+                    f"warning: {v.contract.key} names id_column {col!r}, which is not a "
+                    f"column of {args.batch}: offending features are named by the file's "
+                    "feature ids where it has them, else by index (--id-column COL names "
+                    "another column)",
+                    file=sys.stderr,
+                )
     decision = evaluate(batch, versions, now=args.now or datetime.now(timezone.utc))
     _write_pictures(args, batch, decision, versions)
     if args.format == "json":
