@@ -317,3 +317,20 @@ def test_a_forged_layer_or_batch_id_cannot_break_the_table() -> None:
     assert "[clipped: 1013 chars in all]" in line  # 1,007 characters, two escaped (4 each)
     rows = table_rows([entry])
     assert all("\n" not in r and "\x00" not in r for r in rows)
+
+
+def test_replay_refused_for_another_batch_under_the_same_id_says_so() -> None:
+    # a fresh-user finding: a fixed batch published under the id of a quarantined one was
+    # admitted; replaying the quarantined one was refused as "already admitted"
+    import hashlib
+
+    e = entry_of(STALE)
+    same = {"ab-stale": hashlib.sha256(STALE).hexdigest()}
+    with pytest.raises(ContractGateError, match=r"batch ab-stale was already admitted"):
+        check_not_admitted(e, {"ab-stale": "adm[0]@3"}, same)
+    other = {"ab-stale": hashlib.sha256(b"another event").hexdigest()}
+    with pytest.raises(ContractGateError) as refused:
+        check_not_admitted(e, {"ab-stale": "adm[0]@3"}, other)
+    message = str(refused.value)
+    assert message.startswith("another event with batch id ab-stale was admitted (at adm[0]@3;")
+    assert "publish the fixed batch under a new batch id" in message and "--force" in message

@@ -122,13 +122,14 @@ def _replay_all(args: argparse.Namespace, settings: Any) -> int:
     selected, _unreadable = entries_since(
         entries, args.all_since, replay_headers(settings, selected)
     )
-    admitted = read_admitted(settings)
+    digests: dict[str, str] = {}
+    admitted = read_admitted(settings, digests=digests)
     replayed = refused = 0
     for entry in selected:
         name = entry.batch_id or f"{entry.partition}@{entry.offset}"
         try:
             if not args.force:
-                check_not_admitted(entry, admitted)
+                check_not_admitted(entry, admitted, digests)
             partition, offset = replay(settings, entry)
         except ContractGateError as exc:
             if isinstance(exc, KafkaError):
@@ -227,7 +228,8 @@ def cmd_quarantine(args: argparse.Namespace) -> int:
             _write_pictures(args, entry)
         return 0
     if not args.force:
-        check_not_admitted(entry, read_admitted(settings))
+        digests: dict[str, str] = {}
+        check_not_admitted(entry, read_admitted(settings, digests=digests), digests)
     partition, offset = replay(settings, entry)
     print(
         f"replayed {entry.batch_id or args.batch} (from {entry.coordinates}) to "

@@ -16,6 +16,7 @@ never duplicates an admitted batch: a batch whose id is already on the admitted 
 
 from __future__ import annotations
 
+import hashlib
 import re
 import textwrap
 import threading
@@ -251,11 +252,17 @@ def _at(entry: QuarantineEntry) -> datetime:
 
 
 def read_admitted(
-    settings: Settings, *, layer: str | None = None, timeout_s: float = 30.0
+    settings: Settings,
+    *,
+    layer: str | None = None,
+    timeout_s: float = 30.0,
+    digests: dict[str, str] | None = None,
 ) -> dict[str, str]:
     """Batch id (header ``batch-id``) -> coordinates of its latest record on the admitted
     topic, read to partition EOF by a group-less reader; ``layer`` keeps that layer's
-    records (by key).
+    records (by key). ``digests``, when given, receives batch id -> sha256 (hex) of that
+    record's value (the event as admitted: :func:`check_not_admitted` tells a replay of
+    the same batch from another batch published under the same id).
 
     Raises
     ------
@@ -272,24 +279,45 @@ def read_admitted(
         batch_id = (headers.get("batch-id") or b"").decode("utf-8", "replace")
         if batch_id:
             out[batch_id] = f"{topic}[{msg.partition()}]@{msg.offset()}"
+            if digests is not None:
+                digests[batch_id] = hashlib.sha256(msg.value() or b"").hexdigest()
     return out
 
 
-def check_not_admitted(entry: QuarantineEntry, admitted: Mapping[str, str]) -> None:
+def check_not_admitted(
+    entry: QuarantineEntry,
+    admitted: Mapping[str, str],
+    digests: Mapping[str, str] | None = None,
+) -> None:
     """Refuse to replay a batch that is already on the admitted topic.
 
-    ``admitted`` maps batch ids to admitted coordinates (:func:`read_admitted`).
+    ``admitted`` maps batch ids to admitted coordinates and ``digests`` (optional) to the
+    sha256 of the admitted event (:func:`read_admitted`): an admitted event other than
+    this record's original is named as such (another batch published under the same batch
+    id, or the same batch published again), not as this batch admitted already.
 
     Raises
     ------
     ContractGateError
         When ``entry``'s batch id is admitted; the message names where and ``--force``.
     """
-    if entry.batch_id and entry.batch_id in admitted:
+    batch_id = entry.batch_id
+    if not batch_id or batch_id not in admitted:
+        return
+    original = entry.record.get("original") if entry.record else None
+    digest = (digests or {}).get(batch_id)
+    if digest is not None and original and hashlib.sha256(original).hexdigest() != digest:
         raise ContractGateError(
-            f"batch {entry.batch_id} was already admitted (at {admitted[entry.batch_id]}); "
-            "replaying it would admit it twice. Not replayed; use --force to replay it anyway"
+            f"another event with batch id {clip(batch_id, 200)} was admitted (at "
+            f"{admitted[batch_id]}; its bytes differ from this record's original): a batch "
+            "id names one batch. If it is this batch published again, it is admitted "
+            "already; if not, publish the fixed batch under a new batch id (`batch publish "
+            "--batch-id`). Not replayed; use --force to replay it anyway"
         )
+    raise ContractGateError(
+        f"batch {batch_id} was already admitted (at {admitted[batch_id]}); "
+        "replaying it would admit it twice. Not replayed; use --force to replay it anyway"
+    )
 
 
 def _when(entry: QuarantineEntry) -> str:
