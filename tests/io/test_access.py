@@ -85,9 +85,14 @@ def test_sizes_and_limits() -> None:
     assert parse_size("256MiB") == 256 * 1024**2
     assert parse_size("2 GiB") == 2 * 1024**3
     assert parse_size("512k") == 512 * 1024
-    for bad in ("", "1.5GiB", "-1", "0", "12 parsecs"):
+    for bad in ("", "1.5GiB", "-1", "0", "12 parsecs", "99999999999999999999999GiB", "9" * 5000):
         with pytest.raises(ValueError, match="bad size"):
             parse_size(bad)
+    assert parse_size("1024TiB") == 1024**5  # the largest limit taken
+    with pytest.raises(ValueError, match="at most 1 PiB"):
+        parse_size("1025TiB")
+    with pytest.raises(ValueError, match="geojson given twice"):
+        parse_limits("geojson=100,geojson=1MiB")
     assert parse_limits("1GiB") == (1024**3, 1024**3)
     assert parse_limits("geojson=1MiB") == (2 * 1024**3, 1024**2)
     assert parse_limits("parquet=10, geojson=5") == (10, 5)

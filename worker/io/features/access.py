@@ -166,8 +166,12 @@ def parse_root(text: str) -> PayloadRoot:
     return PayloadRoot("file", real)
 
 
-_SIZE = re.compile(r"^\s*(\d+)\s*([kmgt]i?b?|b)?\s*$", re.IGNORECASE)
+_SIZE = re.compile(r"^\s*(\d{1,20})\s*([kmgt]i?b?|b)?\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "b": 1, "k": 1024, "m": MIB, "g": GIB, "t": 1024**4}
+
+#: Largest size limit taken (bytes): 1 PiB. A larger one is a typo, not a limit
+#: (``99999999999999999999999GiB`` was accepted: a fresh-user finding).
+MAX_SIZE_LIMIT_BYTES = 1024**5
 
 
 def parse_size(text: str) -> int:
@@ -176,7 +180,8 @@ def parse_size(text: str) -> int:
     Raises
     ------
     ValueError
-        Not a whole number with an optional unit (B, K/KiB, M/MiB, G/GiB, T/TiB), or 0.
+        Not a whole number with an optional unit (B, K/KiB, M/MiB, G/GiB, T/TiB), 0, or
+        above :data:`MAX_SIZE_LIMIT_BYTES`.
     """
     m = _SIZE.match(text)
     if not m:
@@ -184,6 +189,8 @@ def parse_size(text: str) -> int:
     value = int(m.group(1)) * _UNITS[(m.group(2) or "")[:1].lower()]
     if value < 1:
         raise ValueError(f"bad size {text!r}: must be at least 1 byte")
+    if value > MAX_SIZE_LIMIT_BYTES:
+        raise ValueError(f"bad size {text!r}: at most 1 PiB (1024TiB)")
     return value
 
 
@@ -194,12 +201,14 @@ def parse_limits(text: str) -> tuple[int, int]:
     Raises
     ------
     ValueError
-        A bad size (:func:`parse_size`) or a format other than ``parquet``/``geojson``.
+        A bad size (:func:`parse_size`), a format other than ``parquet``/``geojson``, or
+        one given twice.
     """
     if "=" not in text:
         size = parse_size(text)
         return size, size
     limits = {"parquet": DEFAULT_MAX_PARQUET_BYTES, "geojson": DEFAULT_MAX_GEOJSON_BYTES}
+    given: set[str] = set()
     for part in text.split(","):
         name, _, value = part.partition("=")
         name = name.strip().lower()
@@ -207,6 +216,9 @@ def parse_limits(text: str) -> tuple[int, int]:
             raise ValueError(
                 f"bad payload size limit {part!r}: expected parquet=SIZE or geojson=SIZE"
             )
+        if name in given:  # the last one won without a word (a fresh-user finding)
+            raise ValueError(f"bad payload size limit {text!r}: {name} given twice")
+        given.add(name)
         limits[name] = parse_size(value)
     return limits["parquet"], limits["geojson"]
 
