@@ -217,7 +217,7 @@ def test_open_ring_is_invalid_with_geos_reason_but_located_and_typed() -> None:
     assert f.invalid_reasons == (
         (
             0,
-            "unparseable WKB: IllegalArgumentException: "
+            "GEOS cannot read the geometry: IllegalArgumentException: "
             "Points of LinearRing do not form a closed linestring",
         ),
         (1, "unreadable geometry: ParseException: Unknown geometry type!"),

@@ -110,7 +110,10 @@ def test_open_ring_gets_one_verdict_in_every_encoding(tmp_path: Path, encoding: 
     decision, broken, message = _decide(path)
     # validity alone breaks: extent and geometry_type locate and type the ring as written
     assert (decision, broken) == ("quarantined", ["valid"])
-    assert f"feature 0: unparseable WKB: IllegalArgumentException: {NOT_CLOSED}" in message
+    assert (
+        f"feature 0: GEOS cannot read the geometry: IllegalArgumentException: {NOT_CLOSED}"
+        in message
+    )
 
 
 def test_three_point_ring_is_invalid_not_padded(tmp_path: Path) -> None:

@@ -367,8 +367,10 @@ class BatchFacts:
                 return (
                     f"non-finite coordinate (NaN or inf) in the WKB; GEOS says: {str(exc).strip()}"
                 )
-            return f"unparseable WKB: {str(exc).strip()}"
-        return "unparseable WKB"
+            # not "unparseable WKB": a GeoJSON or GeoArrow geometry (an open ring) reaches
+            # GEOS as the literal WKB the reader wrote, which its user never saw
+            return f"GEOS cannot read the geometry: {str(exc).strip()}"
+        return "GEOS cannot read the geometry"
 
     @fact
     def east_north(self) -> np.ndarray:
