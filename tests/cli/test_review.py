@@ -179,6 +179,27 @@ def test_two_directories(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> 
     assert "FAIL: declares change: major, but the change v1.0 -> v1.1 is tightening" in out
 
 
+def test_a_version_moved_under_retired_is_named_so_not_a_first_version(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # a fresh-user finding: v1.0 moved into retired/ read "first version of ab"
+    base, head = tmp_path / "base", tmp_path / "head"
+    base.mkdir()
+    (head / "retired").mkdir(parents=True)
+    (base / "ab.v1.yaml").write_text(V1)
+    (base / "ab.v1.1.yaml").write_text(V1_1)
+    (head / "retired" / "ab.v1.yaml").write_text(V1)
+    (head / "ab.v1.1.yaml").write_text(V1_1)
+    assert main(["contract", "review", str(base), str(head)]) == 0
+    lines = capsys.readouterr().out.splitlines()
+    assert lines[:2] == [
+        "admin_boundaries v1.0 (retired/ab.v1.yaml): moved",
+        "  the same document under a new path (under retired/: a retired version): nothing "
+        "to declare",
+    ]
+    assert not any("first version" in line for line in lines)
+
+
 # --- this repository's own contracts: `contract review` as part of the suite (and CI) ---
 
 

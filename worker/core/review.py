@@ -48,6 +48,7 @@ from worker.core.model import Contract
 __all__ = [
     "Review",
     "VersionReview",
+    "is_retired_path",
     "required_version",
     "review",
     "review_to_json",
@@ -140,7 +141,8 @@ def required_version(change_class: str, predecessor: Contract, known: list[Contr
     return f"v{predecessor.major}.{top_minor + 1}"
 
 
-def _is_retired(path: str) -> bool:
+def is_retired_path(path: str) -> bool:
+    """A contract file path under a ``retired`` directory (a retired version)."""
     return "retired" in path.split("/")[:-1]
 
 
@@ -249,7 +251,7 @@ def _parse_side(
 def _active(contracts: list[tuple[str, Contract]]) -> list[Contract]:
     """The versions of one layer the files imply are active (see the module docstring)."""
     live = sorted(
-        (c for path, c in contracts if not _is_retired(path)), key=lambda c: (c.major, c.minor)
+        (c for path, c in contracts if not is_retired_path(path)), key=lambda c: (c.major, c.minor)
     )
     out: list[Contract] = []
     for major in sorted({c.major for c in live}):
@@ -280,7 +282,7 @@ def _layer_warnings(
         newest = [c for c in active if c.major == majors[-1]]
         paths = {c.version: p for p, c in mine}
         first = min(
-            (c for p, c in mine if c.major == majors[-1] and not _is_retired(p)),
+            (c for p, c in mine if c.major == majors[-1] and not is_retired_path(p)),
             key=lambda c: c.minor,
         )
         opened = dates.get(paths[first.version])

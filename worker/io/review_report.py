@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from worker.core.classify import render_classification
 from worker.core.jsonsafe import dumps_json
-from worker.core.review import Review, VersionReview, review_to_json
+from worker.core.review import Review, VersionReview, is_retired_path, review_to_json
 
 __all__ = ["render_review_json", "render_review_markdown", "render_review_text"]
 
@@ -44,6 +44,9 @@ def render_review_text(r: Review, base: str, head: str) -> str:
             text = render_classification(v.classification, f"{v.predecessor} -> {v.version}")
             lines += ["  " + line for line in text.splitlines()]
             lines.append(f"  required version {v.required}; declared change {_declared(v)}")
+        elif v.status == "moved":  # a file moved (e.g. under retired/): nothing changed
+            retired = " (under retired/: a retired version)" if is_retired_path(v.path) else ""
+            lines.append(f"  the same document under a new path{retired}: nothing to declare")
         elif v.status != "invalid" and v.status != "removed":
             lines.append(f"  first version of {v.layer}: no class to declare")
         if v.mode is not None:
