@@ -660,6 +660,10 @@ def test_extent_beyond_the_area_of_use_without_reprojection() -> None:
     r = run(c, batch_of([shapely.Point(1e279, 0), shapely.Point(10, 50)], crs="OGC:CRS84"), srid)
     assert r.result == "break" and r.measured["outside_area_of_use"] == 1
     assert "outside the area of use of OGC:CRS84" in r.message
+    # the span shown leaves that feature out, and says so (a fresh-user finding)
+    assert "; the features within the area of use of OGC:CRS84 span x 10 .. 10, y 50 .. 50" in (
+        r.message
+    )
     assert r.diagnoses == ()
     # plausible candidates are still named: metres within Web Mercator's range
     r = run(clause("extent", "extent", region=EUROPE_BBOX), batch_of([PARIS_3857]), srid)

@@ -264,12 +264,20 @@ def render_extent(
     outside = count - round(frac * count)
     bounds = tally["bounds"].box
     bounds_crs = label
+    # the features whose span is shown: without those beyond the declared CRS's area of
+    # use ("the features span x -179 .. 179" left a point at 180.5 out: a fresh-user find)
+    spanned = (
+        f"the features within the area of use of {crs_label(src)} span"
+        if tally["beyond"] and src is not None
+        else "the features span"
+    )
     if bounds is None and tally["raw_bounds"].box is not None:
         # reprojection from the declared CRS failed (e.g. feet declared as degrees) or
         # every feature is beyond the CRS's area of use: the raw bounds as declared
         # still tell what the batch holds
         bounds = tally["raw_bounds"].box
         bounds_crs = crs_label(src) if src is not None else "as declared"
+        spanned = "the features span"  # every usable feature, as declared
     n_beyond, n_failed, n_disagree = tally["beyond"], tally["failed"], tally["disagree"]
     measured: dict[str, Any] = {
         "fraction_inside": frac,
@@ -289,7 +297,7 @@ def render_extent(
             else (crs_units(crs) if bounds_crs == label else "units of " + bounds_crs)
         )
         message += (
-            f"; the features span x {bounds[0]:.6g} .. {bounds[2]:.6g}, y {bounds[1]:.6g} .. "
+            f"; {spanned} x {bounds[0]:.6g} .. {bounds[2]:.6g}, y {bounds[1]:.6g} .. "
             f"{bounds[3]:.6g} ({unit})"
         )
     if facts.batch.edges == "spherical":
