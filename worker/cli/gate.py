@@ -115,15 +115,9 @@ def _refuse_overwriting_inputs(args: argparse.Namespace) -> None:
 def _same_file(a: str, b: str) -> bool:
     """Whether two local paths (``file://`` URIs too) name one file: the same inode when
     both exist, else the same absolute path; other URIs (``s3://``) name no local file."""
-    from pathlib import Path
-    from urllib.parse import unquote, urlparse
+    from worker.io.features.access import local_file_path
 
-    def local(p: str) -> Path | None:
-        if p.startswith("file://"):
-            return Path(unquote(urlparse(p).path))
-        return None if "://" in p else Path(p)
-
-    pa, pb = local(a), local(b)
+    pa, pb = local_file_path(a), local_file_path(b)
     if pa is None or pb is None:
         return False
     try:

@@ -56,6 +56,7 @@ __all__ = [
     "OpenedPayload",
     "PayloadPolicy",
     "PayloadRoot",
+    "local_file_path",
     "open_payload",
     "parquet_read_error",
     "parse_limits",
@@ -421,6 +422,15 @@ def with_retries(attempt: Callable[[], T], policy: PayloadPolicy) -> T:
 
 
 # -- local files --------------------------------------------------------------------------
+
+
+def local_file_path(uri: str) -> Path | None:
+    """The local path that ``uri`` names: a ``file://`` URI (percent-decoded) or a plain
+    path; None for any other scheme (``s3://``). No policy is checked here
+    (:func:`open_payload` does that)."""
+    if uri.startswith("file://"):
+        return Path(unquote(urlparse(uri).path))
+    return None if "://" in uri else Path(uri)
 
 
 def _local_path(name: str, uri: str, policy: PayloadPolicy) -> str:

@@ -22,7 +22,6 @@ from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, TypeVar
-from urllib.parse import unquote, urlparse
 
 import pyarrow as pa
 
@@ -34,6 +33,7 @@ from worker.io.features.access import (
     UNRESTRICTED,
     OpenedPayload,
     PayloadPolicy,
+    local_file_path,
     open_payload,
     with_retries,
 )
@@ -104,9 +104,9 @@ def _read_payload(uri: str, policy: PayloadPolicy) -> tuple[FeatureData, datetim
 def _ogr_file(uri: str) -> tuple[Path, str, datetime] | None:
     """``(path, format, mtime)`` when ``uri`` is a local regular file in a format read
     through pyogrio (by its magic bytes, else its suffix), else None."""
-    if "://" in uri and not uri.startswith("file://"):
+    path = local_file_path(uri)
+    if path is None:
         return None
-    path = Path(unquote(urlparse(uri).path) if uri.startswith("file://") else uri)
     try:
         st = os.lstat(path)
         if not stat.S_ISREG(st.st_mode):
