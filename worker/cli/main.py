@@ -11,7 +11,6 @@ from __future__ import annotations
 import argparse
 import logging
 import os
-import re
 import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
@@ -89,15 +88,13 @@ def _log_level(text: str) -> str:
     return level
 
 
-#: A layer name a contract can have (contract.schema.json ``layer``).
-_LAYER = re.compile(r"[A-Za-z0-9._-]{1,200}")
-
-
 def _layer_name(text: str) -> str:
     """``--layer`` of ``batch publish``: a name a contract can carry, else exit 2 (a batch
     of layer "bad layer/../x" was published though no contract can govern it: a
     fresh-user finding)."""
-    if not _LAYER.fullmatch(text):
+    from worker.core.contract_checks import layer_name_pattern
+
+    if not layer_name_pattern().search(text):
         raise argparse.ArgumentTypeError(
             f"{text[:200]!r} is not a layer name: use letters, digits, '.', '_' and '-' (at "
             "most 200), as a contract's layer"

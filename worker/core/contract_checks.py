@@ -327,6 +327,14 @@ def _validator() -> jsonschema.Draft202012Validator:
 
 
 @cache
+def layer_name_pattern() -> re.Pattern[str]:
+    """The pattern a layer name matches (``layer`` in ``contract.schema.json``, anchored):
+    letters, digits, ``.``, ``_`` and ``-``, 1 to 200 of them (it keys Kafka records and
+    names per-major topics)."""
+    return re.compile(_validator().schema["properties"]["layer"]["pattern"])
+
+
+@cache
 def _split_validators() -> tuple[jsonschema.Draft202012Validator, jsonschema.Draft202012Validator]:
     """(document without its clauses' contents, one clause) validators of the same schema."""
     schema = _validator().schema
