@@ -294,8 +294,8 @@ def measure_domain(clause: Clause, contract: Contract, facts: BatchFacts, now: d
         return {}
     col = _domain_column(facts, column)
     family = _family(col.type)
-    field = facts.batch.attributes.schema.field(column)
-    mixed = mixed_column(field, col) if family == "str" else None
+    fields = facts.batch.attributes.schema
+    mixed = mixed_column(fields.field(column), col) if family == "str" else None
     col_type = str(col.type)
     if mixed is not None:  # values of several JSON types, read as text: compared as written
         bad, unknown = unknown_mixed(mixed, values)

@@ -122,16 +122,16 @@ def diagnoses_of(
     if not n:
         return []
     declared = facts.declared_crs
-    beyond = int(tally.get("beyond_contract_aou", 0))
-    aou = area_of_use(crs) if crs is not None else None
+    beyond = int(tally.get("beyond_contract_aou", 0))  # set only with a declared CRS
     plausible = bool(tally.get("in_declared_aou", False))  # every coordinate fits it
-    if beyond and plausible and aou is not None and beyond >= 0.5 * n * (1.0 - inside_frac):
+    aou = area_of_use(crs) if beyond and crs is not None else None
+    mostly_beyond = beyond >= 0.5 * n * (1.0 - inside_frac)  # most of those outside are beyond it
+    if aou is not None and declared is not None and plausible and mostly_beyond:
         # a CRS's limits, not a wrong declaration: latitudes beyond Web Mercator's were
         # diagnosed as a wrong declared CRS, then as swapped axes (a fresh-user finding)
         return [
             f"{beyond} of {n} features lie beyond the area of use of {label} ({aou.text}): "
-            f"{label} cannot hold them; their coordinates look right as "
-            f"{crs_label(declared) if declared is not None else 'declared'}"
+            f"{label} cannot hold them; their coordinates look right as {crs_label(declared)}"
         ]
     if (
         declared is not None
