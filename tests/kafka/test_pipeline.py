@@ -1,4 +1,5 @@
-"""The transaction discipline of Pipeline._commit, with in-memory doubles of the clients.
+"""The transaction discipline of Pipeline._commit and step, with in-memory doubles of the
+clients.
 
 Real-broker behaviour (crash, fencing, scale-out) is in tests/integration; these cover the
 failure branches a real broker rarely produces on demand: an abortable commit error, a
@@ -87,33 +88,34 @@ OUTCOMES = [
 
 def test_commit_writes_every_record_and_the_next_offsets() -> None:
     producer, consumer = FakeProducer(), FakeConsumer()
-    assert pipeline_with(producer, consumer)._commit(EVENTS, OUTCOMES) is True
+    assert pipeline_with(producer, consumer)._commit(EVENTS, OUTCOMES) == 3
     assert producer.produced == ["out", "out", "out"]
     assert sorted(producer.offsets) == [("in", 0, 12), ("in", 1, 8)]
     assert producer.calls == ["begin", "commit"]
 
 
-def test_abortable_commit_error_aborts_and_rewinds_to_the_first_offsets() -> None:
+def test_abortable_commit_error_aborts_and_the_step_rewinds_to_the_first_offsets() -> None:
     producer = FakeProducer([CKError(CKError._TIMED_OUT, "x", txn_requires_abort=True)])
-    consumer = FakeConsumer()
-    p = pipeline_with(producer, consumer)
+    consumer = PollingConsumer(batches=[[_polled(10), _polled(11), _polled(7, partition=1)]])
+    p = polling_pipeline(producer, consumer)
     p.assigned = frozenset({("in", 0)})  # partition 1 was revoked meanwhile: its next owner resumes
-    assert p._commit(EVENTS, OUTCOMES) is False
+    assert p.step() == 0
     assert producer.calls == ["begin", "commit", "abort"]
     assert consumer.seeks == [("in", 0, 10)]
-    assert p.transactions_aborted == 1
+    assert p.transactions_aborted == 1 and p.batches_committed == 0
 
 
 def test_retriable_commit_error_is_retried_not_aborted() -> None:
     producer = FakeProducer([CKError(CKError._TIMED_OUT, "slow", retriable=True)])
-    assert pipeline_with(producer, FakeConsumer())._commit(EVENTS, OUTCOMES) is True
+    assert pipeline_with(producer, FakeConsumer())._commit(EVENTS, OUTCOMES) == 3
     assert producer.calls == ["begin", "commit", "commit"]
 
 
 def test_a_failed_rewind_stops_the_worker_instead_of_skipping_the_batch() -> None:
     producer = FakeProducer([CKError(CKError._TIMED_OUT, "x", txn_requires_abort=True)])
+    consumer = PollingConsumer(batches=[[_polled(10), _polled(11)]], seek_fails=True)
     with pytest.raises(KafkaError, match=r"cannot rewind in\[0\] to 10"):
-        pipeline_with(producer, FakeConsumer(seek_fails=True))._commit(EVENTS, OUTCOMES)
+        polling_pipeline(producer, consumer).step()
 
 
 def test_fenced_producer_is_fatal_for_the_instance() -> None:
@@ -123,8 +125,8 @@ def test_fenced_producer_is_fatal_for_the_instance() -> None:
     assert "abort" not in producer.calls
 
 
-def _polled(offset: int) -> FakeRecord:
-    return FakeRecord("in", 0, offset, key=b"roads", value=b"\x00not avro")
+def _polled(offset: int, partition: int = 0) -> FakeRecord:
+    return FakeRecord("in", partition, offset, key=b"roads", value=b"\x00not avro")
 
 
 @dataclass
@@ -140,18 +142,23 @@ class NoConfigUpdates:
         return None
 
 
+def polling_pipeline(producer: FakeProducer, consumer: PollingConsumer) -> Pipeline:
+    p = pipeline_with(producer, consumer)
+    p.config = NoConfigUpdates()  # type: ignore[assignment]
+    p._lag_at = float("inf")  # no lag probe in these tests
+    return p
+
+
 def test_each_committed_poll_batch_logs_one_info_line(caplog: pytest.LogCaptureFixture) -> None:
     consumer = PollingConsumer(batches=[[_polled(1), _polled(2)]])
-    p = pipeline_with(FakeProducer(), consumer)
-    p.config = NoConfigUpdates()  # type: ignore[assignment]
-    p._lag_at = float("inf")  # no lag probe in this test
+    p = polling_pipeline(FakeProducer(), consumer)
     with caplog.at_level("INFO", logger="worker.kafka.pipeline"):
         assert p.step() == 2
         assert p.step() == 0  # nothing polled: no line
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("poll batch")]
     assert len(lines) == 1
     assert lines[0].startswith("poll batch: 2 events, 0 admitted, 2 quarantined, ")
-    assert lines[0].split(", ")[3].endswith(" ms (committed in one transaction)")
+    assert lines[0].split(", ")[3].endswith(" ms (committed in 1 transaction)")
 
 
 @dataclass
@@ -179,12 +186,11 @@ def test_a_record_refused_as_too_large_is_quarantined_after_three_attempts() -> 
     outcomes[1] = Outcome(
         big.source, "l", "b-big", big.decision, (OutRecord("out", "l", b"y" * 5000, []),), 0.0
     )
-    for _ in range(MAX_BATCH_ATTEMPTS):  # the whole batch fails and is rewound each time
-        assert p._commit(EVENTS, outcomes) is False
-        assert consumer.seeks[-2:] == [("in", 0, 10), ("in", 1, 7)]
+    for _ in range(MAX_BATCH_ATTEMPTS):  # the whole batch fails (the caller rewinds it)
+        assert p._commit(EVENTS, outcomes) == 0
     assert producer.produced == ["out"] * MAX_BATCH_ATTEMPTS
     producer.produced.clear()
-    assert p._commit(EVENTS, outcomes) is True  # one transaction per event now
+    assert p._commit(EVENTS, outcomes) == 3  # one transaction per event now
     quarantine = Settings().topics.quarantine
     assert producer.produced == ["out", quarantine, "out"]
     assert outcomes[1].decision.reasons[0].code == "record_too_large"
@@ -197,38 +203,52 @@ def test_a_record_refused_as_too_large_is_quarantined_after_three_attempts() -> 
 
 
 @dataclass
-class FailingNthCommit(FakeProducer):
-    """Commits until the ``fail_at``-th commit_transaction, which fails abortably."""
+class FailingFrom(FakeProducer):
+    """Commits ``ok`` transactions, then every commit fails and needs an abort."""
 
-    fail_at: int = 2
-    commits: int = 0
+    ok: int = 0
 
     def commit_transaction(self, timeout: float) -> None:
-        self.commits += 1
-        super().commit_transaction(timeout)
-        if self.commits == self.fail_at:
+        self.calls.append("commit")
+        if self.calls.count("commit") > self.ok:
             raise KafkaException(CKError(CKError._TIMED_OUT, "x", txn_requires_abort=True))
+
+
+def test_after_events_committed_one_by_one_a_failure_rewinds_only_the_uncommitted() -> None:
+    from worker.kafka.attempts import MAX_BATCH_ATTEMPTS
+
+    polled = [_polled(10), _polled(5, partition=1), _polled(11), _polled(6, partition=1)]
+    producer = FailingFrom(ok=1)
+    consumer = PollingConsumer(batches=[list(polled)])
+    p = polling_pipeline(producer, consumer)
+    for start in (("in", 0, 10), ("in", 1, 5)):  # the batch failed often: event by event now
+        p.attempts._failed[start] = MAX_BATCH_ATTEMPTS
+    assert p.step() == 0  # in[0]@10 committed alone, then in[1]@5 failed
+    assert producer.offsets == [("in", 1, 6)]  # the failed one's (aborted)
+    assert sorted(consumer.seeks) == [("in", 0, 11), ("in", 1, 5)]
 
 
 def test_a_replay_committed_before_a_failure_one_per_transaction_is_admitted_once() -> None:
     from worker.kafka.attempts import MAX_BATCH_ATTEMPTS
-    from worker.kafka.pipeline import _starts
     from worker.kafka.routing import REPLAY_OF
 
-    producer, consumer = FailingNthCommit(fail_at=2), FakeConsumer()
-    p = pipeline_with(producer, consumer)
-    replay = OUTCOMES[0]
-    source = Source("in", 0, 10, None, b"x", ((REPLAY_OF, b"orig-1"),))
-    outcomes = [
-        Outcome(source, "l", "b", replay.decision, replay.records, 0.0),
-        *OUTCOMES[1:],
-    ]
-    for _ in range(MAX_BATCH_ATTEMPTS):
-        p.attempts.failed(_starts(EVENTS))
-    assert p._commit(EVENTS, outcomes) is False  # the 2nd event's transaction failed
-    assert producer.calls == ["begin", "commit", "begin", "commit", "abort"]
-    assert consumer.seeks == [("in", 0, 11), ("in", 1, 7)]  # the rest only
+    polled = [_polled(10), _polled(11), _polled(7, partition=1)]
+    producer = FailingFrom(ok=1)  # in[0]@10 commits alone, in[0]@11 fails
+    consumer = PollingConsumer(batches=[list(polled)])
+    p = polling_pipeline(producer, consumer)
+
+    def admitted(m: Any) -> Outcome:
+        headers = ((REPLAY_OF, b"orig-1"),) if m.offset() == 10 else ()
+        source = Source(m.topic(), m.partition(), m.offset(), None, b"x", headers)
+        record = OutRecord("out", "l", b"x", [])
+        return Outcome(source, "l", "b", Decision("admitted", ()), (record,), 0.0)
+
+    p._route = admitted  # type: ignore[method-assign]
+    for start in (("in", 0, 10), ("in", 1, 7)):
+        p.attempts._failed[start] = MAX_BATCH_ATTEMPTS
+    assert p.step() == 0
+    assert sorted(consumer.seeks) == [("in", 0, 11), ("in", 1, 7)]  # the rest only
     # the replay's admission is committed: a second replay of orig-1 is a duplicate
     assert "orig-1" in p.replays
-    again, admitted = p._dedupe_replays(outcomes[:1])
-    assert admitted == [] and again[0].decision.reasons[0].code == "duplicate_replay"
+    again, originals = p._dedupe_replays([admitted(polled[0])])
+    assert originals == [] and again[0].decision.reasons[0].code == "duplicate_replay"

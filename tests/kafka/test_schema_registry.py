@@ -211,7 +211,7 @@ def commit(p: Pipeline, outcomes: list[Outcome]) -> tuple[bool, RecordingProduce
     p._producer, p._consumer = producer, consumer
     p.assigned = frozenset({(TOPICS.batches, 2)})
     events = [FakeRecord(TOPICS.batches, 2, 41 + i) for i in range(len(outcomes))]
-    return p._commit(events, outcomes), producer, consumer
+    return p._commit(events, outcomes) == len(events), producer, consumer
 
 
 def test_quarantine_and_evaluation_records_are_framed_admitted_ones_untouched() -> None:
@@ -260,9 +260,9 @@ def test_a_dead_registry_stops_the_start_and_aborts_a_transaction() -> None:
         p._register_schemas()
     outcome = go(Settings(), PLAIN)  # admitted (plain Avro): its evaluation record is framed
     assert outcome.decision.admitted
-    ok, producer, consumer = commit(p, [outcome])
+    ok, producer, _ = commit(p, [outcome])
     assert not ok and producer.calls == ["begin", "abort"]  # nothing half-written
-    assert consumer.seeks == [(TOPICS.batches, 2, 41)]  # consumed again later
+    # (the step seeks back to offset 41, consumed again later: tests/kafka/test_pipeline.py)
     assert p.transactions_aborted == 1
 
 

@@ -1,16 +1,19 @@
-"""The worker loop: poll a batch of events -> route each -> one Kafka transaction.
+"""The worker loop: poll a batch of events -> route each -> Kafka transactions.
 
 Checkpoint discipline (as quix-streams): a poll batch of up to ``max_batch_events`` events
 (the records already fetched, and while the batch is small those arriving within
-``max_batch_wait_ms``: :func:`worker.kafka.polling.poll_batch`) is routed in memory;
-then, in ONE transaction, every output record
-(admitted or quarantine record, one evaluation record per version) and the consumed
-offsets (``send_offsets_to_transaction``, KIP-447) are written and committed. A failure
-aborts the whole transaction and rewinds the consumer to the first offset of the batch,
-so the batch is consumed again; order within a partition is preserved. After
-:data:`~worker.kafka.attempts.MAX_BATCH_ATTEMPTS` failed attempts of the same batch it is
+``max_batch_wait_ms``: :func:`worker.kafka.polling.poll_batch`) is routed in memory, in
+runs (:mod:`worker.kafka.runs`); in ONE transaction per run, every output record of the
+run (admitted or quarantine record, one evaluation record per version) and its consumed
+offsets (``send_offsets_to_transaction``, KIP-447) are written and committed, on the
+committer thread while the loop routes the next run. A poll batch holding under 1 MiB
+of events (or routed within 50 ms) is one run, one transaction. A failure aborts the
+transaction and rewinds the consumer to the first uncommitted offset of each partition,
+so the rest of the batch is consumed again; order within a partition is preserved. After
+:data:`~worker.kafka.attempts.MAX_BATCH_ATTEMPTS` failed attempts of the same run it is
 committed one event per transaction, and an event whose records Kafka refuses as too
-large is quarantined with ``record_too_large`` (:mod:`worker.kafka.attempts`). Kafka
+large is quarantined with ``record_too_large`` (:mod:`worker.kafka.attempts`). The next
+poll (where a rebalance runs) happens only once no transaction is in flight. Kafka
 callbacks only log or set flags.
 """
 
@@ -22,6 +25,8 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
@@ -32,7 +37,7 @@ from worker.core.slo import DEFAULT_MAX_VERDICTS
 from worker.io.features import load_payload_chunked
 from worker.kafka.attempts import BatchAttempts, size_refused
 from worker.kafka.config_topic import ConfigFollower
-from worker.kafka.deadline import DEFAULT_BATCH_DEADLINE_S, rewind_offsets, route_within
+from worker.kafka.deadline import DEFAULT_BATCH_DEADLINE_S, rewind_offsets
 from worker.kafka.evaluations import read_recent_evaluations
 from worker.kafka.health import BrokerHealth, Watchdog
 from worker.kafka.instruments import Instruments, NullInstruments
@@ -48,6 +53,7 @@ from worker.kafka.routing import (
     replay_of,
     route,
 )
+from worker.kafka.runs import route_in_runs
 from worker.kafka.schema_registry import codec_for, output_kinds
 from worker.kafka.settings import Settings
 
@@ -185,6 +191,8 @@ class Pipeline:
         self._revoked_in_poll: set[tuple[str, int]] = set()
         #: the event :meth:`run` stops on (a poll batch's wait ends when it is set)
         self._stop: threading.Event | None = None
+        #: commits a routed run while the loop routes the next (:mod:`worker.kafka.runs`)
+        self._committer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gate-commit")
 
     @property
     def broker_unreachable_since(self) -> float | None:
@@ -418,6 +426,7 @@ class Pipeline:
         """Leave the group, flush the producer, close the config reader."""
         from confluent_kafka import KafkaException
 
+        self._committer.shutdown(wait=True)  # idle: a step never returns mid-transaction
         if self._consumer is not None:
             self._consumer.close()
             self._consumer = None
@@ -431,10 +440,11 @@ class Pipeline:
 
     # -- one poll batch -----------------------------------------------------------------
     def step(self) -> int:
-        """Poll one batch of events and commit its results in one transaction.
+        """Poll one batch of events and commit its results (one transaction per run:
+        :mod:`worker.kafka.runs`).
 
-        Returns the number of events committed (0 when nothing arrived or the
-        transaction was aborted and the events will be consumed again).
+        Returns the number of events committed and counted (0 when nothing arrived; the
+        events of an aborted transaction and those after it are consumed again).
         """
         from confluent_kafka import KafkaError as CKError
 
@@ -460,24 +470,65 @@ class Pipeline:
         if not events:
             return 0
         started = time.perf_counter()
-        outcomes, rest = route_within(
-            events, self._route, self.batch_deadline_s, progress=self._mark_progress
+        decided: list[Outcome] = []
+
+        def settle(sent: _Sent) -> int:
+            if sent.committed == len(sent.events):
+                self._committed(sent, decided)
+            else:  # one transaction per event (_commit_each) ended before the last
+                self._admitted_once(sent.outcomes[: sent.committed])
+            return sent.committed
+
+        runs = route_in_runs(
+            events,
+            self._route,
+            self._hand_off,
+            settle,
+            deadline_s=self.batch_deadline_s,
+            size=_event_bytes,
+            progress=self._mark_progress,
         )
-        if rest:  # the deadline passed: commit the decided prefix, consume the rest again
-            events = events[: len(outcomes)]
-            self._seek(rewind_offsets(rest), "the rest of a poll batch past its deadline")
+        if runs.failed:  # consumed again from its first uncommitted event, in order
+            self._seek(rewind_offsets(runs.rest), "an aborted transaction")
+        elif runs.rest:  # the deadline passed: the decided prefix is committed
+            self._seek(rewind_offsets(runs.rest), "the rest of a poll batch past its deadline")
             log.warning(
-                "poll batch deadline of %.0f s passed after %d events: committing them, "
+                "poll batch deadline of %.0f s passed after %d events: committed them, "
                 "%d events are consumed again",
                 self.batch_deadline_s,
-                len(events),
-                len(rest),
+                runs.committed,
+                len(runs.rest),
             )
-        outcomes, admitted_replays = self._dedupe_replays(outcomes)
-        if not self._commit(events, outcomes):
+        if not decided:
             return 0
-        self.replays.add(admitted_replays)  # only once committed: an abort replays them
-        for outcome in outcomes:
+        admitted = sum(1 for o in decided if o.decision.admitted)
+        log.info(
+            "poll batch: %d events, %d admitted, %d quarantined, %.0f ms (committed in %d "
+            "transaction%s)",
+            len(decided),
+            admitted,
+            len(decided) - admitted,
+            (time.perf_counter() - started) * 1000.0,
+            runs.transactions,
+            "" if runs.transactions == 1 else "s",
+        )
+        return len(decided)
+
+    def _hand_off(self, events: list[Any], outcomes: list[Outcome]) -> Future[_Sent]:
+        """Start the transaction of a routed run on the committer thread (no other run is
+        in flight: :func:`worker.kafka.runs.route_in_runs`)."""
+        outcomes, admitted_replays = self._dedupe_replays(outcomes)
+        return self._committer.submit(self._send, events, outcomes, admitted_replays)
+
+    def _send(self, events: list[Any], outcomes: list[Outcome], admitted: list[str]) -> _Sent:
+        """The committer thread's part: :meth:`_commit` one run."""
+        return _Sent(events, outcomes, admitted, self._commit(events, outcomes))
+
+    def _committed(self, sent: _Sent, decided: list[Outcome]) -> None:
+        """After a run's transaction committed (on the loop's thread): the replay ledger,
+        the decision metrics and ``on_outcome``."""
+        self.replays.add(sent.admitted)  # only once committed: an abort replays them
+        for outcome in sent.outcomes:
             # the versions route() evaluated: config updates are applied only at step start
             objectives = {
                 v.contract.version: v.contract.objective
@@ -488,17 +539,16 @@ class Pipeline:
             )
             if self.on_outcome is not None:
                 self.on_outcome(outcome)
-        self.batches_committed += len(events)
-        admitted = sum(1 for o in outcomes if o.decision.admitted)
-        log.info(
-            "poll batch: %d events, %d admitted, %d quarantined, %.0f ms (committed in one "
-            "transaction)",
-            len(events),
-            admitted,
-            len(events) - admitted,
-            (time.perf_counter() - started) * 1000.0,
-        )
-        return len(events)
+        self.batches_committed += len(sent.events)
+        decided.extend(sent.outcomes)
+
+    def _admitted_once(self, committed: list[Outcome]) -> None:
+        """Enter the originals of the replays admitted by ``committed``, the events that
+        :meth:`_commit_each` committed one per transaction before one failed: the rest of
+        the run is consumed again, and a replay among the committed must not be admitted
+        a second time. (Their decisions are not counted in the metrics.)"""
+        originals = [replay_of(o.source) for o in committed if o.decision.admitted]
+        self.replays.add([r for r in originals if r is not None])
 
     def _route(self, m: Any) -> Outcome:
         """Decide one consumed event (:func:`worker.kafka.routing.route`)."""
@@ -525,33 +575,33 @@ class Pipeline:
         batch takes."""
         self.last_loop_monotonic = time.monotonic()
 
-    def _commit(self, events: list[Any], outcomes: list[Outcome]) -> bool:
+    def _commit(self, events: list[Any], outcomes: list[Outcome]) -> int:
         """Write every record and the consumed offsets in one transaction; after
         :data:`~worker.kafka.attempts.MAX_BATCH_ATTEMPTS` failed attempts of the same
-        batch, one transaction per event (:meth:`_commit_each`, which replaces the
+        run, one transaction per event (:meth:`_commit_each`, which replaces the
         outcome of an event refused as too large in ``outcomes``).
 
-        Returns False when a transaction was aborted and the batch (or its uncommitted
-        rest) rewound: it will be consumed again. Raises :class:`KafkaError` when this
-        instance must stop: fenced, a fatal producer error, or a failed abort or rewind
-        (a restart then resumes from the committed offsets, so nothing is lost).
+        Returns how many of ``events`` were committed, a prefix: fewer than all when a
+        transaction was aborted; the caller rewinds the rest, which is consumed again.
+        Raises :class:`KafkaError` when this instance must stop: fenced, a fatal producer
+        error, or a failed abort (a restart then resumes from the committed offsets, so
+        nothing is lost).
         """
         starts = _starts(events)
         if self.attempts.exhausted(starts):
             return self._commit_each(events, outcomes)
         if self._transact(events, outcomes):
             self.attempts.committed((t, p) for t, p, _ in starts)
-            return True
+            return len(events)
         self.attempts.failed(starts)
-        return False
+        return 0
 
-    def _commit_each(self, events: list[Any], outcomes: list[Outcome]) -> bool:
+    def _commit_each(self, events: list[Any], outcomes: list[Outcome]) -> int:
         """One transaction per event, in order. An event whose transaction fails because
         Kafka refuses a record as too large gets a ``record_too_large`` quarantine record
-        instead (``outcomes[i]`` replaced); any other failure rewinds the events not yet
-        committed and returns False (those committed before it stay committed: their
-        decisions are not counted in the metrics, the originals of the replays among them
-        enter the replay ledger)."""
+        instead (``outcomes[i]`` replaced); any other failure ends it: returns how many
+        events were committed before it (their decisions are not counted in the
+        metrics)."""
         log.warning(
             "poll batch at %s failed %d times; committing its %d events one per transaction",
             ", ".join(f"{t}[{p}]@{o}" for t, p, o in _starts(events)),
@@ -559,8 +609,7 @@ class Pipeline:
             len(events),
         )
         for i, event in enumerate(events):
-            if self._transact([event], [outcomes[i]], rewind=False):
-                self._admitted_once(outcomes[i])
+            if self._transact([event], [outcomes[i]]):
                 continue
             reason, codes = self._failure
             if size_refused(codes):
@@ -583,29 +632,18 @@ class Pipeline:
                     size,
                     reason,
                 )
-                if self._transact([event], [outcomes[i]], rewind=False):
-                    continue  # a record_too_large quarantine record admits nothing
-            rest = events[i:]
-            self._rewind(_starts(rest))
-            self.attempts.failed(_starts(rest))
-            return False
+                if self._transact([event], [outcomes[i]]):
+                    continue
+            self.attempts.failed(_starts(events[i:]))
+            return i
         self.attempts.committed((t, p) for t, p, _ in _starts(events))
-        return True
+        return len(events)
 
-    def _admitted_once(self, outcome: Outcome) -> None:
-        """Enter an admitted replay's original in the replay ledger once its own
-        transaction committed: a later failure in :meth:`_commit_each` rewinds only the
-        events after it, and the step adds the batch's originals only when all commit."""
-        original = replay_of(outcome.source) if outcome.decision.admitted else None
-        if original is not None:
-            self.replays.add([original])
-
-    def _transact(self, events: list[Any], outcomes: list[Outcome], *, rewind: bool = True) -> bool:
+    def _transact(self, events: list[Any], outcomes: list[Outcome]) -> bool:
         """One transaction: the records of ``outcomes`` and the offsets after ``events``.
 
         Returns False when it failed and was aborted (``self._failure`` holds the reason
-        and the Kafka error codes); with ``rewind``, the batch's partitions are then
-        sought back to its first offsets. Raises :class:`KafkaError` as :meth:`_commit`.
+        and the Kafka error codes). Raises :class:`KafkaError` as :meth:`_commit`.
         """
         from confluent_kafka import KafkaException, TopicPartition
 
@@ -659,8 +697,6 @@ class Pipeline:
             raise
         self._failure = (reason, codes)
         self._abort(reason)
-        if rewind:
-            self._rewind(_starts(events))
         return False
 
     def _missing_per_major_topics(self, outcomes: list[Outcome]) -> frozenset[str]:
@@ -704,11 +740,6 @@ class Pipeline:
         except KafkaException as exc:
             raise KafkaError(f"cannot abort transaction: {exc.args[0].str()}") from exc
 
-    def _rewind(self, starts: list[tuple[str, int, int]]) -> None:
-        """Seek back to the first offsets ``starts`` (``(topic, partition, offset)``) of
-        an aborted transaction's events (:meth:`_seek`)."""
-        self._seek({(t, p): o for t, p, o in starts}, "an aborted transaction")
-
     def _seek(self, offsets: dict[tuple[str, int], int], why: str) -> None:
         """Seek each still-assigned partition back to its offset; partitions revoked
         meanwhile resume, at their next owner, from the committed offsets."""
@@ -744,6 +775,23 @@ def _commit_transaction(producer: Any) -> None:
             if not err.retriable() or time.monotonic() > deadline:
                 raise
             log.warning("commit_transaction: %s; retrying", err.str())
+
+
+@dataclass(frozen=True)
+class _Sent:
+    """A run's transaction as the committer thread ended it: the run's events, its
+    outcomes as committed (replays deduplicated), the originals it admits, and how many of
+    its events were committed (all, unless a transaction was aborted)."""
+
+    events: list[Any]
+    outcomes: list[Outcome]
+    admitted: list[str]
+    committed: int
+
+
+def _event_bytes(m: Any) -> int:
+    """Bytes of a consumed record's value (0 for a tombstone)."""
+    return len(m.value() or b"")
 
 
 def _starts(events: list[Any]) -> list[tuple[str, int, int]]:
