@@ -229,11 +229,13 @@ def _column(col: Mapping[str, Any], n: int) -> tuple[pa.Field, pa.Array]:
     if len(values) != n:
         raise DecodeError(f"column {name!r} has {len(values)} values for {n} geometries")
     want = str if logical in _TEXT else _PYTHON[logical]
-    for i, v in enumerate(values):
-        if v is not None and (type(v) is not want):
-            raise DecodeError(
-                f"column {name!r} of type {logical} holds a {type(v).__name__} at row {i}"
-            )
+    kinds = set(map(type, values))  # one pass in C; the row is looked for only if wrong
+    kinds.discard(type(None))
+    if kinds - {want}:
+        i, v = next((i, v) for i, v in enumerate(values) if v is not None and type(v) is not want)
+        raise DecodeError(
+            f"column {name!r} of type {logical} holds a {type(v).__name__} at row {i}"
+        )
     if logical in _TEXT:
         meta = {LOGICAL_TYPE_KEY: logical.encode()}
         return pa.field(name, pa.string(), metadata=meta), pa.array(values, pa.string())
