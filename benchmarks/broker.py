@@ -185,6 +185,10 @@ def worker_vs_floor(bootstrap: str, quick: bool) -> list[Row]:
         geos = geos_floor_events_s(events)
         copy = passthrough_events_s(settings, count)
         gate = worker_events_s(settings, count)
+        # the floor is the faster of two timings, before and after the worker: a floor
+        # timed in a slow spell of this shared machine (one run's least-work copy, which
+        # does the floor's work and more, beat it by 12%) would flatter the worker
+        geos = max(geos, geos_floor_events_s(events))
         floor = min(geos, copy)
         which = "decode+GEOS" if geos <= copy else "transactional copy"
         note = f"floor = {which}; decode+GEOS {geos:.0f}/s, copy {copy:.0f}/s"
