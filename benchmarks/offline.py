@@ -6,7 +6,15 @@ from __future__ import annotations
 import numpy as np
 import shapely
 
-from benchmarks.common import NOW, Row, countries, median_s, take, with_geometries, world
+from benchmarks.common import (
+    NOW,
+    Row,
+    countries,
+    interleaved_median_s,
+    take,
+    with_geometries,
+    world,
+)
 from worker.cli.scenario import data_file
 from worker.core.contracts import parse_contract
 from worker.core.evaluate import evaluate
@@ -41,16 +49,21 @@ def evaluate_vs_floor(quick: bool) -> list[Row]:
     repeat = 1 if quick else 7
     batch = countries(world(), n, batch_id="big")
     v1 = [ActiveVersion(_contract(V1), "enforcing")]
-    floor_s = median_s(lambda: geos_floor(batch), repeat)
-    one_s = median_s(lambda: evaluate(batch, v1, now=NOW), repeat)
     two = [*v1, ActiveVersion(_contract(V1_1), "observing")]
     four = [
         *two,
         ActiveVersion(_contract(V1, "v1.2"), "observing"),
         ActiveVersion(_contract(V1_1, "v1.3"), "observing"),
     ]
-    two_s = median_s(lambda: evaluate(batch, two, now=NOW), repeat)
-    four_s = median_s(lambda: evaluate(batch, four, now=NOW), repeat)
+    floor_s, one_s, two_s, four_s = interleaved_median_s(
+        [
+            lambda: geos_floor(batch),
+            lambda: evaluate(batch, v1, now=NOW),
+            lambda: evaluate(batch, two, now=NOW),
+            lambda: evaluate(batch, four, now=NOW),
+        ],
+        repeat,
+    )
     return [
         Row(f"evaluate v1, {n} polygons (features/s)", n / one_s, n / floor_s, "features/s", 0.8),
         Row("cost of 2 active versions / 1 (v1 + v1.1)", two_s * 1000, one_s * 1000, "ms", 1.15,
@@ -102,11 +115,13 @@ def vs_python_loop(quick: bool) -> list[Row]:
         contract = _contract(
             V1, **{"[Polygon, MultiPolygon]": allowed, "max: 1000": "max: 1000000"}
         )
-        gate_s = median_s(
-            lambda b=batch, c=contract: evaluate(b, [ActiveVersion(c, "enforcing")], now=NOW),
+        gate_s, loop_s = interleaved_median_s(
+            [
+                lambda b=batch, c=contract: evaluate(b, [ActiveVersion(c, "enforcing")], now=NOW),
+                lambda b=batch, c=contract: python_loop(b, c),
+            ],
             repeat,
         )
-        loop_s = median_s(lambda b=batch, c=contract: python_loop(b, c), repeat)
         rows.append(Row(f"evaluate vs per-feature Python loop, {n} {what}", n / gate_s,
                         n / loop_s, "features/s", target))  # fmt: skip
     return rows
