@@ -383,3 +383,27 @@ def test_geojson_collections_nested_too_deep_are_one_invalid_feature(tmp_path: P
 def test_json_nested_beyond_what_python_reads_is_bad_input_with_a_reason(tmp_path: Path) -> None:
     with pytest.raises(PayloadError, match="JSON nested too deeply to read"):
         read_features(_nested_geojson(tmp_path, 20_000))
+
+
+def test_a_dictionary_encoded_wkb_column_is_read_as_its_values(tmp_path: Path) -> None:
+    # a GeoParquet file written from a pandas categorical stores its geometry column
+    # dictionary-encoded; it was refused ("has arrow type dictionary<...>, not binary")
+    from worker.cli.scenario import data_file
+    from worker.io.features.geoparquet import open_geoparquet_chunks
+
+    shipped = data_file("admin_boundaries.parquet")
+    table = pq.read_table(shipped)
+    index = table.schema.get_field_index("geometry")
+    encoded = table.set_column(index, "geometry", table.column("geometry").dictionary_encode())
+    path = tmp_path / "dictionary.parquet"
+    pq.write_table(encoded, path)
+    assert pa.types.is_dictionary(pq.read_schema(path).field("geometry").type)
+
+    plain, dictionary = (read_batch_file(p, layer="admin_boundaries") for p in (shipped, path))
+    assert dictionary.geometries_wkb == plain.geometries_wkb
+    assert len(dictionary.geometries_wkb) == 177
+    assert dictionary.declared_crs == plain.declared_crs
+    with pa.OSFile(str(path)) as source:
+        chunks = open_geoparquet_chunks(path, source)
+        rows = [g for chunk in chunks.chunks(50) for g in chunk.geometries_wkb]
+    assert tuple(rows) == plain.geometries_wkb

@@ -214,7 +214,10 @@ def _geo_column(path: Path | str, schema: pa.Schema) -> _GeoColumn:
     encoding = str(meta.get("encoding", "WKB"))
     typ = schema.field(primary).type
     if encoding.upper() == "WKB":
-        if not (pa.types.is_binary(typ) or pa.types.is_large_binary(typ)):
+        # a dictionary-encoded column (written from a pandas categorical) reads as its
+        # values: to_pylist() decodes it
+        values = typ.value_type if pa.types.is_dictionary(typ) else typ
+        if not (pa.types.is_binary(values) or pa.types.is_large_binary(values)):
             raise _fail(path, f"WKB column {primary!r} has arrow type {typ}, not binary")
     elif encoding.lower() not in _NATIVE:
         raise _fail(path, f"unsupported geometry encoding {encoding!r} of column {primary!r}")
