@@ -30,6 +30,7 @@ __all__ = [
     "count_phrase",
     "crs_units",
     "offenders_of",
+    "percents",
     "round10",
 ]
 
@@ -125,3 +126,16 @@ def contract_crs(clause: Clause, contract: Contract, facts: BatchFacts) -> tuple
 
 def count_phrase(n: int, what: str) -> str:
     return f"{n} {'feature' if n == 1 else 'features'} {what}"
+
+
+def percents(value: float, bound: float) -> tuple[str, str]:
+    """``value`` and ``bound`` (fractions) as percentages, one decimal, with more decimals
+    (up to 6) while a different value would read the same as its bound: a 1-in-3,000
+    break read "0.0%, expected <= 0.0%", and 299,999 of 300,000 "100.0% ... expected >=
+    100.0%" (a fresh-user finding). Equal fractions read equal; a value that still reads
+    as its bound at 6 decimals keeps that reading."""
+    for digits in range(1, 7):
+        shown, limit = f"{value:.{digits}%}", f"{bound:.{digits}%}"
+        if value == bound or shown != limit:
+            return shown, limit
+    return shown, limit

@@ -28,6 +28,7 @@ from worker.core.clause_common import (
     clause_result,
     contract_crs,
     offenders_of,
+    percents,
 )
 from worker.core.clauses_spatial import (
     check_coverage,
@@ -220,7 +221,8 @@ def render_validity(
         "reasons": reasons,
     }
     shown = "; ".join(f"feature {i}: {r}" for i, r in first)
-    message = f"{invalid} of {count} geometries invalid ({frac:.1%}, expected <= {limit:.1%})" + (
+    pct, limit_pct = percents(frac, limit)
+    message = f"{invalid} of {count} geometries invalid ({pct}, expected <= {limit_pct})" + (
         f": {shown}" if shown else ""
     )
     return clause_result(

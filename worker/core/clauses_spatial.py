@@ -21,6 +21,7 @@ from worker.core.clause_common import (
     count_phrase,
     crs_units,
     offenders_of,
+    percents,
     round10,
 )
 from worker.core.diagnose import diagnose_tally, diagnoses_of
@@ -286,9 +287,10 @@ def render_extent(
         "bounds": None if bounds is None else [float(b) for b in bounds],
         "bounds_crs": bounds_crs,
     }
+    pct, min_pct = percents(frac, min_frac)
     message = (
-        f"{frac:.1%} of {count} features inside the extent in {label}, "
-        f"{outside} outside (expected >= {min_frac:.1%})"
+        f"{pct} of {count} features inside the extent in {label}, "
+        f"{outside} outside (expected >= {min_pct})"
     )
     if not ok and bounds is not None and np.isfinite(bounds).all():
         unit = (
@@ -373,7 +375,8 @@ def _coverage_by_count(
     ok = count >= min_frac * expected_n
     measured = {"features": count, "fraction": frac}
     expected = {"expected_features": expected_n, "min_fraction": min_frac}
-    message = f"{count} features = {frac:.1%} of {expected_n} expected (expected >= {min_frac:.1%})"
+    pct, min_pct = percents(frac, min_frac)
+    message = f"{count} features = {pct} of {expected_n} expected (expected >= {min_pct})"
     return clause_result(clause, ok, measured, expected, message)
 
 
@@ -434,9 +437,10 @@ def render_coverage(
         "region_area": region_area,
         "unit": unit,
     }
+    pct, min_pct = percents(frac, min_frac)
     message = (
-        f"valid geometries cover {frac:.1%} of the region area ({covered_area:.6g} of "
-        f"{region_area:.6g} {unit}, {label}; expected >= {min_frac:.1%})"
+        f"valid geometries cover {pct} of the region area ({covered_area:.6g} of "
+        f"{region_area:.6g} {unit}, {label}; expected >= {min_pct})"
     )
     declared_label = crs_label(facts.declared_crs) if facts.declared_crs is not None else ""
     if n_beyond:
