@@ -280,3 +280,58 @@ def test_derive_schema_names_every_arrow_type() -> None:
         "list",
         "other",
     ]
+
+
+NAN = float("nan")
+
+
+@pytest.mark.parametrize(
+    "geometry",
+    [
+        {"type": "Point", "coordinates": [NAN, NAN]},
+        {"type": "Point", "coordinates": [NAN, NAN, NAN]},
+        {"type": "MultiPoint", "coordinates": [[1.0, 2.0], [NAN, NAN]]},
+        {
+            "type": "GeometryCollection",
+            "geometries": [{"type": "Point", "coordinates": [NAN, NAN]}],
+        },
+    ],
+    ids=["point", "point-z", "multipoint", "in-a-collection"],
+)
+def test_a_geojson_point_of_nan_only_is_non_finite_not_empty(
+    tmp_path: Path, geometry: dict[str, Any]
+) -> None:
+    # WKB writes POINT EMPTY as NaN coordinates: [NaN, NaN] became an empty point, valid,
+    # admitted under allow_empty (a fresh-user finding); [NaN, 3] was already non-finite
+    path = _geojson(
+        tmp_path, [_feature({"type": "Point", "coordinates": [1.0, 2.0]}), _feature(geometry)]
+    )
+    batch = read_batch_file(path, layer="parcels")
+    assert (
+        batch.geometries_wkb[1] is None and "point position of NaN only" in batch.geometry_errors[1]
+    )
+    lenient = contract_of(
+        clause(
+            "types",
+            "geometry_type",
+            allowed=["Point", "MultiPoint", "GeometryCollection", "Point Z"],
+            allow_empty=True,
+        ),
+        clause("valid", "validity", max_invalid_fraction=0.0),
+    )
+    decision = evaluate(batch, [active(lenient)], now=T)
+    valid = next(r for r in decision.reasons if r.clause == "valid")
+    assert valid.measured["invalid"] == 1
+    assert "non-finite coordinate (NaN or inf)" in valid.measured["reasons"][0]["reason"]
+
+
+def test_a_nan_vertex_of_a_line_and_an_empty_geojson_point_keep_their_readings(
+    tmp_path: Path,
+) -> None:
+    line = {"type": "LineString", "coordinates": [[NAN, NAN], [1.0, 1.0]]}
+    empty = {"type": "Point", "coordinates": []}
+    batch = read_batch_file(_geojson(tmp_path, [_feature(line), _feature(empty)]), layer="parcels")
+    assert batch.geometry_errors == {}
+    facts = BatchFacts(batch)
+    assert facts.invalid_reasons == ((0, "non-finite coordinate (NaN or inf)"),)
+    assert facts.is_empty.tolist() == [False, True]

@@ -42,7 +42,9 @@ def _read_geojson(path: Path | str, data: bytes | None = None) -> FeatureData:
         raise _fail(path, "the FeatureCollection has no 'features' list")
     geoms: list[str | None] = []
     props: list[dict[str, Any]] = []
-    too_deep: dict[int, str] = {}
+    too_deep: dict[int, str] = {}  # and the other geometries refused before GEOS
+    # JSON's non-standard NaN, looked for only in a document that spells it
+    nan_text = data is None or b"NaN" in data
     ids: list[str | int | float | None] = []
     for i, feat in enumerate(features):
         if not isinstance(feat, dict) or feat.get("type") != "Feature":
@@ -50,11 +52,13 @@ def _read_geojson(path: Path | str, data: bytes | None = None) -> FeatureData:
         g, p = feat.get("geometry"), feat.get("properties")
         if p is not None and not isinstance(p, dict):
             raise _fail(path, f"features[{i}].properties is not an object or null")
-        deep = _too_deep(g)
-        geoms.append(json.dumps(g) if g is not None and not deep else None)
+        refused = _too_deep(g)
+        if refused is None and nan_text:
+            refused = _nan_point(g)
+        geoms.append(json.dumps(g) if g is not None and not refused else None)
         props.append(p or {})
-        if deep:
-            too_deep[i] = deep
+        if refused:
+            too_deep[i] = refused
         fid = feat.get("id")
         # RFC 7946 section 3.2: a string or a number; anything else names no feature
         ok_id = isinstance(fid, str | int | float) and not isinstance(fid, bool)
@@ -127,6 +131,42 @@ def _too_deep(geometry: Any) -> str | None:
         if isinstance(node, dict) and isinstance(node.get("geometries"), list):
             stack.extend((child, depth + 1) for child in node["geometries"])
     return None
+
+
+#: Why a point position of NaN only is refused (see :func:`_nan_point`).
+NAN_POINT = (
+    "non-finite coordinate (NaN or inf): a point position of NaN only, which WKB can only "
+    'write as an empty point; GeoJSON writes an empty Point as "coordinates": []'
+)
+
+
+def _nan_point(geometry: Any) -> str | None:
+    """:data:`NAN_POINT` when a Point's position, or one of a MultiPoint's, holds only
+    NaN (JSON's non-standard ``NaN``; also inside a GeometryCollection), else None.
+
+    WKB has no empty point of its own: ISO/OGC writers encode ``POINT EMPTY`` as NaN
+    coordinates, and GEOS reads them back as empty. Written to WKB, ``[NaN, NaN]`` would
+    become an empty point, valid, and admitted where ``allow_empty`` is true (a fresh-user
+    finding), while ``[NaN, 3]`` is a non-finite coordinate. Other geometries keep a NaN
+    vertex as written: validity finds it. Walks at most :data:`MAX_GEOMETRY_DEPTH` levels
+    (deeper is refused before)."""
+    stack = [geometry]
+    while stack:
+        node = stack.pop()
+        if not isinstance(node, dict):
+            continue
+        kind, coords = node.get("type"), node.get("coordinates")
+        positions = [coords] if kind == "Point" else coords if kind == "MultiPoint" else []
+        for pos in positions if isinstance(positions, list) else ():
+            if isinstance(pos, list) and pos and all(_is_nan(v) for v in pos):
+                return NAN_POINT
+        if isinstance(node.get("geometries"), list):
+            stack.extend(node["geometries"])
+    return None
+
+
+def _is_nan(value: Any) -> bool:
+    return type(value) is float and value != value
 
 
 def _geos_reason(text: str) -> str:
