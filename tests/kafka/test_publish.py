@@ -64,3 +64,46 @@ def test_a_batch_id_that_reads_as_record_coordinates_is_refused() -> None:
             layer="nyc_boroughs",
             batch_id="1@2",
         )
+
+
+def test_geometries_that_cannot_travel_as_wkb_are_named_before_publishing_inline(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # a GeoJSON "Circle" travelled as a null geometry without a word, and the worker then
+    # said "missing geometry" (a fresh-user finding); the file itself is read for real here
+    import json
+
+    from worker.kafka import publish
+    from worker.kafka.settings import Settings
+
+    doc = {
+        "type": "FeatureCollection",
+        "features": [
+            {
+                "type": "Feature",
+                "properties": {},
+                "geometry": {"type": "Point", "coordinates": [1, 2]},
+            },
+            {
+                "type": "Feature",
+                "properties": {},
+                "geometry": {"type": "Circle", "coordinates": [1, 2]},
+            },
+        ],
+    }
+    path = tmp_path / "cities.geojson"
+    path.write_text(json.dumps(doc))
+    sent: list[object] = []
+    monkeypatch.setattr(
+        publish, "publish_batch", lambda s, b, payload_uri: sent.append(payload_uri) or (0, 7)
+    )
+    warnings: list[str] = []
+    text = publish.publish_batch_file(Settings(), path, layer="cities", warn=warnings.append)
+    assert text.endswith("[0]@7") and sent == [None]
+    (line,) = warnings
+    assert line.startswith("warning: 1 feature's geometry cannot be written as WKB")
+    assert "feature 1: ParseException: Unknown geometry type" in line
+    publish.publish_batch_file(
+        Settings(), path, layer="cities", by_reference=True, warn=warnings.append
+    )
+    assert len(warnings) == 1  # by reference the worker reads the file and its reasons

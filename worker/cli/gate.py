@@ -281,6 +281,7 @@ def cmd_batch(args: argparse.Namespace) -> int:
             by_reference=args.by_reference,
             upload=args.upload,
             policy=file_policy(args),
+            warn=lambda line: print(line, file=sys.stderr),
         )
     )
     return 0

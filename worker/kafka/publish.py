@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import getpass
 import re
+from collections.abc import Callable, Mapping
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlparse
 
+from worker.core.echo import clip
 from worker.core.errors import ContractGateError, KafkaError, PolicyError
 from worker.core.model import AxisOrder, Batch, Contract
 from worker.core.registry import Registry
@@ -25,6 +27,7 @@ __all__ = [
     "publish_batch_file",
     "publish_contract",
     "read_registry",
+    "unwritten_geometries",
 ]
 
 
@@ -170,6 +173,7 @@ def publish_batch_file(
     by_reference: bool = False,
     upload: str | None = None,
     policy: PayloadPolicy = UNRESTRICTED,
+    warn: Callable[[str], None] | None = None,
 ) -> str:
     """Read a GeoJSON/GeoParquet file and publish it as a batch-arrival event.
 
@@ -178,7 +182,8 @@ def publish_batch_file(
     ``path`` itself when it is a URI), or, with ``upload`` (``s3://bucket/prefix/`` or
     ``file:///dir/``, implies ``by_reference``), the URI of the copy written there as
     ``<batch id>/<file name>`` before the event is published. The workers read it only
-    under their payload roots.
+    under their payload roots. ``warn`` is given one line when features inline have a
+    geometry the reader could not write as WKB (:func:`unwritten_geometries`).
 
     Raises
     ------
@@ -213,11 +218,31 @@ def publish_batch_file(
             raise ContractGateError(f"--upload {upload}: {exc}") from None
     elif by_reference:
         uri = _reference_uri(str(path))
+    if uri is None and warn is not None and batch.geometry_errors:
+        warn(unwritten_geometries(batch.geometry_errors))
     partition, offset = publish_batch(settings, batch, payload_uri=uri)
     return (
         f"published batch {batch.batch_id} ({len(batch.geometries_wkb)} features, layer {layer}) "
         f"to {settings.topics.batches}[{partition}]@{offset}"
         + (f" with payload_uri {uri}" if uri else "")
+    )
+
+
+def unwritten_geometries(errors: Mapping[int, str], shown: int = 3) -> str:
+    """The warning for features whose geometry the reader could not write as WKB
+    (``Batch.geometry_errors``, index -> reason): inline, such a geometry travels as null,
+    and the worker can only call it a missing geometry (a fresh-user session was told
+    "missing geometry" for a GeoJSON ``"type": "Circle"``, which ``check`` names)."""
+    first = sorted(errors)[:shown]
+    reasons = "; ".join(f"feature {i}: {clip(errors[i], 200)}" for i in first)
+    more = f"; and {len(errors) - shown} more" if len(errors) > shown else ""
+    n = len(errors)
+    which = "1 feature's geometry" if n == 1 else f"{n} features' geometries"
+    return (
+        f"warning: {which} cannot be written as WKB: inline they travel as null, and the "
+        f"worker reports a missing geometry ({reasons}{more}); fix the file (`contract-gate "
+        "check` shows every reason), or publish with --by-reference or --upload so that the "
+        "worker reads the file and reports these reasons"
     )
 
 

@@ -112,7 +112,8 @@ def encode_batch(batch: Batch, *, inline: bool = True, payload_uri: str | None =
         carries metadata only and ``payload_uri`` locates the features. WKB travels as it
         is (an unparseable one too: the worker judges it). A geometry the reader could not
         write as WKB at all (``batch.geometry_errors``) travels as null: the worker counts
-        it invalid as a missing geometry, without the reader's reason.
+        it invalid as a missing geometry, without the reader's reason (``batch publish``
+        warns, naming them: :func:`worker.kafka.publish.unwritten_geometries`).
     payload_uri : str, optional
         Default ``batch.payload_uri``.
 
