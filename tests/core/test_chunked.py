@@ -110,7 +110,8 @@ def test_real_countries_in_chunks_equal_whole_with_diagnosis() -> None:
     )
     whole = evaluate(batch, [active(c)], now=NOW)
     assert whole.diagnoses == (
-        "axis order looks swapped: the coordinates fit the extent with x and y exchanged",
+        "axis order looks swapped: the coordinates fit the extent with x and y exchanged "
+        "(or the region is written y first: the contract gives it as minx, miny, maxx, maxy)",
     )
     assert evaluate_chunked(split(batch, 13), [active(c)], now=NOW) == whole
 

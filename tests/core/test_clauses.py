@@ -37,7 +37,10 @@ from worker.core.durations import parse_duration_s
 from worker.core.facts import BatchFacts
 from worker.core.model import CLAUSE_KINDS, Batch, Clause, ClauseResult, FieldSpec
 
-SWAP = "axis order looks swapped: the coordinates fit the extent with x and y exchanged"
+SWAP = (
+    "axis order looks swapped: the coordinates fit the extent with x and y exchanged "
+    "(or the region is written y first: the contract gives it as minx, miny, maxx, maxy)"
+)
 
 
 def run(c: Clause, batch: Batch, *others: Clause, now: datetime = NOW) -> ClauseResult:
@@ -881,5 +884,14 @@ def test_swapped_axes_are_named_even_when_most_features_are_inside() -> None:
     r = run(world, batch_of(lat_first), clause("srid", "crs", expect="EPSG:4326"))
     assert r.result == "break" and r.measured["outside"] == 1
     assert r.diagnoses == (
-        "axis order looks swapped: the coordinates fit the extent with x and y exchanged",
+        "axis order looks swapped: the coordinates fit the extent with x and y exchanged "
+        "(or the region is written y first: the contract gives it as minx, miny, maxx, maxy)",
     )
+
+
+def test_a_region_written_latitude_first_is_named_beside_a_swap_of_the_batch() -> None:
+    # correct lon/lat data against a region written [minlat, minlon, maxlat, maxlon]: the
+    # fit with x and y exchanged cannot tell which side is wrong (a fresh-user finding)
+    r = run(clause("extent", "extent", region=[48.0, 2.0, 49.0, 3.0]), batch_of([PARIS]))
+    assert r.result == "break" and r.diagnoses == (SWAP,)
+    assert "or the region is written y first" in SWAP

@@ -29,7 +29,10 @@ from worker.core.facts import BatchFacts
 from worker.core.model import Batch, FieldSpec
 from worker.core.spatial import reproject
 
-SWAP = "axis order looks swapped: the coordinates fit the extent with x and y exchanged"
+SWAP = (
+    "axis order looks swapped: the coordinates fit the extent with x and y exchanged "
+    "(or the region is written y first: the contract gives it as minx, miny, maxx, maxy)"
+)
 
 STRICT = contract_of(
     clause("srid", "crs", expect="EPSG:4326"),

@@ -138,7 +138,8 @@ def test_extent_diagnosis_from_a_second_pass_equals_whole() -> None:
     whole, chunked = _both(ADMIN_BOUNDARIES, [c], event, 20)
     _same(whole, chunked, "decision")
     assert whole.diagnoses == (
-        "axis order looks swapped: the coordinates fit the extent with x and y exchanged",
+        "axis order looks swapped: the coordinates fit the extent with x and y exchanged "
+        "(or the region is written y first: the contract gives it as minx, miny, maxx, maxy)",
     )
 
 

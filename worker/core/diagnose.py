@@ -46,6 +46,15 @@ _DIAGNOSIS_CANDIDATES = ("EPSG:3857", "EPSG:4326")
 MOST_INSIDE = 0.5
 
 
+#: The diagnosis of an extent that the coordinates fit with x and y exchanged. Which side
+#: is wrong cannot be told from the fit: a region written latitude first against correct
+#: longitude/latitude data reads the same (a fresh-user finding).
+SWAPPED = (
+    "axis order looks swapped: the coordinates fit the extent with x and y exchanged (or the "
+    "region is written y first: the contract gives it as minx, miny, maxx, maxy)"
+)
+
+
 def _candidates(facts: BatchFacts, crs: CRS) -> list[CRS]:
     """The CRSs the coordinates might really be in: EPSG:3857, EPSG:4326 and the
     geographic base of a projected contract CRS, less the contract's and the declared."""
@@ -150,7 +159,7 @@ def diagnoses_of(
             f"{crs_label(declared)} looks wrong"
         ]
     if tally["swapped"] / n >= min_frac:
-        return ["axis order looks swapped: the coordinates fit the extent with x and y exchanged"]
+        return [SWAPPED]
     if crs is None or inside_frac > MOST_INSIDE:
         return []
     for k, cand in enumerate(_candidates(facts, crs)):
