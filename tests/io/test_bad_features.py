@@ -335,3 +335,48 @@ def test_a_nan_vertex_of_a_line_and_an_empty_geojson_point_keep_their_readings(
     facts = BatchFacts(batch)
     assert facts.invalid_reasons == ((0, "non-finite coordinate (NaN or inf)"),)
     assert facts.is_empty.tolist() == [False, True]
+
+
+@pytest.mark.parametrize(
+    "geometry",
+    [
+        {"type": "Point", "coordinates": [1.5, -2.0]},
+        {"type": "Point", "coordinates": []},
+        {"type": "Point", "coordinates": [1.0, 2.0, 3.0]},
+        {"type": "LineString", "coordinates": [[0.0, 0.0], [1.0, 1.0]]},
+        {"type": "Polygon", "coordinates": [OPEN, CLOSED]},
+        {"type": "Polygon", "coordinates": [[[0.0, 0.0], [1.0, 1.0], [0.0, 0.0]]]},
+        {"type": "MultiPoint", "coordinates": [[1.0, 2.0], [3.0, 4.0]]},
+        {"type": "MultiPolygon", "coordinates": [[OPEN], [CLOSED]]},
+        {
+            "type": "GeometryCollection",
+            "geometries": [{"type": "Point", "coordinates": [1.0, 2.0]}],
+        },
+    ],
+    ids=lambda g: g["type"],
+)
+def test_wkb_read_back_literally_gives_the_geojson_written(geometry: dict[str, Any]) -> None:
+    from worker.io.features.wkb import wkb_to_geojson
+
+    assert wkb_to_geojson(geojson_to_wkb(geometry)) == geometry
+
+
+def test_wkb_read_back_takes_ewkb_big_endian_and_m_and_refuses_what_it_cannot_write() -> None:
+    from worker.io.features.wkb import wkb_to_geojson
+
+    square = shapely.box(0, 0, 1, 1)
+    want = json.loads(shapely.to_geojson(square))
+    want["coordinates"] = [[list(map(float, p)) for p in ring] for ring in want["coordinates"]]
+    ewkb = shapely.to_wkb(shapely.set_srid(square, 3857), include_srid=True, byte_order=0)
+    assert wkb_to_geojson(ewkb) == want
+    xym = shapely.to_wkb(shapely.from_wkt("POINT M (1 2 3)"), flavor="iso")
+    assert wkb_to_geojson(xym) == {"type": "Point", "coordinates": [1.0, 2.0]}  # no M
+    nan_vertex = polygon_wkb([(0.0, 0.0), (1.0, float("nan")), (1.0, 0.0), (0.0, 0.0)])
+    nested = struct.pack("<BII", 1, 7, 1) * 40 + struct.pack("<BII", 1, 7, 0)
+    curve = struct.pack("<BII", 1, 8, 0)  # CircularString
+    count_past = struct.pack("<BII", 1, 2, 1_000_000) + b"\x00" * 16
+    for bad in (nan_vertex, nested, curve, count_past, geojson_to_wkb(CLOSED_POLY) + b"\x00"):
+        assert wkb_to_geojson(bad) is None
+
+
+CLOSED_POLY = {"type": "Polygon", "coordinates": [CLOSED]}

@@ -109,3 +109,22 @@ def test_nan_vertices_give_a_null_geometry_with_the_reason_never_null_numbers() 
     )
     text = json.dumps(doc, allow_nan=False)  # strict JSON: no NaN tokens
     assert "null, 1.0" not in text and "[null" not in text
+
+
+def test_a_geometry_geos_refuses_is_written_as_sent_not_repaired() -> None:
+    # an open ring: GEOS reads it only with on_invalid="fix", which closes the ring, and
+    # the offenders file showed a valid square (a fresh-user finding)
+    from tests.catalogue import polygon_wkb
+
+    open_ring = [(0.0, 0.0), (1.0, 0.0), (1.0, 1.0), (0.0, 1.0)]
+    for axis_order, ring in (("east_north", open_ring), ("north_east", open_ring)):
+        batch = batch_of([polygon_wkb(ring), VALID_POLYGON], axis_order=axis_order)
+        c = contract_of(clause("valid", "validity", max_invalid_fraction=0.0))
+        decision = evaluate(batch, [active(c)], now=NOW)
+        (feature,) = offenders_collection(batch, broken_clauses(decision))["features"]
+        written = [[x, y] for x, y in ring]
+        if axis_order == "north_east":  # the file is x first, as GeoJSON is
+            written = [[y, x] for x, y in ring]
+        assert feature["geometry"] == {"type": "Polygon", "coordinates": [written]}
+        assert "written exactly as sent" in feature["properties"]["gate_geometry_as_sent"]
+        assert "gate_geometry_null" not in feature["properties"]

@@ -31,6 +31,7 @@ from worker.core.facts import BatchFacts
 from worker.core.jsonsafe import finite_json
 from worker.core.model import Batch, Decision, Offenders
 from worker.core.spatial import crs_equivalent, crs_label
+from worker.io.features.wkb import wkb_to_geojson
 
 __all__ = ["BrokenClause", "broken_clauses", "offenders_collection"]
 
@@ -85,6 +86,34 @@ def _geometry(geom: Any) -> tuple[Any, str | None]:
         return None, f"cannot be written as GeoJSON: {exc}"
 
 
+#: The ``gate_geometry_as_sent`` property of a feature whose geometry GEOS refuses.
+AS_SENT = (
+    "GEOS cannot read this geometry (see the validity clause): its coordinates are "
+    "written exactly as sent, never repaired"
+)
+
+
+def _as_sent(batch: Batch, index: int) -> dict[str, Any] | None:
+    """The geometry of feature ``index`` read literally from its WKB
+    (:func:`~worker.io.features.wkb.wkb_to_geojson`), x first; None when it cannot be."""
+    data = batch.geometries_wkb[index]
+    geometry = wkb_to_geojson(data) if data is not None else None
+    if geometry is not None and batch.axis_order == "north_east":
+        geometry = _swapped(geometry)
+    return geometry
+
+
+def _swapped(node: Any) -> Any:
+    """A GeoJSON geometry (or coordinates) with x and y exchanged in every position."""
+    if isinstance(node, dict):
+        return {
+            k: _swapped(v) if k in ("coordinates", "geometries") else v for k, v in node.items()
+        }
+    if node and all(isinstance(v, float) for v in node):
+        return [node[1], node[0], *node[2:]]
+    return [_swapped(v) for v in node]
+
+
 def _property(value: Any) -> Any:
     """A property value QGIS can show as one field: scalars as they are, the rest JSON text."""
     if value is None or isinstance(value, bool | int | float | str):
@@ -122,6 +151,13 @@ def offenders_collection(
         props["gate_broken"] = ", ".join(row["clauses"])
         props.update({label: _property(v) for label, v in row["clauses"].items()})
         geometry, why_null = _geometry(geoms[i])
+        if facts.unparseable[i] and why_null is None:
+            # GEOS refused it: the shape it gave (an open ring closed) is not what was sent
+            geometry = _as_sent(batch, i)
+            if geometry is None:
+                why_null = "GEOS cannot read it, nor can it be written as sent"
+            else:
+                props["gate_geometry_as_sent"] = AS_SENT
         if why_null is not None:
             props["gate_geometry_null"] = why_null
         feature: dict[str, Any] = {"type": "Feature", "geometry": geometry}

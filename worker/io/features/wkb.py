@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["DIMENSIONS", "geojson_to_wkb", "ragged_to_wkb"]
+__all__ = ["DIMENSIONS", "geojson_to_wkb", "ragged_to_wkb", "wkb_to_geojson"]
 
 #: WKB base type codes of the OGC geometry types (GeoJSON ``type`` names).
 _CODES = {
@@ -187,3 +187,91 @@ def ragged_to_wkb(
         raise ValueError(f"coordinates have {n_coord} values, dimension {dims!r} needs {len(dims)}")
     count = len(xy) if kind == "Point" else len(offsets[0]) - 1
     return [build(kind, 0, i) for i in range(count)]
+
+
+# -- back to GeoJSON, literally ------------------------------------------------------------
+
+_KINDS = {code: kind for kind, code in _CODES.items()}
+_EWKB_Z, _EWKB_M, _EWKB_SRID = 0x80000000, 0x40000000, 0x20000000
+
+
+def wkb_to_geojson(data: bytes, max_depth: int = 32) -> dict[str, Any] | None:
+    """The GeoJSON geometry of a WKB value with its coordinates exactly as written, for a
+    value GEOS refuses to read (an open ring, a ring of three points): GEOS, and shapely
+    on it, can only hand back a repaired shape, so a report drawing it would show a
+    defect that is not there. The inverse of :func:`geojson_to_wkb`.
+
+    Reads ISO and EWKB (OGC Simple Features 1.2.1 clause 8.2; PostGIS flags, SRID
+    skipped), either byte order, types 1 to 7; Z is kept as the third number of a
+    position, M dropped (GeoJSON has no M, RFC 7946 3.1.1); a point of NaN only is the
+    empty point ``[]``. Returns None for anything else: another type, a count past the
+    data, trailing bytes, a non-finite coordinate (not representable in JSON), nesting
+    deeper than ``max_depth``.
+    """
+    try:
+        geometry, end = _read_geometry(bytes(data), 0, max_depth)
+    except (struct.error, ValueError, IndexError):
+        return None
+    return geometry if end == len(data) else None
+
+
+def _read_geometry(buf: bytes, pos: int, depth: int) -> tuple[dict[str, Any], int]:
+    if depth < 1 or buf[pos] > 1:
+        raise ValueError("too deep, or not a byte order flag")
+    order = "<" if buf[pos] == 1 else ">"
+    (code,) = struct.unpack_from(order + "I", buf, pos + 1)
+    pos += 5
+    if code & (_EWKB_Z | _EWKB_M | _EWKB_SRID):
+        base, z, m = code & 0x0FFFFFFF, bool(code & _EWKB_Z), bool(code & _EWKB_M)
+        pos += 4 if code & _EWKB_SRID else 0
+    else:
+        thousands, base = divmod(code, 1000)
+        z, m = thousands in (1, 3), thousands in (2, 3)
+    kind = _KINDS.get(base)
+    if kind is None:
+        raise ValueError(f"type code {code}")
+    dims, keep = 2 + z + m, 3 if z else 2
+
+    def count() -> int:
+        nonlocal pos
+        (n,) = struct.unpack_from(order + "I", buf, pos)
+        pos += 4
+        return int(n)
+
+    def points(n: int) -> list[list[float]]:
+        nonlocal pos
+        if pos + 8 * dims * n > len(buf):
+            raise ValueError("points past the data")
+        values = struct.unpack_from(f"{order}{n * dims}d", buf, pos)
+        pos += 8 * dims * n
+        if not all(math.isfinite(v) for v in values):
+            raise ValueError("a non-finite coordinate")
+        return [list(values[i * dims : i * dims + keep]) for i in range(n)]
+
+    if kind == "Point":
+        values = struct.unpack_from(f"{order}{dims}d", buf, pos)
+        pos += 8 * dims
+        if all(math.isnan(v) for v in values):
+            return {"type": kind, "coordinates": []}, pos
+        pos -= 8 * dims
+        return {"type": kind, "coordinates": points(1)[0]}, pos
+    if kind == "LineString":
+        return {"type": kind, "coordinates": points(count())}, pos
+    if kind == "Polygon":
+        rings = count()
+        if pos + 4 * rings > len(buf):
+            raise ValueError("rings past the data")
+        return {"type": kind, "coordinates": [points(count()) for _ in range(rings)]}, pos
+    parts = count()
+    if pos + 5 * parts > len(buf):
+        raise ValueError("parts past the data")
+    members = []
+    for _ in range(parts):
+        member, pos = _read_geometry(buf, pos, depth - 1)
+        members.append(member)
+    if kind == "GeometryCollection":
+        return {"type": kind, "geometries": members}, pos
+    single = kind.removeprefix("Multi")
+    if any(g["type"] != single for g in members):
+        raise ValueError(f"a {kind} part that is not a {single}")
+    return {"type": kind, "coordinates": [g["coordinates"] for g in members]}, pos
