@@ -393,7 +393,7 @@ def test_schema_breaks_on_each_problem() -> None:
     assert r.measured["problems"] == [
         "field 'parcel_id' has type integer, expected string",
         "field 'parcel_id' is nullable, expected not nullable",
-        "field 'parcel_id' has 1 nulls",
+        "field 'parcel_id' has 1 null",
         "missing field 'land_use'",
         "extra field 'extra'",
     ]
@@ -410,7 +410,7 @@ def test_schema_actual_nulls_in_non_nullable_field() -> None:
     fields = (FieldSpec("parcel_id", "string"), FieldSpec("land_use", "string", True))
     table = pa.table({"parcel_id": ["a", None], "land_use": ["R1", None]})
     r = run(clause("schema", "schema", fields=FIELDS), _schema_batch(fields, table))
-    assert r.result == "break" and r.measured["problems"] == ["field 'parcel_id' has 1 nulls"]
+    assert r.result == "break" and r.measured["problems"] == ["field 'parcel_id' has 1 null"]
 
 
 def test_schema_field_null_in_every_feature_has_no_wrong_type(tmp_path: Path) -> None:

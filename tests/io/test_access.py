@@ -150,7 +150,7 @@ def test_limits_are_checked_before_reading(tmp_path: Path) -> None:
     doc = tmp_path / "b.geojson"
     doc.write_text('{"type": "FeatureCollection", "features": []}')
     tight = PayloadPolicy(None, max_parquet_bytes=10**6, max_geojson_bytes=10)
-    with pytest.raises(PayloadTooLarge, match=r"limit of 10 bytes .* for GeoJSON"):
+    with pytest.raises(PayloadTooLarge, match=r"limit of 10 bytes for GeoJSON"):
         _open(str(doc), tight)
     # above both limits, the message still names the format's own limit (a new-user
     # session got "limit of 1048576 bytes for any payload" for a Parquet file with
@@ -217,3 +217,20 @@ def test_upload_to_a_directory_root(tmp_path: Path) -> None:
         upload_payload(other, dest.as_uri() + "/", "b-1/nyc.parquet", UNRESTRICTED)
     assert (dest / "b-1" / "nyc.parquet").read_bytes() == src.read_bytes()
     assert sorted(p.name for p in (dest / "b-1").iterdir()) == ["nyc.parquet"]  # no .part
+
+
+def test_sizes_in_messages_take_the_unit_they_reach(tmp_path: Path) -> None:
+    # a 1 KiB limit read "(0.0 MiB)" (a fresh-user finding)
+    doc = tmp_path / "b.geojson"
+    doc.write_text('{"type": "FeatureCollection", "features": []}' + " " * 2000)
+    tight = PayloadPolicy(None, max_parquet_bytes=10**6, max_geojson_bytes=1024)
+    with pytest.raises(
+        PayloadTooLarge,
+        match=r"2045 bytes \(2\.0 KiB\), above the limit of 1024 bytes \(1\.0 KiB\)",
+    ):
+        _open(str(doc), tight)
+    tiny = PayloadPolicy(None, max_parquet_bytes=10**6, max_geojson_bytes=10)
+    with pytest.raises(
+        PayloadTooLarge, match=r"\(2\.0 KiB\), above the limit of 10 bytes for GeoJSON"
+    ):
+        _open(str(doc), tiny)

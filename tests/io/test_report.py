@@ -49,3 +49,10 @@ def test_with_units_areas_in_projected_units_and_future_ages() -> None:
     )
     assert with_units("freshness", -90.0) == "90 s in the future"
     assert with_units("extent", {"tolerance": 0.5}) == "{tolerance=0.5 CRS units}"
+
+
+def test_brief_counts_one_null_in_the_singular() -> None:
+    from worker.io.report import brief
+
+    assert brief("domain", {"null_count": 1}) == "1 null"
+    assert brief("domain", {"null_count": 3}) == "3 nulls"

@@ -567,7 +567,8 @@ def render_schema(
         if got.nullable and not nullable:
             problems.append(f"field {name!r} is nullable, expected not nullable")
         if tally["nulls"].get(name):
-            problems.append(f"field {name!r} has {tally['nulls'][name]} nulls")
+            n = tally["nulls"][name]
+            problems.append(f"field {name!r} has {n} {'null' if n == 1 else 'nulls'}")
     if not allow_extra:
         extra = sorted(set(have) - {w[0] for w in wanted})
         problems.extend(f"extra field {name!r}" for name in extra)

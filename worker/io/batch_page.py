@@ -258,8 +258,8 @@ def _map_html(
     notes = []
     if hidden:
         notes.append(
-            f"{hidden} features are not drawn (missing, empty, non-finite or not "
-            f"reprojectable to {esc(name)})"
+            f"{hidden} features are not drawn (missing, empty, non-finite, outside the "
+            f"area of use of the declared CRS, or not reprojectable to {esc(name)})"
         )
     if skipped:
         notes.append("regions not drawn: " + esc(", ".join(skipped)))

@@ -205,7 +205,8 @@ def brief(kind: str | None, measured: Any, message: str = "", limit: int = 80) -
     elif kind == "domain" and m.get("missing_column"):
         text = f"column {m['missing_column']!r} missing"
     elif kind == "domain" and m.get("null_count"):
-        text = f"{m['null_count']} nulls"
+        n = m["null_count"]
+        text = f"{n} null" if n == 1 else f"{n} nulls"
     elif kind == "validity" and m.get("reasons"):
         first = m["reasons"][0]
         why = first.get("reason", "") if isinstance(first, Mapping) else first

@@ -645,10 +645,20 @@ def _check_size_and_format(
     return fmt
 
 
+def _bytes(size: int) -> str:
+    """``size`` in bytes and, from 1 KiB, in the largest binary unit it reaches:
+    ``512 bytes``, ``2048 bytes (2.0 KiB)``, ``... (2.0 GiB)`` (a 1 KiB limit read
+    "0.0 MiB")."""
+    for unit, scale in (("GiB", 1024**3), ("MiB", MIB), ("KiB", 1024)):
+        if size >= scale:
+            return f"{size} bytes ({size / scale:.1f} {unit})"
+    return f"{size} bytes"
+
+
 def _too_large(size: int, limit: int, what: str) -> str:
     return (
-        f"{size} bytes ({size / MIB:.1f} MiB), above the limit of {limit} bytes "
-        f"({limit / MIB:.1f} MiB) for {what}; raise --max-payload-bytes "
+        f"{_bytes(size)}, above the limit of {_bytes(limit)} for {what}; raise "
+        "--max-payload-bytes "
         "(CONTRACT_GATE_MAX_PAYLOAD_BYTES) or split the batch"
     )
 
