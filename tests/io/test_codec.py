@@ -270,6 +270,9 @@ def _enum_index_out_of_range() -> bytes:
         (_column_tamper("i", [1, 2], "struct"), "of type struct holds a int"),
         (_column_tamper("f", [1, 2]), "of type double holds a int"),
         (_column_tamper("b", [1, 0]), "of type boolean holds a int"),
+        (_tampered(batch_id=""), "batch_id is empty"),
+        (_tampered(batch_id="  "), "batch_id is empty"),
+        (_tampered(batch_id="b" * 1025), "batch_id is 1025 characters long, more than 1024"),
     ],
 )
 def test_bad_bytes_raise_decode_error_with_reason(data: bytes, reason: str) -> None:

@@ -107,3 +107,18 @@ def test_geometries_that_cannot_travel_as_wkb_are_named_before_publishing_inline
         Settings(), path, layer="cities", by_reference=True, warn=warnings.append
     )
     assert len(warnings) == 1  # by reference the worker reads the file and its reasons
+
+
+def test_an_empty_batch_id_is_refused_before_publishing() -> None:
+    from worker.cli.scenario import data_file
+    from worker.core.errors import ContractGateError
+    from worker.kafka.publish import publish_batch_file
+    from worker.kafka.settings import Settings
+
+    with pytest.raises(ContractGateError, match=r"--batch-id is empty"):
+        publish_batch_file(
+            Settings(bootstrap_servers="127.0.0.1:1"),
+            data_file("nyc_boroughs.parquet"),
+            layer="nyc_boroughs",
+            batch_id=" ",
+        )

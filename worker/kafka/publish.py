@@ -192,6 +192,8 @@ def publish_batch_file(
     ContractGateError
         A bad ``upload`` destination, or a batch id of the form ``PARTITION@OFFSET``.
     """
+    if batch_id is not None and not batch_id.strip():
+        raise ContractGateError("--batch-id is empty: give the batch an id, or leave it out")
     if batch_id is not None and re.fullmatch(r"\d+@\d+", batch_id.strip()):
         # `quarantine show/replay 1@2` name a record by its coordinates: such an id would
         # show or replay another batch (found by a new-user session)

@@ -248,6 +248,10 @@ def _column(col: Mapping[str, Any], n: int) -> tuple[pa.Field, pa.Array]:
     return pa.field(name, arr.type), arr
 
 
+#: Longest batch id an event may carry (characters).
+MAX_BATCH_ID_CHARS = 1024
+
+
 def batch_from_event(record: Mapping[str, Any]) -> Batch:
     """Build a :class:`Batch` from a decoded BatchArrival record.
 
@@ -258,8 +262,18 @@ def batch_from_event(record: Mapping[str, Any]) -> Batch:
     ------
     DecodeError
         Neither inline features nor a payload_uri, or both; column lengths or value types
-        wrong.
+        wrong; an empty batch id, or one longer than :data:`MAX_BATCH_ID_CHARS`.
     """
+    batch_id = record["batch_id"]
+    if not batch_id.strip():
+        # the id names the batch in quarantine records, replays and evaluation records: an
+        # empty one was admitted, and `quarantine show ""` finds nothing (a fresh-user finding)
+        raise DecodeError("batch_id is empty: every batch needs an id that names it")
+    if len(batch_id) > MAX_BATCH_ID_CHARS:
+        raise DecodeError(
+            f"batch_id is {len(batch_id)} characters long, more than {MAX_BATCH_ID_CHARS}: it "
+            "is echoed into every output record and header of the batch"
+        )
     feats = record["features"]
     if feats is not None and record["payload_uri"] is not None:
         # which one would a consumer read? the gate judged the inline features, a consumer
