@@ -895,3 +895,12 @@ def test_a_region_written_latitude_first_is_named_beside_a_swap_of_the_batch() -
     r = run(clause("extent", "extent", region=[48.0, 2.0, 49.0, 3.0]), batch_of([PARIS]))
     assert r.result == "break" and r.diagnoses == (SWAP,)
     assert "or the region is written y first" in SWAP
+
+
+def test_domain_messages_spell_booleans_and_null_as_json_and_yaml_do() -> None:
+    # "(False, True)" beside offenders saying false (a fresh-user finding)
+    attrs = pa.table({"flag": pa.array([True, False, None])})
+    c = clause("flag", "domain", column="flag", values={True: "set"}, allow_null=True)
+    r = run(c, batch_of([VALID_POLYGON] * 3, attributes=attrs))
+    assert r.result == "break"
+    assert "1 value not in the domain (false); 1 null (allowed); the codes are true" in r.message

@@ -181,7 +181,7 @@ def batches(draw: st.DrawFn) -> Batch:
     attrs = pa.table(cols) if cols else pa.table({"_": pa.nulls(n)}).drop_columns(["_"])
     geoms = draw(st.lists(st.none() | st.binary(min_size=1, max_size=30), min_size=n, max_size=n))
     return Batch(
-        batch_id=draw(st.text(min_size=1, max_size=10)),
+        batch_id=draw(st.text(min_size=1, max_size=10).filter(str.strip)),  # ids name batches
         layer=draw(st.text(max_size=10)),
         producer=draw(st.text(max_size=10)),
         data_time=draw(_millis),

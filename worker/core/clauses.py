@@ -372,6 +372,14 @@ def _unknown_arrow(col: pa.Array, values: Any, family: str) -> tuple[np.ndarray,
     return np.asarray(unknown_mask.to_numpy(zero_copy_only=False), dtype=bool), unknown
 
 
+def _spelled(value: Any) -> str:
+    """A domain value as a message shows it: text quoted, booleans and null as JSON and
+    YAML write them (``true``, not Python's ``True``, beside offenders that say ``true``)."""
+    if value is None or isinstance(value, bool):
+        return "null" if value is None else str(value).lower()
+    return repr(value)
+
+
 def render_domain(
     clause: Clause, contract: Contract, facts: BatchFacts, tally: Tally, now: datetime
 ) -> ClauseResult:
@@ -391,7 +399,7 @@ def render_domain(
     ok = n_unknown == 0 and (allow_null or n_null == 0)
     measured = {"unknown": unknown, "unknown_count": n_unknown, "null_count": n_null}
     codes = list(values)
-    shown_codes = ", ".join(repr(c) for c in codes[:10]) + (
+    shown_codes = ", ".join(_spelled(c) for c in codes[:10]) + (
         f", ... ({len(codes)} codes)" if len(codes) > 10 else ""
     )
     null_rule = "allowed" if allow_null else "not allowed"
@@ -401,7 +409,7 @@ def render_domain(
     else:
         # "..." only when distinct values may have been left out (the sample is full), not
         # because one value occurs in several rows: ('Atlantis', ...) for two Atlantis rows
-        found = ", ".join(clip(repr(u), 80) for u in unknown) + (
+        found = ", ".join(clip(_spelled(u), 80) for u in unknown) + (
             ", ..." if len(unknown) >= distinct.cap and n_unknown > len(unknown) else ""
         )
         message = (
