@@ -252,3 +252,15 @@ def test_a_replay_committed_before_a_failure_one_per_transaction_is_admitted_onc
     assert "orig-1" in p.replays
     again, originals = p._dedupe_replays([admitted(polled[0])])
     assert originals == [] and again[0].decision.reasons[0].code == "duplicate_replay"
+
+
+def test_a_local_payload_root_that_is_not_a_directory_is_named_at_start(
+    tmp_path: Any, caplog: pytest.LogCaptureFixture
+) -> None:
+    # a fresh-user session started a worker on a root that did not exist, without a word
+    missing = tmp_path / "nonexistent"
+    s = Settings.from_env({}, payload_roots=[tmp_path.as_uri(), missing.as_uri()])
+    with caplog.at_level("WARNING", logger="worker.kafka.pipeline"):
+        Pipeline(s)._warn_missing_roots()
+    (line,) = [r.getMessage() for r in caplog.records]
+    assert f"payload root {missing.as_uri()}" in line and "not a directory" in line

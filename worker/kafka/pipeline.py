@@ -22,6 +22,7 @@ from __future__ import annotations
 import contextlib
 import functools
 import logging
+import os
 import threading
 import time
 from collections.abc import Callable
@@ -255,6 +256,7 @@ class Pipeline:
         """
         from confluent_kafka import Consumer, KafkaException, Producer
 
+        self._warn_missing_roots()
         n = self.config.bootstrap(self.config_timeout_s, progress)
         self.metrics.set_config_bootstrap(n, True)
         self.metrics.set_lifecycle(self.registry.published(), self.clock)
@@ -282,6 +284,20 @@ class Pipeline:
         self._consumer.subscribe(
             [self.settings.topics.batches], on_assign=self._on_assign, on_revoke=self._on_revoke
         )
+
+    def _warn_missing_roots(self) -> None:
+        """A WARNING per local payload root that is not a directory (yet): a volume may be
+        mounted later, so the worker starts, but a typo would otherwise show only as every
+        event by reference quarantined ``payload_unavailable`` (a fresh-user session
+        started with a root that did not exist, without a word)."""
+        for root in self.settings.payload.roots or ():
+            if root.scheme == "file" and not os.path.isdir(root.location):
+                log.warning(
+                    "payload root %s is not a directory on this host: events whose payload_uri "
+                    "lies under it are quarantined payload_unavailable until it exists "
+                    "(check --payload-root / CONTRACT_GATE_PAYLOAD_ROOTS, or the volume mount)",
+                    root,
+                )
 
     def _require_topics(self) -> None:
         """Fail start-up when a topic the worker consumes or always writes is missing.
