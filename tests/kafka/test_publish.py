@@ -122,3 +122,22 @@ def test_an_empty_batch_id_is_refused_before_publishing() -> None:
             layer="nyc_boroughs",
             batch_id=" ",
         )
+
+
+def test_a_contract_whose_clauses_contradict_is_refused_before_the_config_topic(
+    tmp_path: Path,
+) -> None:
+    from worker.cli.scenario import data_file
+    from worker.core.errors import ContractError
+    from worker.kafka.publish import publish_contract
+    from worker.kafka.settings import Settings
+
+    text = (
+        data_file("contracts/nyc_boroughs.v1.yaml").read_text().replace("      1: ", "      '1': ")
+    )
+    for code in range(2, 6):
+        text = text.replace(f"      {code}: ", f"      '{code}': ")
+    path = tmp_path / "quoted.yaml"
+    path.write_text(text)
+    with pytest.raises(ContractError, match=r"domain clause 'boro_code' lists only text codes"):
+        publish_contract(Settings(bootstrap_servers="127.0.0.1:1"), path)  # no broker needed

@@ -27,6 +27,7 @@ from worker.core.jsonsafe import dumps_json
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    from worker.core.coherence import contradictions
     from worker.core.evaluate import evaluate
     from worker.core.model import ActiveVersion
     from worker.io.contract_files import load_contract
@@ -54,6 +55,9 @@ def cmd_check(args: argparse.Namespace) -> int:
         raise ContractGateError(
             f"contracts are for different layers {sorted(layers)}; check one layer at a time"
         )
+    for v in versions:
+        for problem in contradictions(v.contract):
+            print(f"warning: {v.contract.key}: {problem}", file=sys.stderr)
     batch = read_batch_file(
         args.batch,
         layer=layers.pop(),

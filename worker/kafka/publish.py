@@ -9,8 +9,9 @@ from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlparse
 
+from worker.core.coherence import contradictions
 from worker.core.echo import clip
-from worker.core.errors import ContractGateError, KafkaError, PolicyError
+from worker.core.errors import ContractError, ContractGateError, KafkaError, PolicyError
 from worker.core.model import AxisOrder, Batch, Contract
 from worker.core.registry import Registry
 from worker.io.codec import encode_batch
@@ -82,7 +83,8 @@ def publish_contract(
     Raises
     ------
     ContractError
-        The file is not a valid contract.
+        The file is not a valid contract, or two of its clauses contradict each other
+        (:func:`worker.core.coherence.contradictions`).
     PolicyError
         The policy refuses the publication (the message names the class and the fix).
     KafkaError
@@ -92,6 +94,9 @@ def publish_contract(
     from worker.kafka.lifecycle import read_published, write_records
 
     contract = load_contract(path)
+    problems = contradictions(contract)
+    if problems:  # refused when published, never when read back: published ones keep loading
+        raise ContractError(f"{path}: {contract.key}: " + "; ".join(problems))
     known = read_published(settings).published(contract.layer)
     decision = decide_publish(
         contract,
