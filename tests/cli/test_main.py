@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pyarrow.parquet as pq
 import pytest
 
 from worker.cli.main import main
@@ -174,3 +175,16 @@ def test_an_unknown_option_points_to_its_subcommand_help(
     assert capsys.readouterr().err == (
         f"{where}: error: unrecognized arguments: --bogus (see `{where} --help`)\n"
     )
+
+
+def test_check_warns_of_file_metadata_its_geometries_contradict(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    table = pq.read_table(WORLD)
+    geo = json.loads(table.schema.metadata[b"geo"])
+    geo["columns"]["geometry"]["bbox"] = [0, 0, 1, 1]
+    path = tmp_path / "bbox_lie.parquet"
+    pq.write_table(table.replace_schema_metadata({b"geo": json.dumps(geo).encode()}), path)
+    assert main(["check", str(path), "--contract", V1, *RECENT]) == 0  # the verdict is the data's
+    err = capsys.readouterr().err
+    assert "warning: the file's bbox [0, 0, 1, 1] does not contain its features" in err

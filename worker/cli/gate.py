@@ -27,8 +27,11 @@ from worker.core.jsonsafe import dumps_json
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    from worker.core.claims import claim_disagreements
     from worker.core.coherence import contradictions
-    from worker.core.evaluate import evaluate
+    from worker.core.collector import collector_paused
+    from worker.core.evaluate import decide, evaluate_versions
+    from worker.core.facts import BatchFacts
     from worker.core.model import ActiveVersion
     from worker.io.contract_files import load_contract
     from worker.io.features import read_batch_file
@@ -84,7 +87,13 @@ def cmd_check(args: argparse.Namespace) -> int:
                     "another column)",
                     file=sys.stderr,
                 )
-    decision = evaluate(batch, versions, now=args.now or datetime.now(timezone.utc))
+    facts = BatchFacts(batch)  # shared with the claims below: the geometries are read once
+    with collector_paused():
+        decision = decide(
+            evaluate_versions(facts, versions, args.now or datetime.now(timezone.utc))
+        )
+    for line in claim_disagreements(facts):
+        print(f"warning: {line}", file=sys.stderr)
     _write_pictures(args, batch, decision, versions)
     if args.format == "json":
         print(dumps_json(decision_to_json(decision), indent=2, default=str))

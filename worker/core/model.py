@@ -304,6 +304,10 @@ class Batch:
     #: set by a payload loader when the payload file states a CRS that is not the event's
     #: ``declared_crs`` (the sentence saying both); the crs clause then breaks with it
     crs_conflict: str | None = None
+    #: what a file's metadata claims about its geometries, as written (GeoParquet ``geo``:
+    #: ``version``, the column's ``bbox`` and ``geometry_types``); no clause reads it,
+    #: ``check`` compares it with the geometries (:mod:`worker.core.claims`)
+    file_claims: Mapping[str, Any] = field(default_factory=dict)
 
 
 @dataclass(frozen=True)

@@ -50,6 +50,8 @@ class FeatureData:
     #: the file states ``declared_crs`` itself (GeoParquet ``geo`` metadata with a non-null
     #: ``crs``), rather than it being a format default (GeoJSON, a GeoParquet without one)
     crs_stated: bool = False
+    #: the file's metadata claims about its geometries (see ``Batch.file_claims``)
+    file_claims: Mapping[str, Any] = field(default_factory=dict)
 
 
 def derive_schema(table: pa.Table) -> tuple[FieldSpec, ...]:

@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -186,6 +186,8 @@ class _GeoColumn:
     crs: str | None
     edges: str
     orientation: str | None
+    #: the file's ``version`` and the column's ``bbox`` and ``geometry_types``, as written
+    claims: dict[str, Any] = field(default_factory=dict)
 
     @property
     def crs_stated(self) -> bool:
@@ -228,6 +230,10 @@ def _geo_column(path: Path | str, schema: pa.Schema) -> _GeoColumn:
         if isinstance(spec, list) and spec
     }
     edges, orientation = _edge_model(path, str(primary), meta)
+    claims = {
+        "version": geo.get("version"),
+        **{k: meta[k] for k in ("bbox", "geometry_types") if k in meta},
+    }
     return _GeoColumn(
         str(primary),
         encoding,
@@ -236,6 +242,7 @@ def _geo_column(path: Path | str, schema: pa.Schema) -> _GeoColumn:
         _parquet_crs(path, meta),
         edges,
         orientation,
+        claims,
     )
 
 
@@ -257,6 +264,7 @@ def _features(path: Path | str, table: pa.Table, geo: _GeoColumn) -> FeatureData
         covering_bbox=_covering_bbox(table, geo.meta),
         coordinate_bounds=envelope,
         crs_stated=geo.crs_stated,
+        file_claims=geo.claims,
     )
 
 

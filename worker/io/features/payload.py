@@ -204,6 +204,7 @@ def _feature_fields(data: FeatureData, where: str) -> dict[str, Any]:
         "covering_bbox": data.covering_bbox,
         "feature_ids": data.feature_ids,
         "coordinate_bounds": data.coordinate_bounds,
+        "file_claims": data.file_claims,
     }
 
 

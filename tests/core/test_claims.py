@@ -1,0 +1,80 @@
+"""File metadata claims against the geometries (worker.core.claims), on the shipped
+countries rewritten with metadata that lies (fresh-user findings)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+import pyarrow as pa
+import pyarrow.parquet as pq
+import shapely
+
+from tests.catalogue import ADMIN_BOUNDARIES, batch_of
+from worker.core.claims import claim_disagreements
+from worker.core.facts import BatchFacts
+from worker.io.features import read_batch_file
+
+
+def _rewritten(tmp_path: Path, geometry: pa.Array | None = None, **column_meta: Any) -> Path:
+    table = pq.read_table(ADMIN_BOUNDARIES)
+    geo = json.loads(table.schema.metadata[b"geo"])
+    version = column_meta.pop("version", None)
+    if version is not None:
+        geo["version"] = version
+    geo["columns"]["geometry"].update(column_meta)
+    if geometry is not None:
+        table = table.set_column(table.schema.get_field_index("geometry"), "geometry", geometry)
+    path = tmp_path / "countries.parquet"
+    pq.write_table(table.replace_schema_metadata({b"geo": json.dumps(geo).encode()}), path)
+    return path
+
+
+def _claims(path: Path) -> list[str]:
+    return claim_disagreements(BatchFacts(read_batch_file(path, layer="admin_boundaries")))
+
+
+def test_the_shipped_countries_claim_nothing_their_geometries_contradict() -> None:
+    assert _claims(ADMIN_BOUNDARIES) == []
+
+
+def test_a_bbox_that_leaves_out_features_is_named_with_their_span(tmp_path: Path) -> None:
+    (line,) = _claims(_rewritten(tmp_path, bbox=[0, 0, 1, 1]))
+    assert line.startswith("the file's bbox [0, 0, 1, 1] does not contain its features")
+    assert "span [-180, -90, 180, 83.64513]" in line
+    # a bbox that holds them, with z, or across the antimeridian: nothing to say
+    assert _claims(_rewritten(tmp_path, bbox=[-180, -90, 0, 180, 90, 0])) == []
+    assert _claims(_rewritten(tmp_path, bbox=[170, -90, -170, 90])) == []
+
+
+def test_geometry_types_that_leave_out_present_types_are_named_with_counts(tmp_path: Path) -> None:
+    (line,) = _claims(_rewritten(tmp_path, geometry_types=["Point"]))
+    assert line == (
+        "the file's geometry_types [Point] leave out types its features have: "
+        "MultiPolygon (29), Polygon (148)"
+    )
+    assert _claims(_rewritten(tmp_path, geometry_types=["Polygon", "MultiPolygon"])) == []
+    assert _claims(_rewritten(tmp_path, geometry_types=[])) == []  # claims nothing
+
+
+def test_an_unknown_geoparquet_version_is_named(tmp_path: Path) -> None:
+    (line,) = _claims(_rewritten(tmp_path, version="9.9.9"))
+    assert "GeoParquet version '9.9.9', which this gate does not know" in line
+
+
+def test_an_ewkb_srid_other_than_the_declared_crs_is_named(tmp_path: Path) -> None:
+    geoms = shapely.from_wkb(pq.read_table(ADMIN_BOUNDARIES).column("geometry").to_pylist())
+
+    def with_srid(srid: int) -> pa.Array:
+        return pa.array(shapely.to_wkb(shapely.set_srid(geoms, srid), include_srid=True).tolist())
+
+    (line,) = _claims(_rewritten(tmp_path, geometry=with_srid(3857)))
+    assert line == (
+        "177 features carry the EWKB SRID 3857, but the batch declares EPSG:4326: the gate "
+        "reads the coordinates in the declared CRS and ignores the SRID"
+    )
+    assert _claims(_rewritten(tmp_path, geometry=with_srid(4326))) == []
+    one = shapely.to_wkb(shapely.set_srid(shapely.Point(1, 2), 2263), include_srid=True)
+    (line,) = claim_disagreements(BatchFacts(batch_of([one], crs="EPSG:4326")))
+    assert line.startswith("1 feature carries the EWKB SRID 2263, but the batch declares EPSG:4326")
