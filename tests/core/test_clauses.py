@@ -831,11 +831,15 @@ def test_no_candidate_crs_diagnosis_when_most_features_are_inside() -> None:
     crs = clause("srid", "crs", expect="EPSG:4326")
     stray = run(world, batch_of([*points, shapely.Point(200, 10)]), crs)
     assert stray.result == "break" and stray.measured["outside"] == 1
-    assert stray.diagnoses == ()
-    # the same cause named when most features are outside
+    assert not any("EPSG:3857" in d for d in stray.diagnoses)
+    # since: x = 200 fits once wrapped to -160, which is named, for one or many
+    assert stray.diagnoses[0].startswith("longitudes beyond ±180")
     half = run(world, batch_of([*points[:40], *(shapely.Point(200, 10),) * 60]), crs)
     assert half.result == "break" and half.measured["outside"] == 60
-    assert half.diagnoses and half.diagnoses[0].startswith("coordinates look like EPSG:3857")
+    assert half.diagnoses[0].startswith("longitudes beyond ±180")
+    # metres near the origin of EPSG:3857, beyond any longitude: the candidate is named
+    metres = run(world, batch_of([*points[:40], *(shapely.Point(2e6, 1e6),) * 60]), crs)
+    assert metres.diagnoses and metres.diagnoses[0].startswith("coordinates look like EPSG:3857")
 
 
 def test_latitudes_beyond_web_mercator_are_diagnosed_as_such_not_as_a_wrong_crs() -> None:
@@ -904,3 +908,20 @@ def test_domain_messages_spell_booleans_and_null_as_json_and_yaml_do() -> None:
     r = run(c, batch_of([VALID_POLYGON] * 3, attributes=attrs))
     assert r.result == "break"
     assert "1 value not in the domain (false); 1 null (allowed); the codes are true" in r.message
+
+
+def test_longitudes_beyond_180_that_fit_once_wrapped_are_diagnosed_so() -> None:
+    # a point at longitude 181 was hinted as EPSG:3857 metres (a fresh-user finding)
+    world = clause("extent", "extent", region=[-180, -90, 180, 90])
+    r = run(world, batch_of([shapely.Point(1, 2), shapely.Point(181, 5)]))
+    assert r.result == "break"
+    assert r.diagnoses == (
+        "longitudes beyond ±180: the coordinates fit the extent once wrapped into -180..180 "
+        "(x - 360 east of 180, x + 360 west of -180); write longitudes within -180..180, "
+        "splitting features that cross the antimeridian (RFC 7946 section 3.1.9)",
+    )
+    west = run(world, batch_of([shapely.box(-200, 0, -190, 10)]))
+    assert west.diagnoses[0].startswith("longitudes beyond ±180")
+    # a feature across the antimeridian is not moved: nothing wraps it inside a world box
+    across = run(world, batch_of([shapely.box(170, 0, 190, 10)]))
+    assert not any(d.startswith("longitudes beyond") for d in across.diagnoses)

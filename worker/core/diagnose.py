@@ -21,6 +21,7 @@ from collections.abc import Mapping
 
 import numpy as np
 import shapely
+import shapely.affinity
 from pyproj import CRS
 
 from worker.core.facts import BatchFacts, nonfinite_mask
@@ -45,6 +46,14 @@ _DIAGNOSIS_CANDIDATES = ("EPSG:3857", "EPSG:4326")
 #: (see :func:`diagnoses_of`).
 MOST_INSIDE = 0.5
 
+
+#: The diagnosis of an extent that longitudes beyond ±180 fit once wrapped (a point at
+#: longitude 181 was hinted as EPSG:3857 metres, a fresh-user finding).
+WRAPPED = (
+    "longitudes beyond ±180: the coordinates fit the extent once wrapped into -180..180 "
+    "(x - 360 east of 180, x + 360 west of -180); write longitudes within -180..180, "
+    "splitting features that cross the antimeridian (RFC 7946 section 3.1.9)"
+)
 
 #: The diagnosis of an extent that the coordinates fit with x and y exchanged. Which side
 #: is wrong cannot be told from the fit: a region written latitude first against correct
@@ -97,6 +106,8 @@ def diagnose_tally(
     out["swapped"] = int(np.count_nonzero(covered_mask(swapped, usable, region)))
     if crs is None:
         return out
+    if crs.is_geographic and (declared is None or declared.is_geographic):
+        out["wrapped"] = _wrapped_fit(facts, region)
     for k, cand in enumerate(_candidates(facts, crs)):
         # never suggest a CRS the raw coordinates cannot be in (x = 1e279)
         out[f"in_aou_{k}"] = not outside_area_of_use(facts.geometries[facts.usable], cand).any()
@@ -160,6 +171,8 @@ def diagnoses_of(
         ]
     if tally["swapped"] / n >= min_frac:
         return [SWAPPED]
+    if tally.get("wrapped", 0) / n >= min_frac:
+        return [WRAPPED]
     if crs is None or inside_frac > MOST_INSIDE:
         return []
     for k, cand in enumerate(_candidates(facts, crs)):
@@ -176,6 +189,21 @@ def diagnoses_of(
             f"from {name} to {label}{hedge}"
         ]
     return []
+
+
+def _wrapped_fit(facts: BatchFacts, region: shapely.Geometry) -> int:
+    """Features covered by ``region`` once a feature wholly east of 180 (west of -180) is
+    moved by -360 (+360) degrees of longitude; the others are tested as they are."""
+    b = facts.bounds
+    with np.errstate(invalid="ignore"):
+        shift = np.where(b[:, 0] > 180.0, -360.0, np.where(b[:, 2] < -180.0, 360.0, 0.0))
+    if not shift.any():
+        return 0
+    moved = facts.geometries.copy()
+    rows = np.flatnonzero(shift)
+    for i in rows.tolist():
+        moved[i] = shapely.affinity.translate(moved[i], xoff=float(shift[i]))
+    return int(np.count_nonzero(covered_mask(moved, facts.usable, region)))
 
 
 def diagnose_extent(
