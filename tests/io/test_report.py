@@ -21,7 +21,7 @@ def test_text_output_gives_units_of_seconds_fractions_and_areas() -> None:
     batch = batch_of([VALID_POLYGON, PARIS], data_time=NOW - timedelta(hours=2))
     text = render_decision(evaluate(batch, [active(contract)], now=NOW))
     assert (
-        "BREAK fresh  data time 2024-06-01T10:00:00+00:00 is 7200 s old (expected age <= 3600 s"
+        "BREAK fresh  data time 2024-06-01T10:00:00+00:00 is 2.0 h old (7200 s; expected age <="
         in (text)
     )
     assert "pass  valid  0 of 2 geometries invalid (0.0%, expected <= 25.0%)" in text

@@ -40,7 +40,7 @@ from worker.core.clauses_spatial import (
     render_coverage,
     render_extent,
 )
-from worker.core.durations import parse_duration_s
+from worker.core.durations import parse_duration_s, readable_duration
 from worker.core.echo import clip
 from worker.core.facts import MAX_REASONS, BatchFacts
 from worker.core.geometry_types import GEOMETRY_TYPES, TYPE_NAME_TABLE
@@ -482,11 +482,27 @@ def check_freshness(
     ok = age_s <= max_age_s and -age_s <= skew_s
     expected = {"max_age": max_age, "max_clock_skew": skew}
     where = "in the future" if age_s < 0 else "old"
+    span_s = abs(age_s)
+    exact = f"{span_s:.0f} s; " if span_s >= 120 else ""
     message = (
-        f"data time {data_time.isoformat()} is {abs(age_s):.0f} s {where} "
-        f"(expected age <= {max_age_s:.0f} s, future skew <= {skew_s:.0f} s)"
+        f"data time {data_time.isoformat()} is {_span(span_s)} {where} ({exact}expected age "
+        f"<= {_seconds(max_age_s)}, future skew <= {_seconds(skew_s)})"
     )
     return clause_result(clause, ok, age_s, expected, message)
+
+
+def _span(span_s: float) -> str:
+    """``"26 s"``, ``"14 min"``, ``"2.0 h"``, ``"2.5 days"``: the head of a freshness
+    message, which one-line listings (``quarantine tail``) show."""
+    return f"{span_s:.0f} s" if span_s < 120 else readable_duration(span_s)
+
+
+def _seconds(span_s: float) -> str:
+    """``"172804 s = 2.0 days"``: seconds, and from 2 minutes on the span in minutes,
+    hours or days too (a fresh-user session read "172804 s old" for two days)."""
+    if span_s >= 120:
+        return f"{span_s:.0f} s = {readable_duration(span_s)}"
+    return f"{span_s:.0f} s"
 
 
 #: (batch type, contract type) pairs accepted as matching: JSON (GeoJSON) does not tell

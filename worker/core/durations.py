@@ -64,8 +64,11 @@ def parse_duration_s(text: str) -> float:
 
 
 def readable_duration(seconds: float) -> str:
-    """A span for messages: ``"26 s"``, ``"14 min"``, ``"6.0 h"`` (seconds below one
-    minute, whole minutes below one hour, hours with one decimal)."""
+    """A span for messages: ``"26 s"``, ``"14 min"``, ``"6.0 h"``, ``"2.5 days"`` (seconds
+    below one minute, whole minutes below one hour, hours with one decimal below two
+    days, then days with one decimal)."""
+    if seconds >= 2 * 86400:
+        return f"{seconds / 86400:.1f} days"
     if seconds >= 3600:
         return f"{seconds / 3600:.1f} h"
     if seconds >= 60:
