@@ -55,12 +55,13 @@ WRAPPED = (
     "splitting features that cross the antimeridian (RFC 7946 section 3.1.9)"
 )
 
-#: The diagnosis of an extent that the coordinates fit with x and y exchanged. Which side
-#: is wrong cannot be told from the fit: a region written latitude first against correct
-#: longitude/latitude data reads the same (a fresh-user finding).
-SWAPPED = (
-    "axis order looks swapped: the coordinates fit the extent with x and y exchanged (or the "
-    "region is written y first: the contract gives it as minx, miny, maxx, maxy)"
+#: The diagnosis of an extent that the coordinates fit with x and y exchanged.
+SWAPPED = "axis order looks swapped: the coordinates fit the extent with x and y exchanged"
+#: ... and its other reading, when the region read y first is a region of the CRS too: a
+#: region written latitude first against right longitude/latitude data fits the same way
+#: (a fresh-user finding).
+SWAPPED_OR_REGION = (
+    f"{SWAPPED} (or the region is written y first: the contract gives it as minx, miny, maxx, maxy)"
 )
 
 
@@ -170,7 +171,7 @@ def diagnoses_of(
             f"{crs_label(declared)} looks wrong"
         ]
     if tally["swapped"] / n >= min_frac:
-        return [SWAPPED]
+        return [SWAPPED_OR_REGION if _region_may_be_y_first(region, crs) else SWAPPED]
     if tally.get("wrapped", 0) / n >= min_frac:
         return [WRAPPED]
     if crs is None or inside_frac > MOST_INSIDE:
@@ -189,6 +190,16 @@ def diagnoses_of(
             f"from {name} to {label}{hedge}"
         ]
     return []
+
+
+def _region_may_be_y_first(region: shapely.Geometry, crs: CRS | None) -> bool:
+    """The region read with x and y exchanged is a region of ``crs`` too: in a geographic
+    CRS its longitudes and latitudes stay within ±180 and ±90 (a world box read y first
+    does not); a projected or unknown CRS cannot tell."""
+    if crs is None or not crs.is_geographic:
+        return True
+    x0, y0, x1, y1 = shapely.bounds(region).tolist()
+    return y0 >= -180.0 and y1 <= 180.0 and x0 >= -90.0 and x1 <= 90.0
 
 
 def _wrapped_fit(facts: BatchFacts, region: shapely.Geometry) -> int:
