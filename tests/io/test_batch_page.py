@@ -23,3 +23,23 @@ def test_coordinates_of_1e308_are_drawn_at_the_map_edges_never_as_nan() -> None:
     assert not re.search(r"\bnan\b", page)
     centres = [(float(x), float(y)) for x, y in re.findall(r'cx="([-\d.]+)" cy="([-\d.]+)"', page)]
     assert centres == [(20.0, 540.0), (540.0, 20.0), (280.0, 280.0)]
+
+
+def test_a_large_batch_draws_every_offender_and_a_thinned_sample_of_the_rest() -> None:
+    # 300,000 points made a 39 MB page (a fresh-user finding)
+    from worker.io.batch_page import MAX_DRAWN_PASSING
+
+    n = 2 * MAX_DRAWN_PASSING + 10
+    geoms = [shapely.Point(i % 360 - 180, (i // 360) % 180 - 90) for i in range(n - 1)]
+    geoms.append(shapely.Point(500, 0))  # the one outside the extent
+    contract = contract_of(clause("ext", "extent", region=[-180, -90, 180, 90]))
+    batch = batch_of(geoms)
+    page = render_batch_page(batch, evaluate(batch, [active(contract)], now=NOW), [contract])
+    drawn = re.findall(r'<circle class="feature" data-index="(\d+)"', page)
+    assert len(drawn) == MAX_DRAWN_PASSING and drawn[0] == "0" and drawn[-1] == str(n - 2)
+    assert 'class="feature offender" data-index="40009"' in page
+    assert "20009 of 40009 passing features are left out of the map" in page
+    small = batch_of(geoms[:100] + geoms[-1:])
+    page = render_batch_page(small, evaluate(small, [active(contract)], now=NOW), [contract])
+    assert len(re.findall(r'<circle class="feature" data-index=', page)) == 100
+    assert "left out of the map" not in page
