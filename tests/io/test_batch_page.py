@@ -43,3 +43,20 @@ def test_a_large_batch_draws_every_offender_and_a_thinned_sample_of_the_rest() -
     page = render_batch_page(small, evaluate(small, [active(contract)], now=NOW), [contract])
     assert len(re.findall(r'<circle class="feature" data-index=', page)) == 100
     assert "left out of the map" not in page
+
+
+def test_a_ring_geos_refuses_is_drawn_open_as_sent_and_lines_are_never_filled() -> None:
+    # the map drew GEOS's reading of an open ring: closed, a valid-looking square
+    from tests.catalogue import polygon_wkb
+
+    open_ring = polygon_wkb([(0.0, 0.0), (4.0, 0.0), (4.0, 4.0), (0.0, 4.0)])
+    road = shapely.LineString([(5, 5), (8, 6)])
+    contract = contract_of(clause("valid", "validity", max_invalid_fraction=0.0))
+    batch = batch_of([open_ring, road])
+    page = render_batch_page(batch, evaluate(batch, [active(contract)], now=NOW), [contract])
+    ring = re.search(r'<path class="feature offender" data-index="0"[^>]*>', page)
+    line = re.search(r'<path class="feature" data-index="1"[^>]*>', page)
+    assert ring is not None and line is not None
+    assert 'fill="none"' in ring.group(0) and 'fill="none"' in line.group(0)
+    d = re.search(r'd="([^"]*)"', ring.group(0))
+    assert d is not None and "Z" not in d.group(1) and d.group(1).count("L") == 3  # 4 points

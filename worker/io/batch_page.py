@@ -28,7 +28,14 @@ from pyproj import CRS
 from worker.core.errors import ContractGateError
 from worker.core.facts import BatchFacts
 from worker.core.model import Batch, Contract, Decision
-from worker.core.spatial import crs_equivalent, crs_label, region_geometry, resolve_crs
+from worker.core.spatial import (
+    crs_equivalent,
+    crs_label,
+    region_geometry,
+    reproject,
+    resolve_crs,
+)
+from worker.io.features.wkb import wkb_to_geojson
 from worker.io.offenders import BrokenClause, broken_clauses, offenders_of_record
 from worker.io.report import offender_value
 
@@ -164,7 +171,12 @@ def svg_map(
         )
         title = f"<title>#{idx}{': broke ' + html.escape(label) if label else ''}</title>"
         d = _path(g)
-        if d:
+        if d and shapely.get_type_id(geom) in (1, 2, 5):  # lines: a stroke, never a fill
+            parts.append(
+                f'<path {attrs} d="{d}" fill="none" stroke="{colour or stroke}" '
+                f'stroke-width="{2.5 if label else 1}">{title}</path>'
+            )
+        elif d:
             parts.append(
                 f'<path {attrs} d="{d}" fill="{fill}" fill-opacity="{0.85 if label else 0.6}" '
                 f'fill-rule="evenodd" stroke="{stroke}" stroke-width="{1.2 if label else 0.5}">'
@@ -219,6 +231,45 @@ def _colours(broken: Sequence[BrokenClause]) -> tuple[dict[int, tuple[str, str]]
     return colour_of, legend
 
 
+def _as_sent_lines(facts: BatchFacts, geoms: np.ndarray, crs: CRS | None) -> np.ndarray:
+    """``geoms`` with each geometry GEOS refuses to read (an open ring) replaced by its
+    lines as sent: every ring and line of its WKB as an open path, never closed (GEOS could
+    only give it back repaired), reprojected like the others. Unchanged when none is."""
+    refused = np.flatnonzero(facts.unparseable & facts.parsed)
+    if not len(refused):
+        return geoms
+    out = geoms.copy()
+    for i in refused.tolist():
+        data = facts.batch.geometries_wkb[i]
+        sent = wkb_to_geojson(data) if data is not None else None
+        lines = [line for line in _lines_of(sent) if len(line) >= 2] if sent else []
+        if not lines:
+            continue
+        ml = shapely.multilinestrings([np.asarray(line, dtype=float)[:, :2] for line in lines])
+        if facts.batch.axis_order == "north_east":
+            ml = shapely.transform(ml, lambda xy: xy[:, ::-1])
+        src = facts.declared_crs
+        if crs is not None and src is not None and not facts.keeps_crs(crs):
+            ml = reproject(ml, src, crs)
+        out[i] = ml
+    return out
+
+
+def _lines_of(geometry: Mapping[str, Any]) -> list[list[list[float]]]:
+    """Every line and ring of a GeoJSON geometry (collections walked)."""
+    kind = geometry.get("type")
+    coords: Any = geometry.get("coordinates") or []
+    if kind == "GeometryCollection":
+        return [line for g in geometry.get("geometries", []) for line in _lines_of(g)]
+    if kind == "LineString":
+        return [coords]
+    if kind in ("Polygon", "MultiLineString"):
+        return list(coords)
+    if kind == "MultiPolygon":
+        return [ring for polygon in coords for ring in polygon]
+    return []
+
+
 #: Most passing features a page draws: every offending feature is drawn, the passing ones
 #: evenly thinned beyond this (300,000 points made a 39 MB page, a fresh-user finding).
 MAX_DRAWN_PASSING = 20_000
@@ -254,6 +305,7 @@ def _map_html(
         geoms, usable = facts.in_crs(crs)
     else:
         geoms, usable = facts.geometries, facts.usable
+    geoms = _as_sent_lines(facts, geoms, crs)
     name = crs_label(crs) if crs is not None else "the batch's coordinates (CRS undeclared)"
     drawn: list[MapRegion] = []
     skipped: list[str] = []
