@@ -22,13 +22,12 @@ import numpy as np
 from worker.core.echo import clip
 from worker.core.facts import BatchFacts
 from worker.core.spatial import crs_label
+from worker.core.wkb import ewkb_srid
 
 __all__ = ["claim_disagreements"]
 
 #: GeoParquet versions whose metadata this gate reads.
 KNOWN_VERSIONS = ("1.0.0", "1.1.0")
-
-_EWKB_SRID = 0x20000000
 
 
 def claim_disagreements(facts: BatchFacts) -> list[str]:
@@ -108,14 +107,7 @@ def _types_disagreement(facts: BatchFacts, declared: Any) -> str | None:
 
 def _srid_disagreements(facts: BatchFacts) -> list[str]:
     """EWKB values whose SRID is not the declared CRS's EPSG code (the SRID is ignored)."""
-    srids: Counter[int] = Counter()
-    for data in facts.batch.geometries_wkb:
-        if data is None or len(data) < 9 or data[0] > 1:
-            continue
-        little = data[0] == 1
-        code = int.from_bytes(data[1:5], "little" if little else "big")
-        if code & _EWKB_SRID:
-            srids[int.from_bytes(data[5:9], "little" if little else "big")] += 1
+    srids = Counter(s for s in map(ewkb_srid, facts.batch.geometries_wkb) if s is not None)
     if not srids:
         return []
     declared = facts.declared_crs

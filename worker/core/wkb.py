@@ -32,11 +32,14 @@ import shapely
 
 __all__ = [
     "DEFAULT_MAX_DEPTH",
+    "EWKB_SRID_FLAG",
     "curve_type_name",
     "empty_ring_polygons",
+    "ewkb_srid",
     "may_nest",
     "may_nest_many",
     "simple_points_xy",
+    "type_code",
     "wkb_has_nonfinite",
     "wkb_headers",
     "wkb_problem",
@@ -66,6 +69,8 @@ _CURVES = {
 #: :func:`may_nest`); curves are walked, to be refused with their name.
 _SINGLE = ({_POINT} | _POINT_LISTS | _RING_LISTS) - set(_CURVES)
 _EWKB_Z, _EWKB_M, _EWKB_SRID = 0x80000000, 0x40000000, 0x20000000
+#: The PostGIS extended WKB flag of a type code followed by a 4-byte SRID.
+EWKB_SRID_FLAG = _EWKB_SRID
 #: Whether a base type code (index) is in ``_SINGLE``; the last row (False) stands for
 #: every larger code.
 _SINGLE_TABLE = np.array([code in _SINGLE for code in range(max(_SINGLE) + 2)], dtype=bool)
@@ -202,7 +207,7 @@ def _flat_multi(data: bytes, max_depth: int) -> int | None:
         return None
     u32 = _U32["<" if data[0] == 1 else ">"]
     code = u32(data, 1)[0]
-    typed = _type_code(code)
+    typed = type_code(code)
     if typed is None:
         return None
     pos = 9 if code & _EWKB_SRID else 5
@@ -222,7 +227,7 @@ def _flat_multi(data: bytes, max_depth: int) -> int | None:
                 return None
             u32 = _U32["<" if head[0] == 1 else ">"]
             code = u32(head, 1)[0]
-            typed = _type_code(code)
+            typed = type_code(code)
             if typed is None or code & _EWKB_SRID or typed[0] != part:
                 return None
             point_bytes = 8 * (2 + typed[1] + typed[2])
@@ -255,7 +260,18 @@ def _flat_multi(data: bytes, max_depth: int) -> int | None:
     return pos
 
 
-def _type_code(code: int) -> tuple[int, bool, bool] | None:
+def ewkb_srid(data: bytes | None) -> int | None:
+    """The SRID an EWKB value carries after its type code (PostGIS extended WKB), or None
+    (ISO WKB, no SRID flag, a header too short or without a byte order flag)."""
+    if data is None or len(data) < 9 or data[0] > 1:
+        return None
+    order = "<" if data[0] == 1 else ">"
+    if not _U32[order](data, 1)[0] & _EWKB_SRID:
+        return None
+    return int(_U32[order](data, 5)[0])
+
+
+def type_code(code: int) -> tuple[int, bool, bool] | None:
     """(base type, has Z, has M) of a WKB type code, ISO (``+1000`` Z, ``+2000`` M,
     ``+3000`` ZM) or EWKB (flag bits); None for an ISO code past the ZM range."""
     if code & (_EWKB_Z | _EWKB_M | _EWKB_SRID):
@@ -274,7 +290,7 @@ def _header(data: bytes | None) -> tuple[bool, bool, bool, bool]:
         data = bytes(data).ljust(5, b"\0")
     if data[0] > 1:
         return True, False, False, False
-    typed = _type_code(_U32["<" if data[0] == 1 else ">"](data, 1)[0])
+    typed = type_code(_U32["<" if data[0] == 1 else ">"](data, 1)[0])
     if typed is None:
         return True, False, False, False
     base, z, m = typed
@@ -288,7 +304,7 @@ def curve_type_name(data: bytes | None) -> str | None:
     refused before parsing (see :func:`wkb_problem`); this names what was refused."""
     if data is None or len(data) < 5 or data[0] > 1:
         return None
-    typed = _type_code(_U32["<" if data[0] == 1 else ">"](data, 1)[0])
+    typed = type_code(_U32["<" if data[0] == 1 else ">"](data, 1)[0])
     if typed is None or typed[0] not in _CURVES:
         return None
     base, z, m = typed

@@ -19,6 +19,8 @@ from typing import Any
 
 import numpy as np
 
+from worker.core.wkb import EWKB_SRID_FLAG, type_code
+
 __all__ = ["DIMENSIONS", "geojson_to_wkb", "ragged_to_wkb", "wkb_to_geojson"]
 
 #: WKB base type codes of the OGC geometry types (GeoJSON ``type`` names).
@@ -192,7 +194,6 @@ def ragged_to_wkb(
 # -- back to GeoJSON, literally ------------------------------------------------------------
 
 _KINDS = {code: kind for kind, code in _CODES.items()}
-_EWKB_Z, _EWKB_M, _EWKB_SRID = 0x80000000, 0x40000000, 0x20000000
 
 
 def wkb_to_geojson(data: bytes, max_depth: int = 32) -> dict[str, Any] | None:
@@ -220,16 +221,12 @@ def _read_geometry(buf: bytes, pos: int, depth: int) -> tuple[dict[str, Any], in
         raise ValueError("too deep, or not a byte order flag")
     order = "<" if buf[pos] == 1 else ">"
     (code,) = struct.unpack_from(order + "I", buf, pos + 1)
-    pos += 5
-    if code & (_EWKB_Z | _EWKB_M | _EWKB_SRID):
-        base, z, m = code & 0x0FFFFFFF, bool(code & _EWKB_Z), bool(code & _EWKB_M)
-        pos += 4 if code & _EWKB_SRID else 0
-    else:
-        thousands, base = divmod(code, 1000)
-        z, m = thousands in (1, 3), thousands in (2, 3)
-    kind = _KINDS.get(base)
-    if kind is None:
+    pos += 9 if code & EWKB_SRID_FLAG else 5
+    typed = type_code(code)
+    kind = _KINDS.get(typed[0]) if typed is not None else None
+    if typed is None or kind is None:
         raise ValueError(f"type code {code}")
+    _, z, m = typed
     dims, keep = 2 + z + m, 3 if z else 2
 
     def count() -> int:
