@@ -35,8 +35,12 @@ from worker.core.spatial import (
     reproject,
     resolve_crs,
 )
-from worker.io.features.wkb import wkb_to_geojson
-from worker.io.offenders import BrokenClause, broken_clauses, offenders_of_record
+from worker.io.offenders import (
+    BrokenClause,
+    broken_clauses,
+    geometry_as_sent,
+    offenders_of_record,
+)
 from worker.io.report import offender_value
 
 __all__ = ["MapRegion", "render_batch_page", "render_record_page", "svg_map"]
@@ -240,14 +244,11 @@ def _as_sent_lines(facts: BatchFacts, geoms: np.ndarray, crs: CRS | None) -> np.
         return geoms
     out = geoms.copy()
     for i in refused.tolist():
-        data = facts.batch.geometries_wkb[i]
-        sent = wkb_to_geojson(data) if data is not None else None
+        sent = geometry_as_sent(facts.batch, i)  # x first, as the map is
         lines = [line for line in _lines_of(sent) if len(line) >= 2] if sent else []
         if not lines:
             continue
         ml = shapely.multilinestrings([np.asarray(line, dtype=float)[:, :2] for line in lines])
-        if facts.batch.axis_order == "north_east":
-            ml = shapely.transform(ml, lambda xy: xy[:, ::-1])
         src = facts.declared_crs
         if crs is not None and src is not None and not facts.keeps_crs(crs):
             ml = reproject(ml, src, crs)

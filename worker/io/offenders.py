@@ -33,7 +33,7 @@ from worker.core.model import Batch, Decision, Offenders
 from worker.core.spatial import crs_equivalent, crs_label
 from worker.io.features.wkb import wkb_to_geojson
 
-__all__ = ["BrokenClause", "broken_clauses", "offenders_collection"]
+__all__ = ["BrokenClause", "broken_clauses", "geometry_as_sent", "offenders_collection"]
 
 
 @dataclass(frozen=True)
@@ -93,7 +93,7 @@ AS_SENT = (
 )
 
 
-def _as_sent(batch: Batch, index: int) -> dict[str, Any] | None:
+def geometry_as_sent(batch: Batch, index: int) -> dict[str, Any] | None:
     """The geometry of feature ``index`` read literally from its WKB
     (:func:`~worker.io.features.wkb.wkb_to_geojson`), x first; None when it cannot be."""
     data = batch.geometries_wkb[index]
@@ -153,7 +153,7 @@ def offenders_collection(
         geometry, why_null = _geometry(geoms[i])
         if facts.unparseable[i] and why_null is None:
             # GEOS refused it: the shape it gave (an open ring closed) is not what was sent
-            geometry = _as_sent(batch, i)
+            geometry = geometry_as_sent(batch, i)
             if geometry is None:
                 why_null = "GEOS cannot read it, nor can it be written as sent"
             else:
