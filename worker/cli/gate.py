@@ -29,8 +29,7 @@ from worker.core.jsonsafe import dumps_json
 def cmd_check(args: argparse.Namespace) -> int:
     from worker.core.claims import claim_disagreements
     from worker.core.coherence import contradictions
-    from worker.core.collector import collector_paused
-    from worker.core.evaluate import decide, evaluate_versions
+    from worker.core.evaluate import evaluate
     from worker.core.facts import BatchFacts
     from worker.core.model import ActiveVersion
     from worker.io.contract_files import load_contract
@@ -88,10 +87,8 @@ def cmd_check(args: argparse.Namespace) -> int:
                     file=sys.stderr,
                 )
     facts = BatchFacts(batch)  # shared with the claims below: the geometries are read once
-    with collector_paused():
-        decision = decide(
-            evaluate_versions(facts, versions, args.now or datetime.now(timezone.utc))
-        )
+    now = args.now or datetime.now(timezone.utc)
+    decision = evaluate(batch, versions, now=now, facts=facts)
     for line in claim_disagreements(facts):
         print(f"warning: {line}", file=sys.stderr)
     _write_pictures(args, batch, decision, versions)

@@ -95,7 +95,13 @@ def version_verdict(v: ActiveVersion, clauses: tuple[ClauseResult, ...]) -> Vers
     )
 
 
-def evaluate(batch: Batch, versions: Sequence[ActiveVersion], *, now: datetime) -> Decision:
+def evaluate(
+    batch: Batch,
+    versions: Sequence[ActiveVersion],
+    *,
+    now: datetime,
+    facts: BatchFacts | None = None,
+) -> Decision:
     """Evaluate ``batch`` against every active version and decide its route.
 
     Parameters
@@ -106,6 +112,9 @@ def evaluate(batch: Batch, versions: Sequence[ActiveVersion], *, now: datetime) 
         The versions of the batch's layer; only those in state ``active`` are evaluated.
     now : datetime
         Timezone-aware evaluation time (freshness is measured against it).
+    facts : BatchFacts, optional
+        The facts of ``batch``, when the caller reads them too (``check`` compares the
+        file's metadata claims with them); default built here.
 
     Returns
     -------
@@ -117,8 +126,10 @@ def evaluate(batch: Batch, versions: Sequence[ActiveVersion], *, now: datetime) 
         every evaluated version, deduplicated in order. With no active version the batch is
         admitted with no verdicts (routing of layers without contracts is the caller's).
     """
+    if facts is None:
+        facts = BatchFacts(batch)
     with collector_paused():  # the batch's geometries are built and freed within
-        return decide(evaluate_versions(BatchFacts(batch), versions, now))
+        return decide(evaluate_versions(facts, versions, now))
 
 
 def decide(verdicts: tuple[VersionVerdict, ...]) -> Decision:
