@@ -23,8 +23,10 @@ from worker.io.features.wkb import geojson_to_wkb
 def _read_geojson(path: Path | str, data: bytes | None = None) -> FeatureData:
     """The FeatureCollection in ``data`` (default: the bytes of the file ``path``);
     ``path`` names the file in messages."""
+    if data is None:
+        data = Path(path).read_bytes()
     try:
-        doc = json.loads(data if data is not None else Path(path).read_bytes())
+        doc = json.loads(data)
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise PayloadCorrupt(
             f"{path}: not a JSON document ({exc}); the formats read are GeoJSON, GeoParquet, "
@@ -42,9 +44,8 @@ def _read_geojson(path: Path | str, data: bytes | None = None) -> FeatureData:
         raise _fail(path, "the FeatureCollection has no 'features' list")
     geoms: list[str | None] = []
     props: list[dict[str, Any]] = []
-    too_deep: dict[int, str] = {}  # and the other geometries refused before GEOS
-    # JSON's non-standard NaN, looked for only in a document that spells it
-    nan_text = data is None or b"NaN" in data
+    refused_before_geos: dict[int, str] = {}
+    nan_text = b"NaN" in data  # JSON's non-standard NaN, looked for only where spelled
     ids: list[str | int | float | None] = []
     for i, feat in enumerate(features):
         if not isinstance(feat, dict) or feat.get("type") != "Feature":
@@ -58,13 +59,13 @@ def _read_geojson(path: Path | str, data: bytes | None = None) -> FeatureData:
         geoms.append(json.dumps(g) if g is not None and not refused else None)
         props.append(p or {})
         if refused:
-            too_deep[i] = refused
+            refused_before_geos[i] = refused
         fid = feat.get("id")
         # RFC 7946 section 3.2: a string or a number; anything else names no feature
         ok_id = isinstance(fid, str | int | float) and not isinstance(fid, bool)
         ids.append(fid if ok_id else None)
     wkb, errors = _geometries(geoms)
-    errors.update(too_deep)
+    errors.update(refused_before_geos)
     return FeatureData(
         wkb,
         _properties_table(props),
