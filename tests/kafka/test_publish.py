@@ -49,20 +49,30 @@ def test_an_inline_event_above_the_producer_limit_says_to_send_it_by_reference()
     assert "--by-reference" in text and "--upload s3://bucket/prefix/" in text
 
 
-def test_a_batch_id_that_reads_as_record_coordinates_is_refused() -> None:
-    # found by a new-user session: --batch-id 1@2 was published; `quarantine show 1@2`
-    # then showed another batch, and replay would have replayed it
+@pytest.mark.parametrize(
+    ("batch_id", "refusal"),
+    [
+        # found by a new-user session: --batch-id 1@2 was published; `quarantine show 1@2`
+        # then showed another batch, and replay would have replayed it
+        ("1@2", r"--batch-id '1@2' reads as PARTITION@OFFSET"),
+        # an empty id names no batch (a fresh-user finding; the worker refuses it too)
+        (" ", r"--batch-id is empty"),
+    ],
+)
+def test_a_batch_id_no_command_could_name_is_refused_before_publishing(
+    batch_id: str, refusal: str
+) -> None:
     from worker.cli.scenario import data_file
     from worker.core.errors import ContractGateError
     from worker.kafka.publish import publish_batch_file
     from worker.kafka.settings import Settings
 
-    with pytest.raises(ContractGateError, match=r"--batch-id '1@2' reads as PARTITION@OFFSET"):
+    with pytest.raises(ContractGateError, match=refusal):
         publish_batch_file(
             Settings(bootstrap_servers="127.0.0.1:1"),
             data_file("nyc_boroughs.parquet"),
             layer="nyc_boroughs",
-            batch_id="1@2",
+            batch_id=batch_id,
         )
 
 
@@ -107,21 +117,6 @@ def test_geometries_that_cannot_travel_as_wkb_are_named_before_publishing_inline
         Settings(), path, layer="cities", by_reference=True, warn=warnings.append
     )
     assert len(warnings) == 1  # by reference the worker reads the file and its reasons
-
-
-def test_an_empty_batch_id_is_refused_before_publishing() -> None:
-    from worker.cli.scenario import data_file
-    from worker.core.errors import ContractGateError
-    from worker.kafka.publish import publish_batch_file
-    from worker.kafka.settings import Settings
-
-    with pytest.raises(ContractGateError, match=r"--batch-id is empty"):
-        publish_batch_file(
-            Settings(bootstrap_servers="127.0.0.1:1"),
-            data_file("nyc_boroughs.parquet"),
-            layer="nyc_boroughs",
-            batch_id=" ",
-        )
 
 
 def test_a_contract_whose_clauses_contradict_is_refused_before_the_config_topic(
