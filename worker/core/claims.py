@@ -17,11 +17,10 @@ import math
 from collections import Counter
 from typing import Any
 
-import numpy as np
-
 from worker.core.echo import clip
 from worker.core.facts import BatchFacts
 from worker.core.spatial import crs_label
+from worker.core.tally import Bounds
 from worker.core.wkb import ewkb_srid
 
 __all__ = ["claim_disagreements"]
@@ -61,17 +60,10 @@ def _bbox_disagreement(facts: BatchFacts, bbox: Any) -> str | None:
     xmin, ymin, xmax, ymax = bbox[0], bbox[1], bbox[half], bbox[half + 1]
     if xmin > xmax or facts.batch.edges != "planar" or not facts.count:
         return None
-    with np.errstate(invalid="ignore"):
-        b = facts.bounds
-        ok = ~np.isnan(b).any(axis=1)
-        if not ok.any():
-            return None
-        env = [
-            float(b[ok, 0].min()),
-            float(b[ok, 1].min()),
-            float(b[ok, 2].max()),
-            float(b[ok, 3].max()),
-        ]
+    box = Bounds.of_rows(facts.bounds).box
+    if box is None:
+        return None
+    env = list(box)
     if facts.batch.axis_order == "north_east":  # the file's bbox is in stored order
         env = [env[1], env[0], env[3], env[2]]
     slack = 1e-9 * max(1.0, *(abs(v) for v in (xmin, ymin, xmax, ymax)))

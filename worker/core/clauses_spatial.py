@@ -122,21 +122,6 @@ def _rows(bounds: np.ndarray, mask: np.ndarray) -> np.ndarray:
     return bounds if mask.all() else bounds[mask]
 
 
-def _total_bounds(bounds: np.ndarray) -> Bounds:
-    """:meth:`Bounds.of` from per-feature bounds (float (M, 4)) instead of geometries;
-    rows of NaN (empty geometries) are left out, as ``shapely.total_bounds`` does."""
-    if not len(bounds):
-        return Bounds(None)
-    rows = bounds
-    with np.errstate(invalid="ignore", over="ignore"):  # 1e308 + 1e308: inf, no warning
-        if np.isnan(np.add.reduce(bounds, axis=None)):  # one pass; rows filtered only then
-            rows = bounds[~np.isnan(bounds).any(axis=1)]
-    if not len(rows):
-        return Bounds((np.nan,) * 4)
-    lo, hi = rows[:, :2].min(axis=0), rows[:, 2:].max(axis=0)
-    return Bounds((float(lo[0]), float(lo[1]), float(hi[0]), float(hi[1])))
-
-
 def measure_extent(clause: Clause, contract: Contract, facts: BatchFacts, now: datetime) -> Tally:
     """The extent clause's tally of ``facts`` (see :func:`check_extent`): counts, the
     envelopes of the features shown (contract CRS) and of the usable ones (as declared),
@@ -176,7 +161,7 @@ def measure_extent(clause: Clause, contract: Contract, facts: BatchFacts, now: d
         bounds = Bounds(env)
     else:
         inside = covered_mask(geoms, shown, region, fbounds)
-        bounds = _total_bounds(_rows(fbounds, shown))
+        bounds = Bounds.of_rows(_rows(fbounds, shown))
     disagree = np.flatnonzero(facts.covering_bbox_disagrees)
     declared_label = (
         crs_label(facts.declared_crs) if facts.declared_crs is not None else "the declared CRS"
@@ -210,7 +195,7 @@ def measure_extent(clause: Clause, contract: Contract, facts: BatchFacts, now: d
         "raw_bounds": (
             bounds
             if fast or (fbounds is facts.bounds and not beyond.any())  # the same rows
-            else _total_bounds(_rows(facts.bounds, facts.usable))
+            else Bounds.of_rows(_rows(facts.bounds, facts.usable))
         ),
         "beyond": int(np.count_nonzero(beyond)),
         "failed": int(np.count_nonzero(failed & ~beyond)),

@@ -49,6 +49,22 @@ class Bounds:
         x0, y0, x1, y1 = (float(v) for v in shapely.total_bounds(geoms))
         return cls((x0, y0, x1, y1))
 
+    @classmethod
+    def of_rows(cls, bounds: np.ndarray) -> Bounds:
+        """:meth:`of` from per-feature bounds (float (M, 4)) instead of geometries; rows of
+        NaN (empty geometries) are left out, as ``shapely.total_bounds`` does (all NaN:
+        a box of NaN)."""
+        if not len(bounds):
+            return cls(None)
+        rows = bounds
+        with np.errstate(invalid="ignore", over="ignore"):  # 1e308 + 1e308: inf, no warning
+            if np.isnan(np.add.reduce(bounds, axis=None)):  # one pass; rows filtered only then
+                rows = bounds[~np.isnan(bounds).any(axis=1)]
+        if not len(rows):
+            return cls((np.nan,) * 4)
+        lo, hi = rows[:, :2].min(axis=0), rows[:, 2:].max(axis=0)
+        return cls((float(lo[0]), float(lo[1]), float(hi[0]), float(hi[1])))
+
     def __or__(self, other: Bounds) -> Bounds:
         if self.box is None:
             return other
