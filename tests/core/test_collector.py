@@ -53,3 +53,33 @@ def test_evaluate_builds_geometries_with_the_collector_paused(
     assert d.decision == "quarantined"  # the bowtie, judged as without the pause
     assert seen and not any(seen)
     assert gc.isenabled()
+
+
+def test_blocks_of_two_threads_keep_the_collector_paused_until_the_last_ends() -> None:
+    """Routing threads overlap their blocks: the first to end must not enable the
+    collector under the other, and the last to end enables it."""
+    import threading
+
+    first_in, second_in, first_out = threading.Event(), threading.Event(), threading.Event()
+    seen: dict[str, bool] = {}
+
+    def first() -> None:
+        with collector_paused():
+            first_in.set()
+            second_in.wait(5)
+        first_out.set()
+
+    def second() -> None:
+        first_in.wait(5)
+        with collector_paused():
+            second_in.set()
+            first_out.wait(5)
+            seen["after the first block ended"] = gc.isenabled()
+        seen["after both"] = gc.isenabled()
+
+    threads = [threading.Thread(target=first), threading.Thread(target=second)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(10)
+    assert seen == {"after the first block ended": False, "after both": True}

@@ -202,6 +202,7 @@ def cmd_run(args: argparse.Namespace) -> int:
         batch_deadline_s=args.batch_deadline_s,
         config_timeout_s=args.config_timeout_s,
         on_outcome=decisions,
+        routing_threads=args.routing_threads,
     )
     http = start_http_server(pipeline, settings, args.http_port, args.http_host, decisions)
     exporter = MigrationExporter(settings, pipeline.registry)  # unattributed groups, counts

@@ -35,6 +35,7 @@ from worker.cli.lifecycle import add_lifecycle_args
 from worker.cli.quarantine import add_quarantine_args, cmd_quarantine
 from worker.cli.verify import add_verify_args, cmd_verify
 from worker.core.errors import ContractGateError
+from worker.kafka.ahead import DEFAULT_ROUTING_THREADS, MIN_AHEAD_BYTES
 from worker.kafka.deadline import DEFAULT_BATCH_DEADLINE_S
 from worker.kafka.polling import (
     DEFAULT_MAX_BATCH_EVENTS,
@@ -222,6 +223,16 @@ def build_parser() -> argparse.ArgumentParser:
         f"holds under {DEFAULT_READY_BYTES // 2**20} MiB; 0..{MAX_BATCH_WAIT_MS} (default "
         f"{DEFAULT_MAX_BATCH_WAIT_MS}). An idle worker waits for events whatever the value, "
         "and contract changes are applied between poll batches",
+    )
+    p.add_argument(
+        "--routing-threads",
+        type=bounded_int(1, 8),
+        default=DEFAULT_ROUTING_THREADS,
+        help="events routed at once, 1..8: events of "
+        f"{MIN_AHEAD_BYTES // 1024} KiB or more are routed on this "
+        "many threads while GEOS releases the GIL (a second core helps large events); "
+        "smaller events and 1 route on the poll loop's thread alone "
+        f"(default {DEFAULT_ROUTING_THREADS})",
     )
     p.add_argument(
         "--batch-deadline-s",

@@ -15,22 +15,39 @@ from __future__ import annotations
 
 import contextlib
 import gc
+import threading
 from collections.abc import Iterator
 
 __all__ = ["collector_paused"]
+
+_lock = threading.Lock()
+#: Blocks open in any thread, and whether the outermost one found the collector enabled.
+_open = 0
+_resume = False
 
 
 @contextlib.contextmanager
 def collector_paused() -> Iterator[None]:
     """Disable the cyclic collector for the block, if it is enabled, and enable it again
-    at the end (also on an exception). A block entered while the collector is disabled
-    (nested, another thread's block, or an application that disabled it) leaves it
-    alone, so the collector ends as the outermost block found it."""
-    paused = gc.isenabled()
-    if paused:
-        gc.disable()
+    when the last open block ends (also on an exception).
+
+    The collector is one switch for the whole process, and the worker routes large events
+    on two threads at once (:mod:`worker.kafka.ahead`): blocks are counted across threads,
+    so a thread's block that ends while another thread's is still open leaves the
+    collector paused, and the last block to end enables it again, exactly when the first
+    found it enabled. A block entered while the collector was disabled by someone else
+    (an application) leaves it alone."""
+    global _open, _resume
+    with _lock:
+        if _open == 0:
+            _resume = gc.isenabled()
+            if _resume:
+                gc.disable()
+        _open += 1
     try:
         yield
     finally:
-        if paused:
-            gc.enable()
+        with _lock:
+            _open -= 1
+            if _open == 0 and _resume:
+                gc.enable()

@@ -36,6 +36,7 @@ from worker.core.registry import ConfigEvent, RecordingRegistry
 from worker.core.replays import ReplayLedger
 from worker.core.slo import DEFAULT_MAX_VERDICTS
 from worker.io.features import load_payload_chunked
+from worker.kafka.ahead import DEFAULT_ROUTING_THREADS, RouteAhead
 from worker.kafka.attempts import BatchAttempts, size_refused
 from worker.kafka.config_topic import ConfigFollower
 from worker.kafka.deadline import DEFAULT_BATCH_DEADLINE_S, rewind_offsets
@@ -141,6 +142,9 @@ class Pipeline:
         in the next step; at least one event is decided per step.
     on_outcome : callable, optional
         Called with each committed :class:`Outcome` (after the commit), e.g. by the demo.
+    routing_threads : int
+        Events routed at once, 1 or more (:mod:`worker.kafka.ahead`: large events only;
+        1 routes every event on the loop's thread).
     """
 
     def __init__(
@@ -154,8 +158,12 @@ class Pipeline:
         batch_deadline_s: float = DEFAULT_BATCH_DEADLINE_S,
         config_timeout_s: float = 60.0,
         on_outcome: Callable[[Outcome], None] | None = None,
+        routing_threads: int = DEFAULT_ROUTING_THREADS,
     ) -> None:
+        if routing_threads < 1:
+            raise ValueError(f"routing_threads must be 1 or more, got {routing_threads}")
         self.settings = settings
+        self.routing_threads = routing_threads
         # by-reference payloads: read under the configured roots only (none: refused)
         self._load_payload = functools.partial(load_payload_chunked, policy=settings.payload)
         self.metrics: Instruments = metrics or NullInstruments()
@@ -194,6 +202,11 @@ class Pipeline:
         self._stop: threading.Event | None = None
         #: commits a routed run while the loop routes the next (:mod:`worker.kafka.runs`)
         self._committer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gate-commit")
+        self._routers = (
+            ThreadPoolExecutor(max_workers=routing_threads, thread_name_prefix="gate-route")
+            if routing_threads > 1
+            else None
+        )
 
     @property
     def broker_unreachable_since(self) -> float | None:
@@ -443,6 +456,8 @@ class Pipeline:
         from confluent_kafka import KafkaException
 
         self._committer.shutdown(wait=True)  # idle: a step never returns mid-transaction
+        if self._routers is not None:
+            self._routers.shutdown(wait=True)  # idle: a step never returns mid-routing
         if self._consumer is not None:
             self._consumer.close()
             self._consumer = None
@@ -495,15 +510,31 @@ class Pipeline:
                 self._admitted_once(sent.outcomes[: sent.committed])
             return sent.committed
 
-        runs = route_in_runs(
-            events,
-            self._route,
-            self._hand_off,
-            settle,
-            deadline_s=self.batch_deadline_s,
-            size=_event_bytes,
-            progress=self._mark_progress,
+        # large events are routed two at a time (worker.kafka.ahead), results in order
+        ahead = (
+            None
+            if self._routers is None
+            else RouteAhead(
+                events,
+                self._route,
+                self._routers,
+                size=_event_bytes,
+                depth=self.routing_threads,
+            )
         )
+        try:
+            runs = route_in_runs(
+                events,
+                self._route if ahead is None else ahead,
+                self._hand_off,
+                settle,
+                deadline_s=self.batch_deadline_s,
+                size=_event_bytes,
+                progress=self._mark_progress,
+            )
+        finally:
+            if ahead is not None:
+                ahead.close()
         if runs.failed:  # consumed again from its first uncommitted event, in order
             self._seek(rewind_offsets(runs.rest), "an aborted transaction")
         elif runs.rest:  # the deadline passed: the decided prefix is committed
