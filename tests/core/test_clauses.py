@@ -145,6 +145,21 @@ def test_extent_empty_and_nan_are_not_inside() -> None:
     assert r.result == "pass"
 
 
+def test_extent_counts_an_empty_the_contract_allows_as_inside_and_only_then() -> None:
+    """An empty geometry is reported once: by geometry_type when the contract forbids it
+    (extent counts it outside too, as before), by nobody when the contract allows it."""
+    ext = clause("ext", "extent", region=[-10, -10, 10, 10])
+    batch = batch_of([VALID_POLYGON, EMPTY_POLYGON])
+    allows = clause("types", "geometry_type", allowed=["Polygon"], allow_empty=True)
+    forbids = clause("types", "geometry_type", allowed=["Polygon"])
+    r = run(ext, batch, allows)
+    assert r.result == "pass" and r.measured["fraction_inside"] == 1.0
+    for others in ((forbids,), (), (allows, replace(forbids, name="types2"))):
+        r = run(ext, batch, *others)
+        assert r.result == "break" and r.measured["fraction_inside"] == 0.5, others
+    assert run(allows, batch).result == "pass"
+
+
 def test_extent_antimeridian_bbox_passes_split_features() -> None:
     parts = [
         ANTIMERIDIAN_PARTS,
