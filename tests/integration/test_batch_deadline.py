@@ -174,3 +174,69 @@ def test_healthz_turns_503_while_one_load_outlasts_max_poll_interval(
     assert all(status == (200 if silent <= 1.2 else 503) for silent, status in samples)
     assert after == 200
     assert _outputs(settings, 1, timeout_s=30) == Counter({placed: 1})
+
+
+def test_large_events_routed_two_at_a_time_are_decided_once_each_across_deadlines(
+    settings: Settings,
+) -> None:
+    """Events of 256 KiB and more are routed on two threads (worker.kafka.ahead). With a
+    deadline passing while an event routed ahead is still in flight, that event is dropped
+    with the rest of the poll batch and consumed again: every event is decided and written
+    exactly once, in order, and routing did overlap."""
+    publish_demo_contracts(settings, out=io.StringIO())
+    world = read_batch_file(
+        data_file("admin_boundaries.parquet"), layer="admin_boundaries", crs="EPSG:4326",
+        data_time=datetime.now(timezone.utc),
+    )  # fmt: skip
+    rows = list(range(0, 300))  # 300 countries, repeated: an event of about 330 kB
+    big = replace(
+        world,
+        geometries_wkb=tuple(world.geometries_wkb[r % len(world.geometries_wkb)] for r in rows),
+        attributes=world.attributes.take([r % world.attributes.num_rows for r in rows]),
+        feature_count=len(rows),
+    )
+    placed = []
+    for i in range(EVENTS):  # one key: one partition, decided in order
+        event = encode_batch(replace(big, batch_id=f"big-{i}"))
+        assert len(event) >= 256 * 1024
+        placed.append(produce_one(settings, settings.topics.batches, "admin_boundaries", event))
+
+    pipeline = Pipeline(settings, max_batch_events=EVENTS, batch_deadline_s=0.5)
+    assert pipeline.routing_threads == 2
+    route = pipeline._route
+    routed: list[tuple[int, str]] = []
+    in_flight = [0]
+    overlapped = threading.Event()
+    lock = threading.Lock()
+
+    def slow_route(m: Any) -> Any:
+        with lock:
+            in_flight[0] += 1
+            if in_flight[0] == 2:
+                overlapped.set()
+        time.sleep(0.4)  # two events at once: 0.4 s for both
+        try:
+            return route(m)
+        finally:
+            with lock:
+                in_flight[0] -= 1
+                routed.append((m.offset(), threading.current_thread().name))
+
+    pipeline._route = slow_route  # type: ignore[method-assign]
+    committed: list[int] = []
+    pipeline.start()
+    try:
+        stop_at = time.monotonic() + 90
+        while sum(committed) < EVENTS and time.monotonic() < stop_at:
+            n = pipeline.step()
+            if n:
+                committed.append(n)
+    finally:
+        pipeline.close()
+    assert sum(committed) == EVENTS, committed
+    assert overlapped.is_set() and all(name.startswith("gate-route") for _, name in routed)
+    # events 0 and 1 take 0.4 s together; 2 and 3 start before the 0.5 s deadline and
+    # end after it, so 3 is dropped unasked and routed again in the next poll batch
+    assert len(routed) > EVENTS and max(committed) < EVENTS, (routed, committed)
+    seen = _outputs(settings, EVENTS, timeout_s=30)
+    assert seen == Counter({coord: 1 for coord in placed})  # none lost, none twice
