@@ -86,6 +86,7 @@ def test_sigterm_stops_the_worker_cleanly_after_routing(settings: Settings, tmp_
     log = (tmp_path / "p1.log").read_text()
     assert code == 0, log
     assert "config bootstrapped from 3 records" in log
+    assert "; routing threads 2 (events of 256 KiB or more)" in log  # the default, said
     assert "worker stopped after 6 events (0 transactions aborted)" in log
 
 

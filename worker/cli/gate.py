@@ -166,6 +166,7 @@ def _write(path: str, text: str) -> None:
 
 
 def cmd_run(args: argparse.Namespace) -> int:
+    from worker.kafka.ahead import MIN_AHEAD_BYTES
     from worker.kafka.pipeline import Pipeline
     from worker.kafka.settings import describe_settings
     from worker.ops.http import start_http_server
@@ -192,7 +193,12 @@ def cmd_run(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
-    print(f"contract-gate worker: {describe_settings(settings)}", file=sys.stderr)
+    threads = (
+        f"routing threads {args.routing_threads} (events of {MIN_AHEAD_BYTES // 1024} KiB or more)"
+        if args.routing_threads > 1
+        else "routing on the poll loop's thread"
+    )
+    print(f"contract-gate worker: {describe_settings(settings)}; {threads}", file=sys.stderr)
     decisions = DecisionLog()  # the last decisions and counts shown on /status
     pipeline = Pipeline(
         settings,
