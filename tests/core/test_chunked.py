@@ -57,7 +57,7 @@ def split(batch: Batch, rows: int) -> ChunkedBatch:
 
 
 EVERYTHING = contract_of(
-    clause("ext", "extent", region=[-5.0, -5.0, 5.0, 50.0], min_fraction_inside=0.5),
+    clause("ext", "extent", region=[-5.0, -5.0, 5.0, 50.0], min_fraction_inside=0.6),
     clause("types", "geometry_type", allowed=["Polygon"], allow_empty=False),
     clause("valid", "validity"),
     clause("dom", "domain", column="code", values=["a", "b"]),

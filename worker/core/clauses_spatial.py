@@ -41,7 +41,6 @@ from worker.core.tally import Bounds, First, Tally, Union
 __all__ = [
     "check_coverage",
     "check_extent",
-    "empties_allowed",
     "extent_needs_diagnosis",
     "measure_coverage",
     "measure_extent",
@@ -163,10 +162,10 @@ def measure_extent(clause: Clause, contract: Contract, facts: BatchFacts, now: d
     else:
         inside = covered_mask(geoms, shown, region, fbounds)
         bounds = Bounds.of_rows(_rows(fbounds, shown))
-    if empties_allowed(contract):
-        # the empty point set lies in every region; an empty the contract forbids is
-        # the geometry_type clause's break, and outside here
-        inside = inside | (facts.parsed & facts.is_empty)
+    # the empty point set lies in every region: whether empties may be sent is the
+    # geometry_type clause's (allow_empty), so one empty feature is reported once, and the
+    # extent clause means the same whatever the contract's other clauses say
+    inside = inside | (facts.parsed & facts.is_empty)
     disagree = np.flatnonzero(facts.covering_bbox_disagrees)
     declared_label = (
         crs_label(facts.declared_crs) if facts.declared_crs is not None else "the declared CRS"
@@ -175,8 +174,6 @@ def measure_extent(clause: Clause, contract: Contract, facts: BatchFacts, now: d
     def why_outside(i: int) -> Any:
         if not facts.parsed[i]:
             return "missing or unparseable geometry"
-        if facts.is_empty[i]:
-            return "empty geometry"
         if facts.has_nonfinite[i]:
             return "non-finite coordinate (NaN or inf)"
         if beyond[i]:
@@ -208,14 +205,6 @@ def measure_extent(clause: Clause, contract: Contract, facts: BatchFacts, now: d
         "disagree_first": First(tuple(facts.offset + int(i) for i in disagree[:5]), 5),
         "offenders": offenders,
     }
-
-
-def empties_allowed(contract: Contract) -> bool:
-    """Whether ``contract`` allows empty geometries: it has a geometry_type clause and
-    every one has ``allow_empty: true`` (DESIGN section 3). Without such a clause nothing
-    reports an empty feature but the extent clause, which counts it outside."""
-    kinds = [c for c in contract.clauses if c.kind == "geometry_type"]
-    return bool(kinds) and all(c.params.get("allow_empty") is True for c in kinds)
 
 
 def extent_needs_diagnosis(clause: Clause, tally: Tally) -> bool:
@@ -351,9 +340,9 @@ def check_extent(
 ) -> ClauseResult:
     """Share of features covered by the region (``min_fraction_inside``), in the contract CRS.
 
-    A feature counts as outside when it is missing, non-finite, or empty while the
-    contract does not allow empties (:func:`empties_allowed`; an allowed empty geometry
-    counts as inside: the empty point set lies in every region), when some
+    A feature counts as outside when it is missing or non-finite (an empty geometry counts
+    as inside: the empty point set lies in every region, and whether empties may be sent
+    is the geometry_type clause's ``allow_empty``), when some
     coordinate lies outside the declared CRS's area of use (tested before reprojection:
     ``measured.outside_area_of_use``), or when it cannot be reprojected to the contract
     CRS (``measured.not_reprojectable``). ``measured.bounds`` are in ``bounds_crs`` units.
