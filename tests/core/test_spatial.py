@@ -369,6 +369,27 @@ def test_spherical_edges_follow_great_circles() -> None:
     )
 
 
+@pytest.mark.parametrize(
+    "wkt",
+    [
+        "MULTILINESTRING ((0 30, 40 30), EMPTY)",
+        "MULTIPOLYGON (((0 0, 40 0, 40 30, 0 30, 0 0)), EMPTY)",
+        "GEOMETRYCOLLECTION (MULTILINESTRING ((0 30, 40 30), EMPTY), POINT EMPTY)",
+    ],
+)
+def test_collections_with_an_empty_part_are_densified_keeping_the_part(wkt: str) -> None:
+    """A fresh-user session: ``MULTILINESTRING ((1 1, 2 2), EMPTY)`` under spherical edges
+    made the rebuild raise (shapely's MultiLineString class refuses an empty part), an
+    evaluation error in every geometry clause; the MultiPolygon class dropped one."""
+    g = shapely.from_wkt(wkt)
+    (out,) = densify_spherical(np.array([g]))
+    assert out.geom_type == g.geom_type and out.is_valid
+    assert shapely.get_num_geometries(out) == shapely.get_num_geometries(g)
+    assert shapely.get_num_coordinates(out) > shapely.get_num_coordinates(g)  # densified
+    assert out.bounds[3] > g.bounds[3]  # the 40-degree edge bulges poleward on the sphere
+    assert "EMPTY" in out.wkt
+
+
 def test_a_geometry_geos_cannot_cut_does_not_stop_the_others() -> None:
     # found reprojecting the shipped Natural Earth countries to EPSG:3857 and back: one
     # geometry made GEOS raise "side location conflict" for the whole array

@@ -607,8 +607,8 @@ def densify_spherical(geoms: Any, step_m: float = SPHERICAL_STEP_M) -> np.ndarra
 
         try:
             out[i] = _rebuild(g, _arc)
-        except (ValueError, shapely.errors.GEOSException):
-            continue
+        except (ValueError, shapely.errors.ShapelyError):
+            continue  # left as it is: the clauses judge it as stored, never a crash
         crossed[i] = flags["crossed"]
     if crossed.any():
         idx = np.flatnonzero(crossed)
@@ -639,9 +639,20 @@ def _densify_path(xy: np.ndarray, step_m: float, flags: dict[str, bool]) -> np.n
     return np.concatenate(pieces)
 
 
+#: Collection type -> shapely's vectorized constructor, which keeps empty parts (the
+#: classes refuse a MultiLineString with an empty part and drop a MultiPolygon's).
+_COLLECTION_BUILDERS = {
+    "MultiLineString": shapely.multilinestrings,
+    "MultiPolygon": shapely.multipolygons,
+    "GeometryCollection": shapely.geometrycollections,
+}
+
+
 def _rebuild(g: shapely.Geometry, path: Any) -> shapely.Geometry:
     """``g`` with the coordinates of each linestring and ring replaced by ``path(coords)``
-    (coords as ``(n, 2)`` or ``(n, 3)`` arrays)."""
+    (coords as ``(n, 2)`` or ``(n, 3)`` arrays); empty geometries and parts unchanged."""
+    if g.is_empty:
+        return g
     kind = g.geom_type
     if kind == "Polygon":
         for r in (g.exterior, *g.interiors):
@@ -655,8 +666,8 @@ def _rebuild(g: shapely.Geometry, path: Any) -> shapely.Geometry:
     if kind == "Polygon":
         holes = [path(np.asarray(r.coords)) for r in g.interiors]
         return shapely.Polygon(path(np.asarray(g.exterior.coords)), holes)
-    if kind in ("MultiLineString", "MultiPolygon", "GeometryCollection"):
-        return type(g)([_rebuild(p, path) for p in shapely.get_parts(g)])
+    if kind in _COLLECTION_BUILDERS:
+        return _COLLECTION_BUILDERS[kind]([_rebuild(p, path) for p in shapely.get_parts(g)])
     return g
 
 
