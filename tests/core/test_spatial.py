@@ -390,6 +390,17 @@ def test_collections_with_an_empty_part_are_densified_keeping_the_part(wkt: str)
     assert "EMPTY" in out.wkt
 
 
+def test_a_geometry_geos_cannot_densify_is_left_as_it_is_and_the_others_densified() -> None:
+    """A fresh-user session: a LineString at x = 1e279 made ``shapely.segmentize`` raise
+    for the whole array (its squared length overflows), and the broken extent clause's
+    diagnosis lost every figure to "evaluation error: GEOSException"."""
+    huge = shapely.LineString([(1e279, 0), (1.1e279, 1)])
+    line = shapely.LineString([(0, 0), (64, 0)])
+    out = densify_for_transform(np.array([line, huge], dtype=object))
+    assert shapely.get_num_coordinates(out[0]) == 65  # 64 pieces
+    assert out[1] is huge
+
+
 def test_a_geometry_geos_cannot_cut_does_not_stop_the_others() -> None:
     # found reprojecting the shipped Natural Earth countries to EPSG:3857 and back: one
     # geometry made GEOS raise "side location conflict" for the whole array

@@ -12,6 +12,7 @@ Conventions written down once:
 
 from __future__ import annotations
 
+import contextlib
 import functools
 import json
 from collections.abc import Callable, Mapping, Sequence
@@ -175,7 +176,8 @@ def densify_for_transform(geoms: Any, pieces: int = DENSIFY_PIECES) -> Any:
 
     Reprojecting vertex by vertex keeps every edge straight in the target CRS; densifying
     first makes the result follow the true image of each edge (the bulge of a long edge).
-    Points, None and empty geometries pass unchanged; non-finite coordinates are left alone.
+    Points, None and empty geometries pass unchanged; non-finite coordinates are left alone,
+    and so is a geometry GEOS refuses to densify (coordinates past about 1e154).
     """
     geoms = np.asarray(geoms, dtype=object)
     if geoms.size == 0:
@@ -190,7 +192,15 @@ def densify_for_transform(geoms: Any, pieces: int = DENSIFY_PIECES) -> Any:
         return geoms
     out = geoms.copy()
     with np.errstate(invalid="ignore"):  # NaN vertices stay as they are
-        out[ok] = shapely.segmentize(geoms[ok], length[ok])
+        try:
+            out[ok] = shapely.segmentize(geoms[ok], length[ok])
+        except shapely.errors.GEOSException:
+            # one geometry GEOS cannot densify fails the whole call (coordinates past
+            # 1e154, whose squared lengths overflow: "Tolerance is too small compared to
+            # geometry length"): densify one by one, and leave that one undensified
+            for i in np.flatnonzero(ok).tolist():
+                with contextlib.suppress(shapely.errors.GEOSException):
+                    out[i] = shapely.segmentize(geoms[i], length[i])
     return out
 
 
