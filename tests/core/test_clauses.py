@@ -161,6 +161,17 @@ def test_extent_counts_an_empty_geometry_inside_whatever_the_other_clauses_say()
     assert run(forbids, batch).result == "break"  # reported once: by geometry_type
 
 
+def test_extent_in_a_declared_crs_that_does_not_resolve_says_so() -> None:
+    # a fresh-user session: it read "inside the extent in undeclared CRS"
+    r = run(
+        clause("ext", "extent", region=[-10, -10, 10, 10]), batch_of([VALID_POLYGON], crs="bogus")
+    )
+    assert r.result == "pass"
+    assert "in the declared CRS 'bogus' (not resolvable)" in r.message
+    r = run(clause("ext", "extent", region=[-10, -10, 10, 10]), batch_of([VALID_POLYGON], crs=None))
+    assert "in undeclared CRS" in r.message
+
+
 def test_extent_antimeridian_bbox_passes_split_features() -> None:
     parts = [
         ANTIMERIDIAN_PARTS,

@@ -136,3 +136,41 @@ def test_a_contract_whose_clauses_contradict_is_refused_before_the_config_topic(
     path.write_text(text)
     with pytest.raises(ContractError, match=r"domain clause 'boro_code' lists only text codes"):
         publish_contract(Settings(bootstrap_servers="127.0.0.1:1"), path)  # no broker needed
+
+
+def test_a_crs_that_does_not_resolve_is_refused_or_said_before_publishing(
+    tmp_path: Path,
+) -> None:
+    """A fresh-user session: `batch publish --crs bogus` published (exit 0) what `check
+    --crs bogus` refuses, and a file declaring "bogus" went out without a word."""
+    import json
+
+    from worker.cli.scenario import data_file
+    from worker.core.errors import CrsError
+    from worker.io.features import read_batch_file
+    from worker.kafka.publish import publish_batch_file, unresolvable_crs
+    from worker.kafka.settings import Settings
+
+    with pytest.raises(CrsError, match="cannot resolve CRS 'bogus'"):
+        publish_batch_file(
+            Settings(bootstrap_servers="127.0.0.1:1"),
+            data_file("nyc_boroughs.parquet"),
+            layer="nyc_boroughs",
+            crs="bogus",
+        )
+    point = {"type": "Point", "coordinates": [1, 2]}
+    declared = tmp_path / "declared.geojson"
+    declared.write_text(
+        json.dumps(
+            {
+                "type": "FeatureCollection",
+                "crs": {"type": "name", "properties": {"name": "bogus"}},
+                "features": [{"type": "Feature", "properties": {}, "geometry": point}],
+            }
+        )
+    )
+    warning = unresolvable_crs(read_batch_file(declared, layer="t"))
+    assert warning is not None and warning.startswith(
+        "warning: the file declares a CRS that cannot be resolved (cannot resolve CRS 'bogus'"
+    )
+    assert unresolvable_crs(read_batch_file(data_file("nyc_boroughs.parquet"), layer="t")) is None

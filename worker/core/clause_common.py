@@ -112,14 +112,21 @@ def contract_crs(clause: Clause, contract: Contract, facts: BatchFacts) -> tuple
     """The CRS a spatial clause's region is written in, and a label for messages.
 
     The clause's ``crs``, else the contract's crs clause ``expect``, else the batch's declared
-    CRS (None when that is missing too). Raises CrsError for an unresolvable contract CRS.
+    CRS (None when that is missing too, or cannot be resolved: the region is then compared
+    with the coordinates as stored, and the label says which). Raises CrsError for an
+    unresolvable contract CRS.
     """
     text = clause.params.get("crs")
     if text is None:
         text = next((c.params.get("expect") for c in contract.clauses if c.kind == "crs"), None)
     if text is None:
         crs = facts.declared_crs
-        return crs, crs_label(crs) if crs is not None else "undeclared CRS"
+        if crs is not None:
+            return crs, crs_label(crs)
+        declared = facts.batch.declared_crs
+        if declared:  # a fresh-user finding: it read "undeclared CRS"
+            return None, f"the declared CRS {clip(declared, 80)!r} (not resolvable)"
+        return None, "undeclared CRS"
     crs = resolve_crs(text)
     return crs, text if isinstance(text, str) and len(text) <= 40 else crs_label(crs)
 

@@ -11,9 +11,16 @@ from urllib.parse import unquote, urlparse
 
 from worker.core.coherence import contradictions
 from worker.core.echo import clip
-from worker.core.errors import ContractError, ContractGateError, KafkaError, PolicyError
+from worker.core.errors import (
+    ContractError,
+    ContractGateError,
+    CrsError,
+    KafkaError,
+    PolicyError,
+)
 from worker.core.model import AxisOrder, Batch, Contract
 from worker.core.registry import Registry
+from worker.core.spatial import resolve_crs
 from worker.io.codec import encode_batch
 from worker.io.contract_files import load_contract
 from worker.io.features import read_batch_file
@@ -188,7 +195,8 @@ def publish_batch_file(
     ``file:///dir/``, implies ``by_reference``), the URI of the copy written there as
     ``<batch id>/<file name>`` before the event is published. The workers read it only
     under their payload roots. ``warn`` is given one line when features inline have a
-    geometry the reader could not write as WKB (:func:`unwritten_geometries`).
+    geometry the reader could not write as WKB (:func:`unwritten_geometries`), and when the
+    file declares a CRS that cannot be resolved.
 
     Raises
     ------
@@ -196,9 +204,13 @@ def publish_batch_file(
         The file cannot be read or uploaded.
     ContractGateError
         A bad ``upload`` destination, or a batch id of the form ``PARTITION@OFFSET``.
+    CrsError
+        ``crs`` cannot be resolved (pyproj).
     """
     if batch_id is not None and not batch_id.strip():
         raise ContractGateError("--batch-id is empty: give the batch an id, or leave it out")
+    if crs:
+        resolve_crs(crs)  # as `check --crs`: a CRS that does not resolve is bad input
     if batch_id is not None and re.fullmatch(r"\d+@\d+", batch_id.strip()):
         # `quarantine show/replay 1@2` name a record by its coordinates: such an id would
         # show or replay another batch (found by a new-user session)
@@ -227,12 +239,30 @@ def publish_batch_file(
         uri = _reference_uri(str(path))
     if uri is None and warn is not None and batch.geometry_errors:
         warn(unwritten_geometries(batch.geometry_errors))
+    if warn is not None and not crs and (line := unresolvable_crs(batch)):
+        warn(line)
     partition, offset = publish_batch(settings, batch, payload_uri=uri)
     return (
         f"published batch {batch.batch_id} ({len(batch.geometries_wkb)} features, layer {layer}) "
         f"to {settings.topics.batches}[{partition}]@{offset}"
         + (f" with payload_uri {uri}" if uri else "")
     )
+
+
+def unresolvable_crs(batch: Batch) -> str | None:
+    """The warning for a batch whose file declares a CRS that pyproj cannot resolve, or
+    None. Such a batch is published (the contracts decide), but its producer is told."""
+    if not batch.declared_crs:
+        return None
+    try:
+        resolve_crs(batch.declared_crs)
+    except CrsError as exc:
+        return (
+            f"warning: the file declares a CRS that cannot be resolved ({exc}); a contract's "
+            "crs clause breaks on it, and without one its regions are compared with the "
+            "coordinates as stored (give --crs to declare another)"
+        )
+    return None
 
 
 def unwritten_geometries(errors: Mapping[int, str], shown: int = 3) -> str:
