@@ -952,3 +952,9 @@ def test_longitudes_beyond_180_that_fit_once_wrapped_are_diagnosed_so() -> None:
     # a feature across the antimeridian is not moved: nothing wraps it inside a world box
     across = run(world, batch_of([shapely.box(170, 0, 190, 10)]))
     assert not any(d.startswith("longitudes beyond") for d in across.diagnoses)
+    # an infinite longitude is not wrapped (moving it warned "invalid value encountered in
+    # multiply" on stderr, an error under this suite's warning filter): a fresh-user finding
+    inf = shapely.from_wkb(struct.pack("<BIdd", 1, 1, float("inf"), 1.0))
+    r = run(world, batch_of([shapely.Point(1, 2), inf]))
+    assert r.result == "break" and r.measured["fraction_inside"] == 0.5
+    assert not any(d.startswith("longitudes beyond") for d in r.diagnoses)
