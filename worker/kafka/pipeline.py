@@ -540,7 +540,7 @@ class Pipeline:
         elif runs.rest:  # the deadline passed: the decided prefix is committed
             self._seek(rewind_offsets(runs.rest), "the rest of a poll batch past its deadline")
             log.warning(
-                "poll batch deadline of %.0f s passed after %d events: committed them, "
+                "poll batch deadline of %g s passed after %d events: committed them, "
                 "%d events are consumed again",
                 self.batch_deadline_s,
                 runs.committed,
