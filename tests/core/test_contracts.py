@@ -586,3 +586,17 @@ def test_a_version_number_with_leading_zeros_or_another_form_is_refused(version:
     text = text.replace("version: v1\n", f"version: {json.dumps(version)}\n")
     with pytest.raises(ContractError, match=r"version: invalid value .* without leading zeros"):
         parse_contract(text, source="c.yaml")
+
+
+def test_a_null_value_is_said_in_yaml_terms() -> None:
+    # a fresh-user session: "allow_empty: null" read "None is not of type 'boolean'"
+    text = (DATA / "admin_boundaries.v1.yaml").read_text()
+    text = text.replace(
+        "allowed: [Polygon, MultiPolygon]\n",
+        "allowed: [Polygon, MultiPolygon]\n    allow_empty: null\n",
+    )
+    with pytest.raises(ContractError) as info:
+        parse_contract(text, source="c.yaml")
+    message = str(info.value)
+    assert "allow_empty: invalid value null (null is not of type 'boolean')" in message
+    assert "expected true or false" in message and "None" not in message

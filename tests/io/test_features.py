@@ -88,7 +88,10 @@ def test_empty_feature_collection(tmp_path: Path) -> None:
         (b"{not json", "not a JSON document"),
         (b"\xff\xfe\x00", "not a JSON document"),
         (json.dumps({"type": "Feature", "geometry": POINT}).encode(), "not a GeoJSON Feature"),
-        (json.dumps([1, 2]).encode(), "not a GeoJSON FeatureCollection"),
+        (json.dumps([1, 2]).encode(), "FeatureCollection: the JSON document is an array$"),
+        # in GeoJSON's terms, not Python's ("type is None", "type is 'list'"): fresh-user
+        (b"{}", 'not a GeoJSON FeatureCollection: the object has no "type" member$'),
+        (b'{"type": "Topology"}', "FeatureCollection: its \"type\" is 'Topology'$"),
         (json.dumps({"type": "FeatureCollection"}).encode(), "no 'features' list"),
         (json.dumps(_fc([{"type": "Point"}])).encode(), r"features\[0\] is not a GeoJSON"),
         (json.dumps(_fc([], crs={"type": "name"})).encode(), "bad CRS"),

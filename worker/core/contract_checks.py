@@ -440,7 +440,10 @@ def _describe(
     message = error.message
     if error.validator == "pattern":  # the fix says what is expected; the regex does not
         message = "not in the expected form"
-    what = f"invalid value {shown!r} ({message})" if shown is not None else message
+    if error.instance is None:  # YAML null (or an empty value): said in YAML's terms
+        what = f"invalid value null ({re.sub(r'^None ', 'null ', message)})"
+    else:
+        what = f"invalid value {shown!r} ({message})" if shown is not None else message
     hint = _numeric_text_hint(error.instance)
     if hint:
         return path, what, hint

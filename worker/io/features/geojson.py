@@ -15,6 +15,7 @@ import numpy as np
 import pyarrow as pa
 import shapely
 
+from worker.core.echo import clip
 from worker.core.errors import PayloadCorrupt
 from worker.io.features.base import RFC7946_CRS, FeatureData, _fail, _to_wkb, text_column
 from worker.io.features.wkb import geojson_to_wkb
@@ -36,9 +37,21 @@ def _read_geojson(path: Path | str, data: bytes | None = None) -> FeatureData:
         raise PayloadCorrupt(
             f"{path}: JSON nested too deeply to read (hundreds of levels of arrays or objects)"
         ) from None
-    if not isinstance(doc, dict) or doc.get("type") != "FeatureCollection":
-        kind = doc.get("type") if isinstance(doc, dict) else type(doc).__name__
-        raise _fail(path, f"not a GeoJSON FeatureCollection (type is {kind!r})")
+    if not isinstance(doc, dict):
+        names = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
+        what = names.get(type(doc), "a number")
+        raise _fail(path, f"not a GeoJSON FeatureCollection: the JSON document is {what}")
+    if doc.get("type") != "FeatureCollection":
+        kind = doc.get("type")
+        raise _fail(
+            path,
+            "not a GeoJSON FeatureCollection: "
+            + (
+                'the object has no "type" member'
+                if kind is None
+                else f'its "type" is {clip(str(kind), 80)!r}'
+            ),
+        )
     features = doc.get("features")
     if not isinstance(features, list):
         raise _fail(path, "the FeatureCollection has no 'features' list")
