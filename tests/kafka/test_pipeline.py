@@ -202,6 +202,29 @@ def test_a_record_refused_as_too_large_is_quarantined_after_three_attempts() -> 
     assert p.attempts.attempts(("in", 0, 10)) == 0  # forgotten once committed
 
 
+def test_a_record_above_the_producers_own_limit_is_quarantined_when_routed() -> None:
+    """The producer's message.max.bytes is known: an event whose records would exceed it
+    is quarantined at routing, in the poll batch's one transaction, never aborted (on
+    Tansu an aborted transaction's records reach read_committed readers)."""
+    limit = 2000
+    producer = SizeLimitedProducer(max_bytes=limit)
+    big = FakeRecord("in", 0, 30, key=b"roads", value=b"\x00not avro" + b"z" * 5000)
+    consumer = PollingConsumer(batches=[[big, _polled(31)]])
+    p = Pipeline(Settings(instance_id="pod-0", extra={"message.max.bytes": str(limit)}))
+    p._producer, p._consumer = producer, consumer
+    p.assigned = frozenset({("in", 0)})
+    p.config = NoConfigUpdates()  # type: ignore[assignment]
+    p._lag_at = float("inf")
+    decided: list[Outcome] = []
+    p.on_outcome = decided.append
+    assert p.step() == 2
+    assert producer.calls == ["begin", "commit"]  # one transaction, no abort
+    assert [o.decision.reasons[0].code for o in decided] == ["decode_error", "decode_error"]
+    record = decided[0].records[0]
+    assert len(record.value) <= limit - 1024  # the original is not carried
+    assert decided[1].records[0].value is not None
+
+
 @dataclass
 class FailingFrom(FakeProducer):
     """Commits ``ok`` transactions, then every commit fails and needs an abort."""

@@ -45,7 +45,7 @@ def versions(layer: str) -> tuple[ActiveVersion, ...]:
     return (V1, V11) if layer == "admin_boundaries" else ()
 
 
-def go(value: bytes | None, key: bytes | None = b"admin_boundaries", loader=None):  # type: ignore[no-untyped-def]
+def go(value: bytes | None, key: bytes | None = b"admin_boundaries", loader=None, **kw):  # type: ignore[no-untyped-def]
     return route(
         Source("gis.batches", 2, 41, key, value),
         versions,
@@ -53,6 +53,7 @@ def go(value: bytes | None, key: bytes | None = b"admin_boundaries", loader=None
         now=NOW,
         worker_id="w",
         payload_loader=loader,
+        **kw,
     )
 
 
@@ -234,11 +235,8 @@ def test_a_record_that_cannot_be_encoded_is_quarantined_not_a_crash(monkeypatch)
     assert "value out of range for long" in rec["reasons"][0]["message"]
 
 
-def test_an_admitted_event_above_the_record_limit_is_quarantined(monkeypatch) -> None:  # type: ignore[no-untyped-def]
-    import worker.kafka.routing
-
-    monkeypatch.setattr(worker.kafka.routing, "MAX_MESSAGE_BYTES", len(REAL_EVENT) - 1)
-    out = go(REAL_EVENT)
+def test_an_admitted_event_above_the_record_limit_is_quarantined() -> None:
+    out = go(REAL_EVENT, max_record_bytes=len(REAL_EVENT) - 1)
     rec = codec.decode_quarantine(out.records[-1].value)
     assert rec["reason_code"] == "record_too_large"
     assert f"the event is {len(REAL_EVENT)} bytes" in rec["reasons"][0]["message"]
@@ -266,15 +264,10 @@ def test_inline_schema_is_the_columns_sent_not_the_declaration() -> None:
     assert "field 'pop_est' has type string, expected integer" in rec["reasons"][0]["message"]
 
 
-def test_any_output_record_above_the_limit_becomes_one_small_quarantine_record(
-    monkeypatch,  # type: ignore[no-untyped-def]
-) -> None:
+def test_any_output_record_above_the_limit_becomes_one_small_quarantine_record() -> None:
     # issue 10: an oversized record aborted the transaction and the batch came back forever
-    import worker.kafka.routing
-
     sizes = [len(r.value) for r in go(REAL_EVENT).records if r.topic.endswith("evaluations")]
-    monkeypatch.setattr(worker.kafka.routing, "MAX_MESSAGE_BYTES", min(sizes) - 1)
-    out = go(REAL_EVENT)
+    out = go(REAL_EVENT, max_record_bytes=min(sizes) - 1)
     assert [r.topic for r in out.records] == [TOPICS.quarantine]
     rec = codec.decode_quarantine(out.records[0].value)
     assert rec["reason_code"] == "record_too_large"

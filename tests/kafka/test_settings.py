@@ -161,3 +161,18 @@ def test_payload_roots_and_limits_from_env_and_flags(tmp_path) -> None:  # type:
         Settings.from_env({"CONTRACT_GATE_PAYLOAD_ROOTS": "data/"})
     with pytest.raises(ContractGateError, match=r"bad size '2GB!'.*--max-payload-bytes"):
         Settings.from_env({}, max_payload_bytes="2GB!")
+
+
+def test_the_routed_record_limit_follows_a_smaller_producer_message_max_bytes() -> None:
+    """A record librdkafka refuses at produce() aborts its transaction, and on Tansu the
+    aborted records reach read_committed readers (the fault suite's record-too-large row
+    read duplicates): the router quarantines such a batch first, below the limit given."""
+    from worker.kafka.settings import MAX_MESSAGE_BYTES, RECORD_OVERHEAD_BYTES
+
+    assert Settings().max_record_bytes() == MAX_MESSAGE_BYTES
+    small = Settings(extra={"message.max.bytes": "600000"})
+    assert small.max_record_bytes() == 600000 - RECORD_OVERHEAD_BYTES
+    assert int(small.producer()["message.max.bytes"]) == 600000
+    huge = Settings(extra={"message.max.bytes": str(10 * MAX_MESSAGE_BYTES)})
+    assert huge.max_record_bytes() == MAX_MESSAGE_BYTES  # the consumers' fetch bounds
+    assert Settings(extra={"message.max.bytes": "lots"}).max_record_bytes() == MAX_MESSAGE_BYTES

@@ -190,6 +190,9 @@ class Pipeline:
         self._per_major_topics: dict[str, tuple[bool, float]] = {}
         #: Schema Registry wire format (``settings.schema_registry``), else plain Avro
         self.schema_registry = codec_for(settings)
+        #: the largest record the producer takes (``message.max.bytes``, less framing):
+        #: a batch whose records are larger is quarantined when routed, never produced
+        self._routed_record_bytes = settings.max_record_bytes()
         self._framed = output_kinds(settings.topics)
         self.attempts = BatchAttempts()
         #: the last failed transaction: its reason and the Kafka error codes seen
@@ -609,6 +612,7 @@ class Pipeline:
             worker_id=self.settings.instance_id,
             payload_loader=self._load_payload,
             registry=self.schema_registry,
+            max_record_bytes=self._routed_record_bytes,
         )
 
     def _keep_waiting(self) -> bool:

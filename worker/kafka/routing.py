@@ -131,10 +131,11 @@ def _quarantine(
     topics: Topics,
     now: datetime,
     worker_id: str,
+    max_record_bytes: int = MAX_MESSAGE_BYTES,
 ) -> OutRecord:
     reason_code = decision.reasons[0].code if decision.reasons else "contract_break"
     original = source.value or b""
-    if len(original) > MAX_MESSAGE_BYTES - 1024 * 1024:
+    if len(original) > max_record_bytes - min(1024 * 1024, max_record_bytes // 2):
         original = b""  # too large to carry twice; the source coordinates locate it
     value = codec.encode_quarantine(
         decision,
@@ -174,6 +175,7 @@ def route(
     worker_id: str,
     payload_loader: Callable[[str, Batch], Batch | ChunkedBatch] | None = None,
     registry: RegistryCodec | None = None,
+    max_record_bytes: int = MAX_MESSAGE_BYTES,
 ) -> Outcome:
     """Decide one event and build its output records.
 
@@ -200,6 +202,11 @@ def route(
         Read the event in the Schema Registry wire format (writer schema by id); a wrong
         magic byte, an unknown id or a failed lookup is a ``decode_error``. Default: plain
         Avro. Output records are framed by the pipeline when it produces them.
+    max_record_bytes : int
+        Largest output record (key, value, headers), bytes: a batch whose records would
+        be larger is quarantined (``record_too_large``) with a record that fits
+        (:meth:`worker.kafka.settings.Settings.max_record_bytes`; default
+        :data:`~worker.kafka.settings.MAX_MESSAGE_BYTES`).
 
     Returns
     -------
@@ -275,7 +282,7 @@ def route(
     batch_id = batch.batch_id if batch else salvaged_id
     duration_s = time.perf_counter() - started
 
-    if decision.admitted and source.value is not None and len(source.value) > MAX_MESSAGE_BYTES:
+    if decision.admitted and source.value is not None and len(source.value) > max_record_bytes:
         decision = Decision(
             "quarantined",
             decision.verdicts,
@@ -283,20 +290,24 @@ def route(
                 QuarantineReason(
                     code="record_too_large",
                     message=f"the event is {len(source.value)} bytes, above the "
-                    f"{MAX_MESSAGE_BYTES} bytes the admitted topic takes; send it by "
+                    f"{max_record_bytes} bytes the admitted topic takes; send it by "
                     "reference (payload_uri) instead",
                 ),
             ),
             decision.diagnoses,
         )
     try:
-        records = _records(source, batch, layer, batch_id, decision, topics, now, worker_id)
+        records = _records(
+            source, batch, layer, batch_id, decision, topics, now, worker_id, max_record_bytes
+        )
         if per_major and batch is not None:
-            records += _per_major_records(source, batch, decision, topics)
+            records += _per_major_records(source, batch, decision, topics, max_record_bytes)
     except Exception as exc:  # a record we cannot build must not stop the partition
         decision = _failed("encode_error", f"output records cannot be encoded: {exc}")
-        records = [_quarantine(source, layer, None, decision, topics, now, worker_id)]
-    oversized = [r for r in records if _record_bytes(r) > MAX_MESSAGE_BYTES]
+        records = [
+            _quarantine(source, layer, None, decision, topics, now, worker_id, max_record_bytes)
+        ]
+    oversized = [r for r in records if _record_bytes(r) > max_record_bytes]
     if oversized:
         # a record the broker refuses would abort the transaction and the batch would be
         # consumed again, forever: quarantine it with a record that surely fits
@@ -304,11 +315,13 @@ def route(
         decision = _failed(
             "record_too_large",
             f"the {r.topic} record for this batch would be {_record_bytes(r)} bytes, above "
-            f"the {MAX_MESSAGE_BYTES} bytes a record may take; the original is not carried "
+            f"the {max_record_bytes} bytes a record may take; the original is not carried "
             "(the source coordinates locate it)",
         )
         small = replace(source, value=b"")
-        records = [_quarantine(small, layer, batch_id, decision, topics, now, worker_id)]
+        records = [
+            _quarantine(small, layer, batch_id, decision, topics, now, worker_id, max_record_bytes)
+        ]
     return Outcome(
         source,
         layer,
@@ -337,6 +350,7 @@ def _records(
     topics: Topics,
     now: datetime,
     worker_id: str,
+    max_record_bytes: int = MAX_MESSAGE_BYTES,
 ) -> list[OutRecord]:
     """The evaluation records and the admitted or quarantine record of one decision."""
     records: list[OutRecord] = []
@@ -365,7 +379,9 @@ def _records(
         headers = _admitted_headers(source, batch, decision)
         records.append(OutRecord(topics.admitted, batch.layer, source.value, headers))
     else:
-        records.append(_quarantine(source, layer, batch_id, decision, topics, now, worker_id))
+        records.append(
+            _quarantine(source, layer, batch_id, decision, topics, now, worker_id, max_record_bytes)
+        )
     return records
 
 
@@ -388,13 +404,17 @@ def _admitted_headers(source: Source, batch: Batch, decision: Decision) -> Heade
 
 
 def _per_major_records(
-    source: Source, batch: Batch, decision: Decision, topics: Topics
+    source: Source,
+    batch: Batch,
+    decision: Decision,
+    topics: Topics,
+    max_record_bytes: int = MAX_MESSAGE_BYTES,
 ) -> list[OutRecord]:
     """The original bytes to the admitted topic of every enforcing major whose verdict
     passed (:func:`worker.core.read_paths.passing_majors`), with the admitted record's
     headers, whether or not the shared topic admits the batch."""
     value = source.value
-    if value is None or len(value) > MAX_MESSAGE_BYTES:
+    if value is None or len(value) > max_record_bytes:
         return []
     headers = _admitted_headers(source, batch, decision)
     return [

@@ -22,6 +22,7 @@ from worker.kafka.logfilter import install as install_repeat_filter
 __all__ = [
     "MAX_MESSAGE_BYTES",
     "PRINTABLE_KEYS",
+    "RECORD_OVERHEAD_BYTES",
     "SECRET_KEYS",
     "SchemaRegistrySettings",
     "Settings",
@@ -33,6 +34,10 @@ __all__ = [
 
 #: Largest record the gate produces or accepts (bytes): high-vertex layers travel inline.
 MAX_MESSAGE_BYTES = 16 * 1024 * 1024
+
+#: Bytes kept free below the producer's ``message.max.bytes`` for what librdkafka counts
+#: beside key, value and headers (the record's framing: a few dozen bytes).
+RECORD_OVERHEAD_BYTES = 1024
 
 #: Parts of librdkafka property names whose values are never printed, even when the key is
 #: misspelt (``sasl.pasword``): any key containing one of these is masked.
@@ -280,6 +285,20 @@ class Settings:
         )
         conf.update(overrides)
         return conf
+
+    def max_record_bytes(self) -> int:
+        """Largest output record the worker writes, in bytes (key, value and headers):
+        :data:`MAX_MESSAGE_BYTES`, or less when ``message.max.bytes`` given in ``extra`` is
+        smaller, less :data:`RECORD_OVERHEAD_BYTES`. librdkafka refuses a larger record at
+        ``produce()``, which aborts the transaction it belongs to: the router quarantines
+        such a batch instead (``record_too_large``), so no transaction is aborted for it.
+        A limit of the broker or topic, which the client cannot know, is still met by the
+        abort-and-retry path (:mod:`worker.kafka.attempts`)."""
+        try:
+            given = int(self.extra.get("message.max.bytes", MAX_MESSAGE_BYTES + 1024 * 1024))
+        except ValueError:  # librdkafka refuses the value itself when the producer starts
+            return MAX_MESSAGE_BYTES
+        return max(1, min(MAX_MESSAGE_BYTES, given - RECORD_OVERHEAD_BYTES))
 
     def producer(self, *, transactional: bool = False, **overrides: Any) -> dict[str, Any]:
         """Configuration of a producer; ``transactional`` gives it ``transactional.id``.
