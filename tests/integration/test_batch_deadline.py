@@ -61,6 +61,22 @@ def _outputs(settings: Settings, expected: int, timeout_s: float) -> Counter[tup
     return seen
 
 
+def _steps_until_all_committed(pipeline: Pipeline, timeout_s: float = 90) -> list[int]:
+    """Start ``pipeline``, step it until :data:`EVENTS` are committed (or ``timeout_s``
+    passes), close it; the events committed by each step that committed any."""
+    committed: list[int] = []
+    pipeline.start()
+    try:
+        stop_at = time.monotonic() + timeout_s
+        while sum(committed) < EVENTS and time.monotonic() < stop_at:
+            n = pipeline.step()
+            if n:
+                committed.append(n)
+    finally:
+        pipeline.close()
+    return committed
+
+
 def test_a_slow_poll_batch_commits_its_decided_prefix_and_decides_the_rest_next(
     settings: Settings, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -97,16 +113,7 @@ def test_a_slow_poll_batch_commits_its_decided_prefix_and_decides_the_rest_next(
 
     pipeline._load_payload = slow_loader  # type: ignore[assignment]
     caplog.set_level(logging.WARNING, logger="worker.kafka.pipeline")
-    committed: list[int] = []
-    pipeline.start()
-    try:
-        stop_at = time.monotonic() + 90
-        while sum(committed) < EVENTS and time.monotonic() < stop_at:
-            n = pipeline.step()
-            if n:
-                committed.append(n)
-    finally:
-        pipeline.close()
+    committed = _steps_until_all_committed(pipeline)
     # 1.0 s per event, deadline 1.5 s: the second event starts at 1.0 s, the third would
     # start at 2.0 s, past the deadline: every step decides 2 events, commits them and
     # seeks back to the third
@@ -224,16 +231,7 @@ def test_large_events_routed_two_at_a_time_are_decided_once_each_across_deadline
                 routed.append((m.offset(), threading.current_thread().name))
 
     pipeline._route = slow_route  # type: ignore[method-assign]
-    committed: list[int] = []
-    pipeline.start()
-    try:
-        stop_at = time.monotonic() + 90
-        while sum(committed) < EVENTS and time.monotonic() < stop_at:
-            n = pipeline.step()
-            if n:
-                committed.append(n)
-    finally:
-        pipeline.close()
+    committed = _steps_until_all_committed(pipeline)
     assert sum(committed) == EVENTS, committed
     assert overlapped.is_set() and all(name.startswith("gate-route") for _, name in routed)
     # events 0 and 1 take 0.4 s together; 2 and 3 start before the 0.5 s deadline and

@@ -6,31 +6,16 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
-from datetime import datetime, timedelta, timezone
 
 import pytest
 
 from tests.fakes import FakeRecord
 from tests.kafka.test_pipeline import FakeProducer, PollingConsumer, polling_pipeline
-from worker.cli.scenario import data_file
-from worker.core.model import ActiveVersion
+from tests.kafka.test_routing import NOW, V1, V11, WORLD
 from worker.io import codec
-from worker.io.contract_files import load_contract
-from worker.io.features import read_batch_file
 from worker.kafka.ahead import RouteAhead
 from worker.kafka.routing import Source, route
 from worker.kafka.settings import Topics
-
-NOW = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
-V1 = ActiveVersion(load_contract(data_file("contracts/admin_boundaries.v1.yaml")), "enforcing")
-V11 = ActiveVersion(load_contract(data_file("contracts/admin_boundaries.v1.1.yaml")), "observing")
-WORLD = read_batch_file(
-    data_file("admin_boundaries.parquet"),
-    layer="admin_boundaries",
-    crs="EPSG:4326",
-    data_time=NOW - timedelta(hours=1),
-    batch_id="w",
-)
 
 
 def _events() -> list[bytes]:
