@@ -13,6 +13,7 @@ from pyproj import CRS
 
 from worker.cli.scenario import data_file
 from worker.core.memo import identity_memo
+from worker.core.model import Clause
 from worker.core.spatial import (
     _coordinates_outside,
     area_of_use,
@@ -44,6 +45,39 @@ def test_identity_memo_hits_by_identity_and_misses_for_equal_objects() -> None:
     label(resolve_crs("EPSG:3857"))  # the third entry clears the full cache
     label(a)
     assert len(calls) == 4
+
+
+def test_a_per_thread_memo_never_hands_one_threads_value_to_another() -> None:
+    """Prepared regions are built per thread: GEOS mutates a prepared geometry's index in
+    every predicate (libgeos/geos#825), and a review crashed the process (double free)
+    with two routing threads sharing one on shapely 2.1."""
+    import threading
+
+    from worker.core.clauses_spatial import _extent_region
+
+    @identity_memo(maxsize=4, per_thread=True)
+    def region(key: object) -> object:
+        return object()
+
+    key = object()
+    mine = region(key)
+    assert region(key) is mine  # cached within the thread
+    seen: list[object] = []
+    other = threading.Thread(target=lambda: seen.extend([region(key), region(key)]))
+    other.start()
+    other.join(5)
+    assert seen[0] is seen[1] and seen[0] is not mine
+    region.cache_clear()  # type: ignore[attr-defined]
+    assert region(key) is not mine
+    # the extent clause's prepared region is one of them
+    c = Clause("ext", "extent", params={"region": "POLYGON ((0 0, 9 0, 0 9, 0 0))"})
+    crs = resolve_crs("EPSG:4326")
+    here = _extent_region(c, crs)
+    there: list[object] = []
+    t = threading.Thread(target=lambda: there.append(_extent_region(c, crs)))
+    t.start()
+    t.join(5)
+    assert there[0] is not here and shapely.equals(there[0], here)
 
 
 def test_box_region_fast_path_agrees_with_covered_by_on_countries() -> None:

@@ -195,7 +195,7 @@ def test_a_record_refused_as_too_large_is_quarantined_after_three_attempts() -> 
     assert producer.produced == ["out", quarantine, "out"]
     assert outcomes[1].decision.reasons[0].code == "record_too_large"
     message = outcomes[1].decision.reasons[0].message
-    assert "batch b-big is 5001 bytes" in message  # value and key
+    assert "batch b-big is 5065 bytes" in message  # value and key, and 64 of framing
     assert f"message.max.bytes is {16 * 1024 * 1024 + 1024 * 1024} bytes" in message
     assert outcomes[0].decision.admitted and outcomes[2].decision.admitted
     assert sorted(producer.offsets) == [("in", 1, 8)]  # the last event's own transaction

@@ -433,3 +433,21 @@ def test_a_second_admitted_replay_of_one_original_is_quarantined_as_duplicate() 
     pipeline.replays.add(admitted)  # committed: a later replay is a duplicate too
     later, _ = pipeline._dedupe_replays([replayed(12)])
     assert later[0].decision.reasons[0].code == "duplicate_replay"
+
+
+def test_a_duplicate_replay_record_fits_the_producers_limit() -> None:
+    """A review: the duplicate_replay quarantine record carried the original up to the
+    16 MiB default whatever the producer took; with a limit just above the admitted record,
+    librdkafka refused it and aborted the transaction."""
+    from worker.kafka.routing import _record_bytes, duplicate_replay
+
+    admitted = go(REAL_EVENT)
+    assert admitted.decision.admitted
+    limit = len(REAL_EVENT) + 1024  # the admitted record fits, the original twice does not
+    out = duplicate_replay(admitted, "0@7", TOPICS, now=NOW, worker_id="w", max_record_bytes=limit)
+    (record,) = out.records
+    assert _record_bytes(record) <= limit
+    rec = codec.decode_quarantine(record.value)
+    assert rec["reason_code"] == "duplicate_replay" and rec["original"] == b""
+    roomy = duplicate_replay(admitted, "0@7", TOPICS, now=NOW, worker_id="w")
+    assert codec.decode_quarantine(roomy.records[0].value)["original"] == REAL_EVENT

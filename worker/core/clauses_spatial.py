@@ -97,7 +97,7 @@ def _whole_batch_break(
     return _unplaceable_break(clause, facts, crs, label, expected, count)
 
 
-@identity_memo(maxsize=64)  # regions may be large polygons: keep few
+@identity_memo(maxsize=64, per_thread=True)  # large polygons, prepared: keep few, per thread
 def _extent_region(clause: Clause, crs: CRS | None) -> shapely.Geometry:
     """The extent clause's region in ``crs``, widened by its ``tolerance`` (mitred, so a
     box stays a box) and prepared; built once per (clause, CRS), not per event."""
@@ -109,7 +109,7 @@ def _extent_region(clause: Clause, crs: CRS | None) -> shapely.Geometry:
     return region
 
 
-@identity_memo(maxsize=64)  # regions may be large polygons: keep few
+@identity_memo(maxsize=64, per_thread=True)  # large polygons, in GEOS calls: per thread
 def _coverage_region(clause: Clause, crs: CRS | None) -> tuple[shapely.Geometry, float]:
     """The coverage clause's region in ``crs`` and its area (see
     :func:`worker.core.spatial.area_m2_or_units`), once per (clause, CRS)."""

@@ -13,6 +13,8 @@ is cached; a different but equal object is a cache miss, never a wrong answer.
 from __future__ import annotations
 
 import functools
+import threading
+import weakref
 from collections.abc import Callable
 from typing import Any, Generic, TypeVar, overload
 
@@ -21,7 +23,17 @@ __all__ = ["fact", "identity_memo"]
 F = TypeVar("F", bound=Callable[..., Any])
 
 
-def identity_memo(maxsize: int) -> Callable[[F], F]:
+class _Cache:
+    """One cache of :func:`identity_memo`: its ``entries`` (an object that can be weakly
+    referenced, and hashed by identity)."""
+
+    __slots__ = ("__weakref__", "entries")
+
+    def __init__(self) -> None:
+        self.entries: dict[tuple[int, ...], tuple[tuple[Any, ...], Any]] = {}
+
+
+def identity_memo(maxsize: int, *, per_thread: bool = False) -> Callable[[F], F]:
     """Decorator: cache a function of positional arguments by the arguments' identity.
 
     Parameters
@@ -29,15 +41,39 @@ def identity_memo(maxsize: int) -> Callable[[F], F]:
     maxsize : int
         Entries kept; the cache is cleared when it is full (entries are cheap to rebuild
         and the working set, the active contract versions' CRSs and clauses, is small).
+    per_thread : bool
+        One cache per thread, for values that must not be shared between threads: a
+        prepared GEOS geometry mutates its index on every predicate call, and GEOS does not
+        make that safe across threads (libgeos/geos#825; the worker routes large events on
+        two threads, :mod:`worker.kafka.ahead`). ``maxsize`` then bounds each thread's.
 
-    The decorated function gains ``cache_clear()``. Exceptions are not cached.
+    The decorated function gains ``cache_clear()`` (every thread's cache). Exceptions are
+    not cached.
     """
 
     def wrap(fn: F) -> F:
-        cache: dict[tuple[int, ...], tuple[tuple[Any, ...], Any]] = {}
+        shared = _Cache()
+        local = threading.local()
+        # every live thread's cache, for cache_clear (a thread's goes with the thread)
+        caches: weakref.WeakSet[_Cache] = weakref.WeakSet([shared])
+        lock = threading.Lock()
+
+        def this_thread() -> _Cache:
+            mine = getattr(local, "cache", None)
+            if mine is None:
+                mine = local.cache = _Cache()
+                with lock:
+                    caches.add(mine)
+            return mine
+
+        def clear() -> None:
+            with lock:
+                for c in list(caches):
+                    c.entries.clear()
 
         @functools.wraps(fn)
         def cached(*args: Any) -> Any:
+            cache = (this_thread() if per_thread else shared).entries
             key = tuple(map(id, args))
             hit = cache.get(key)
             if hit is not None and all(a is b for a, b in zip(hit[0], args, strict=True)):
@@ -48,7 +84,7 @@ def identity_memo(maxsize: int) -> Callable[[F], F]:
             cache[key] = (args, value)
             return value
 
-        cached.cache_clear = cache.clear  # type: ignore[attr-defined]
+        cached.cache_clear = clear  # type: ignore[attr-defined]
         return cached  # type: ignore[return-value]
 
     return wrap

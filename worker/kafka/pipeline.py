@@ -367,6 +367,7 @@ class Pipeline:
                         self.settings.topics,
                         now=self.clock(),
                         worker_id=self.settings.instance_id,
+                        max_record_bytes=self._routed_record_bytes,
                     )
                 )
             else:

@@ -137,17 +137,21 @@ def _quarantine(
     original = source.value or b""
     if len(original) > max_record_bytes - min(1024 * 1024, max_record_bytes // 2):
         original = b""  # too large to carry twice; the source coordinates locate it
-    value = codec.encode_quarantine(
-        decision,
-        batch_id=batch_id,
-        layer=layer,
-        source_topic=source.topic,
-        source_partition=source.partition,
-        source_offset=source.offset,
-        original=original,
-        quarantined_at=now,
-        worker_id=worker_id,
-    )
+
+    def encode(original: bytes) -> bytes:
+        return codec.encode_quarantine(
+            decision,
+            batch_id=batch_id,
+            layer=layer,
+            source_topic=source.topic,
+            source_partition=source.partition,
+            source_offset=source.offset,
+            original=original,
+            quarantined_at=now,
+            worker_id=worker_id,
+        )
+
+    value = encode(original)
     broken = sorted({f"{r.version}:{r.clause}" for r in decision.reasons if r.clause})
     headers = [
         ("dlq.reason", reason_code.encode()),
@@ -159,6 +163,8 @@ def _quarantine(
         *_replay_of(source),  # a replayed event quarantined again names its original
     ]
     key = layer if layer is not None else source.key  # undecodable: source key byte for byte
+    if original and _record_bytes(OutRecord("", key, value, headers)) > max_record_bytes:
+        value = encode(b"")  # the rest of the record left no room for the original
     return OutRecord(topics.quarantine, key, value, headers)
 
 
@@ -334,11 +340,18 @@ def route(
     )
 
 
+#: Bytes counted for a record's framing beside its key, value and headers, and for each
+#: header's: at least what librdkafka counts against ``message.max.bytes`` (a review
+#: measured a record of 8 headers accepted at 53 bytes above key, value and headers).
+RECORD_FRAMING_BYTES, HEADER_FRAMING_BYTES = 64, 8
+
+
 def _record_bytes(record: OutRecord) -> int:
-    """Bytes of one output record: key, value and headers."""
+    """Bytes of one output record as the producer counts them, at most: key, value and
+    headers with their framing."""
     key = record.key.encode() if isinstance(record.key, str) else (record.key or b"")
-    headers = sum(len(k) + len(v or b"") for k, v in record.headers)
-    return len(key) + len(record.value or b"") + headers
+    headers = sum(len(k) + len(v or b"") + HEADER_FRAMING_BYTES for k, v in record.headers)
+    return RECORD_FRAMING_BYTES + len(key) + len(record.value or b"") + headers
 
 
 def _records(
@@ -451,17 +464,31 @@ def replay_of(source: Source) -> str | None:
 
 
 def duplicate_replay(
-    outcome: Outcome, original: str, topics: Topics, *, now: datetime, worker_id: str
+    outcome: Outcome,
+    original: str,
+    topics: Topics,
+    *,
+    now: datetime,
+    worker_id: str,
+    max_record_bytes: int = MAX_MESSAGE_BYTES,
 ) -> Outcome:
     """The outcome of a replay whose original was already admitted: one quarantine
-    record (``duplicate_replay``), no evaluation records (the batch was judged already)."""
+    record (``duplicate_replay``, at most ``max_record_bytes``: without the original when
+    it would not fit), no evaluation records (the batch was judged already)."""
     decision = _failed(
         "duplicate_replay",
         f"batch {outcome.batch_id or '?'} is a replay of {clip(original, 200)}, which was "
         "already admitted after another replay; a batch is admitted once",
     )
     record = _quarantine(
-        outcome.source, outcome.layer, outcome.batch_id, decision, topics, now, worker_id
+        outcome.source,
+        outcome.layer,
+        outcome.batch_id,
+        decision,
+        topics,
+        now,
+        worker_id,
+        max_record_bytes,
     )
     return replace(outcome, decision=decision, records=(record,))
 
@@ -497,5 +524,5 @@ def record_too_large(
 
 
 def largest_record_bytes(outcome: Outcome) -> int:
-    """Bytes of the largest output record of ``outcome`` (key, value and headers)."""
+    """Bytes of the largest output record of ``outcome`` (:func:`_record_bytes`)."""
     return max((_record_bytes(r) for r in outcome.records), default=0)
