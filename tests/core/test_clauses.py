@@ -103,6 +103,17 @@ def test_extent_latitude_first_point_breaks_with_swap_diagnosis() -> None:
     assert r.diagnoses == (SWAP,)
 
 
+def test_a_swap_is_diagnosed_beside_empty_geometries() -> None:
+    # a review: empties counted inside the extent but not in the swapped reading's count,
+    # so 8 latitude-first points and 2 empties (0.2 inside, 1.0 once swapped) got none
+    crs = clause("srid", "crs", expect="EPSG:4326")
+    points = [shapely.Point(48.0 + i / 10, 2.0 + i / 10) for i in range(8)]
+    batch = batch_of([*points, shapely.Point(), shapely.Point()])
+    r = run(clause("ext", "extent", region=EUROPE_BBOX, min_fraction_inside=0.9), batch, crs)
+    assert r.result == "break" and r.measured["fraction_inside"] == 0.2
+    assert r.diagnoses == (SWAP,)
+
+
 def test_extent_north_east_batch_is_normalised_before_measuring() -> None:
     batch = batch_of([PARIS_LAT_FIRST], axis_order="north_east")
     assert run(clause("ext", "extent", region=EUROPE_BBOX), batch).result == "pass"

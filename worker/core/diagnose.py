@@ -90,8 +90,11 @@ def diagnose_tally(
     coordinate within its area of use) and ``fit_k`` (covered after reprojecting from it)."""
     declared = facts.declared_crs
     out: dict[str, int | bool] = {"count": facts.count}
+    # an empty geometry is inside the extent however it is read (the clause counts it
+    # so): every reading's count includes the empties, as the fraction inside does
+    empty = int(np.count_nonzero(facts.parsed & facts.is_empty))
     if crs is not None and declared is not None and not crs_equivalent(declared, crs):
-        out["as_contract"] = int(
+        out["as_contract"] = empty + int(
             np.count_nonzero(covered_mask(facts.geometries, facts.usable, region))
         )
         raw = facts.geometries[facts.usable]
@@ -104,17 +107,17 @@ def diagnose_tally(
     usable = facts.usable & ~nonfinite_mask(swapped)
     if declared is not None:  # swapped values the declared CRS cannot hold are no fit
         usable &= ~outside_area_of_use(np.asarray(swap_xy(facts.geometries)), declared)
-    out["swapped"] = int(np.count_nonzero(covered_mask(swapped, usable, region)))
+    out["swapped"] = empty + int(np.count_nonzero(covered_mask(swapped, usable, region)))
     if crs is None:
         return out
     if crs.is_geographic and (declared is None or declared.is_geographic):
-        out["wrapped"] = _wrapped_fit(facts, region)
+        out["wrapped"] = empty + _wrapped_fit(facts, region)
     for k, cand in enumerate(_candidates(facts, crs)):
         # never suggest a CRS the raw coordinates cannot be in (x = 1e279)
         out[f"in_aou_{k}"] = not outside_area_of_use(facts.geometries[facts.usable], cand).any()
         moved = np.asarray(reproject(facts.geometries, cand, crs), dtype=object)
         ok = facts.usable & ~nonfinite_mask(moved)
-        out[f"fit_{k}"] = int(np.count_nonzero(covered_mask(moved, ok, region)))
+        out[f"fit_{k}"] = empty + int(np.count_nonzero(covered_mask(moved, ok, region)))
     return out
 
 
