@@ -166,3 +166,44 @@ def test_a_poll_batch_of_large_events_is_routed_ahead_and_decided_in_order() -> 
     assert decided == [20, 21, 22, 23]
     assert producer.produced == [Topics().quarantine] * 4  # undecodable: one record each
     assert producer.offsets == [("in", 0, 24)]
+
+
+def test_past_the_deadline_an_outcome_routed_ahead_is_taken_and_no_more_are_routed() -> None:
+    """A review: once the deadline passed, an event routed ahead and finished was thrown
+    away and routed again in the next poll batch (12 events of 1 MB took 23 routings)."""
+    from tests.kafka.test_runs import Ledger
+    from worker.kafka.runs import route_in_runs
+
+    b_done = threading.Event()
+    routed: list[bytes] = []
+
+    def fake_route(event: bytes) -> bytes:
+        routed.append(event)
+        if event == b"b":
+            b_done.set()
+        return event.upper()
+
+    ticks = iter([0.0, 0.0] + [10.0] * 20)  # the deadline (1 s) passes after a
+
+    def clock() -> float:
+        t = next(ticks)
+        if t >= 10.0:  # past it: b, routed ahead with a, has finished
+            assert b_done.wait(5)
+            time.sleep(0.05)
+        return t
+
+    ledger = Ledger()
+
+    def hand_off(events: list[bytes], outcomes: list[bytes]):  # type: ignore[no-untyped-def]
+        return ledger.hand_off([e.decode() for e in events], [o.decode() for o in outcomes])
+
+    with ThreadPoolExecutor(2) as pool:
+        ahead = RouteAhead([b"a", b"b", b"c"], fake_route, pool, size=len, min_bytes=1)
+        runs = route_in_runs(
+            [b"a", b"b", b"c"], ahead, hand_off, ledger.settle, deadline_s=1.0,
+            min_run_s=100.0, clock=clock, ready=ahead.ready,
+        )  # fmt: skip
+        ahead.close()
+    assert runs.committed == 2 and runs.rest == [b"c"] and runs.past_deadline
+    assert sorted(routed) == [b"a", b"b"]  # c was never routed ahead
+    assert ahead.routed_ahead == 2

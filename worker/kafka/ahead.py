@@ -90,6 +90,7 @@ class RouteAhead(Generic[E, O]):
         self._ahead: dict[int, Future[O]] = {}
         self._next = 0
         self._submitted = 0
+        self._routing_ahead = True
 
     @property
     def routed_ahead(self) -> int:
@@ -101,12 +102,24 @@ class RouteAhead(Generic[E, O]):
         if i >= len(self._events) or self._events[i] is not event:
             raise ValueError("RouteAhead is asked for the poll batch's events in order")
         self._next += 1
-        for j in range(i, min(i + self._depth, len(self._events))):
+        # past the deadline (ready() was asked) nothing more is routed ahead
+        last = min(i + self._depth, len(self._events)) if self._routing_ahead else i
+        for j in range(i, last):
             if self._large[j] and j not in self._ahead:
                 self._ahead[j] = self._executor.submit(self._route, self._events[j])
                 self._submitted += 1
         future = self._ahead.pop(i, None)
         return self._route(event) if future is None else future.result()
+
+    def ready(self, event: E) -> bool:
+        """Whether the outcome of ``event``, the next one to be asked for, is computed
+        already. Asked once the poll batch's deadline has passed
+        (:func:`worker.kafka.runs.route_in_runs`): from then on no event is routed ahead,
+        and an outcome computed already is taken rather than routed again next time."""
+        self._routing_ahead = False
+        i = self._next
+        future = self._ahead.get(i)
+        return i < len(self._events) and self._events[i] is event and bool(future and future.done())
 
     def close(self) -> None:
         """Wait for the events routed ahead and never asked for (the poll batch stopped

@@ -535,6 +535,7 @@ class Pipeline:
                 deadline_s=self.batch_deadline_s,
                 size=_event_bytes,
                 progress=self._mark_progress,
+                ready=None if ahead is None else ahead.ready,
             )
         finally:
             if ahead is not None:

@@ -76,6 +76,7 @@ def route_in_runs(
     min_run_bytes: int = MIN_RUN_BYTES,
     clock: Callable[[], float] = time.monotonic,
     progress: Callable[[], None] | None = None,
+    ready: Callable[[E], bool] | None = None,
 ) -> Runs[E]:
     """Route ``events`` in order, committing them in runs while the next run is routed.
 
@@ -102,6 +103,10 @@ def route_in_runs(
         ``size``, only ``min_run_s`` bounds a run).
     progress : callable, optional
         Called after every routed event (the loop is alive).
+    ready : callable, optional
+        Asked, once the deadline has passed, whether the next event's outcome is already
+        computed (routed ahead: :meth:`worker.kafka.ahead.RouteAhead.ready`); such an
+        outcome is taken, not thrown away and routed again in the next poll batch.
 
     Returns
     -------
@@ -122,7 +127,7 @@ def route_in_runs(
 
     try:
         for event in events:
-            if routed and clock() - started >= deadline_s:
+            if routed and clock() - started >= deadline_s and not (ready and ready(event)):
                 past_deadline = True
                 break
             run[0].append(event)
