@@ -203,6 +203,17 @@ def test_a_revision_of_a_retired_major_is_refused() -> None:
     assert d.classification.class_ == "minor"
 
 
+def test_a_major_whose_newest_revision_is_retired_is_retired_whatever_came_before() -> None:
+    # a fresh-user session: v1.0 superseded by v1.1, v1.1 retired, v2.0 active; v1.2 was
+    # published enforcing (the check wanted every revision of v1 retired)
+    v1_1 = variant(V1, "v1.1", ("owner: boundaries-team", "owner: geo-team"))
+    v1_2 = variant(V1, "v1.2", ("owner: boundaries-team", "owner: maps-team"))
+    v2 = variant(V1, "v2", ("expect: east_north", "expect: north_east"))
+    d = decide(v1_2, "enforcing", pub(V1, state="superseded"), pub(v1_1, state="retired"), pub(v2))
+    assert d.action == "refuse" and not d.writes
+    assert "major v1 of layer admin_boundaries is retired" in d.message
+
+
 def test_superseding_an_observing_trial_says_that_its_evaluation_ends() -> None:
     # found by a new-user session: an enforcing minor superseded the observing tightening
     # v1.1 with only "supersedes v1.0, v1.1" said

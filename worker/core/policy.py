@@ -195,7 +195,10 @@ def decide_publish(
     # overlap the older major can still get a v1.2 after v2.0); a version of a major not
     # yet published, against the newest version of the layer
     own_major = [p for p in layer if p.contract.major == new.major]
-    if own_major and all(p.state == "retired" for p in own_major):
+    newest_own = _newest(own_major)
+    # retirement retires a major's newest revision; the older ones stay superseded (a
+    # fresh-user session revived v1 as v1.2 after v1.0 superseded and v1.1 retired)
+    if newest_own is not None and newest_own.state == "retired":
         live = sorted({f"v{p.contract.major}" for p in layer if p.state == "active"})
         return PolicyDecision(
             "refuse",
