@@ -82,3 +82,18 @@ def test_duration_error_gives_the_hint_not_the_regex(
     err = capsys.readouterr().err
     assert "max_age: invalid value '6h' (not in the expected form)" in err
     assert "such as PT4H, P1D or PT30M" in err and "\\d" not in err
+
+
+def test_an_output_file_that_cannot_be_written_is_one_error_naming_it(tmp_path: Path) -> None:
+    # a fresh-user session: `contract evidence -o /tmp` was an IsADirectoryError traceback
+    # (check --html and quarantine show --geojson already said it in one line)
+    from worker.cli.args import write_output
+    from worker.core.errors import ContractGateError
+
+    with pytest.raises(ContractGateError, match=f"^cannot write {tmp_path}: Is a directory$"):
+        write_output(str(tmp_path), "x")
+    missing = tmp_path / "no" / "such.txt"
+    with pytest.raises(ContractGateError, match="No such file or directory"):
+        write_output(str(missing), "x")
+    write_output(str(tmp_path / "ok.txt"), "é")
+    assert (tmp_path / "ok.txt").read_text("utf-8") == "é"

@@ -176,3 +176,17 @@ def test_the_routed_record_limit_follows_a_smaller_producer_message_max_bytes() 
     huge = Settings(extra={"message.max.bytes": str(10 * MAX_MESSAGE_BYTES)})
     assert huge.max_record_bytes() == MAX_MESSAGE_BYTES  # the consumers' fetch bounds
     assert Settings(extra={"message.max.bytes": "lots"}).max_record_bytes() == MAX_MESSAGE_BYTES
+
+
+def test_a_session_timeout_that_is_no_number_is_one_error_naming_it() -> None:
+    import pytest
+
+    from worker.core.errors import ContractGateError
+
+    # a fresh-user session: `--kafka-property session.timeout.ms=abc` was a traceback
+    for bad in ("abc", "1.5"):
+        with pytest.raises(ContractGateError, match=rf"session.timeout.ms '{bad}' is not a whole"):
+            Settings(extra={"session.timeout.ms": bad}).consumer()
+    assert (
+        Settings(extra={"session.timeout.ms": "7000"}).consumer()["heartbeat.interval.ms"] == 1166
+    )

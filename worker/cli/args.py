@@ -219,3 +219,19 @@ def file_policy(args: argparse.Namespace) -> PayloadPolicy:
     except ValueError as exc:
         raise ContractGateError(f"{exc} (--max-payload-bytes)") from None
     return replace(policy, roots=None)
+
+
+def write_output(path: str, text: str) -> None:
+    """Write ``text`` to the file ``path`` (UTF-8) for an ``--output``-like option.
+
+    Raises
+    ------
+    ContractGateError
+        The file cannot be written (a directory, a missing parent, no permission): one
+        line naming the path, exit 2.
+    """
+    try:
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(text)
+    except OSError as exc:
+        raise ContractGateError(f"cannot write {path}: {exc.strerror or exc}") from None

@@ -19,6 +19,7 @@ from worker.cli.args import (
     file_policy,
     offending_features,
     settings_from_args,
+    write_output,
 )
 from worker.cli.consumers import cmd_retire
 from worker.cli.lifecycle import LIFECYCLE_COMMANDS
@@ -144,7 +145,7 @@ def _write_pictures(args: argparse.Namespace, batch: Any, decision: Any, version
 
     if args.offenders:
         doc = offenders_collection(batch, broken_clauses(decision), name=Path(args.batch).stem)
-        _write(args.offenders, dumps_json(doc, ensure_ascii=False, default=str))
+        write_output(args.offenders, dumps_json(doc, ensure_ascii=False, default=str))
         print(
             f"wrote {offending_features(len(doc['features']))} to {args.offenders}",
             file=sys.stderr,
@@ -153,16 +154,8 @@ def _write_pictures(args: argparse.Namespace, batch: Any, decision: Any, version
         from worker.io.batch_page import render_batch_page
 
         page = render_batch_page(batch, decision, [v.contract for v in versions], title=args.batch)
-        _write(args.html, page)
+        write_output(args.html, page)
         print(f"wrote {args.html}; open it in a browser", file=sys.stderr)
-
-
-def _write(path: str, text: str) -> None:
-    try:
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(text)
-    except OSError as exc:
-        raise ContractGateError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
 def cmd_run(args: argparse.Namespace) -> int:

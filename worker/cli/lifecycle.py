@@ -13,6 +13,7 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 from typing import Any
 
+from worker.cli.args import write_output
 from worker.core.jsonsafe import dumps_json
 
 __all__ = ["LIFECYCLE_COMMANDS", "add_lifecycle_args"]
@@ -120,8 +121,7 @@ def _cmd_evidence(args: argparse.Namespace) -> int:
     else:
         text = render_evidence_text(evidence)
     if args.output:
-        with open(args.output, "w", encoding="utf-8") as f:
-            f.write(text)
+        write_output(args.output, text)  # a fresh-user finding: an OSError traceback
         print(f"wrote {args.output}")
     else:
         print(text)

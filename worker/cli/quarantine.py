@@ -12,7 +12,7 @@ import sys
 from collections.abc import Callable
 from typing import Any
 
-from worker.cli.args import add_payload_args, offending_features
+from worker.cli.args import add_payload_args, offending_features, write_output
 from worker.core.errors import ContractGateError, KafkaError
 from worker.core.jsonsafe import dumps_json
 
@@ -160,22 +160,14 @@ def _write_pictures(args: argparse.Namespace, entry: Any) -> None:
     reasons = entry.record["reasons"]
     if args.geojson:
         doc = offenders_collection(batch, offenders_of_record(reasons), name=entry.batch_id)
-        _write(args.geojson, dumps_json(doc, ensure_ascii=False, default=str))
+        write_output(args.geojson, dumps_json(doc, ensure_ascii=False, default=str))
         wrote = offending_features(len(doc["features"]))
         print(f"wrote {wrote} to {args.geojson}", file=sys.stderr)
     if args.html:
         from worker.io.batch_page import render_record_page
 
-        _write(args.html, render_record_page(batch, entry.record))
+        write_output(args.html, render_record_page(batch, entry.record))
         print(f"wrote {args.html}; open it in a browser", file=sys.stderr)
-
-
-def _write(path: str, text: str) -> None:
-    try:
-        with open(path, "w", encoding="utf-8") as fh:
-            fh.write(text)
-    except OSError as exc:
-        raise ContractGateError(f"cannot write {path}: {exc.strerror or exc}") from None
 
 
 def cmd_quarantine(args: argparse.Namespace) -> int:

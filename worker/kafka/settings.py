@@ -251,7 +251,14 @@ class Settings:
         (exactly-once needs manual commits and read_committed; the group has its flag).
         """
         conf = self.base()
-        session_ms = int(self.extra.get("session.timeout.ms", self.session_timeout_ms))
+        given = self.extra.get("session.timeout.ms", self.session_timeout_ms)
+        try:
+            session_ms = int(given)
+        except ValueError:  # a fresh-user finding: it was a ValueError traceback
+            raise ContractGateError(
+                f"session.timeout.ms {clip(str(given), 40)!r} is not a whole number of "
+                "milliseconds; check --kafka-property and CONTRACT_GATE_KAFKA_SESSION_TIMEOUT_MS"
+            ) from None
         defaults: dict[str, Any] = {
             "auto.offset.reset": "earliest",
             "session.timeout.ms": self.session_timeout_ms,
