@@ -190,3 +190,9 @@ def test_a_session_timeout_that_is_no_number_is_one_error_naming_it() -> None:
     assert (
         Settings(extra={"session.timeout.ms": "7000"}).consumer()["heartbeat.interval.ms"] == 1166
     )
+
+
+def test_a_transaction_timeout_given_wins_over_the_workers_default() -> None:
+    assert Settings().producer(transactional=True)["transaction.timeout.ms"] == 60000
+    given = Settings(extra={"transaction.timeout.ms": "30000"}).producer(transactional=True)
+    assert given["transaction.timeout.ms"] == "30000"

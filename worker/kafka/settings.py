@@ -324,7 +324,9 @@ class Settings:
         conf["enable.idempotence"] = True
         if transactional:
             conf["transactional.id"] = f"{self.transactional_id_prefix}-{self.instance_id}"
-            conf["transaction.timeout.ms"] = 60000
+            # the worker's default; a given one wins, as every other property (a
+            # fresh-user session found --kafka-property transaction.timeout.ms ignored)
+            conf["transaction.timeout.ms"] = self.extra.get("transaction.timeout.ms", 60000)
         conf.update(overrides)
         return conf
 
