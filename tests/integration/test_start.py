@@ -29,3 +29,19 @@ def test_a_missing_topic_stops_start_up_naming_the_fix(settings: Settings, role:
     assert "contract-gate topics create" in message
     # the topics that exist are not named
     assert settings.topics.admitted not in message.replace(absent, "")
+
+
+@pytest.mark.integration
+def test_producing_to_a_missing_topic_names_the_fix_at_once(settings: Settings) -> None:
+    # a fresh-user session: `batch publish` and `consumers declare` to a missing topic
+    # waited 30 s for the delivery, then printed the broker's error without the fix
+    import time
+
+    from worker.kafka.client import produce_one
+
+    absent = f"{settings.topics.batches}.absent"
+    started = time.monotonic()
+    with pytest.raises(KafkaError, match=rf"^topic {absent} does not exist; create it with"):
+        produce_one(settings, absent, "k", b"v")
+    assert time.monotonic() - started < 10
+    assert produce_one(settings, settings.topics.batches, "k", b"v")[1] >= 0  # one that exists

@@ -100,6 +100,7 @@ def produce_one(
     KafkaError
         When delivery fails or does not complete within ``timeout_s``.
     """
+    from confluent_kafka import KafkaError as CKError
     from confluent_kafka import Producer
 
     result: dict[str, Any] = {}
@@ -108,6 +109,16 @@ def produce_one(
         result["err"], result["msg"] = err, msg
 
     producer = Producer(settings.producer())
+    try:  # a missing topic is said at once, with the fix (the delivery waited timeout_s)
+        meta = producer.list_topics(topic, timeout=min(10.0, timeout_s)).topics.get(topic)
+    except Exception:  # unreachable: the delivery below says so, naming the setting
+        meta = None
+    else:
+        unknown = meta is not None and meta.error is not None
+        if unknown and meta.error.code() == CKError.UNKNOWN_TOPIC_OR_PART:
+            raise KafkaError(
+                f"topic {topic} does not exist; create it with `contract-gate topics create`"
+            )
     try:
         extra: dict[str, Any] = {} if partition is None else {"partition": partition}
         producer.produce(
