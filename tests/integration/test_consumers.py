@@ -167,6 +167,13 @@ def test_retired_version_stops_being_evaluated_and_reader_assert_fails(
     code, _, err = _cli(settings, capsys, "consumers", "assert", LAYER, "v1", "--last", "5")
     assert code == 2 and "not under v1" in err
     assert _cli(settings, capsys, "consumers", "assert", LAYER, "v1", "--last", "1")[0] == 2
+    # an offset past the partition's end is said at once (it waited 30 s and blamed the
+    # other partitions' EOF: a fresh-user finding)
+    past = ["--partition", str(last.partition()), "--offset", str(last.offset() + 10**6)]
+    started = time.monotonic()
+    code, _, err = _cli(settings, capsys, "consumers", "assert", LAYER, "v2", *past)
+    assert code == 2 and f"no admitted record at {settings.topics.admitted}[" in err
+    assert time.monotonic() - started < 15
 
 
 def test_status_shows_the_layers_an_undeclared_group_read_and_still_counts_it_everywhere(

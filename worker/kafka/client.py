@@ -175,7 +175,10 @@ def read_topic(
         for p in sorted(meta.partitions):
             offset = OFFSET_BEGINNING
             if start is not None and p in start:
-                offset = start[p]
+                # within the partition: an offset past its end was out of range, and its
+                # EOF never came (`consumers assert --offset 999999` waited timeout_s)
+                low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+                offset = min(max(start[p], low), high)
             elif tail is not None:
                 low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
                 offset = max(low, high - tail)
