@@ -433,6 +433,15 @@ def test_a_second_admitted_replay_of_one_original_is_quarantined_as_duplicate() 
     pipeline.replays.add(admitted)  # committed: a later replay is a duplicate too
     later, _ = pipeline._dedupe_replays([replayed(12)])
     assert later[0].decision.reasons[0].code == "duplicate_replay"
+    # a replay its operator forced (`quarantine replay --force`) is admitted again: the
+    # CLI said "replayed" while the worker quarantined it (a fresh-user finding)
+    forced_source = Source(
+        "gis.batches", 0, 13, b"admin_boundaries", REAL_EVENT,
+        (("replay-of", b"b-42"), ("replay-force", b"1")),
+    )  # fmt: skip
+    forced = route(forced_source, versions, TOPICS, now=NOW, worker_id="w")
+    again, admitted_again = pipeline._dedupe_replays([forced])
+    assert again[0].decision.admitted and admitted_again == ["b-42"]
 
 
 def test_a_duplicate_replay_record_fits_the_producers_limit() -> None:

@@ -92,7 +92,8 @@ def add_quarantine_args(
         a.add_argument(
             "--force",
             action="store_true",
-            help="replay even a batch already on the admitted topic (it may be admitted twice)",
+            help="replay even a batch already on the admitted topic: the worker admits it "
+            "again if it passes (header replay-force), even after an earlier replay of it",
         )
 
 
@@ -130,7 +131,7 @@ def _replay_all(args: argparse.Namespace, settings: Any) -> int:
         try:
             if not args.force:
                 check_not_admitted(entry, admitted, digests)
-            partition, offset = replay(settings, entry)
+            partition, offset = replay(settings, entry, force=args.force)
         except ContractGateError as exc:
             if isinstance(exc, KafkaError):
                 raise
@@ -222,7 +223,7 @@ def cmd_quarantine(args: argparse.Namespace) -> int:
     if not args.force:
         digests: dict[str, str] = {}
         check_not_admitted(entry, read_admitted(settings, digests=digests), digests)
-    partition, offset = replay(settings, entry)
+    partition, offset = replay(settings, entry, force=args.force)
     print(
         f"replayed {entry.batch_id or args.batch} (from {entry.coordinates}) to "
         f"{settings.topics.batches}[{partition}]@{offset}; the worker re-evaluates it"

@@ -52,6 +52,7 @@ from worker.kafka.routing import (
     duplicate_replay,
     largest_record_bytes,
     record_too_large,
+    replay_forced,
     replay_of,
     route,
 )
@@ -351,15 +352,18 @@ class Pipeline:
 
     def _dedupe_replays(self, outcomes: list[Outcome]) -> tuple[list[Outcome], list[str]]:
         """Replace the admission of a replay whose original was admitted already (before,
-        or earlier in this poll batch) by a ``duplicate_replay`` quarantine record; returns
-        the outcomes and the originals this batch admits."""
+        or earlier in this poll batch) by a ``duplicate_replay`` quarantine record, unless
+        its operator forced it (``replay-force``); returns the outcomes and the originals
+        this batch admits."""
         admitted: list[str] = []
         out: list[Outcome] = []
         for outcome in outcomes:
             original = replay_of(outcome.source) if outcome.decision.admitted else None
             if original is None:
                 out.append(outcome)
-            elif original in self.replays or original in admitted:
+            elif (original in self.replays or original in admitted) and not replay_forced(
+                outcome.source
+            ):
                 out.append(
                     duplicate_replay(
                         outcome,

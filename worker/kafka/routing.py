@@ -37,6 +37,7 @@ __all__ = [
     "Source",
     "largest_record_bytes",
     "record_too_large",
+    "replay_forced",
     "route",
 ]
 
@@ -45,6 +46,10 @@ Headers = list[tuple[str, bytes]]
 #: Input header of a replayed event (``contract-gate quarantine replay``), carried forward
 #: to its admitted or quarantine record.
 REPLAY_OF = "replay-of"
+
+#: Input header of a replay forced by its operator (``quarantine replay --force``): admitted
+#: even when a replay of the same batch was admitted before (no ``duplicate_replay``).
+REPLAY_FORCE = "replay-force"
 
 
 @dataclass(frozen=True)
@@ -453,6 +458,11 @@ def _salvage(
         layer if isinstance(layer, str) else None,
         batch_id if isinstance(batch_id, str) else None,
     )
+
+
+def replay_forced(source: Source) -> bool:
+    """Whether a consumed record carries ``replay-force: 1`` (:data:`REPLAY_FORCE`)."""
+    return any(key == REPLAY_FORCE and value == b"1" for key, value in source.headers)
 
 
 def replay_of(source: Source) -> str | None:

@@ -33,7 +33,7 @@ from worker.io import codec
 from worker.io.codec.registry import schema_id_of
 from worker.io.report import brief, offender_lines
 from worker.kafka.client import produce_one, read_topic
-from worker.kafka.routing import REPLAY_OF
+from worker.kafka.routing import REPLAY_FORCE, REPLAY_OF
 from worker.kafka.schema_registry import codec_for, plain_value
 from worker.kafka.settings import Settings
 
@@ -550,12 +550,14 @@ def entry_to_json(entry: QuarantineEntry) -> dict[str, Any]:
     return doc
 
 
-def replay(settings: Settings, entry: QuarantineEntry) -> tuple[int, int]:
+def replay(settings: Settings, entry: QuarantineEntry, *, force: bool = False) -> tuple[int, int]:
     """Republish the entry's original event to the batches topic; returns its coordinates.
 
     Headers: ``replay-of`` (the batch id; for an undecodable event the coordinates of the
     original event, kept through replays) and ``replay-source`` (the quarantine record's
-    coordinates).
+    coordinates); with ``force``, ``replay-force: 1``, which tells the worker to admit the
+    replay even when a replay of the same batch was admitted before (otherwise it is
+    quarantined as ``duplicate_replay``: a batch is admitted once).
 
     Raises
     ------
@@ -583,6 +585,7 @@ def replay(settings: Settings, entry: QuarantineEntry) -> tuple[int, int]:
             or f"{r['source_partition']}@{r['source_offset']}",
         ),
         ("replay-source", entry.coordinates),
+        *([(REPLAY_FORCE, "1")] if force else []),
     ]
     return produce_one(
         settings, settings.topics.batches, entry.layer, bytes(r["original"]), headers=headers
