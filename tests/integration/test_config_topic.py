@@ -84,3 +84,30 @@ def test_edit_in_place_is_ignored_and_lifecycle_changes_are_followed_live(
     assert current.contract.digest == original.contract.digest
     assert current.state == "retired"
     assert registry.active("admin_boundaries") == ()
+
+
+def test_topics_create_says_when_an_existing_config_topic_is_not_compacted(
+    broker: Any,
+) -> None:
+    """A fresh-user session: a config topic made by other tooling with the defaults
+    (cleanup.policy=delete) was answered "exists", and its contracts would be deleted
+    after retention.ms."""
+    import uuid
+
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from worker.kafka.client import NOT_COMPACTED, create_topics
+    from worker.kafka.settings import Settings, Topics
+
+    prefix = f"nc{uuid.uuid4().hex[:6]}."
+    settings = Settings(
+        bootstrap_servers=broker.bootstrap_servers, topics=Topics().with_prefix(prefix)
+    )
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    contracts = settings.topics.contracts
+    admin.create_topics([NewTopic(contracts, 1, 1)])[contracts].result(30)
+    outcome = create_topics(settings)
+    assert outcome[contracts].startswith(f"exists, {NOT_COMPACTED} (cleanup.policy=delete")
+    assert "cleanup.policy=compact" in outcome[contracts]
+    assert outcome[settings.topics.consumers] == "created"
+    assert create_topics(settings)[settings.topics.consumers] == "exists"  # compacted: fine

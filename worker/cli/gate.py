@@ -237,20 +237,22 @@ def _force_exit(message: str, status: int) -> None:
 
 
 def cmd_topics(args: argparse.Namespace) -> int:
-    from worker.kafka.client import create_topics
+    from worker.kafka.client import NOT_COMPACTED, create_topics
 
     settings = settings_from_args(args)
+    uncompacted = 0
     for name, outcome in create_topics(
         settings, partitions=args.partitions, replication_factor=args.replication_factor
     ).items():
         print(f"{name}: {outcome}")
+        uncompacted += NOT_COMPACTED in outcome
     from worker.kafka.read_paths import create_per_major_topics
 
     for name, outcome in create_per_major_topics(
         settings, partitions=args.partitions, replication_factor=args.replication_factor
     ).items():
         print(f"{name}: {outcome} (per-major read path)")
-    return 0
+    return 1 if uncompacted else 0
 
 
 def cmd_contract(args: argparse.Namespace) -> int:

@@ -12,6 +12,7 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
+from worker.core.echo import clip
 from worker.core.errors import KafkaError
 from worker.kafka.settings import MAX_MESSAGE_BYTES, Settings
 
@@ -78,7 +79,40 @@ def create_topics(
                 outcome[name] = "exists"
             else:
                 raise KafkaError(f"cannot create topic {name}: {err.str()}") from exc
+    for name, (_, cfg) in specs.items():
+        if outcome[name] == "exists" and cfg.get("cleanup.policy") == "compact":
+            outcome[name] += _compaction_problem(admin, name, timeout_s)
     return outcome
+
+
+#: Marks a topic that exists but is not compacted in :func:`create_topics`' answer.
+NOT_COMPACTED = "NOT compacted"
+
+
+def _compaction_problem(admin: Any, name: str, timeout_s: float) -> str:
+    """``""`` when the existing topic ``name`` is compacted, else what is wrong and the fix.
+
+    A config topic made by other tooling with the defaults (``cleanup.policy=delete``)
+    loses its contract records after ``retention.ms``: a worker started then finds no
+    contract (a fresh-user finding: ``topics create`` answered "exists")."""
+    from confluent_kafka.admin import ConfigResource
+
+    resource = ConfigResource("topic", name)
+    try:
+        entries = admin.describe_configs([resource], request_timeout=timeout_s)[resource].result()
+        # a broker that lists only the settings made on the topic (Tansu) leaves out a
+        # default cleanup.policy: Kafka's default, delete
+        entry = entries.get("cleanup.policy")
+        policy = str(entry.value or "") if entry is not None else "delete (the default)"
+    except Exception as exc:  # a broker without DescribeConfigs: said, not assumed
+        return f" (its cleanup.policy could not be read: {clip(str(exc), 120)})"
+    if "compact" in policy.split(","):
+        return ""
+    return (
+        f", {NOT_COMPACTED} (cleanup.policy={policy or 'unset'}): its records are deleted after "
+        f"retention.ms; set cleanup.policy=compact on it (kafka-configs --alter --entity-type "
+        f"topics --entity-name {name} --add-config cleanup.policy=compact)"
+    )
 
 
 def produce_one(
