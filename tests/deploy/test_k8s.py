@@ -208,3 +208,14 @@ def test_podmonitor_scrapes_the_metrics_endpoint_of_the_workers() -> None:
     (endpoint,) = monitor["spec"]["podMetricsEndpoints"]
     assert endpoint["path"] == "/metrics" and endpoint["path"] in ENDPOINTS
     assert endpoint["port"] == "http"
+
+
+def test_the_worker_gives_itself_the_pods_grace_period_to_stop() -> None:
+    """A fresh-user session: the StatefulSet allowed 120 s after SIGTERM, but the worker
+    used --stop-grace-s's default (30 s) and exited with its transaction unfinished."""
+    from worker.cli.main import build_parser
+
+    spec = _one("StatefulSet", "contract-gate")["spec"]["template"]["spec"]
+    (container,) = spec["containers"]
+    args = build_parser().parse_args(["run", *container["args"]])
+    assert 100 <= args.stop_grace_s < spec["terminationGracePeriodSeconds"]
