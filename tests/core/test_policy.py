@@ -281,3 +281,15 @@ def test_a_new_major_after_a_retired_one_follows_the_version_in_force() -> None:
     assert d.action == "write", d.message
     assert d.predecessor is not None and d.predecessor.contract.version == "v1.0"
     assert d.message.startswith("v1.0 -> v3.0: change class major")
+
+
+def test_an_observing_version_of_a_layer_without_an_enforcing_one_is_warned_about() -> None:
+    # a fresh-user session: a layer of one observing version admitted a broken batch, and
+    # nothing said so at publish
+    first = decide(V1, "observing")
+    assert first.action == "write"
+    assert "warning: layer admin_boundaries has no enforcing version" in first.message
+    assert "warning" not in decide(V1, "enforcing").message
+    trial = variant(V1, "v1.1", ("owner: boundaries-team", "owner: geo-team"))
+    beside = decide(trial, "observing", pub(V1))  # an enforcing v1.0 is in force
+    assert beside.action == "write" and "no enforcing version" not in beside.message

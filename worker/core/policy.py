@@ -216,7 +216,8 @@ def decide_publish(
         record = Published(new, mode, "active", None, (), now, published_by)
         return PolicyDecision(
             "write",
-            f"{new.key}: first version of layer {new.layer}, published {mode}",
+            f"{new.key}: first version of layer {new.layer}, published {mode}"
+            + _unchecked_warning(new, mode, layer),
             writes=(record,),
         )
     result = classify(predecessor.contract, new)
@@ -275,7 +276,22 @@ def decide_publish(
         tail += _shared_gate_warning(new, mode, layer, result)
     else:
         tail = f"published {mode}"
+    tail += _unchecked_warning(new, mode, layer)
     return PolicyDecision("write", f"{head}\n{new.key}: {tail}", result, predecessor, writes)
+
+
+def _unchecked_warning(new: Contract, mode: str, layer: Sequence[Published]) -> str:
+    """The warning for an observing version of a layer with no enforcing version in force:
+    its batches are admitted whatever they measure (a fresh-user session found a layer
+    of one observing version admitting a broken batch without a word at publish)."""
+    enforcing = [p for p in layer if p.state == "active" and p.mode == "enforcing"]
+    if mode != "observing" or enforcing:
+        return ""
+    return (
+        f"\nwarning: layer {new.layer} has no enforcing version: every batch is admitted, "
+        f"measured by {new.version} but never quarantined for it, until an enforcing version "
+        f"is published (or {new.version} promoted)"
+    )
 
 
 def _shared_gate_warning(
