@@ -168,9 +168,11 @@ def _quarantine(
         *_replay_of(source),  # a replayed event quarantined again names its original
     ]
     key = layer if layer is not None else source.key  # undecodable: source key byte for byte
-    if original and _record_bytes(OutRecord("", key, value, headers)) > max_record_bytes:
-        value = encode(b"")  # the rest of the record left no room for the original
-    return OutRecord(topics.quarantine, key, value, headers)
+    record = OutRecord(topics.quarantine, key, value, headers)
+    if original and _record_bytes(record) > max_record_bytes:
+        # the rest of the record left no room for the original
+        record = replace(record, value=encode(b""))
+    return record
 
 
 def _failed(code: str, message: str) -> Decision:

@@ -302,7 +302,7 @@ class Settings:
         A limit of the broker or topic, which the client cannot know, is still met by the
         abort-and-retry path (:mod:`worker.kafka.attempts`)."""
         try:
-            given = int(self.extra.get("message.max.bytes", MAX_MESSAGE_BYTES + 1024 * 1024))
+            given = int(self.producer()["message.max.bytes"])
         except ValueError:  # librdkafka refuses the value itself when the producer starts
             return MAX_MESSAGE_BYTES
         return max(1, min(MAX_MESSAGE_BYTES, given - RECORD_OVERHEAD_BYTES))
