@@ -11,8 +11,10 @@ batch is the one-chunk case of the same measure and render functions. Feature in
 
 Passes over the chunks: one; plus a first one when a GeoParquet ``edges: spherical`` batch
 declares no CRS (whether every coordinate is longitude/latitude decides how all chunks are
-read), and a last one when an extent clause broke (its diagnoses reproject every feature
-from candidate CRSs, which is only worth doing for a broken clause).
+read), and a last one when an extent clause broke (its diagnoses reproject features from
+candidate CRSs, which is only worth doing for a broken clause; they read the batch's
+evenly spaced sample, :data:`worker.core.diagnose.DIAGNOSIS_SAMPLE` features at most,
+whose indices the first pass's feature count decides).
 """
 
 from __future__ import annotations
@@ -59,12 +61,13 @@ class _Job:
     clause: Clause
 
 
-def _measure(job: _Job, facts: BatchFacts, now: datetime, diagnosis: bool = False) -> Any:
-    """The job's tally of ``facts``, or :class:`Failed` when measuring raised."""
+def _measure(job: _Job, facts: BatchFacts, now: datetime, total: int | None = None) -> Any:
+    """The job's tally of ``facts``, or :class:`Failed` when measuring raised; with
+    ``total`` (the batch's feature count), the tally of its extent diagnosis instead."""
     kind = job.clause.kind
     try:
-        if diagnosis:
-            return measure_extent_diagnosis(job.clause, job.version.contract, facts, now)
+        if total is not None:
+            return measure_extent_diagnosis(job.clause, job.version.contract, facts, now, total)
         if kind not in TALLIES:
             return {}
         return TALLIES[kind][0](job.clause, job.version.contract, facts, now)
@@ -103,18 +106,18 @@ def _tallies(
     jobs: Sequence[_Job],
     edges: tuple[str | None],
     now: datetime,
-    diagnosis: bool = False,
+    total: int | None = None,
 ) -> list[Tally | Failed]:
     """One pass: every job's tally, merged over the chunks (starting from the tally of no
-    features, so an empty batch is judged as the whole-batch path judges it)."""
-    acc = [_measure(j, BatchFacts(source.batch, 0, edges), now, diagnosis) for j in jobs]
+    features, so an empty batch is judged as the whole-batch path judges it); with
+    ``total`` (the batch's feature count, known after a first pass), the tallies of the
+    extent diagnoses, on the batch's evenly spaced sample."""
+    acc = [_measure(j, BatchFacts(source.batch, 0, edges), now, total) for j in jobs]
     offset = 0
     for chunk in source.chunks():
         with collector_paused():  # the chunk's geometries are built and freed within
             facts = BatchFacts(chunk, offset, edges)
-            acc = [
-                merge(a, _measure(j, facts, now, diagnosis)) for a, j in zip(acc, jobs, strict=True)
-            ]
+            acc = [merge(a, _measure(j, facts, now, total)) for a, j in zip(acc, jobs, strict=True)]
             offset += facts.count
             del facts
     return acc
@@ -147,7 +150,8 @@ def evaluate_chunked(
         and extent_needs_diagnosis(j.clause, t)
     ]
     if broken:
-        extra = _tallies(source, [jobs[i] for i in broken], edges, now, diagnosis=True)
+        total = int(tallies[broken[0]]["count"])  # type: ignore[index]
+        extra = _tallies(source, [jobs[i] for i in broken], edges, now, total)
         for i, t in zip(broken, extra, strict=True):
             tallies[i] = t if isinstance(t, Failed) else {**tallies[i], **t}  # type: ignore[dict-item]
     results = iter([_render(j, meta, t, now) for j, t in zip(jobs, tallies, strict=True)])

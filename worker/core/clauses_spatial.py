@@ -218,11 +218,14 @@ def extent_needs_diagnosis(clause: Clause, tally: Tally) -> bool:
 
 
 def measure_extent_diagnosis(
-    clause: Clause, contract: Contract, facts: BatchFacts, now: datetime
+    clause: Clause, contract: Contract, facts: BatchFacts, now: datetime, total: int | None = None
 ) -> Tally:
-    """The tally from which the diagnoses of a broken extent clause are decided."""
+    """The tally from which the diagnoses of a broken extent clause are decided, measured
+    on the batch's evenly spaced sample (:func:`worker.core.diagnose.diagnose_tally`);
+    ``facts`` may be a chunk of a batch of ``total`` features (default: the whole batch)."""
     crs, _ = contract_crs(clause, contract, facts)
-    return {"diagnosis": diagnose_tally(facts, _extent_region(clause, crs), crs)}
+    region = _extent_region(clause, crs)
+    return {"diagnosis": diagnose_tally(facts, region, crs, total=total)}
 
 
 def render_extent(

@@ -13,6 +13,13 @@ is only named when every raw coordinate lies within its area of use
 (:func:`worker.core.spatial.outside_area_of_use`): x = 1e279 looks like no CRS. Nor is a candidate
 named when most features are inside the extent as they are (:data:`MOST_INSIDE`): the
 ones outside are then single offenders.
+
+The readings are measured on an evenly spaced sample of at most :data:`DIAGNOSIS_SAMPLE`
+features (:mod:`worker.core.sample`), so that diagnosing a batch of a million features
+reprojects ten thousand: the fractions that decide are then estimates over the sample,
+and so are the "every coordinate" tests of the areas of use; a diagnosis from a sample
+says so ("... (from an evenly spaced sample of 10,000 of 1,000,000 features)"). A batch
+no larger than the sample is read whole, and its diagnoses are exact.
 """
 
 from __future__ import annotations
@@ -25,6 +32,7 @@ import shapely.affinity
 from pyproj import CRS
 
 from worker.core.facts import BatchFacts, nonfinite_mask
+from worker.core.sample import sample_rows, take_features
 from worker.core.spatial import (
     area_of_use,
     cached_transformer,
@@ -38,13 +46,25 @@ from worker.core.spatial import (
     swap_xy,
 )
 
-__all__ = ["MOST_INSIDE", "diagnose_extent", "diagnose_tally", "diagnoses_of"]
+__all__ = [
+    "DIAGNOSIS_SAMPLE",
+    "MOST_INSIDE",
+    "diagnose_extent",
+    "diagnose_tally",
+    "diagnoses_of",
+]
 
 _DIAGNOSIS_CANDIDATES = ("EPSG:3857", "EPSG:4326")
 
 #: Share of features inside the extent as they are above which no candidate CRS is named
 #: (see :func:`diagnoses_of`).
 MOST_INSIDE = 0.5
+
+#: Most features a diagnosis reads (an evenly spaced sample of a larger batch): the
+#: readings reproject each from every candidate CRS after densifying its edges, which
+#: for every feature of a large batch took most of the time and memory of a check
+#: (issue 27: a million polygons were killed at 12 GiB). Read at call time.
+DIAGNOSIS_SAMPLE = 10_000
 
 
 #: The diagnosis of an extent that longitudes beyond ±180 fit once wrapped (a point at
@@ -81,13 +101,39 @@ def _candidates(facts: BatchFacts, crs: CRS) -> list[CRS]:
 
 
 def diagnose_tally(
-    facts: BatchFacts, region: shapely.Geometry, crs: CRS | None
+    facts: BatchFacts,
+    region: shapely.Geometry,
+    crs: CRS | None,
+    *,
+    total: int | None = None,
+    sample_size: int | None = None,
 ) -> dict[str, int | bool]:
     """Counts from which :func:`diagnoses_of` decides, mergeable over chunks
-    (:func:`worker.core.tally.merge`): ``count``; ``as_contract``, the features covered
-    when read as the contract CRS (only when the declared CRS differs); ``swapped``, those
-    covered with x and y exchanged; per candidate CRS ``k``, ``in_aou_k`` (every usable
-    coordinate within its area of use) and ``fit_k`` (covered after reprojecting from it)."""
+    (:func:`worker.core.tally.merge`), measured on the features of ``facts`` that are in
+    the batch's evenly spaced sample (:func:`worker.core.sample.sample_rows`): ``of``, the
+    features of ``facts``; ``count``, those sampled; ``as_contract``, the sampled features
+    covered when read as the contract CRS (only when the declared CRS differs);
+    ``swapped``, those covered with x and y exchanged; per candidate CRS ``k``,
+    ``in_aou_k`` (every usable sampled coordinate within its area of use) and ``fit_k``
+    (covered after reprojecting from it).
+
+    ``facts`` may be one chunk of a batch of ``total`` features (default: ``facts`` is the
+    whole batch), starting at ``facts.offset``; ``sample_size`` defaults to
+    :data:`DIAGNOSIS_SAMPLE`. Only the sampled features are parsed, reprojected or
+    swapped: memory and time grow with the sample, not the batch."""
+    size = DIAGNOSIS_SAMPLE if sample_size is None else sample_size
+    of = facts.count
+    rows = sample_rows(facts.offset, of, of if total is None else total, size)
+    if rows.size < of:
+        edges = (facts.edges_problem,)
+        facts = BatchFacts(take_features(facts.batch, rows), facts.offset, edges)
+    return {"of": of, **_readings(facts, region, crs)}
+
+
+def _readings(
+    facts: BatchFacts, region: shapely.Geometry, crs: CRS | None
+) -> dict[str, int | bool]:
+    """:func:`diagnose_tally` of every feature of ``facts``."""
     declared = facts.declared_crs
     out: dict[str, int | bool] = {"count": facts.count}
     # an empty geometry is inside the extent however it is read (the clause counts it
@@ -122,6 +168,25 @@ def diagnose_tally(
 
 
 def diagnoses_of(
+    tally: Mapping[str, int | bool],
+    facts: BatchFacts,
+    region: shapely.Geometry,
+    crs: CRS | None,
+    label: str,
+    min_frac: float,
+    inside_frac: float = 0.0,
+) -> list[str]:
+    """The diagnoses a (merged) :func:`diagnose_tally` supports, as :func:`_diagnoses`;
+    when the tally is of a sample (``count`` < ``of``), each names it: "... (from an
+    evenly spaced sample of 10,000 of 1,000,000 features)"."""
+    out = _diagnoses(tally, facts, region, crs, label, min_frac, inside_frac)
+    n, of = int(tally["count"]), int(tally.get("of", tally["count"]))
+    if n >= of:
+        return out
+    return [f"{d} (from an evenly spaced sample of {n:,} of {of:,} features)" for d in out]
+
+
+def _diagnoses(
     tally: Mapping[str, int | bool],
     facts: BatchFacts,
     region: shapely.Geometry,
