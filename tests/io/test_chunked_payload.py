@@ -29,7 +29,7 @@ from worker.core.model import Batch, Decision
 from worker.io.contract_files import load_contract
 from worker.io.features import load_payload
 from worker.io.features.access import UNRESTRICTED, PayloadPolicy
-from worker.io.features.payload import load_payload_chunked
+from worker.io.features.chunks import load_payload_chunked
 
 REPO = Path(__file__).resolve().parents[2]
 CASES = REPO / "tests" / "cases"

@@ -107,30 +107,41 @@ def _tallies(
     edges: tuple[str | None],
     now: datetime,
     total: int | None = None,
+    on_chunk: Callable[[BatchFacts], None] | None = None,
 ) -> list[Tally | Failed]:
     """One pass: every job's tally, merged over the chunks (starting from the tally of no
     features, so an empty batch is judged as the whole-batch path judges it); with
     ``total`` (the batch's feature count, known after a first pass), the tallies of the
-    extent diagnoses, on the batch's evenly spaced sample."""
+    extent diagnoses, on the batch's evenly spaced sample. ``on_chunk`` is called with
+    each chunk's facts once the jobs measured them."""
     acc = [_measure(j, BatchFacts(source.batch, 0, edges), now, total) for j in jobs]
     offset = 0
     for chunk in source.chunks():
         with collector_paused():  # the chunk's geometries are built and freed within
             facts = BatchFacts(chunk, offset, edges)
             acc = [merge(a, _measure(j, facts, now, total)) for a, j in zip(acc, jobs, strict=True)]
+            if on_chunk is not None:
+                on_chunk(facts)
             offset += facts.count
             del facts
     return acc
 
 
 def evaluate_chunked(
-    source: ChunkedBatch, versions: Sequence[ActiveVersion], *, now: datetime
+    source: ChunkedBatch,
+    versions: Sequence[ActiveVersion],
+    *,
+    now: datetime,
+    on_chunk: Callable[[BatchFacts], None] | None = None,
 ) -> Decision:
     """Evaluate a chunked batch against every active version and decide its route.
 
     Parameters and result as :func:`worker.core.evaluate.evaluate`, whose decision on the
     whole batch this equals (the coverage clause's covered area is the union of the
     chunks' covered parts: equal up to floating-point rounding of the union).
+    ``on_chunk``, when given, is called with the facts of every chunk once, in batch
+    order, while that chunk is held (e.g. to tally what no clause measures:
+    :func:`worker.core.claims.claims_tally`); it must keep no reference to them.
 
     Raises
     ------
@@ -141,7 +152,7 @@ def evaluate_chunked(
     jobs = [_Job(v, c) for v in active for c in v.contract.clauses]
     edges = (_edges_problem(source),)
     meta = BatchFacts(source.batch, 0, edges)
-    tallies = _tallies(source, jobs, edges, now) if jobs else []
+    tallies = _tallies(source, jobs, edges, now, on_chunk=on_chunk) if jobs or on_chunk else []
     broken = [
         i
         for i, (j, t) in enumerate(zip(jobs, tallies, strict=True))

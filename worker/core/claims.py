@@ -8,22 +8,24 @@ contradicts misleads every reader after the gate: a fresh-user session had a wor
 countries admitted with ``bbox: [0, 0, 1, 1]`` and ``geometry_types: ["Point"]``. The same
 goes for an EWKB SRID (PostGIS extended WKB) that names another CRS than the batch
 declares: the gate reads the coordinates in the declared CRS and ignores the SRID.
-``check`` prints these sentences as warnings.
+``check`` prints these sentences as warnings; a batch read in chunks is compared chunk by
+chunk (:func:`claims_tally`, merged, then :func:`disagreements_of`).
 """
 
 from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Mapping
 from typing import Any
 
 from worker.core.echo import clip
 from worker.core.facts import BatchFacts
 from worker.core.spatial import crs_label
-from worker.core.tally import Bounds
+from worker.core.tally import Bounds, Tally
 from worker.core.wkb import ewkb_srid
 
-__all__ = ["claim_disagreements"]
+__all__ = ["claim_disagreements", "claims_tally", "disagreements_of"]
 
 #: GeoParquet versions whose metadata this gate reads.
 KNOWN_VERSIONS = ("1.0.0", "1.1.0")
@@ -31,7 +33,33 @@ KNOWN_VERSIONS = ("1.0.0", "1.1.0")
 
 def claim_disagreements(facts: BatchFacts) -> list[str]:
     """One sentence per claim of ``facts.batch.file_claims`` (and per EWKB SRID) that the
-    geometries contradict, in the order version, bbox, geometry_types, SRID."""
+    geometries contradict, in the order version, bbox, geometry_types, SRID: the whole
+    batch as one chunk (:func:`claims_tally`, :func:`disagreements_of`)."""
+    return disagreements_of(claims_tally(facts), facts)
+
+
+def claims_tally(facts: BatchFacts) -> Tally:
+    """What the claims are compared with, of one chunk of a batch, mergeable over chunks
+    (:func:`worker.core.tally.merge`): ``bounds``, the envelope of the features
+    (``east_north``; only when the file claims a bbox and edges are planar);
+    ``types``, features per geometry type name (only when the file lists
+    ``geometry_types``); ``srids``, features per EWKB SRID (decimal string keys)."""
+    claims = facts.batch.file_claims
+    bbox_wanted = isinstance(claims.get("bbox"), list) and facts.batch.edges == "planar"
+    types_wanted = isinstance(claims.get("geometry_types"), list)
+    srids = Counter(str(s) for s in map(ewkb_srid, facts.batch.geometries_wkb) if s is not None)
+    return {
+        "bounds": Bounds.of_rows(facts.bounds) if bbox_wanted and facts.count else Bounds(None),
+        "types": dict(Counter(str(n) for n in facts.type_names if n is not None))
+        if types_wanted and facts.count
+        else {},
+        "srids": dict(srids),
+    }
+
+
+def disagreements_of(tally: Tally, facts: BatchFacts) -> list[str]:
+    """:func:`claim_disagreements` from a (merged) :func:`claims_tally`; ``facts`` give
+    the metadata only (claims, declared CRS, axis order, edges)."""
     claims = facts.batch.file_claims
     out = []
     version = claims.get("version")
@@ -40,27 +68,28 @@ def claim_disagreements(facts: BatchFacts) -> list[str]:
             f"the file says GeoParquet version {clip(repr(version), 40)}, which this gate "
             f"does not know ({', '.join(KNOWN_VERSIONS)}); its metadata was read as 1.1.0"
         )
-    if (bbox := _bbox_disagreement(facts, claims.get("bbox"))) is not None:
+    if (bbox := _bbox_disagreement(facts, tally["bounds"], claims.get("bbox"))) is not None:
         out.append(bbox)
-    if (types := _types_disagreement(facts, claims.get("geometry_types"))) is not None:
+    if (types := _types_disagreement(tally["types"], claims.get("geometry_types"))) is not None:
         out.append(types)
-    out.extend(_srid_disagreements(facts))
+    out.extend(_srid_disagreements(facts, tally["srids"]))
     return out
 
 
-def _bbox_disagreement(facts: BatchFacts, bbox: Any) -> str | None:
+def _bbox_disagreement(facts: BatchFacts, bounds: Bounds, bbox: Any) -> str | None:
     """The column's ``bbox`` ([xmin, ymin, xmax, ymax], or with z: [xmin, ymin, zmin, xmax,
-    ymax, zmax]; stored order) does not contain the features' envelope. Not compared: a
-    bbox crossing the antimeridian (xmin > xmax), spherical edges, no finite envelope."""
+    ymax, zmax]; stored order) does not contain the features' envelope ``bounds``
+    (``east_north``). Not compared: a bbox crossing the antimeridian (xmin > xmax),
+    spherical edges, no finite envelope."""
     if not isinstance(bbox, list) or len(bbox) not in (4, 6):
         return None
     if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in bbox):
         return None
     half = len(bbox) // 2
     xmin, ymin, xmax, ymax = bbox[0], bbox[1], bbox[half], bbox[half + 1]
-    if xmin > xmax or facts.batch.edges != "planar" or not facts.count:
+    if xmin > xmax or facts.batch.edges != "planar":
         return None
-    box = Bounds.of_rows(facts.bounds).box
+    box = bounds.box
     if box is None:
         return None
     env = list(box)
@@ -83,12 +112,12 @@ def _bbox_disagreement(facts: BatchFacts, bbox: Any) -> str | None:
     )
 
 
-def _types_disagreement(facts: BatchFacts, declared: Any) -> str | None:
-    """Geometry types present that the column's ``geometry_types`` leaves out (an empty
-    list claims nothing: any type may be present)."""
+def _types_disagreement(present: Mapping[str, int], declared: Any) -> str | None:
+    """Geometry types ``present`` (features per type name) that the column's
+    ``geometry_types`` leaves out (an empty list claims nothing: any type may be
+    present)."""
     if not isinstance(declared, list) or not declared:
         return None
-    present = Counter(str(n) for n in facts.type_names if n is not None)
     missing = {name: n for name, n in present.items() if name not in declared}
     if not missing:
         return None
@@ -97,9 +126,10 @@ def _types_disagreement(facts: BatchFacts, declared: Any) -> str | None:
     return f"the file's geometry_types [{listed}] leave out types its features have: {shown}"
 
 
-def _srid_disagreements(facts: BatchFacts) -> list[str]:
-    """EWKB values whose SRID is not the declared CRS's EPSG code (the SRID is ignored)."""
-    srids = Counter(s for s in map(ewkb_srid, facts.batch.geometries_wkb) if s is not None)
+def _srid_disagreements(facts: BatchFacts, counts: Mapping[str, int]) -> list[str]:
+    """EWKB values whose SRID is not the declared CRS's EPSG code (the SRID is ignored);
+    ``counts`` are features per SRID (decimal string keys)."""
+    srids = {int(k): n for k, n in counts.items()}
     if not srids:
         return []
     declared = facts.declared_crs

@@ -1,17 +1,14 @@
 """Read batch files (GeoJSON, GeoParquet) and by-reference payloads into batches.
 
 One module per format (:mod:`.geojson`, :mod:`.geoparquet`), what they share in
-:mod:`.base`, and file / URI entry points in :mod:`.payload`. Every failure raises
+:mod:`.base`, and file / URI entry points in :mod:`.payload` (whole) and :mod:`.chunks`
+(GeoParquet in chunks, for evaluation in bounded memory). Every failure raises
 :class:`worker.core.errors.PayloadError` naming the file and the problem.
 """
 
 from worker.io.features.base import FeatureData, derive_schema
-from worker.io.features.payload import (
-    load_payload,
-    load_payload_chunked,
-    read_batch_file,
-    read_features,
-)
+from worker.io.features.chunks import load_payload_chunked, read_batch_file_chunked
+from worker.io.features.payload import load_payload, read_batch_file, read_features
 
 __all__ = [
     "FeatureData",
@@ -19,5 +16,6 @@ __all__ = [
     "load_payload",
     "load_payload_chunked",
     "read_batch_file",
+    "read_batch_file_chunked",
     "read_features",
 ]

@@ -11,13 +11,10 @@ read under the configured roots only (none by default); an operator's own file
 
 from __future__ import annotations
 
-import functools
 import os
 import stat
-import time
 import uuid
-from collections.abc import Callable, Iterator
-from contextlib import ExitStack
+from collections.abc import Callable
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -25,9 +22,8 @@ from typing import Any, TypeVar
 
 import pyarrow as pa
 
-from worker.core.chunked import ChunkedBatch
 from worker.core.echo import clip
-from worker.core.errors import PayloadCorrupt, PayloadError, PayloadUnavailable
+from worker.core.errors import PayloadError
 from worker.core.model import AXIS_ORDERS, Batch
 from worker.io.features.access import (
     UNRESTRICTED,
@@ -40,17 +36,13 @@ from worker.io.features.access import (
 from worker.io.features.base import FeatureData, _fail, derive_schema
 from worker.io.features.geojson import _read_geojson
 from worker.io.features.geoparquet import (
-    GeoParquetChunks,
     _read_geoparquet,
-    open_geoparquet_chunks,
 )
 from worker.io.features.ogr import ogr_format, read_ogr
 
 __all__ = [
-    "CHUNK_BYTES",
-    "CHUNK_ROWS",
+    "crs_conflict",
     "load_payload",
-    "load_payload_chunked",
     "read_batch_file",
     "read_features",
 ]
@@ -304,116 +296,6 @@ def load_payload(
     # same file broke the schema clause).
     conflict = crs_conflict(data.declared_crs if data.crs_stated else None, event.declared_crs)
     return replace(event, payload_uri=uri, crs_conflict=conflict, **_feature_fields(data, uri))
-
-
-#: Features per chunk when a by-reference GeoParquet payload is evaluated in chunks
-#: (:func:`load_payload_chunked`), at most.
-CHUNK_ROWS = 4096
-#: Uncompressed bytes per chunk, about (the file's average row size decides the rows):
-#: with the Parquet row group being read, what bounds the worker's memory.
-CHUNK_BYTES = 16 * 1024 * 1024
-
-
-def load_payload_chunked(
-    uri: str,
-    event: Batch,
-    *,
-    policy: PayloadPolicy | None = None,
-    chunk_rows: int = CHUNK_ROWS,
-    chunk_bytes: int = CHUNK_BYTES,
-) -> Batch | ChunkedBatch:
-    """Load an event's by-reference payload for evaluation in bounded memory.
-
-    A GeoParquet payload becomes a :class:`worker.core.chunked.ChunkedBatch`: only its
-    footer is read here (``geo`` metadata, attribute schema, rows, null counts); each
-    ``chunks()`` call opens the payload again (under ``policy``; after a transient
-    failure, opening or reading, it opens it again and resumes at the chunk that failed,
-    ``policy.attempts`` times in all) and yields Batches of at most ``chunk_rows``
-    features, fewer when that many of the file's average row exceed ``chunk_bytes``
-    (uncompressed), one Parquet record batch at a time, with the event's metadata (as
-    :func:`load_payload`: the event's ``declared_crs`` and ``axis_order`` win, the schema
-    is the file's with ``nullable`` from the whole file). Any other payload (GeoJSON) is
-    read whole by :func:`load_payload`.
-
-    Raises
-    ------
-    PayloadError
-        As :func:`load_payload`; ``chunks()`` raises ``PayloadCorrupt`` for a row group it
-        cannot decode or a file whose row count changed between passes, and the other
-        PayloadErrors of :func:`~worker.io.features.access.open_payload`.
-    """
-    policy = policy if policy is not None else PayloadPolicy()
-
-    def head() -> GeoParquetChunks | None:
-        with open_payload(uri, policy) as src:
-            if src.format != "parquet":
-                return None
-            return _guarded(src.uri, lambda: open_geoparquet_chunks(src.uri, src.file))
-
-    opened = with_retries(head, policy)
-    if opened is None:
-        return load_payload(uri, event, policy=policy)
-    fields = tuple(
-        replace(f, nullable=opened.null_counts.get(f.name, 0) > 0)
-        for f in _guarded(uri, lambda: derive_schema(opened.attributes))
-    )
-    meta = replace(
-        event,
-        payload_uri=uri,
-        geometries_wkb=(),
-        attributes=opened.attributes,
-        schema_fields=fields,
-        geometry_errors={},
-        edges=opened.geo.edges,
-        orientation=opened.geo.orientation,
-        covering_bbox=None,
-        feature_ids=None,
-        coordinate_bounds=None,
-        crs_conflict=crs_conflict(
-            opened.geo.crs if opened.geo.crs_stated else None,
-            event.declared_crs,
-        ),
-    )
-
-    def again() -> tuple[ExitStack, GeoParquetChunks]:
-        stack = ExitStack()
-        try:
-            src = stack.enter_context(open_payload(uri, policy))
-            opened = _guarded(
-                src.uri, lambda: open_geoparquet_chunks(src.uri, src.file, count_nulls=False)
-            )
-        except BaseException:
-            stack.close()
-            raise
-        return stack, opened
-
-    def chunks() -> Iterator[Batch]:
-        rows, attempt, wait_s = 0, 1, policy.backoff_s
-        while True:
-            stack, reopened = with_retries(again, policy)
-            try:
-                with stack:
-                    size = reopened.chunk_rows(chunk_rows, chunk_bytes)
-                    parts = reopened.chunks(size, start_row=rows)
-                    step = functools.partial(next, parts, None)
-                    while (data := _guarded(uri, step)) is not None:
-                        fields_of = _guarded(uri, functools.partial(_feature_fields, data, uri))
-                        rows += len(data.geometries_wkb)
-                        yield replace(meta, **(fields_of | {"schema_fields": fields}))
-                break
-            except PayloadUnavailable as exc:  # a transient read error: resume where it was
-                if not exc.transient or attempt >= max(1, policy.attempts):
-                    raise
-                attempt += 1
-                time.sleep(wait_s)
-                wait_s *= 2
-        if rows != opened.rows:
-            raise PayloadCorrupt(
-                f"{reopened.path}: {rows} rows read, the footer read before said "
-                f"{opened.rows}: the file changed while being evaluated"
-            )
-
-    return ChunkedBatch(meta, chunks)
 
 
 def _guarded(uri: str, read: Callable[[], T]) -> T:
