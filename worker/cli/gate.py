@@ -11,7 +11,7 @@ import sys
 import threading
 from dataclasses import replace
 from datetime import datetime, timezone
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from worker.cli.args import (
     EXIT_ADMITTED,
@@ -26,15 +26,20 @@ from worker.cli.lifecycle import LIFECYCLE_COMMANDS
 from worker.core.errors import ContractGateError
 from worker.core.jsonsafe import dumps_json
 
+if TYPE_CHECKING:
+    from worker.core.chunked import ChunkedBatch
+    from worker.core.model import Batch, Decision
+
 
 def cmd_check(args: argparse.Namespace) -> int:
-    from worker.core.claims import claim_disagreements
+    """``check``: a GeoParquet file is evaluated chunk by chunk, as the worker evaluates a
+    by-reference payload (peak memory bounded by a chunk, not the file); other formats,
+    and any file when ``--offenders`` or ``--html`` asks for pictures of its features,
+    are read whole. Both give the same decision."""
+    from worker.core.chunked import ChunkedBatch
     from worker.core.coherence import contradictions
-    from worker.core.evaluate import evaluate
-    from worker.core.facts import BatchFacts
     from worker.core.model import ActiveVersion
     from worker.io.contract_files import load_contract
-    from worker.io.features import read_batch_file
     from worker.io.report import decision_to_json, render_decision
 
     if not args.contract and not args.observing:
@@ -61,47 +66,104 @@ def cmd_check(args: argparse.Namespace) -> int:
     for v in versions:
         for problem in contradictions(v.contract):
             print(f"warning: {v.contract.key}: {problem}", file=sys.stderr)
-    batch = read_batch_file(
+    loaded = _read_batch(args, layers.pop(), versions)
+    now = args.now or datetime.now(timezone.utc)
+    decision, count, claims = _evaluate_batch(loaded, versions, now)
+    for line in claims:
+        print(f"warning: {line}", file=sys.stderr)
+    if not isinstance(loaded, ChunkedBatch):  # read whole for them (see _read_batch)
+        _write_pictures(args, loaded, decision, versions)
+    if args.format == "json":
+        print(dumps_json(decision_to_json(decision), indent=2, default=str))
+    else:
+        print(render_decision(decision, title=f"batch {args.batch}: {count} features"))
+    return EXIT_ADMITTED if decision.admitted else EXIT_QUARANTINED
+
+
+def _read_batch(args: argparse.Namespace, layer: str, versions: Any) -> Batch | ChunkedBatch:
+    """The batch file of ``check``, with ``--crs``, ``--axis-order``, ``--data-time`` and
+    ``--id-column``: a GeoParquet file as chunks (its footer read here), unless
+    ``--offenders`` or ``--html`` need every geometry at once; other formats whole.
+
+    Raises
+    ------
+    ContractGateError
+        ``--id-column`` names no column of the file (the columns are named).
+    PayloadError
+        The file cannot be read (as :func:`worker.io.features.read_batch_file`).
+    """
+    from worker.core.chunked import ChunkedBatch
+    from worker.io.features import read_batch_file, read_batch_file_chunked
+
+    pictures = bool(args.offenders or getattr(args, "html", None))
+    read = read_batch_file if pictures else read_batch_file_chunked
+    loaded = read(
         args.batch,
-        layer=layers.pop(),
+        layer=layer,
         crs=args.crs,
         axis_order=args.axis_order,
         data_time=args.data_time,
         policy=file_policy(args),
     )
+    meta = loaded.batch if isinstance(loaded, ChunkedBatch) else loaded
+    columns = meta.attributes.column_names
     if args.id_column:
-        if args.id_column not in batch.attributes.column_names:
+        if args.id_column not in columns:
             raise ContractGateError(
                 f"--id-column {args.id_column!r} is not a column of {args.batch} (columns: "
-                f"{', '.join(batch.attributes.column_names) or 'none'})"
+                f"{', '.join(columns) or 'none'})"
             )
-        batch = replace(batch, id_column=args.id_column)
-    else:
-        for v in versions:  # the contract's own id column: named by index when absent
-            col = v.contract.id_column
-            if col and col not in batch.attributes.column_names:
-                print(
-                    f"warning: {v.contract.key} names id_column {col!r}, which is not a "
-                    f"column of {args.batch}: offending features are named by the file's "
-                    "feature ids where it has them, else by index (--id-column COL names "
-                    "another column)",
-                    file=sys.stderr,
-                )
-    facts = BatchFacts(batch)  # shared with the claims below: the geometries are read once
-    now = args.now or datetime.now(timezone.utc)
-    decision = evaluate(batch, versions, now=now, facts=facts)
-    for line in claim_disagreements(facts):
-        print(f"warning: {line}", file=sys.stderr)
-    _write_pictures(args, batch, decision, versions)
-    if args.format == "json":
-        print(dumps_json(decision_to_json(decision), indent=2, default=str))
-    else:
-        print(
-            render_decision(
-                decision, title=f"batch {args.batch}: {len(batch.geometries_wkb)} features"
+        return _with_id_column(loaded, args.id_column)
+    for v in versions:  # the contract's own id column: named by index when absent
+        col = v.contract.id_column
+        if col and col not in columns:
+            print(
+                f"warning: {v.contract.key} names id_column {col!r}, which is not a "
+                f"column of {args.batch}: offending features are named by the file's "
+                "feature ids where it has them, else by index (--id-column COL names "
+                "another column)",
+                file=sys.stderr,
             )
-        )
-    return EXIT_ADMITTED if decision.admitted else EXIT_QUARANTINED
+    return loaded
+
+
+def _with_id_column(loaded: Batch | ChunkedBatch, column: str) -> Batch | ChunkedBatch:
+    """``loaded`` (and every chunk of it) with ``id_column`` set to ``column``."""
+    from worker.core.chunked import ChunkedBatch
+
+    if not isinstance(loaded, ChunkedBatch):
+        return replace(loaded, id_column=column)
+    chunks = loaded.chunks
+    return ChunkedBatch(
+        replace(loaded.batch, id_column=column),
+        lambda: (replace(c, id_column=column) for c in chunks()),
+    )
+
+
+def _evaluate_batch(
+    loaded: Batch | ChunkedBatch, versions: Any, now: datetime
+) -> tuple[Decision, int, list[str]]:
+    """The decision on ``loaded``, its number of features and the sentences of its file's
+    metadata claims that the geometries contradict (:mod:`worker.core.claims`): chunk by
+    chunk for a :class:`ChunkedBatch` (claims tallied per chunk and merged), else whole."""
+    from worker.core.chunked import ChunkedBatch, evaluate_chunked
+    from worker.core.claims import claim_disagreements, claims_tally, disagreements_of
+    from worker.core.evaluate import evaluate
+    from worker.core.facts import BatchFacts
+    from worker.core.tally import Tally, merge
+
+    if not isinstance(loaded, ChunkedBatch):
+        facts = BatchFacts(loaded)  # shared with the claims: the geometries are read once
+        decision = evaluate(loaded, versions, now=now, facts=facts)
+        return decision, len(loaded.geometries_wkb), claim_disagreements(facts)
+    claims: list[Tally] = [{}]
+
+    def tally_claims(facts: BatchFacts) -> None:
+        claims[0] = merge(claims[0], claims_tally(facts))
+
+    decision = evaluate_chunked(loaded, versions, now=now, on_chunk=tally_claims)
+    meta = BatchFacts(loaded.batch)
+    return decision, loaded.batch.feature_count, disagreements_of(claims[0], meta)
 
 
 def _refuse_overwriting_inputs(args: argparse.Namespace) -> None:

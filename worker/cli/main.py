@@ -136,8 +136,11 @@ def build_parser() -> argparse.ArgumentParser:
         "check",
         help="evaluate a GeoJSON or GeoParquet file offline against contract files",
         description=(
-            "Evaluate a batch file against contract versions without Kafka. Exit 0 when "
-            "admitted, 1 when quarantined, 2 on bad input."
+            "Evaluate a batch file against contract versions without Kafka. A GeoParquet "
+            "file is evaluated chunk by chunk as the worker evaluates a by-reference payload "
+            "(memory bounded by a chunk, not the file), unless --offenders or --html need "
+            "every geometry; other formats are read whole. Exit 0 when admitted, 1 when "
+            "quarantined, 2 on bad input."
         ),
     )
     p.add_argument(
@@ -192,13 +195,16 @@ def build_parser() -> argparse.ArgumentParser:
         "--offenders",
         metavar="FILE",
         help="write the offending features as a GeoJSON FeatureCollection (the broken "
-        "clauses as properties; open it in QGIS)",
+        "clauses as properties; open it in QGIS); the batch file is then read whole (a "
+        "GeoParquet file is otherwise evaluated one row group chunk at a time, in bounded "
+        "memory)",
     )
     p.add_argument(
         "--html",
         metavar="FILE",
         help="write one self-contained HTML page: a map of the batch in the contract CRS "
-        "with the offending features by clause, the verdicts in words, the offenders table",
+        "with the offending features by clause, the verdicts in words, the offenders table; "
+        "the batch file is then read whole, as with --offenders",
     )
 
     p = sub.add_parser(
