@@ -7,8 +7,8 @@ shipped ``nyc_boroughs.v1`` contract (with ``--region`` plus a region coverage c
 each evaluation in a fresh child process that reports its peak RSS (``VmHWM`` of
 ``/proc/self/status``: the high-water mark of the child's own address space; ``ru_maxrss``
 would carry over the parent's peak across ``exec`` on Linux) and its decision. Prints file
-size, rows, and peak RSS chunked (:func:`worker.io.features.load_payload_chunked`, the
-worker's path) vs whole (:func:`worker.io.features.load_payload`). Run:
+size, rows, and peak RSS chunked (:func:`worker.io.payloads.load_payload_chunked`, the
+worker's path) vs whole (:func:`worker.io.payloads.load_payload`). Run:
 ``python benchmarks/bench_memory.py [--mb 400] [--whole]``. The child mode
 (``--evaluate PATH --mode chunked|whole``) prints one JSON line; the test
 ``tests/io/test_chunked_memory.py`` uses it.
@@ -79,12 +79,12 @@ def peak_rss_kb() -> int:
 
 
 def _evaluate(path: Path, mode: str, region: bool) -> dict[str, object]:
-    from worker.core.chunked import ChunkedBatch, evaluate_chunked
+    from worker.core.chunks import ChunkedBatch, evaluate_chunked
     from worker.core.evaluate import evaluate
     from worker.core.model import ActiveVersion, Batch, Clause
     from worker.io.contract_files import load_contract
-    from worker.io.features import load_payload, load_payload_chunked
-    from worker.io.features.access import PayloadPolicy
+    from worker.io.payloads import load_payload, load_payload_chunked
+    from worker.io.payloads.access import PayloadPolicy
 
     base_kb = peak_rss_kb()
     contract = load_contract(CONTRACT)

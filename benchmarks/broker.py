@@ -23,14 +23,14 @@ from confluent_kafka import Consumer, Producer, TopicPartition
 
 from benchmarks.common import Row, countries, world
 from worker.cli.scenario import data_file
-from worker.core.contracts import parse_contract
-from worker.core.registry import config_key
+from worker.control.publish import contract_record, publish_contract
+from worker.core.contracts.parse import parse_contract
+from worker.core.lifecycle.registry import config_key
+from worker.gate.pipeline import Pipeline
+from worker.gate.poll import DEFAULT_MAX_BATCH_EVENTS, DEFAULT_MAX_BATCH_WAIT_MS, poll_batch
 from worker.io import codec
 from worker.io.codec.avro import BATCH_ARRIVAL_PLANAR
-from worker.kafka.client import create_topics
-from worker.kafka.pipeline import Pipeline
-from worker.kafka.polling import DEFAULT_MAX_BATCH_EVENTS, DEFAULT_MAX_BATCH_WAIT_MS, poll_batch
-from worker.kafka.publish import contract_record, publish_contract
+from worker.kafka.admin import create_topics
 from worker.kafka.settings import Settings, Topics
 
 PARTITIONS = 4
@@ -100,7 +100,7 @@ def passthrough_events_s(settings: Settings, n: int, *, least_gate: bool = False
     """Events/s of a transactional copy (consume, produce each value to another topic,
     send the offsets, commit) of the same events on the same broker: the floor of any
     exactly-once worker. Poll batches are taken as the worker takes them
-    (:func:`worker.kafka.polling.poll_batch`, with the worker's default bounds).
+    (:func:`worker.gate.poll.poll_batch`, with the worker's default bounds).
 
     ``least_gate``: the copy also does what DESIGN.md makes every gate do per event and
     nothing else: the floor's work (decode the event with fastavro; parse, validity and

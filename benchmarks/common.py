@@ -14,7 +14,7 @@ import shapely
 
 from worker.cli.scenario import data_file
 from worker.core.model import Batch
-from worker.io.features import read_batch_file
+from worker.io.payloads import read_batch_file
 
 NOW = datetime.now(timezone.utc)
 

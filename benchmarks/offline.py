@@ -16,7 +16,7 @@ from benchmarks.common import (
     world,
 )
 from worker.cli.scenario import data_file
-from worker.core.contracts import parse_contract
+from worker.core.contracts.parse import parse_contract
 from worker.core.evaluate import evaluate
 from worker.core.model import ActiveVersion, Batch, Contract
 

@@ -1,6 +1,8 @@
 """The package's layering (README "Architecture"): imports only go downward, no cycles.
 
-worker.core <- worker.io <- worker.kafka <- worker.ops <- worker.cli. The core is pure: no
+worker.core <- worker.io <- worker.kafka <- {worker.gate, worker.control} <- worker.ops <-
+worker.cli; ``gate`` (the data plane) and ``control`` (the contract lifecycle over Kafka) are
+siblings that never import each other. The core is pure: no
 Kafka client, no OpenTelemetry SDK, no sockets, no HTTP, no file or process I/O. Imports
 are read with :mod:`ast` (every ``import`` statement, also inside functions and
 ``TYPE_CHECKING`` blocks), so an upward import hidden in a function body is found too.
@@ -14,7 +16,10 @@ from pathlib import Path
 import pytest
 
 PACKAGE = Path(__file__).resolve().parents[1] / "worker"
-LAYERS = ("core", "io", "kafka", "ops", "cli")
+LAYERS = ("core", "io", "kafka", "gate", "control", "ops", "cli")
+#: Rank of each layer: a module imports only from layers of a lower rank (or its own).
+#: ``gate`` and ``control`` share a rank and so never import each other.
+RANK = {"core": 0, "io": 1, "kafka": 2, "gate": 3, "control": 3, "ops": 4, "cli": 5}
 #: Modules (or packages) the pure core must not import, with why.
 CORE_FORBIDDEN = {
     "confluent_kafka": "the Kafka client belongs in worker.kafka",
@@ -66,13 +71,17 @@ def _layer(module: str) -> int | None:
     return LAYERS.index(parts[1]) if parts[1] in LAYERS else None
 
 
+def _rank(layer: int) -> int:
+    return RANK[LAYERS[layer]]
+
+
 def test_every_module_belongs_to_a_layer() -> None:
     outside = [
         m
         for m in _modules()
         if _layer(m) is None and m not in ("worker", "worker.data", "worker.__main__")
     ]
-    assert outside == [], f"modules outside the five layers: {outside}"
+    assert outside == [], f"modules outside the layers: {outside}"
 
 
 @pytest.mark.parametrize("module", sorted(_modules()))
@@ -83,9 +92,12 @@ def test_imports_only_go_down(module: str) -> None:
     upward = [
         f"line {line}: {name} ({LAYERS[theirs]})"
         for name, line in _imports(_modules()[module])
-        if (theirs := _layer(name)) is not None and theirs > mine
+        if (theirs := _layer(name)) is not None
+        and (_rank(theirs) > _rank(mine) or (_rank(theirs) == _rank(mine) and theirs != mine))
     ]
-    assert upward == [], f"{module} ({LAYERS[mine]}) imports from a layer above it: {upward}"
+    assert upward == [], (
+        f"{module} ({LAYERS[mine]}) imports from a layer above or beside it: {upward}"
+    )
 
 
 @pytest.mark.parametrize("module", sorted(m for m in _modules() if m.startswith("worker.core")))
@@ -139,3 +151,10 @@ def test_the_guard_sees_an_upward_import(tmp_path: Path) -> None:
     names = [n for n, _ in _imports(fake)]
     assert "worker.kafka.settings" in names
     assert _layer("worker.kafka.settings") > _layer("worker.core.model")  # type: ignore[operator]
+
+
+def test_the_planes_are_siblings() -> None:
+    """The data plane and the control plane share a rank: neither may import the other."""
+    gate, control = LAYERS.index("gate"), LAYERS.index("control")
+    assert _rank(gate) == _rank(control)
+    assert _rank(LAYERS.index("kafka")) < _rank(gate) < _rank(LAYERS.index("ops"))

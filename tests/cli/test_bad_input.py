@@ -13,13 +13,13 @@ import pytest
 import shapely
 
 from worker.cli.main import main
-from worker.core.contracts import parse_contract
+from worker.core.contracts.parse import parse_contract
 from worker.core.errors import PayloadError
 from worker.core.model import ActiveVersion, Batch
+from worker.gate.route import Source, route
 from worker.io import codec
-from worker.io.features import derive_schema, load_payload, read_features
-from worker.io.features.access import PayloadPolicy
-from worker.kafka.routing import Source, route
+from worker.io.payloads import derive_schema, load_payload, read_features
+from worker.io.payloads.access import PayloadPolicy
 from worker.kafka.settings import Topics
 
 CONTRACT = (
@@ -127,7 +127,7 @@ def test_a_parquet_suffix_without_parquet_content_is_named(tmp_path: Path) -> No
 
 def test_by_reference_schema_is_the_files_not_the_declared_one(tmp_path: Path) -> None:
     # found by a fresh-user session: a retyped column was admitted by reference
-    from worker.io.features import read_batch_file
+    from worker.io.payloads import read_batch_file
 
     good = tmp_path / "good.geojson"
     bad = tmp_path / "bad.geojson"

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from worker.cli.main import build_parser, main
-from worker.kafka.broker import EmbeddedBroker, redact_url
+from worker.kafka.embedded import EmbeddedBroker, redact_url
 
 
 def test_defaults_are_a_free_loopback_port_in_memory() -> None:

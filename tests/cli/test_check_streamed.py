@@ -18,15 +18,15 @@ import pytest
 import shapely
 
 from worker.cli.main import main
-from worker.core import diagnose
-from worker.core.chunked import ChunkedBatch
-from worker.core.claims import claim_disagreements
+from worker.core.chunks import ChunkedBatch
+from worker.core.clauses import diagnose
 from worker.core.evaluate import evaluate
-from worker.core.facts import BatchFacts
+from worker.core.facts.batch import BatchFacts
+from worker.core.facts.claims import claim_disagreements
 from worker.core.model import ActiveVersion
 from worker.io.contract_files import load_contract
-from worker.io.features import read_batch_file, read_batch_file_chunked
-from worker.io.report import decision_to_json
+from worker.io.payloads import read_batch_file, read_batch_file_chunked
+from worker.io.reports.text import decision_to_json
 
 DATA = Path(__file__).resolve().parents[2] / "worker" / "data"
 DATA_TIME, NOW = "2026-11-29T06:00:00Z", "2026-11-29T07:00:00Z"

@@ -27,10 +27,10 @@ from tests.catalogue import (
     contract_of,
     read_geoparquet,
 )
-from worker.core.chunked import ChunkedBatch, evaluate_chunked
+from worker.core.chunks import ChunkedBatch, evaluate_chunked
+from worker.core.clauses.tally import Bounds, Distinct, First, Union, merge
 from worker.core.evaluate import evaluate
 from worker.core.model import Batch
-from worker.core.tally import Bounds, Distinct, First, Union, merge
 
 
 def split(batch: Batch, rows: int) -> ChunkedBatch:

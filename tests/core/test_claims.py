@@ -1,4 +1,4 @@
-"""File metadata claims against the geometries (worker.core.claims), on the shipped
+"""File metadata claims against the geometries (worker.core.facts.claims), on the shipped
 countries rewritten with metadata that lies (fresh-user findings)."""
 
 from __future__ import annotations
@@ -12,9 +12,9 @@ import pyarrow.parquet as pq
 import shapely
 
 from tests.catalogue import ADMIN_BOUNDARIES, batch_of
-from worker.core.claims import claim_disagreements
-from worker.core.facts import BatchFacts
-from worker.io.features import read_batch_file
+from worker.core.facts.batch import BatchFacts
+from worker.core.facts.claims import claim_disagreements
+from worker.io.payloads import read_batch_file
 
 
 def _rewritten(tmp_path: Path, geometry: pa.Array | None = None, **column_meta: Any) -> Path:

@@ -9,8 +9,8 @@ from typing import Any
 import pytest
 import yaml
 
-from worker.core.classify import classification_to_json, classify, render_classification
-from worker.core.contracts import parse_contract
+from worker.core.contracts.classify import classification_to_json, classify, render_classification
+from worker.core.contracts.parse import parse_contract
 from worker.core.errors import ContractGateError
 from worker.core.model import Contract
 

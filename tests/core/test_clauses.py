@@ -1,4 +1,4 @@
-"""One evaluator per clause kind, passing and breaking (worker.core.clauses)."""
+"""One evaluator per clause kind, passing and breaking (worker.core.clauses.kinds)."""
 
 from __future__ import annotations
 
@@ -32,9 +32,9 @@ from tests.catalogue import (
     clause,
     contract_of,
 )
-from worker.core.clauses import EVALUATORS
-from worker.core.durations import parse_duration_s
-from worker.core.facts import BatchFacts
+from worker.core._util.durations import parse_duration_s
+from worker.core.clauses.kinds import EVALUATORS
+from worker.core.facts.batch import BatchFacts
 from worker.core.model import CLAUSE_KINDS, Batch, Clause, ClauseResult, FieldSpec
 
 SWAP = (
@@ -454,7 +454,7 @@ def test_schema_actual_nulls_in_non_nullable_field() -> None:
 def test_schema_field_null_in_every_feature_has_no_wrong_type(tmp_path: Path) -> None:
     # GeoJSON property null in every feature: arrow type null, derived as string; it was
     # "has type string, expected integer", a false break of a nullable integer field
-    from worker.io.features import read_batch_file
+    from worker.io.payloads import read_batch_file
 
     feats = [
         {"type": "Feature", "geometry": {"type": "Point", "coordinates": [i, 0]},
@@ -657,7 +657,7 @@ def test_domain_names_a_unicode_normalisation_mismatch() -> None:
 def test_schema_names_a_type_no_contract_can_name() -> None:
     from worker.core.model import LOGICAL_TYPE_KEY, VALUE_TYPES_KEY
 
-    # as worker.io.features.base.text_column tags an integer beyond int64
+    # as worker.io.formats.base.text_column tags an integer beyond int64
     meta = {LOGICAL_TYPE_KEY: b"other", VALUE_TYPES_KEY: b"integer"}
     field = pa.field("big", pa.string(), metadata=meta)
     table = pa.Table.from_arrays([pa.array([str(2**64)])], schema=pa.schema([field]))

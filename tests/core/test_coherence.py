@@ -1,4 +1,4 @@
-"""Clauses that no batch can pass together (worker.core.coherence)."""
+"""Clauses that no batch can pass together (worker.core.contracts.coherence)."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 
 from tests.catalogue import clause, contract_of
 from worker.cli.scenario import data_file
-from worker.core.coherence import contradictions
+from worker.core.contracts.coherence import contradictions
 from worker.io.contract_files import load_contract
 
 

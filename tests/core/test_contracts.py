@@ -1,4 +1,4 @@
-"""Tests of worker.core.contracts: loading, validation messages, digest, domain key types."""
+"""Tests of worker.core.contracts.parse: loading, validation messages, digest, domain key types."""
 
 from __future__ import annotations
 
@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from worker.core.contract_checks import MAX_DOCUMENT_BYTES
-from worker.core.contracts import canonical_json, contract_to_document, parse_contract
+from worker.core.contracts.checks import MAX_DOCUMENT_BYTES
+from worker.core.contracts.parse import canonical_json, contract_to_document, parse_contract
 from worker.core.errors import ContractError
 from worker.core.geometry_types import GEOMETRY_TYPES
 from worker.core.model import CLAUSE_KINDS

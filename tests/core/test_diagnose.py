@@ -14,13 +14,13 @@ from pyproj import Transformer
 
 from tests.catalogue import NOW, active, batch_of, clause, contract_of
 from tests.core.test_chunked import split
-from worker.core import diagnose
-from worker.core.chunked import evaluate_chunked
-from worker.core.diagnose import SWAPPED_OR_REGION, diagnose_tally, diagnoses_of
+from worker.core.chunks import evaluate_chunked
+from worker.core.clauses import diagnose
+from worker.core.clauses.diagnose import SWAPPED_OR_REGION, diagnose_tally, diagnoses_of
+from worker.core.clauses.sample import sample_rows, sample_stride, take_features
 from worker.core.evaluate import evaluate
-from worker.core.facts import BatchFacts
+from worker.core.facts.batch import BatchFacts
 from worker.core.model import Batch
-from worker.core.sample import sample_rows, sample_stride, take_features
 from worker.core.spatial import resolve_crs
 
 FRANCE = [-5.0, 42.0, 8.0, 51.0]  # lon/lat box

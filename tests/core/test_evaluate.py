@@ -25,7 +25,7 @@ from tests.catalogue import (
     read_geoparquet,
 )
 from worker.core.evaluate import evaluate, evaluate_versions
-from worker.core.facts import BatchFacts
+from worker.core.facts.batch import BatchFacts
 from worker.core.model import Batch, FieldSpec
 from worker.core.spatial import reproject
 

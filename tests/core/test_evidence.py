@@ -7,9 +7,9 @@ from datetime import datetime, timedelta, timezone
 from typing import Any
 
 from worker.cli.scenario import data_file
-from worker.core.evidence import attainment_warning, summarise
+from worker.core.lifecycle.evidence import attainment_warning, summarise
 from worker.io.contract_files import load_contract
-from worker.io.evidence_report import evidence_to_json, render_evidence_html, render_evidence_text
+from worker.io.reports.evidence import evidence_to_json, render_evidence_html, render_evidence_text
 
 T0 = datetime(2026, 11, 29, 0, 0, tzinfo=timezone.utc)
 V1_1 = load_contract(data_file("contracts/admin_boundaries.v1.1.yaml"))  # cadence PT6H
@@ -139,7 +139,7 @@ def test_would_be_rejections_say_how_many_were_not_quarantined_already() -> None
 
 
 def test_close_evaluations_stay_apart_and_labels_are_anchored_inside() -> None:
-    from worker.io.evidence_report import MIN_GAP_PX, breach_rate_bins, spread
+    from worker.io.reports.evidence import MIN_GAP_PX, breach_rate_bins, spread
 
     # 4 evaluations 11 s apart on a 6 h axis: four marks, at least MIN_GAP_PX apart
     records = [record(f"c{i}", i * 11 / 3600, i % 2 == 0) for i in range(4)]

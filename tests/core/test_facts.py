@@ -1,4 +1,4 @@
-"""Batch facts: parsed once, lazily, vectorized (worker.core.facts)."""
+"""Batch facts: parsed once, lazily, vectorized (worker.core.facts.batch)."""
 
 from __future__ import annotations
 
@@ -20,7 +20,7 @@ from tests.catalogue import (
     batch_of,
 )
 from tests.core.test_geometry_types import _point_wkb
-from worker.core.facts import (
+from worker.core.facts.batch import (
     BatchFacts,
     nonfinite_mask,
     schema_fingerprint,

@@ -1,4 +1,4 @@
-"""Identity-keyed caches (worker.core.memo) and the fast paths of the evaluation:
+"""Identity-keyed caches (worker.core._util.memo) and the fast paths of the evaluation:
 each shortcut is checked against the exact computation on real data."""
 
 from __future__ import annotations
@@ -12,7 +12,8 @@ from hypothesis import strategies as st
 from pyproj import CRS
 
 from worker.cli.scenario import data_file
-from worker.core.memo import identity_memo
+from worker.core._util.memo import identity_memo
+from worker.core.facts.wkb_check import may_nest, wkb_problem
 from worker.core.model import Clause
 from worker.core.spatial import (
     _coordinates_outside,
@@ -21,8 +22,7 @@ from worker.core.spatial import (
     outside_area_of_use,
     resolve_crs,
 )
-from worker.core.wkb import may_nest, wkb_problem
-from worker.io.features import read_batch_file
+from worker.io.payloads import read_batch_file
 
 WORLD = read_batch_file(data_file("admin_boundaries.parquet"), layer="w", crs="EPSG:4326")
 GEOMS = shapely.from_wkb(np.array(WORLD.geometries_wkb, dtype=object))
@@ -53,7 +53,7 @@ def test_a_per_thread_memo_never_hands_one_threads_value_to_another() -> None:
     with two routing threads sharing one on shapely 2.1."""
     import threading
 
-    from worker.core.clauses_spatial import _extent_region
+    from worker.core.clauses.spatial import _extent_region
 
     @identity_memo(maxsize=4, per_thread=True)
     def region(key: object) -> object:
@@ -148,7 +148,7 @@ def test_only_single_geometries_skip_the_walk() -> None:
 @settings(max_examples=80, deadline=None)
 @given(st.lists(st.one_of(st.none(), st.binary(max_size=12)), max_size=30))
 def test_vectorized_header_screen_equals_the_per_value_one(values: list[bytes | None]) -> None:
-    from worker.core.wkb import may_nest_many
+    from worker.core.facts.wkb_check import may_nest_many
 
     wkb = [shapely.to_wkb(g) for g in GEOMS[:5]] + [
         shapely.to_wkb(shapely.Point(1, 2, 3), flavor="iso"),
@@ -170,7 +170,7 @@ def test_small_column_domain_path_equals_the_arrow_path(
 ) -> None:
     import pyarrow as pa
 
-    from worker.core.clauses import _unknown_arrow, _unknown_small
+    from worker.core.clauses.kinds import _unknown_arrow, _unknown_small
 
     for col, codes in (
         (pa.array(texts, pa.string()), {"a": "A", "b": "B", 1: "one"}),
@@ -185,8 +185,8 @@ def test_small_column_domain_path_equals_the_arrow_path(
 
 
 def test_libyaml_and_python_composers_read_every_shipped_contract_alike() -> None:
-    from worker.core.contract_checks import _NOT_FAST, _load_with_libyaml, _UniqueKeyLoader
-    from worker.core.contracts import parse_contract  # registers the mapping constructor
+    from worker.core.contracts.checks import _NOT_FAST, _load_with_libyaml, _UniqueKeyLoader
+    from worker.core.contracts.parse import parse_contract  # registers the mapping constructor
 
     assert parse_contract  # the import's side effect is what this test needs
     for path in sorted(data_file("contracts").iterdir()):
@@ -204,7 +204,7 @@ def test_libyaml_and_python_composers_read_every_shipped_contract_alike() -> Non
 def test_libyaml_path_leaves_anchors_depth_and_errors_to_the_python_path() -> None:
     import pytest
 
-    from worker.core.contract_checks import _NOT_FAST, _load_with_libyaml
+    from worker.core.contracts.checks import _NOT_FAST, _load_with_libyaml
     from worker.core.errors import ContractError
 
     deep = "layer: x\nclauses: " + "[" * 40 + "]" * 40 + "\n"
@@ -217,7 +217,7 @@ def test_libyaml_path_leaves_anchors_depth_and_errors_to_the_python_path() -> No
 
 
 def parse_contract_text(text: str) -> object:
-    from worker.core.contracts import parse_contract
+    from worker.core.contracts.parse import parse_contract
 
     return parse_contract(text, source="t.yaml")
 
@@ -225,8 +225,8 @@ def parse_contract_text(text: str) -> object:
 def test_a_polygon_with_an_empty_ring_never_reaches_a_geos_predicate() -> None:
     from dataclasses import replace
 
-    from worker.core.facts import BatchFacts
-    from worker.core.wkb import empty_ring_polygons
+    from worker.core.facts.batch import BatchFacts
+    from worker.core.facts.wkb_check import empty_ring_polygons
 
     crashing = shapely.from_wkt("POLYGON ((0 0, 4 0, 4 4, 0 4, 0 0), EMPTY)")
     holed = shapely.from_wkt("POLYGON ((0 0, 4 0, 4 4, 0 4, 0 0), (1 1, 2 1, 2 2, 1 1))")
@@ -252,7 +252,7 @@ def test_a_polygon_with_an_empty_ring_never_reaches_a_geos_predicate() -> None:
 
 
 def test_a_fact_is_computed_once_per_instance_and_can_be_primed() -> None:
-    from worker.core.memo import fact
+    from worker.core._util.memo import fact
 
     calls: list[int] = []
 
@@ -313,7 +313,7 @@ def test_a_fact_is_computed_once_per_instance_and_can_be_primed() -> None:
 )
 def test_vectorized_headers_equal_the_per_value_reads(values: list[bytes | None]) -> None:
     """Above 32 values the headers are read with numpy; each equals ``_header``."""
-    from worker.core.wkb import _header, wkb_headers
+    from worker.core.facts.wkb_check import _header, wkb_headers
 
     present, single, has_z, has_m = wkb_headers(values)
     cols = (present.tolist(), single.tolist(), has_z.tolist(), has_m.tolist())
@@ -323,7 +323,7 @@ def test_vectorized_headers_equal_the_per_value_reads(values: list[bytes | None]
 
 def test_vectorized_headers_take_bytearray_and_memoryview_values() -> None:
     # a new-user finding: above 32 values they raised ValueError from numpy
-    from worker.core.wkb import _header, wkb_headers
+    from worker.core.facts.wkb_check import _header, wkb_headers
 
     point, point_z = shapely.to_wkb(shapely.Point(1, 2)), shapely.to_wkb(shapely.Point(1, 2, 3))
     values = [bytearray(point)] * 40 + [memoryview(point_z), None]

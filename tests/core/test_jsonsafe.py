@@ -1,4 +1,4 @@
-"""JSON text without NaN/Infinity tokens (worker.core.jsonsafe)."""
+"""JSON text without NaN/Infinity tokens (worker.core._util.jsonsafe)."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from datetime import datetime, timezone
 
 import numpy as np
 
-from worker.core.jsonsafe import dumps_json, finite_json
+from worker.core._util.jsonsafe import dumps_json, finite_json
 
 
 def _strict(text: str) -> object:

@@ -7,7 +7,7 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from worker.core.errors import ContractGateError
-from worker.core.migration import (
+from worker.core.lifecycle.migration import (
     Declaration,
     build_view,
     major_label,

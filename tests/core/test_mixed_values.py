@@ -1,5 +1,5 @@
 """A domain clause on a property whose values mix JSON types (read as text): each value is
-compared as the producer wrote it (worker.core.mixed_values, through check and evaluate).
+compared as the producer wrote it (worker.core.clauses.mixed_values, through check and evaluate).
 
 A fresh-user session found ``{"code": 1}`` and ``{"code": "A"}`` passing a domain of the
 string codes ``"1"`` and ``"A"``: the number 1, read as the text "1", matched.
@@ -16,10 +16,10 @@ import pyarrow as pa
 import pytest
 
 from tests.catalogue import active, clause, contract_of
+from worker.core.clauses.mixed_values import mixed_column, unknown_mixed
 from worker.core.evaluate import evaluate
-from worker.core.mixed_values import mixed_column, unknown_mixed
-from worker.io.features import read_batch_file
-from worker.io.features.base import text_column
+from worker.io.formats.base import text_column
+from worker.io.payloads import read_batch_file
 
 T = datetime(2026, 11, 29, 6, tzinfo=timezone.utc)
 

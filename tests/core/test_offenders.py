@@ -1,5 +1,5 @@
 """Which features broke a clause: indices, feature ids and the value measured on each
-(worker.core.clauses.offenders_of, through the evaluators)."""
+(worker.core.clauses.kinds.offenders_of, through the evaluators)."""
 
 from __future__ import annotations
 
@@ -9,8 +9,8 @@ import pyarrow as pa
 import shapely
 
 from tests.catalogue import BOWTIE, NOW, PARIS, VALID_POLYGON, batch_of, clause, contract_of
-from worker.core.clauses import EVALUATORS
-from worker.core.facts import BatchFacts
+from worker.core.clauses.kinds import EVALUATORS
+from worker.core.facts.batch import BatchFacts
 from worker.core.model import MAX_OFFENDERS, FieldSpec, Offenders
 
 
@@ -98,7 +98,7 @@ def test_a_passing_clause_about_the_whole_batch_has_no_offenders() -> None:
 
 def test_a_long_text_id_is_clipped_like_a_value() -> None:
     # a 100,000-character GeoJSON id was echoed whole into each report line naming it
-    from worker.core.clause_common import MAX_OFFENDER_VALUE_CHARS
+    from worker.core.clauses.base import MAX_OFFENDER_VALUE_CHARS
 
     long_id = "x" * 100_000
     batch = replace(batch_of([BOWTIE, BOWTIE]), feature_ids=(long_id, "short"))

@@ -7,7 +7,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from tests.catalogue import BOWTIE, NOW, active, batch_of, clause, contract_of
-from worker.core.clause_common import percents
+from worker.core.clauses.base import percents
 from worker.core.evaluate import evaluate
 
 

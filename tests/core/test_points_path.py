@@ -15,12 +15,12 @@ from hypothesis import strategies as st
 
 from tests.catalogue import batch_of
 from worker.cli.scenario import data_file
-from worker.core import facts as facts_module
-from worker.core.contracts import parse_contract
+from worker.core.contracts.parse import parse_contract
 from worker.core.evaluate import evaluate
-from worker.core.facts import BatchFacts
+from worker.core.facts import batch as facts_module
+from worker.core.facts.batch import BatchFacts
+from worker.core.facts.wkb_check import simple_points_xy
 from worker.core.model import ActiveVersion
-from worker.core.wkb import simple_points_xy
 
 NOW = datetime.now(timezone.utc)
 V1 = data_file("contracts/admin_boundaries.v1.yaml").read_text("utf-8")

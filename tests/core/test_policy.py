@@ -5,9 +5,9 @@ from __future__ import annotations
 from datetime import datetime, timedelta, timezone
 
 from worker.cli.scenario import data_file
-from worker.core.contracts import parse_contract
+from worker.core.contracts.parse import parse_contract
+from worker.core.lifecycle.policy import Published, decide_promotion, decide_publish, escalations
 from worker.core.model import Contract
-from worker.core.policy import Published, decide_promotion, decide_publish, escalations
 from worker.io.contract_files import load_contract
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)

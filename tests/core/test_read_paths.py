@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 from worker.cli.scenario import data_file
-from worker.core.contracts import parse_contract
+from worker.core.contracts.parse import parse_contract
+from worker.core.lifecycle.read_paths import opts_in, passing_majors, per_major_majors
 from worker.core.model import ActiveVersion, VersionVerdict
-from worker.core.read_paths import opts_in, passing_majors, per_major_majors
 
 V1 = data_file("contracts/admin_boundaries.v1.yaml").read_text()
 
@@ -39,7 +39,7 @@ def test_opt_in_from_any_active_version_and_majors_of_the_layer() -> None:
 
 
 def test_read_paths_is_in_the_digest_and_a_minor_difference() -> None:
-    from worker.core.classify import classify
+    from worker.core.contracts.classify import classify
 
     shared = parse_contract(V1.replace("version: v1\n", "version: v1.1\nread_paths: shared\n"))
     assert shared.digest == parse_contract(V1.replace("version: v1\n", "version: v1.1\n")).digest

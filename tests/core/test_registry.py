@@ -7,12 +7,12 @@ from typing import Any
 
 from tests.fakes import FakeRecord
 from worker.cli.scenario import data_file
-from worker.core.contracts import parse_contract
-from worker.core.registry import Registry
+from worker.control.publish import contract_record
+from worker.core.contracts.parse import parse_contract
+from worker.core.lifecycle.registry import Registry
 from worker.io.codec import encode_contract_record
 from worker.io.config_records import apply_config_value
 from worker.io.contract_files import load_contract
-from worker.kafka.publish import contract_record
 
 V1 = load_contract(data_file("contracts/admin_boundaries.v1.yaml"))
 V11 = load_contract(data_file("contracts/admin_boundaries.v1.1.yaml"))
@@ -98,7 +98,7 @@ def test_tombstone_is_flagged_logged_at_warning_and_counted(caplog: Any) -> None
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
-    from worker.kafka.pipeline import Pipeline
+    from worker.gate.pipeline import Pipeline
     from worker.kafka.settings import Settings
     from worker.ops.metrics import GateMetrics
 
@@ -133,7 +133,7 @@ def test_config_rejection_labels_stay_bounded_under_forged_keys() -> None:
     from opentelemetry.sdk.metrics import MeterProvider
     from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
-    from worker.kafka.pipeline import Pipeline
+    from worker.gate.pipeline import Pipeline
     from worker.kafka.settings import Settings
     from worker.ops.metrics import GateMetrics
 
@@ -173,7 +173,7 @@ def _compact(log: list[tuple[str, bytes | None]]) -> list[tuple[str, bytes | Non
 
 def test_edit_in_place_protection_survives_compaction() -> None:
     # issue 10 item 8: with layer/version keys, compaction kept only the edit
-    from worker.core.registry import config_key
+    from worker.core.lifecycle.registry import config_key
 
     edited = parse_contract(V1.text.replace("max_age: PT6H", "max_age: PT1H"))
     log = [
@@ -200,7 +200,7 @@ def test_edit_in_place_protection_survives_compaction() -> None:
 
 
 def test_digest_keys_must_match_their_document_and_edit_tombstones_leave_the_original() -> None:
-    from worker.core.registry import config_key, split_config_key
+    from worker.core.lifecycle.registry import config_key, split_config_key
 
     assert split_config_key(config_key(V1)) == (V1.key, V1.digest)
     assert split_config_key("a/v1.0") == ("a/v1.0", None)

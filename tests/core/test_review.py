@@ -1,4 +1,5 @@
-"""Contract review (worker/core/review.py) on the shipped contracts and variants of them."""
+"""Contract review (worker/core/contracts/review.py) on the shipped contracts and variants of
+them."""
 
 from __future__ import annotations
 
@@ -8,10 +9,10 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from worker.cli.scenario import data_file
-from worker.core.contracts import parse_contract
+from worker.core.contracts.parse import parse_contract
+from worker.core.contracts.review import Review, review, review_to_json
 from worker.core.errors import ContractError
-from worker.core.review import Review, review, review_to_json
-from worker.io.review_report import render_review_markdown, render_review_text
+from worker.io.reports.review import render_review_markdown, render_review_text
 
 D = "contracts/"
 V1 = data_file("contracts/admin_boundaries.v1.yaml").read_text()

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
+from worker.core.lifecycle.slo import SeriesKey, SloTracker, Window, error_budget_remaining
 from worker.core.model import VersionVerdict
-from worker.core.slo import SeriesKey, SloTracker, Window, error_budget_remaining
 
 V1 = SeriesKey("parcels", "v1.0", "enforcing")
 V2 = SeriesKey("parcels", "v2.0", "observing")

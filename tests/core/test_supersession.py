@@ -10,12 +10,12 @@ from __future__ import annotations
 import itertools
 
 from worker.cli.scenario import data_file
-from worker.core.contracts import parse_contract
-from worker.core.registry import RecordingRegistry, Registry, config_key
+from worker.control.publish import contract_record
+from worker.core.contracts.parse import parse_contract
+from worker.core.lifecycle.registry import RecordingRegistry, Registry, config_key
 from worker.io.codec import encode_contract_record
 from worker.io.config_records import apply_config_value
 from worker.io.contract_files import load_contract
-from worker.kafka.publish import contract_record
 
 V1 = load_contract(data_file("contracts/admin_boundaries.v1.yaml"))
 V11 = load_contract(data_file("contracts/admin_boundaries.v1.1.yaml"))

@@ -1,4 +1,5 @@
-"""Structural WKB pre-check (worker.core.wkb): real geometries pass, hostile headers don't."""
+"""Structural WKB pre-check (worker.core.facts.wkb_check): real geometries pass, hostile headers
+don't."""
 
 from __future__ import annotations
 
@@ -12,8 +13,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from worker.cli.scenario import data_file
-from worker.core import wkb
-from worker.core.wkb import wkb_problem
+from worker.core.facts import wkb_check as wkb
+from worker.core.facts.wkb_check import wkb_problem
 
 
 def nested_collection(depth: int) -> bytes:
@@ -141,7 +142,7 @@ def test_an_empty_ring_beside_others_is_refused() -> None:
 
 
 def test_curve_type_name_reads_the_header_with_its_dimension() -> None:
-    from worker.core.wkb import curve_type_name
+    from worker.core.facts.wkb_check import curve_type_name
 
     assert curve_type_name(struct.pack("<BI", 1, 8) + b"\0" * 4) == "CircularString"
     assert curve_type_name(struct.pack(">BI", 0, 1010)) == "CurvePolygon Z"

@@ -20,7 +20,7 @@ import pytest
 import yaml
 from confluent_kafka import Producer
 
-from worker.kafka.pipeline import COMMIT_TIMEOUT_S, SEND_OFFSETS_TIMEOUT_S
+from worker.gate.pipeline import COMMIT_TIMEOUT_S, SEND_OFFSETS_TIMEOUT_S
 from worker.kafka.settings import Settings, Topics
 from worker.ops.http import DEFAULT_HTTP_PORT
 from worker.ops.http_handlers import ENDPOINTS

@@ -31,8 +31,8 @@ from tests.faults.suite import (
     wait_decided,
 )
 from tests.s3server import make_bucket, start_moto, stop_moto
-from worker.kafka.broker import EmbeddedBroker, free_port
-from worker.kafka.client import produce_one
+from worker.kafka.admin import produce_one
+from worker.kafka.embedded import EmbeddedBroker, free_port
 
 #: Seconds the broker stays down.
 OUTAGE_S = 10.0

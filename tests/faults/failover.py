@@ -27,7 +27,7 @@ from tests.faults.suite import (
     outputs,
     wait_decided,
 )
-from worker.kafka.client import produce_one, read_topic
+from worker.kafka.admin import produce_one, read_topic
 from worker.kafka.settings import Settings
 
 #: session.timeout.ms of the workers (``Lab.start_worker``).

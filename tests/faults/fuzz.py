@@ -7,11 +7,11 @@ values), and must return a value or raise the project's root error
 runs longer than :data:`HANG_S`, is a failure. The targets:
 
 - ``event decoder``: :func:`worker.io.codec.decode_batch`;
-- ``route``: :func:`worker.kafka.routing.route` of a mutated event with the demo contracts
+- ``route``: :func:`worker.gate.route.route` of a mutated event with the demo contracts
   active (decode, evaluate, output records; must always return an Outcome);
-- ``WKB pre-check``: :func:`worker.core.wkb.wkb_problem` and ``wkb_has_nonfinite`` (never
-  raise), then :func:`worker.core.evaluate.evaluate` of a batch carrying that WKB;
-- ``contract text``: :func:`worker.core.contracts.parse_contract` and
+- ``WKB pre-check``: :func:`worker.core.facts.wkb_check.wkb_problem` and ``wkb_has_nonfinite``
+  (never raise), then :func:`worker.core.evaluate.evaluate` of a batch carrying that WKB;
+- ``contract text``: :func:`worker.core.contracts.parse.parse_contract` and
   :func:`worker.io.contract_files.load_contract`;
 - ``config record``: :func:`worker.io.config_records.apply_config_value` (never raises).
 
@@ -43,18 +43,18 @@ from hypothesis import HealthCheck, given, reject, settings
 from hypothesis import strategies as st
 
 from worker.cli.scenario import contract_files, data_file
-from worker.core.contracts import parse_contract
+from worker.control.publish import contract_record
+from worker.core.contracts.parse import parse_contract
 from worker.core.errors import ContractGateError
 from worker.core.evaluate import evaluate
+from worker.core.facts.wkb_check import wkb_has_nonfinite, wkb_problem
+from worker.core.lifecycle.registry import Registry, config_key
 from worker.core.model import ActiveVersion, Batch
-from worker.core.registry import Registry, config_key
-from worker.core.wkb import wkb_has_nonfinite, wkb_problem
+from worker.gate.route import Outcome, Source, route
 from worker.io import codec
 from worker.io.config_records import apply_config_value
 from worker.io.contract_files import load_contract
-from worker.io.features import read_batch_file
-from worker.kafka.publish import contract_record
-from worker.kafka.routing import Outcome, Source, route
+from worker.io.payloads import read_batch_file
 from worker.kafka.settings import Topics
 
 #: Longest one example may run (s) before it counts as a hang.

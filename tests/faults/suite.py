@@ -37,12 +37,12 @@ import shapely
 from tests.faults.fuzz import FULL_EXAMPLES, QUICK_EXAMPLES
 from worker.cli.demo import publish_demo_contracts
 from worker.cli.scenario import data_file
-from worker.core.registry import config_key
+from worker.control.publish import contract_record
+from worker.core.lifecycle.registry import config_key
 from worker.io import codec
 from worker.io.contract_files import load_contract
-from worker.io.features import read_batch_file
-from worker.kafka.client import create_topics, produce_one, read_topic
-from worker.kafka.publish import contract_record
+from worker.io.payloads import read_batch_file
+from worker.kafka.admin import create_topics, produce_one, read_topic
 from worker.kafka.settings import Settings, Topics
 
 #: Peak RSS a worker may reach in any scenario (MiB); a quiet worker uses about 200.

@@ -14,9 +14,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from worker.kafka.broker import RunningBroker, start_broker
-from worker.kafka.client import create_topics
-from worker.kafka.pipeline import Pipeline
+from worker.gate.pipeline import Pipeline
+from worker.kafka.admin import create_topics
+from worker.kafka.embedded import RunningBroker, start_broker
 from worker.kafka.settings import Settings, Topics
 
 

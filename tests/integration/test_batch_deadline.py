@@ -23,11 +23,11 @@ import pytest
 
 from worker.cli.demo import publish_demo_contracts
 from worker.cli.scenario import data_file
+from worker.gate.pipeline import Pipeline
 from worker.io.codec import encode_batch
-from worker.io.features import load_payload_chunked, read_batch_file
-from worker.io.features.access import PayloadPolicy
-from worker.kafka.client import produce_one
-from worker.kafka.pipeline import Pipeline
+from worker.io.payloads import load_payload_chunked, read_batch_file
+from worker.io.payloads.access import PayloadPolicy
+from worker.kafka.admin import produce_one
 from worker.kafka.settings import Settings
 from worker.ops.http_handlers import healthz
 
@@ -112,7 +112,7 @@ def test_a_slow_poll_batch_commits_its_decided_prefix_and_decides_the_rest_next(
         return load_payload_chunked(uri, batch, policy=policy)
 
     pipeline._load_payload = slow_loader  # type: ignore[assignment]
-    caplog.set_level(logging.WARNING, logger="worker.kafka.pipeline")
+    caplog.set_level(logging.WARNING, logger="worker.gate.pipeline")
     committed = _steps_until_all_committed(pipeline)
     # 1.0 s per event, deadline 1.5 s: the second event starts at 1.0 s, the third would
     # start at 2.0 s, past the deadline: every step decides 2 events, commits them and
@@ -187,7 +187,7 @@ def test_healthz_turns_503_while_one_load_outlasts_max_poll_interval(
 def test_large_events_routed_two_at_a_time_are_decided_once_each_across_deadlines(
     settings: Settings,
 ) -> None:
-    """Events of 256 KiB and more are routed on two threads (worker.kafka.ahead). With a
+    """Events of 256 KiB and more are routed on two threads (worker.gate.ahead). With a
     deadline passing while an event routed ahead is in flight, the poll batch ends there
     (that event taken if finished, else consumed again): every event is decided and
     written exactly once, in order, and routing did overlap."""

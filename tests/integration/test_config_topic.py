@@ -6,12 +6,12 @@ import time
 from typing import Any
 
 from worker.cli.scenario import data_file
-from worker.core.registry import Registry
+from worker.control.publish import contract_record
+from worker.core.lifecycle.registry import Registry
 from worker.io.codec import encode_contract_record
 from worker.io.contract_files import load_contract
-from worker.kafka.client import produce_one
+from worker.kafka.admin import produce_one
 from worker.kafka.config_topic import ConfigFollower
-from worker.kafka.publish import contract_record
 from worker.kafka.settings import Settings
 
 
@@ -62,7 +62,7 @@ def test_edit_in_place_is_ignored_and_lifecycle_changes_are_followed_live(
         # an edited document under the same key: refused, the original stays in force
         edited = load_contract(data_file("contracts/admin_boundaries.v1.yaml"))
         text = edited.text.replace("max_age: PT6H", "max_age: PT1H")
-        from worker.core.contracts import parse_contract
+        from worker.core.contracts.parse import parse_contract
 
         value = encode_contract_record(contract_record(parse_contract(text), mode="enforcing"))
         produce_one(settings, settings.topics.contracts, key, value)
@@ -96,7 +96,7 @@ def test_topics_create_says_when_an_existing_config_topic_is_not_compacted(
 
     from confluent_kafka.admin import AdminClient, NewTopic
 
-    from worker.kafka.client import NOT_COMPACTED, create_topics
+    from worker.kafka.admin import NOT_COMPACTED, create_topics
     from worker.kafka.settings import Settings, Topics
 
     prefix = f"nc{uuid.uuid4().hex[:6]}."

@@ -16,14 +16,14 @@ import pytest
 
 from tests.integration.cli import run_cli as _cli
 from worker.cli.scenario import data_file
-from worker.core.contracts import parse_contract
+from worker.control.consumers import declare
+from worker.control.publish import contract_record, read_registry
+from worker.core.contracts.parse import parse_contract
 from worker.core.model import Contract
 from worker.io.codec import encode_batch, encode_contract_record
 from worker.io.contract_files import load_contract
-from worker.io.features import read_batch_file
-from worker.kafka.client import produce_one, read_topic
-from worker.kafka.consumers import declare
-from worker.kafka.publish import contract_record, read_registry
+from worker.io.payloads import read_batch_file
+from worker.kafka.admin import produce_one, read_topic
 from worker.kafka.settings import Settings
 
 LAYER = "nyc_boroughs"

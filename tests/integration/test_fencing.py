@@ -13,10 +13,10 @@ import pytest
 from worker.cli.demo import publish_demo_contracts
 from worker.cli.scenario import data_file
 from worker.core.errors import KafkaError
+from worker.gate.pipeline import Pipeline
 from worker.io.codec import encode_batch
-from worker.io.features import read_batch_file
-from worker.kafka.client import produce_one
-from worker.kafka.pipeline import Pipeline
+from worker.io.payloads import read_batch_file
+from worker.kafka.admin import produce_one
 from worker.kafka.settings import Settings
 
 

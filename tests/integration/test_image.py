@@ -34,9 +34,9 @@ from worker import __version__
 from worker.cli.demo import collect_results, publish_demo_contracts
 from worker.cli.scenario import data_file
 from worker.io.codec import encode_batch
-from worker.io.features import read_batch_file
-from worker.kafka.broker import free_port
-from worker.kafka.client import produce_one
+from worker.io.payloads import read_batch_file
+from worker.kafka.admin import produce_one
+from worker.kafka.embedded import free_port
 from worker.kafka.settings import Settings
 
 pytestmark = pytest.mark.skipif(

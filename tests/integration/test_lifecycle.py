@@ -21,16 +21,16 @@ from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from tests.integration.cli import kafka_argv
 from worker.cli.main import main
 from worker.cli.scenario import data_file
-from worker.core.contracts import parse_contract
+from worker.control.lifecycle import gather_evidence, promote
+from worker.control.publish import contract_record, publish_batch, publish_contract
+from worker.core.contracts.parse import parse_contract
 from worker.core.errors import PolicyError
-from worker.core.evidence import Evidence
+from worker.core.lifecycle.evidence import Evidence
 from worker.core.model import Batch
 from worker.io.codec import encode_contract_record
 from worker.io.contract_files import load_contract
-from worker.io.features import read_batch_file
-from worker.kafka.client import produce_one
-from worker.kafka.lifecycle import gather_evidence, promote
-from worker.kafka.publish import contract_record, publish_batch, publish_contract
+from worker.io.payloads import read_batch_file
+from worker.kafka.admin import produce_one
 from worker.kafka.settings import Settings
 from worker.ops.metrics import GateMetrics
 
@@ -270,9 +270,9 @@ def test_a_running_worker_never_evaluates_a_minor_and_its_predecessor_both_enfor
     # issue 14: supersession was a second record, so between the two records v1.0 and
     # v1.1 were both enforcing. Now the new version's record carries it: here the
     # publisher stops after that first record, and the worker still never holds both.
-    from worker.core.policy import decide_publish
+    from worker.control.lifecycle import read_published, write_records
+    from worker.core.lifecycle.policy import decide_publish
     from worker.kafka.evaluations import read_evaluations
-    from worker.kafka.lifecycle import read_published, write_records
 
     clock = Clock(T0)
     publish_contract(settings, V1, mode="enforcing", now=T0)
@@ -323,7 +323,7 @@ def test_two_publications_of_one_version_racing_tell_the_loser(
 ) -> None:
     # found by a new-user session: two different v1.1 documents published at the same time
     # were both reported "published"; the worker kept the first and rejected the second
-    from worker.kafka import lifecycle
+    from worker.control import lifecycle
 
     publish_contract(settings, V1, published_by="first")
     (tmp_path / "a").mkdir()

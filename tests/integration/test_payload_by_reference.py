@@ -22,8 +22,8 @@ from worker.cli.demo import collect_results, publish_demo_contracts
 from worker.cli.main import main
 from worker.cli.scenario import data_file
 from worker.io.codec import encode_batch
-from worker.io.features import read_batch_file
-from worker.kafka.client import produce_one
+from worker.io.payloads import read_batch_file
+from worker.kafka.admin import produce_one
 from worker.kafka.settings import Settings
 
 __all__ = ["moto_server", "s3_env"]  # fixtures used by name

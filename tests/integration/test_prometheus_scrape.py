@@ -30,12 +30,12 @@ from opentelemetry.sdk.metrics import MeterProvider
 from prometheus_client import CollectorRegistry
 
 from worker.cli.scenario import data_file
+from worker.control.publish import publish_contract
+from worker.gate.pipeline import Pipeline
 from worker.io.codec import encode_batch
-from worker.io.features import read_batch_file
-from worker.kafka.broker import free_port
-from worker.kafka.client import produce_one
-from worker.kafka.pipeline import Pipeline
-from worker.kafka.publish import publish_contract
+from worker.io.payloads import read_batch_file
+from worker.kafka.admin import produce_one
+from worker.kafka.embedded import free_port
 from worker.kafka.settings import Settings
 from worker.ops.http import GateHTTPServer
 from worker.ops.http_handlers import DecisionLog

@@ -12,10 +12,10 @@ from typing import Any
 from tests.integration.cli import run_cli
 from worker.cli.demo import collect_results
 from worker.cli.scenario import data_file
+from worker.control.publish import publish_contract
 from worker.io.codec import encode_batch
-from worker.io.features import read_batch_file
-from worker.kafka.client import produce_one
-from worker.kafka.publish import publish_contract
+from worker.io.payloads import read_batch_file
+from worker.kafka.admin import produce_one
 from worker.kafka.settings import Settings
 from worker.ops.quarantine import QuarantineEntry, read_quarantine
 
@@ -129,7 +129,7 @@ def cli_code(settings: Settings, capsys: Any, *argv: str) -> tuple[int, str]:
 
 
 def admitted_headers(settings: Settings, n: int, timeout_s: float = 60) -> list[dict[str, str]]:
-    from worker.kafka.client import read_topic
+    from worker.kafka.admin import read_topic
 
     deadline = time.monotonic() + timeout_s
     while True:

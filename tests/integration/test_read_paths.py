@@ -18,12 +18,12 @@ import pytest
 
 from tests.integration.cli import run_cli as _cli
 from worker.cli.scenario import data_file
-from worker.core.contracts import parse_contract
+from worker.control.publish import contract_record
+from worker.core.contracts.parse import parse_contract
 from worker.core.model import Contract
 from worker.io.codec import decode_quarantine, encode_batch, encode_contract_record
-from worker.io.features import read_batch_file
-from worker.kafka.client import produce_one, read_topic
-from worker.kafka.publish import contract_record
+from worker.io.payloads import read_batch_file
+from worker.kafka.admin import produce_one, read_topic
 from worker.kafka.settings import Settings
 
 LAYER = "admin_boundaries"
@@ -136,7 +136,7 @@ def test_missing_per_major_topic_is_left_out_with_an_error_not_a_stuck_partition
         record = contract_record(c, mode="enforcing")
         produce_one(settings, settings.topics.contracts, c.key, encode_contract_record(record))
     start_worker(settings)  # `topics create` not run again: the v7 path does not exist
-    with caplog.at_level("ERROR", logger="worker.kafka.pipeline"):
+    with caplog.at_level("ERROR", logger="worker.gate.pipeline"):
         _send(settings, "world-1")
         (q,) = _wait(settings, settings.topics.quarantine, 1)
     assert decode_quarantine(q.value())["batch_id"] == "world-1"

@@ -19,9 +19,9 @@ from typing import Any
 from worker.cli.demo import collect_results, publish_demo_contracts
 from worker.cli.scenario import data_file
 from worker.io.codec import encode_batch
-from worker.io.features import read_batch_file
-from worker.kafka.broker import free_port
-from worker.kafka.client import create_topics, produce_one
+from worker.io.payloads import read_batch_file
+from worker.kafka.admin import create_topics, produce_one
+from worker.kafka.embedded import free_port
 from worker.kafka.settings import Settings, Topics
 
 

@@ -21,14 +21,14 @@ from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerialize
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from worker.cli.scenario import data_file
+from worker.control.publish import publish_batch, publish_contract
+from worker.gate.route import Outcome
 from worker.io import codec
-from worker.io.codec.registry import reader_schema, schema_id_of
-from worker.io.features import read_batch_file
-from worker.kafka.client import produce_one, read_topic
-from worker.kafka.publish import publish_batch, publish_contract
-from worker.kafka.routing import Outcome
+from worker.io.payloads import read_batch_file
+from worker.kafka.admin import produce_one, read_topic
 from worker.kafka.schema_registry import registry_client
 from worker.kafka.settings import SchemaRegistrySettings, Settings
+from worker.kafka.wire import reader_schema, schema_id_of
 from worker.ops.quarantine import read_quarantine
 
 

@@ -11,10 +11,10 @@ from opentelemetry.sdk.metrics import MeterProvider
 
 from worker.cli.demo import collect_results, publish_demo_contracts
 from worker.cli.scenario import data_file
-from worker.core.slo import SeriesKey
+from worker.core.lifecycle.slo import SeriesKey
 from worker.io.codec import encode_batch
-from worker.io.features import read_batch_file
-from worker.kafka.client import produce_one
+from worker.io.payloads import read_batch_file
+from worker.kafka.admin import produce_one
 from worker.kafka.settings import Settings
 from worker.ops.metrics import GateMetrics
 

@@ -7,7 +7,7 @@ from dataclasses import replace
 import pytest
 
 from worker.core.errors import KafkaError
-from worker.kafka.pipeline import Pipeline
+from worker.gate.pipeline import Pipeline
 from worker.kafka.settings import Settings
 
 
@@ -37,7 +37,7 @@ def test_producing_to_a_missing_topic_names_the_fix_at_once(settings: Settings) 
     # waited 30 s for the delivery, then printed the broker's error without the fix
     import time
 
-    from worker.kafka.client import produce_one
+    from worker.kafka.admin import produce_one
 
     absent = f"{settings.topics.batches}.absent"
     started = time.monotonic()

@@ -18,8 +18,8 @@ from tests.integration.test_consumers import _commit_offset
 from tests.integration.test_lifecycle import V1, V1_1, variant, wait_evidence, world
 from worker.cli.main import main
 from worker.cli.scenario import data_file
-from worker.kafka.consumers import declare
-from worker.kafka.publish import publish_batch, publish_contract
+from worker.control.consumers import declare
+from worker.control.publish import publish_batch, publish_contract
 from worker.kafka.settings import Settings
 
 pytestmark = pytest.mark.integration

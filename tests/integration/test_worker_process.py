@@ -19,9 +19,9 @@ from pathlib import Path
 from worker.cli.demo import collect_results, publish_demo_contracts
 from worker.cli.scenario import data_file
 from worker.io.codec import encode_batch
-from worker.io.features import read_batch_file
-from worker.kafka.broker import RunningBroker
-from worker.kafka.client import produce_one
+from worker.io.payloads import read_batch_file
+from worker.kafka.admin import produce_one
+from worker.kafka.embedded import RunningBroker
 from worker.kafka.settings import Settings
 
 

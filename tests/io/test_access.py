@@ -1,4 +1,4 @@
-"""worker.io.features.access: payload roots, sizes, format sniffing, bounded retries."""
+"""worker.io.payloads.access: payload roots, sizes, format sniffing, bounded retries."""
 
 from __future__ import annotations
 
@@ -12,7 +12,7 @@ from worker.core.errors import (
     PayloadTooLarge,
     PayloadUnavailable,
 )
-from worker.io.features.access import (
+from worker.io.payloads.access import (
     UNRESTRICTED,
     PayloadPolicy,
     PayloadRoot,

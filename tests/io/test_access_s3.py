@@ -24,12 +24,12 @@ from worker.core.errors import (
     PayloadUnavailable,
 )
 from worker.core.model import ActiveVersion
+from worker.gate.pipeline import Pipeline
+from worker.gate.route import Source, route
 from worker.io import codec
 from worker.io.contract_files import load_contract
-from worker.io.features import load_payload, read_batch_file, read_features
-from worker.io.features.access import UNRESTRICTED, PayloadPolicy, s3_filesystem, upload_payload
-from worker.kafka.pipeline import Pipeline
-from worker.kafka.routing import Source, route
+from worker.io.payloads import load_payload, read_batch_file, read_features
+from worker.io.payloads.access import UNRESTRICTED, PayloadPolicy, s3_filesystem, upload_payload
 from worker.kafka.settings import Settings, Topics
 
 __all__ = ["moto_server", "s3_env"]  # fixtures used by name

@@ -20,9 +20,9 @@ import shapely
 
 from tests.catalogue import active, clause, contract_of, polygon_wkb
 from worker.core.evaluate import evaluate
-from worker.core.facts import BatchFacts
-from worker.io.features import derive_schema, read_batch_file, read_features
-from worker.io.features.wkb import geojson_to_wkb, ragged_to_wkb
+from worker.core.facts.batch import BatchFacts
+from worker.io.formats.wkb_writer import geojson_to_wkb, ragged_to_wkb
+from worker.io.payloads import derive_schema, read_batch_file, read_features
 
 T = datetime(2026, 11, 29, 6, tzinfo=timezone.utc)
 OPEN = [[0.0, 0.0], [10.0, 0.0], [10.0, 10.0], [0.0, 10.0]]  # first != last
@@ -356,13 +356,13 @@ def test_a_nan_vertex_of_a_line_and_an_empty_geojson_point_keep_their_readings(
     ids=lambda g: g["type"],
 )
 def test_wkb_read_back_literally_gives_the_geojson_written(geometry: dict[str, Any]) -> None:
-    from worker.io.features.wkb import wkb_to_geojson
+    from worker.io.formats.wkb_writer import wkb_to_geojson
 
     assert wkb_to_geojson(geojson_to_wkb(geometry)) == geometry
 
 
 def test_wkb_read_back_takes_ewkb_big_endian_and_m_and_refuses_what_it_cannot_write() -> None:
-    from worker.io.features.wkb import wkb_to_geojson
+    from worker.io.formats.wkb_writer import wkb_to_geojson
 
     square = shapely.box(0, 0, 1, 1)
     want = json.loads(shapely.to_geojson(square))

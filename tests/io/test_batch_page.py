@@ -1,4 +1,4 @@
-"""The batch map page (worker.io.batch_page) on coordinates at the ends of float range.
+"""The batch map page (worker.io.reports.page) on coordinates at the ends of float range.
 
 Its pages in a real browser are in test_pages_in_browser.py (skipped without chromium).
 """
@@ -11,7 +11,7 @@ import shapely
 
 from tests.catalogue import NOW, active, batch_of, clause, contract_of
 from worker.core.evaluate import evaluate
-from worker.io.batch_page import render_batch_page
+from worker.io.reports.page import render_batch_page
 
 
 def test_coordinates_of_1e308_are_drawn_at_the_map_edges_never_as_nan() -> None:
@@ -27,7 +27,7 @@ def test_coordinates_of_1e308_are_drawn_at_the_map_edges_never_as_nan() -> None:
 
 def test_a_large_batch_draws_every_offender_and_a_thinned_sample_of_the_rest() -> None:
     # 300,000 points made a 39 MB page (a fresh-user finding)
-    from worker.io.batch_page import MAX_DRAWN_PASSING
+    from worker.io.reports.page import MAX_DRAWN_PASSING
 
     n = 2 * MAX_DRAWN_PASSING + 10
     geoms = [shapely.Point(i % 360 - 180, (i // 360) % 180 - 90) for i in range(n - 1)]

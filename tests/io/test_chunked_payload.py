@@ -21,15 +21,15 @@ import pytest
 import shapely
 
 from tests.catalogue import ADMIN_BOUNDARIES, NYC_BOROUGHS, active, clause, contract_of
-from worker.core.chunked import ChunkedBatch, evaluate_chunked
+from worker.core.chunks import ChunkedBatch, evaluate_chunked
 from worker.core.errors import PayloadCorrupt
 from worker.core.evaluate import evaluate
-from worker.core.facts import BatchFacts
+from worker.core.facts.batch import BatchFacts
 from worker.core.model import Batch, Decision
 from worker.io.contract_files import load_contract
-from worker.io.features import load_payload
-from worker.io.features.access import UNRESTRICTED, PayloadPolicy
-from worker.io.features.chunks import load_payload_chunked
+from worker.io.payloads import load_payload
+from worker.io.payloads.access import UNRESTRICTED, PayloadPolicy
+from worker.io.payloads.chunks import load_payload_chunked
 
 REPO = Path(__file__).resolve().parents[2]
 CASES = REPO / "tests" / "cases"
@@ -211,7 +211,7 @@ def test_a_transient_read_error_resumes_at_the_chunk_that_failed(
     opened again and read on from that chunk; the decision is the whole batch's, and
     features already evaluated are not evaluated again."""
     from worker.core.errors import PayloadUnavailable
-    from worker.io.features import geoparquet
+    from worker.io.formats import geoparquet
 
     real = geoparquet._features
     calls: list[int] = []
@@ -259,7 +259,7 @@ def test_extent_from_the_envelope_equals_extent_from_the_geometries(
 ) -> None:
     """With the coordinate arrays' envelope (every feature present) the extent clause
     judges as without it; a region covering the envelope tests no feature with GEOS."""
-    from worker.core import clauses_spatial
+    from worker.core.clauses import spatial as clauses_spatial
 
     c = contract_of(clause("ext", "extent", region=region), layer="x")
     batch = load_payload(path.as_uri(), layer="x", policy=UNRESTRICTED)

@@ -28,7 +28,7 @@ from worker.core.model import (
 )
 from worker.io import codec
 from worker.io.codec.avro import BATCH_ARRIVAL
-from worker.io.features import read_batch_file
+from worker.io.payloads import read_batch_file
 
 UTC = timezone.utc
 T0 = datetime(2024, 5, 1, 12, 30, 15, 123000, tzinfo=UTC)
@@ -540,8 +540,8 @@ def test_inline_events_carry_nested_mixed_and_unparseable_features(tmp_path: Pat
     # issue 9: what a file reader accepts, an inline event carries with the same verdict:
     # struct/list/map/decimal columns and mixed properties as JSON text keeping their
     # logical type, an open ring as its literal (unparseable) WKB
-    from worker.io.features import derive_schema
-    from worker.io.features.base import text_column
+    from worker.io.formats.base import text_column
+    from worker.io.payloads import derive_schema
 
     open_ring = b"\x01\x03\x00\x00\x00\x01\x00\x00\x00\x04\x00\x00\x00" + b"".join(
         struct.pack("<dd", x, y) for x, y in ((0, 0), (1, 0), (1, 1), (0, 1))
@@ -649,11 +649,11 @@ def test_inline_events_carry_geojson_feature_ids_to_the_quarantine_offenders(
 ) -> None:
     # issue 14: `batch publish FILE.geojson` lost the ids; offenders fell back to indexes
     from tests.cli.test_check_offenders import CONTRACT, _geojson
-    from worker.core.contracts import parse_contract
+    from worker.core.contracts.parse import parse_contract
     from worker.core.evaluate import evaluate
     from worker.core.model import ActiveVersion
     from worker.io.codec.avro import BATCH_ARRIVAL_EDGES
-    from worker.io.codec.batch import MAX_FEATURE_ID_CHARS
+    from worker.io.codec.events import MAX_FEATURE_ID_CHARS
 
     batch = read_batch_file(_geojson(tmp_path / "b.geojson"), layer="places", data_time=T0)
     assert batch.feature_ids == ("in", "out")

@@ -20,7 +20,7 @@ ROOT = Path(__file__).resolve().parents[2]
 SCRIPT = """
 import sys
 from worker.core.errors import PayloadError
-from worker.io.features import read_batch_file
+from worker.io.payloads import read_batch_file
 try:
     read_batch_file(sys.argv[1], layer="x")
 except PayloadError:

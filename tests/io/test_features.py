@@ -1,4 +1,4 @@
-"""Tests of worker.io.features: GeoJSON, GeoParquet (spec files and demo data), schemas."""
+"""Tests of worker.io.payloads: GeoJSON, GeoParquet (spec files and demo data), schemas."""
 
 from __future__ import annotations
 
@@ -14,8 +14,8 @@ import shapely
 
 from worker.core.errors import PayloadError
 from worker.core.model import Batch, FieldSpec
-from worker.io.features import derive_schema, load_payload, read_batch_file, read_features
-from worker.io.features.access import PayloadPolicy
+from worker.io.payloads import derive_schema, load_payload, read_batch_file, read_features
+from worker.io.payloads.access import PayloadPolicy
 
 REPO = Path(__file__).resolve().parents[2]
 #: The GeoParquet specification's test files (Apache-2.0, see tests/data/README.md).
@@ -357,7 +357,7 @@ def test_geoparquet_covering_bbox_is_read_per_row(tmp_path: Path) -> None:
     b = read_batch_file(path, layer="x")
     assert b.covering_bbox == ((-60.0, 55.0, 60.0, 60.0), (0.0, 0.0, 1.0, 1.0), None)
     assert "bbox" not in b.attributes.column_names  # a covering column is no attribute
-    from worker.core.facts import BatchFacts
+    from worker.core.facts.batch import BatchFacts
 
     assert BatchFacts(b).covering_bbox_disagrees.tolist() == [False, True, True]
 
@@ -392,7 +392,7 @@ def test_a_dictionary_encoded_wkb_column_is_read_as_its_values(tmp_path: Path) -
     # a GeoParquet file written from a pandas categorical stores its geometry column
     # dictionary-encoded; it was refused ("has arrow type dictionary<...>, not binary")
     from worker.cli.scenario import data_file
-    from worker.io.features.geoparquet import open_geoparquet_chunks
+    from worker.io.formats.geoparquet import open_geoparquet_chunks
 
     shipped = data_file("admin_boundaries.parquet")
     table = pq.read_table(shipped)

@@ -1,4 +1,5 @@
-"""Offending features in quarantine records (bounded) and as GeoJSON (worker.io.offenders)."""
+"""Offending features in quarantine records (bounded) and as GeoJSON
+(worker.io.reports.offenders)."""
 
 from __future__ import annotations
 
@@ -13,7 +14,7 @@ from worker.core.evaluate import evaluate
 from worker.core.model import MAX_OFFENDERS, Offender, Offenders, QuarantineReason
 from worker.io import codec
 from worker.io.codec.records import MAX_OFFENDER_CHARS
-from worker.io.offenders import broken_clauses, offenders_collection, offenders_of_record
+from worker.io.reports.offenders import broken_clauses, offenders_collection, offenders_of_record
 
 T0 = datetime(2026, 11, 29, 6, 0, tzinfo=timezone.utc)
 COMMON = dict(

@@ -1,5 +1,5 @@
 """Shapefile (plain and zipped), GeoPackage and FlatGeobuf through pyogrio
-(worker.io.features.ogr), and the messages when pyogrio is missing or the format unknown."""
+(worker.io.formats.ogr), and the messages when pyogrio is missing or the format unknown."""
 
 from __future__ import annotations
 
@@ -13,7 +13,7 @@ import pytest
 from tests.catalogue import NYC_BOROUGHS, read_geoparquet
 from worker.core.errors import PayloadError
 from worker.core.spatial import crs_equivalent
-from worker.io.features import read_features
+from worker.io.payloads import read_features
 
 pyogrio = pytest.importorskip("pyogrio", reason="pyogrio (extra 'formats') is not installed")
 

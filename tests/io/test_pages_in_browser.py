@@ -16,10 +16,10 @@ import shapely
 
 from tests.catalogue import BOWTIE, NOW, PARIS, VALID_POLYGON, active, batch_of, clause, contract_of
 from worker.core.evaluate import evaluate
-from worker.core.evidence import summarise
+from worker.core.lifecycle.evidence import summarise
 from worker.io import codec
-from worker.io.batch_page import render_batch_page, render_record_page
-from worker.io.evidence_report import render_evidence_html
+from worker.io.reports.evidence import render_evidence_html
+from worker.io.reports.page import render_batch_page, render_record_page
 
 CHROMIUM = shutil.which("chromium") or shutil.which("chromium-browser")
 pytestmark = pytest.mark.skipif(

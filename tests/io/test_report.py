@@ -1,4 +1,4 @@
-"""Text rendering of decisions: every measured figure with its unit (worker.io.report)."""
+"""Text rendering of decisions: every measured figure with its unit (worker.io.reports.text)."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pyarrow as pa
 
 from tests.catalogue import NOW, PARIS, VALID_POLYGON, active, batch_of, clause, contract_of
 from worker.core.evaluate import evaluate
-from worker.io.report import render_decision, with_units
+from worker.io.reports.text import render_decision, with_units
 
 
 def test_text_output_gives_units_of_seconds_fractions_and_areas() -> None:
@@ -52,7 +52,7 @@ def test_with_units_areas_in_projected_units_and_future_ages() -> None:
 
 
 def test_brief_counts_one_null_in_the_singular() -> None:
-    from worker.io.report import brief
+    from worker.io.reports.text import brief
 
     assert brief("domain", {"null_count": 1}) == "1 null"
     assert brief("domain", {"null_count": 3}) == "3 nulls"

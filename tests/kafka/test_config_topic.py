@@ -11,12 +11,12 @@ import pytest
 
 from tests.fakes import FakeRecord
 from worker.cli.scenario import data_file
-from worker.core.contracts import parse_contract
-from worker.core.registry import Registry
+from worker.control.publish import contract_record
+from worker.core.contracts.parse import parse_contract
+from worker.core.lifecycle.registry import Registry
 from worker.io.codec import encode_contract_record
 from worker.io.contract_files import load_contract
 from worker.kafka.config_topic import ConfigFollower
-from worker.kafka.publish import contract_record
 from worker.kafka.settings import Settings
 
 

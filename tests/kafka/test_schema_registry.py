@@ -15,18 +15,18 @@ from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerialize
 from confluent_kafka.serialization import MessageField, SerializationContext
 
 from tests.fakes import FakeRecord
-from tests.kafka.test_pipeline import FakeConsumer
+from tests.gate.test_pipeline import FakeConsumer
 from worker.cli.scenario import data_file
 from worker.core.errors import ContractGateError, KafkaError
 from worker.core.model import ActiveVersion
+from worker.gate.pipeline import Pipeline
+from worker.gate.route import Outcome, Source, route
 from worker.io import codec
-from worker.io.codec.registry import reader_schema, schema_id_of
 from worker.io.contract_files import load_contract
-from worker.io.features import read_batch_file
-from worker.kafka.pipeline import Pipeline
-from worker.kafka.routing import Outcome, Source, route
+from worker.io.payloads import read_batch_file
 from worker.kafka.schema_registry import codec_for, plain_value, registry_client
 from worker.kafka.settings import SchemaRegistrySettings, Settings, Topics, describe_settings
+from worker.kafka.wire import reader_schema, schema_id_of
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
 TOPICS = Topics()
@@ -262,7 +262,7 @@ def test_a_dead_registry_stops_the_start_and_aborts_a_transaction() -> None:
     assert outcome.decision.admitted
     ok, producer, _ = commit(p, [outcome])
     assert not ok and producer.calls == ["begin", "abort"]  # nothing half-written
-    # (the step seeks back to offset 41, consumed again later: tests/kafka/test_pipeline.py)
+    # (the step seeks back to offset 41, consumed again later: tests/gate/test_pipeline.py)
     assert p.transactions_aborted == 1
 
 

@@ -16,9 +16,9 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 from prometheus_client import CollectorRegistry
 
-from tests.kafka.test_routing import WORLD, go
+from tests.gate.test_route import WORLD, go
 from worker.core.errors import ContractGateError
-from worker.core.slo import SeriesKey
+from worker.core.lifecycle.slo import SeriesKey
 from worker.io import codec
 from worker.ops.http import GateHTTPServer, http_port_from
 from worker.ops.http_handlers import DecisionLog, handle
@@ -183,7 +183,7 @@ def test_server_answers_on_a_free_port() -> None:
 
 
 def test_status_shows_slo_per_version_and_migration_counts() -> None:
-    from worker.core.migration import LayerView, MigrationView, VersionCount
+    from worker.core.lifecycle.migration import LayerView, MigrationView, VersionCount
 
     metrics = GateMetrics(MeterProvider(metric_readers=[InMemoryMetricReader()]).get_meter("t"))
     for passed in (True, False, True, True):

@@ -8,8 +8,8 @@ from datetime import datetime, timedelta, timezone
 from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
-from tests.kafka.test_routing import NOW, V1, V11, WORLD, go
-from worker.core.policy import Published
+from tests.gate.test_route import NOW, V1, V11, WORLD, go
+from worker.core.lifecycle.policy import Published
 from worker.io import codec
 from worker.ops.metrics import GateMetrics
 
@@ -124,7 +124,7 @@ def test_restore_slo_counts_each_batch_once_and_only_active_versions() -> None:
 
     from opentelemetry.sdk.metrics import MeterProvider
 
-    from worker.core.slo import SeriesKey
+    from worker.core.lifecycle.slo import SeriesKey
     from worker.ops.metrics import GateMetrics
 
     now = datetime(2026, 11, 30, 12, tzinfo=timezone.utc)

@@ -10,7 +10,7 @@ from typing import Any
 import pytest
 
 from tests.fakes import FakeRecord
-from tests.kafka.test_routing import TOPICS, WORLD, go
+from tests.gate.test_route import TOPICS, WORLD, go
 from worker.core.errors import ContractGateError
 from worker.io import codec
 from worker.kafka.settings import Settings
@@ -137,8 +137,8 @@ def _quarantined_replay(
     value: bytes, source_offset: int, headers: tuple[tuple[str, bytes | None], ...]
 ) -> QuarantineEntry:
     """The quarantine entry of an event consumed at gis.batches[0]@source_offset."""
-    from tests.kafka.test_routing import versions
-    from worker.kafka.routing import Source, route
+    from tests.gate.test_route import versions
+    from worker.gate.route import Source, route
 
     out = route(
         Source("gis.batches", 0, source_offset, b"admin_boundaries", value, headers),
@@ -209,7 +209,7 @@ def test_replay_headers_reads_the_copies_of_undecodable_entries(
 def test_show_names_offending_features_and_writes_them_as_geojson() -> None:
     import shapely
 
-    from worker.io.offenders import offenders_collection, offenders_of_record
+    from worker.io.reports.offenders import offenders_collection, offenders_of_record
     from worker.ops.quarantine import entry_batch
 
     bowtie = shapely.to_wkb(shapely.Polygon([(0, 0), (1, 1), (1, 0), (0, 1), (0, 0)]))
@@ -277,7 +277,7 @@ def test_entry_batch_reads_a_by_reference_payload_under_the_settings_roots(tmp_p
     import shutil
 
     from worker.cli.scenario import data_file
-    from worker.io.features.access import PayloadPolicy
+    from worker.io.payloads.access import PayloadPolicy
     from worker.ops.quarantine import entry_batch
 
     payload = tmp_path / "in" / "world.parquet"

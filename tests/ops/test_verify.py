@@ -7,10 +7,9 @@ from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
 from worker.cli.scenario import data_file
-from worker.core.contracts import parse_contract
-from worker.core.migration import build_view
-from worker.core.model import ActiveVersion
-from worker.core.overlap import (
+from worker.core.contracts.parse import parse_contract
+from worker.core.lifecycle.migration import build_view
+from worker.core.lifecycle.overlap import (
     CheckResult,
     OverlapReport,
     check_stricter,
@@ -20,6 +19,7 @@ from worker.core.overlap import (
     find_stricter,
     find_twins,
 )
+from worker.core.model import ActiveVersion
 from worker.io.contract_files import load_contract
 from worker.ops.verify import render_report, report_to_json
 
@@ -183,7 +183,7 @@ def _major(version: str) -> ActiveVersion:
 
 
 def test_major_overlap_both_majors_evaluate_every_batch_with_their_own_attainment() -> None:
-    from worker.core.overlap import check_major_overlap
+    from worker.core.lifecycle.overlap import check_major_overlap
 
     v2 = _major("v2")
 
@@ -218,7 +218,7 @@ def test_major_overlap_both_majors_evaluate_every_batch_with_their_own_attainmen
 def test_two_enforcing_majors_that_no_batch_passes_together_fail_the_overlap_check() -> None:
     # found by a new-user session: a CRS major enforcing beside v1 quarantined every batch
     # and `verify overlap` said PASS (attainment 0.5 / 0.5)
-    from worker.core.overlap import check_major_overlap
+    from worker.core.lifecycle.overlap import check_major_overlap
 
     v2 = replace(_major("v2"), mode="enforcing")
 

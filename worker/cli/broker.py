@@ -1,6 +1,6 @@
 """``contract-gate broker``: the embedded Tansu broker in the foreground, for development.
 
-Starts the broker of the ``embedded`` extra (:class:`worker.kafka.broker.EmbeddedBroker`)
+Starts the broker of the ``embedded`` extra (:class:`worker.kafka.embedded.EmbeddedBroker`)
 on a given or free port, prints the ``export KAFKA_BOOTSTRAP_SERVERS=...`` line the other
 commands need, creates the six topics on request, and stops the broker process (by its
 own id) on Ctrl-C or SIGTERM. Storage is in memory unless ``--storage`` names one of
@@ -71,8 +71,8 @@ def add_broker_args(sub: argparse._SubParsersAction) -> None:
 
 def cmd_broker(args: argparse.Namespace) -> int:
     """Run the broker until a signal; 0 after a clean stop, 2 when the broker died."""
-    from worker.kafka.broker import EmbeddedBroker, redact_url
-    from worker.kafka.client import create_topics
+    from worker.kafka.admin import create_topics
+    from worker.kafka.embedded import EmbeddedBroker, redact_url
     from worker.kafka.settings import Settings
 
     stop = threading.Event()

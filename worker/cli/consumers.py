@@ -13,7 +13,7 @@ from collections.abc import Callable
 from datetime import timedelta
 from typing import Any
 
-from worker.core.jsonsafe import dumps_json
+from worker.core._util.jsonsafe import dumps_json
 
 __all__ = ["add_consumers_args", "add_retire_args", "cmd_consumers", "cmd_retire"]
 
@@ -135,9 +135,9 @@ def add_retire_args(csub: Any, add_kafka_args: AddKafkaArgs) -> None:
 
 def cmd_consumers(args: argparse.Namespace) -> int:
     from worker.cli.args import settings_from_args
-    from worker.core.migration import MigrationView, render_view, view_to_json
-    from worker.kafka.attribution import migration_view
-    from worker.kafka.consumers import check_admitted, declare
+    from worker.control.attribution import migration_view
+    from worker.control.consumers import check_admitted, declare
+    from worker.core.lifecycle.migration import MigrationView, render_view, view_to_json
 
     settings = settings_from_args(args)
     if args.consumers_command == "declare":
@@ -173,7 +173,7 @@ def cmd_consumers(args: argparse.Namespace) -> int:
 
 def cmd_retire(args: argparse.Namespace) -> int:
     from worker.cli.args import settings_from_args
-    from worker.kafka.retirement import retire
+    from worker.control.retirement import retire
 
     settings = settings_from_args(args)
     print(

@@ -18,12 +18,12 @@ from datetime import datetime, timezone
 from typing import Any, TextIO
 
 from worker.cli.scenario import DemoEvent, contract_files, demo_events
+from worker.control.publish import publish_contract
+from worker.gate.pipeline import Pipeline
 from worker.io import codec
-from worker.io.report import brief
-from worker.kafka.broker import start_broker
-from worker.kafka.client import create_topics, produce_one
-from worker.kafka.pipeline import Pipeline
-from worker.kafka.publish import publish_contract
+from worker.io.reports.text import brief
+from worker.kafka.admin import create_topics, produce_one
+from worker.kafka.embedded import start_broker
 from worker.kafka.settings import Settings, Topics
 
 __all__ = [

@@ -23,11 +23,11 @@ from worker.cli.args import (
 )
 from worker.cli.consumers import cmd_retire
 from worker.cli.lifecycle import LIFECYCLE_COMMANDS
+from worker.core._util.jsonsafe import dumps_json
 from worker.core.errors import ContractGateError
-from worker.core.jsonsafe import dumps_json
 
 if TYPE_CHECKING:
-    from worker.core.chunked import ChunkedBatch
+    from worker.core.chunks import ChunkedBatch
     from worker.core.model import Batch, Decision
 
 
@@ -36,11 +36,11 @@ def cmd_check(args: argparse.Namespace) -> int:
     by-reference payload (peak memory bounded by a chunk, not the file); other formats,
     and any file when ``--offenders`` or ``--html`` asks for pictures of its features,
     are read whole. Both give the same decision."""
-    from worker.core.chunked import ChunkedBatch
-    from worker.core.coherence import contradictions
+    from worker.core.chunks import ChunkedBatch
+    from worker.core.contracts.coherence import contradictions
     from worker.core.model import ActiveVersion
     from worker.io.contract_files import load_contract
-    from worker.io.report import decision_to_json, render_decision
+    from worker.io.reports.text import decision_to_json, render_decision
 
     if not args.contract and not args.observing:
         raise ContractGateError("give at least one --contract FILE (or --observing FILE)")
@@ -90,10 +90,10 @@ def _read_batch(args: argparse.Namespace, layer: str, versions: Any) -> Batch | 
     ContractGateError
         ``--id-column`` names no column of the file (the columns are named).
     PayloadError
-        The file cannot be read (as :func:`worker.io.features.read_batch_file`).
+        The file cannot be read (as :func:`worker.io.payloads.read_batch_file`).
     """
-    from worker.core.chunked import ChunkedBatch
-    from worker.io.features import read_batch_file, read_batch_file_chunked
+    from worker.core.chunks import ChunkedBatch
+    from worker.io.payloads import read_batch_file, read_batch_file_chunked
 
     pictures = bool(args.offenders or getattr(args, "html", None))
     read = read_batch_file if pictures else read_batch_file_chunked
@@ -129,7 +129,7 @@ def _read_batch(args: argparse.Namespace, layer: str, versions: Any) -> Batch | 
 
 def _with_id_column(loaded: Batch | ChunkedBatch, column: str) -> Batch | ChunkedBatch:
     """``loaded`` (and every chunk of it) with ``id_column`` set to ``column``."""
-    from worker.core.chunked import ChunkedBatch
+    from worker.core.chunks import ChunkedBatch
 
     if not isinstance(loaded, ChunkedBatch):
         return replace(loaded, id_column=column)
@@ -144,13 +144,13 @@ def _evaluate_batch(
     loaded: Batch | ChunkedBatch, versions: Any, now: datetime
 ) -> tuple[Decision, int, list[str]]:
     """The decision on ``loaded``, its number of features and the sentences of its file's
-    metadata claims that the geometries contradict (:mod:`worker.core.claims`): chunk by
+    metadata claims that the geometries contradict (:mod:`worker.core.facts.claims`): chunk by
     chunk for a :class:`ChunkedBatch` (claims tallied per chunk and merged), else whole."""
-    from worker.core.chunked import ChunkedBatch, evaluate_chunked
-    from worker.core.claims import claim_disagreements, claims_tally, disagreements_of
+    from worker.core.chunks import ChunkedBatch, evaluate_chunked
+    from worker.core.clauses.tally import Tally, merge
     from worker.core.evaluate import evaluate
-    from worker.core.facts import BatchFacts
-    from worker.core.tally import Tally, merge
+    from worker.core.facts.batch import BatchFacts
+    from worker.core.facts.claims import claim_disagreements, claims_tally, disagreements_of
 
     if not isinstance(loaded, ChunkedBatch):
         facts = BatchFacts(loaded)  # shared with the claims: the geometries are read once
@@ -188,7 +188,7 @@ def _refuse_overwriting_inputs(args: argparse.Namespace) -> None:
 def _same_file(a: str, b: str) -> bool:
     """Whether two local paths (``file://`` URIs too) name one file: the same inode when
     both exist, else the same absolute path; other URIs (``s3://``) name no local file."""
-    from worker.io.features.access import local_file_path
+    from worker.io.payloads.access import local_file_path
 
     pa, pb = local_file_path(a), local_file_path(b)
     if pa is None or pb is None:
@@ -203,7 +203,7 @@ def _write_pictures(args: argparse.Namespace, batch: Any, decision: Any, version
     """``check --offenders FILE`` (GeoJSON) and ``--html FILE`` (the batch page)."""
     from pathlib import Path
 
-    from worker.io.offenders import broken_clauses, offenders_collection
+    from worker.io.reports.offenders import broken_clauses, offenders_collection
 
     if args.offenders:
         doc = offenders_collection(batch, broken_clauses(decision), name=Path(args.batch).stem)
@@ -213,7 +213,7 @@ def _write_pictures(args: argparse.Namespace, batch: Any, decision: Any, version
             file=sys.stderr,
         )
     if getattr(args, "html", None):
-        from worker.io.batch_page import render_batch_page
+        from worker.io.reports.page import render_batch_page
 
         page = render_batch_page(batch, decision, [v.contract for v in versions], title=args.batch)
         write_output(args.html, page)
@@ -221,8 +221,8 @@ def _write_pictures(args: argparse.Namespace, batch: Any, decision: Any, version
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from worker.kafka.ahead import MIN_AHEAD_BYTES
-    from worker.kafka.pipeline import Pipeline
+    from worker.gate.ahead import MIN_AHEAD_BYTES
+    from worker.gate.pipeline import Pipeline
     from worker.kafka.settings import describe_settings
     from worker.ops.http import start_http_server
     from worker.ops.http_handlers import DecisionLog
@@ -299,7 +299,7 @@ def _force_exit(message: str, status: int) -> None:
 
 
 def cmd_topics(args: argparse.Namespace) -> int:
-    from worker.kafka.client import NOT_COMPACTED, create_topics
+    from worker.kafka.admin import NOT_COMPACTED, create_topics
 
     settings = settings_from_args(args)
     uncompacted = 0
@@ -308,7 +308,7 @@ def cmd_topics(args: argparse.Namespace) -> int:
     ).items():
         print(f"{name}: {outcome}")
         uncompacted += NOT_COMPACTED in outcome
-    from worker.kafka.read_paths import create_per_major_topics
+    from worker.control.read_paths import create_per_major_topics
 
     for name, outcome in create_per_major_topics(
         settings, partitions=args.partitions, replication_factor=args.replication_factor
@@ -318,7 +318,7 @@ def cmd_topics(args: argparse.Namespace) -> int:
 
 
 def cmd_contract(args: argparse.Namespace) -> int:
-    from worker.kafka.publish import publish_contract
+    from worker.control.publish import publish_contract
 
     if args.contract_command in LIFECYCLE_COMMANDS:
         return int(LIFECYCLE_COMMANDS[args.contract_command](args))
@@ -339,7 +339,7 @@ def cmd_contract(args: argparse.Namespace) -> int:
 
 
 def cmd_batch(args: argparse.Namespace) -> int:
-    from worker.kafka.publish import publish_batch_file
+    from worker.control.publish import publish_batch_file
 
     settings = settings_from_args(args)
     print(

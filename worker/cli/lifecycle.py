@@ -14,7 +14,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from worker.cli.args import write_output
-from worker.core.jsonsafe import dumps_json
+from worker.core._util.jsonsafe import dumps_json
 
 __all__ = ["LIFECYCLE_COMMANDS", "add_lifecycle_args"]
 
@@ -106,12 +106,12 @@ def _settings(args: argparse.Namespace) -> Any:
 
 
 def _cmd_evidence(args: argparse.Namespace) -> int:
-    from worker.io.evidence_report import (
+    from worker.control.lifecycle import gather_evidence
+    from worker.io.reports.evidence import (
         evidence_to_json,
         render_evidence_html,
         render_evidence_text,
     )
-    from worker.kafka.lifecycle import gather_evidence
 
     evidence = gather_evidence(_settings(args), args.layer, args.version, _now(args))
     if args.format == "json":
@@ -136,7 +136,7 @@ def _ask(question: str) -> bool:
 
 
 def _cmd_promote(args: argparse.Namespace) -> int:
-    from worker.kafka.lifecycle import promote
+    from worker.control.lifecycle import promote
 
     print(
         promote(
@@ -147,14 +147,18 @@ def _cmd_promote(args: argparse.Namespace) -> int:
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
-    from worker.kafka.lifecycle import list_versions
+    from worker.control.lifecycle import list_versions
 
     print(list_versions(_settings(args), args.layer, _now(args)))
     return 0
 
 
 def _cmd_classify(args: argparse.Namespace) -> int:
-    from worker.core.classify import classification_to_json, classify, render_classification
+    from worker.core.contracts.classify import (
+        classification_to_json,
+        classify,
+        render_classification,
+    )
     from worker.io.contract_files import load_contract
 
     old, new = load_contract(args.old), load_contract(args.new)

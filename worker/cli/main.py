@@ -35,9 +35,9 @@ from worker.cli.lifecycle import add_lifecycle_args
 from worker.cli.quarantine import add_quarantine_args, cmd_quarantine
 from worker.cli.verify import add_verify_args, cmd_verify
 from worker.core.errors import ContractGateError
-from worker.kafka.ahead import DEFAULT_ROUTING_THREADS, MIN_AHEAD_BYTES
-from worker.kafka.deadline import DEFAULT_BATCH_DEADLINE_S
-from worker.kafka.polling import (
+from worker.gate.ahead import DEFAULT_ROUTING_THREADS, MIN_AHEAD_BYTES
+from worker.gate.deadline import DEFAULT_BATCH_DEADLINE_S
+from worker.gate.poll import (
     DEFAULT_MAX_BATCH_EVENTS,
     DEFAULT_MAX_BATCH_WAIT_MS,
     DEFAULT_READY_BYTES,
@@ -93,7 +93,7 @@ def _layer_name(text: str) -> str:
     """``--layer`` of ``batch publish``: a name a contract can carry, else exit 2 (a batch
     of layer "bad layer/../x" was published though no contract can govern it: a
     fresh-user finding)."""
-    from worker.core.contract_checks import layer_name_pattern
+    from worker.core.contracts.checks import layer_name_pattern
 
     if not layer_name_pattern().search(text):
         raise argparse.ArgumentTypeError(

@@ -13,8 +13,8 @@ from collections.abc import Callable
 from typing import Any
 
 from worker.cli.args import add_payload_args, offending_features, write_output
+from worker.core._util.jsonsafe import dumps_json
 from worker.core.errors import ContractGateError, KafkaError
-from worker.core.jsonsafe import dumps_json
 
 __all__ = ["add_quarantine_args", "cmd_quarantine"]
 
@@ -154,7 +154,7 @@ def _replay_all(args: argparse.Namespace, settings: Any) -> int:
 def _write_pictures(args: argparse.Namespace, entry: Any) -> None:
     """``show --geojson FILE`` and ``--html FILE``: from the original event's features."""
     from worker.cli.args import settings_from_args
-    from worker.io.offenders import offenders_collection, offenders_of_record
+    from worker.io.reports.offenders import offenders_collection, offenders_of_record
     from worker.ops.quarantine import entry_batch
 
     batch = entry_batch(entry, settings_from_args(args))
@@ -165,7 +165,7 @@ def _write_pictures(args: argparse.Namespace, entry: Any) -> None:
         wrote = offending_features(len(doc["features"]))
         print(f"wrote {wrote} to {args.geojson}", file=sys.stderr)
     if args.html:
-        from worker.io.batch_page import render_record_page
+        from worker.io.reports.page import render_record_page
 
         write_output(args.html, render_record_page(batch, entry.record))
         print(f"wrote {args.html}; open it in a browser", file=sys.stderr)

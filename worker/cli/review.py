@@ -1,7 +1,7 @@
 """``contract-gate contract review BASE HEAD``: a contract change reviewed like a code change.
 
 Offline (no Kafka): reads the contract files of two git revisions (no checkout) or two
-directories (:mod:`worker.io.contract_tree`), reviews them (:mod:`worker.core.review`) and
+directories (:mod:`worker.io.contract_tree`), reviews them (:mod:`worker.core.contracts.review`) and
 prints text, JSON or Markdown (a pull-request comment). Exit 0 when the review passes
 (warnings allowed), 1 on any failure, 2 on bad input (an unknown revision, no git).
 """
@@ -66,9 +66,9 @@ def add_review_args(csub: Any) -> None:
 
 def cmd_review(args: argparse.Namespace) -> int:
     """Run the review and print it; returns the exit code."""
-    from worker.core.review import review
+    from worker.core.contracts.review import review
     from worker.io.contract_tree import read_tree
-    from worker.io.review_report import (
+    from worker.io.reports.review import (
         render_review_json,
         render_review_markdown,
         render_review_text,

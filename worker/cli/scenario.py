@@ -21,7 +21,7 @@ import shapely
 from worker.core.model import Batch
 from worker.core.spatial import cached_transformer
 from worker.io.codec import encode_batch
-from worker.io.features import read_batch_file
+from worker.io.payloads import read_batch_file
 
 __all__ = ["DemoEvent", "contract_files", "data_file", "demo_events"]
 

@@ -6,7 +6,7 @@ import argparse
 from collections.abc import Callable
 from typing import Any
 
-from worker.core.jsonsafe import dumps_json
+from worker.core._util.jsonsafe import dumps_json
 from worker.ops.verify import render_report, report_to_json, verify_overlap
 
 __all__ = ["add_verify_args", "cmd_verify"]

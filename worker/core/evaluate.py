@@ -1,7 +1,7 @@
 """Evaluate every active contract version against one batch and decide its route (pure).
 
 The batch facts are built once; every active version's clauses read the same
-:class:`worker.core.facts.BatchFacts`. A verdict passes when no clause with ``on_break: halt``
+:class:`worker.core.facts.batch.BatchFacts`. A verdict passes when no clause with ``on_break: halt``
 broke; the batch is quarantined exactly when an *enforcing* verdict failed. Observing
 versions are measured and reported but never change the decision.
 """
@@ -12,9 +12,9 @@ import contextlib
 from collections.abc import Sequence
 from datetime import datetime
 
-from worker.core.clauses import EVALUATORS
-from worker.core.collector import collector_paused
-from worker.core.facts import BatchFacts
+from worker.core._util.gcpause import collector_paused
+from worker.core.clauses.kinds import EVALUATORS
+from worker.core.facts.batch import BatchFacts
 from worker.core.model import (
     ActiveVersion,
     Batch,

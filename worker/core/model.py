@@ -306,7 +306,7 @@ class Batch:
     crs_conflict: str | None = None
     #: what a file's metadata claims about its geometries, as written (GeoParquet ``geo``:
     #: ``version``, the column's ``bbox`` and ``geometry_types``); no clause reads it,
-    #: ``check`` compares it with the geometries (:mod:`worker.core.claims`)
+    #: ``check`` compares it with the geometries (:mod:`worker.core.facts.claims`)
     file_claims: Mapping[str, Any] = field(default_factory=dict)
 
 

@@ -24,8 +24,8 @@ import shapely
 from pyproj import CRS, Geod, Transformer
 from pyproj.exceptions import CRSError as PyprojCRSError
 
+from worker.core._util.memo import identity_memo
 from worker.core.errors import CrsError
-from worker.core.memo import identity_memo
 
 __all__ = [
     "AREA_OF_USE_MARGIN_DEG",
@@ -227,7 +227,7 @@ def reproject(geoms: Any, src: CrsInput, dst: CrsInput, *, densify: bool = True)
     With ``densify`` (default) edges are first densified (:func:`densify_for_transform`) so
     long edges keep their true shape in ``dst``. Coordinates that cannot be transformed
     come back as ``inf``; callers must check finiteness before using the result in
-    predicates (see :func:`worker.core.facts.nonfinite_mask`).
+    predicates (see :func:`worker.core.facts.batch.nonfinite_mask`).
     """
     transformer = cached_transformer(src, dst)
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from worker.core.contracts import parse_contract
+from worker.core.contracts.parse import parse_contract
 from worker.core.errors import ContractError
 from worker.core.model import Contract
 

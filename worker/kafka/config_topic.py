@@ -14,9 +14,9 @@ import time
 from collections.abc import Callable
 from typing import Any, TypeVar
 
-from worker.core.echo import clip
+from worker.core._util.text import clip
 from worker.core.errors import KafkaError
-from worker.core.registry import ConfigEvent, Registry
+from worker.core.lifecycle.registry import ConfigEvent, Registry
 from worker.io.config_records import apply_config_value
 from worker.kafka.settings import Settings
 

@@ -10,7 +10,7 @@ from typing import Any
 
 from worker.core.errors import ContractGateError
 from worker.io.codec import decode_evaluation
-from worker.kafka.client import read_topic
+from worker.kafka.admin import read_topic
 from worker.kafka.schema_registry import plain_value
 from worker.kafka.settings import Settings
 

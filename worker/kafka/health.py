@@ -23,7 +23,7 @@ import time
 from collections.abc import Callable, Iterator
 from typing import Any
 
-from worker.core.echo import clip
+from worker.core._util.text import clip
 
 __all__ = ["BrokerHealth", "Watchdog"]
 

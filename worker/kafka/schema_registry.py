@@ -5,7 +5,7 @@ BatchArrival events on ``topics.batches`` in the Confluent wire format and write
 QuarantineRecords and EvaluationRecords framed the same way (subjects ``<topic>-value``);
 admitted records keep the original bytes, framed or not. The gate's own control topics
 (``gis.contracts``, ``gis.contract.consumers``) stay plain Avro: only the gate reads and
-writes them. Framing itself lives in :mod:`worker.io.codec.registry`.
+writes them. Framing itself lives in :mod:`worker.kafka.wire`.
 """
 
 from __future__ import annotations
@@ -14,8 +14,8 @@ import threading
 from typing import Any
 
 from worker.core.errors import DecodeError
-from worker.io.codec.registry import RegistryCodec, schema_id_of
 from worker.kafka.settings import SchemaRegistrySettings, Settings, Topics
+from worker.kafka.wire import RegistryCodec, schema_id_of
 
 __all__ = ["codec_for", "output_kinds", "plain_value", "registry_client"]
 

@@ -14,9 +14,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-from worker.core.echo import clip
+from worker.core._util.text import clip
 from worker.core.errors import ContractGateError
-from worker.io.features.access import PayloadPolicy
+from worker.io.payloads.access import PayloadPolicy
 from worker.kafka.logfilter import install as install_repeat_filter
 
 __all__ = [
@@ -300,7 +300,7 @@ class Settings:
         ``produce()``, which aborts the transaction it belongs to: the router quarantines
         such a batch instead (``record_too_large``), so no transaction is aborted for it.
         A limit of the broker or topic, which the client cannot know, is still met by the
-        abort-and-retry path (:mod:`worker.kafka.attempts`)."""
+        abort-and-retry path (:mod:`worker.gate.attempts`)."""
         try:
             given = int(self.producer()["message.max.bytes"])
         except ValueError:  # librdkafka refuses the value itself when the producer starts

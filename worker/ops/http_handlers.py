@@ -13,7 +13,7 @@
   (when a ``migration`` view source is given) and the last decisions (kept by a
   :class:`DecisionLog` fed by the pipeline's ``on_outcome``).
 
-:class:`GateState` is anything shaped like :class:`worker.kafka.pipeline.Pipeline`; the
+:class:`GateState` is anything shaped like :class:`worker.gate.pipeline.Pipeline`; the
 handlers are unit-tested with plain values.
 """
 
@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Protocol
 
-from worker.core.jsonsafe import dumps_json
-from worker.kafka.routing import Outcome
+from worker.core._util.jsonsafe import dumps_json
+from worker.gate.route import Outcome
 
 __all__ = ["DEFAULT_MAX_POLL_INTERVAL_MS", "DecisionLog", "GateState", "Response", "handle"]
 #: librdkafka's default ``max.poll.interval.ms``: the loop is unhealthy past this silence.
@@ -61,7 +61,7 @@ class _RegistryView(Protocol):
 
 
 class GateState(Protocol):
-    """What the handlers read of a worker (a :class:`worker.kafka.pipeline.Pipeline` fits)."""
+    """What the handlers read of a worker (a :class:`worker.gate.pipeline.Pipeline` fits)."""
 
     @property
     def config(self) -> _ConfigState: ...
@@ -214,7 +214,7 @@ def status(
     last, counts = decisions.snapshot() if decisions is not None else ([], {})
     extra: dict[str, Any] = {}
     if migration is not None:
-        from worker.core.migration import view_to_json
+        from worker.core.lifecycle.migration import view_to_json
 
         extra["migration"] = view_to_json(migration())
     return _json(
@@ -266,7 +266,7 @@ def handle(
 
     ``metrics_registry`` is the ``prometheus_client`` registry served on ``/metrics``
     (default: its global ``REGISTRY``, where ``PrometheusMetricReader`` registers).
-    ``migration`` returns the latest :class:`worker.core.migration.MigrationView` for
+    ``migration`` returns the latest :class:`worker.core.lifecycle.migration.MigrationView` for
     ``/status`` (e.g. ``lambda: exporter.view`` of a ``MigrationExporter``).
     """
     route = path.split("?", 1)[0].rstrip("/") or "/"

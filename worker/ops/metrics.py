@@ -17,9 +17,9 @@ from typing import Any
 from opentelemetry import metrics
 from opentelemetry.metrics import CallbackOptions, Observation
 
+from worker.core.lifecycle.policy import ESCALATION_KINDS, Published, layer_lifecycles
+from worker.core.lifecycle.slo import SeriesKey, SloTracker, Window
 from worker.core.model import Decision
-from worker.core.policy import ESCALATION_KINDS, Published, layer_lifecycles
-from worker.core.slo import SeriesKey, SloTracker, Window
 
 __all__ = ["GateMetrics", "configure_sdk"]
 
@@ -52,12 +52,12 @@ class GateMetrics:
 
     Observable gauges (values set by the pipeline thread, read at collection time):
     ``gis.contract.attainment`` and ``gis.contract.error_budget_remaining`` {layer,
-    version, mode} over the sliding window of :attr:`slo` (:mod:`worker.core.slo`);
+    version, mode} over the sliding window of :attr:`slo` (:mod:`worker.core.lifecycle.slo`);
     ``gis.contract.objective`` {layer, version, mode} of each active version (for the
     burn-rate rules of ``deploy/prometheus``) and
     ``gis.contract.active_versions`` {layer}, ``gis.contract.overlap_age_cycles`` {layer}
     (only during a major overlap) and ``gis.contract.escalations`` {layer, kind} (0/1,
-    :func:`worker.core.policy.layer_lifecycles`) from :meth:`set_lifecycle`;
+    :func:`worker.core.lifecycle.policy.layer_lifecycles`) from :meth:`set_lifecycle`;
     ``gis.contract.consumer_lag`` {topic, partition} from :meth:`set_consumer_lag`;
     ``gis.contract.config_bootstrap_records`` and ``gis.contract.config_bootstrapped``
     (0/1) from :meth:`set_config_bootstrap`. Unit-less gauges carry no unit, so their
@@ -68,7 +68,7 @@ class GateMetrics:
     meter : Meter, optional
         Default: the global meter provider's ``spatial-contract-gate`` meter.
     slo_window : Window, optional
-        Bounds of the attainment window (default :class:`worker.core.slo.Window`).
+        Bounds of the attainment window (default :class:`worker.core.lifecycle.slo.Window`).
     monotonic : callable, optional
         Monotonic seconds for the SLO window (injectable for tests).
     """

@@ -10,13 +10,13 @@ from typing import Any
 
 from opentelemetry import metrics
 
+from worker.control.attribution import DEFAULT_STALE_AFTER, migration_view
+from worker.control.consumers import GAUGE_NAME
 from worker.core.errors import ContractGateError
-from worker.core.migration import (
+from worker.core.lifecycle.migration import (
     MigrationView,
 )
-from worker.core.registry import Registry
-from worker.kafka.attribution import DEFAULT_STALE_AFTER, migration_view
-from worker.kafka.consumers import GAUGE_NAME
+from worker.core.lifecycle.registry import Registry
 from worker.kafka.settings import Settings
 
 log = logging.getLogger(__name__)

@@ -25,17 +25,17 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from worker.core.echo import clip
+from worker.core._util.jsonsafe import dumps_json
+from worker.core._util.text import clip
 from worker.core.errors import ContractGateError, DecodeError
-from worker.core.jsonsafe import dumps_json
 from worker.core.model import Batch
+from worker.gate.route import REPLAY_FORCE, REPLAY_OF
 from worker.io import codec
-from worker.io.codec.registry import schema_id_of
-from worker.io.report import brief, offender_lines
-from worker.kafka.client import produce_one, read_topic
-from worker.kafka.routing import REPLAY_FORCE, REPLAY_OF
+from worker.io.reports.text import brief, offender_lines
+from worker.kafka.admin import produce_one, read_topic
 from worker.kafka.schema_registry import codec_for, plain_value
 from worker.kafka.settings import Settings
+from worker.kafka.wire import schema_id_of
 
 __all__ = [
     "QuarantineEntry",
@@ -524,8 +524,8 @@ def entry_batch(entry: QuarantineEntry, settings: Settings | None = None) -> Bat
             f"to show ({exc})"
         ) from None
     if batch.payload_uri and not batch.geometries_wkb:
-        from worker.io.features import load_payload
-        from worker.io.features.access import PayloadPolicy
+        from worker.io.payloads import load_payload
+        from worker.io.payloads.access import PayloadPolicy
 
         policy = settings.payload if settings is not None else PayloadPolicy()
         batch = load_payload(batch.payload_uri, batch, policy=policy)

@@ -13,7 +13,8 @@ with the reason and the figures it rests on:
   same attainment and judge no batch differently. No batch evaluated by both yet is
   inconclusive: nothing was shown either way.
 * **stricter observing**: an observing version that is a *tightening* of an enforcing one
-  (:func:`worker.core.classify.classify`). It passes when it recorded breaches on batches that
+  (:func:`worker.core.contracts.classify.classify`). It passes when it recorded breaches on batches
+  that
   were admitted (batch id on the admitted topic) and no quarantine is attributable to it:
   no quarantined batch it broke whose enforcing evaluations all passed, and no quarantine
   reason naming it. An attributable quarantine fails; no breach on an admitted batch yet
@@ -21,7 +22,7 @@ with the reason and the figures it rests on:
 * **undeclared reader**: every consumer group with committed offsets on the admitted topic
   that never declared for the layer (the gate's own groups excluded) must be counted, as
   unattributed, against the layer's oldest active version in the migration view
-  (:func:`worker.kafka.attribution.migration_view`, the view ``consumers status`` and the worker's
+  (:func:`worker.control.attribution.migration_view`, the view ``consumers status`` and the worker's
   gauges use).
 
 The checks are pure functions of plain values; :func:`verify_overlap` reads the topics
@@ -34,7 +35,7 @@ from __future__ import annotations
 from typing import Any
 
 from worker.core.errors import ContractGateError
-from worker.core.overlap import (
+from worker.core.lifecycle.overlap import (
     _TITLES,
     STRICTER,
     TWIN,
@@ -119,9 +120,9 @@ def verify_overlap(settings: Settings, layer: str, *, timeout_s: float = 60.0) -
     KafkaError
         A topic cannot be read to its end, or the admin API does not answer.
     """
-    from worker.kafka.attribution import consumer_groups, migration_view, read_declarations
+    from worker.control.attribution import consumer_groups, migration_view, read_declarations
+    from worker.control.publish import read_registry
     from worker.kafka.evaluations import read_evaluations
-    from worker.kafka.publish import read_registry
     from worker.ops.quarantine import read_admitted, read_quarantine
 
     registry = read_registry(settings, timeout_s)

@@ -10,7 +10,7 @@ mistyped column values); no other exception escapes. Encoders raise
 :class:`worker.core.errors.BatchError` (batches) or :class:`worker.core.errors.ContractGateError`.
 """
 
-from worker.io.codec.batch import batch_from_event, decode_batch, decode_event, encode_batch
+from worker.io.codec.events import batch_from_event, decode_batch, decode_event, encode_batch
 from worker.io.codec.records import (
     decode_consumer_declaration,
     decode_contract_record,

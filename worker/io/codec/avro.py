@@ -18,8 +18,8 @@ from typing import Any
 import fastavro
 import fastavro.validation
 
+from worker.core._util.jsonsafe import dumps_json
 from worker.core.errors import DecodeError
-from worker.core.jsonsafe import dumps_json
 
 
 def _schema_without(name: str, fields: tuple[str, ...]) -> Any:

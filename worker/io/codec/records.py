@@ -12,7 +12,7 @@ from collections.abc import Mapping, Sequence
 from datetime import datetime
 from typing import Any
 
-from worker.core.echo import clip
+from worker.core._util.text import clip
 from worker.core.errors import ContractGateError, DecodeError
 from worker.core.model import Decision, Offenders, QuarantineReason, VersionVerdict
 from worker.io.codec.avro import (
@@ -215,7 +215,7 @@ def encode_evaluation(
 
     ``measured`` and ``message`` are bounded (:func:`_bounded_json`, :func:`clip`);
     ``expected`` is null: the clause's parameters are those of the named, immutable
-    version (readers such as :func:`worker.core.evidence.summarise` take them from it).
+    version (readers such as :func:`worker.core.lifecycle.evidence.summarise` take them from it).
 
     ``diagnoses`` default to those of the verdict's broken clauses, deduplicated in order.
     """

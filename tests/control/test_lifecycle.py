@@ -1,0 +1,106 @@
+"""``contract promote`` guards that need no broker (the config and evaluation reads faked)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+
+import worker.kafka.evaluations
+from worker.cli.main import main
+from worker.cli.scenario import data_file
+from worker.control import lifecycle
+from worker.core.errors import PolicyError
+from worker.core.lifecycle.policy import Published
+from worker.io.contract_files import load_contract
+from worker.kafka.settings import Settings
+
+V1 = load_contract(data_file("contracts/admin_boundaries.v1.yaml"))
+V1_1 = load_contract(data_file("contracts/admin_boundaries.v1.1.yaml"))  # cadence PT6H
+T0 = datetime(2026, 1, 5, 0, 0, tzinfo=timezone.utc)
+
+
+def test_promote_refuses_now_in_the_future(capsys: pytest.CaptureFixture[str]) -> None:
+    # found by a fresh-user session: --now a day ahead made any evidence a full cycle
+    future = (datetime.now(timezone.utc) + timedelta(hours=1)).isoformat()
+    argv = ["contract", "promote", "admin_boundaries", "v1.1", "--yes", "--now", future]
+    assert main([*argv, "--bootstrap-servers", "127.0.0.1:9"]) == 2
+    err = capsys.readouterr().err
+    assert "ahead of the wall clock" in err
+    assert "--now is for tests and replays of the past" in err
+
+
+class FakeRegistry:
+    def published(self, layer: str | None = None) -> list[Published]:
+        return [
+            Published(V1, "enforcing", "active", None, (), T0, "t"),
+            Published(V1_1, "observing", "active", "tightening", (), T0, "t"),
+        ]
+
+
+def evaluation(batch: str, hours: float, passed: bool) -> dict[str, Any]:
+    at = T0 + timedelta(hours=hours)
+    return {
+        "batch_id": batch,
+        "layer": "admin_boundaries",
+        "version": "v1.1",
+        "mode": "observing",
+        "passed": passed,
+        "evaluated_at": at,
+        "data_time": at,
+        "clauses": [],
+    }
+
+
+@pytest.fixture
+def faked(monkeypatch: pytest.MonkeyPatch) -> list[Published]:
+    written: list[Published] = []
+    monkeypatch.setattr(lifecycle, "read_published", lambda settings: FakeRegistry())
+
+    def write(settings: Settings, records: tuple[Published, ...]) -> list[str]:
+        written.extend(records)
+        return [f"wrote {p.contract.key}" for p in records]
+
+    monkeypatch.setattr(lifecycle, "write_records", write)
+    return written
+
+
+def test_promote_warns_before_confirmation_when_attainment_is_below_objective(
+    monkeypatch: pytest.MonkeyPatch, faked: list[Published]
+) -> None:
+    records = [evaluation("b1", 0, True), evaluation("b2", 3, False), evaluation("b3", 7, True)]
+    monkeypatch.setattr(worker.kafka.evaluations, "read_evaluations", lambda s, layer: records)
+    questions: list[str] = []
+
+    def confirm(question: str) -> bool:
+        questions.append(question)
+        return False
+
+    with pytest.raises(PolicyError, match="not confirmed"):
+        lifecycle.promote(
+            Settings(), "admin_boundaries", "v1.1", now=T0 + timedelta(hours=8), confirm=confirm
+        )
+    assert not faked
+    lines = questions[0].splitlines()
+    warning = next(i for i, ln in enumerate(lines) if ln.startswith("WARNING:"))
+    assert "0.667 (2/3), below its objective 0.99" in lines[warning]
+    assert lines[-1].startswith("promote admin_boundaries/v1.1 to enforcing?")
+    assert warning < len(lines) - 1
+    out = lifecycle.promote(
+        Settings(), "admin_boundaries", "v1.1", now=T0 + timedelta(hours=8), yes=True
+    )
+    assert out.index("WARNING:") < out.index("promoted to enforcing")
+    assert [p.contract.key for p in faked] == ["admin_boundaries/v1.1", "admin_boundaries/v1.0"]
+
+
+def test_promote_counts_the_span_to_the_last_evaluation_not_to_now(
+    monkeypatch: pytest.MonkeyPatch, faked: list[Published]
+) -> None:
+    records = [evaluation("b1", 0, True), evaluation("b2", 1, True)]
+    monkeypatch.setattr(worker.kafka.evaluations, "read_evaluations", lambda s, layer: records)
+    with pytest.raises(PolicyError, match=r"spans 1\.0 h.*5\.0 h missing"):
+        lifecycle.promote(
+            Settings(), "admin_boundaries", "v1.1", now=T0 + timedelta(days=2), yes=True
+        )
+    assert not faked

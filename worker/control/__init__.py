@@ -1,0 +1,2 @@
+"""The contract lifecycle over Kafka, operator side: publish, promote, retire, consumers,
+attribution."""

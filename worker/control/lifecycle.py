@@ -1,0 +1,182 @@
+"""The config topic read as lifecycle records: every published version with its mode, state,
+change class and provenance (for ``contract publish``, ``promote`` and ``list``)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from datetime import datetime, timedelta, timezone
+from typing import TYPE_CHECKING
+
+from worker.core.errors import PolicyError
+from worker.core.lifecycle.policy import Published
+from worker.core.lifecycle.registry import RecordingRegistry, config_key
+from worker.io.codec import encode_contract_record
+from worker.kafka.admin import produce_one
+from worker.kafka.config_topic import read_config
+from worker.kafka.settings import Settings
+
+if TYPE_CHECKING:
+    from worker.core.lifecycle.evidence import Evidence
+
+__all__ = [
+    "MAX_NOW_AHEAD",
+    "canonical_version",
+    "gather_evidence",
+    "list_versions",
+    "promote",
+    "read_published",
+    "write_records",
+]
+
+#: How far ``--now`` of ``contract promote`` may be ahead of the wall clock (the default
+#: ``max_clock_skew`` of freshness clauses).
+MAX_NOW_AHEAD = timedelta(minutes=5)
+
+
+def read_published(settings: Settings, timeout_s: float = 30.0) -> RecordingRegistry:
+    """The config topic read to partition EOF into a :class:`RecordingRegistry`."""
+    return read_config(settings, RecordingRegistry(), timeout_s)
+
+
+def write_records(settings: Settings, records: tuple[Published, ...]) -> list[str]:
+    """Produce each record to the config topic in order; one summary line per record."""
+    lines = []
+    for p in records:
+        value = encode_contract_record(p.to_record())
+        partition, offset = produce_one(
+            settings, settings.topics.contracts, config_key(p.contract), value
+        )
+        lines.append(
+            f"wrote {p.contract.key} {p.mode}/{p.state} at "
+            f"{settings.topics.contracts}[{partition}]@{offset}"
+        )
+    return lines
+
+
+def canonical_version(text: str) -> str:
+    """``v7`` -> ``v7.0``, ``7.1`` -> ``v7.1``.
+
+    Raises
+    ------
+    PolicyError
+        Not a ``v<major>.<minor>`` version.
+    """
+    import re
+
+    m = re.fullmatch(r"v?(\d+)(?:\.(\d+))?", text.strip())
+    if m is None:
+        raise PolicyError(f"{text!r} is not a version; write v<major>.<minor>, e.g. v7.1")
+    return f"v{int(m.group(1))}.{int(m.group(2) or 0)}"
+
+
+def _find(registry: RecordingRegistry, layer: str, version: str) -> Published:
+    key = f"{layer}/{canonical_version(version)}"
+    found = next((p for p in registry.published(layer) if p.contract.key == key), None)
+    if found is None:
+        known = ", ".join(p.contract.version for p in registry.published(layer)) or "none"
+        raise PolicyError(f"{key} is not published (versions of {layer}: {known})")
+    return found
+
+
+def gather_evidence(
+    settings: Settings, layer: str, version: str, now: datetime, timeout_s: float = 60.0
+) -> Evidence:
+    """The :class:`Evidence` of a published version from the evaluations topic."""
+    from worker.core.lifecycle.evidence import summarise
+    from worker.kafka.evaluations import read_evaluations
+
+    target = _find(read_published(settings, timeout_s), layer, version)
+    return summarise(target.contract, read_evaluations(settings, layer, timeout_s), now)
+
+
+def promote(
+    settings: Settings,
+    layer: str,
+    version: str,
+    *,
+    now: datetime,
+    yes: bool = False,
+    confirm: Callable[[str], bool] | None = None,
+) -> str:
+    """Promote an observing version to enforcing (DESIGN.md section 5).
+
+    Refused while its evidence (first to last evaluation) spans less than one cadence
+    cycle (the message says how much is missing), and when ``now`` is more than
+    :data:`MAX_NOW_AHEAD` ahead of the wall clock (``--now`` is for tests and replays of
+    the past, not for skipping the wait). Shows the batches it would have rejected, a
+    warning line when its attainment is below its objective, and asks ``confirm`` (a
+    question -> bool) unless ``yes``; then writes it enforcing and supersedes the earlier
+    active revisions of its major.
+
+    Raises
+    ------
+    PolicyError
+        Unknown version, not observing/active, ``now`` in the future, too little
+        evidence, not confirmed.
+    """
+    from worker.core.lifecycle.evidence import attainment_warning, summarise
+    from worker.core.lifecycle.policy import decide_promotion
+    from worker.io.reports.evidence import render_evidence_text
+    from worker.kafka.evaluations import read_evaluations
+
+    wall = datetime.now(timezone.utc)
+    if now - wall > MAX_NOW_AHEAD:
+        raise PolicyError(
+            f"--now {now.isoformat()} is {(now - wall).total_seconds() / 3600:.1f} h ahead of "
+            f"the wall clock ({wall.isoformat(timespec='seconds')}): refused for promote; "
+            "--now is for tests and replays of the past"
+        )
+
+    registry = read_published(settings)
+    target = _find(registry, layer, version)
+    known = registry.published(layer)
+    if target.mode == "enforcing" or target.state != "active":
+        d = decide_promotion(target.contract.key, known=known, span_s=0, confirmed=False)
+        if d.action == "noop":
+            return d.message
+        raise PolicyError(d.message)
+    evidence = summarise(target.contract, read_evaluations(settings, layer), now)
+    report = render_evidence_text(evidence)
+    warning = attainment_warning(evidence)
+    if warning:
+        report += "\n" + warning
+    d = decide_promotion(target.contract.key, known=known, span_s=evidence.span_s, confirmed=True)
+    if d.action == "refuse":
+        raise PolicyError(f"{d.message}\n{report}")
+    if not yes:
+        question = f"{report}\npromote {target.contract.key} to enforcing? [y/N] "
+        if confirm is None or not confirm(question):
+            raise PolicyError(
+                f"{target.contract.key}: promotion not confirmed (answer y, or pass --yes)"
+            )
+    lines = write_records(settings, d.writes)
+    return "\n".join([report, d.message, *lines])
+
+
+def list_versions(settings: Settings, layer: str | None, now: datetime) -> str:
+    """Every version with mode, state, class, age in cadence cycles, then escalations."""
+    from worker.core.lifecycle.policy import escalations
+
+    registry = read_published(settings)
+    known = registry.published(layer)
+    if not known:
+        return (
+            f"no contract versions{f' of {layer}' if layer else ''} on {settings.topics.contracts}"
+        )
+    rows = [("version", "mode", "state", "class", "age (cycles)", "published by")]
+    for p in known:
+        cycles = (now - p.published_at).total_seconds() / p.contract.cadence_s
+        rows.append(
+            (
+                p.contract.key,
+                p.mode,
+                p.state,
+                p.change_class or "-",
+                f"{cycles:.2f}",
+                p.published_by,
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
+    lines = ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in rows]
+    lines += [f"ESCALATION: {w}" for w in escalations(known, now)]
+    return "\n".join(lines)

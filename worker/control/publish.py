@@ -1,0 +1,296 @@
+"""Publishing to the gate: contract versions to the config topic, batches to the input topic."""
+
+from __future__ import annotations
+
+import getpass
+import re
+from collections.abc import Callable, Mapping
+from datetime import datetime, timezone
+from pathlib import Path, PurePosixPath
+from urllib.parse import unquote, urlparse
+
+from worker.core._util.text import clip
+from worker.core.contracts.coherence import contradictions
+from worker.core.errors import (
+    ContractError,
+    ContractGateError,
+    CrsError,
+    KafkaError,
+    PolicyError,
+)
+from worker.core.lifecycle.registry import Registry
+from worker.core.model import AxisOrder, Batch, Contract
+from worker.core.spatial import resolve_crs
+from worker.io.codec import encode_batch
+from worker.io.contract_files import load_contract
+from worker.io.payloads import read_batch_file
+from worker.io.payloads.access import UNRESTRICTED, PayloadPolicy, upload_payload
+from worker.kafka.admin import produce_one
+from worker.kafka.config_topic import read_config
+from worker.kafka.settings import Settings
+
+__all__ = [
+    "contract_record",
+    "publish_batch",
+    "publish_batch_file",
+    "publish_contract",
+    "read_registry",
+    "unwritten_geometries",
+]
+
+
+def read_registry(settings: Settings, timeout_s: float = 30.0) -> Registry:
+    """The config topic read to its end into a fresh :class:`Registry`."""
+    return read_config(settings, Registry(), timeout_s)
+
+
+def contract_record(
+    contract: Contract,
+    *,
+    mode: str,
+    state: str = "active",
+    change_class: str | None = None,
+    published_by: str | None = None,
+    published_at: datetime | None = None,
+) -> dict[str, object]:
+    """The ContractRecord (as a dict for :func:`worker.io.codec.encode_contract_record`)."""
+    return {
+        "layer": contract.layer,
+        "version": contract.version,
+        "document": contract.text,
+        "digest": contract.digest,
+        "mode": mode,
+        "state": state,
+        "change_class": change_class,
+        "differences": [],
+        "published_at": published_at or datetime.now(timezone.utc),
+        "published_by": published_by or getpass.getuser(),
+        "changelog": contract.changelog,
+    }
+
+
+def publish_contract(
+    settings: Settings,
+    path: str | Path,
+    *,
+    mode: str | None = None,
+    published_by: str | None = None,
+    dry_run: bool = False,
+    now: datetime | None = None,
+) -> str:
+    """Publish a contract file as a new version under the lifecycle policy; returns a report.
+
+    The file is classified against the newest version of its layer on the config topic
+    (DESIGN.md sections 4 and 5, :func:`worker.core.lifecycle.policy.decide_publish`): same key and
+    digest is a no-op; same key, other digest is refused (edit in place); the number must
+    follow the class; a tightening must be observing; an enforcing minor supersedes the
+    earlier revisions of its major; a major opens an overlap. ``dry_run`` writes nothing.
+    ``mode`` None takes the document's ``mode`` field, else ``enforcing``.
+
+    Raises
+    ------
+    ContractError
+        The file is not a valid contract, or two of its clauses contradict each other
+        (:func:`worker.core.contracts.coherence.contradictions`).
+    PolicyError
+        The policy refuses the publication (the message names the class and the fix).
+    KafkaError
+        The config topic cannot be read or written.
+    """
+    from worker.control.lifecycle import read_published, write_records
+    from worker.core.lifecycle.policy import decide_publish
+
+    contract = load_contract(path)
+    problems = contradictions(contract)
+    if problems:  # refused when published, never when read back: published ones keep loading
+        raise ContractError(f"{path}: {contract.key}: " + "; ".join(problems))
+    known = read_published(settings).published(contract.layer)
+    decision = decide_publish(
+        contract,
+        mode=mode or contract.declared_mode or "enforcing",
+        known=known,
+        published_by=published_by or getpass.getuser(),
+        now=now or datetime.now(timezone.utc),
+    )
+    if decision.action == "refuse":
+        raise PolicyError(decision.message)
+    if decision.action == "noop" or dry_run:
+        if dry_run and decision.action == "write":
+            # say what would happen, never that it happened
+            would = re.sub(r"\bpublished\b", "would be published", decision.message)
+            would = re.sub(r"\bsupersedes\b", "would supersede", would)
+            would = re.sub(r"\boverlap begins\b", "an overlap would begin", would)
+            return "dry run (nothing written): " + would
+        return decision.message
+    lines = write_records(settings, decision.writes)
+    # read back: a publication of the same version racing this one may have landed first,
+    # and every worker keeps the first document of a version (found by a new-user session:
+    # both publishers were told "published")
+    kept = next(
+        (p for p in read_published(settings).published(contract.layer)
+         if p.contract.key == contract.key),
+        None,
+    )  # fmt: skip
+    if kept is not None and kept.contract.digest != contract.digest:
+        raise PolicyError(
+            f"{contract.key}: another document of this version reached the config topic first "
+            f"(digest {kept.contract.digest[:12]}, published by {kept.published_by}; this file "
+            f"{contract.digest[:12]}); workers keep the first and reject yours as an edit in "
+            "place: give your change the next version number"
+        )
+    return "\n".join([decision.message, *lines])
+
+
+def publish_batch(
+    settings: Settings, batch: Batch, *, payload_uri: str | None = None
+) -> tuple[int, int]:
+    """Publish one batch-arrival event keyed by layer; returns ``(partition, offset)``.
+
+    With ``settings.schema_registry`` the event is framed in the Schema Registry wire
+    format (our schema registered under ``<batches topic>-value``).
+
+    Raises
+    ------
+    RegistryUnavailable
+        The registry cannot be reached or refuses the schema.
+    """
+    from worker.kafka.schema_registry import codec_for
+
+    value = encode_batch(batch, inline=payload_uri is None, payload_uri=payload_uri)
+    registry = codec_for(settings)
+    if registry is not None:
+        value = registry.frame(value, settings.topics.batches, "BatchArrival")
+    try:
+        return produce_one(settings, settings.topics.batches, batch.layer, value)
+    except KafkaError as exc:
+        if payload_uri is None and "too large" in str(exc).lower():
+            raise KafkaError(
+                f"{exc}: the event with its {len(batch.geometries_wkb)} features inline is "
+                f"{len(value)} bytes; send the features by reference instead (--by-reference "
+                "for a file the workers can read, or --upload s3://bucket/prefix/)"
+            ) from None
+        raise
+
+
+def publish_batch_file(
+    settings: Settings,
+    path: str | Path,
+    *,
+    layer: str,
+    crs: str | None = None,
+    axis_order: AxisOrder | None = None,
+    data_time: datetime | None = None,
+    batch_id: str | None = None,
+    producer: str = "contract-gate-cli",
+    by_reference: bool = False,
+    upload: str | None = None,
+    policy: PayloadPolicy = UNRESTRICTED,
+    warn: Callable[[str], None] | None = None,
+) -> str:
+    """Read a GeoJSON/GeoParquet file and publish it as a batch-arrival event.
+
+    ``path`` is a local path or a ``file://``/``s3://`` URI. ``by_reference`` sends a
+    ``payload_uri`` instead of inline features: ``path``'s absolute ``file://`` URI (or
+    ``path`` itself when it is a URI), or, with ``upload`` (``s3://bucket/prefix/`` or
+    ``file:///dir/``, implies ``by_reference``), the URI of the copy written there as
+    ``<batch id>/<file name>`` before the event is published. The workers read it only
+    under their payload roots. ``warn`` is given one line when features inline have a
+    geometry the reader could not write as WKB (:func:`unwritten_geometries`), and when the
+    file declares a CRS that cannot be resolved.
+
+    Raises
+    ------
+    PayloadError
+        The file cannot be read or uploaded.
+    ContractGateError
+        A bad ``upload`` destination, or a batch id of the form ``PARTITION@OFFSET``.
+    CrsError
+        ``crs`` cannot be resolved (pyproj).
+    """
+    if batch_id is not None and not batch_id.strip():
+        raise ContractGateError("--batch-id is empty: give the batch an id, or leave it out")
+    if crs:
+        resolve_crs(crs)  # as `check --crs`: a CRS that does not resolve is bad input
+    if batch_id is not None and re.fullmatch(r"\d+@\d+", batch_id.strip()):
+        # `quarantine show/replay 1@2` name a record by its coordinates: such an id would
+        # show or replay another batch (found by a new-user session)
+        raise ContractGateError(
+            f"--batch-id {batch_id!r} reads as PARTITION@OFFSET, which `quarantine show` and "
+            "`replay` take as record coordinates; choose an id with another form"
+        )
+    batch = read_batch_file(
+        path,
+        layer=layer,
+        crs=crs,
+        axis_order=axis_order,
+        data_time=data_time,
+        batch_id=batch_id,
+        producer=producer,
+        policy=policy,
+    )
+    uri: str | None = None
+    if upload:
+        name = f"{batch.batch_id}/{PurePosixPath(str(path)).name}"
+        try:
+            uri = upload_payload(path, upload, name, policy)
+        except ValueError as exc:
+            raise ContractGateError(f"--upload {upload}: {exc}") from None
+    elif by_reference:
+        uri = _reference_uri(str(path))
+    if uri is None and warn is not None and batch.geometry_errors:
+        warn(unwritten_geometries(batch.geometry_errors))
+    if warn is not None and not crs and (line := unresolvable_crs(batch)):
+        warn(line)
+    partition, offset = publish_batch(settings, batch, payload_uri=uri)
+    return (
+        f"published batch {batch.batch_id} ({len(batch.geometries_wkb)} features, layer {layer}) "
+        f"to {settings.topics.batches}[{partition}]@{offset}"
+        + (f" with payload_uri {uri}" if uri else "")
+    )
+
+
+def unresolvable_crs(batch: Batch) -> str | None:
+    """The warning for a batch whose file declares a CRS that pyproj cannot resolve, or
+    None. Such a batch is published (the contracts decide), but its producer is told."""
+    if not batch.declared_crs:
+        return None
+    try:
+        resolve_crs(batch.declared_crs)
+    except CrsError as exc:
+        return (
+            f"warning: the file declares a CRS that cannot be resolved ({exc}); a contract's "
+            "crs clause breaks on it, and without one its regions are compared with the "
+            "coordinates as stored (give --crs to declare another)"
+        )
+    return None
+
+
+def unwritten_geometries(errors: Mapping[int, str], shown: int = 3) -> str:
+    """The warning for features whose geometry the reader could not write as WKB
+    (``Batch.geometry_errors``, index -> reason): inline, such a geometry travels as null,
+    and the worker can only call it a missing geometry (a fresh-user session was told
+    "missing geometry" for a GeoJSON ``"type": "Circle"``, which ``check`` names)."""
+    first = sorted(errors)[:shown]
+    reasons = "; ".join(f"feature {i}: {clip(errors[i], 200)}" for i in first)
+    more = f"; and {len(errors) - shown} more" if len(errors) > shown else ""
+    n = len(errors)
+    which = "1 feature's geometry" if n == 1 else f"{n} features' geometries"
+    return (
+        f"warning: {which} cannot be written as WKB: inline they travel as null, and the "
+        f"worker reports a missing geometry ({reasons}{more}); fix the file (`contract-gate "
+        "check` shows every reason), or publish with --by-reference or --upload so that the "
+        "worker reads the file and reports these reasons"
+    )
+
+
+def _reference_uri(text: str) -> str:
+    """The ``payload_uri`` announcing the batch file ``text``: an ``s3://`` URI as given, a
+    local path or ``file:`` URI (``file:/x``, ``file:///x``, ``file://localhost/x``) as the
+    absolute ``file:///`` URI of the file it names (a ``file:/x`` was announced as the
+    relative path ``<cwd>/file:/x``)."""
+    parsed = urlparse(text)
+    if parsed.scheme == "s3":
+        return text
+    if parsed.scheme == "file":
+        return Path(unquote(parsed.path)).resolve().as_uri()
+    return Path(text).resolve().as_uri()

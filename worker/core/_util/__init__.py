@@ -1,0 +1,2 @@
+"""Private helpers of the core (caches, bounded text, JSON safety, durations, the collector
+pause)."""

@@ -1,0 +1,172 @@
+"""Evaluate a batch too large to hold, chunk by chunk, in bounded memory (pure).
+
+A :class:`ChunkedBatch` is the batch's metadata plus a way to iterate its features in
+chunks (the io layer gives one chunk per Parquet record batch). Every clause of every
+active version measures a mergeable tally of each chunk (:data:`worker.core.clauses.kinds.TALLIES`,
+:mod:`worker.core.clauses.tally`); the tallies are merged in batch order and each clause's result
+is rendered from its merged tally, so only one chunk's geometries are held at a time. The
+verdicts are those of :func:`worker.core.evaluate.evaluate` on the whole batch: the whole
+batch is the one-chunk case of the same measure and render functions. Feature indices
+(offenders, invalid reasons) count over the whole batch.
+
+Passes over the chunks: one; plus a first one when a GeoParquet ``edges: spherical`` batch
+declares no CRS (whether every coordinate is longitude/latitude decides how all chunks are
+read), and a last one when an extent clause broke (its diagnoses reproject features from
+candidate CRSs, which is only worth doing for a broken clause; they read the batch's
+evenly spaced sample, :data:`worker.core.clauses.diagnose.DIAGNOSIS_SAMPLE` features at most,
+whose indices the first pass's feature count decides).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from worker.core._util.gcpause import collector_paused
+from worker.core.clauses.kinds import (
+    TALLIES,
+    extent_needs_diagnosis,
+    measure_extent_diagnosis,
+)
+from worker.core.clauses.tally import Failed, Tally, merge
+from worker.core.evaluate import decide, evaluate_clause, failed_result, version_verdict
+from worker.core.facts.batch import BatchFacts, edges_problem
+from worker.core.model import ActiveVersion, Batch, Clause, ClauseResult, Decision
+
+__all__ = ["ChunkedBatch", "evaluate_chunked"]
+
+
+@dataclass(frozen=True)
+class ChunkedBatch:
+    """A batch whose features come in chunks.
+
+    ``batch`` carries the metadata of the whole batch (``declared_crs``, ``axis_order``,
+    ``edges``, ``orientation``, ``feature_count``, ``id_column``, ``data_time``, ...) and
+    ``schema_fields`` of the whole batch (``nullable`` when *some* chunk has a null);
+    its ``geometries_wkb`` are empty and its ``attributes`` an empty table with the
+    attribute schema. ``chunks()`` starts a new pass over the features: Batches with the
+    same metadata, each holding consecutive features, in batch order (may raise the
+    reader's errors, e.g. :class:`worker.core.errors.PayloadError`).
+    """
+
+    batch: Batch
+    chunks: Callable[[], Iterable[Batch]]
+
+
+@dataclass(frozen=True)
+class _Job:
+    version: ActiveVersion
+    clause: Clause
+
+
+def _measure(job: _Job, facts: BatchFacts, now: datetime, total: int | None = None) -> Any:
+    """The job's tally of ``facts``, or :class:`Failed` when measuring raised; with
+    ``total`` (the batch's feature count), the tally of its extent diagnosis instead."""
+    kind = job.clause.kind
+    try:
+        if total is not None:
+            return measure_extent_diagnosis(job.clause, job.version.contract, facts, now, total)
+        if kind not in TALLIES:
+            return {}
+        return TALLIES[kind][0](job.clause, job.version.contract, facts, now)
+    except Exception as exc:  # last resort, as evaluate_clause: one clause, not the batch
+        return Failed(f"{type(exc).__name__}: {exc}")
+
+
+def _render(job: _Job, meta: BatchFacts, tally: Any, now: datetime) -> ClauseResult:
+    clause, contract = job.clause, job.version.contract
+    if isinstance(tally, Failed):
+        return failed_result(clause, tally.error)
+    if clause.kind not in TALLIES:  # reads the batch's metadata only (or an unknown kind)
+        return evaluate_clause(clause, contract, meta, now)
+    try:
+        return TALLIES[clause.kind][1](clause, contract, meta, tally, now)
+    except Exception as exc:  # last resort, as evaluate_clause
+        return failed_result(clause, f"{type(exc).__name__}: {exc}")
+
+
+def _edges_problem(source: ChunkedBatch) -> str | None:
+    """The whole batch's :attr:`BatchFacts.edges_problem` (a pass over the chunks only for
+    spherical edges without a declared CRS)."""
+    meta = BatchFacts(source.batch)
+    if source.batch.edges != "spherical" or meta.declared_crs is not None:
+        return edges_problem(source.batch.edges, meta.declared_crs, True)
+    count, fits = 0, True
+    for chunk in source.chunks():
+        facts = BatchFacts(chunk)
+        count += facts.count
+        fits = fits and facts.lonlat_fits
+    return edges_problem(source.batch.edges, None, count > 0 and fits)
+
+
+def _tallies(
+    source: ChunkedBatch,
+    jobs: Sequence[_Job],
+    edges: tuple[str | None],
+    now: datetime,
+    total: int | None = None,
+    on_chunk: Callable[[BatchFacts], None] | None = None,
+) -> list[Tally | Failed]:
+    """One pass: every job's tally, merged over the chunks (starting from the tally of no
+    features, so an empty batch is judged as the whole-batch path judges it); with
+    ``total`` (the batch's feature count, known after a first pass), the tallies of the
+    extent diagnoses, on the batch's evenly spaced sample. ``on_chunk`` is called with
+    each chunk's facts once the jobs measured them."""
+    acc = [_measure(j, BatchFacts(source.batch, 0, edges), now, total) for j in jobs]
+    offset = 0
+    for chunk in source.chunks():
+        with collector_paused():  # the chunk's geometries are built and freed within
+            facts = BatchFacts(chunk, offset, edges)
+            acc = [merge(a, _measure(j, facts, now, total)) for a, j in zip(acc, jobs, strict=True)]
+            if on_chunk is not None:
+                on_chunk(facts)
+            offset += facts.count
+            del facts
+    return acc
+
+
+def evaluate_chunked(
+    source: ChunkedBatch,
+    versions: Sequence[ActiveVersion],
+    *,
+    now: datetime,
+    on_chunk: Callable[[BatchFacts], None] | None = None,
+) -> Decision:
+    """Evaluate a chunked batch against every active version and decide its route.
+
+    Parameters and result as :func:`worker.core.evaluate.evaluate`, whose decision on the
+    whole batch this equals (the coverage clause's covered area is the union of the
+    chunks' covered parts: equal up to floating-point rounding of the union).
+    ``on_chunk``, when given, is called with the facts of every chunk once, in batch
+    order, while that chunk is held (e.g. to tally what no clause measures:
+    :func:`worker.core.facts.claims.claims_tally`); it must keep no reference to them.
+
+    Raises
+    ------
+    Exception
+        Whatever ``source.chunks()`` raises while reading (e.g. a PayloadError).
+    """
+    active = [v for v in versions if v.state == "active"]
+    jobs = [_Job(v, c) for v in active for c in v.contract.clauses]
+    edges = (_edges_problem(source),)
+    meta = BatchFacts(source.batch, 0, edges)
+    tallies = _tallies(source, jobs, edges, now, on_chunk=on_chunk) if jobs or on_chunk else []
+    broken = [
+        i
+        for i, (j, t) in enumerate(zip(jobs, tallies, strict=True))
+        if j.clause.kind == "extent"
+        and not isinstance(t, Failed)
+        and extent_needs_diagnosis(j.clause, t)
+    ]
+    if broken:
+        total = int(tallies[broken[0]]["count"])  # type: ignore[index]
+        extra = _tallies(source, [jobs[i] for i in broken], edges, now, total)
+        for i, t in zip(broken, extra, strict=True):
+            tallies[i] = t if isinstance(t, Failed) else {**tallies[i], **t}  # type: ignore[dict-item]
+    results = iter([_render(j, meta, t, now) for j, t in zip(jobs, tallies, strict=True)])
+    verdicts = []
+    for v in active:
+        verdicts.append(version_verdict(v, tuple(next(results) for _ in v.contract.clauses)))
+    return decide(tuple(verdicts))

@@ -1,0 +1,174 @@
+"""Mergeable partial facts: what a clause measures on one chunk of a batch (pure).
+
+A batch too large to hold is evaluated chunk by chunk (e.g. one Parquet row group at a
+time): each clause measures a *tally* of each chunk, the tallies are merged in batch
+order, and the clause's verdict is rendered from the merged tally
+(:mod:`worker.core.chunks`). A whole batch is the one-chunk case, so both paths run
+the same code. A tally is a mapping of named parts; :func:`merge` combines two tallies of
+consecutive chunks part by part, by the part's type:
+
+* ``int`` (not bool): a count, summed;
+* ``bool``: an "every feature" fact, and-ed;
+* ``str`` and None: chunk-independent metadata, the first kept;
+* :class:`Bounds`: min/max of the envelopes;
+* :class:`First`: the first ``cap`` items in batch order (indices already global);
+* :class:`Distinct`: the first ``cap`` distinct values in order of first appearance;
+* :class:`Counts`: per-key counts, summed (keys sorted, as ``np.unique`` gives them);
+* :class:`Union`: the union of geometries (``shapely.union_all`` of the parts);
+* :class:`~worker.core.model.Offenders`: totals summed, first features kept (capped);
+* :class:`Failed`: an evaluation error, which wins over everything.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass, replace
+from typing import Any
+
+import numpy as np
+import shapely
+
+from worker.core.model import MAX_OFFENDERS, Offenders
+
+__all__ = ["Bounds", "Counts", "Distinct", "Failed", "First", "Tally", "Union", "merge"]
+
+Tally = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """An envelope (minx, miny, maxx, maxy), or None for no coordinates at all."""
+
+    box: tuple[float, float, float, float] | None
+
+    @classmethod
+    def of(cls, geoms: np.ndarray) -> Bounds:
+        """The total bounds of ``geoms`` (shapely geometries; empty array -> None)."""
+        if len(geoms) == 0:
+            return cls(None)
+        x0, y0, x1, y1 = (float(v) for v in shapely.total_bounds(geoms))
+        return cls((x0, y0, x1, y1))
+
+    @classmethod
+    def of_rows(cls, bounds: np.ndarray) -> Bounds:
+        """:meth:`of` from per-feature bounds (float (M, 4)) instead of geometries; rows of
+        NaN (empty geometries) are left out, as ``shapely.total_bounds`` does (all NaN:
+        a box of NaN)."""
+        if not len(bounds):
+            return cls(None)
+        rows = bounds
+        with np.errstate(invalid="ignore", over="ignore"):  # 1e308 + 1e308: inf, no warning
+            if np.isnan(np.add.reduce(bounds, axis=None)):  # one pass; rows filtered only then
+                rows = bounds[~np.isnan(bounds).any(axis=1)]
+        if not len(rows):
+            return cls((np.nan,) * 4)
+        lo, hi = rows[:, :2].min(axis=0), rows[:, 2:].max(axis=0)
+        return cls((float(lo[0]), float(lo[1]), float(hi[0]), float(hi[1])))
+
+    def __or__(self, other: Bounds) -> Bounds:
+        if self.box is None:
+            return other
+        if other.box is None:
+            return self
+        a, b = self.box, other.box
+        # np.fmin/fmax: as shapely.total_bounds, a NaN bound never hides a finite one
+        lo = np.fmin(a[:2], b[:2])
+        hi = np.fmax(a[2:], b[2:])
+        return Bounds((float(lo[0]), float(lo[1]), float(hi[0]), float(hi[1])))
+
+
+@dataclass(frozen=True)
+class First:
+    """The first ``cap`` items in batch order."""
+
+    items: tuple[Any, ...]
+    cap: int
+
+    def __or__(self, other: First) -> First:
+        return First((self.items + other.items)[: self.cap], self.cap)
+
+
+@dataclass(frozen=True)
+class Distinct:
+    """The first ``cap`` distinct values, in order of first appearance (NaN equals NaN,
+    as for ``pyarrow.compute.unique``)."""
+
+    items: tuple[Any, ...]
+    cap: int
+
+    def __or__(self, other: Distinct) -> Distinct:
+        seen = list(self.items)
+        for v in other.items:
+            if len(seen) >= self.cap:
+                break
+            if not any(type(v) is type(s) and (v == s or (v != v and s != s)) for s in seen):
+                seen.append(v)
+        return Distinct(tuple(seen), self.cap)
+
+
+@dataclass(frozen=True)
+class Counts:
+    """Counts per key (keys kept sorted)."""
+
+    counts: tuple[tuple[str, int], ...]
+
+    def __or__(self, other: Counts) -> Counts:
+        out = dict(self.counts)
+        for k, n in other.counts:
+            out[k] = out.get(k, 0) + n
+        return Counts(tuple(sorted(out.items())))
+
+
+@dataclass(frozen=True)
+class Union:
+    """The union of geometries seen so far; None when none."""
+
+    geom: shapely.Geometry | None
+
+    def __or__(self, other: Union) -> Union:
+        if self.geom is None:
+            return other
+        if other.geom is None:
+            return self
+        return Union(shapely.union_all([self.geom, other.geom]))
+
+
+@dataclass(frozen=True)
+class Failed:
+    """A clause that raised on some chunk: ``error`` is ``"Type: message"``."""
+
+    error: str
+
+
+def _merge_offenders(a: Offenders | None, b: Offenders | None) -> Offenders | None:
+    if a is None:
+        return b
+    if b is None:
+        return a
+    return replace(a, total=a.total + b.total, features=(a.features + b.features)[:MAX_OFFENDERS])
+
+
+def _merge_part(a: Any, b: Any) -> Any:
+    if isinstance(a, bool) or isinstance(b, bool):
+        return bool(a) and bool(b)
+    if isinstance(a, int) and isinstance(b, int):
+        return a + b
+    if isinstance(a, Offenders) or isinstance(b, Offenders):
+        return _merge_offenders(a, b)
+    if isinstance(a, Bounds | First | Distinct | Counts | Union):
+        return a | b
+    if isinstance(a, Mapping):
+        return merge(a, b)
+    return a if a is not None else b
+
+
+def merge(a: Tally, b: Tally) -> Tally:
+    """The tally of two consecutive chunks (``a`` before ``b``), part by part; a
+    :class:`Failed` tally on either side wins (the first one)."""
+    if isinstance(a, Failed):
+        return a
+    if isinstance(b, Failed):
+        return b
+    return {k: _merge_part(a[k], b[k]) if k in b else a[k] for k in a} | {
+        k: v for k, v in b.items() if k not in a
+    }

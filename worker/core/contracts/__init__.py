@@ -1,0 +1,1 @@
+"""Contract documents: parsing, safety and schema checks, coherence, classification, review."""

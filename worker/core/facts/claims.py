@@ -1,0 +1,150 @@
+"""What a batch's metadata claims about its geometries, against the geometries (pure).
+
+A GeoParquet file states its ``version`` and, per geometry column, a ``bbox`` and the
+``geometry_types`` it holds (GeoParquet 1.1, https://geoparquet.org/releases/v1.1.0/);
+readers prune row groups and files by the bbox and choose a layer type by the types. No
+clause judges these claims (the verdict comes from the geometries), but a claim the data
+contradicts misleads every reader after the gate: a fresh-user session had a world of
+countries admitted with ``bbox: [0, 0, 1, 1]`` and ``geometry_types: ["Point"]``. The same
+goes for an EWKB SRID (PostGIS extended WKB) that names another CRS than the batch
+declares: the gate reads the coordinates in the declared CRS and ignores the SRID.
+``check`` prints these sentences as warnings; a batch read in chunks is compared chunk by
+chunk (:func:`claims_tally`, merged, then :func:`disagreements_of`).
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Mapping
+from typing import Any
+
+from worker.core._util.text import clip
+from worker.core.clauses.tally import Bounds, Tally
+from worker.core.facts.batch import BatchFacts
+from worker.core.facts.wkb_check import ewkb_srid
+from worker.core.spatial import crs_label
+
+__all__ = ["claim_disagreements", "claims_tally", "disagreements_of"]
+
+#: GeoParquet versions whose metadata this gate reads.
+KNOWN_VERSIONS = ("1.0.0", "1.1.0")
+
+
+def claim_disagreements(facts: BatchFacts) -> list[str]:
+    """One sentence per claim of ``facts.batch.file_claims`` (and per EWKB SRID) that the
+    geometries contradict, in the order version, bbox, geometry_types, SRID: the whole
+    batch as one chunk (:func:`claims_tally`, :func:`disagreements_of`)."""
+    return disagreements_of(claims_tally(facts), facts)
+
+
+def claims_tally(facts: BatchFacts) -> Tally:
+    """What the claims are compared with, of one chunk of a batch, mergeable over chunks
+    (:func:`worker.core.clauses.tally.merge`): ``bounds``, the envelope of the features
+    (``east_north``; only when the file claims a bbox and edges are planar);
+    ``types``, features per geometry type name (only when the file lists
+    ``geometry_types``); ``srids``, features per EWKB SRID (decimal string keys)."""
+    claims = facts.batch.file_claims
+    bbox_wanted = isinstance(claims.get("bbox"), list) and facts.batch.edges == "planar"
+    types_wanted = isinstance(claims.get("geometry_types"), list)
+    srids = Counter(str(s) for s in map(ewkb_srid, facts.batch.geometries_wkb) if s is not None)
+    return {
+        "bounds": Bounds.of_rows(facts.bounds) if bbox_wanted and facts.count else Bounds(None),
+        "types": dict(Counter(str(n) for n in facts.type_names if n is not None))
+        if types_wanted and facts.count
+        else {},
+        "srids": dict(srids),
+    }
+
+
+def disagreements_of(tally: Tally, facts: BatchFacts) -> list[str]:
+    """:func:`claim_disagreements` from a (merged) :func:`claims_tally`; ``facts`` give
+    the metadata only (claims, declared CRS, axis order, edges)."""
+    claims = facts.batch.file_claims
+    out = []
+    version = claims.get("version")
+    if version is not None and not str(version).startswith(("1.0.", "1.1.")):
+        out.append(
+            f"the file says GeoParquet version {clip(repr(version), 40)}, which this gate "
+            f"does not know ({', '.join(KNOWN_VERSIONS)}); its metadata was read as 1.1.0"
+        )
+    if (bbox := _bbox_disagreement(facts, tally["bounds"], claims.get("bbox"))) is not None:
+        out.append(bbox)
+    if (types := _types_disagreement(tally["types"], claims.get("geometry_types"))) is not None:
+        out.append(types)
+    out.extend(_srid_disagreements(facts, tally["srids"]))
+    return out
+
+
+def _bbox_disagreement(facts: BatchFacts, bounds: Bounds, bbox: Any) -> str | None:
+    """The column's ``bbox`` ([xmin, ymin, xmax, ymax], or with z: [xmin, ymin, zmin, xmax,
+    ymax, zmax]; stored order) does not contain the features' envelope ``bounds``
+    (``east_north``). Not compared: a bbox crossing the antimeridian (xmin > xmax),
+    spherical edges, no finite envelope."""
+    if not isinstance(bbox, list) or len(bbox) not in (4, 6):
+        return None
+    if not all(isinstance(v, int | float) and not isinstance(v, bool) for v in bbox):
+        return None
+    half = len(bbox) // 2
+    xmin, ymin, xmax, ymax = bbox[0], bbox[1], bbox[half], bbox[half + 1]
+    if xmin > xmax or facts.batch.edges != "planar":
+        return None
+    box = bounds.box
+    if box is None:
+        return None
+    env = list(box)
+    if facts.batch.axis_order == "north_east":  # the file's bbox is in stored order
+        env = [env[1], env[0], env[3], env[2]]
+    slack = 1e-9 * max(1.0, *(abs(v) for v in (xmin, ymin, xmax, ymax)))
+    inside = (
+        env[0] >= xmin - slack
+        and env[1] >= ymin - slack
+        and env[2] <= xmax + slack
+        and env[3] <= ymax + slack
+    )
+    if inside or not all(math.isfinite(v) for v in env):
+        return None
+    shown = ", ".join(f"{v:.10g}" for v in env)
+    return (
+        f"the file's bbox [{', '.join(f'{v:.10g}' for v in bbox)}] does not contain its "
+        f"features, which span [{shown}]: readers that skip files or row groups by bbox "
+        "would miss them"
+    )
+
+
+def _types_disagreement(present: Mapping[str, int], declared: Any) -> str | None:
+    """Geometry types ``present`` (features per type name) that the column's
+    ``geometry_types`` leaves out (an empty list claims nothing: any type may be
+    present)."""
+    if not isinstance(declared, list) or not declared:
+        return None
+    missing = {name: n for name, n in present.items() if name not in declared}
+    if not missing:
+        return None
+    shown = ", ".join(f"{name} ({n})" for name, n in sorted(missing.items()))
+    listed = ", ".join(clip(str(d), 40) for d in declared[:10])
+    return f"the file's geometry_types [{listed}] leave out types its features have: {shown}"
+
+
+def _srid_disagreements(facts: BatchFacts, counts: Mapping[str, int]) -> list[str]:
+    """EWKB values whose SRID is not the declared CRS's EPSG code (the SRID is ignored);
+    ``counts`` are features per SRID (decimal string keys)."""
+    srids = {int(k): n for k, n in counts.items()}
+    if not srids:
+        return []
+    declared = facts.declared_crs
+    epsg = declared.to_epsg() if declared is not None else None
+    label = crs_label(declared) if declared is not None else "no CRS"
+    return [
+        f"{n} {'feature carries' if n == 1 else 'features carry'} the EWKB SRID {srid}, "
+        f"but the batch declares {clip(label, 80)}: the gate reads the coordinates in the "
+        "declared CRS and ignores the SRID"
+        for srid, n in sorted(srids.items())
+        if srid != epsg and not (srid == 4326 and epsg is None and _is_crs84(facts))
+    ]
+
+
+def _is_crs84(facts: BatchFacts) -> bool:
+    """The declared CRS is OGC:CRS84 (EPSG:4326 with x = longitude, no EPSG code)."""
+    crs = facts.declared_crs
+    return crs is not None and crs.to_authority() == ("OGC", "CRS84")

@@ -1,0 +1,69 @@
+"""Failed transaction attempts per poll batch, so one batch cannot be retried forever.
+
+A poll batch whose transaction fails is aborted and consumed again
+(:mod:`worker.gate.pipeline`). When the failure is caused by the batch itself, e.g. an
+output record larger than the producer's ``message.max.bytes`` or the broker's limit,
+every retry fails the same way and the partition stalls. :class:`BatchAttempts` counts
+failed attempts per ``(topic, partition, first offset)`` of the batch; after
+:data:`MAX_BATCH_ATTEMPTS` the pipeline commits the batch one event per transaction and
+quarantines an event whose records Kafka refuses as too large (``record_too_large``),
+so the other events of the batch proceed.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+__all__ = ["MAX_BATCH_ATTEMPTS", "BatchAttempts", "size_refused"]
+
+#: Failed transactions of the same poll batch before it is committed event by event.
+MAX_BATCH_ATTEMPTS = 3
+#: Most batch starts remembered (a bound on memory; an entry is dropped on success).
+MAX_TRACKED = 10_000
+
+Start = tuple[str, int, int]  # topic, partition, first offset of the batch
+
+
+def _size_codes() -> frozenset[int]:
+    from confluent_kafka import KafkaError as CKError
+
+    return frozenset({CKError.MSG_SIZE_TOO_LARGE, CKError.RECORD_LIST_TOO_LARGE})
+
+
+#: Kafka error codes meaning "this record is too large": local (produce() against the
+#: producer's ``message.max.bytes``) and from the broker (its or the topic's limit).
+SIZE_CODES = _size_codes()
+
+
+def size_refused(codes: Iterable[int]) -> bool:
+    """True when one of the error ``codes`` of a failed attempt says a record is too large."""
+    return any(code in SIZE_CODES for code in codes)
+
+
+class BatchAttempts:
+    """Failed transaction attempts per batch start ``(topic, partition, first offset)``."""
+
+    def __init__(self, max_attempts: int = MAX_BATCH_ATTEMPTS) -> None:
+        self.max_attempts = max_attempts
+        self._failed: dict[Start, int] = {}
+
+    def failed(self, starts: Iterable[Start]) -> None:
+        """One more failed attempt of the batch beginning at ``starts``."""
+        if len(self._failed) > MAX_TRACKED:
+            self._failed.clear()
+        for start in starts:
+            self._failed[start] = self._failed.get(start, 0) + 1
+
+    def exhausted(self, starts: Iterable[Start]) -> bool:
+        """True when a partition of the batch has failed ``max_attempts`` times from there."""
+        return any(self._failed.get(s, 0) >= self.max_attempts for s in starts)
+
+    def attempts(self, start: Start) -> int:
+        """Failed attempts counted for ``start`` so far."""
+        return self._failed.get(start, 0)
+
+    def committed(self, partitions: Iterable[tuple[str, int]]) -> None:
+        """Forget the counts of these partitions (their batch was committed)."""
+        done = set(partitions)
+        for start in [s for s in self._failed if (s[0], s[1]) in done]:
+            del self._failed[start]

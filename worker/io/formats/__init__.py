@@ -1,0 +1,1 @@
+"""Input formats: one reader module per file format and what they share."""

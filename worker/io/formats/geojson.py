@@ -1,0 +1,224 @@
+"""GeoJSON FeatureCollections (RFC 7946) into :class:`~worker.io.formats.base.FeatureData`.
+
+CRS ``OGC:CRS84`` and axis order ``east_north``, unless the file carries the legacy 2008
+``crs`` member (``{"type": "name", "properties": {"name": ...}}``), which is honoured.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+import shapely
+
+from worker.core._util.text import clip
+from worker.core.errors import PayloadCorrupt
+from worker.io.formats.base import RFC7946_CRS, FeatureData, _fail, _to_wkb, text_column
+from worker.io.formats.wkb_writer import geojson_to_wkb
+
+
+def _read_geojson(path: Path | str, data: bytes | None = None) -> FeatureData:
+    """The FeatureCollection in ``data`` (default: the bytes of the file ``path``);
+    ``path`` names the file in messages."""
+    if data is None:
+        data = Path(path).read_bytes()
+    try:
+        doc = json.loads(data)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise PayloadCorrupt(
+            f"{path}: not a JSON document ({exc}); the formats read are GeoJSON, GeoParquet, "
+            "Shapefile (.shp, or a .zip holding one), GeoPackage (.gpkg) and FlatGeobuf (.fgb)"
+        ) from None
+    except RecursionError:
+        raise PayloadCorrupt(
+            f"{path}: JSON nested too deeply to read (hundreds of levels of arrays or objects)"
+        ) from None
+    if not isinstance(doc, dict):
+        names = {list: "an array", str: "a string", bool: "a boolean", type(None): "null"}
+        what = names.get(type(doc), "a number")
+        raise _fail(path, f"not a GeoJSON FeatureCollection: the JSON document is {what}")
+    if doc.get("type") != "FeatureCollection":
+        kind = doc.get("type")
+        raise _fail(
+            path,
+            "not a GeoJSON FeatureCollection: "
+            + (
+                'the object has no "type" member'
+                if kind is None
+                else f'its "type" is {clip(str(kind), 80)!r}'
+            ),
+        )
+    features = doc.get("features")
+    if not isinstance(features, list):
+        raise _fail(path, "the FeatureCollection has no 'features' list")
+    geoms: list[str | None] = []
+    props: list[dict[str, Any]] = []
+    refused_before_geos: dict[int, str] = {}
+    nan_text = b"NaN" in data  # JSON's non-standard NaN, looked for only where spelled
+    ids: list[str | int | float | None] = []
+    for i, feat in enumerate(features):
+        if not isinstance(feat, dict) or feat.get("type") != "Feature":
+            raise _fail(path, f"features[{i}] is not a GeoJSON Feature")
+        g, p = feat.get("geometry"), feat.get("properties")
+        if p is not None and not isinstance(p, dict):
+            raise _fail(path, f"features[{i}].properties is not an object or null")
+        refused = _too_deep(g)
+        if refused is None and nan_text:
+            refused = _nan_point(g)
+        geoms.append(json.dumps(g) if g is not None and not refused else None)
+        props.append(p or {})
+        if refused:
+            refused_before_geos[i] = refused
+        fid = feat.get("id")
+        # RFC 7946 section 3.2: a string or a number; anything else names no feature
+        ok_id = isinstance(fid, str | int | float) and not isinstance(fid, bool)
+        ids.append(fid if ok_id else None)
+    wkb, errors = _geometries(geoms)
+    errors.update(refused_before_geos)
+    return FeatureData(
+        wkb,
+        _properties_table(props),
+        _legacy_crs(path, doc),
+        geometry_errors=errors,
+        feature_ids=tuple(ids) if any(i is not None for i in ids) else None,
+    )
+
+
+def _geometries(texts: Sequence[str | None]) -> tuple[tuple[bytes | None, ...], dict[int, str]]:
+    """WKB per feature (None when the geometry is null or cannot be written as WKB) and,
+    for the latter, GEOS's reason.
+
+    GEOS's GeoJSON reader parses the batch in one vectorized call; a geometry it refuses
+    (an open ring: "Points of LinearRing do not form a closed linestring") is written as
+    literal WKB by :func:`geojson_to_wkb`, so the defect travels unrepaired to validity (and
+    through inline events) and GEOS's WKB reader reports it there. Only an object that is
+    not a geometry at all (unknown type, coordinates of the wrong nesting) has no WKB: its
+    feature carries GEOS's reason in ``errors`` and counts as an invalid geometry.
+    """
+    parsed = shapely.from_geojson(np.asarray(texts, dtype=object), on_invalid="ignore")
+    wkb = list(_to_wkb(parsed))
+    errors: dict[int, str] = {}
+    missing = shapely.is_missing(parsed)
+    for i in np.flatnonzero(missing | _padded_z(parsed)):
+        idx, text = int(i), texts[int(i)]
+        if text is None:
+            continue
+        try:
+            wkb[idx] = geojson_to_wkb(json.loads(text))
+        except ValueError as exc:
+            wkb[idx] = None
+            errors[idx] = f"{_geos_reason(text)} ({exc})" if missing[idx] else str(exc)
+    return tuple(wkb), errors
+
+
+def _padded_z(parsed: np.ndarray) -> np.ndarray:
+    """bool (N,): a 3D geometry with a NaN Z. GEOS's GeoJSON reader takes positions of 2
+    and 3 numbers mixed in one geometry (RFC 7946 3.1.1 gives every position of a geometry
+    the same dimension) and pads the 2D ones with a NaN Z: read literally instead, such a
+    geometry is refused with the reason, not reported as a 3D geometry with non-finite
+    coordinates. (A NaN Z written as such, JSON's non-standard ``NaN``, is read literally
+    and stays a non-finite coordinate for validity.)"""
+    out = np.zeros(len(parsed), dtype=bool)
+    for i in np.flatnonzero(shapely.has_z(parsed)):
+        z = shapely.get_coordinates(parsed[i], include_z=True)[:, 2]
+        out[i] = bool(np.isnan(z).any())
+    return out
+
+
+#: Deepest GeometryCollection nesting handed to GEOS (as for WKB, worker.core.facts.wkb_check).
+MAX_GEOMETRY_DEPTH = 32
+
+
+def _too_deep(geometry: Any) -> str | None:
+    """A reason when a GeoJSON geometry nests collections deeper than
+    :data:`MAX_GEOMETRY_DEPTH` (GEOS parses recursively: deep nesting overflows its stack),
+    else None. Iterative, so any depth Python's JSON reader produced is safe to walk."""
+    stack = [(geometry, 1)]
+    while stack:
+        node, depth = stack.pop()
+        if depth > MAX_GEOMETRY_DEPTH:
+            return f"GeometryCollection nests deeper than {MAX_GEOMETRY_DEPTH} levels"
+        if isinstance(node, dict) and isinstance(node.get("geometries"), list):
+            stack.extend((child, depth + 1) for child in node["geometries"])
+    return None
+
+
+#: Why a point position of NaN only is refused (see :func:`_nan_point`).
+NAN_POINT = (
+    "non-finite coordinate (NaN or inf): a point position of NaN only, which WKB can only "
+    'write as an empty point; GeoJSON writes an empty Point as "coordinates": []'
+)
+
+
+def _nan_point(geometry: Any) -> str | None:
+    """:data:`NAN_POINT` when a Point's position, or one of a MultiPoint's, holds only
+    NaN (JSON's non-standard ``NaN``; also inside a GeometryCollection), else None.
+
+    WKB has no empty point of its own: ISO/OGC writers encode ``POINT EMPTY`` as NaN
+    coordinates, and GEOS reads them back as empty. Written to WKB, ``[NaN, NaN]`` would
+    become an empty point, valid, and admitted where ``allow_empty`` is true (a fresh-user
+    finding), while ``[NaN, 3]`` is a non-finite coordinate. Other geometries keep a NaN
+    vertex as written: validity finds it. Walks at most :data:`MAX_GEOMETRY_DEPTH` levels
+    (deeper is refused before)."""
+    stack = [geometry]
+    while stack:
+        node = stack.pop()
+        if not isinstance(node, dict):
+            continue
+        kind, coords = node.get("type"), node.get("coordinates")
+        positions = [coords] if kind == "Point" else coords if kind == "MultiPoint" else []
+        for pos in positions if isinstance(positions, list) else ():
+            if isinstance(pos, list) and pos and all(_is_nan(v) for v in pos):
+                return NAN_POINT
+        if isinstance(node.get("geometries"), list):
+            stack.extend(node["geometries"])
+    return None
+
+
+def _is_nan(value: Any) -> bool:
+    return type(value) is float and value != value
+
+
+def _geos_reason(text: str) -> str:
+    try:
+        shapely.from_geojson(text)
+    except shapely.errors.GEOSException as exc:
+        return str(exc)
+    return "GEOS could not read the geometry"
+
+
+def _legacy_crs(path: Path | str, doc: dict[str, Any]) -> str:
+    crs = doc.get("crs")
+    if crs is None:
+        return RFC7946_CRS
+    name = crs.get("properties", {}).get("name") if isinstance(crs, dict) else None
+    if not isinstance(name, str) or not name:
+        raise _fail(path, "bad CRS: the legacy 'crs' member has no properties.name string")
+    return name
+
+
+def _properties_table(props: Sequence[dict[str, Any]]) -> pa.Table:
+    """One column per property name (first appearance order), one row per feature.
+
+    A property whose values arrow cannot put in one type (``42`` and ``"see survey"``) is
+    read as text with the mix recorded (:func:`~worker.io.formats.base.text_column`): the
+    schema clause breaks on it when the contract names the field, and nothing else looks.
+    """
+    names = list(dict.fromkeys(k for p in props for k in p))
+    fields, arrays = [], []
+    for name in names:
+        values = [p.get(name) for p in props]
+        try:
+            arr = pa.array(values)
+            fields.append(pa.field(name, arr.type))
+        except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
+            fld, arr = text_column(name, values, str(exc))
+            fields.append(fld)
+        arrays.append(arr)
+    if not names:  # no properties at all: a table of len(props) rows and no columns
+        return pa.table({"_": pa.nulls(len(props))}).drop_columns(["_"])
+    return pa.Table.from_arrays(arrays, schema=pa.schema(fields))

@@ -1,0 +1,250 @@
+"""GeoParquet read in chunks for evaluation in bounded memory
+(:class:`worker.core.chunks.ChunkedBatch`): an event's by-reference payload (the worker,
+:func:`load_payload_chunked`) and an operator's batch file (``check``,
+:func:`read_batch_file_chunked`). Only the footer is read up front; each pass over the
+chunks opens the file again and reads one Parquet record batch at a time. Any other
+format is read whole, as :mod:`.payload` reads it (one chunk).
+"""
+
+from __future__ import annotations
+
+import functools
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import ExitStack
+from dataclasses import replace
+from datetime import datetime, timezone
+from pathlib import Path
+
+from worker.core.chunks import ChunkedBatch
+from worker.core.errors import PayloadCorrupt, PayloadUnavailable
+from worker.core.model import AXIS_ORDERS, Batch
+from worker.io.formats.base import _fail, derive_schema
+from worker.io.formats.geoparquet import GeoParquetChunks, open_geoparquet_chunks
+from worker.io.payloads.access import UNRESTRICTED, PayloadPolicy, open_payload, with_retries
+from worker.io.payloads.load import (
+    _feature_fields,
+    _guarded,
+    _ogr_file,
+    crs_conflict,
+    load_payload,
+    read_batch_file,
+)
+
+__all__ = ["CHUNK_BYTES", "CHUNK_ROWS", "load_payload_chunked", "read_batch_file_chunked"]
+
+#: Features per chunk when a GeoParquet payload or batch file is evaluated in chunks
+#: (:func:`load_payload_chunked`, :func:`read_batch_file_chunked`), at most.
+CHUNK_ROWS = 4096
+#: Uncompressed bytes per chunk, about (the file's average row size decides the rows):
+#: with the Parquet row group being read, what bounds the worker's memory.
+CHUNK_BYTES = 16 * 1024 * 1024
+
+
+def _open_footer(
+    uri: str, policy: PayloadPolicy
+) -> tuple[GeoParquetChunks, datetime | None] | None:
+    """The footer of the GeoParquet file at ``uri`` (and its modification time, None if
+    unknown), or None when the file is not Parquet. Transient failures are retried
+    ``policy.attempts`` times.
+
+    Raises
+    ------
+    PayloadError
+        As :func:`~worker.io.payloads.access.open_payload`; a footer or ``geo`` metadata
+        that cannot be used.
+    """
+
+    def head() -> tuple[GeoParquetChunks, datetime | None] | None:
+        with open_payload(uri, policy) as src:
+            if src.format != "parquet":
+                return None
+            return _guarded(src.uri, lambda: open_geoparquet_chunks(src.uri, src.file)), src.mtime
+
+    return with_retries(head, policy)
+
+
+def _chunked(
+    uri: str,
+    opened: GeoParquetChunks,
+    meta: Batch,
+    policy: PayloadPolicy,
+    chunk_rows: int,
+    chunk_bytes: int,
+) -> ChunkedBatch:
+    """``meta`` (the batch's metadata, no features) and the file's chunks: Batches of at
+    most ``chunk_rows`` features (fewer when that many of the file's average row exceed
+    ``chunk_bytes`` uncompressed), with ``meta``'s metadata and the schema of the whole
+    file (``nullable`` from its null counts)."""
+    fields = tuple(
+        replace(f, nullable=opened.null_counts.get(f.name, 0) > 0)
+        for f in _guarded(uri, lambda: derive_schema(opened.attributes))
+    )
+    meta = replace(meta, schema_fields=fields)
+
+    def again() -> tuple[ExitStack, GeoParquetChunks]:
+        stack = ExitStack()
+        try:
+            src = stack.enter_context(open_payload(uri, policy))
+            opened = _guarded(
+                src.uri, lambda: open_geoparquet_chunks(src.uri, src.file, count_nulls=False)
+            )
+        except BaseException:
+            stack.close()
+            raise
+        return stack, opened
+
+    def chunks() -> Iterator[Batch]:
+        rows, attempt, wait_s = 0, 1, policy.backoff_s
+        while True:
+            stack, reopened = with_retries(again, policy)
+            try:
+                with stack:
+                    size = reopened.chunk_rows(chunk_rows, chunk_bytes)
+                    parts = reopened.chunks(size, start_row=rows)
+                    step = functools.partial(next, parts, None)
+                    while (data := _guarded(uri, step)) is not None:
+                        fields_of = _guarded(uri, functools.partial(_feature_fields, data, uri))
+                        rows += len(data.geometries_wkb)
+                        yield replace(meta, **(fields_of | {"schema_fields": fields}))
+                break
+            except PayloadUnavailable as exc:  # a transient read error: resume where it was
+                if not exc.transient or attempt >= max(1, policy.attempts):
+                    raise
+                attempt += 1
+                time.sleep(wait_s)
+                wait_s *= 2
+        if rows != opened.rows:
+            raise PayloadCorrupt(
+                f"{reopened.path}: {rows} rows read, the footer read before said "
+                f"{opened.rows}: the file changed while being evaluated"
+            )
+
+    return ChunkedBatch(meta, chunks)
+
+
+def load_payload_chunked(
+    uri: str,
+    event: Batch,
+    *,
+    policy: PayloadPolicy | None = None,
+    chunk_rows: int = CHUNK_ROWS,
+    chunk_bytes: int = CHUNK_BYTES,
+) -> Batch | ChunkedBatch:
+    """Load an event's by-reference payload for evaluation in bounded memory.
+
+    A GeoParquet payload becomes a :class:`worker.core.chunks.ChunkedBatch`: only its
+    footer is read here (``geo`` metadata, attribute schema, rows, null counts); each
+    ``chunks()`` call opens the payload again (under ``policy``; after a transient
+    failure, opening or reading, it opens it again and resumes at the chunk that failed,
+    ``policy.attempts`` times in all) and yields Batches of at most ``chunk_rows``
+    features, fewer when that many of the file's average row exceed ``chunk_bytes``
+    (uncompressed), one Parquet record batch at a time, with the event's metadata (as
+    :func:`~worker.io.payloads.load.load_payload`: the event's ``declared_crs`` and
+    ``axis_order`` win, the schema is the file's with ``nullable`` from the whole file).
+    Any other payload (GeoJSON) is read whole by
+    :func:`~worker.io.payloads.load.load_payload`.
+
+    Raises
+    ------
+    PayloadError
+        As :func:`~worker.io.payloads.load.load_payload`; ``chunks()`` raises
+        ``PayloadCorrupt`` for a row group it cannot decode or a file whose row count
+        changed between passes, and the other PayloadErrors of
+        :func:`~worker.io.payloads.access.open_payload`.
+    """
+    policy = policy if policy is not None else PayloadPolicy()
+    found = _open_footer(uri, policy)
+    if found is None:
+        return load_payload(uri, event, policy=policy)
+    opened = found[0]
+    meta = replace(
+        event,
+        payload_uri=uri,
+        geometries_wkb=(),
+        attributes=opened.attributes,
+        geometry_errors={},
+        edges=opened.geo.edges,
+        orientation=opened.geo.orientation,
+        covering_bbox=None,
+        feature_ids=None,
+        coordinate_bounds=None,
+        crs_conflict=crs_conflict(
+            opened.geo.crs if opened.geo.crs_stated else None,
+            event.declared_crs,
+        ),
+    )
+    return _chunked(uri, opened, meta, policy, chunk_rows, chunk_bytes)
+
+
+def read_batch_file_chunked(
+    path: str | Path,
+    *,
+    layer: str,
+    crs: str | None = None,
+    axis_order: str | None = None,
+    data_time: datetime | None = None,
+    batch_id: str | None = None,
+    producer: str = "contract-gate-cli",
+    policy: PayloadPolicy = UNRESTRICTED,
+    chunk_rows: int = CHUNK_ROWS,
+    chunk_bytes: int = CHUNK_BYTES,
+) -> Batch | ChunkedBatch:
+    """:func:`~worker.io.payloads.load.read_batch_file` for evaluation in bounded
+    memory: a GeoParquet file becomes a :class:`worker.core.chunks.ChunkedBatch` (its
+    footer read here, its chunks as :func:`load_payload_chunked` reads them) whose
+    metadata batch is what ``read_batch_file`` gives less the features: ``crs`` and
+    ``axis_order`` override the file's, ``data_time`` defaults to the file's modification
+    time, ``feature_count`` is the footer's rows, ``file_claims`` the ``geo`` metadata's,
+    and no ``crs_conflict`` (the operator's ``crs`` is the declaration). Any other format
+    (GeoJSON, Shapefile, GeoPackage, FlatGeobuf) is read whole by ``read_batch_file``.
+
+    Raises
+    ------
+    PayloadError
+        As ``read_batch_file``; ``chunks()`` as in :func:`load_payload_chunked`.
+    """
+    p = str(path)
+
+    def whole() -> Batch:
+        return read_batch_file(
+            p,
+            layer=layer,
+            crs=crs,
+            axis_order=axis_order,
+            data_time=data_time,
+            batch_id=batch_id,
+            producer=producer,
+            policy=policy,
+        )
+
+    if policy.roots is None and _ogr_file(p) is not None:
+        return whole()
+    found = _open_footer(p, policy)
+    if found is None:
+        return whole()
+    opened, mtime = found
+    if axis_order is not None and axis_order not in AXIS_ORDERS:
+        raise _fail(p, f"bad axis order {axis_order!r}: expected one of {AXIS_ORDERS}")
+    if data_time is None:
+        data_time = mtime or datetime.now(timezone.utc)
+    elif data_time.tzinfo is None:
+        raise _fail(p, "data_time must be timezone-aware (UTC)")
+    meta = Batch(
+        batch_id=batch_id or str(uuid.uuid4()),
+        layer=layer,
+        producer=producer,
+        data_time=data_time,
+        produced_at=datetime.now(timezone.utc),
+        declared_crs=crs if crs is not None else opened.geo.crs,
+        axis_order=axis_order or "east_north",  # type: ignore[arg-type]
+        schema_fields=(),
+        feature_count=opened.rows,
+        geometries_wkb=(),
+        attributes=opened.attributes,
+        edges=opened.geo.edges,
+        orientation=opened.geo.orientation,
+        file_claims=opened.geo.claims,
+    )
+    return _chunked(p, opened, meta, policy, chunk_rows, chunk_bytes)

@@ -1,0 +1,316 @@
+"""Batch files and by-reference payloads into :class:`worker.core.model.Batch`.
+
+Geometries become WKB ``bytes`` (None for a missing geometry), one per feature, in file
+order; attributes become a pyarrow Table with one row per feature, same order. Every failure
+raises a :class:`worker.core.errors.PayloadError` (subclass) naming the file and the
+problem, never the file's content. Where a payload may be read from and how large it may
+be is a :class:`~worker.io.payloads.access.PayloadPolicy`: an event's ``payload_uri`` is
+read under the configured roots only (none by default); an operator's own file
+(``check``, ``batch publish``) anywhere, with the same size limits and regular files only.
+"""
+
+from __future__ import annotations
+
+import os
+import stat
+import uuid
+from collections.abc import Callable
+from dataclasses import replace
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pyarrow as pa
+
+from worker.core._util.text import clip
+from worker.core.errors import PayloadError
+from worker.core.model import AXIS_ORDERS, Batch
+from worker.io.formats.base import FeatureData, _fail, derive_schema
+from worker.io.formats.geojson import _read_geojson
+from worker.io.formats.geoparquet import (
+    _read_geoparquet,
+)
+from worker.io.formats.ogr import ogr_format, read_ogr
+from worker.io.payloads.access import (
+    UNRESTRICTED,
+    OpenedPayload,
+    PayloadPolicy,
+    local_file_path,
+    open_payload,
+    with_retries,
+)
+
+__all__ = [
+    "crs_conflict",
+    "load_payload",
+    "read_batch_file",
+    "read_features",
+]
+
+T = TypeVar("T")
+
+
+def read_features(path: str | Path, *, policy: PayloadPolicy = UNRESTRICTED) -> FeatureData:
+    """Read the geometries, attributes and CRS claim of a GeoJSON or GeoParquet file (and,
+    for a local file read without roots, a Shapefile, zipped Shapefile, GeoPackage or
+    FlatGeobuf through the optional pyogrio extra).
+
+    ``path`` is a local path, a ``file://`` URI or an ``s3://bucket/key`` URI, opened
+    under ``policy`` (default: any location, default size limits; see
+    :func:`~worker.io.payloads.access.open_payload`). The format is chosen by the magic
+    bytes (``PAR1`` is Parquet), not the suffix. Transient failures are retried
+    ``policy.attempts`` times.
+
+    Raises
+    ------
+    PayloadError
+        ``PayloadNotAllowed``, ``PayloadUnavailable``, ``PayloadTooLarge``,
+        ``PayloadCorrupt`` (not JSON, not Parquet, truncated), or ``PayloadError`` itself:
+        not a FeatureCollection, no geometry column, a malformed CRS, an unsupported
+        encoding.
+    """
+    return _read_payload(str(path), policy)[0]
+
+
+def _read_payload(uri: str, policy: PayloadPolicy) -> tuple[FeatureData, datetime | None]:
+    """The features at ``uri`` and the payload's modification time (None if unknown).
+
+    An operator's own local file (a ``policy`` without roots: ``check``, ``batch
+    publish``) may also be a Shapefile (or a zip holding one), a GeoPackage or a
+    FlatGeobuf, read through pyogrio (:mod:`.ogr`); by-reference payloads of events are
+    GeoJSON or GeoParquet only.
+    """
+    if policy.roots is None:
+        found = _ogr_file(uri)
+        if found is not None:
+            path, fmt, mtime = found
+            return read_ogr(path, fmt), mtime
+
+    def attempt() -> tuple[FeatureData, datetime | None]:
+        with open_payload(uri, policy) as src:
+            return _parse(src), src.mtime
+
+    return with_retries(attempt, policy)
+
+
+def _ogr_file(uri: str) -> tuple[Path, str, datetime] | None:
+    """``(path, format, mtime)`` when ``uri`` is a local regular file in a format read
+    through pyogrio (by its magic bytes, else its suffix), else None."""
+    path = local_file_path(uri)
+    if path is None:
+        return None
+    try:
+        st = os.lstat(path)
+        if not stat.S_ISREG(st.st_mode):
+            return None
+        with path.open("rb") as fh:
+            head = fh.read(16)
+    except OSError:
+        return None
+    fmt = ogr_format(path, head)
+    if fmt is None:
+        return None
+    return path, fmt, datetime.fromtimestamp(st.st_mtime, tz=timezone.utc)
+
+
+def _parse(src: OpenedPayload) -> FeatureData:
+    # malformed content the readers did not anticipate (e.g. an integer beyond int64,
+    # `geo` metadata that is JSON but not an object): a clear PayloadError, never a crash
+    if src.format == "parquet":
+        return _guarded(src.uri, lambda: _read_geoparquet(src.uri, src.file))
+    return _guarded(src.uri, lambda: _read_geojson(src.uri, src.read_all()))
+
+
+def read_batch_file(
+    path: str | Path,
+    *,
+    layer: str,
+    crs: str | None = None,
+    axis_order: str | None = None,
+    data_time: datetime | None = None,
+    batch_id: str | None = None,
+    producer: str = "contract-gate-cli",
+    policy: PayloadPolicy = UNRESTRICTED,
+) -> Batch:
+    """Read a GeoJSON FeatureCollection or a GeoParquet file as one :class:`Batch`.
+
+    Parameters
+    ----------
+    path : str or Path
+        The batch file: a local path, ``file://`` or ``s3://`` URI.
+    layer : str
+        The layer the batch belongs to.
+    crs, axis_order : str, optional
+        Override the file's CRS claim / axis order (``east_north`` or ``north_east``).
+    data_time : datetime, optional
+        Time of the data (UTC); default the file's modification time.
+    batch_id : str, optional
+        Default a new uuid4.
+    producer : str
+        Producer name recorded in the batch.
+    policy : PayloadPolicy
+        Where the file may be and how large (default: anywhere, default limits).
+
+    Raises
+    ------
+    PayloadError
+        See :func:`read_features`; also a bad ``axis_order`` value or a naive ``data_time``.
+    """
+    p = str(path)
+    data, mtime = _read_payload(p, policy)
+    if axis_order is not None and axis_order not in AXIS_ORDERS:
+        raise _fail(p, f"bad axis order {axis_order!r}: expected one of {AXIS_ORDERS}")
+    if data_time is None:
+        data_time = mtime or datetime.now(timezone.utc)
+    elif data_time.tzinfo is None:
+        raise _fail(p, "data_time must be timezone-aware (UTC)")
+    return Batch(
+        batch_id=batch_id or str(uuid.uuid4()),
+        layer=layer,
+        producer=producer,
+        data_time=data_time,
+        produced_at=datetime.now(timezone.utc),
+        declared_crs=crs if crs is not None else data.declared_crs,
+        axis_order=axis_order or data.axis_order,  # type: ignore[arg-type]
+        feature_count=len(data.geometries_wkb),
+        **_feature_fields(data, str(p)),
+    )
+
+
+def _feature_fields(data: FeatureData, where: str) -> dict[str, Any]:
+    """The :class:`Batch` fields a reader's :class:`FeatureData` determines: geometries,
+    attributes and their schema (the file's, not a producer's declaration), reader errors,
+    the GeoParquet metadata that changes what the geometries mean, and feature ids. One
+    place, so a field the readers add reaches every batch built from a file."""
+    try:
+        fields = derive_schema(data.attributes)
+    except ValueError as exc:
+        raise _fail(where, str(exc)) from None
+    return {
+        "geometries_wkb": data.geometries_wkb,
+        "attributes": data.attributes,
+        "schema_fields": fields,
+        "geometry_errors": data.geometry_errors,
+        "edges": data.edges,
+        "orientation": data.orientation,
+        "covering_bbox": data.covering_bbox,
+        "feature_ids": data.feature_ids,
+        "coordinate_bounds": data.coordinate_bounds,
+        "file_claims": data.file_claims,
+    }
+
+
+def crs_conflict(stated: str | None, declared: str | None) -> str | None:
+    """The sentence saying that a payload's own CRS (``stated``, from its GeoParquet
+    ``geo`` metadata) is not the event's ``declared`` one, or None when they agree, when
+    either is absent, or when the file states none.
+
+    The event's declaration is what the clauses use (the producer's word, as for inline
+    features), but a file that says otherwise is evidence the declaration is wrong: the
+    crs clause breaks with this sentence (a fresh-user session had a GeoParquet in
+    EPSG:3857 admitted by reference under an EPSG:4326 contract because its event said
+    EPSG:4326, while ``check`` of the same file broke the clause).
+    """
+    from worker.core.errors import CrsError
+    from worker.core.spatial import crs_equivalent, crs_label, resolve_crs
+
+    if stated is None or declared is None:
+        return None
+    try:
+        declared_crs = resolve_crs(declared)
+    except CrsError:
+        return None  # the crs clause already breaks on an unresolvable declaration
+    try:
+        stated_crs = resolve_crs(stated)
+    except CrsError as exc:
+        return f"the payload's GeoParquet metadata states a CRS that does not resolve ({exc})"
+    if crs_equivalent(stated_crs, declared_crs):
+        return None
+    return (
+        f"the payload's GeoParquet metadata states {crs_label(stated_crs)}, not the "
+        f"{crs_label(declared_crs)} the event declares: fix the event's declared_crs or the "
+        "file's CRS"
+    )
+
+
+def load_payload(
+    uri: str,
+    event: Batch | None = None,
+    *,
+    layer: str | None = None,
+    crs: str | None = None,
+    axis_order: str | None = None,
+    data_time: datetime | None = None,
+    batch_id: str | None = None,
+    producer: str = "contract-gate-cli",
+    policy: PayloadPolicy | None = None,
+) -> Batch:
+    """Load the features at an event's ``payload_uri``.
+
+    Parameters
+    ----------
+    uri : str
+        ``file://`` or ``s3://`` URI (or absolute path) of a GeoParquet or GeoJSON file.
+    event : Batch, optional
+        The decoded event (metadata, usually no inline features). When given, the result
+        is the event with the file's geometries and attributes: the event's metadata wins
+        (``declared_crs`` and ``axis_order`` are the producer's declaration; a file whose
+        GeoParquet metadata states another CRS gets :attr:`Batch.crs_conflict`, which breaks
+        the crs clause, see :func:`crs_conflict`; ``schema_fields`` are derived from the
+        file's columns, whatever the event declared; ``feature_count`` stays the declared count).
+    layer, crs, axis_order, data_time, batch_id, producer
+        Without ``event``: as for :func:`read_batch_file` (``layer`` is then required).
+    policy : PayloadPolicy, optional
+        Roots and limits; default ``PayloadPolicy()``: no root, so every URI is refused
+        with ``payload_not_allowed`` (a producer must not make the worker read arbitrary
+        files). The worker passes the one built from its settings.
+
+    Returns
+    -------
+    Batch
+        With ``payload_uri`` set to ``uri``.
+
+    Raises
+    ------
+    PayloadError
+        No event and no layer, or any failure of :func:`read_features`.
+    """
+    policy = policy if policy is not None else PayloadPolicy()
+    if event is None:
+        if layer is None:
+            raise PayloadError(f"{uri}: load_payload needs the decoded event or a layer")
+        batch = read_batch_file(
+            uri,
+            layer=layer,
+            crs=crs,
+            axis_order=axis_order,
+            data_time=data_time,
+            batch_id=batch_id,
+            producer=producer,
+            policy=policy,
+        )
+        return replace(batch, payload_uri=uri)
+    data = read_features(uri, policy=policy)
+    # The schema is the file's, not the event's declaration: the file is what is evaluated
+    # (a fresh-user session had a retyped column admitted by reference while `check` of the
+    # same file broke the schema clause).
+    conflict = crs_conflict(data.declared_crs if data.crs_stated else None, event.declared_crs)
+    return replace(event, payload_uri=uri, crs_conflict=conflict, **_feature_fields(data, uri))
+
+
+def _guarded(uri: str, read: Callable[[], T]) -> T:
+    """``read()``, with the malformed content errors of :func:`_parse` as PayloadErrors."""
+    try:
+        return read()
+    except PayloadError:
+        raise
+    except (
+        ValueError,
+        TypeError,
+        AttributeError,
+        KeyError,
+        OverflowError,
+        pa.ArrowException,
+    ) as exc:
+        what = clip(" ".join(str(exc).split()), 200)
+        raise _fail(uri, f"cannot read the batch file: {type(exc).__name__}: {what}") from None

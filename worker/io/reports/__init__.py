@@ -1,0 +1,1 @@
+"""Renderings of decisions and evidence: text, JSON, the HTML batch page, offenders."""

@@ -1,0 +1,277 @@
+"""Renderings of :class:`~worker.core.lifecycle.evidence.Evidence`: text, JSON and one
+self-contained HTML
+page with an inline SVG timeline (no network at view time).
+"""
+
+from __future__ import annotations
+
+import html
+from datetime import datetime, timezone
+from typing import Any
+
+from worker.core._util.durations import readable_duration
+from worker.core.lifecycle.evidence import BrokenClause, EvaluationPoint, Evidence
+from worker.io.reports.text import brief
+
+__all__ = [
+    "breach_rate_bins",
+    "evidence_to_json",
+    "render_evidence_html",
+    "render_evidence_text",
+    "spread",
+]
+
+
+def _clause_line(c: BrokenClause) -> str:
+    """A broken clause in plain words: its name, kind, whether it halts, and its message
+    (the evaluator's sentence, with units); never the raw measured JSON."""
+    effect = "halts" if c.on_break == "halt" else "warns"
+    return f"{c.name} ({c.kind}, {effect}): {c.message or brief(c.kind, c.measured)}"
+
+
+def render_evidence_text(e: Evidence) -> str:
+    """Readable summary: span vs cadence, counts, attainment, would-be rejections."""
+    att = "n/a" if e.attainment is None else f"{e.attainment:.3f}"
+    lines = [
+        f"{e.layer}/{e.version} evidence at {e.now.isoformat()}",
+        f"  span covered {readable_duration(e.span_s)} (first to last evaluation) of one cadence "
+        f"cycle {e.cadence} "
+        f"({readable_duration(e.cadence_s)}): {e.cycles:.2f} cycles"
+        + (f", {readable_duration(e.missing_s)} missing" if e.missing_s else ""),
+        f"  batches evaluated {e.evaluated}, passed {e.passed}, attainment {att} "
+        f"(objective {e.objective})",
+        f"  would have rejected {len(e.would_reject)} batch(es), {len(e.newly_rejected)} of "
+        "them not already quarantined by an enforcing version",
+    ]
+    for p in e.would_reject:
+        already = (
+            f", already quarantined by {', '.join(p.quarantined_by)}" if p.quarantined_by else ""
+        )
+        lines.append(f"    {p.batch_id} (data time {p.data_time.isoformat()}{already})")
+        lines += [f"      {_clause_line(c)}" for c in p.broken]
+    return "\n".join(lines)
+
+
+def evidence_to_json(e: Evidence) -> dict[str, Any]:
+    """JSON-ready dict of the evidence (times ISO 8601)."""
+
+    def point(p: EvaluationPoint) -> dict[str, Any]:
+        return {
+            "batch_id": p.batch_id,
+            "data_time": p.data_time.isoformat(),
+            "evaluated_at": p.evaluated_at.isoformat(),
+            "passed": p.passed,
+            "quarantined_by": list(p.quarantined_by),
+            "broken": [
+                {
+                    "clause": c.name,
+                    "kind": c.kind,
+                    "on_break": c.on_break,
+                    "measured": c.measured,
+                    "expected": c.expected,
+                    "message": c.message,
+                }
+                for c in p.broken
+            ],
+        }
+
+    return {
+        "layer": e.layer,
+        "version": e.version,
+        "now": e.now.isoformat(),
+        "cadence": e.cadence,
+        "cadence_s": e.cadence_s,
+        "span_s": e.span_s,
+        "cycles": e.cycles,
+        "missing_s": e.missing_s,
+        "first_evaluated_at": e.first_at.isoformat() if e.first_at else None,
+        "last_evaluated_at": e.last_at.isoformat() if e.last_at else None,
+        "evaluated": e.evaluated,
+        "passed": e.passed,
+        "attainment": e.attainment,
+        "objective": e.objective,
+        "would_reject": [point(p) for p in e.would_reject],
+        "newly_rejected": len(e.newly_rejected),
+        "evaluations": [point(p) for p in e.points],
+    }
+
+
+#: Smallest distance between two marks of the timeline, in pixels.
+MIN_GAP_PX = 12.0
+
+
+def spread(xs: list[float], lo: float, hi: float, gap: float = MIN_GAP_PX) -> list[float]:
+    """Positions ``xs`` (ascending) moved apart so that neighbours are at least ``gap``
+    pixels apart, kept within ``[lo, hi]`` as far as they fit: a forward pass pushes marks
+    right, a backward pass pulls them back from ``hi``. Marks that fall close together in
+    time (4 evaluations 11 s apart on a 6 h axis) stay 4 marks."""
+    out = list(xs)
+    for i in range(1, len(out)):
+        out[i] = max(out[i], out[i - 1] + gap)
+    if out and out[-1] > hi:
+        out[-1] = hi
+        for i in range(len(out) - 2, -1, -1):
+            out[i] = min(out[i], out[i + 1] - gap)
+    if out and out[0] < lo:  # more marks than fit: even spacing over the whole axis
+        step = (hi - lo) / max(len(out) - 1, 1)
+        out = [lo + i * step for i in range(len(out))]
+    return out
+
+
+def _svg_timeline(e: Evidence, width: int = 760, height: int = 130) -> str:
+    """Inline SVG: one mark per evaluation on a time axis from the first evaluation to the
+    end of one cadence cycle (or now, if later); passes green above the axis, would-be
+    rejections red below. Marks closer than :data:`MIN_GAP_PX` are spread apart (the
+    axis labels keep the true times); labels are anchored so none is cut at the edges."""
+    pad = 50
+    if e.first_at is None:
+        return (
+            f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+            f'class="timeline"><text x="{pad}" y="{height // 2}">no evaluations yet</text></svg>'
+        )
+    width = max(width, int(len(e.points) * MIN_GAP_PX) + 2 * pad)
+    start = e.first_at.timestamp()
+    end = max(start + e.cadence_s, e.now.timestamp())
+    scale = (width - 2 * pad) / max(end - start, 1.0)
+
+    def x(t: float) -> float:
+        return pad + (t - start) * scale
+
+    def label(at: float, y: float, text: str, colour: str) -> str:
+        anchor = "end" if at > width - pad - 60 else ("start" if at < pad + 60 else "middle")
+        return (
+            f'<text x="{at:.1f}" y="{y}" font-size="11" fill="{colour}" '
+            f'text-anchor="{anchor}">{html.escape(text)}</text>'
+        )
+
+    mid = height / 2
+    cycle_x, now_x = x(start + e.cadence_s), x(e.now.timestamp())
+    parts = [
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width}" height="{height}" '
+        f'class="timeline" role="img" aria-label="evaluations of {html.escape(e.version)} '
+        'over time">',
+        f'<line x1="{pad}" y1="{mid}" x2="{width - pad}" y2="{mid}" stroke="#888"/>',
+        f'<line x1="{cycle_x:.1f}" y1="14" x2="{cycle_x:.1f}" y2="{height - 22}" stroke="#36c" '
+        'stroke-dasharray="4 3"/>',
+        label(cycle_x, 12, "end of one cadence cycle", "#36c"),
+        f'<line x1="{now_x:.1f}" y1="14" x2="{now_x:.1f}" y2="{height - 22}" stroke="#000"/>',
+        label(now_x, height - 8, "now", "#000"),
+        label(pad, height - 8, e.first_at.strftime("%Y-%m-%d %H:%M:%S"), "#555"),
+    ]
+    points = sorted(e.points, key=lambda p: p.evaluated_at)
+    xs = spread([x(p.evaluated_at.timestamp()) for p in points], pad, width - pad)
+    for p, cx in zip(points, xs, strict=True):
+        cy = mid - 18 if p.passed else mid + 18
+        color = "#2a2" if p.passed else "#c22"
+        title = html.escape(
+            f"{p.batch_id} {'pass' if p.passed else 'would reject'} at "
+            f"{p.evaluated_at.isoformat()} (data time {p.data_time.isoformat()})"
+            + "".join(f"; {c.name}" for c in p.broken)
+        )
+        cls = "pass" if p.passed else "breach"
+        parts.append(
+            f'<circle class="{cls}" cx="{cx:.1f}" cy="{cy}" r="5" fill="{color}">'
+            f"<title>{title}</title></circle>"
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def breach_rate_bins(e: Evidence, bins: int = 8) -> list[tuple[float, float, int, int]]:
+    """``(start, end, breaches, evaluated)`` per time bin (epoch seconds) over the span of
+    the evaluations, ``bins`` equal bins (one when they all share one instant); empty bins
+    are kept with 0 evaluated."""
+    if not e.points:
+        return []
+    times = [p.evaluated_at.timestamp() for p in e.points]
+    lo, hi = min(times), max(times)
+    n = bins if hi > lo else 1
+    step = (hi - lo) / n if hi > lo else 1.0
+    out = [[lo + i * step, lo + (i + 1) * step, 0, 0] for i in range(n)]
+    for p, t in zip(e.points, times, strict=True):
+        i = min(int((t - lo) / step), n - 1) if hi > lo else 0
+        out[i][3] += 1
+        out[i][2] += 0 if p.passed else 1
+    return [(a, b, int(c), int(d)) for a, b, c, d in out]
+
+
+def _svg_breach_rate(e: Evidence, width: int = 760, height: int = 150) -> str:
+    """Inline SVG bars: the share of evaluations that would have been rejected in each time
+    bin (:func:`breach_rate_bins`), labelled ``breaches/evaluated``; a dashed line at the
+    error budget (1 - objective)."""
+    rows = breach_rate_bins(e)
+    if not rows:
+        return ""
+    pad, top, bottom = 50, 16, 34
+    plot_h = height - top - bottom
+    bar_w = (width - 2 * pad) / len(rows)
+    budget_y = top + plot_h * (1 - (1 - e.objective))
+    parts = [
+        # 50 px right of the plot hold the budget label
+        f'<svg xmlns="http://www.w3.org/2000/svg" width="{width + 50}" height="{height}" '
+        'class="breach-rate" role="img" aria-label="breach rate over time">',
+        f'<line x1="{pad}" y1="{top + plot_h}" x2="{width - pad}" y2="{top + plot_h}" '
+        'stroke="#888"/>',
+        f'<text x="{pad - 4}" y="{top + 4}" font-size="10" text-anchor="end">100%</text>',
+        f'<text x="{pad - 4}" y="{top + plot_h}" font-size="10" text-anchor="end">0%</text>',
+        f'<line x1="{pad}" y1="{budget_y:.1f}" x2="{width - pad}" y2="{budget_y:.1f}" '
+        'stroke="#36c" stroke-dasharray="4 3"/>',
+        f'<text x="{width - pad + 4}" y="{budget_y + 3:.1f}" font-size="10" fill="#36c" '
+        f'text-anchor="start">budget {1 - e.objective:.1%}</text>',
+    ]
+    for i, (a, _b, breaches, n) in enumerate(rows):
+        rate = breaches / n if n else 0.0
+        h = plot_h * rate
+        bx = pad + i * bar_w
+        parts.append(
+            f'<rect class="bar" x="{bx + 2:.1f}" y="{top + plot_h - h:.1f}" '
+            f'width="{bar_w - 4:.1f}" height="{h:.1f}" fill="#c22">'
+            f"<title>{breaches} of {n} would have been rejected</title></rect>"
+        )
+        parts.append(
+            f'<text x="{bx + bar_w / 2:.1f}" y="{top + plot_h + 13}" font-size="10" '
+            f'text-anchor="middle">{breaches}/{n}</text>'
+        )
+        stamp = datetime.fromtimestamp(a, tz=timezone.utc).strftime("%m-%d %H:%M")
+        parts.append(
+            f'<text x="{bx + bar_w / 2:.1f}" y="{top + plot_h + 26}" font-size="9" '
+            f'fill="#555" text-anchor="middle">{stamp}</text>'
+        )
+    parts.append("</svg>")
+    return "".join(parts)
+
+
+def render_evidence_html(e: Evidence) -> str:
+    """One self-contained HTML page (inline CSS and SVG, no scripts, no network)."""
+    esc = html.escape
+    att = "n/a" if e.attainment is None else f"{e.attainment:.3f}"
+    missing = f", {readable_duration(e.missing_s)} missing" if e.missing_s else ""
+    rows = "".join(
+        f"<tr><td>{esc(p.batch_id)}</td><td>{esc(p.data_time.isoformat())}</td><td>"
+        + "<br>".join(esc(_clause_line(c)) for c in p.broken)
+        + f"</td><td>{esc(', '.join(p.quarantined_by)) or 'no: newly rejected'}</td></tr>"
+        for p in e.would_reject
+    )
+    title = f"{e.layer}/{e.version} observing evidence"
+    return f"""<!DOCTYPE html>
+<html lang="en"><head><meta charset="utf-8"><title>{esc(title)}</title>
+<style>body{{font-family:sans-serif;margin:2em}}table{{border-collapse:collapse}}
+td,th{{border:1px solid #ccc;padding:4px 8px;text-align:left;vertical-align:top}}</style>
+</head><body>
+<h1>{esc(title)}</h1>
+<p>At {esc(e.now.isoformat())}: span covered {esc(readable_duration(e.span_s))} (first to last
+evaluation) of one cadence cycle
+{esc(e.cadence)} ({e.cycles:.2f} cycles{esc(missing)}).
+Batches evaluated {e.evaluated}, passed {e.passed}, attainment {att} (objective {e.objective}).</p>
+<h2>Timeline (green: pass, red: would have been rejected)</h2>
+<p>Marks closer than {MIN_GAP_PX:.0f} pixels are drawn side by side; hover a mark for its time.</p>
+{_svg_timeline(e)}
+<h2>Breach rate over time (share of evaluations it would have rejected)</h2>
+{_svg_breach_rate(e)}
+<h2>Batches it would have rejected ({len(e.would_reject)}; {len(e.newly_rejected)} not already
+quarantined by an enforcing version)</h2>
+<table><tr><th>batch</th><th>data time</th><th>broken clauses</th>
+<th>already quarantined by</th></tr>
+{rows}</table>
+</body></html>
+"""

@@ -1,0 +1,245 @@
+"""The thin confluent-kafka adapter: topic creation, one-record produce, group-less reads.
+
+Everything that talks to librdkafka directly lives here or in :mod:`worker.gate.pipeline`
+and :mod:`worker.kafka.config_topic`; errors of confluent-kafka are translated to
+:class:`worker.core.errors.KafkaError` at this boundary.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
+
+from worker.core._util.text import clip
+from worker.core.errors import KafkaError
+from worker.kafka.settings import MAX_MESSAGE_BYTES, Settings
+
+__all__ = ["create_topics", "produce_one", "read_topic"]
+
+
+def create_topics(
+    settings: Settings,
+    *,
+    partitions: int = 3,
+    replication_factor: int = 1,
+    timeout_s: float = 30,
+    names: Sequence[str] | None = None,
+) -> dict[str, str]:
+    """Create the six topics of DESIGN.md section 6; existing topics are left alone.
+
+    The config (``gis.contracts``) and consumers topics are compacted; every topic accepts
+    records up to :data:`MAX_MESSAGE_BYTES`. Returns ``{topic: "created" | "exists"}``.
+    ``names`` given: create those data topics instead (``partitions`` each, not
+    compacted), e.g. the per-major admitted topics of :mod:`worker.control.read_paths`.
+
+    Raises
+    ------
+    KafkaError
+        When the broker refuses a topic for another reason than that it exists.
+    """
+    from confluent_kafka import KafkaError as CKError
+    from confluent_kafka import KafkaException
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    t = settings.topics
+    big = {"max.message.bytes": str(MAX_MESSAGE_BYTES + 1024 * 1024)}
+    compacted = {**big, "cleanup.policy": "compact"}
+    specs = {
+        t.batches: (partitions, big),
+        t.admitted: (partitions, big),
+        t.quarantine: (partitions, big),
+        t.evaluations: (partitions, big),
+        t.contracts: (1, compacted),
+        t.consumers: (1, compacted),
+    }
+    if names is not None:
+        specs = {name: (partitions, big) for name in names}
+    admin = AdminClient(settings.base())
+    try:
+        admin.list_topics(timeout=min(10.0, timeout_s))
+    except KafkaException as exc:
+        raise KafkaError(
+            f"cannot reach Kafka at {settings.bootstrap_servers}: {exc.args[0].str()}; check "
+            "--bootstrap-servers / KAFKA_BOOTSTRAP_SERVERS"
+        ) from exc
+    futures = admin.create_topics(
+        [NewTopic(name, n, replication_factor, config=cfg) for name, (n, cfg) in specs.items()],
+        request_timeout=timeout_s,
+    )
+    outcome: dict[str, str] = {}
+    for name, fut in futures.items():
+        try:
+            fut.result()
+            outcome[name] = "created"
+        except KafkaException as exc:
+            err = exc.args[0]
+            if err.code() == CKError.TOPIC_ALREADY_EXISTS:
+                outcome[name] = "exists"
+            else:
+                raise KafkaError(f"cannot create topic {name}: {err.str()}") from exc
+    for name, (_, cfg) in specs.items():
+        if outcome[name] == "exists" and cfg.get("cleanup.policy") == "compact":
+            outcome[name] += _compaction_problem(admin, name, timeout_s)
+    return outcome
+
+
+#: Marks a topic that exists but is not compacted in :func:`create_topics`' answer.
+NOT_COMPACTED = "NOT compacted"
+
+
+def _compaction_problem(admin: Any, name: str, timeout_s: float) -> str:
+    """``""`` when the existing topic ``name`` is compacted, else what is wrong and the fix.
+
+    A config topic made by other tooling with the defaults (``cleanup.policy=delete``)
+    loses its contract records after ``retention.ms``: a worker started then finds no
+    contract (a fresh-user finding: ``topics create`` answered "exists")."""
+    from confluent_kafka.admin import ConfigResource
+
+    resource = ConfigResource("topic", name)
+    try:
+        entries = admin.describe_configs([resource], request_timeout=timeout_s)[resource].result()
+        # a broker that lists only the settings made on the topic (Tansu) leaves out a
+        # default cleanup.policy: Kafka's default, delete
+        entry = entries.get("cleanup.policy")
+        policy = str(entry.value or "") if entry is not None else "delete (the default)"
+    except Exception as exc:  # a broker without DescribeConfigs: said, not assumed
+        return f" (its cleanup.policy could not be read: {clip(str(exc), 120)})"
+    if "compact" in policy.split(","):
+        return ""
+    return (
+        f", {NOT_COMPACTED} (cleanup.policy={policy or 'unset'}): its records are deleted after "
+        f"retention.ms; set cleanup.policy=compact on it (kafka-configs --alter --entity-type "
+        f"topics --entity-name {name} --add-config cleanup.policy=compact)"
+    )
+
+
+def produce_one(
+    settings: Settings,
+    topic: str,
+    key: str | None,
+    value: bytes | None,
+    *,
+    headers: list[tuple[str, str | bytes | None]] | None = None,
+    partition: int | None = None,
+    timeout_s: float = 30,
+) -> tuple[int, int]:
+    """Produce one record and wait for its delivery; returns ``(partition, offset)``.
+
+    ``partition`` None lets the default partitioner choose (by key hash).
+
+    Raises
+    ------
+    KafkaError
+        When delivery fails or does not complete within ``timeout_s``.
+    """
+    from confluent_kafka import KafkaError as CKError
+    from confluent_kafka import Producer
+
+    result: dict[str, Any] = {}
+
+    def on_delivery(err: Any, msg: Any) -> None:  # callback: only records the outcome
+        result["err"], result["msg"] = err, msg
+
+    producer = Producer(settings.producer())
+    try:  # a missing topic is said at once, with the fix (the delivery waited timeout_s)
+        meta = producer.list_topics(topic, timeout=min(10.0, timeout_s)).topics.get(topic)
+    except Exception:  # unreachable: the delivery below says so, naming the setting
+        meta = None
+    else:
+        unknown = meta is not None and meta.error is not None
+        if unknown and meta.error.code() == CKError.UNKNOWN_TOPIC_OR_PART:
+            raise KafkaError(
+                f"topic {topic} does not exist; create it with `contract-gate topics create`"
+            )
+    try:
+        extra: dict[str, Any] = {} if partition is None else {"partition": partition}
+        producer.produce(
+            topic, key=key, value=value, headers=headers, on_delivery=on_delivery, **extra
+        )
+    except Exception as exc:
+        raise KafkaError(f"cannot produce to {topic}: {exc}") from exc
+    remaining = producer.flush(timeout_s)
+    if remaining or "msg" not in result:
+        raise KafkaError(
+            f"record to {topic} not delivered within {timeout_s:.0f} s: is Kafka reachable "
+            f"at {settings.bootstrap_servers}? (--bootstrap-servers / KAFKA_BOOTSTRAP_SERVERS)"
+        )
+    if result["err"] is not None:
+        raise KafkaError(f"record to {topic} refused: {result['err'].str()}")
+    return int(result["msg"].partition()), int(result["msg"].offset())
+
+
+def read_topic(
+    settings: Settings,
+    topic: str,
+    *,
+    start: Mapping[int, int] | None = None,
+    tail: int | None = None,
+    timeout_s: float = 30.0,
+    follow: bool = False,
+    stop: threading.Event | None = None,
+) -> Iterator[Any]:
+    """Yield the records of ``topic`` with a group-less reader (assign, no commits).
+
+    Every partition is read from its beginning, from ``start[partition]`` when given, or
+    from ``tail`` records before its high watermark. Without ``follow`` the iteration
+    ends when every partition reached EOF (``enable.partition.eof``: never a ListOffsets
+    figure alone, DESIGN.md section 8); with it, it goes on until ``stop`` is set or the
+    caller stops iterating.
+
+    Raises
+    ------
+    KafkaError
+        The topic does not exist, a read fails, or EOF is not reached on every partition
+        within ``timeout_s`` seconds (without ``follow``).
+    """
+    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
+    from confluent_kafka import KafkaError as CKError
+
+    consumer = Consumer(settings.reader())
+    try:
+        meta = consumer.list_topics(topic, timeout=10).topics.get(topic)
+        if meta is None or meta.error is not None or not meta.partitions:
+            raise KafkaError(
+                f"topic {topic} does not exist; create it with `contract-gate topics create`"
+            )
+        assignment = []
+        for p in sorted(meta.partitions):
+            offset = OFFSET_BEGINNING
+            if start is not None and p in start:
+                # within the partition: an offset past its end was out of range, and its
+                # EOF never came (`consumers assert --offset 999999` waited timeout_s)
+                low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+                offset = min(max(start[p], low), high)
+            elif tail is not None:
+                low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+                offset = max(low, high - tail)
+            assignment.append(TopicPartition(topic, p, offset))
+        consumer.assign(assignment)
+        at_eof: set[int] = set()
+        deadline = time.monotonic() + timeout_s
+        while stop is None or not stop.is_set():
+            if not follow and len(at_eof) == len(assignment):
+                return
+            if not follow and time.monotonic() > deadline:
+                raise KafkaError(
+                    f"{topic} not read to its end within {timeout_s:.0f} s "
+                    f"({len(at_eof)}/{len(assignment)} partitions at EOF)"
+                )
+            msg = consumer.poll(0.5)
+            if msg is None:
+                continue
+            err = msg.error()
+            if err is not None:
+                if err.code() == CKError._PARTITION_EOF:
+                    at_eof.add(int(msg.partition() or 0))
+                    continue
+                raise KafkaError(f"reading {topic} failed: {err.str()}")
+            at_eof.discard(int(msg.partition() or 0))
+            yield msg
+    except KafkaException as exc:  # confluent-kafka errors, translated at the boundary
+        raise KafkaError(f"reading {topic} failed: {exc.args[0].str()}") from exc
+    finally:
+        consumer.close()
