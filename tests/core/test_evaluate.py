@@ -27,7 +27,7 @@ from tests.catalogue import (
 from worker.core.evaluate import evaluate, evaluate_versions
 from worker.core.facts.batch import BatchFacts
 from worker.core.model import Batch, FieldSpec
-from worker.core.spatial import reproject
+from worker.core.spatial.reproject import reproject
 
 SWAP = (
     "axis order looks swapped: the coordinates fit the extent with x and y exchanged "

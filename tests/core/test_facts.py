@@ -27,7 +27,7 @@ from worker.core.facts.batch import (
 )
 from worker.core.geometry_types import GEOMETRY_TYPES, TYPE_NAME_TABLE
 from worker.core.model import FieldSpec
-from worker.core.spatial import resolve_crs
+from worker.core.spatial.crs import resolve_crs
 
 
 def _mixed() -> BatchFacts:

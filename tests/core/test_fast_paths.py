@@ -15,13 +15,13 @@ from worker.cli.scenario import data_file
 from worker.core._util.memo import identity_memo
 from worker.core.facts.wkb_check import may_nest, wkb_problem
 from worker.core.model import Clause
-from worker.core.spatial import (
+from worker.core.spatial.crs import (
     _coordinates_outside,
     area_of_use,
-    covered_mask,
     outside_area_of_use,
     resolve_crs,
 )
+from worker.core.spatial.regions import covered_mask
 from worker.io.payloads import read_batch_file
 
 WORLD = read_batch_file(data_file("admin_boundaries.parquet"), layer="w", crs="EPSG:4326")

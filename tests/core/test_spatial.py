@@ -14,22 +14,22 @@ from hypothesis import strategies as st
 from pyproj import CRS
 
 from worker.core.errors import CrsError
-from worker.core.spatial import (
-    area_m2_or_units,
+from worker.core.spatial.crs import (
     area_of_use,
     cached_transformer,
     crs_equivalent,
     crs_label,
-    densify_for_transform,
-    densify_spherical,
-    fraction_covered,
     outside_area_of_use,
-    region_geometry,
+    resolve_crs,
+)
+from worker.core.spatial.regions import area_m2_or_units, fraction_covered, region_geometry
+from worker.core.spatial.reproject import (
+    densify_for_transform,
     reproject,
     reproject_to_lonlat,
-    resolve_crs,
     swap_xy,
 )
+from worker.core.spatial.spherical import densify_spherical
 
 #: ESRI .prj files of the shipped data's sources, kept in the repository (tests/data/prj).
 PRJ = Path(__file__).resolve().parents[1] / "data" / "prj"
@@ -422,7 +422,7 @@ def test_a_geometry_geos_cannot_cut_does_not_stop_the_others() -> None:
 
 def test_a_proj_string_crs_is_labelled_by_its_text_not_unknown() -> None:
     # found by a new-user session: "declared CRS unknown is equivalent to EPSG:4326"
-    from worker.core.spatial import crs_label, resolve_crs
+    from worker.core.spatial.crs import crs_label, resolve_crs
 
     assert crs_label(resolve_crs("+proj=longlat +datum=WGS84")).startswith(
         "+proj=longlat +datum=WGS84"

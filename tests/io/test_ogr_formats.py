@@ -12,7 +12,7 @@ import pytest
 
 from tests.catalogue import NYC_BOROUGHS, read_geoparquet
 from worker.core.errors import PayloadError
-from worker.core.spatial import crs_equivalent
+from worker.core.spatial.crs import crs_equivalent
 from worker.io.payloads import read_features
 
 pyogrio = pytest.importorskip("pyogrio", reason="pyogrio (extra 'formats') is not installed")

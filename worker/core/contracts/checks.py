@@ -533,7 +533,7 @@ def _region_crs(doc: dict[str, Any], clause: dict[str, Any]) -> Any:
     region is in the batch's declared CRS or the CRS does not resolve (reported on its own
     field)."""
     from worker.core.errors import CrsError
-    from worker.core.spatial import resolve_crs
+    from worker.core.spatial.crs import resolve_crs
 
     text = clause.get("crs")
     if text is None:
@@ -606,7 +606,7 @@ def _check_region(source: str, path: list[Any], region: Any, crs: Any = None) ->
 
 
 def _label(crs: Any) -> str:
-    from worker.core.spatial import crs_label
+    from worker.core.spatial.crs import crs_label
 
     return crs_label(crs)
 
@@ -685,7 +685,7 @@ def _area_of_use_in_crs(crs: Any) -> tuple[float, float, float, float] | None:
 
 def _check_crs(source: str, path: list[Any], text: str) -> None:
     from worker.core.errors import CrsError
-    from worker.core.spatial import resolve_crs
+    from worker.core.spatial.crs import resolve_crs
 
     try:
         resolve_crs(text)

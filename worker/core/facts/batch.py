@@ -43,16 +43,9 @@ from worker.core.geometry_types import (
     has_m as m_flags,
 )
 from worker.core.model import Batch
-from worker.core.spatial import (
-    crs_equivalent,
-    crs_label,
-    densify_spherical,
-    outside_area_of_use,
-    reproject,
-    reproject_to_lonlat,
-    resolve_crs,
-    swap_xy,
-)
+from worker.core.spatial.crs import crs_equivalent, crs_label, outside_area_of_use, resolve_crs
+from worker.core.spatial.reproject import reproject, reproject_to_lonlat, swap_xy
+from worker.core.spatial.spherical import densify_spherical
 
 __all__ = [
     "MAX_REASONS",

@@ -212,7 +212,7 @@ def crs_conflict(stated: str | None, declared: str | None) -> str | None:
     EPSG:4326, while ``check`` of the same file broke the clause).
     """
     from worker.core.errors import CrsError
-    from worker.core.spatial import crs_equivalent, crs_label, resolve_crs
+    from worker.core.spatial.crs import crs_equivalent, crs_label, resolve_crs
 
     if stated is None or declared is None:
         return None

@@ -30,7 +30,7 @@ import shapely
 from worker.core._util.jsonsafe import finite_json
 from worker.core.facts.batch import BatchFacts
 from worker.core.model import Batch, Decision, Offenders
-from worker.core.spatial import crs_equivalent, crs_label
+from worker.core.spatial.crs import crs_equivalent, crs_label
 from worker.io.formats.wkb_writer import wkb_to_geojson
 
 __all__ = ["BrokenClause", "broken_clauses", "geometry_as_sent", "offenders_collection"]

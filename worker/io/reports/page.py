@@ -28,13 +28,9 @@ from pyproj import CRS
 from worker.core.errors import ContractGateError
 from worker.core.facts.batch import BatchFacts
 from worker.core.model import Batch, Contract, Decision
-from worker.core.spatial import (
-    crs_equivalent,
-    crs_label,
-    region_geometry,
-    reproject,
-    resolve_crs,
-)
+from worker.core.spatial.crs import crs_equivalent, crs_label, resolve_crs
+from worker.core.spatial.regions import region_geometry
+from worker.core.spatial.reproject import reproject
 from worker.io.reports.offenders import (
     BrokenClause,
     broken_clauses,
