@@ -10,8 +10,8 @@ from pathlib import Path
 import pytest
 import yaml
 
-from worker.core.contracts.checks import MAX_DOCUMENT_BYTES
 from worker.core.contracts.parse import canonical_json, contract_to_document, parse_contract
+from worker.core.contracts.yaml_doc import MAX_DOCUMENT_BYTES
 from worker.core.errors import ContractError
 from worker.core.geometry_types import GEOMETRY_TYPES
 from worker.core.model import CLAUSE_KINDS

@@ -185,8 +185,8 @@ def test_small_column_domain_path_equals_the_arrow_path(
 
 
 def test_libyaml_and_python_composers_read_every_shipped_contract_alike() -> None:
-    from worker.core.contracts.checks import _NOT_FAST, _load_with_libyaml, _UniqueKeyLoader
     from worker.core.contracts.parse import parse_contract  # registers the mapping constructor
+    from worker.core.contracts.yaml_doc import _NOT_FAST, _load_with_libyaml, _UniqueKeyLoader
 
     assert parse_contract  # the import's side effect is what this test needs
     for path in sorted(data_file("contracts").iterdir()):
@@ -204,7 +204,7 @@ def test_libyaml_and_python_composers_read_every_shipped_contract_alike() -> Non
 def test_libyaml_path_leaves_anchors_depth_and_errors_to_the_python_path() -> None:
     import pytest
 
-    from worker.core.contracts.checks import _NOT_FAST, _load_with_libyaml
+    from worker.core.contracts.yaml_doc import _NOT_FAST, _load_with_libyaml
     from worker.core.errors import ContractError
 
     deep = "layer: x\nclauses: " + "[" * 40 + "]" * 40 + "\n"

@@ -1,7 +1,9 @@
 """Parse contract documents into :class:`worker.core.model.Contract` (DESIGN.md section 3).
 
-A contract document is YAML; :func:`parse_contract` checks it (:mod:`worker.core.contracts.checks`:
-JSON Schema draft 2020-12 of ``schemas/contract.schema.json``, then semantic checks) and
+A contract document is YAML; :func:`parse_contract` checks it (safe YAML in
+:mod:`~worker.core.contracts.yaml_doc`, JSON Schema draft 2020-12 of
+``schemas/contract.schema.json`` in :mod:`~worker.core.contracts.schema`, then the checks of
+:mod:`~worker.core.contracts.semantic`) and
 turns it into a frozen :class:`~worker.core.model.Contract` with its digest. Every problem
 raises :class:`worker.core.errors.ContractError` whose message names the source, the JSON path
 of the field (``clauses[3].max_age``), what is wrong and the fix.
@@ -18,20 +20,10 @@ from typing import Any
 
 import yaml
 
-from worker.core.contracts.checks import (
-    _COMMON,
-    _check_finite,
-    _check_keys,
-    _construct_mapping,
-    _describe,
-    _fail,
-    _for_schema,
-    _semantic_checks,
-    _UniqueKeyLoader,
-    _validator,
-    load_document,
-    schema_valid,
-)
+from worker.core.contracts.fixes import _fail
+from worker.core.contracts.schema import _COMMON, _describe, _for_schema, _validator, schema_valid
+from worker.core.contracts.semantic import _check_finite, _check_keys, _semantic_checks
+from worker.core.contracts.yaml_doc import _construct_mapping, _UniqueKeyLoader, load_document
 from worker.core.errors import ContractError
 from worker.core.model import Clause, Contract
 
