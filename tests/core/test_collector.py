@@ -9,7 +9,7 @@ import pytest
 from tests.catalogue import BOWTIE, NOW, VALID_POLYGON, active, batch_of, clause, contract_of
 from worker.core._util.gcpause import collector_paused
 from worker.core.evaluate import evaluate
-from worker.core.facts import batch as facts_module
+from worker.core.facts import parse as facts_module
 
 
 def test_paused_in_the_block_and_enabled_after_it_also_on_error() -> None:

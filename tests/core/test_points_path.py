@@ -17,7 +17,7 @@ from tests.catalogue import batch_of
 from worker.cli.scenario import data_file
 from worker.core.contracts.parse import parse_contract
 from worker.core.evaluate import evaluate
-from worker.core.facts import batch as facts_module
+from worker.core.facts import parse as facts_module
 from worker.core.facts.batch import BatchFacts
 from worker.core.facts.wkb_check import simple_points_xy
 from worker.core.model import ActiveVersion
