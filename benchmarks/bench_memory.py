@@ -84,7 +84,7 @@ def _evaluate(path: Path, mode: str, region: bool) -> dict[str, object]:
     from worker.core.model import ActiveVersion, Batch, Clause
     from worker.io.contract_files import load_contract
     from worker.io.payloads import load_payload, load_payload_chunked
-    from worker.io.payloads.access import PayloadPolicy
+    from worker.io.payloads.policy import PayloadPolicy
 
     base_kb = peak_rss_kb()
     contract = load_contract(CONTRACT)

@@ -19,7 +19,7 @@ from worker.core.model import ActiveVersion, Batch
 from worker.gate.route import Source, route
 from worker.io import codec
 from worker.io.payloads import derive_schema, load_payload, read_features
-from worker.io.payloads.access import PayloadPolicy
+from worker.io.payloads.policy import PayloadPolicy
 from worker.kafka.settings import Topics
 
 CONTRACT = (

@@ -16,7 +16,7 @@ from worker.gate.route import Source, route
 from worker.io import codec
 from worker.io.contract_files import load_contract
 from worker.io.payloads import load_payload, load_payload_chunked, read_batch_file
-from worker.io.payloads.access import PayloadPolicy
+from worker.io.payloads.policy import PayloadPolicy
 from worker.kafka.settings import Topics
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)

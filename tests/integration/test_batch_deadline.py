@@ -26,7 +26,7 @@ from worker.cli.scenario import data_file
 from worker.gate.pipeline import Pipeline
 from worker.io.codec import encode_batch
 from worker.io.payloads import load_payload_chunked, read_batch_file
-from worker.io.payloads.access import PayloadPolicy
+from worker.io.payloads.policy import PayloadPolicy
 from worker.kafka.admin import produce_one
 from worker.kafka.settings import Settings
 from worker.ops.http_handlers import healthz

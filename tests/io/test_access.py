@@ -1,4 +1,4 @@
-"""worker.io.payloads.access: payload roots, sizes, format sniffing, bounded retries."""
+"""worker.io.payloads policy, base, open, upload: roots, sizes, sniffing, bounded retries."""
 
 from __future__ import annotations
 
@@ -12,18 +12,17 @@ from worker.core.errors import (
     PayloadTooLarge,
     PayloadUnavailable,
 )
-from worker.io.payloads.access import (
+from worker.io.payloads.base import sniff_format
+from worker.io.payloads.open import open_payload, with_retries
+from worker.io.payloads.policy import (
     UNRESTRICTED,
     PayloadPolicy,
     PayloadRoot,
-    open_payload,
     parse_limits,
     parse_root,
     parse_size,
-    sniff_format,
-    upload_payload,
-    with_retries,
 )
+from worker.io.payloads.upload import upload_payload
 
 DEMO = Path(__file__).resolve().parents[2] / "worker" / "data"
 

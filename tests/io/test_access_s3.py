@@ -29,7 +29,9 @@ from worker.gate.route import Source, route
 from worker.io import codec
 from worker.io.contract_files import load_contract
 from worker.io.payloads import load_payload, read_batch_file, read_features
-from worker.io.payloads.access import UNRESTRICTED, PayloadPolicy, s3_filesystem, upload_payload
+from worker.io.payloads.policy import UNRESTRICTED, PayloadPolicy
+from worker.io.payloads.s3 import s3_filesystem
+from worker.io.payloads.upload import upload_payload
 from worker.kafka.settings import Settings, Topics
 
 __all__ = ["moto_server", "s3_env"]  # fixtures used by name

@@ -28,8 +28,8 @@ from worker.core.facts.batch import BatchFacts
 from worker.core.model import Batch, Decision
 from worker.io.contract_files import load_contract
 from worker.io.payloads import load_payload
-from worker.io.payloads.access import UNRESTRICTED, PayloadPolicy
 from worker.io.payloads.chunks import load_payload_chunked
+from worker.io.payloads.policy import UNRESTRICTED, PayloadPolicy
 
 REPO = Path(__file__).resolve().parents[2]
 CASES = REPO / "tests" / "cases"

@@ -15,7 +15,7 @@ import shapely
 from worker.core.errors import PayloadError
 from worker.core.model import Batch, FieldSpec
 from worker.io.payloads import derive_schema, load_payload, read_batch_file, read_features
-from worker.io.payloads.access import PayloadPolicy
+from worker.io.payloads.policy import PayloadPolicy
 
 REPO = Path(__file__).resolve().parents[2]
 #: The GeoParquet specification's test files (Apache-2.0, see tests/data/README.md).

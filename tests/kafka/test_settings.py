@@ -128,7 +128,7 @@ def test_payload_roots_and_limits_from_env_and_flags(tmp_path) -> None:  # type:
     import pytest
 
     from worker.core.errors import ContractGateError
-    from worker.io.payloads.access import PayloadRoot
+    from worker.io.payloads.policy import PayloadRoot
 
     env = {
         "CONTRACT_GATE_PAYLOAD_ROOTS": f"{tmp_path.as_uri()}/, s3://landing/batches/",

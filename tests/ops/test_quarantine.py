@@ -277,7 +277,7 @@ def test_entry_batch_reads_a_by_reference_payload_under_the_settings_roots(tmp_p
     import shutil
 
     from worker.cli.scenario import data_file
-    from worker.io.payloads.access import PayloadPolicy
+    from worker.io.payloads.policy import PayloadPolicy
     from worker.ops.quarantine import entry_batch
 
     payload = tmp_path / "in" / "world.parquet"

@@ -13,7 +13,7 @@ from dataclasses import replace
 from datetime import datetime, timezone
 
 from worker.core.errors import ContractGateError
-from worker.io.payloads.access import PayloadPolicy
+from worker.io.payloads.policy import PayloadPolicy
 from worker.kafka.settings import Settings, Topics
 
 #: Exit codes of ``check``: admitted, quarantined, bad input (or any error of this package).

@@ -188,7 +188,7 @@ def _refuse_overwriting_inputs(args: argparse.Namespace) -> None:
 def _same_file(a: str, b: str) -> bool:
     """Whether two local paths (``file://`` URIs too) name one file: the same inode when
     both exist, else the same absolute path; other URIs (``s3://``) name no local file."""
-    from worker.io.payloads.access import local_file_path
+    from worker.io.payloads.open import local_file_path
 
     pa, pb = local_file_path(a), local_file_path(b)
     if pa is None or pb is None:

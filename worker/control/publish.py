@@ -24,7 +24,8 @@ from worker.core.spatial import resolve_crs
 from worker.io.codec import encode_batch
 from worker.io.contract_files import load_contract
 from worker.io.payloads import read_batch_file
-from worker.io.payloads.access import UNRESTRICTED, PayloadPolicy, upload_payload
+from worker.io.payloads.policy import UNRESTRICTED, PayloadPolicy
+from worker.io.payloads.upload import upload_payload
 from worker.kafka.admin import produce_one
 from worker.kafka.config_topic import read_config
 from worker.kafka.settings import Settings

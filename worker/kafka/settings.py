@@ -16,7 +16,7 @@ from typing import Any
 
 from worker.core._util.text import clip
 from worker.core.errors import ContractGateError
-from worker.io.payloads.access import PayloadPolicy
+from worker.io.payloads.policy import PayloadPolicy
 from worker.kafka.logfilter import install as install_repeat_filter
 
 __all__ = [

@@ -525,7 +525,7 @@ def entry_batch(entry: QuarantineEntry, settings: Settings | None = None) -> Bat
         ) from None
     if batch.payload_uri and not batch.geometries_wkb:
         from worker.io.payloads import load_payload
-        from worker.io.payloads.access import PayloadPolicy
+        from worker.io.payloads.policy import PayloadPolicy
 
         policy = settings.payload if settings is not None else PayloadPolicy()
         batch = load_payload(batch.payload_uri, batch, policy=policy)

@@ -27,7 +27,7 @@ import pyarrow.parquet as pq
 
 from worker.io.formats.base import RFC7946_CRS, FeatureData, _fail
 from worker.io.formats.wkb_writer import DIMENSIONS, ragged_to_wkb
-from worker.io.payloads.access import parquet_read_error
+from worker.io.payloads.base import parquet_read_error
 
 _NATIVE = {
     "point": "Point",

@@ -22,7 +22,6 @@ from worker.core.errors import PayloadCorrupt, PayloadUnavailable
 from worker.core.model import AXIS_ORDERS, Batch
 from worker.io.formats.base import _fail, derive_schema
 from worker.io.formats.geoparquet import GeoParquetChunks, open_geoparquet_chunks
-from worker.io.payloads.access import UNRESTRICTED, PayloadPolicy, open_payload, with_retries
 from worker.io.payloads.load import (
     _feature_fields,
     _guarded,
@@ -31,6 +30,8 @@ from worker.io.payloads.load import (
     load_payload,
     read_batch_file,
 )
+from worker.io.payloads.open import open_payload, with_retries
+from worker.io.payloads.policy import UNRESTRICTED, PayloadPolicy
 
 __all__ = ["CHUNK_BYTES", "CHUNK_ROWS", "load_payload_chunked", "read_batch_file_chunked"]
 
@@ -52,7 +53,7 @@ def _open_footer(
     Raises
     ------
     PayloadError
-        As :func:`~worker.io.payloads.access.open_payload`; a footer or ``geo`` metadata
+        As :func:`~worker.io.payloads.open.open_payload`; a footer or ``geo`` metadata
         that cannot be used.
     """
 
@@ -152,7 +153,7 @@ def load_payload_chunked(
         As :func:`~worker.io.payloads.load.load_payload`; ``chunks()`` raises
         ``PayloadCorrupt`` for a row group it cannot decode or a file whose row count
         changed between passes, and the other PayloadErrors of
-        :func:`~worker.io.payloads.access.open_payload`.
+        :func:`~worker.io.payloads.open.open_payload`.
     """
     policy = policy if policy is not None else PayloadPolicy()
     found = _open_footer(uri, policy)

@@ -4,7 +4,7 @@ Geometries become WKB ``bytes`` (None for a missing geometry), one per feature, 
 order; attributes become a pyarrow Table with one row per feature, same order. Every failure
 raises a :class:`worker.core.errors.PayloadError` (subclass) naming the file and the
 problem, never the file's content. Where a payload may be read from and how large it may
-be is a :class:`~worker.io.payloads.access.PayloadPolicy`: an event's ``payload_uri`` is
+be is a :class:`~worker.io.payloads.policy.PayloadPolicy`: an event's ``payload_uri`` is
 read under the configured roots only (none by default); an operator's own file
 (``check``, ``batch publish``) anywhere, with the same size limits and regular files only.
 """
@@ -31,14 +31,9 @@ from worker.io.formats.geoparquet import (
     _read_geoparquet,
 )
 from worker.io.formats.ogr import ogr_format, read_ogr
-from worker.io.payloads.access import (
-    UNRESTRICTED,
-    OpenedPayload,
-    PayloadPolicy,
-    local_file_path,
-    open_payload,
-    with_retries,
-)
+from worker.io.payloads.base import OpenedPayload
+from worker.io.payloads.open import local_file_path, open_payload, with_retries
+from worker.io.payloads.policy import UNRESTRICTED, PayloadPolicy
 
 __all__ = [
     "crs_conflict",
@@ -57,7 +52,7 @@ def read_features(path: str | Path, *, policy: PayloadPolicy = UNRESTRICTED) -> 
 
     ``path`` is a local path, a ``file://`` URI or an ``s3://bucket/key`` URI, opened
     under ``policy`` (default: any location, default size limits; see
-    :func:`~worker.io.payloads.access.open_payload`). The format is chosen by the magic
+    :func:`~worker.io.payloads.open.open_payload`). The format is chosen by the magic
     bytes (``PAR1`` is Parquet), not the suffix. Transient failures are retried
     ``policy.attempts`` times.
 

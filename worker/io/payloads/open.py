@@ -1,0 +1,218 @@
+"""Bounded opening of a payload, local or in S3, and bounded retries of transient failures.
+
+A producer names a batch's features by ``payload_uri``; the worker reads that URI only
+when it lies under a configured payload root
+(:class:`~worker.io.payloads.policy.PayloadPolicy`): ``file:///dir/``
+(a local directory) or ``s3://bucket/prefix/`` (objects under a key prefix, read through
+pyarrow's S3 filesystem). Local paths are normalised (``..`` and symlinks resolved with
+``os.path.realpath``) before the check, kernel and device filesystems (``/proc``,
+``/sys``, ``/dev``) are never read, and only regular files are opened: the type is taken
+with ``lstat`` before ``open`` (a FIFO or a device is never opened, so no call can block
+on it) and confirmed with ``fstat`` on the descriptor opened with ``O_NOFOLLOW`` and
+``O_NONBLOCK``. The size is checked against the limit of the format before any content is
+read, the format comes from the magic bytes (Parquet: ``PAR1`` at both ends; GeoJSON: a
+JSON text starting with ``{`` or ``[``), and every read is bounded by the size checked.
+
+Failures raise the :class:`worker.core.errors.PayloadError` subclasses whose ``reason`` is
+the quarantine reason: ``payload_not_allowed``, ``payload_unavailable`` (transient ones
+are retried a bounded number of times by :func:`with_retries`), ``payload_corrupt``,
+``payload_too_large``. Messages carry the URI (credentials in it masked) and the reason,
+never the payload's content nor the AWS credentials of the environment.
+"""
+
+from __future__ import annotations
+
+import errno
+import os
+import stat
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import TYPE_CHECKING, TypeVar
+from urllib.parse import unquote, urlparse
+
+import pyarrow as pa
+
+from worker.core._util.text import clip
+from worker.core.errors import (
+    PayloadNotAllowed,
+    PayloadUnavailable,
+)
+
+if TYPE_CHECKING:
+    pass
+from worker.io.payloads.base import OpenedPayload, _check_size_and_format
+from worker.io.payloads.policy import _KERNEL_DIRS, PayloadPolicy, _in_kernel_dir, _outside, _redact
+from worker.io.payloads.s3 import _open_s3
+
+__all__ = [
+    "local_file_path",
+    "open_payload",
+    "with_retries",
+]
+
+
+T = TypeVar("T")
+
+
+@contextmanager
+def open_payload(uri: str, policy: PayloadPolicy) -> Iterator[OpenedPayload]:
+    """Open the payload at ``uri`` under ``policy``: allow-list, type, size and format
+    checked before any content is read.
+
+    Parameters
+    ----------
+    uri : str
+        ``file:///abs/path``, an absolute path, ``s3://bucket/key``, or (only with
+        ``policy.roots`` None) a relative path.
+    policy : PayloadPolicy
+        Roots and limits.
+
+    Yields
+    ------
+    OpenedPayload
+        Closed when the block ends.
+
+    Raises
+    ------
+    PayloadNotAllowed, PayloadUnavailable, PayloadTooLarge, PayloadCorrupt
+        See the module docstring.
+    """
+    name = clip(_redact(uri), 500)
+    parsed = urlparse(uri)
+    if parsed.username or parsed.password:
+        raise PayloadNotAllowed(
+            f"{name}: credentials in a payload URI are not accepted (the worker uses the "
+            "AWS environment's)"
+        )
+    if parsed.scheme == "s3":
+        opened = _open_s3(name, parsed.netloc, unquote(parsed.path).lstrip("/"), policy)
+    else:
+        opened = _open_local(name, _local_path(name, uri, policy), policy)
+    try:
+        yield opened
+    finally:
+        opened.file.close()
+
+
+def with_retries(attempt: Callable[[], T], policy: PayloadPolicy) -> T:
+    """``attempt()``, tried again after a transient :class:`PayloadUnavailable`, at most
+    ``policy.attempts`` times in all, waiting ``backoff_s``, ``2 * backoff_s``, ... between.
+
+    Raises
+    ------
+    PayloadError
+        The last failure; a transient one says how many attempts were made.
+    """
+    wait = policy.backoff_s
+    for n in range(1, max(1, policy.attempts) + 1):
+        try:
+            return attempt()
+        except PayloadUnavailable as exc:
+            if not exc.transient or n >= policy.attempts:
+                if exc.transient and n > 1:
+                    raise PayloadUnavailable(f"{exc} (after {n} attempts)") from None
+                raise
+            time.sleep(wait)
+            wait *= 2
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+def local_file_path(uri: str) -> Path | None:
+    """The local path that ``uri`` names: a ``file://`` URI (percent-decoded) or a plain
+    path; None for any other scheme (``s3://``). No policy is checked here
+    (:func:`open_payload` does that)."""
+    if uri.startswith("file://"):
+        return Path(unquote(urlparse(uri).path))
+    return None if "://" in uri else Path(uri)
+
+
+def _local_path(name: str, uri: str, policy: PayloadPolicy) -> str:
+    """The real path of a file URI or path, checked against the file roots."""
+    parsed = urlparse(uri)
+    if parsed.scheme == "file":
+        if parsed.netloc not in ("", "localhost"):
+            raise PayloadNotAllowed(f"{name}: file URI on a remote host {parsed.netloc!r}")
+        if parsed.query or parsed.fragment:
+            raise PayloadNotAllowed(f"{name}: a file URI with a query or fragment")
+        path = unquote(parsed.path)
+    elif parsed.scheme and len(parsed.scheme) > 1:  # one letter: a Windows drive
+        raise PayloadNotAllowed(
+            f"{name}: unsupported payload URI scheme {parsed.scheme!r}: use file:// or s3://"
+        )
+    else:
+        path = uri
+    if "\x00" in path or not path:
+        raise PayloadNotAllowed(f"{name}: an empty path or one with a NUL byte")
+    if policy.roots is not None and not os.path.isabs(path):
+        raise PayloadNotAllowed(
+            f"{name}: a relative path; payload URIs must be absolute (file:///dir/file or "
+            "s3://bucket/key) and under a payload root"
+        )
+    real = os.path.realpath(path)
+    if _in_kernel_dir(real):
+        raise PayloadNotAllowed(
+            f"{name}: lies in a kernel or device file system ({', '.join(_KERNEL_DIRS)}), "
+            "never read"
+        )
+    if policy.roots is not None and not any(r.covers_path(real) for r in policy.roots):
+        raise PayloadNotAllowed(f"{name}: {_outside(policy)}")
+    return real
+
+
+def _open_local(name: str, real: str, policy: PayloadPolicy) -> OpenedPayload:
+    try:
+        before = os.lstat(real)
+    except OSError as exc:
+        raise _unavailable(name, exc) from None
+    _require_regular(name, before.st_mode)
+    flags = os.O_RDONLY | os.O_NONBLOCK | getattr(os, "O_NOFOLLOW", 0)
+    flags |= getattr(os, "O_CLOEXEC", 0)
+    try:
+        fd = os.open(real, flags)
+    except OSError as exc:
+        if exc.errno == errno.ELOOP:
+            raise PayloadNotAllowed(f"{name}: became a symbolic link while opened") from None
+        raise _unavailable(name, exc) from None
+    try:
+        st = os.fstat(fd)
+        _require_regular(name, st.st_mode)
+        if (st.st_dev, st.st_ino) != (before.st_dev, before.st_ino):
+            raise PayloadNotAllowed(f"{name}: replaced by another file while being opened")
+        handle = os.fdopen(fd, "rb", buffering=0)
+    except BaseException:
+        os.close(fd)
+        raise
+    file = pa.PythonFile(handle, mode="r")
+    try:
+        fmt = _check_size_and_format(name, st.st_size, file, policy)
+    except BaseException:
+        file.close()
+        raise
+    mtime = datetime.fromtimestamp(st.st_mtime, tz=timezone.utc)
+    return OpenedPayload(name, fmt, st.st_size, mtime, file)
+
+
+def _require_regular(name: str, mode: int) -> None:
+    if stat.S_ISREG(mode):
+        return
+    kinds = [
+        (stat.S_ISDIR, "a directory"),
+        (stat.S_ISFIFO, "a FIFO"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISLNK, "a symbolic link"),
+    ]
+    kind = next((k for check, k in kinds if check(mode)), "not a regular file")
+    raise PayloadNotAllowed(f"{name}: is {kind}; only regular files are read")
+
+
+def _unavailable(name: str, exc: OSError) -> PayloadUnavailable:
+    if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+        return PayloadUnavailable(f"{name}: no such file")
+    if exc.errno in (errno.EACCES, errno.EPERM):
+        return PayloadUnavailable(f"{name}: permission denied")
+    return PayloadUnavailable(f"{name}: cannot open ({exc.strerror or exc})", transient=True)
