@@ -13,7 +13,8 @@ from pyproj import CRS
 
 from worker.cli.scenario import data_file
 from worker.core._util.memo import identity_memo
-from worker.core.facts.wkb_check import may_nest, wkb_problem
+from worker.core.facts.wkb_check import wkb_problem
+from worker.core.facts.wkb_header import may_nest
 from worker.core.model import Clause
 from worker.core.spatial.crs import (
     _coordinates_outside,
@@ -148,7 +149,7 @@ def test_only_single_geometries_skip_the_walk() -> None:
 @settings(max_examples=80, deadline=None)
 @given(st.lists(st.one_of(st.none(), st.binary(max_size=12)), max_size=30))
 def test_vectorized_header_screen_equals_the_per_value_one(values: list[bytes | None]) -> None:
-    from worker.core.facts.wkb_check import may_nest_many
+    from worker.core.facts.wkb_header import may_nest_many
 
     wkb = [shapely.to_wkb(g) for g in GEOMS[:5]] + [
         shapely.to_wkb(shapely.Point(1, 2, 3), flavor="iso"),
@@ -226,7 +227,7 @@ def test_a_polygon_with_an_empty_ring_never_reaches_a_geos_predicate() -> None:
     from dataclasses import replace
 
     from worker.core.facts.batch import BatchFacts
-    from worker.core.facts.wkb_check import empty_ring_polygons
+    from worker.core.facts.wkb_header import empty_ring_polygons
 
     crashing = shapely.from_wkt("POLYGON ((0 0, 4 0, 4 4, 0 4, 0 0), EMPTY)")
     holed = shapely.from_wkt("POLYGON ((0 0, 4 0, 4 4, 0 4, 0 0), (1 1, 2 1, 2 2, 1 1))")
@@ -313,7 +314,7 @@ def test_a_fact_is_computed_once_per_instance_and_can_be_primed() -> None:
 )
 def test_vectorized_headers_equal_the_per_value_reads(values: list[bytes | None]) -> None:
     """Above 32 values the headers are read with numpy; each equals ``_header``."""
-    from worker.core.facts.wkb_check import _header, wkb_headers
+    from worker.core.facts.wkb_header import _header, wkb_headers
 
     present, single, has_z, has_m = wkb_headers(values)
     cols = (present.tolist(), single.tolist(), has_z.tolist(), has_m.tolist())
@@ -323,7 +324,7 @@ def test_vectorized_headers_equal_the_per_value_reads(values: list[bytes | None]
 
 def test_vectorized_headers_take_bytearray_and_memoryview_values() -> None:
     # a new-user finding: above 32 values they raised ValueError from numpy
-    from worker.core.facts.wkb_check import _header, wkb_headers
+    from worker.core.facts.wkb_header import _header, wkb_headers
 
     point, point_z = shapely.to_wkb(shapely.Point(1, 2)), shapely.to_wkb(shapely.Point(1, 2, 3))
     values = [bytearray(point)] * 40 + [memoryview(point_z), None]

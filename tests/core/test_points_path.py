@@ -19,7 +19,7 @@ from worker.core.contracts.parse import parse_contract
 from worker.core.evaluate import evaluate
 from worker.core.facts import parse as facts_module
 from worker.core.facts.batch import BatchFacts
-from worker.core.facts.wkb_check import simple_points_xy
+from worker.core.facts.wkb_header import simple_points_xy
 from worker.core.model import ActiveVersion
 
 NOW = datetime.now(timezone.utc)

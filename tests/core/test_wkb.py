@@ -142,7 +142,7 @@ def test_an_empty_ring_beside_others_is_refused() -> None:
 
 
 def test_curve_type_name_reads_the_header_with_its_dimension() -> None:
-    from worker.core.facts.wkb_check import curve_type_name
+    from worker.core.facts.wkb_header import curve_type_name
 
     assert curve_type_name(struct.pack("<BI", 1, 8) + b"\0" * 4) == "CircularString"
     assert curve_type_name(struct.pack(">BI", 0, 1010)) == "CurvePolygon Z"

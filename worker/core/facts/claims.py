@@ -22,7 +22,7 @@ from typing import Any
 from worker.core._util.text import clip
 from worker.core.clauses.tally import Bounds, Tally
 from worker.core.facts.batch import BatchFacts
-from worker.core.facts.wkb_check import ewkb_srid
+from worker.core.facts.wkb_header import ewkb_srid
 from worker.core.spatial.crs import crs_label
 
 __all__ = ["claim_disagreements", "claims_tally", "disagreements_of"]

@@ -14,13 +14,12 @@ from pyproj import CRS
 
 from worker.core._util.memo import fact
 from worker.core.errors import CrsError
-from worker.core.facts.wkb_check import (
+from worker.core.facts.wkb_check import wkb_has_nonfinite, wkb_problem
+from worker.core.facts.wkb_header import (
     curve_type_name,
     empty_ring_polygons,
     simple_points_xy,
-    wkb_has_nonfinite,
     wkb_headers,
-    wkb_problem,
 )
 from worker.core.model import Batch
 from worker.core.spatial.crs import crs_label, resolve_crs
@@ -97,7 +96,7 @@ class ParsedFacts:
     @fact
     def _points_xy(self) -> np.ndarray | None:
         """float (N, 2), ``east_north``: the coordinates of a batch of 2D points with finite
-        coordinates (:func:`~worker.core.facts.wkb_check.simple_points_xy`), else None. For such a
+        coordinates (:func:`~worker.core.facts.wkb_header.simple_points_xy`), else None. For such a
         batch validity, type, dimension, emptiness and envelopes are known without
         geometry objects; :attr:`geometries` are built only if a clause needs them (a
         region other than a rectangle, a reprojection)."""
@@ -142,7 +141,7 @@ class ParsedFacts:
     @fact
     def _refused_before_parse(self) -> dict[int, str]:
         """Index -> reason of WKB values that GEOS must never see: those that may hold
-        nested geometries (:func:`worker.core.facts.wkb_check.may_nest`) and fail
+        nested geometries (:func:`worker.core.facts.wkb_header.may_nest`) and fail
         :func:`worker.core.facts.wkb_check.wkb_problem` (deep nesting, bad byte order, impossible
         counts). Single geometries are left to GEOS, which refuses their impossible counts
         by itself; :attr:`_refused` then names their structural fault."""
@@ -174,7 +173,7 @@ class ParsedFacts:
     @fact
     def curve_type_names(self) -> dict[int, str]:
         """Index -> the SQL/MM curved type (``"CircularString"``) of the values refused
-        before parsing for being curved (:func:`worker.core.facts.wkb_check.curve_type_name`): the
+        before parsing for being curved (:func:`worker.core.facts.wkb_header.curve_type_name`): the
         geometry_type clause names them instead of "missing or unparseable"."""
         values = self.batch.geometries_wkb
         named = ((i, curve_type_name(values[i])) for i in self._refused_before_parse)

@@ -19,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from worker.core.facts.wkb_check import EWKB_SRID_FLAG, type_code
+from worker.core.facts.wkb_header import EWKB_SRID_FLAG, type_code
 
 __all__ = ["DIMENSIONS", "geojson_to_wkb", "ragged_to_wkb", "wkb_to_geojson"]
 
