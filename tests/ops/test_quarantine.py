@@ -14,16 +14,10 @@ from tests.gate.test_route import TOPICS, WORLD, go
 from worker.core.errors import ContractGateError
 from worker.io import codec
 from worker.kafka.settings import Settings
-from worker.ops import quarantine
-from worker.ops.quarantine import (
-    QuarantineEntry,
-    check_not_admitted,
-    entries_since,
-    entry_to_json,
-    render_entry,
-    render_line,
-    replay,
-)
+from worker.ops import replay as quarantine_replay
+from worker.ops.quarantine import QuarantineEntry, entry_to_json
+from worker.ops.quarantine_view import render_entry, render_line
+from worker.ops.replay import check_not_admitted, entries_since, replay
 
 
 def entry_of(value: bytes | None, offset: int = 7) -> QuarantineEntry:
@@ -178,7 +172,7 @@ def test_a_replayed_undecodable_event_is_selected_once(monkeypatch: pytest.Monke
     # replaying the copy names the original event again, not the copy
     sent: list[Any] = []
     monkeypatch.setattr(
-        quarantine, "produce_one", lambda *a, **kw: sent.append(kw["headers"]) or (0, 9)
+        quarantine_replay, "produce_one", lambda *a, **kw: sent.append(kw["headers"]) or (0, 9)
     )
     replay(Settings(), again)
     assert dict(sent[0])["replay-of"] == "2@41"
@@ -198,12 +192,12 @@ def test_replay_headers_reads_the_copies_of_undecodable_entries(
         starts.append((topic, kw["start"]))
         return iter([msg(4, []), msg(5, [("replay-of", b"2@41")]), msg(6, [])])
 
-    monkeypatch.setattr(quarantine, "read_topic", read_topic)
-    assert quarantine.replay_headers(Settings(), [legacy, entry_of(STALE)]) == {
+    monkeypatch.setattr(quarantine_replay, "read_topic", read_topic)
+    assert quarantine_replay.replay_headers(Settings(), [legacy, entry_of(STALE)]) == {
         ("gis.batches", 0, 5): "2@41"
     }
     assert starts == [("gis.batches", {0: 5})]
-    assert quarantine.replay_headers(Settings(), [entry_of(STALE)]) == {}  # nothing to read
+    assert quarantine_replay.replay_headers(Settings(), [entry_of(STALE)]) == {}  # nothing to read
 
 
 def test_show_names_offending_features_and_writes_them_as_geojson() -> None:
@@ -238,7 +232,7 @@ def test_entry_batch_refuses_a_record_without_original_bytes() -> None:
 
 
 def test_tail_table_is_ordered_by_time_across_partitions_aligned_and_marks_replays() -> None:
-    from worker.ops.quarantine import table_rows
+    from worker.ops.quarantine_view import table_rows
 
     late = entry_of(STALE, offset=3)
     late.record["quarantined_at"] = datetime(2026, 11, 29, 13, 0, tzinfo=timezone.utc)  # type: ignore[index]
@@ -260,7 +254,7 @@ def test_tail_table_is_ordered_by_time_across_partitions_aligned_and_marks_repla
 
 def test_tail_shows_why_a_payload_was_refused_not_the_batch_id_again() -> None:
     # found by a fresh-user session: "payload_not_allowed (payload of batch 4db7b706-... can...)"
-    from worker.ops.quarantine import table_rows
+    from worker.ops.quarantine_view import table_rows
 
     by_reference = codec.encode_batch(
         replace(WORLD, batch_id="ref-1"), inline=False, payload_uri="file:///data/in/b.parquet"
@@ -307,7 +301,7 @@ def test_entry_batch_reads_a_by_reference_payload_under_the_settings_roots(tmp_p
 def test_a_forged_layer_or_batch_id_cannot_break_the_table() -> None:
     # found by a new-user session: a layer with "\n\x00" and 1,000 characters was printed
     # raw by `quarantine tail`, the newline reaching the terminal
-    from worker.ops.quarantine import table_rows
+    from worker.ops.quarantine_view import table_rows
 
     forged = replace(WORLD, layer="roads\n\x00" + "x" * 1000, batch_id="b\r\x1b[31mred")
     entry = entry_of(codec.encode_batch(forged))

@@ -107,11 +107,11 @@ def _replay_all(args: argparse.Namespace, settings: Any) -> int:
     """``replay --all-since``: exit 0 when every selected batch was replayed, 1 when some
     were refused (already admitted, or no original bytes)."""
     from worker.core.errors import ContractGateError
-    from worker.ops.quarantine import (
+    from worker.ops.quarantine import read_quarantine
+    from worker.ops.replay import (
         check_not_admitted,
         entries_since,
         read_admitted,
-        read_quarantine,
         replay,
         replay_headers,
     )
@@ -173,17 +173,9 @@ def _write_pictures(args: argparse.Namespace, entry: Any) -> None:
 
 def cmd_quarantine(args: argparse.Namespace) -> int:
     from worker.cli.args import settings_from_args
-    from worker.ops.quarantine import (
-        check_not_admitted,
-        entry_to_json,
-        find_entry,
-        read_admitted,
-        read_quarantine,
-        render_entry,
-        render_line,
-        replay,
-        table_rows,
-    )
+    from worker.ops.quarantine import entry_to_json, find_entry, read_quarantine
+    from worker.ops.quarantine_view import render_entry, render_line, table_rows
+    from worker.ops.replay import check_not_admitted, read_admitted, replay
 
     settings = settings_from_args(args)
     if args.quarantine_command == "tail" and not args.follow and args.format == "text":

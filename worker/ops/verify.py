@@ -123,7 +123,8 @@ def verify_overlap(settings: Settings, layer: str, *, timeout_s: float = 60.0) -
     from worker.control.attribution import consumer_groups, migration_view, read_declarations
     from worker.control.publish import read_registry
     from worker.kafka.evaluations import read_evaluations
-    from worker.ops.quarantine import read_admitted, read_quarantine
+    from worker.ops.quarantine import read_quarantine
+    from worker.ops.replay import read_admitted
 
     registry = read_registry(settings, timeout_s)
     active = registry.active(layer)

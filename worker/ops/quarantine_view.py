@@ -1,0 +1,190 @@
+"""Text renderings of quarantined batches: one line, a table, the whole entry.
+
+What ``contract-gate quarantine tail`` and ``show`` print; every cell and value an
+operator sees is clipped and stripped of control characters (:data:`MAX_CELL_CHARS`).
+"""
+
+from __future__ import annotations
+
+import re
+import textwrap
+from collections.abc import Iterable, Mapping
+from datetime import datetime, timezone
+from typing import Any
+
+from worker.core._util.jsonsafe import dumps_json
+from worker.core._util.text import clip
+from worker.gate.route import REPLAY_OF
+from worker.io.reports.text import brief, offender_lines
+from worker.ops.quarantine import QuarantineEntry, _when
+
+__all__ = [
+    "MAX_CELL_CHARS",
+    "render_entry",
+    "render_line",
+    "table_rows",
+]
+
+
+def _broken(record: dict[str, Any]) -> list[str]:
+    return [
+        f"{r['version']}:{r['clause']}" if r.get("clause") else r["code"] for r in record["reasons"]
+    ] or [record["reason_code"]]
+
+
+def render_line(entry: QuarantineEntry) -> str:
+    """One readable line: time, layer, batch id, what broke, diagnoses, coordinates."""
+    if entry.record is None:
+        return (
+            f"?  {_text(entry.layer or '-')}  {_text(entry.batch_id or '-')}  undecodable "
+            f"record: {entry.error}"
+        )
+    r = entry.record
+    replay = "  replay" if entry.headers.get(REPLAY_OF) else ""
+    line = (
+        f"{_when(entry)}  {_text(entry.layer or '-')}  {_text(entry.batch_id or '-')}{replay}  "
+        f"{', '.join(_broken(r))}"
+    )
+    if r["diagnoses"]:
+        line += f"  [{'; '.join(r['diagnoses'])}]"
+    return f"{line}  ({entry.partition}@{entry.offset})"
+
+
+def _what(record: Mapping[str, Any]) -> str:
+    """What broke, in words: ``v1.0:valid (1 invalid: Self-intersection[0.5 0.5])``, or the
+    reason code and the head of its message."""
+    parts = []
+    for r in record["reasons"]:
+        if r.get("clause"):
+            parts.append(
+                f"{r['version']}:{r['clause']} ({brief(None, r.get('measured'), r['message'], 60)})"
+            )
+        else:
+            # the batch id is in its own column: show why, not "payload of batch <id> ..."
+            message = re.sub(
+                r"^(payload of )?batch \S+ (cannot be loaded: )?", "", str(r["message"])
+            )
+            parts.append(f"{r['code']} ({brief(None, None, message, 100)})")
+    return "; ".join(parts) or record["reason_code"]
+
+
+def table_rows(entries: Iterable[QuarantineEntry]) -> list[str]:
+    """``quarantine tail``'s lines for ``entries``: ordered by quarantine time across
+    partitions (records without a readable time last), columns aligned: time, layer,
+    batch id, ``replay`` when the batch is a replay (header ``replay-of``), record
+    coordinates ``partition@offset``, what broke in words, diagnoses."""
+    rows = []
+    for e in sorted(entries, key=_sort_key):
+        if e.record is None:
+            rows.append(
+                (
+                    "?",
+                    _text(e.layer or "-"),
+                    _text(e.batch_id or "-"),
+                    "",
+                    f"{e.partition}@{e.offset}",
+                    f"undecodable record: {e.error}",
+                )
+            )
+            continue
+        replay = "replay" if e.headers.get(REPLAY_OF) else ""
+        what = _what(e.record)
+        if e.record["diagnoses"]:
+            what += f"  [{'; '.join(e.record['diagnoses'])}]"
+        rows.append(
+            (
+                _when(e),
+                _text(e.layer or "-"),
+                _text(e.batch_id or "-"),
+                replay,
+                f"{e.partition}@{e.offset}",
+                what,
+            )
+        )
+    if not rows:
+        return []
+    head = ("quarantined at", "layer", "batch", "replay", "record", "what broke")
+    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(5)]
+    return [
+        "  ".join(c.ljust(w) for c, w in zip(r[:5], widths, strict=True)) + "  " + r[5]
+        for r in [head, *rows]
+    ]
+
+
+#: Characters of a layer or batch id shown in a table cell (both are a producer's).
+MAX_CELL_CHARS = 64
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
+
+
+def _text(value: Any) -> str:
+    """A producer's value fit for one table cell: decoded, control characters escaped
+    (``\\x0a``: a newline or NUL in a forged layer broke the table and reached the
+    terminal), clipped to :data:`MAX_CELL_CHARS`."""
+    text = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+    escaped = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
+    return clip(escaped, MAX_CELL_CHARS)
+
+
+def _sort_key(entry: QuarantineEntry) -> tuple[int, datetime, int, int]:
+    at = entry.record.get("quarantined_at") if entry.record else None
+    if not isinstance(at, datetime):
+        return (1, datetime.min.replace(tzinfo=timezone.utc), entry.partition, entry.offset)
+    at = at if at.tzinfo else at.replace(tzinfo=timezone.utc)
+    return (0, at, entry.partition, entry.offset)
+
+
+def _value(v: Any) -> str:
+    return dumps_json(v, sort_keys=True, default=str)
+
+
+def render_entry(entry: QuarantineEntry) -> str:
+    """The full record: source, every reason with measured versus expected, diagnoses."""
+    if entry.record is None:
+        return f"{entry.coordinates}: undecodable quarantine record: {entry.error}"
+    r = entry.record
+    lines = [
+        f"batch {entry.batch_id or '-'} of layer {entry.layer or '-'}: quarantined "
+        f"{_when(entry)} by {r['worker_id']} ({r['reason_code']})",
+        f"  record:   {entry.coordinates}",
+        f"  source:   {r['source_topic']}[{r['source_partition']}]@{r['source_offset']}, "
+        + (
+            f"original {len(r['original'])} bytes (replayable)"
+            if r["original"]
+            else "original not carried (too large or empty): not replayable"
+        ),
+    ]
+    if r["diagnoses"]:
+        lines.append(f"  diagnoses: {'; '.join(r['diagnoses'])}")
+    lines.append("  reasons:")
+    for reason in r["reasons"]:
+        head = (
+            f"{reason['version']} ({reason['mode']}) {reason['clause']}"
+            if reason.get("clause")
+            else reason["code"]
+        )
+        lines.extend(_wrap(f"{head}: {reason['message']}", "    ", "      "))
+        if isinstance(reason.get("offenders"), dict):
+            for line in offender_lines(reason["offenders"], kind=_kind(reason)):
+                lines.extend(_wrap(line, "      ", "        "))
+        if reason.get("measured") is not None or reason.get("expected") is not None:
+            lines.append(f"      measured: {_value(reason['measured'])}")
+            lines.append(f"      expected: {_value(reason['expected'])}")
+    return "\n".join(lines)
+
+
+def _kind(reason: Mapping[str, Any]) -> str:
+    """The clause kind of a reason, as far as its measured value tells (the record does not
+    carry kinds): ``domain`` when it measured unknown codes."""
+    m = reason.get("measured")
+    return "domain" if isinstance(m, dict) and "unknown" in m else ""
+
+
+def _wrap(text: str, first: str, rest: str) -> list[str]:
+    return textwrap.wrap(
+        text,
+        100,
+        initial_indent=first,
+        subsequent_indent=rest,
+        break_long_words=False,
+        break_on_hyphens=False,
+    ) or [first]
