@@ -36,13 +36,13 @@ def test_an_inline_event_above_the_producer_limit_says_to_send_it_by_reference()
     # and nothing more; librdkafka refuses it locally, before any broker is contacted
     from worker.cli.scenario import data_file
     from worker.control.publish import publish_batch
-    from worker.core.errors import KafkaError
+    from worker.core.errors import BrokerError
     from worker.io.payloads import read_batch_file
     from worker.kafka.settings import Settings
 
     nyc = read_batch_file(data_file("nyc_boroughs.parquet"), layer="nyc_boroughs")
     settings = Settings(bootstrap_servers="127.0.0.1:1", extra={"message.max.bytes": "100000"})
-    with pytest.raises(KafkaError) as err:
+    with pytest.raises(BrokerError) as err:
         publish_batch(settings, nyc)
     text = str(err.value)
     assert "the event with its 5 features inline is" in text

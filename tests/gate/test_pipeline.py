@@ -16,7 +16,7 @@ from confluent_kafka import KafkaError as CKError
 from confluent_kafka import KafkaException
 
 from tests.fakes import FakeRecord
-from worker.core.errors import KafkaError
+from worker.core.errors import BrokerError
 from worker.core.model import Decision
 from worker.gate.pipeline import Pipeline
 from worker.gate.route import Outcome, OutRecord, Source
@@ -114,13 +114,13 @@ def test_retriable_commit_error_is_retried_not_aborted() -> None:
 def test_a_failed_rewind_stops_the_worker_instead_of_skipping_the_batch() -> None:
     producer = FakeProducer([CKError(CKError._TIMED_OUT, "x", txn_requires_abort=True)])
     consumer = PollingConsumer(batches=[[_polled(10), _polled(11)]], seek_fails=True)
-    with pytest.raises(KafkaError, match=r"cannot rewind in\[0\] to 10"):
+    with pytest.raises(BrokerError, match=r"cannot rewind in\[0\] to 10"):
         polling_pipeline(producer, consumer).step()
 
 
 def test_fenced_producer_is_fatal_for_the_instance() -> None:
     producer = FakeProducer([CKError(CKError.PRODUCER_FENCED, "newer producer")])
-    with pytest.raises(KafkaError, match="fenced: another worker with instance id pod-0"):
+    with pytest.raises(BrokerError, match="fenced: another worker with instance id pod-0"):
         pipeline_with(producer, FakeConsumer())._commit(EVENTS, OUTCOMES)
     assert "abort" not in producer.calls
 

@@ -12,7 +12,7 @@ import pytest
 
 from worker.cli.demo import publish_demo_contracts
 from worker.cli.scenario import data_file
-from worker.core.errors import KafkaError
+from worker.core.errors import BrokerError
 from worker.gate.pipeline import Pipeline
 from worker.io.codec import encode_batch
 from worker.io.payloads import read_batch_file
@@ -37,7 +37,7 @@ def test_a_fenced_worker_stops_with_a_clear_error(settings: Settings) -> None:
                 settings, settings.topics.batches, "nyc_boroughs", encode_batch(nyc), partition=p
             )
         started = time.monotonic()
-        with pytest.raises(KafkaError, match="fenced: another worker with instance id pod-0"):
+        with pytest.raises(BrokerError, match="fenced: another worker with instance id pod-0"):
             while time.monotonic() - started < 45:
                 first.step()
         assert time.monotonic() - started < 40

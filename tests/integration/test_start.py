@@ -6,7 +6,7 @@ from dataclasses import replace
 
 import pytest
 
-from worker.core.errors import KafkaError
+from worker.core.errors import BrokerError
 from worker.gate.pipeline import Pipeline
 from worker.kafka.settings import Settings
 
@@ -20,7 +20,7 @@ def test_a_missing_topic_stops_start_up_naming_the_fix(settings: Settings, role:
     wrong = replace(settings, topics=replace(settings.topics, **{role: absent}))
     pipeline = Pipeline(wrong)
     try:
-        with pytest.raises(KafkaError) as caught:
+        with pytest.raises(BrokerError) as caught:
             pipeline.start()
     finally:
         pipeline.close()
@@ -41,7 +41,7 @@ def test_producing_to_a_missing_topic_names_the_fix_at_once(settings: Settings) 
 
     absent = f"{settings.topics.batches}.absent"
     started = time.monotonic()
-    with pytest.raises(KafkaError, match=rf"^topic {absent} does not exist; create it with"):
+    with pytest.raises(BrokerError, match=rf"^topic {absent} does not exist; create it with"):
         produce_one(settings, absent, "k", b"v")
     assert time.monotonic() - started < 10
     assert produce_one(settings, settings.topics.batches, "k", b"v")[1] >= 0  # one that exists

@@ -17,7 +17,7 @@ from confluent_kafka.serialization import MessageField, SerializationContext
 from tests.fakes import FakeRecord
 from tests.gate.test_pipeline import FakeConsumer
 from worker.cli.scenario import data_file
-from worker.core.errors import ContractGateError, KafkaError
+from worker.core.errors import BrokerError, ContractGateError
 from worker.core.model import ActiveVersion
 from worker.gate.pipeline import Pipeline
 from worker.gate.route import Outcome, Source, route
@@ -256,7 +256,7 @@ def test_a_dead_registry_stops_the_start_and_aborts_a_transaction() -> None:
         port = srv.getsockname()[1]
     sr = SchemaRegistrySettings(f"http://127.0.0.1:{port}", timeout_s=0.5, max_retries=0)
     p = Pipeline(Settings(instance_id="pod-0", schema_registry=sr))
-    with pytest.raises(KafkaError, match=r"subject 'gis\.batches\.quarantine-value'.*unreachable"):
+    with pytest.raises(BrokerError, match=r"subject 'gis\.batches\.quarantine-value'.*unreachable"):
         p._register_schemas()
     outcome = go(Settings(), PLAIN)  # admitted (plain Avro): its evaluation record is framed
     assert outcome.decision.admitted

@@ -14,7 +14,7 @@ from typing import Any
 
 from worker.cli.args import add_payload_args, offending_features, write_output
 from worker.core._util.jsonsafe import dumps_json
-from worker.core.errors import ContractGateError, KafkaError
+from worker.core.errors import BrokerError, ContractGateError
 
 __all__ = ["add_quarantine_args", "cmd_quarantine"]
 
@@ -133,7 +133,7 @@ def _replay_all(args: argparse.Namespace, settings: Any) -> int:
                 check_not_admitted(entry, admitted, digests)
             partition, offset = replay(settings, entry, force=args.force)
         except ContractGateError as exc:
-            if isinstance(exc, KafkaError):
+            if isinstance(exc, BrokerError):
                 raise
             refused += 1
             print(f"not replayed {name}: {exc}")

@@ -13,7 +13,7 @@ import logging
 from datetime import datetime, timedelta, timezone
 
 from worker.core._util.text import clip
-from worker.core.errors import ContractGateError, KafkaError
+from worker.core.errors import BrokerError, ContractGateError
 from worker.core.lifecycle.migration import (
     Declaration,
     MigrationView,
@@ -79,7 +79,7 @@ def consumer_groups(settings: Settings, timeout_s: float = 10.0) -> tuple[set[st
 
     Raises
     ------
-    KafkaError
+    BrokerError
         When the broker does not answer the admin requests.
     """
     existing, offsets = _group_topics(settings, timeout_s)
@@ -134,7 +134,7 @@ def _group_offsets(
                     if tp.topic == settings.topics.admitted and tp.offset >= 0:
                         admitted.setdefault(group, {})[int(tp.partition)] = int(tp.offset)
     except Exception as exc:
-        raise KafkaError(f"cannot list consumer groups and their offsets: {exc}") from exc
+        raise BrokerError(f"cannot list consumer groups and their offsets: {exc}") from exc
     return existing, offsets, admitted
 
 
@@ -168,7 +168,7 @@ def migration_view(
 
         try:
             seen = layers_read(settings, undeclared)
-        except KafkaError as exc:  # evidence only: the counts stand without it
+        except BrokerError as exc:  # evidence only: the counts stand without it
             log.warning("layers read by undeclared groups not sampled: %s", exc)
     return build_view(
         active,
@@ -190,7 +190,7 @@ def _watermarks(settings: Settings, topic: str) -> dict[int, tuple[int, int]]:
 
     Raises
     ------
-    KafkaError
+    BrokerError
         The topic does not exist or the broker does not answer.
     """
     from confluent_kafka import Consumer, KafkaException, TopicPartition
@@ -199,7 +199,7 @@ def _watermarks(settings: Settings, topic: str) -> dict[int, tuple[int, int]]:
     try:
         meta = consumer.list_topics(topic, timeout=10).topics.get(topic)
         if meta is None or meta.error is not None or not meta.partitions:
-            raise KafkaError(
+            raise BrokerError(
                 f"topic {topic} does not exist; create it with `contract-gate topics create`"
             )
         marks: dict[int, tuple[int, int]] = {}
@@ -208,6 +208,6 @@ def _watermarks(settings: Settings, topic: str) -> dict[int, tuple[int, int]]:
             marks[p] = (int(low), int(high))
         return marks
     except KafkaException as exc:
-        raise KafkaError(f"reading {topic} failed: {exc.args[0].str()}") from exc
+        raise BrokerError(f"reading {topic} failed: {exc.args[0].str()}") from exc
     finally:
         consumer.close()

@@ -92,7 +92,7 @@ def declare(
         ``version`` is not ``v<major>[.<minor>]`` or a name is empty.
     PolicyError
         ``(layer, major)`` was never published on the config topic (and not ``force``).
-    KafkaError
+    BrokerError
         The config topic cannot be read, or the declaration was not delivered.
     """
     if not consumer or not layer:

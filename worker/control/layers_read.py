@@ -15,7 +15,7 @@ import time
 from collections.abc import Mapping
 
 from worker.core._util.text import clip
-from worker.core.errors import KafkaError
+from worker.core.errors import BrokerError
 from worker.kafka.settings import Settings
 
 __all__ = ["MAX_LAYERS_SHOWN", "SAMPLE_PER_PARTITION", "layers_read"]
@@ -53,11 +53,10 @@ def layers_read(
 
     Raises
     ------
-    KafkaError
+    BrokerError
         The topic cannot be read.
     """
-    from confluent_kafka import Consumer, KafkaException, TopicPartition
-    from confluent_kafka import KafkaError as CKError
+    from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
 
     topic = settings.topics.admitted
     windows: dict[int, list[tuple[str, int, int]]] = {}  # partition -> (group, start, end)
@@ -87,10 +86,10 @@ def layers_read(
                 continue
             err = msg.error()
             if err is not None:
-                if err.code() == CKError._PARTITION_EOF:
+                if err.code() == KafkaError._PARTITION_EOF:
                     todo.pop(int(msg.partition() or 0), None)
                     continue
-                raise KafkaError(f"reading {topic} failed: {err.str()}")
+                raise BrokerError(f"reading {topic} failed: {err.str()}")
             p, offset = int(msg.partition() or 0), int(msg.offset() or 0)
             if p not in todo:
                 continue
@@ -104,7 +103,7 @@ def layers_read(
                 if layer and start <= offset < end:
                     seen[group].add(layer)
     except KafkaException as exc:
-        raise KafkaError(f"reading {topic} failed: {exc.args[0].str()}") from exc
+        raise BrokerError(f"reading {topic} failed: {exc.args[0].str()}") from exc
     finally:
         consumer.close()
     return {g: tuple(sorted(layers)[:MAX_LAYERS_SHOWN]) for g, layers in seen.items()}

@@ -12,10 +12,10 @@ from urllib.parse import unquote, urlparse
 from worker.core._util.text import clip
 from worker.core.contracts.coherence import contradictions
 from worker.core.errors import (
+    BrokerError,
     ContractError,
     ContractGateError,
     CrsError,
-    KafkaError,
     PolicyError,
 )
 from worker.core.lifecycle.registry import Registry
@@ -95,7 +95,7 @@ def publish_contract(
         (:func:`worker.core.contracts.coherence.contradictions`).
     PolicyError
         The policy refuses the publication (the message names the class and the fix).
-    KafkaError
+    BrokerError
         The config topic cannot be read or written.
     """
     from worker.control.lifecycle import read_published, write_records
@@ -163,9 +163,9 @@ def publish_batch(
         value = registry.frame(value, settings.topics.batches, "BatchArrival")
     try:
         return produce_one(settings, settings.topics.batches, batch.layer, value)
-    except KafkaError as exc:
+    except BrokerError as exc:
         if payload_uri is None and "too large" in str(exc).lower():
-            raise KafkaError(
+            raise BrokerError(
                 f"{exc}: the event with its {len(batch.geometries_wkb)} features inline is "
                 f"{len(value)} bytes; send the features by reference instead (--by-reference "
                 "for a file the workers can read, or --upload s3://bucket/prefix/)"

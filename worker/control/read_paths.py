@@ -37,7 +37,7 @@ def create_per_major_topics(
 
     Raises
     ------
-    KafkaError
+    BrokerError
         The config topic cannot be read, or a topic cannot be created (e.g. a layer name
         with characters Kafka refuses in a topic name: the message names it).
     """

@@ -82,7 +82,7 @@ def retire(
         The major is not active, it is the layer's only active major, no active enforcing
         version would remain, or consumers (declared or unattributed) still read against
         it; the message names them, every reason that applies at once.
-    KafkaError
+    BrokerError
         The config topic, the consumers topic or the admin API cannot be read, or the
         record is not delivered.
     """

@@ -16,26 +16,41 @@ translated at the module that calls them, so callers catch one root::
     ├── CrsError                 a CRS string cannot be resolved by pyproj
     ├── PolicyError              a lifecycle rule refuses the operation (publish, promote, retire)
     ├── VersionMismatchError     an admitted record was not admitted under the reader's version
-    └── KafkaError               the broker refused or failed an operation
-        └── BrokerUnavailable    no broker could be reached or started
+    └── BrokerError              the broker refused or failed an operation
+        ├── BrokerUnavailable    no broker could be reached or started
+        ├── BrokerConfigError    a client setting was refused (unknown property, bad value)
+        ├── BrokerTimeout        an operation did not complete within its timeout
+        ├── InstanceFenced       another instance took over this transactional or instance id
+        └── SchemaRegistryFailure  the Schema Registry refused a request or is unreachable
+
+:class:`BrokerError` was called ``KafkaError`` (a name that shadowed
+``confluent_kafka.KafkaError``); the old name still resolves, with a
+:class:`DeprecationWarning`, for one release. :func:`worker.kafka.clients.map_kafka_errors`
+translates confluent-kafka's exceptions into this branch.
 """
 
 from __future__ import annotations
 
+import warnings
+
 __all__ = [
     "BatchError",
+    "BrokerConfigError",
+    "BrokerError",
+    "BrokerTimeout",
     "BrokerUnavailable",
     "ContractError",
     "ContractGateError",
     "CrsError",
     "DecodeError",
-    "KafkaError",
+    "InstanceFenced",
     "PayloadCorrupt",
     "PayloadError",
     "PayloadNotAllowed",
     "PayloadTooLarge",
     "PayloadUnavailable",
     "PolicyError",
+    "SchemaRegistryFailure",
     "VersionMismatchError",
 ]
 
@@ -118,9 +133,84 @@ class VersionMismatchError(ContractGateError):
     """A record of the admitted topic was not admitted under the version its reader expects."""
 
 
-class KafkaError(ContractGateError):
-    """The broker refused or failed an operation (translated from confluent-kafka)."""
+class BrokerError(ContractGateError):
+    """The broker refused or failed an operation (translated from confluent-kafka).
+
+    Parameters
+    ----------
+    message : str
+        What failed, for an operator: the operation, the topic, librdkafka's reason.
+    code : int, optional
+        librdkafka's error code (``confluent_kafka.KafkaError.code()``: negative for
+        errors of the client itself, positive for the broker's); None for errors that did
+        not come from the client.
+    detail : str, optional
+        librdkafka's own text of the error, without any context of ours.
+    fatal, retriable, txn_requires_abort : bool
+        As librdkafka flags the error: the client is unusable; the operation may be
+        retried; the open transaction must be aborted (and may then be retried).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        code: int | None = None,
+        detail: str | None = None,
+        fatal: bool = False,
+        retriable: bool = False,
+        txn_requires_abort: bool = False,
+    ) -> None:
+        super().__init__(message)
+        self.code = code
+        self.detail = detail
+        self.fatal = fatal
+        self.retriable = retriable
+        self.txn_requires_abort = txn_requires_abort
 
 
-class BrokerUnavailable(KafkaError):
+class BrokerUnavailable(BrokerError):
     """No broker is reachable and none could be started."""
+
+
+class BrokerConfigError(BrokerError):
+    """A client setting was refused by librdkafka: an unknown property or a bad value
+    (``--kafka-property``, ``CONTRACT_GATE_KAFKA_*``)."""
+
+
+class BrokerTimeout(BrokerError):
+    """A broker operation did not complete within its timeout."""
+
+
+class InstanceFenced(BrokerError):
+    """Another instance took over this worker's ``transactional.id`` or
+    ``group.instance.id``: this one must stop (it is a zombie)."""
+
+
+class SchemaRegistryFailure(BrokerError):
+    """The Schema Registry refused a request (HTTP status in the message) or could not be
+    reached; credentials of its URL are never part of the message."""
+
+
+#: Old names kept for one release: name -> (new class, the new name).
+_DEPRECATED = {"KafkaError": (BrokerError, "BrokerError")}
+
+
+def __getattr__(name: str) -> type[BrokerError]:
+    """Resolve a deprecated name (``KafkaError``) to its new class, with a warning.
+
+    Raises
+    ------
+    AttributeError
+        For any other unknown name, as for every module.
+    """
+    if name in _DEPRECATED:
+        cls, new = _DEPRECATED[name]
+        warnings.warn(
+            f"worker.core.errors.{name} is deprecated: use {new} (it no longer shadows "
+            f"confluent_kafka.{name})",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        return cls
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -25,9 +25,9 @@ Start = tuple[str, int, int]  # topic, partition, first offset of the batch
 
 
 def _size_codes() -> frozenset[int]:
-    from confluent_kafka import KafkaError as CKError
+    from confluent_kafka import KafkaError
 
-    return frozenset({CKError.MSG_SIZE_TOO_LARGE, CKError.RECORD_LIST_TOO_LARGE})
+    return frozenset({KafkaError.MSG_SIZE_TOO_LARGE, KafkaError.RECORD_LIST_TOO_LARGE})
 
 
 #: Kafka error codes meaning "this record is too large": local (produce() against the

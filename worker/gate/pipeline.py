@@ -31,7 +31,7 @@ from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
 
-from worker.core.errors import ContractGateError, KafkaError
+from worker.core.errors import BrokerError, ContractGateError
 from worker.core.lifecycle.registry import ConfigEvent, RecordingRegistry
 from worker.core.lifecycle.slo import DEFAULT_MAX_VERDICTS
 from worker.core.replays import ReplayLedger
@@ -66,9 +66,11 @@ log = logging.getLogger(__name__)
 
 
 def _fenced_codes() -> frozenset[int]:
-    from confluent_kafka import KafkaError as CKError
+    from confluent_kafka import KafkaError
 
-    return frozenset({CKError._FENCED, CKError.PRODUCER_FENCED, CKError.INVALID_PRODUCER_EPOCH})
+    return frozenset(
+        {KafkaError._FENCED, KafkaError.PRODUCER_FENCED, KafkaError.INVALID_PRODUCER_EPOCH}
+    )
 
 
 #: Producer errors meaning a newer producer with the same transactional.id took over
@@ -267,7 +269,7 @@ class Pipeline:
 
         Raises
         ------
-        KafkaError
+        BrokerError
             When the config topic cannot be read to its end or the producer cannot
             initialise transactions.
         """
@@ -295,7 +297,7 @@ class Pipeline:
             )
             self._producer.init_transactions(INIT_TRANSACTIONS_TIMEOUT_S)
         except KafkaException as exc:
-            raise KafkaError(f"cannot initialise transactions: {exc.args[0].str()}") from exc
+            raise BrokerError(f"cannot initialise transactions: {exc.args[0].str()}") from exc
         self._require_topics()
         self._consumer = Consumer(self.settings.consumer(**self.health.client_config()))
         self._consumer.subscribe(
@@ -326,7 +328,7 @@ class Pipeline:
 
         Raises
         ------
-        KafkaError
+        BrokerError
             Naming every missing topic and ``contract-gate topics create``.
         """
         from confluent_kafka import KafkaException
@@ -336,14 +338,14 @@ class Pipeline:
         try:
             meta = self._producer.list_topics(timeout=10)
         except KafkaException as exc:
-            raise KafkaError(f"cannot list topics: {exc.args[0].str()}") from exc
+            raise BrokerError(f"cannot list topics: {exc.args[0].str()}") from exc
         missing = [
             name
             for name in wanted
             if (m := meta.topics.get(name)) is None or m.error is not None or not m.partitions
         ]
         if missing:
-            raise KafkaError(
+            raise BrokerError(
                 f"topic(s) {', '.join(missing)} do not exist on {self.settings.bootstrap_servers}"
                 "; the worker consumes or writes them and never creates topics: create them "
                 "with `contract-gate topics create` (same topic flags/environment), or point "
@@ -385,7 +387,7 @@ class Pipeline:
             found = read_admitted_replays(
                 self.settings, REPLAY_RESTORE_PER_PARTITION, timeout_s=30.0
             )
-        except KafkaError as exc:
+        except BrokerError as exc:
             log.warning("replay ledger starts empty: the admitted topic was not read (%s)", exc)
             return
         self.replays.add(found)
@@ -396,7 +398,7 @@ class Pipeline:
 
         Raises
         ------
-        KafkaError
+        BrokerError
             The registry refuses a schema or cannot be reached (the message names the
             subject; the worker does not start).
         """
@@ -406,7 +408,7 @@ class Pipeline:
             try:
                 self.schema_registry.register(topic, kind)
             except ContractGateError as exc:
-                raise KafkaError(f"schema registry: {exc}") from None
+                raise BrokerError(f"schema registry: {exc}") from None
 
     def _value(self, record: OutRecord) -> bytes:
         """The bytes to produce: quarantine and evaluation records framed in the Schema
@@ -417,7 +419,7 @@ class Pipeline:
         try:
             return self.schema_registry.frame(record.value, record.topic, kind)
         except ContractGateError as exc:  # the transaction is aborted and retried
-            raise KafkaError(f"schema registry: {exc}") from None
+            raise BrokerError(f"schema registry: {exc}") from None
 
     def _restore_slo(self) -> int:
         """Refill the SLO windows from the tail of the evaluations topic (bounded: at most
@@ -435,7 +437,7 @@ class Pipeline:
         tail = min(SLO_RESTORE_MAX_PER_PARTITION, DEFAULT_MAX_VERDICTS * len(objectives))
         try:
             records = read_recent_evaluations(self.settings, tail, timeout_s=30.0)
-        except KafkaError as exc:
+        except BrokerError as exc:
             log.warning("SLO windows start empty: the evaluations topic was not read (%s)", exc)
             return 0
         return self.metrics.restore_slo(records, objectives, self.clock())
@@ -485,7 +487,7 @@ class Pipeline:
         Returns the number of events committed and counted (0 when nothing arrived; the
         events of an aborted transaction and those after it are consumed again).
         """
-        from confluent_kafka import KafkaError as CKError
+        from confluent_kafka import KafkaError
 
         self.last_loop_monotonic = time.monotonic()
         self.config.poll_updates()
@@ -504,7 +506,7 @@ class Pipeline:
             err = m.error()
             if err is None:
                 events.append(m)
-            elif err.code() != CKError._PARTITION_EOF:
+            elif err.code() != KafkaError._PARTITION_EOF:
                 log.warning("consumer error: %s", err.str())
         if not events:
             return 0
@@ -640,7 +642,7 @@ class Pipeline:
 
         Returns how many of ``events`` were committed, a prefix: fewer than all when a
         transaction was aborted; the caller rewinds the rest, which is consumed again.
-        Raises :class:`KafkaError` when this instance must stop: fenced, a fatal producer
+        Raises :class:`BrokerError` when this instance must stop: fenced, a fatal producer
         error, or a failed abort (a restart then resumes from the committed offsets, so
         nothing is lost).
         """
@@ -700,7 +702,7 @@ class Pipeline:
         """One transaction: the records of ``outcomes`` and the offsets after ``events``.
 
         Returns False when it failed and was aborted (``self._failure`` holds the reason
-        and the Kafka error codes). Raises :class:`KafkaError` as :meth:`_commit`.
+        and the Kafka error codes). Raises :class:`BrokerError` as :meth:`_commit`.
         """
         from confluent_kafka import KafkaException, TopicPartition
 
@@ -736,17 +738,19 @@ class Pipeline:
         except KafkaException as exc:
             err = exc.args[0]
             if err.code() in _FENCED_CODES:
-                raise KafkaError(
+                raise BrokerError(
                     f"fenced: another worker with instance id {self.settings.instance_id} "
                     f"(transactional.id {self.settings.transactional_id_prefix}-"
                     f"{self.settings.instance_id}) took over; this one stops without "
                     f"committing its batch, which the other consumes again ({err.str()})"
                 ) from exc
             if getattr(err, "fatal", lambda: False)():
-                raise KafkaError(f"fatal producer error, worker must restart: {err.str()}") from exc
+                raise BrokerError(
+                    f"fatal producer error, worker must restart: {err.str()}"
+                ) from exc
             reason = err.str()
             codes.add(err.code())
-        except KafkaError as exc:  # ours, e.g. the local queue stayed full
+        except BrokerError as exc:  # ours, e.g. the local queue stayed full
             reason = str(exc)
         except Exception:  # a bug: never leave the transaction open behind the crash
             with contextlib.suppress(Exception):
@@ -786,7 +790,7 @@ class Pipeline:
         return frozenset(missing)
 
     def _abort(self, reason: str) -> None:
-        """Abort the open transaction (raises :class:`KafkaError` when that fails)."""
+        """Abort the open transaction (raises :class:`BrokerError` when that fails)."""
         from confluent_kafka import KafkaException
 
         log.warning("transaction failed (%s); aborting and consuming the batch again", reason)
@@ -795,7 +799,7 @@ class Pipeline:
             with self._guard("abort_transaction", ABORT_TIMEOUT_S):
                 self._producer.abort_transaction(ABORT_TIMEOUT_S)
         except KafkaException as exc:
-            raise KafkaError(f"cannot abort transaction: {exc.args[0].str()}") from exc
+            raise BrokerError(f"cannot abort transaction: {exc.args[0].str()}") from exc
 
     def _seek(self, offsets: dict[tuple[str, int], int], why: str) -> None:
         """Seek each still-assigned partition back to its offset; partitions revoked
@@ -810,7 +814,7 @@ class Pipeline:
             except KafkaException as exc:
                 # continuing would commit offsets past events never decided: stop instead,
                 # a restart resumes from the committed offsets
-                raise KafkaError(
+                raise BrokerError(
                     f"cannot rewind {t}[{p}] to {offset} after {why} "
                     f"({exc.args[0].str()}); stopping so a restart resumes from the "
                     "committed offsets"
@@ -878,7 +882,7 @@ def _produce(
             return
         except BufferError:
             if time.monotonic() > deadline:
-                raise KafkaError(
+                raise BrokerError(
                     f"local producer queue full for 60 s producing to {topic}"
                 ) from None
             producer.poll(0.5)

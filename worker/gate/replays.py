@@ -17,7 +17,7 @@ def read_admitted_replays(
 
     Raises
     ------
-    KafkaError
+    BrokerError
         The topic is missing or EOF is not reached within ``timeout_s``.
     """
     found: list[str] = []

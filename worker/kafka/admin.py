@@ -2,7 +2,7 @@
 
 Everything that talks to librdkafka directly lives here or in :mod:`worker.gate.pipeline`
 and :mod:`worker.kafka.config_topic`; errors of confluent-kafka are translated to
-:class:`worker.core.errors.KafkaError` at this boundary.
+:class:`worker.core.errors.BrokerError` at this boundary.
 """
 
 from __future__ import annotations
@@ -13,7 +13,7 @@ from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from worker.core._util.text import clip
-from worker.core.errors import KafkaError
+from worker.core.errors import BrokerError
 from worker.kafka.settings import MAX_MESSAGE_BYTES, Settings
 
 __all__ = ["create_topics", "produce_one", "read_topic"]
@@ -36,11 +36,10 @@ def create_topics(
 
     Raises
     ------
-    KafkaError
+    BrokerError
         When the broker refuses a topic for another reason than that it exists.
     """
-    from confluent_kafka import KafkaError as CKError
-    from confluent_kafka import KafkaException
+    from confluent_kafka import KafkaError, KafkaException
     from confluent_kafka.admin import AdminClient, NewTopic
 
     t = settings.topics
@@ -60,7 +59,7 @@ def create_topics(
     try:
         admin.list_topics(timeout=min(10.0, timeout_s))
     except KafkaException as exc:
-        raise KafkaError(
+        raise BrokerError(
             f"cannot reach Kafka at {settings.bootstrap_servers}: {exc.args[0].str()}; check "
             "--bootstrap-servers / KAFKA_BOOTSTRAP_SERVERS"
         ) from exc
@@ -75,10 +74,10 @@ def create_topics(
             outcome[name] = "created"
         except KafkaException as exc:
             err = exc.args[0]
-            if err.code() == CKError.TOPIC_ALREADY_EXISTS:
+            if err.code() == KafkaError.TOPIC_ALREADY_EXISTS:
                 outcome[name] = "exists"
             else:
-                raise KafkaError(f"cannot create topic {name}: {err.str()}") from exc
+                raise BrokerError(f"cannot create topic {name}: {err.str()}") from exc
     for name, (_, cfg) in specs.items():
         if outcome[name] == "exists" and cfg.get("cleanup.policy") == "compact":
             outcome[name] += _compaction_problem(admin, name, timeout_s)
@@ -131,11 +130,10 @@ def produce_one(
 
     Raises
     ------
-    KafkaError
+    BrokerError
         When delivery fails or does not complete within ``timeout_s``.
     """
-    from confluent_kafka import KafkaError as CKError
-    from confluent_kafka import Producer
+    from confluent_kafka import KafkaError, Producer
 
     result: dict[str, Any] = {}
 
@@ -149,8 +147,8 @@ def produce_one(
         meta = None
     else:
         unknown = meta is not None and meta.error is not None
-        if unknown and meta.error.code() == CKError.UNKNOWN_TOPIC_OR_PART:
-            raise KafkaError(
+        if unknown and meta.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+            raise BrokerError(
                 f"topic {topic} does not exist; create it with `contract-gate topics create`"
             )
     try:
@@ -159,15 +157,15 @@ def produce_one(
             topic, key=key, value=value, headers=headers, on_delivery=on_delivery, **extra
         )
     except Exception as exc:
-        raise KafkaError(f"cannot produce to {topic}: {exc}") from exc
+        raise BrokerError(f"cannot produce to {topic}: {exc}") from exc
     remaining = producer.flush(timeout_s)
     if remaining or "msg" not in result:
-        raise KafkaError(
+        raise BrokerError(
             f"record to {topic} not delivered within {timeout_s:.0f} s: is Kafka reachable "
             f"at {settings.bootstrap_servers}? (--bootstrap-servers / KAFKA_BOOTSTRAP_SERVERS)"
         )
     if result["err"] is not None:
-        raise KafkaError(f"record to {topic} refused: {result['err'].str()}")
+        raise BrokerError(f"record to {topic} refused: {result['err'].str()}")
     return int(result["msg"].partition()), int(result["msg"].offset())
 
 
@@ -191,18 +189,23 @@ def read_topic(
 
     Raises
     ------
-    KafkaError
+    BrokerError
         The topic does not exist, a read fails, or EOF is not reached on every partition
         within ``timeout_s`` seconds (without ``follow``).
     """
-    from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
-    from confluent_kafka import KafkaError as CKError
+    from confluent_kafka import (
+        OFFSET_BEGINNING,
+        Consumer,
+        KafkaError,
+        KafkaException,
+        TopicPartition,
+    )
 
     consumer = Consumer(settings.reader())
     try:
         meta = consumer.list_topics(topic, timeout=10).topics.get(topic)
         if meta is None or meta.error is not None or not meta.partitions:
-            raise KafkaError(
+            raise BrokerError(
                 f"topic {topic} does not exist; create it with `contract-gate topics create`"
             )
         assignment = []
@@ -224,7 +227,7 @@ def read_topic(
             if not follow and len(at_eof) == len(assignment):
                 return
             if not follow and time.monotonic() > deadline:
-                raise KafkaError(
+                raise BrokerError(
                     f"{topic} not read to its end within {timeout_s:.0f} s "
                     f"({len(at_eof)}/{len(assignment)} partitions at EOF)"
                 )
@@ -233,13 +236,13 @@ def read_topic(
                 continue
             err = msg.error()
             if err is not None:
-                if err.code() == CKError._PARTITION_EOF:
+                if err.code() == KafkaError._PARTITION_EOF:
                     at_eof.add(int(msg.partition() or 0))
                     continue
-                raise KafkaError(f"reading {topic} failed: {err.str()}")
+                raise BrokerError(f"reading {topic} failed: {err.str()}")
             at_eof.discard(int(msg.partition() or 0))
             yield msg
     except KafkaException as exc:  # confluent-kafka errors, translated at the boundary
-        raise KafkaError(f"reading {topic} failed: {exc.args[0].str()}") from exc
+        raise BrokerError(f"reading {topic} failed: {exc.args[0].str()}") from exc
     finally:
         consumer.close()

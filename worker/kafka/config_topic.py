@@ -15,7 +15,7 @@ from collections.abc import Callable
 from typing import Any, TypeVar
 
 from worker.core._util.text import clip
-from worker.core.errors import KafkaError
+from worker.core.errors import BrokerError
 from worker.core.lifecycle.registry import ConfigEvent, Registry
 from worker.io.config_records import apply_config_value
 from worker.kafka.settings import Settings
@@ -68,7 +68,7 @@ class ConfigFollower:
             meta = consumer.list_topics(topic, timeout=10)
         except KafkaException as exc:
             consumer.close()
-            raise KafkaError(
+            raise BrokerError(
                 f"cannot read metadata of config topic {topic} from "
                 f"{self.settings.bootstrap_servers}: {exc.args[0].str()}; check "
                 "--bootstrap-servers / KAFKA_BOOTSTRAP_SERVERS and that the broker is up"
@@ -76,7 +76,7 @@ class ConfigFollower:
         tmeta = meta.topics.get(topic)
         if tmeta is None or tmeta.error is not None or not tmeta.partitions:
             consumer.close()
-            raise KafkaError(
+            raise BrokerError(
                 f"config topic {topic} does not exist or has no partitions; "
                 "create it with `contract-gate topics create`"
             )
@@ -92,18 +92,18 @@ class ConfigFollower:
 
         Raises
         ------
-        KafkaError
+        BrokerError
             When the topic is missing or EOF is not reached on every partition within
             ``timeout_s`` seconds.
         """
-        from confluent_kafka import KafkaError as CKError
+        from confluent_kafka import KafkaError
 
         self._consumer = self._open()
         at_eof: set[int] = set()
         deadline = time.monotonic() + timeout_s
         while len(at_eof) < self.partitions_total:
             if time.monotonic() > deadline:
-                raise KafkaError(
+                raise BrokerError(
                     f"config bootstrap did not reach the end of {self.settings.topics.contracts} "
                     f"within {timeout_s:.0f} s ({len(at_eof)}/{self.partitions_total} partitions "
                     f"at EOF, {self.records_read} records read)"
@@ -113,11 +113,11 @@ class ConfigFollower:
                 continue
             err = msg.error()
             if err is not None:
-                if err.code() == CKError._PARTITION_EOF:
+                if err.code() == KafkaError._PARTITION_EOF:
                     at_eof.add(msg.partition())
                     self.partitions_at_eof = len(at_eof)
                     continue
-                raise KafkaError(f"config topic read failed: {err.str()}")
+                raise BrokerError(f"config topic read failed: {err.str()}")
             at_eof.discard(msg.partition())
             self._apply(msg)
             if progress and self.records_read % 100 == 0:
@@ -130,27 +130,26 @@ class ConfigFollower:
 
         Raises
         ------
-        KafkaError
+        BrokerError
             On a fatal client error; transient errors are logged and retried by the
             client, EOF notifications after the bootstrap are ignored.
         """
-        from confluent_kafka import KafkaError as CKError
-        from confluent_kafka import KafkaException
+        from confluent_kafka import KafkaError, KafkaException
 
         if self._consumer is None:
             return []
         try:
             msgs = self._consumer.consume(num_messages=max_records, timeout=0)
         except KafkaException as exc:
-            raise KafkaError(f"config topic read failed: {exc.args[0].str()}") from exc
+            raise BrokerError(f"config topic read failed: {exc.args[0].str()}") from exc
         events = []
         for msg in msgs:
             err = msg.error()
             if err is None:
                 events.append(self._apply(msg))
             elif err.fatal():
-                raise KafkaError(f"config topic read failed: {err.str()}")
-            elif err.code() != CKError._PARTITION_EOF:
+                raise BrokerError(f"config topic read failed: {err.str()}")
+            elif err.code() != KafkaError._PARTITION_EOF:
                 log.warning("config topic: %s (the client retries)", err.str())
         return events
 
@@ -202,7 +201,7 @@ def read_config(settings: Settings, registry: RegistryT, timeout_s: float = 30.0
 
     Raises
     ------
-    KafkaError
+    BrokerError
         As :meth:`ConfigFollower.bootstrap`.
     """
     follower = ConfigFollower(settings, registry, quiet_rejections=True)

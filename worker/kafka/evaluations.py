@@ -24,7 +24,7 @@ def read_evaluations(
 
     Raises
     ------
-    KafkaError
+    BrokerError
         The topic is missing or EOF is not reached on every partition within ``timeout_s``.
     """
     out: list[dict[str, Any]] = []
@@ -52,7 +52,7 @@ def read_recent_evaluations(
 
     Raises
     ------
-    KafkaError
+    BrokerError
         The topic is missing or EOF is not reached within ``timeout_s``.
     """
     out: list[dict[str, Any]] = []

@@ -103,7 +103,7 @@ def read_quarantine(
 
     Raises
     ------
-    KafkaError
+    BrokerError
         When the topic does not exist or EOF is not reached within ``timeout_s`` seconds
         (without ``follow``).
     """

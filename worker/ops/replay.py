@@ -137,7 +137,7 @@ def read_admitted(
 
     Raises
     ------
-    KafkaError
+    BrokerError
         When the topic does not exist or cannot be read to its end within ``timeout_s``.
     """
 
@@ -204,7 +204,7 @@ def replay(settings: Settings, entry: QuarantineEntry, *, force: bool = False) -
     ------
     ContractGateError
         When the record carries no original bytes (too large to carry, or undecodable).
-    KafkaError
+    BrokerError
         When the event cannot be delivered.
     """
     if entry.record is None or not entry.record["original"]:

@@ -117,7 +117,7 @@ def verify_overlap(settings: Settings, layer: str, *, timeout_s: float = 60.0) -
     ------
     ContractGateError
         The layer has no active version.
-    KafkaError
+    BrokerError
         A topic cannot be read to its end, or the admin API does not answer.
     """
     from worker.control.attribution import consumer_groups, migration_view, read_declarations
