@@ -197,7 +197,7 @@ def _fake_admitted(
 
     monkeypatch.setattr(consumers, "read_topic", read_topic)
     monkeypatch.setattr(
-        consumers, "_watermarks", lambda s, t: {p: (0, len(r)) for p, r in parts.items()}
+        consumers, "watermarks", lambda s, t: {p: (0, len(r)) for p, r in parts.items()}
     )
     return reads
 

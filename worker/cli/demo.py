@@ -23,6 +23,7 @@ from worker.gate.pipeline import Pipeline
 from worker.io import codec
 from worker.io.reports.text import brief
 from worker.kafka.admin import create_topics, produce_one
+from worker.kafka.clients import make_consumer
 from worker.kafka.embedded import start_broker
 from worker.kafka.settings import Settings, Topics
 
@@ -56,11 +57,11 @@ def collect_results(
     """Read the admitted, quarantine and evaluation topics until ``expected`` decisions and
     ``evaluations`` distinct (batch, version) evaluation records were seen (or ``timeout_s``
     passes). Duplicates (redelivery after a crash) are kept in ``evaluations``."""
-    from confluent_kafka import Consumer
-
     t = settings.topics
     result = DemoResult()
-    consumer = Consumer(settings.reader(**{"group.id": f"demo-reader-{uuid.uuid4().hex[:8]}"}))
+    consumer = make_consumer(
+        settings, reader=True, **{"group.id": f"demo-reader-{uuid.uuid4().hex[:8]}"}
+    )
     consumer.subscribe([t.admitted, t.quarantine, t.evaluations])
     deadline = time.monotonic() + timeout_s
     try:

@@ -15,8 +15,6 @@ import sys
 from collections.abc import Sequence
 from typing import Any, NoReturn
 
-from confluent_kafka import KafkaException
-
 from worker import __version__
 from worker.cli.args import (
     EXIT_BAD_INPUT,
@@ -34,7 +32,7 @@ from worker.cli.gate import cmd_batch, cmd_check, cmd_contract, cmd_demo, cmd_ru
 from worker.cli.lifecycle import add_lifecycle_args
 from worker.cli.quarantine import add_quarantine_args, cmd_quarantine
 from worker.cli.verify import add_verify_args, cmd_verify
-from worker.core.errors import ContractGateError
+from worker.core.errors import BrokerError, ContractGateError
 from worker.gate.ahead import DEFAULT_ROUTING_THREADS, MIN_AHEAD_BYTES
 from worker.gate.deadline import DEFAULT_BATCH_DEADLINE_S
 from worker.gate.poll import (
@@ -43,6 +41,7 @@ from worker.gate.poll import (
     DEFAULT_READY_BYTES,
     MAX_BATCH_WAIT_MS,
 )
+from worker.kafka.clients import map_kafka_errors
 
 __all__ = ["build_parser", "main"]
 
@@ -412,18 +411,21 @@ def main(argv: Sequence[str] | None = None) -> int:
     if args.log_level is None and args.command == "run":
         logging.getLogger("worker").setLevel(logging.INFO)  # the worker's operational lines
     try:
-        return int(COMMANDS[args.command](args))
+        with map_kafka_errors():  # a client error nothing below gave context to
+            return int(COMMANDS[args.command](args))
+    except BrokerError as exc:
+        if exc.detail is not None and str(exc) == exc.detail:  # librdkafka's text alone
+            # e.g. an unknown --kafka-property refused when a client is built
+            print(
+                f"contract-gate {args.command}: Kafka error: {exc}; check --bootstrap-servers, "
+                "--kafka-property and CONTRACT_GATE_KAFKA_* settings",
+                file=sys.stderr,
+            )
+        else:
+            print(f"contract-gate {args.command}: error: {exc}", file=sys.stderr)
+        return EXIT_BAD_INPUT
     except ContractGateError as exc:
         print(f"contract-gate {args.command}: error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
-    except KafkaException as exc:  # e.g. an unknown --kafka-property, translated at the edge
-        err = exc.args[0] if exc.args else exc
-        text = err.str() if hasattr(err, "str") else str(err)
-        print(
-            f"contract-gate {args.command}: Kafka error: {text}; check --bootstrap-servers, "
-            "--kafka-property and CONTRACT_GATE_KAFKA_* settings",
-            file=sys.stderr,
-        )
         return EXIT_BAD_INPUT
     except BrokenPipeError:
         # the reader of our output went away (e.g. `| head`): stop quietly, as a shell tool

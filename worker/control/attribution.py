@@ -21,7 +21,7 @@ from worker.core.lifecycle.migration import (
 )
 from worker.core.lifecycle.registry import Registry
 from worker.io.codec import decode_consumer_declaration
-from worker.kafka.admin import read_topic
+from worker.kafka.admin import group_offsets, read_topic
 from worker.kafka.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -112,30 +112,17 @@ def _group_offsets(
 ) -> tuple[set[str], dict[str, set[str]], dict[str, dict[int, int]]]:
     """:func:`_group_topics` plus, per group, its committed offsets on the admitted topic
     (``{partition: offset}``)."""
-    from confluent_kafka import ConsumerGroupTopicPartitions
-    from confluent_kafka.admin import AdminClient
-
-    admin = AdminClient(settings.base())
-    try:
-        listed = admin.list_consumer_groups(request_timeout=timeout_s).result()
-        existing = {g.group_id for g in listed.valid}
-        offsets: dict[str, set[str]] = {}
-        admitted: dict[str, dict[int, int]] = {}
-        for group in sorted(existing):
-            futures = admin.list_consumer_group_offsets(
-                [ConsumerGroupTopicPartitions(group)], request_timeout=timeout_s
-            )
-            for fut in futures.values():
-                result = fut.result()
-                topics = {tp.topic for tp in result.topic_partitions or [] if tp.offset >= 0}
-                if topics:
-                    offsets.setdefault(group, set()).update(topics)
-                for tp in result.topic_partitions or []:
-                    if tp.topic == settings.topics.admitted and tp.offset >= 0:
-                        admitted.setdefault(group, {})[int(tp.partition)] = int(tp.offset)
-    except Exception as exc:
-        raise BrokerError(f"cannot list consumer groups and their offsets: {exc}") from exc
-    return existing, offsets, admitted
+    listed = group_offsets(settings, timeout_s)
+    offsets: dict[str, set[str]] = {}
+    admitted: dict[str, dict[int, int]] = {}
+    for group, committed in listed.items():
+        topics = {topic for topic, _, offset in committed if offset >= 0}
+        if topics:
+            offsets.setdefault(group, set()).update(topics)
+        for topic, partition, offset in committed:
+            if topic == settings.topics.admitted and offset >= 0:
+                admitted.setdefault(group, {})[partition] = offset
+    return set(listed), offsets, admitted
 
 
 def migration_view(
@@ -182,32 +169,3 @@ def migration_view(
         path_readers=per_major_readers(settings, offsets),
         layers_read=seen,
     )
-
-
-def _watermarks(settings: Settings, topic: str) -> dict[int, tuple[int, int]]:
-    """``{partition: (low, high)}`` of ``topic`` (ListOffsets: only a starting point for a
-    read that still ends on partition EOF, DESIGN.md section 8).
-
-    Raises
-    ------
-    BrokerError
-        The topic does not exist or the broker does not answer.
-    """
-    from confluent_kafka import Consumer, KafkaException, TopicPartition
-
-    consumer = Consumer(settings.reader())
-    try:
-        meta = consumer.list_topics(topic, timeout=10).topics.get(topic)
-        if meta is None or meta.error is not None or not meta.partitions:
-            raise BrokerError(
-                f"topic {topic} does not exist; create it with `contract-gate topics create`"
-            )
-        marks: dict[int, tuple[int, int]] = {}
-        for p in sorted(meta.partitions):
-            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
-            marks[p] = (int(low), int(high))
-        return marks
-    except KafkaException as exc:
-        raise BrokerError(f"reading {topic} failed: {exc.args[0].str()}") from exc
-    finally:
-        consumer.close()

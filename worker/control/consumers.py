@@ -22,7 +22,6 @@ from typing import Any
 
 from opentelemetry import metrics
 
-from worker.control.attribution import _watermarks
 from worker.core.errors import ContractGateError, PolicyError, VersionMismatchError
 from worker.core.lifecycle.migration import (
     parse_version,
@@ -30,7 +29,7 @@ from worker.core.lifecycle.migration import (
 )
 from worker.core.lifecycle.registry import Registry
 from worker.io.codec import encode_consumer_declaration
-from worker.kafka.admin import produce_one, read_topic
+from worker.kafka.admin import produce_one, read_topic, watermarks
 from worker.kafka.config_topic import read_config
 from worker.kafka.settings import Settings
 
@@ -179,7 +178,7 @@ def latest_of_layer(settings: Settings, layer: str, last: int) -> list[Any]:
     other layers in between never hide the layer's own.
     """
     topic = settings.topics.admitted
-    marks = _watermarks(settings, topic)
+    marks = watermarks(settings, topic)
     window = max(4 * last, 64)
     while True:
         start = {p: max(low, high - window) for p, (low, high) in marks.items()}

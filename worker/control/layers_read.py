@@ -15,7 +15,8 @@ import time
 from collections.abc import Mapping
 
 from worker.core._util.text import clip
-from worker.core.errors import BrokerError
+from worker.kafka.clients import PARTITION_EOF, broker_error, make_consumer, map_kafka_errors
+from worker.kafka.protocols import TopicPartition
 from worker.kafka.settings import Settings
 
 __all__ = ["MAX_LAYERS_SHOWN", "SAMPLE_PER_PARTITION", "layers_read"]
@@ -56,8 +57,6 @@ def layers_read(
     BrokerError
         The topic cannot be read.
     """
-    from confluent_kafka import Consumer, KafkaError, KafkaException, TopicPartition
-
     topic = settings.topics.admitted
     windows: dict[int, list[tuple[str, int, int]]] = {}  # partition -> (group, start, end)
     for group, offsets in committed.items():
@@ -67,43 +66,42 @@ def layers_read(
     if not windows:
         return {}
     seen: dict[str, set[str]] = {g: set() for ws in windows.values() for g, _, _ in ws}
-    consumer = Consumer(settings.reader())
+    consumer = make_consumer(settings, reader=True)
     try:
-        todo: dict[int, int] = {}  # partition -> offset where its read ends
-        assignment = []
-        for p, ws in sorted(windows.items()):
-            low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
-            start = max(low, min(s for _, s, _ in ws))
-            end = min(high, max(e for _, _, e in ws))
-            if start < end:
-                assignment.append(TopicPartition(topic, p, start))
-                todo[p] = end
-        consumer.assign(assignment)
-        deadline = time.monotonic() + timeout_s
-        while todo and time.monotonic() < deadline:
-            msg = consumer.poll(0.2)
-            if msg is None:
-                continue
-            err = msg.error()
-            if err is not None:
-                if err.code() == KafkaError._PARTITION_EOF:
-                    todo.pop(int(msg.partition() or 0), None)
+        with map_kafka_errors(f"reading {topic} failed"):
+            todo: dict[int, int] = {}  # partition -> offset where its read ends
+            assignment = []
+            for p, ws in sorted(windows.items()):
+                low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+                start = max(low, min(s for _, s, _ in ws))
+                end = min(high, max(e for _, _, e in ws))
+                if start < end:
+                    assignment.append(TopicPartition(topic, p, start))
+                    todo[p] = end
+            consumer.assign(assignment)
+            deadline = time.monotonic() + timeout_s
+            while todo and time.monotonic() < deadline:
+                msg = consumer.poll(0.2)
+                if msg is None:
                     continue
-                raise BrokerError(f"reading {topic} failed: {err.str()}")
-            p, offset = int(msg.partition() or 0), int(msg.offset() or 0)
-            if p not in todo:
-                continue
-            if offset >= todo[p]:  # past the window (its last offset was a commit marker)
-                todo.pop(p)
-                continue
-            if offset == todo[p] - 1:
-                todo.pop(p)
-            layer = _layer(msg)
-            for group, start, end in windows[p]:
-                if layer and start <= offset < end:
-                    seen[group].add(layer)
-    except KafkaException as exc:
-        raise BrokerError(f"reading {topic} failed: {exc.args[0].str()}") from exc
+                err = msg.error()
+                if err is not None:
+                    if err.code() == PARTITION_EOF:
+                        todo.pop(int(msg.partition() or 0), None)
+                        continue
+                    raise broker_error(err, f"reading {topic} failed")
+                p, offset = int(msg.partition() or 0), int(msg.offset() or 0)
+                if p not in todo:
+                    continue
+                if offset >= todo[p]:  # past the window (its last offset was a commit marker)
+                    todo.pop(p)
+                    continue
+                if offset == todo[p] - 1:
+                    todo.pop(p)
+                layer = _layer(msg)
+                for group, start, end in windows[p]:
+                    if layer and start <= offset < end:
+                        seen[group].add(layer)
     finally:
         consumer.close()
     return {g: tuple(sorted(layers)[:MAX_LAYERS_SHOWN]) for g, layers in seen.items()}

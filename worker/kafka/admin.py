@@ -1,8 +1,8 @@
 """The thin confluent-kafka adapter: topic creation, one-record produce, group-less reads.
 
-Everything that talks to librdkafka directly lives here or in :mod:`worker.gate.pipeline`
-and :mod:`worker.kafka.config_topic`; errors of confluent-kafka are translated to
-:class:`worker.core.errors.BrokerError` at this boundary.
+Clients are built by :mod:`worker.kafka.clients`; errors of confluent-kafka are
+translated to :class:`worker.core.errors.BrokerError` at this boundary
+(:func:`~worker.kafka.clients.map_kafka_errors`).
 """
 
 from __future__ import annotations
@@ -14,9 +14,28 @@ from typing import Any
 
 from worker.core._util.text import clip
 from worker.core.errors import BrokerError
+from worker.kafka.clients import (
+    OFFSET_BEGINNING,
+    PARTITION_EOF,
+    TOPIC_ALREADY_EXISTS,
+    UNKNOWN_TOPIC_OR_PART,
+    broker_error,
+    make_admin,
+    make_consumer,
+    make_producer,
+    map_kafka_errors,
+)
+from worker.kafka.protocols import TopicPartition
 from worker.kafka.settings import MAX_MESSAGE_BYTES, Settings
 
-__all__ = ["create_topics", "produce_one", "read_topic"]
+__all__ = [
+    "NOT_COMPACTED",
+    "create_topics",
+    "group_offsets",
+    "produce_one",
+    "read_topic",
+    "watermarks",
+]
 
 
 def create_topics(
@@ -39,8 +58,7 @@ def create_topics(
     BrokerError
         When the broker refuses a topic for another reason than that it exists.
     """
-    from confluent_kafka import KafkaError, KafkaException
-    from confluent_kafka.admin import AdminClient, NewTopic
+    from confluent_kafka.admin import NewTopic
 
     t = settings.topics
     big = {"max.message.bytes": str(MAX_MESSAGE_BYTES + 1024 * 1024)}
@@ -55,29 +73,27 @@ def create_topics(
     }
     if names is not None:
         specs = {name: (partitions, big) for name in names}
-    admin = AdminClient(settings.base())
-    try:
+    admin = make_admin(settings)
+    with map_kafka_errors(
+        f"cannot reach Kafka at {settings.bootstrap_servers}",
+        hint="check --bootstrap-servers / KAFKA_BOOTSTRAP_SERVERS",
+    ):
         admin.list_topics(timeout=min(10.0, timeout_s))
-    except KafkaException as exc:
-        raise BrokerError(
-            f"cannot reach Kafka at {settings.bootstrap_servers}: {exc.args[0].str()}; check "
-            "--bootstrap-servers / KAFKA_BOOTSTRAP_SERVERS"
-        ) from exc
-    futures = admin.create_topics(
-        [NewTopic(name, n, replication_factor, config=cfg) for name, (n, cfg) in specs.items()],
-        request_timeout=timeout_s,
-    )
+    with map_kafka_errors():
+        futures = admin.create_topics(
+            [NewTopic(name, n, replication_factor, config=cfg) for name, (n, cfg) in specs.items()],
+            request_timeout=timeout_s,
+        )
     outcome: dict[str, str] = {}
     for name, fut in futures.items():
         try:
-            fut.result()
+            with map_kafka_errors(f"cannot create topic {name}"):
+                fut.result()
             outcome[name] = "created"
-        except KafkaException as exc:
-            err = exc.args[0]
-            if err.code() == KafkaError.TOPIC_ALREADY_EXISTS:
-                outcome[name] = "exists"
-            else:
-                raise BrokerError(f"cannot create topic {name}: {err.str()}") from exc
+        except BrokerError as exc:
+            if exc.code != TOPIC_ALREADY_EXISTS:
+                raise
+            outcome[name] = "exists"
     for name, (_, cfg) in specs.items():
         if outcome[name] == "exists" and cfg.get("cleanup.policy") == "compact":
             outcome[name] += _compaction_problem(admin, name, timeout_s)
@@ -133,39 +149,43 @@ def produce_one(
     BrokerError
         When delivery fails or does not complete within ``timeout_s``.
     """
-    from confluent_kafka import KafkaError, Producer
-
     result: dict[str, Any] = {}
 
     def on_delivery(err: Any, msg: Any) -> None:  # callback: only records the outcome
         result["err"], result["msg"] = err, msg
 
-    producer = Producer(settings.producer())
+    producer = make_producer(settings)
     try:  # a missing topic is said at once, with the fix (the delivery waited timeout_s)
         meta = producer.list_topics(topic, timeout=min(10.0, timeout_s)).topics.get(topic)
     except Exception:  # unreachable: the delivery below says so, naming the setting
         meta = None
     else:
         unknown = meta is not None and meta.error is not None
-        if unknown and meta.error.code() == KafkaError.UNKNOWN_TOPIC_OR_PART:
+        if unknown and meta.error.code() == UNKNOWN_TOPIC_OR_PART:
             raise BrokerError(
                 f"topic {topic} does not exist; create it with `contract-gate topics create`"
             )
     try:
         extra: dict[str, Any] = {} if partition is None else {"partition": partition}
         producer.produce(
-            topic, key=key, value=value, headers=headers, on_delivery=on_delivery, **extra
+            topic,
+            key=key,  # type: ignore[arg-type]  # librdkafka encodes str keys and headers
+            value=value,
+            headers=headers,  # type: ignore[arg-type]
+            on_delivery=on_delivery,
+            **extra,
         )
     except Exception as exc:
         raise BrokerError(f"cannot produce to {topic}: {exc}") from exc
-    remaining = producer.flush(timeout_s)
+    with map_kafka_errors(f"cannot produce to {topic}"):
+        remaining = producer.flush(timeout_s)
     if remaining or "msg" not in result:
         raise BrokerError(
             f"record to {topic} not delivered within {timeout_s:.0f} s: is Kafka reachable "
             f"at {settings.bootstrap_servers}? (--bootstrap-servers / KAFKA_BOOTSTRAP_SERVERS)"
         )
     if result["err"] is not None:
-        raise BrokerError(f"record to {topic} refused: {result['err'].str()}")
+        raise broker_error(result["err"], f"record to {topic} refused")
     return int(result["msg"].partition()), int(result["msg"].offset())
 
 
@@ -193,56 +213,108 @@ def read_topic(
         The topic does not exist, a read fails, or EOF is not reached on every partition
         within ``timeout_s`` seconds (without ``follow``).
     """
-    from confluent_kafka import (
-        OFFSET_BEGINNING,
-        Consumer,
-        KafkaError,
-        KafkaException,
-        TopicPartition,
-    )
-
-    consumer = Consumer(settings.reader())
+    consumer = make_consumer(settings, reader=True)
     try:
-        meta = consumer.list_topics(topic, timeout=10).topics.get(topic)
-        if meta is None or meta.error is not None or not meta.partitions:
-            raise BrokerError(
-                f"topic {topic} does not exist; create it with `contract-gate topics create`"
-            )
-        assignment = []
-        for p in sorted(meta.partitions):
-            offset = OFFSET_BEGINNING
-            if start is not None and p in start:
-                # within the partition: an offset past its end was out of range, and its
-                # EOF never came (`consumers assert --offset 999999` waited timeout_s)
-                low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
-                offset = min(max(start[p], low), high)
-            elif tail is not None:
-                low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
-                offset = max(low, high - tail)
-            assignment.append(TopicPartition(topic, p, offset))
-        consumer.assign(assignment)
-        at_eof: set[int] = set()
-        deadline = time.monotonic() + timeout_s
-        while stop is None or not stop.is_set():
-            if not follow and len(at_eof) == len(assignment):
-                return
-            if not follow and time.monotonic() > deadline:
+        with map_kafka_errors(f"reading {topic} failed"):
+            meta = consumer.list_topics(topic, timeout=10).topics.get(topic)
+            if meta is None or meta.error is not None or not meta.partitions:
                 raise BrokerError(
-                    f"{topic} not read to its end within {timeout_s:.0f} s "
-                    f"({len(at_eof)}/{len(assignment)} partitions at EOF)"
+                    f"topic {topic} does not exist; create it with `contract-gate topics create`"
                 )
-            msg = consumer.poll(0.5)
-            if msg is None:
-                continue
-            err = msg.error()
-            if err is not None:
-                if err.code() == KafkaError._PARTITION_EOF:
-                    at_eof.add(int(msg.partition() or 0))
+            assignment = []
+            for p in sorted(meta.partitions):
+                offset = OFFSET_BEGINNING
+                if start is not None and p in start:
+                    # within the partition: an offset past its end was out of range, and its
+                    # EOF never came (`consumers assert --offset 999999` waited timeout_s)
+                    low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+                    offset = min(max(start[p], low), high)
+                elif tail is not None:
+                    low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+                    offset = max(low, high - tail)
+                assignment.append(TopicPartition(topic, p, offset))
+            consumer.assign(assignment)
+            at_eof: set[int] = set()
+            deadline = time.monotonic() + timeout_s
+            while stop is None or not stop.is_set():
+                if not follow and len(at_eof) == len(assignment):
+                    return
+                if not follow and time.monotonic() > deadline:
+                    raise BrokerError(
+                        f"{topic} not read to its end within {timeout_s:.0f} s "
+                        f"({len(at_eof)}/{len(assignment)} partitions at EOF)"
+                    )
+                msg = consumer.poll(0.5)
+                if msg is None:
                     continue
-                raise BrokerError(f"reading {topic} failed: {err.str()}")
-            at_eof.discard(int(msg.partition() or 0))
-            yield msg
-    except KafkaException as exc:  # confluent-kafka errors, translated at the boundary
-        raise BrokerError(f"reading {topic} failed: {exc.args[0].str()}") from exc
+                err = msg.error()
+                if err is not None:
+                    if err.code() == PARTITION_EOF:
+                        at_eof.add(int(msg.partition() or 0))
+                        continue
+                    raise broker_error(err, f"reading {topic} failed")
+                at_eof.discard(int(msg.partition() or 0))
+                yield msg
     finally:
         consumer.close()
+
+
+def watermarks(settings: Settings, topic: str) -> dict[int, tuple[int, int]]:
+    """``{partition: (low, high)}`` offsets of ``topic`` (ListOffsets: only a starting
+    point for a read that still ends on partition EOF, DESIGN.md section 8).
+
+    Raises
+    ------
+    BrokerError
+        The topic does not exist or the broker does not answer.
+    """
+    consumer = make_consumer(settings, reader=True)
+    try:
+        with map_kafka_errors(f"reading {topic} failed"):
+            meta = consumer.list_topics(topic, timeout=10).topics.get(topic)
+            if meta is None or meta.error is not None or not meta.partitions:
+                raise BrokerError(
+                    f"topic {topic} does not exist; create it with `contract-gate topics create`"
+                )
+            marks: dict[int, tuple[int, int]] = {}
+            for p in sorted(meta.partitions):
+                low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
+                marks[p] = (int(low), int(high))
+            return marks
+    finally:
+        consumer.close()
+
+
+def group_offsets(settings: Settings, timeout_s: float) -> dict[str, list[tuple[str, int, int]]]:
+    """Every consumer group the broker lists, with its committed offsets (Kafka admin API).
+
+    Returns
+    -------
+    dict of group id to ``(topic, partition, committed offset)`` triples; an offset below
+    0 means nothing is committed there. A group without offsets maps to ``[]``.
+
+    Raises
+    ------
+    BrokerError
+        The broker does not answer the admin requests within ``timeout_s`` seconds each.
+    """
+    from confluent_kafka import ConsumerGroupTopicPartitions
+
+    admin = make_admin(settings)
+    out: dict[str, list[tuple[str, int, int]]] = {}
+    try:
+        listed = admin.list_consumer_groups(request_timeout=timeout_s).result()
+        for group in sorted({g.group_id for g in listed.valid}):
+            out[group] = []
+            futures = admin.list_consumer_group_offsets(
+                [ConsumerGroupTopicPartitions(group)], request_timeout=timeout_s
+            )
+            for fut in futures.values():
+                result = fut.result()
+                out[group] += [
+                    (str(tp.topic), int(tp.partition), int(tp.offset))
+                    for tp in result.topic_partitions or []
+                ]
+    except Exception as exc:
+        raise BrokerError(f"cannot list consumer groups and their offsets: {exc}") from exc
+    return out

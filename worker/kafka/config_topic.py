@@ -18,6 +18,14 @@ from worker.core._util.text import clip
 from worker.core.errors import BrokerError
 from worker.core.lifecycle.registry import ConfigEvent, Registry
 from worker.io.config_records import apply_config_value
+from worker.kafka.clients import (
+    OFFSET_BEGINNING,
+    PARTITION_EOF,
+    broker_error,
+    make_consumer,
+    map_kafka_errors,
+)
+from worker.kafka.protocols import ConsumerLike, TopicPartition
 from worker.kafka.settings import Settings
 
 __all__ = ["ConfigFollower", "read_config"]
@@ -57,22 +65,22 @@ class ConfigFollower:
         self.records_read = 0
         self.partitions_total = 0
         self.partitions_at_eof = 0
-        self._consumer: Any = None
+        self._consumer: ConsumerLike | None = None
 
-    def _open(self) -> Any:
-        from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
-
-        consumer = Consumer(self.settings.reader())
+    def _open(self) -> ConsumerLike:
+        consumer = make_consumer(self.settings, reader=True)
         topic = self.settings.topics.contracts
         try:
-            meta = consumer.list_topics(topic, timeout=10)
-        except KafkaException as exc:
-            consumer.close()
-            raise BrokerError(
+            with map_kafka_errors(
                 f"cannot read metadata of config topic {topic} from "
-                f"{self.settings.bootstrap_servers}: {exc.args[0].str()}; check "
-                "--bootstrap-servers / KAFKA_BOOTSTRAP_SERVERS and that the broker is up"
-            ) from exc
+                f"{self.settings.bootstrap_servers}",
+                hint="check --bootstrap-servers / KAFKA_BOOTSTRAP_SERVERS and that the broker is "
+                "up",
+            ):
+                meta = consumer.list_topics(topic, timeout=10)
+        except BrokerError:
+            consumer.close()
+            raise
         tmeta = meta.topics.get(topic)
         if tmeta is None or tmeta.error is not None or not tmeta.partitions:
             consumer.close()
@@ -81,7 +89,8 @@ class ConfigFollower:
                 "create it with `contract-gate topics create`"
             )
         parts = sorted(tmeta.partitions)
-        consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in parts])
+        with map_kafka_errors("config topic read failed"):
+            consumer.assign([TopicPartition(topic, p, OFFSET_BEGINNING) for p in parts])
         self.partitions_total = len(parts)
         return consumer
 
@@ -96,8 +105,6 @@ class ConfigFollower:
             When the topic is missing or EOF is not reached on every partition within
             ``timeout_s`` seconds.
         """
-        from confluent_kafka import KafkaError
-
         self._consumer = self._open()
         at_eof: set[int] = set()
         deadline = time.monotonic() + timeout_s
@@ -108,17 +115,18 @@ class ConfigFollower:
                     f"within {timeout_s:.0f} s ({len(at_eof)}/{self.partitions_total} partitions "
                     f"at EOF, {self.records_read} records read)"
                 )
-            msg = self._consumer.poll(0.5)
+            with map_kafka_errors("config topic read failed"):
+                msg = self._consumer.poll(0.5)
             if msg is None:
                 continue
             err = msg.error()
             if err is not None:
-                if err.code() == KafkaError._PARTITION_EOF:
-                    at_eof.add(msg.partition())
+                if err.code() == PARTITION_EOF:
+                    at_eof.add(int(msg.partition() or 0))
                     self.partitions_at_eof = len(at_eof)
                     continue
-                raise BrokerError(f"config topic read failed: {err.str()}")
-            at_eof.discard(msg.partition())
+                raise broker_error(err, "config topic read failed")
+            at_eof.discard(int(msg.partition() or 0))
             self._apply(msg)
             if progress and self.records_read % 100 == 0:
                 progress(f"config bootstrap: {self.records_read} records")
@@ -134,22 +142,18 @@ class ConfigFollower:
             On a fatal client error; transient errors are logged and retried by the
             client, EOF notifications after the bootstrap are ignored.
         """
-        from confluent_kafka import KafkaError, KafkaException
-
         if self._consumer is None:
             return []
-        try:
+        with map_kafka_errors("config topic read failed"):
             msgs = self._consumer.consume(num_messages=max_records, timeout=0)
-        except KafkaException as exc:
-            raise BrokerError(f"config topic read failed: {exc.args[0].str()}") from exc
         events = []
         for msg in msgs:
             err = msg.error()
             if err is None:
                 events.append(self._apply(msg))
             elif err.fatal():
-                raise BrokerError(f"config topic read failed: {err.str()}")
-            elif err.code() != KafkaError._PARTITION_EOF:
+                raise broker_error(err, "config topic read failed")
+            elif err.code() != PARTITION_EOF:
                 log.warning("config topic: %s (the client retries)", err.str())
         return events
 
@@ -186,6 +190,7 @@ class ConfigFollower:
         return event
 
     def close(self) -> None:
+        """Close the reader (idempotent)."""
         if self._consumer is not None:
             self._consumer.close()
             self._consumer = None

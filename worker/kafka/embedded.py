@@ -26,6 +26,7 @@ from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from worker.core.errors import BrokerUnavailable
+from worker.kafka.clients import make_admin
 
 __all__ = [
     "STORAGE_SCHEMES",
@@ -73,8 +74,6 @@ def wait_for_broker(
     BrokerUnavailable
         When no broker answered within ``timeout_s`` seconds, or ``alive()`` went false.
     """
-    from confluent_kafka.admin import AdminClient
-
     deadline = time.monotonic() + timeout_s
     last: Exception | None = None
     while time.monotonic() < deadline:
@@ -87,10 +86,10 @@ def wait_for_broker(
                 "bootstrap.servers": bootstrap_servers,
                 "logger": logging.getLogger("librdkafka"),
             }
-            admin = AdminClient(conf)
+            admin = make_admin(conf)
             admin.list_topics(timeout=2.0)
             return
-        except Exception as exc:  # confluent_kafka.KafkaException and friends
+        except Exception as exc:  # confluent_kafka.KafkaException and friends: retried
             last = exc
             time.sleep(0.2)
     raise BrokerUnavailable(
