@@ -1,0 +1,309 @@
+"""An in-memory Kafka broker: partitions, offsets, consumer groups and transactions.
+
+For unit tests and offline runs of code typed against :mod:`worker.kafka.protocols`
+(arroyo's ``backends/local`` and quix-streams' message stubs are the model). One process,
+one consumer per group (it is assigned every partition of what it subscribes to), no
+rebalancing, no retention. What it keeps of Kafka's semantics:
+
+- offsets are per partition, from 0; a transaction's records take offsets when produced,
+  and its commit or abort writes a control marker that takes one offset more and is never
+  delivered (as on a real broker, so offsets have gaps after transactions);
+- a ``read_committed`` consumer (the default, as the gate's) stops at the first record of
+  an open transaction and skips aborted records; ``read_uncommitted`` sees them all;
+- offsets sent to a transaction (``send_offsets_to_transaction``) become the group's
+  committed offsets when the transaction commits, never on abort;
+- a second ``init_transactions`` with the same ``transactional.id`` aborts the first
+  producer's open transaction and fences it (its next call raises ``_FENCED``).
+
+Failures are raised as confluent-kafka raises them (``KafkaException`` carrying a
+``KafkaError``), so :func:`worker.kafka.clients.map_kafka_errors` maps them the same way.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from confluent_kafka import KafkaError
+
+from worker.kafka.clients import OFFSET_BEGINNING, OFFSET_END, OFFSET_INVALID, PARTITION_EOF
+from worker.kafka.memory_log import (
+    ABORTED,
+    MARKER,
+    OPEN,
+    MemoryLog,
+    MemoryMessage,
+    Txn,
+    fail,
+)
+from worker.kafka.protocols import Headers, TopicPartition
+
+__all__ = ["MemoryBroker", "MemoryConsumer", "MemoryMessage", "MemoryProducer"]
+
+
+class MemoryBroker(MemoryLog):
+    """An in-memory broker handing out consumers and producers (see the module's notes).
+
+    Parameters
+    ----------
+    clock_ms : callable, optional
+        Wall-clock milliseconds stamped on produced records (default: a counter from 1).
+    """
+
+    def __init__(self, clock_ms: Callable[[], int] | None = None) -> None:
+        super().__init__(clock_ms)
+        self._owners: dict[str, MemoryProducer] = {}  # transactional.id -> current producer
+
+    def consumer(
+        self, group_id: str, *, read_committed: bool = True, partition_eof: bool = False
+    ) -> MemoryConsumer:
+        """A consumer of group ``group_id``; ``partition_eof`` reports each end reached."""
+        return MemoryConsumer(self, group_id, read_committed, partition_eof)
+
+    def producer(self, transactional_id: str | None = None) -> MemoryProducer:
+        """A producer; with ``transactional_id`` it must ``init_transactions`` first."""
+        return MemoryProducer(self, transactional_id)
+
+    def _fence(self, transactional_id: str, producer: MemoryProducer) -> None:
+        with self.lock:
+            old = self._owners.get(transactional_id)
+            if old is not None and old is not producer:
+                old._fenced = True
+                if old._txn is not None:
+                    self.end(old._txn, commit=False)
+                    old._txn = None
+            self._owners[transactional_id] = producer
+
+
+@dataclass(frozen=True)
+class _GroupMetadata:
+    """What ``consumer_group_metadata()`` hands to ``send_offsets_to_transaction``."""
+
+    group_id: str
+
+
+class MemoryConsumer:
+    """A consumer of a :class:`MemoryBroker` (:class:`~worker.kafka.protocols.ConsumerLike`).
+
+    ``subscribe`` assigns every partition of the topics at the next ``poll``, from the
+    group's committed offsets (else the earliest); ``poll`` never blocks: it returns the
+    next record, a partition-EOF event, or None.
+    """
+
+    def __init__(
+        self, broker: MemoryBroker, group_id: str, read_committed: bool, partition_eof: bool
+    ) -> None:
+        self._broker = broker
+        self.group_id = group_id
+        self._read_committed = read_committed
+        self._partition_eof = partition_eof
+        self._positions: dict[tuple[str, int], int] = {}
+        self._eof_sent: set[tuple[str, int]] = set()
+        self._subscribed: list[str] = []
+        self._on_assign: Callable[..., None] | None = None
+        self._rebalance_due = False
+        self._closed = False
+
+    def _check(self) -> None:
+        if self._closed:
+            raise RuntimeError("Consumer closed")
+
+    def _resolve(self, tp: TopicPartition) -> int:
+        low, high = self._broker.watermarks(tp.topic, tp.partition)
+        if tp.offset >= 0:
+            return min(tp.offset, high)
+        if tp.offset == OFFSET_END:
+            return high
+        if tp.offset == OFFSET_BEGINNING:
+            return low
+        return self._broker.committed(self.group_id).get((tp.topic, tp.partition), low)
+
+    def subscribe(
+        self,
+        topics: list[str],
+        on_assign: Callable[..., None] | None = None,
+        on_revoke: Callable[..., None] | None = None,
+        on_lost: Callable[..., None] | None = None,
+    ) -> None:
+        self._check()
+        self._subscribed, self._on_assign, self._rebalance_due = list(topics), on_assign, True
+
+    def assign(self, partitions: list[TopicPartition]) -> None:
+        self._check()
+        self._positions = {(tp.topic, tp.partition): self._resolve(tp) for tp in partitions}
+        self._eof_sent.clear()
+
+    def _rebalance(self) -> None:
+        if not self._rebalance_due:
+            return
+        self._rebalance_due = False
+        meta = self._broker.metadata()
+        parts = [
+            TopicPartition(t, p, OFFSET_INVALID)
+            for t in self._subscribed
+            if t in meta.topics
+            for p in sorted(meta.topics[t].partitions)
+        ]
+        self._positions = {}
+        if self._on_assign is not None:
+            self._on_assign(self, parts)
+        if not self._positions:  # the callback did not assign: librdkafka assigns them
+            self.assign(parts)
+
+    def _next(self, key: tuple[str, int]) -> MemoryMessage | None:
+        log = self._broker.log(*key)
+        pos = self._positions[key]
+        with self._broker.lock:
+            while pos < len(log):
+                stored = log[pos]
+                hidden = stored.state == MARKER or (
+                    self._read_committed and stored.state == ABORTED
+                )
+                if not hidden and self._read_committed and stored.state == OPEN:
+                    break  # the last stable offset: nothing beyond it is readable yet
+                pos += 1
+                if not hidden:
+                    self._positions[key] = pos
+                    self._eof_sent.discard(key)
+                    return stored.message
+        self._positions[key] = pos
+        if self._partition_eof and key not in self._eof_sent and pos == len(log):
+            self._eof_sent.add(key)
+            eof = KafkaError(PARTITION_EOF, f"{key[0]} [{key[1]}] reached end at offset {pos}")
+            return MemoryMessage(key[0], key[1], pos, _error=eof)
+        return None
+
+    def poll(self, timeout: float = -1) -> MemoryMessage | None:
+        self._check()
+        self._rebalance()
+        for key in sorted(self._positions):
+            msg = self._next(key)
+            if msg is not None:
+                return msg
+        return None
+
+    def consume(self, num_messages: int = 1, timeout: float = -1) -> list[MemoryMessage]:
+        out: list[MemoryMessage] = []
+        while len(out) < num_messages and (msg := self.poll(0)) is not None:
+            out.append(msg)
+        return out
+
+    def seek(self, partition: TopicPartition) -> None:
+        self._check()
+        key = (partition.topic, partition.partition)
+        if key not in self._positions:
+            raise fail(KafkaError._STATE, f"{key[0]} [{key[1]}] is not assigned")
+        self._positions[key] = self._resolve(partition)
+        self._eof_sent.discard(key)
+
+    def position(self, partitions: list[TopicPartition]) -> list[TopicPartition]:
+        self._check()
+        return [
+            TopicPartition(
+                tp.topic,
+                tp.partition,
+                self._positions.get((tp.topic, tp.partition), OFFSET_INVALID),
+            )
+            for tp in partitions
+        ]
+
+    def get_watermark_offsets(
+        self, partition: TopicPartition, timeout: float = -1, cached: bool = False
+    ) -> tuple[int, int]:
+        self._check()
+        return self._broker.watermarks(partition.topic, partition.partition)
+
+    def consumer_group_metadata(self) -> Any:
+        return _GroupMetadata(self.group_id)
+
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> Any:
+        return self._broker.metadata(topic)
+
+    def close(self) -> None:
+        self._closed = True
+
+
+class MemoryProducer:
+    """A producer of a :class:`MemoryBroker` (:class:`~worker.kafka.protocols.
+    TransactionalProducerLike`); without a ``transactional_id`` every record is committed
+    when produced. Delivery callbacks run in ``poll``, ``flush`` and at a transaction's end.
+    """
+
+    def __init__(self, broker: MemoryBroker, transactional_id: str | None) -> None:
+        self._broker = broker
+        self.transactional_id = transactional_id
+        self._txn: Txn | None = None
+        self._ready = transactional_id is None
+        self._fenced = False
+        self._reports: list[tuple[Callable[[Any, Any], None], MemoryMessage]] = []
+
+    def _check(self, *, in_txn: bool | None = None) -> None:
+        if self._fenced:
+            raise fail(KafkaError._FENCED, "fenced by a newer producer with the same "
+                        f"transactional.id {self.transactional_id}", fatal=True)  # fmt: skip
+        if in_txn is not None and not self._ready:
+            raise fail(KafkaError._STATE, "init_transactions() was not called")
+        if in_txn is not None and (self._txn is not None) != in_txn:
+            state = "no transaction is open" if in_txn else "a transaction is already open"
+            raise fail(KafkaError._STATE, state)
+
+    def produce(
+        self,
+        topic: str,
+        value: bytes | None = None,
+        key: bytes | None = None,
+        headers: Headers | None = None,
+        on_delivery: Callable[[Any, Any], None] | None = None,
+        *,
+        partition: int | None = None,
+    ) -> None:
+        self._check(in_txn=True if self.transactional_id else None)
+        msg = self._broker.append(topic, partition, key, value, headers, self._txn)
+        if on_delivery is not None:
+            self._reports.append((on_delivery, msg))
+
+    def poll(self, timeout: float = -1) -> int:
+        reports, self._reports = self._reports, []
+        for callback, msg in reports:
+            callback(None, msg)
+        return len(reports)
+
+    def flush(self, timeout: float = -1) -> int:
+        self.poll(0)
+        return 0
+
+    def list_topics(self, topic: str | None = None, timeout: float = -1) -> Any:
+        return self._broker.metadata(topic)
+
+    def init_transactions(self, timeout: float = -1) -> None:
+        if self.transactional_id is None:
+            raise fail(KafkaError._NOT_CONFIGURED, "no transactional.id")
+        self._check()
+        self._broker._fence(self.transactional_id, self)
+        self._ready = True
+
+    def begin_transaction(self) -> None:
+        self._check(in_txn=False)
+        self._txn = self._broker.new_txn()
+
+    def send_offsets_to_transaction(
+        self, positions: Sequence[TopicPartition], group_metadata: Any, timeout: float = -1
+    ) -> None:
+        self._check(in_txn=True)
+        assert self._txn is not None
+        self._txn.group = group_metadata.group_id
+        self._txn.offsets.update({(tp.topic, tp.partition): tp.offset for tp in positions})
+
+    def commit_transaction(self, timeout: float = -1) -> None:
+        self._end(commit=True)
+
+    def abort_transaction(self, timeout: float = -1) -> None:
+        self._end(commit=False)
+
+    def _end(self, *, commit: bool) -> None:
+        self._check(in_txn=True)
+        assert self._txn is not None
+        self.poll(0)
+        self._broker.end(self._txn, commit)
+        self._txn = None
