@@ -411,7 +411,8 @@ def test_without_the_opt_in_there_is_no_per_major_record() -> None:
 def test_a_second_admitted_replay_of_one_original_is_quarantined_as_duplicate() -> None:
     # issue 10 item 12: two replays of the same batch in flight were both admitted
     from worker.gate.pipeline import Pipeline
-    from worker.gate.route import Outcome, Source, replay_of, route
+    from worker.gate.replays import replay_of
+    from worker.gate.route import Outcome, Source, route
     from worker.kafka.settings import Settings
 
     def replayed(offset: int) -> Outcome:
@@ -448,14 +449,15 @@ def test_a_duplicate_replay_record_fits_the_producers_limit() -> None:
     """A review: the duplicate_replay quarantine record carried the original up to the
     16 MiB default whatever the producer took; with a limit just above the admitted record,
     librdkafka refused it and aborted the transaction."""
-    from worker.gate.route import _record_bytes, duplicate_replay
+    from worker.gate.records import record_bytes
+    from worker.gate.replays import duplicate_replay
 
     admitted = go(REAL_EVENT)
     assert admitted.decision.admitted
     limit = len(REAL_EVENT) + 1024  # the admitted record fits, the original twice does not
     out = duplicate_replay(admitted, "0@7", TOPICS, now=NOW, worker_id="w", max_record_bytes=limit)
     (record,) = out.records
-    assert _record_bytes(record) <= limit
+    assert record_bytes(record) <= limit
     rec = codec.decode_quarantine(record.value)
     assert rec["reason_code"] == "duplicate_replay" and rec["original"] == b""
     roomy = duplicate_replay(admitted, "0@7", TOPICS, now=NOW, worker_id="w")

@@ -40,18 +40,15 @@ from worker.gate.attempts import BatchAttempts, size_refused
 from worker.gate.deadline import DEFAULT_BATCH_DEADLINE_S, rewind_offsets
 from worker.gate.instruments import Instruments, NullInstruments
 from worker.gate.poll import DEFAULT_MAX_BATCH_EVENTS, DEFAULT_MAX_BATCH_WAIT_MS, poll_batch
-from worker.gate.replays import read_admitted_replays
-from worker.gate.route import (
+from worker.gate.records import (
     Outcome,
     OutRecord,
     Source,
-    duplicate_replay,
     largest_record_bytes,
     record_too_large,
-    replay_forced,
-    replay_of,
-    route,
 )
+from worker.gate.replays import duplicate_replay, read_admitted_replays, replay_forced, replay_of
+from worker.gate.route import route
 from worker.gate.runs import route_in_runs
 from worker.io.payloads import load_payload_chunked
 from worker.kafka.config_topic import ConfigFollower

@@ -1,0 +1,309 @@
+"""Output records of an outcome: admitted, quarantine, evaluation and per-major records.
+
+Pure: no Kafka client. :func:`worker.gate.route.route` decides an event and asks
+:func:`records_of` (and :func:`per_major_records`) for the records its transaction writes;
+:mod:`worker.gate.replays` and :mod:`worker.gate.checkpoint` replace an outcome's records
+by one quarantine record (``duplicate_replay``, ``record_too_large``). Record sizes are
+counted as the producer counts them (:func:`record_bytes`), so a record the broker would
+refuse is never produced.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, replace
+from datetime import datetime
+
+from worker.core._util.text import clip
+from worker.core.lifecycle.read_paths import passing_majors
+from worker.core.model import Batch, Decision, QuarantineReason
+from worker.io import codec
+from worker.kafka.settings import MAX_MESSAGE_BYTES, Topics
+
+__all__ = [
+    "HEADER_FRAMING_BYTES",
+    "RECORD_FRAMING_BYTES",
+    "REPLAY_FORCE",
+    "REPLAY_OF",
+    "UNKNOWN_LAYER",
+    "Headers",
+    "OutRecord",
+    "Outcome",
+    "Source",
+    "failed",
+    "largest_record_bytes",
+    "per_major_records",
+    "quarantine_record",
+    "record_bytes",
+    "record_too_large",
+    "records_of",
+]
+
+
+Headers = list[tuple[str, bytes]]
+
+#: Input header of a replayed event (``contract-gate quarantine replay``), carried forward
+#: to its admitted or quarantine record.
+REPLAY_OF = "replay-of"
+
+#: Input header of a replay forced by its operator (``quarantine replay --force``): admitted
+#: even when a replay of the same batch was admitted before (no ``duplicate_replay``).
+REPLAY_FORCE = "replay-force"
+
+
+@dataclass(frozen=True)
+class Source:
+    """Coordinates, content and headers of one consumed record."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    headers: tuple[tuple[str, bytes | None], ...] = ()
+
+
+@dataclass(frozen=True)
+class OutRecord:
+    """One record to produce: topic, key (the layer), value bytes and headers.
+
+    ``per_major`` marks a record for a per-major read path (``read_paths: per_major``):
+    the pipeline leaves it out, with an error in the log, while its topic does not exist.
+    """
+
+    topic: str
+    key: str | bytes | None
+    value: bytes
+    headers: Headers
+    per_major: bool = False
+
+
+#: The label of outcomes whose layer has no active contract version (or no layer at all).
+UNKNOWN_LAYER = "unknown"
+
+
+@dataclass(frozen=True)
+class Outcome:
+    """The routing result of one event: its decision and the records to write."""
+
+    source: Source
+    layer: str | None
+    batch_id: str | None
+    decision: Decision
+    records: tuple[OutRecord, ...]
+    duration_s: float
+
+    #: the layer to count the outcome under (metrics labels, ``/status`` counts), see
+    #: :func:`worker.gate.route.counted_layer`: set by :func:`worker.gate.route.route`
+    layer_label: str = UNKNOWN_LAYER
+
+
+def _source_headers(source: Source) -> Headers:
+    return [
+        ("source-topic", source.topic.encode()),
+        ("source-partition", str(source.partition).encode()),
+        ("source-offset", str(source.offset).encode()),
+    ]
+
+
+def _replay_of(source: Source) -> Headers:
+    """The input's ``replay-of`` header, carried forward to the output record."""
+    return [(k, v) for k, v in source.headers if k == REPLAY_OF and v is not None]
+
+
+def quarantine_record(
+    source: Source,
+    layer: str | None,
+    batch_id: str | None,
+    decision: Decision,
+    topics: Topics,
+    now: datetime,
+    worker_id: str,
+    max_record_bytes: int = MAX_MESSAGE_BYTES,
+) -> OutRecord:
+    """The quarantine record of a decision, at most ``max_record_bytes`` (key, value, headers).
+
+    The original event bytes are carried when the record still fits; else it is left out
+    (the ``source-*`` headers locate it). The key is the layer, or for an undecodable event
+    the source key byte for byte.
+
+    Returns
+    -------
+    OutRecord
+        To ``topics.quarantine``, headers ``dlq.reason``, ``dlq.message``, ``dlq.broken``,
+        ``batch-id``, ``layer``, the source coordinates and the ``replay-of`` carried.
+    """
+    reason_code = decision.reasons[0].code if decision.reasons else "contract_break"
+    original = source.value or b""
+    if len(original) > max_record_bytes - min(1024 * 1024, max_record_bytes // 2):
+        original = b""  # too large to carry twice; the source coordinates locate it
+
+    def encode(original: bytes) -> bytes:
+        return codec.encode_quarantine(
+            decision,
+            batch_id=batch_id,
+            layer=layer,
+            source_topic=source.topic,
+            source_partition=source.partition,
+            source_offset=source.offset,
+            original=original,
+            quarantined_at=now,
+            worker_id=worker_id,
+        )
+
+    value = encode(original)
+    broken = sorted({f"{r.version}:{r.clause}" for r in decision.reasons if r.clause})
+    headers = [
+        ("dlq.reason", reason_code.encode()),
+        ("dlq.message", (decision.reasons[0].message if decision.reasons else "").encode()[:1000]),
+        ("dlq.broken", ",".join(broken).encode()),
+        ("batch-id", (batch_id or "").encode()),
+        ("layer", (layer or "").encode()),
+        *_source_headers(source),
+        *_replay_of(source),  # a replayed event quarantined again names its original
+    ]
+    key = layer if layer is not None else source.key  # undecodable: source key byte for byte
+    record = OutRecord(topics.quarantine, key, value, headers)
+    if original and record_bytes(record) > max_record_bytes:
+        # the rest of the record left no room for the original
+        record = replace(record, value=encode(b""))
+    return record
+
+
+def failed(code: str, message: str) -> Decision:
+    """A quarantined decision with one reason (``code``, ``message``) and no verdicts."""
+    return Decision("quarantined", (), (QuarantineReason(code=code, message=message),))
+
+
+#: Bytes counted for a record's framing beside its key, value and headers, and for each
+#: header's: at least what librdkafka counts against ``message.max.bytes`` (a review
+#: measured a record of 8 headers accepted at 53 bytes above key, value and headers).
+RECORD_FRAMING_BYTES, HEADER_FRAMING_BYTES = 64, 8
+
+
+def record_bytes(record: OutRecord) -> int:
+    """Bytes of one output record as the producer counts them, at most: key, value and
+    headers with their framing."""
+    key = record.key.encode() if isinstance(record.key, str) else (record.key or b"")
+    headers = sum(len(k) + len(v or b"") + HEADER_FRAMING_BYTES for k, v in record.headers)
+    return RECORD_FRAMING_BYTES + len(key) + len(record.value or b"") + headers
+
+
+def records_of(
+    source: Source,
+    batch: Batch | None,
+    layer: str | None,
+    batch_id: str | None,
+    decision: Decision,
+    topics: Topics,
+    now: datetime,
+    worker_id: str,
+    max_record_bytes: int = MAX_MESSAGE_BYTES,
+) -> list[OutRecord]:
+    """The evaluation records and the admitted or quarantine record of one decision."""
+    records: list[OutRecord] = []
+    for verdict in decision.verdicts:
+        if batch is None:  # verdicts exist only for a decoded batch
+            raise ValueError("a verdict without a decoded batch")
+        records.append(
+            OutRecord(
+                topics.evaluations,
+                batch.layer,
+                codec.encode_evaluation(
+                    verdict,
+                    batch_id=batch.batch_id,
+                    data_time=batch.data_time,
+                    evaluated_at=now,
+                    source_topic=source.topic,
+                    source_partition=source.partition,
+                    source_offset=source.offset,
+                ),
+                [("batch-id", batch.batch_id.encode())],
+            )
+        )
+    if decision.admitted:
+        if batch is None or source.value is None:
+            raise ValueError("an admitted decision without a decoded batch")
+        headers = _admitted_headers(source, batch, decision)
+        records.append(OutRecord(topics.admitted, batch.layer, source.value, headers))
+    else:
+        records.append(
+            quarantine_record(
+                source, layer, batch_id, decision, topics, now, worker_id, max_record_bytes
+            )
+        )
+    return records
+
+
+def _admitted_headers(source: Source, batch: Batch, decision: Decision) -> Headers:
+    """Headers of an admitted record: batch id, layer, the enforcing versions passed, the
+    observing results, the source coordinates (and ``replay-of``)."""
+    observing = ";".join(
+        f"{v.version}={'pass' if v.passed else 'break'}"
+        for v in decision.verdicts
+        if v.mode == "observing"
+    )
+    return [
+        ("batch-id", batch.batch_id.encode()),
+        ("layer", batch.layer.encode()),
+        ("contract-versions-enforced", ",".join(decision.enforcing_passed).encode()),
+        ("contract-versions-observing", observing.encode()),
+        *_source_headers(source),
+        *_replay_of(source),
+    ]
+
+
+def per_major_records(
+    source: Source,
+    batch: Batch,
+    decision: Decision,
+    topics: Topics,
+    max_record_bytes: int = MAX_MESSAGE_BYTES,
+) -> list[OutRecord]:
+    """The original bytes to the admitted topic of every enforcing major whose verdict
+    passed (:func:`worker.core.lifecycle.read_paths.passing_majors`), with the admitted record's
+    headers, whether or not the shared topic admits the batch."""
+    value = source.value
+    if value is None or len(value) > max_record_bytes:
+        return []
+    headers = _admitted_headers(source, batch, decision)
+    return [
+        OutRecord(topics.admitted_for(batch.layer, m), batch.layer, value, headers, per_major=True)
+        for m in passing_majors(decision.verdicts)
+    ]
+
+
+def record_too_large(
+    outcome: Outcome,
+    topics: Topics,
+    *,
+    record_bytes: int,
+    limit_bytes: int,
+    error: str,
+    now: datetime,
+    worker_id: str,
+) -> Outcome:
+    """The outcome of an event whose output records Kafka refused as too large (the
+    producer's ``message.max.bytes`` or the broker's limit): one ``record_too_large``
+    quarantine record naming both sizes, without the original (the source coordinates
+    locate it in the batches topic) and without evaluation records.
+
+    ``record_bytes`` is the largest of the event's records (key, value and headers),
+    ``limit_bytes`` the producer's ``message.max.bytes``, ``error`` Kafka's error text.
+    """
+    decision = failed(
+        "record_too_large",
+        f"the largest output record of batch {clip(outcome.batch_id or '?', 200)} is "
+        f"{record_bytes} bytes; Kafka refused it ({clip(error, 200)}; the producer's "
+        f"message.max.bytes is {limit_bytes} bytes, a broker or topic may take less); the "
+        "original is not carried (the source coordinates locate it)",
+    )
+    small = replace(outcome.source, value=b"")
+    record = quarantine_record(
+        small, outcome.layer, outcome.batch_id, decision, topics, now, worker_id
+    )
+    return replace(outcome, decision=decision, records=(record,))
+
+
+def largest_record_bytes(outcome: Outcome) -> int:
+    """Bytes of the largest output record of ``outcome`` (:func:`record_bytes`)."""
+    return max((record_bytes(r) for r in outcome.records), default=0)
