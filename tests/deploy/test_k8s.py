@@ -20,7 +20,7 @@ import pytest
 import yaml
 from confluent_kafka import Producer
 
-from worker.gate.pipeline import COMMIT_TIMEOUT_S, SEND_OFFSETS_TIMEOUT_S
+from worker.gate.config import GateConfig
 from worker.kafka.settings import Settings, Topics
 from worker.ops.http import DEFAULT_HTTP_PORT
 from worker.ops.http_handlers import ENDPOINTS
@@ -33,7 +33,7 @@ K8S_VERSION = "1.30.0"
 #: Highest VmHWM of a worker in tests/integration/test_scale_out.py (1.2 MB NYC batches).
 MEASURED_PEAK_RSS_MIB = 311
 #: Longest drain after SIGTERM: finish the poll batch (send offsets, commit), flush 10 s.
-DRAIN_S = SEND_OFFSETS_TIMEOUT_S + COMMIT_TIMEOUT_S + 10
+DRAIN_S = GateConfig().send_offsets_timeout_s + GateConfig().commit_timeout_s + 10
 
 
 def _documents() -> list[tuple[str, dict[str, Any]]]:

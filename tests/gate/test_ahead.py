@@ -6,6 +6,7 @@ import threading
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
+from datetime import datetime, timezone
 
 import pytest
 
@@ -13,9 +14,13 @@ from tests.fakes import FakeRecord
 from tests.gate.test_pipeline import FakeProducer, PollingConsumer, polling_pipeline
 from tests.gate.test_route import NOW, V1, V11, WORLD
 from worker.gate.ahead import RouteAhead
-from worker.gate.route import Source, route
+from worker.gate.route import Router, Source, route
 from worker.io import codec
-from worker.kafka.settings import Topics
+from worker.kafka.settings import Settings, Topics
+
+
+def utcnow() -> datetime:
+    return datetime.now(timezone.utc)
 
 
 def _events() -> list[bytes]:
@@ -143,23 +148,24 @@ def test_close_waits_for_an_event_routed_ahead_and_never_asked_for() -> None:
 
 
 def test_a_poll_batch_of_large_events_is_routed_ahead_and_decided_in_order() -> None:
-    """Pipeline.step with two routing threads: events of 256 KiB and more go to the
+    """Processor.step with two routing threads: events of 256 KiB and more go to the
     routers, every event is decided once, and the decisions are committed in order."""
     big = [b"\x00" * (300 * 1024) + bytes([i]) for i in range(4)]
     polled = [FakeRecord("in", 0, 20 + i, key=b"roads", value=v) for i, v in enumerate(big)]
     producer = FakeProducer()
-    p = polling_pipeline(producer, PollingConsumer(batches=[polled]))
     seen: list[tuple[int, str]] = []
-    original = p._route
+    original = Router.for_settings(Settings(instance_id="pod-0"), lambda layer: (), utcnow)
 
     def spy(m):  # type: ignore[no-untyped-def]
         seen.append((m.offset(), threading.current_thread().name))
         return original(m)
 
-    p._route = spy  # type: ignore[method-assign]
     decided: list[int] = []
-    p.on_outcome = lambda outcome: decided.append(outcome.source.offset)
-    assert p.routing_threads == 2
+    consumer = PollingConsumer(batches=[polled])
+    p = polling_pipeline(
+        producer, consumer, router=spy, on_outcome=lambda o: decided.append(o.source.offset)
+    )
+    assert p.gate_config.routing_threads == 2
     assert p.step() == 4
     assert sorted(offset for offset, _ in seen) == [20, 21, 22, 23]
     assert all(name.startswith("gate-route") for _, name in seen)
@@ -171,8 +177,7 @@ def test_a_poll_batch_of_large_events_is_routed_ahead_and_decided_in_order() -> 
 def test_past_the_deadline_an_outcome_routed_ahead_is_taken_and_no_more_are_routed() -> None:
     """A review: once the deadline passed, an event routed ahead and finished was thrown
     away and routed again in the next poll batch (12 events of 1 MB took 23 routings)."""
-    from tests.gate.test_runs import Ledger
-    from worker.gate.runs import route_in_runs
+    from tests.gate.test_schedule import Ledger, route_in_runs
 
     b_done = threading.Event()
     routed: list[bytes] = []

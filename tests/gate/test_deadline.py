@@ -4,7 +4,7 @@ transaction (kafka.deadline); which prefix is decided is in test_runs.py."""
 from __future__ import annotations
 
 from tests.fakes import FakeRecord
-from worker.gate.deadline import rewind_offsets
+from worker.gate.offsets import rewind_offsets
 
 
 def test_rewind_offsets_are_the_first_undecided_offset_per_partition() -> None:

@@ -23,8 +23,7 @@ import pytest
 from tests.memory import peak_rss_kb, reset_peak_rss_kb
 from worker.cli.scenario import data_file
 from worker.core.model import ActiveVersion
-from worker.gate.pipeline import Pipeline
-from worker.gate.route import Outcome, Source, route
+from worker.gate.route import Outcome, Source, payload_loader, route
 from worker.io import codec
 from worker.io.contract_files import load_contract
 from worker.io.payloads import read_batch_file
@@ -67,7 +66,7 @@ def layout(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[dict[str
 def _route(uri: str, root: Path, caplog: pytest.LogCaptureFixture) -> Outcome:
     """The event for ``uri`` routed by a pipeline's loader with ``root`` as the only root."""
     settings = Settings.from_env({}, payload_roots=[root.as_uri()])
-    loader = Pipeline(settings)._load_payload
+    loader = payload_loader(settings)
     value = codec.encode_batch(EVENT, inline=False, payload_uri=uri)
     with caplog.at_level(logging.DEBUG):
         return route(
@@ -230,7 +229,7 @@ def test_a_sparse_file_of_zeros_below_the_limit_is_corrupt_unread(layout, caplog
 def test_no_root_configured_refuses_even_a_good_file(layout, caplog) -> None:  # type: ignore[no-untyped-def]
     good = layout["root"] / "good.parquet"
     good.write_bytes(data_file("admin_boundaries.parquet").read_bytes())
-    loader = Pipeline(Settings.from_env({}))._load_payload
+    loader = payload_loader(Settings.from_env({}))
     value = codec.encode_batch(EVENT, inline=False, payload_uri=good.as_uri())
     out = route(
         Source("gis.batches", 0, 9, b"admin_boundaries", value),

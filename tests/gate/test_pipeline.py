@@ -1,5 +1,5 @@
-"""The transaction discipline of Pipeline._commit and step, with in-memory doubles of the
-clients.
+"""The transaction discipline of Checkpoint.commit and Processor.step, with in-memory
+doubles of the clients injected through the constructor.
 
 Real-broker behaviour (crash, fencing, scale-out) is in tests/integration; these cover the
 failure branches a real broker rarely produces on demand: an abortable commit error, a
@@ -9,6 +9,7 @@ retriable commit timeout, a failed rewind, a fenced producer.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from datetime import datetime, timezone
 from typing import Any
 
 import pytest
@@ -18,8 +19,12 @@ from confluent_kafka import KafkaException
 from tests.fakes import FakeRecord
 from worker.core.errors import BrokerError
 from worker.core.model import Decision
-from worker.gate.pipeline import Pipeline
+from worker.gate.checkpoint import Run
+from worker.gate.config import GateConfig
+from worker.gate.processor import Processor
 from worker.gate.route import Outcome, OutRecord, Source
+from worker.gate.startup import warn_missing_roots
+from worker.kafka.protocols import TopicPartition
 from worker.kafka.settings import Settings
 
 
@@ -35,12 +40,14 @@ class FakeProducer:
 
     def produce(self, topic: str, **kw: Any) -> None:
         self.produced.append(topic)
+        self.calls.append(f"produce {topic}")
 
     def poll(self, timeout: float = 0) -> int:
         return 0
 
     def send_offsets_to_transaction(self, offsets: Any, meta: Any, timeout: float) -> None:
         self.offsets = [(tp.topic, tp.partition, tp.offset) for tp in offsets]
+        self.calls.append("send_offsets")
 
     def commit_transaction(self, timeout: float) -> None:
         self.calls.append("commit")
@@ -65,13 +72,31 @@ class FakeConsumer:
         self.seeks.append((tp.topic, tp.partition, tp.offset))
 
 
-def pipeline_with(producer: FakeProducer, consumer: FakeConsumer) -> Pipeline:
-    p = Pipeline(Settings(instance_id="pod-0"))
-    p._producer, p._consumer = producer, consumer
-    p.assigned = frozenset({("in", 0), ("in", 1)})
+def pipeline_with(
+    producer: FakeProducer,
+    consumer: FakeConsumer,
+    settings: Settings | None = None,
+    assigned: tuple[int, ...] = (0, 1),
+    **kw: Any,
+) -> Processor:
+    """A processor on the doubles (no lag probe), assigned partitions ``in[assigned]``."""
+    p = Processor(
+        GateConfig(lag_interval_s=float("inf")),
+        settings or Settings(instance_id="pod-0"),
+        consumer=consumer,  # type: ignore[arg-type]
+        producer=producer,  # type: ignore[arg-type]
+        **kw,
+    )
+    p.assignment.on_assign(consumer, [TopicPartition("in", i) for i in assigned])
     return p
 
 
+def commit(p: Processor, events: list[Any], outcomes: list[Outcome]) -> int:
+    """Events committed by ``p.checkpoint.commit`` of one run."""
+    return p.checkpoint.commit(Run(events, outcomes)).committed
+
+
+NOW = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
 EVENTS = [FakeRecord("in", 0, 10), FakeRecord("in", 0, 11), FakeRecord("in", 1, 7)]
 OUTCOMES = [
     Outcome(
@@ -88,27 +113,31 @@ OUTCOMES = [
 
 def test_commit_writes_every_record_and_the_next_offsets() -> None:
     producer, consumer = FakeProducer(), FakeConsumer()
-    assert pipeline_with(producer, consumer)._commit(EVENTS, OUTCOMES) == 3
+    assert commit(pipeline_with(producer, consumer), EVENTS, OUTCOMES) == 3
     assert producer.produced == ["out", "out", "out"]
     assert sorted(producer.offsets) == [("in", 0, 12), ("in", 1, 8)]
-    assert producer.calls == ["begin", "commit"]
+    # 1 produce, 2 send offsets, 3 commit: in that order, in one transaction
+    assert producer.calls == ["begin", *["produce out"] * 3, "send_offsets", "commit"]
 
 
 def test_abortable_commit_error_aborts_and_the_step_rewinds_to_the_first_offsets() -> None:
     producer = FakeProducer([CKError(CKError._TIMED_OUT, "x", txn_requires_abort=True)])
     consumer = PollingConsumer(batches=[[_polled(10), _polled(11), _polled(7, partition=1)]])
-    p = polling_pipeline(producer, consumer)
-    p.assigned = frozenset({("in", 0)})  # partition 1 was revoked meanwhile: its next owner resumes
+    # partition 1 was revoked meanwhile: its next owner resumes
+    p = polling_pipeline(producer, consumer, assigned=(0,))
     assert p.step() == 0
-    assert producer.calls == ["begin", "commit", "abort"]
+    assert producer.calls == ["begin", *["produce gis.batches.quarantine"] * 3, "send_offsets",
+                              "commit", "abort"]  # fmt: skip
     assert consumer.seeks == [("in", 0, 10)]
     assert p.transactions_aborted == 1 and p.batches_committed == 0
 
 
 def test_retriable_commit_error_is_retried_not_aborted() -> None:
     producer = FakeProducer([CKError(CKError._TIMED_OUT, "slow", retriable=True)])
-    assert pipeline_with(producer, FakeConsumer())._commit(EVENTS, OUTCOMES) == 3
-    assert producer.calls == ["begin", "commit", "commit"]
+    assert commit(pipeline_with(producer, FakeConsumer()), EVENTS, OUTCOMES) == 3
+    assert [c for c in producer.calls if not c.startswith("produce")] == [
+        "begin", "send_offsets", "commit", "commit"
+    ]  # fmt: skip
 
 
 def test_a_failed_rewind_stops_the_worker_instead_of_skipping_the_batch() -> None:
@@ -121,7 +150,7 @@ def test_a_failed_rewind_stops_the_worker_instead_of_skipping_the_batch() -> Non
 def test_fenced_producer_is_fatal_for_the_instance() -> None:
     producer = FakeProducer([CKError(CKError.PRODUCER_FENCED, "newer producer")])
     with pytest.raises(BrokerError, match="fenced: another worker with instance id pod-0"):
-        pipeline_with(producer, FakeConsumer())._commit(EVENTS, OUTCOMES)
+        commit(pipeline_with(producer, FakeConsumer()), EVENTS, OUTCOMES)
     assert "abort" not in producer.calls
 
 
@@ -137,22 +166,15 @@ class PollingConsumer(FakeConsumer):
         return self.batches.pop(0) if self.batches else []
 
 
-class NoConfigUpdates:
-    def poll_updates(self) -> None:
-        return None
-
-
-def polling_pipeline(producer: FakeProducer, consumer: PollingConsumer) -> Pipeline:
-    p = pipeline_with(producer, consumer)
-    p.config = NoConfigUpdates()  # type: ignore[assignment]
-    p._lag_at = float("inf")  # no lag probe in these tests
-    return p
+def polling_pipeline(producer: FakeProducer, consumer: PollingConsumer, **kw: Any) -> Processor:
+    """A processor polling ``consumer`` (the config topic is never read: not started)."""
+    return pipeline_with(producer, consumer, **kw)
 
 
 def test_each_committed_poll_batch_logs_one_info_line(caplog: pytest.LogCaptureFixture) -> None:
     consumer = PollingConsumer(batches=[[_polled(1), _polled(2)]])
     p = polling_pipeline(FakeProducer(), consumer)
-    with caplog.at_level("INFO", logger="worker.gate.pipeline"):
+    with caplog.at_level("INFO", logger="worker.gate.reporting"):
         assert p.step() == 2
         assert p.step() == 0  # nothing polled: no line
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("poll batch")]
@@ -173,7 +195,7 @@ class SizeLimitedProducer(FakeProducer):
             raise KafkaException(
                 CKError(CKError.MSG_SIZE_TOO_LARGE, "Broker: Message size too large")
             )
-        self.produced.append(topic)
+        super().produce(topic, **kw)
 
 
 def test_a_record_refused_as_too_large_is_quarantined_after_three_attempts() -> None:
@@ -187,10 +209,12 @@ def test_a_record_refused_as_too_large_is_quarantined_after_three_attempts() -> 
         big.source, "l", "b-big", big.decision, (OutRecord("out", "l", b"y" * 5000, []),), 0.0
     )
     for _ in range(MAX_BATCH_ATTEMPTS):  # the whole batch fails (the caller rewinds it)
-        assert p._commit(EVENTS, outcomes) == 0
+        assert commit(p, EVENTS, outcomes) == 0
     assert producer.produced == ["out"] * MAX_BATCH_ATTEMPTS
     producer.produced.clear()
-    assert p._commit(EVENTS, outcomes) == 3  # one transaction per event now
+    done = p.checkpoint.commit(Run(EVENTS, outcomes))  # one transaction per event now
+    assert done.committed == 3 and done.complete
+    outcomes = done.outcomes
     quarantine = Settings().topics.quarantine
     assert producer.produced == ["out", quarantine, "out"]
     assert outcomes[1].decision.reasons[0].code == "record_too_large"
@@ -199,7 +223,7 @@ def test_a_record_refused_as_too_large_is_quarantined_after_three_attempts() -> 
     assert f"message.max.bytes is {16 * 1024 * 1024 + 1024 * 1024} bytes" in message
     assert outcomes[0].decision.admitted and outcomes[2].decision.admitted
     assert sorted(producer.offsets) == [("in", 1, 8)]  # the last event's own transaction
-    assert p.attempts.attempts(("in", 0, 10)) == 0  # forgotten once committed
+    assert p.checkpoint.attempts.attempts(("in", 0, 10)) == 0  # forgotten once committed
 
 
 def test_a_record_above_the_producers_own_limit_is_quarantined_when_routed() -> None:
@@ -210,15 +234,11 @@ def test_a_record_above_the_producers_own_limit_is_quarantined_when_routed() -> 
     producer = SizeLimitedProducer(max_bytes=limit)
     big = FakeRecord("in", 0, 30, key=b"roads", value=b"\x00not avro" + b"z" * 5000)
     consumer = PollingConsumer(batches=[[big, _polled(31)]])
-    p = Pipeline(Settings(instance_id="pod-0", extra={"message.max.bytes": str(limit)}))
-    p._producer, p._consumer = producer, consumer
-    p.assigned = frozenset({("in", 0)})
-    p.config = NoConfigUpdates()  # type: ignore[assignment]
-    p._lag_at = float("inf")
     decided: list[Outcome] = []
-    p.on_outcome = decided.append
+    settings = Settings(instance_id="pod-0", extra={"message.max.bytes": str(limit)})
+    p = pipeline_with(producer, consumer, settings, (0,), on_outcome=decided.append)
     assert p.step() == 2
-    assert producer.calls == ["begin", "commit"]  # one transaction, no abort
+    assert "abort" not in producer.calls and producer.calls.count("commit") == 1
     assert [o.decision.reasons[0].code for o in decided] == ["decode_error", "decode_error"]
     record = decided[0].records[0]
     assert len(record.value) <= limit - 1024  # the original is not carried
@@ -244,8 +264,8 @@ def test_after_events_committed_one_by_one_a_failure_rewinds_only_the_uncommitte
     producer = FailingFrom(ok=1)
     consumer = PollingConsumer(batches=[list(polled)])
     p = polling_pipeline(producer, consumer)
-    for start in (("in", 0, 10), ("in", 1, 5)):  # the batch failed often: event by event now
-        p.attempts._failed[start] = MAX_BATCH_ATTEMPTS
+    for _ in range(MAX_BATCH_ATTEMPTS):  # the batch failed often: event by event now
+        p.checkpoint.attempts.failed([("in", 0, 10), ("in", 1, 5)])
     assert p.step() == 0  # in[0]@10 committed alone, then in[1]@5 failed
     assert producer.offsets == [("in", 1, 6)]  # the failed one's (aborted)
     assert sorted(consumer.seeks) == [("in", 0, 11), ("in", 1, 5)]
@@ -253,12 +273,12 @@ def test_after_events_committed_one_by_one_a_failure_rewinds_only_the_uncommitte
 
 def test_a_replay_committed_before_a_failure_one_per_transaction_is_admitted_once() -> None:
     from worker.gate.attempts import MAX_BATCH_ATTEMPTS
+    from worker.gate.replays import dedupe_replays
     from worker.gate.route import REPLAY_OF
 
     polled = [_polled(10), _polled(11), _polled(7, partition=1)]
     producer = FailingFrom(ok=1)  # in[0]@10 commits alone, in[0]@11 fails
     consumer = PollingConsumer(batches=[list(polled)])
-    p = polling_pipeline(producer, consumer)
 
     def admitted(m: Any) -> Outcome:
         headers = ((REPLAY_OF, b"orig-1"),) if m.offset() == 10 else ()
@@ -266,14 +286,15 @@ def test_a_replay_committed_before_a_failure_one_per_transaction_is_admitted_onc
         record = OutRecord("out", "l", b"x", [])
         return Outcome(source, "l", "b", Decision("admitted", ()), (record,), 0.0)
 
-    p._route = admitted  # type: ignore[method-assign]
-    for start in (("in", 0, 10), ("in", 1, 7)):
-        p.attempts._failed[start] = MAX_BATCH_ATTEMPTS
+    p = polling_pipeline(producer, consumer, router=admitted)
+    for _ in range(MAX_BATCH_ATTEMPTS):
+        p.checkpoint.attempts.failed([("in", 0, 10), ("in", 1, 7)])
     assert p.step() == 0
     assert sorted(consumer.seeks) == [("in", 0, 11), ("in", 1, 7)]  # the rest only
     # the replay's admission is committed: a second replay of orig-1 is a duplicate
     assert "orig-1" in p.replays
-    again, originals = p._dedupe_replays([admitted(polled[0])])
+    again, originals = dedupe_replays([admitted(polled[0])], p.replays, Settings().topics,
+                                      now=NOW, worker_id="w")  # fmt: skip
     assert originals == [] and again[0].decision.reasons[0].code == "duplicate_replay"
 
 
@@ -283,7 +304,7 @@ def test_a_local_payload_root_that_is_not_a_directory_is_named_at_start(
     # a fresh-user session started a worker on a root that did not exist, without a word
     missing = tmp_path / "nonexistent"
     s = Settings.from_env({}, payload_roots=[tmp_path.as_uri(), missing.as_uri()])
-    with caplog.at_level("WARNING", logger="worker.gate.pipeline"):
-        Pipeline(s)._warn_missing_roots()
+    with caplog.at_level("WARNING", logger="worker.gate.startup"):
+        warn_missing_roots(s)
     (line,) = [r.getMessage() for r in caplog.records]
     assert f"payload root {missing.as_uri()}" in line and "not a directory" in line

@@ -410,8 +410,8 @@ def test_without_the_opt_in_there_is_no_per_major_record() -> None:
 
 def test_a_second_admitted_replay_of_one_original_is_quarantined_as_duplicate() -> None:
     # issue 10 item 12: two replays of the same batch in flight were both admitted
-    from worker.gate.pipeline import Pipeline
-    from worker.gate.replays import replay_of
+    from worker.core.replays import ReplayLedger
+    from worker.gate.replays import dedupe_replays, replay_of
     from worker.gate.route import Outcome, Source, route
     from worker.kafka.settings import Settings
 
@@ -424,15 +424,19 @@ def test_a_second_admitted_replay_of_one_original_is_quarantined_as_duplicate() 
     first, second, plain = replayed(10), replayed(11), go(REAL_EVENT)
     assert first.decision.admitted and second.decision.admitted and plain.decision.admitted
     assert replay_of(first.source) == "b-42" and replay_of(plain.source) is None
-    pipeline = Pipeline(Settings())
-    out, admitted = pipeline._dedupe_replays([first, second, plain])
+    ledger = ReplayLedger()
+
+    def dedupe(outcomes: list[Outcome]) -> tuple[list[Outcome], list[str]]:
+        return dedupe_replays(outcomes, ledger, Settings().topics, now=NOW, worker_id="w")
+
+    out, admitted = dedupe([first, second, plain])
     assert admitted == ["b-42"]
     assert [o.decision.decision for o in out] == ["admitted", "quarantined", "admitted"]
     dup = codec.decode_quarantine(out[1].records[0].value)
     assert dup["reason_code"] == "duplicate_replay" and len(out[1].records) == 1
     assert "replay of b-42, which was already admitted" in dup["reasons"][0]["message"]
-    pipeline.replays.add(admitted)  # committed: a later replay is a duplicate too
-    later, _ = pipeline._dedupe_replays([replayed(12)])
+    ledger.add(admitted)  # committed: a later replay is a duplicate too
+    later, _ = dedupe([replayed(12)])
     assert later[0].decision.reasons[0].code == "duplicate_replay"
     # a replay its operator forced (`quarantine replay --force`) is admitted again: the
     # CLI said "replayed" while the worker quarantined it (a fresh-user finding)
@@ -441,7 +445,7 @@ def test_a_second_admitted_replay_of_one_original_is_quarantined_as_duplicate() 
         (("replay-of", b"b-42"), ("replay-force", b"1")),
     )  # fmt: skip
     forced = route(forced_source, versions, TOPICS, now=NOW, worker_id="w")
-    again, admitted_again = pipeline._dedupe_replays([forced])
+    again, admitted_again = dedupe([forced])
     assert again[0].decision.admitted and admitted_again == ["b-42"]
 
 

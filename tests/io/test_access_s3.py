@@ -24,8 +24,7 @@ from worker.core.errors import (
     PayloadUnavailable,
 )
 from worker.core.model import ActiveVersion
-from worker.gate.pipeline import Pipeline
-from worker.gate.route import Source, route
+from worker.gate.route import Source, payload_loader, route
 from worker.io import codec
 from worker.io.contract_files import load_contract
 from worker.io.payloads import load_payload, read_batch_file, read_features
@@ -85,7 +84,7 @@ def test_the_worker_evaluates_an_s3_payload_under_its_root(bucket: str, caplog) 
         WORLD, layer="admin_boundaries", crs="EPSG:4326", data_time=NOW - timedelta(hours=1)
     )
     v1 = ActiveVersion(load_contract(data_file("contracts/admin_boundaries.v1.yaml")), "enforcing")
-    loader = Pipeline(Settings.from_env({}, payload_roots=["s3://landing/in/"]))._load_payload
+    loader = payload_loader(Settings.from_env({}, payload_roots=["s3://landing/in/"]))
     with caplog.at_level(logging.DEBUG):
         out = route(
             Source("gis.batches", 0, 1, b"admin_boundaries", codec.encode_batch(

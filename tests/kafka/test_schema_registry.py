@@ -19,12 +19,15 @@ from tests.gate.test_pipeline import FakeConsumer
 from worker.cli.scenario import data_file
 from worker.core.errors import BrokerError, ContractGateError
 from worker.core.model import ActiveVersion
-from worker.gate.pipeline import Pipeline
+from worker.gate.checkpoint import Run
+from worker.gate.config import GateConfig
+from worker.gate.processor import Processor
 from worker.gate.route import Outcome, Source, route
+from worker.gate.startup import register_schemas
 from worker.io import codec
 from worker.io.contract_files import load_contract
 from worker.io.payloads import read_batch_file
-from worker.kafka.schema_registry import codec_for, plain_value, registry_client
+from worker.kafka.schema_registry import codec_for, output_kinds, plain_value, registry_client
 from worker.kafka.settings import SchemaRegistrySettings, Settings, Topics, describe_settings
 from worker.kafka.wire import reader_schema, schema_id_of
 
@@ -206,21 +209,20 @@ class RecordingProducer:
         self.calls.append("abort")
 
 
-def commit(p: Pipeline, outcomes: list[Outcome]) -> tuple[bool, RecordingProducer, FakeConsumer]:
+def commit(s: Settings, outcomes: list[Outcome]) -> tuple[bool, RecordingProducer, Processor]:
     producer, consumer = RecordingProducer(), FakeConsumer()
-    p._producer, p._consumer = producer, consumer
-    p.assigned = frozenset({(TOPICS.batches, 2)})
+    p = Processor(GateConfig(), s, consumer=consumer, producer=producer)  # type: ignore[arg-type]
     events = [FakeRecord(TOPICS.batches, 2, 41 + i) for i in range(len(outcomes))]
-    return p._commit(events, outcomes) == len(events), producer, consumer
+    done = p.checkpoint.commit(Run(events, outcomes))  # type: ignore[arg-type]
+    return done.complete, producer, p
 
 
 def test_quarantine_and_evaluation_records_are_framed_admitted_ones_untouched() -> None:
     s = registry_settings()
     event = framed(s, reader_schema("BatchArrival"), codec.decode_event(PLAIN))
     admitted, quarantined = go(s, event), go(s, PLAIN)
-    p = Pipeline(s)
-    p._register_schemas()
-    ok, producer, _ = commit(p, [admitted, quarantined])
+    register_schemas(codec_for(s), output_kinds(s.topics))
+    ok, producer, _ = commit(s, [admitted, quarantined])
     assert ok and producer.calls == ["begin", "offsets", "commit"]
     by_topic: dict[str, list[bytes]] = {}
     for topic, value in producer.produced:
@@ -255,12 +257,12 @@ def test_a_dead_registry_stops_the_start_and_aborts_a_transaction() -> None:
     with socket.create_server(("127.0.0.1", 0)) as srv:
         port = srv.getsockname()[1]
     sr = SchemaRegistrySettings(f"http://127.0.0.1:{port}", timeout_s=0.5, max_retries=0)
-    p = Pipeline(Settings(instance_id="pod-0", schema_registry=sr))
+    dead = Settings(instance_id="pod-0", schema_registry=sr)
     with pytest.raises(BrokerError, match=r"subject 'gis\.batches\.quarantine-value'.*unreachable"):
-        p._register_schemas()
+        register_schemas(codec_for(dead), output_kinds(dead.topics))
     outcome = go(Settings(), PLAIN)  # admitted (plain Avro): its evaluation record is framed
     assert outcome.decision.admitted
-    ok, producer, _ = commit(p, [outcome])
+    ok, producer, p = commit(dead, [outcome])
     assert not ok and producer.calls == ["begin", "abort"]  # nothing half-written
     # (the step seeks back to offset 41, consumed again later: tests/gate/test_pipeline.py)
     assert p.transactions_aborted == 1

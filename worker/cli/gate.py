@@ -221,8 +221,8 @@ def _write_pictures(args: argparse.Namespace, batch: Any, decision: Any, version
 
 
 def cmd_run(args: argparse.Namespace) -> int:
-    from worker.gate.ahead import MIN_AHEAD_BYTES
-    from worker.gate.pipeline import Pipeline
+    from worker.gate.config import GateConfig
+    from worker.gate.processor import Processor
     from worker.kafka.settings import describe_settings
     from worker.ops.http import start_http_server
     from worker.ops.http_handlers import DecisionLog
@@ -249,22 +249,22 @@ def cmd_run(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     threads = (
-        f"routing threads {args.routing_threads} (events of {MIN_AHEAD_BYTES // 1024} KiB or more)"
+        f"routing threads {args.routing_threads} "
+        f"(events of {GateConfig.min_ahead_bytes // 1024} KiB or more)"
         if args.routing_threads > 1
         else "routing on the poll loop's thread"
     )
     print(f"contract-gate worker: {describe_settings(settings)}; {threads}", file=sys.stderr)
     decisions = DecisionLog()  # the last decisions and counts shown on /status
-    pipeline = Pipeline(
-        settings,
-        metrics=GateMetrics(),
+    config = GateConfig(
         max_batch_events=args.max_batch_events,
         max_batch_wait_ms=args.max_batch_wait_ms,
         batch_deadline_s=args.batch_deadline_s,
         config_timeout_s=args.config_timeout_s,
-        on_outcome=decisions,
         routing_threads=args.routing_threads,
+        stop_grace_s=args.stop_grace_s,
     )
+    pipeline = Processor(config, settings, metrics=GateMetrics(), on_outcome=decisions)
     http = start_http_server(pipeline, settings, args.http_port, args.http_host, decisions)
     exporter = MigrationExporter(settings, pipeline.registry)  # unattributed groups, counts
     if http is not None:

@@ -33,17 +33,14 @@ from worker.cli.lifecycle import add_lifecycle_args
 from worker.cli.quarantine import add_quarantine_args, cmd_quarantine
 from worker.cli.verify import add_verify_args, cmd_verify
 from worker.core.errors import BrokerError, ContractGateError
-from worker.gate.ahead import DEFAULT_ROUTING_THREADS, MIN_AHEAD_BYTES
-from worker.gate.deadline import DEFAULT_BATCH_DEADLINE_S
-from worker.gate.poll import (
-    DEFAULT_MAX_BATCH_EVENTS,
-    DEFAULT_MAX_BATCH_WAIT_MS,
-    DEFAULT_READY_BYTES,
-    MAX_BATCH_WAIT_MS,
-)
+from worker.gate.config import GateConfig
+from worker.gate.poll import MAX_BATCH_WAIT_MS
 from worker.kafka.clients import map_kafka_errors
 
 __all__ = ["build_parser", "main"]
+
+#: The defaults of ``run``'s tuning flags.
+GATE = GateConfig()
 
 
 class GateParser(argparse.ArgumentParser):
@@ -216,48 +213,48 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument(
         "--max-batch-events",
         type=bounded_int(1, 1_000_000),
-        default=DEFAULT_MAX_BATCH_EVENTS,
-        help=f"events per transaction, 1..1000000 (default {DEFAULT_MAX_BATCH_EVENTS})",
+        default=GATE.max_batch_events,
+        help=f"events per transaction, 1..1000000 (default {GATE.max_batch_events})",
     )
     p.add_argument(
         "--max-batch-wait-ms",
         type=bounded_int(0, MAX_BATCH_WAIT_MS),
-        default=DEFAULT_MAX_BATCH_WAIT_MS,
+        default=GATE.max_batch_wait_ms,
         help="longest wait for a poll batch (one transaction) to fill, ms: the events "
         "already fetched are taken at once, and more are awaited only while the batch "
-        f"holds under {DEFAULT_READY_BYTES // 2**20} MiB; 0..{MAX_BATCH_WAIT_MS} (default "
-        f"{DEFAULT_MAX_BATCH_WAIT_MS}). An idle worker waits for events whatever the value, "
+        f"holds under {GATE.ready_bytes // 2**20} MiB; 0..{MAX_BATCH_WAIT_MS} (default "
+        f"{GATE.max_batch_wait_ms}). An idle worker waits for events whatever the value, "
         "and contract changes are applied between poll batches",
     )
     p.add_argument(
         "--routing-threads",
         type=bounded_int(1, 8),
-        default=DEFAULT_ROUTING_THREADS,
+        default=GATE.routing_threads,
         help="events routed at once, 1..8: events of "
-        f"{MIN_AHEAD_BYTES // 1024} KiB or more are routed on this "
+        f"{GATE.min_ahead_bytes // 1024} KiB or more are routed on this "
         "many threads while GEOS releases the GIL (a second core helps large events); "
         "smaller events and 1 route on the poll loop's thread alone "
-        f"(default {DEFAULT_ROUTING_THREADS})",
+        f"(default {GATE.routing_threads})",
     )
     p.add_argument(
         "--batch-deadline-s",
         type=positive_seconds,
-        default=DEFAULT_BATCH_DEADLINE_S,
+        default=GATE.batch_deadline_s,
         help="processing deadline of one poll batch, seconds: once passed, the events "
         "decided so far are committed and the rest consumed again in the next poll (at "
         "least one event is decided per poll); keep it well below max.poll.interval.ms "
-        f"(default {DEFAULT_BATCH_DEADLINE_S:.0f})",
+        f"(default {GATE.batch_deadline_s:.0f})",
     )
     p.add_argument(
         "--config-timeout-s",
         type=positive_seconds,
-        default=60.0,
-        help="deadline of the config bootstrap (default 60)",
+        default=GATE.config_timeout_s,
+        help=f"deadline of the config bootstrap (default {GATE.config_timeout_s:.0f})",
     )
     p.add_argument(
         "--stop-grace-s",
         type=positive_seconds,
-        default=30.0,
+        default=GATE.stop_grace_s,
         help="after SIGTERM or Ctrl-C, seconds to finish the open transaction and leave the "
         "group before the process exits anyway with status 143 (default 30; keep it below "
         "the pod's terminationGracePeriodSeconds)",

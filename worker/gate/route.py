@@ -11,9 +11,10 @@ contract each become a quarantine record with a specific reason (``decode_error`
 
 from __future__ import annotations
 
+import functools
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
@@ -36,8 +37,9 @@ from worker.gate.records import (
     records_of,
 )
 from worker.io import codec
-from worker.io.payloads import derive_schema, load_payload
-from worker.kafka.settings import MAX_MESSAGE_BYTES, Topics
+from worker.io.payloads import derive_schema, load_payload, load_payload_chunked
+from worker.kafka.protocols import MessageLike
+from worker.kafka.settings import MAX_MESSAGE_BYTES, Settings, Topics
 
 if TYPE_CHECKING:
     from worker.kafka.wire import RegistryCodec
@@ -48,8 +50,10 @@ __all__ = [
     "UNKNOWN_LAYER",
     "OutRecord",
     "Outcome",
+    "Router",
     "Source",
     "counted_layer",
+    "payload_loader",
     "route",
 ]
 
@@ -259,3 +263,46 @@ def _salvage(
         layer if isinstance(layer, str) else None,
         batch_id if isinstance(batch_id, str) else None,
     )
+
+
+def payload_loader(settings: Settings) -> Callable[[str, Batch], Batch | ChunkedBatch]:
+    """The worker's payload loader: by-reference payloads read under the configured roots
+    only (none: every URI refused), GeoParquet in bounded memory (chunks)."""
+    return functools.partial(load_payload_chunked, policy=settings.payload)
+
+
+@dataclass(frozen=True)
+class Router:
+    """:func:`route` of one consumed record with the worker's settings, the registry's
+    current active versions and "now" from ``clock``; safe to call from two threads.
+    Build it with :meth:`for_settings` (the payload loader and the record limit of the
+    settings, computed once)."""
+
+    settings: Settings
+    active_versions: Callable[[str], Sequence[ActiveVersion]]
+    clock: Callable[[], datetime]
+    wire: RegistryCodec | None = None
+    loader: Callable[[str, Batch], Batch | ChunkedBatch] | None = None
+    max_record_bytes: int = MAX_MESSAGE_BYTES
+
+    @classmethod
+    def for_settings(
+        cls,
+        settings: Settings,
+        active_versions: Callable[[str], Sequence[ActiveVersion]],
+        clock: Callable[[], datetime],
+        wire: RegistryCodec | None = None,
+    ) -> Router:
+        """A router reading payloads under ``settings.payload`` and bounding output records
+        by the producer's ``message.max.bytes`` (:meth:`Settings.max_record_bytes`)."""
+        return cls(settings, active_versions, clock, wire, payload_loader(settings),
+                   settings.max_record_bytes())  # fmt: skip
+
+    def __call__(self, m: MessageLike) -> Outcome:
+        """The :class:`Outcome` of the consumed record ``m``."""
+        s = self.settings
+        source = Source(m.topic(), m.partition(), m.offset(), m.key(), m.value(),  # type: ignore[arg-type]
+                        tuple(m.headers() or ()))  # fmt: skip
+        return route(source, self.active_versions, s.topics, now=self.clock(),
+                     worker_id=s.instance_id, payload_loader=self.loader, registry=self.wire,
+                     max_record_bytes=self.max_record_bytes)  # fmt: skip

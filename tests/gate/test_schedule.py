@@ -1,13 +1,54 @@
-"""A poll batch routed in runs, each committed while the next is routed (kafka.runs)."""
+"""A poll batch routed in runs, each committed while the next is routed (gate.schedule).
+
+:func:`route_in_runs` below drives :func:`worker.gate.schedule.route_in_runs` as the
+processor does: it takes every finished run the schedule returns, in order."""
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Callable
 from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from typing import Any
 
 import pytest
 
-from worker.gate.runs import Runs, route_in_runs
+from worker.gate import schedule
+from worker.gate.schedule import Runs
+
+
+@dataclass(frozen=True)
+class Count:
+    committed: int
+
+
+def route_in_runs(
+    events: list[Any],
+    route: Callable[[Any], Any],
+    hand_off: Callable[[list[Any], list[Any]], Future[Any]],
+    settle: Callable[[Any], int],
+    **kw: Any,
+) -> Runs[Any]:
+    """Every run of ``events`` taken; ``settle`` turns a run's result into its count."""
+
+    def submit(events: list[Any], outcomes: list[Any]) -> Future[Count]:
+        counted: Future[Count] = Future()
+
+        def count(f: Future[Any]) -> None:
+            error = f.exception()
+            if error is None:
+                counted.set_result(Count(settle(f.result())))
+            else:
+                counted.set_exception(error)
+
+        hand_off(events, outcomes).add_done_callback(count)
+        return counted
+
+    taken: list[Count] = []
+    with schedule.route_in_runs(events, route, submit, **kw) as runs:
+        taken.extend(runs)
+    assert sum(c.committed for c in taken) == runs.result.committed
+    return runs.result
 
 
 class Clock:

@@ -1,0 +1,105 @@
+"""GateConfig: every tuning value and timeout of the worker loop, in one frozen value.
+
+The defaults are the measured ones (the reasons are in the modules that use them:
+:mod:`worker.gate.poll`, :mod:`worker.gate.schedule`, :mod:`worker.gate.ahead`,
+:mod:`worker.gate.checkpoint`, :mod:`worker.gate.startup`); ``contract-gate run`` reads its
+flag defaults from ``GateConfig()`` (the idea of quix-streams' ``ApplicationConfig``).
+Units are in the names: ``_s`` seconds, ``_ms`` milliseconds, ``_bytes`` bytes.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+__all__ = ["GateConfig"]
+
+
+@dataclass(frozen=True)
+class GateConfig:
+    """Tuning values and timeouts of one worker (:class:`worker.gate.processor.Processor`).
+
+    Attributes
+    ----------
+    max_batch_events : int
+        Most events of one poll batch (hence of one transaction), >= 1.
+    max_batch_wait_ms : int
+        Longest wait for a small poll batch to fill, milliseconds, >= 0.
+    ready_bytes : int
+        Bytes of event values at which a poll batch is taken without waiting for more.
+    batch_deadline_s : float
+        Processing deadline of one poll batch, seconds (> 0): past it, the events decided
+        are committed and the rest consumed again.
+    routing_threads : int
+        Events routed at once, >= 1 (1: every event on the loop's thread).
+    min_ahead_bytes : int
+        Least bytes of an event for it to be routed ahead on a routing thread.
+    min_run_bytes, min_run_route_s : int, float
+        Least bytes of events, and least routing seconds, of a run before it gets a
+        transaction of its own (committed while the next run is routed).
+    config_timeout_s : float
+        Deadline of the config topic's bootstrap at start, seconds.
+    stop_grace_s : float
+        After a stop signal, seconds before ``contract-gate run`` exits anyway (143).
+    init_transactions_timeout_s, send_offsets_timeout_s, commit_timeout_s, abort_timeout_s
+        Timeouts of the transactional producer calls, seconds.
+    queue_full_timeout_s : float
+        Longest wait for room in the producer's local queue, seconds.
+    max_batch_attempts : int
+        Failed transactions of the same run before it is committed one event per
+        transaction (a record refused as too large is then quarantined).
+    lag_interval_s : float
+        Seconds between two consumer-lag refreshes (``inf``: never).
+    per_major_recheck_s : float
+        Seconds before a missing per-major topic is looked up again.
+    slo_restore_max_per_partition, replay_restore_per_partition : int
+        Records read per partition at start to rebuild the SLO windows (evaluations
+        topic) and the replay ledger (admitted topic).
+    restore_timeout_s : float
+        Deadline of each of those two reads at start, seconds.
+    close_flush_timeout_s : float
+        Producer flush at close, seconds.
+
+    Raises
+    ------
+    ValueError
+        A count below its least value (``max_batch_events``, ``routing_threads``,
+        ``max_batch_attempts`` below 1, ``max_batch_wait_ms`` below 0).
+    """
+
+    max_batch_events: int = 500
+    max_batch_wait_ms: int = 100
+    ready_bytes: int = 4 * 1024 * 1024
+    batch_deadline_s: float = 60.0
+    routing_threads: int = 2
+    min_ahead_bytes: int = 256 * 1024
+    min_run_bytes: int = 1024 * 1024
+    min_run_route_s: float = 0.05
+    config_timeout_s: float = 60.0
+    stop_grace_s: float = 30.0
+    init_transactions_timeout_s: float = 30.0
+    send_offsets_timeout_s: float = 30.0
+    commit_timeout_s: float = 60.0
+    abort_timeout_s: float = 30.0
+    queue_full_timeout_s: float = 60.0
+    max_batch_attempts: int = 3
+    lag_interval_s: float = 1.0
+    per_major_recheck_s: float = 30.0
+    slo_restore_max_per_partition: int = 20_000
+    replay_restore_per_partition: int = 20_000
+    restore_timeout_s: float = 30.0
+    close_flush_timeout_s: float = 10.0
+
+    def __post_init__(self) -> None:
+        if self.routing_threads < 1:
+            raise ValueError(f"routing_threads must be 1 or more, got {self.routing_threads}")
+        if self.max_batch_events < 1:
+            raise ValueError(f"max_batch_events must be 1 or more, got {self.max_batch_events}")
+        if self.max_batch_attempts < 1:
+            raise ValueError(f"max_batch_attempts must be 1 or more, got {self.max_batch_attempts}")
+        if self.max_batch_wait_ms < 0:
+            raise ValueError(f"max_batch_wait_ms must be 0 or more, got {self.max_batch_wait_ms}")
+
+    @property
+    def max_batch_wait_s(self) -> float:
+        """:attr:`max_batch_wait_ms` in seconds."""
+        return self.max_batch_wait_ms / 1000.0

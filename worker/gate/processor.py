@@ -1,0 +1,301 @@
+"""The worker loop: poll a batch of events -> route each -> commit in Kafka transactions.
+
+One :meth:`Processor.step` is a list of named calls, each returning a value: the config
+topic's updates, one poll batch (:mod:`worker.gate.poll`), its runs routed in order and
+committed one transaction each (:mod:`worker.gate.schedule`, :mod:`worker.gate.route`,
+:mod:`worker.gate.checkpoint`), each committed run reported (metrics, ``on_outcome``), the
+rest rewound (:mod:`worker.gate.offsets`). The next poll (where a rebalance runs) happens
+only once no transaction is in flight. Kafka callbacks only log or set flags.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable
+from datetime import datetime, timezone
+
+from worker.core.errors import KafkaError
+from worker.core.lifecycle.registry import ConfigEvent, RecordingRegistry
+from worker.core.replays import ReplayLedger
+from worker.gate.checkpoint import Checkpoint, Done
+from worker.gate.config import GateConfig
+from worker.gate.instruments import Instruments, NullInstruments
+from worker.gate.liveness import Assignment, Liveness, partition_lag
+from worker.gate.offsets import rewind
+from worker.gate.poll import poll_batch
+from worker.gate.producing import Guard
+from worker.gate.records import Outcome
+from worker.gate.replays import restore_ledger
+from worker.gate.reporting import log_batch, report_config_event, report_decisions
+from worker.gate.route import Router
+from worker.gate.schedule import Runs, Schedule
+from worker.gate.startup import (
+    active_summary,
+    make_clients,
+    register_schemas,
+    restore_slo,
+    warn_missing_roots,
+)
+from worker.kafka.config_topic import ConfigFollower
+from worker.kafka.health import BrokerHealth, Watchdog
+from worker.kafka.protocols import ConsumerLike, MessageLike, TransactionalProducerLike
+from worker.kafka.schema_registry import codec_for, output_kinds
+from worker.kafka.settings import Settings
+
+__all__ = ["Processor"]
+
+log = logging.getLogger(__name__)
+
+
+def _utcnow() -> datetime:
+    return datetime.now(timezone.utc)
+
+
+class Processor:
+    """A contract-gate worker: one group member with its transactional producer.
+
+    Parameters
+    ----------
+    config : GateConfig
+        Tuning values and timeouts of the loop.
+    settings : Settings
+        Kafka settings (bootstrap, group id, topics, transactional id prefix, extras).
+    consumer, producer : ConsumerLike, TransactionalProducerLike, optional
+        Clients to use as given (subscribed; transactions initialised); default: built by
+        :meth:`start` (:func:`worker.gate.startup.make_clients`).
+    metrics : Instruments, optional
+        Telemetry (:class:`worker.ops.metrics.GateMetrics` in ``contract-gate run``);
+        default: nothing recorded.
+    clock : callable, optional
+        Returns "now" as an aware UTC datetime (freshness); injectable for tests.
+    on_outcome : callable, optional
+        Called with each committed :class:`Outcome` (after the commit), e.g. by the demo.
+    router : callable, optional
+        Decides one consumed record; default :class:`worker.gate.route.Router` of the
+        settings and the registry's active versions.
+    """
+
+    def __init__(
+        self,
+        config: GateConfig,
+        settings: Settings,
+        *,
+        consumer: ConsumerLike | None = None,
+        producer: TransactionalProducerLike | None = None,
+        metrics: Instruments | None = None,
+        clock: Callable[[], datetime] = _utcnow,
+        on_outcome: Callable[[Outcome], None] | None = None,
+        router: Callable[[MessageLike], Outcome] | None = None,
+    ) -> None:
+        self.gate_config = config
+        self.settings = settings
+        self.metrics: Instruments = metrics or NullInstruments()
+        self.clock = clock
+        self.on_outcome = on_outcome
+        self.registry = RecordingRegistry()  # keeps published_at, for escalation gauges
+        self.config = ConfigFollower(settings, self.registry, self._on_config_event)
+        self.assignment = Assignment()
+        self.liveness = Liveness()
+        self.health = BrokerHealth()
+        self.guard = Guard()
+        self.replays = ReplayLedger()  # originals admitted after a replay: admitted once
+        #: Schema Registry wire format (``settings.schema_registry``), else plain Avro
+        self.wire = codec_for(settings)
+        self._framed = output_kinds(settings.topics)
+        self.route = router or Router.for_settings(settings, self.registry.active, clock, self.wire)
+        self.schedule = Schedule(config)
+        self.batches_committed = 0
+        self._lag_at = 0.0
+        self.consumer = consumer
+        self.producer = producer
+        self._checkpoint: Checkpoint | None = None
+        if consumer is not None and producer is not None:
+            self._connect(consumer, producer)
+
+    # -- state read by the HTTP server ----------------------------------------------------
+    @property
+    def assigned(self) -> frozenset[tuple[str, int]]:
+        """The input partitions assigned to this member."""
+        return self.assignment.assigned
+
+    @property
+    def last_loop_monotonic(self) -> float:
+        """``time.monotonic()`` of the loop's last sign of life (``/healthz``)."""
+        return self.liveness.last_monotonic
+
+    @property
+    def transactions_aborted(self) -> int:
+        """Transactions aborted so far."""
+        return 0 if self._checkpoint is None else self._checkpoint.aborted
+
+    @property
+    def broker_unreachable_since(self) -> float | None:
+        """``time.monotonic()`` since which the broker is unreachable, or None (``/readyz``)."""
+        return self.health.unreachable_since
+
+    @property
+    def ready(self) -> bool:
+        """Config bootstrapped and at least one input partition assigned."""
+        return self.config.bootstrapped and bool(self.assigned)
+
+    @property
+    def checkpoint(self) -> Checkpoint:
+        """The transactions of this worker (:class:`~worker.gate.checkpoint.Checkpoint`).
+
+        Raises
+        ------
+        KafkaError
+            Before :meth:`start` built the clients (none were given).
+        """
+        if self._checkpoint is None:
+            raise KafkaError("the worker has no Kafka clients yet: call start() first")
+        return self._checkpoint
+
+    def _on_config_event(self, event: ConfigEvent) -> None:
+        bootstrap = (self.config.records_read, self.config.bootstrapped)
+        report_config_event(self.metrics, self.registry, event, bootstrap, self.clock)
+
+    # -- lifecycle ------------------------------------------------------------------------
+    def start(self, progress: Callable[[str], None] | None = None) -> None:
+        """Bootstrap the config topic, restore state, init transactions, join the group.
+
+        Raises
+        ------
+        KafkaError
+            When the config topic cannot be read to its end, a schema cannot be
+            registered, the producer cannot initialise transactions or a topic is missing.
+        """
+        c, s = self.gate_config, self.settings
+        warn_missing_roots(s)
+        n = self.config.bootstrap(c.config_timeout_s, progress)
+        self.metrics.set_config_bootstrap(n, True)
+        self.metrics.set_lifecycle(self.registry.published(), self.clock)
+        register_schemas(self.wire, self._framed)
+        restore_ledger(self.replays, s, c.replay_restore_per_partition, c.restore_timeout_s)
+        restored = restore_slo(self.metrics, self.registry, s, c, self.clock())
+        if progress and restored:
+            progress(f"SLO windows restored from {restored} evaluation records")
+        if progress:
+            summary = active_summary(self.registry)
+            progress(f"config bootstrapped from {n} records; active versions: {summary}")
+        if self._checkpoint is None:
+            a = self.assignment
+            self._connect(*make_clients(s, c, self.health, a.on_assign, a.on_revoke))
+
+    def _connect(self, consumer: ConsumerLike, producer: TransactionalProducerLike) -> None:
+        self.consumer, self.producer = consumer, producer
+        self._checkpoint = Checkpoint(self.gate_config, self.settings, producer, consumer,
+                                      self.replays, self.clock, self.wire, self._framed,
+                                      self.health, self.guard)  # fmt: skip
+
+    def run(self, stop: threading.Event, on_stuck: Callable[[str], None] | None = None) -> None:
+        """Process poll batches until ``stop`` is set, then leave the group cleanly.
+
+        ``on_stuck`` (optional) is called with a message when a blocking transactional
+        call outlives its timeout by 15 s (:class:`~worker.kafka.health.Watchdog`);
+        ``contract-gate run`` exits the process there.
+        """
+        watchdog = None if on_stuck is None else Watchdog(on_stuck)
+        if watchdog is not None:
+            watchdog.start()
+        self.guard.watchdog = watchdog
+        self.liveness.stop = stop
+        try:
+            while not stop.is_set():
+                self.step()
+        finally:
+            if watchdog is not None:
+                watchdog.stop()
+            self.close()
+
+    def close(self) -> None:
+        """Leave the group, flush the producer, close the config reader."""
+        from confluent_kafka import KafkaException
+
+        self.schedule.close()
+        if self.consumer is not None:
+            self.consumer.close()
+            self.consumer = None
+        if self.producer is not None:
+            try:
+                self.producer.flush(self.gate_config.close_flush_timeout_s)
+            except KafkaException as exc:  # e.g. fenced: nothing of ours is left to deliver
+                log.warning("producer flush at close failed: %s", exc.args[0].str())
+            self.producer = None
+        self.config.close()
+
+    # -- one poll batch -------------------------------------------------------------------
+    def step(self) -> int:
+        """Poll one batch of events and commit its results, one transaction per run.
+
+        Returns
+        -------
+        int
+            Events committed and counted (0 when nothing arrived; the events of an aborted
+            transaction and those after it are consumed again).
+        """
+        self.liveness.beat()
+        self.config.poll_updates()  # contract changes apply between poll batches
+        events = self._poll()  # list[MessageLike]; error events logged, not returned
+        self._refresh_lag()
+        if not events:
+            return 0
+        started = time.perf_counter()
+        decided: list[Outcome] = []
+        commit = self.checkpoint.commit  # 1 produce 2 send offsets 3 commit | abort
+        with self.schedule.runs(events, self.route, commit, self.liveness.beat) as runs:
+            for done in runs:  # in order; the next run is routed while one commits
+                decided += self._report(done)
+        self._rewind(runs.result)  # the rest is consumed again
+        log_batch(decided, runs.result, started)
+        return len(decided)
+
+    def _poll(self) -> list[MessageLike]:
+        """One poll batch (:func:`worker.gate.poll.poll_batch`) less its error events."""
+        from confluent_kafka import KafkaError as CKError
+
+        c = self.gate_config
+        msgs = poll_batch(self.consumer, c.max_batch_events, c.max_batch_wait_s,
+                          ready_bytes=c.ready_bytes, keep_waiting=self.liveness.keep_waiting,
+                          take_revoked=self.assignment.take_revoked)  # fmt: skip
+        events = []
+        for m in msgs:
+            err = m.error()
+            if err is None:
+                events.append(m)
+            elif err.code() != CKError._PARTITION_EOF:
+                log.warning("consumer error: %s", err.str())
+        return events
+
+    def _refresh_lag(self) -> None:
+        """The consumer lag gauge, at most once per ``lag_interval_s``."""
+        now = self.liveness.last_monotonic
+        if now - self._lag_at >= self.gate_config.lag_interval_s:
+            self._lag_at = now
+            self.metrics.set_consumer_lag(partition_lag(self.consumer, sorted(self.assigned)))
+
+    def _report(self, done: Done) -> list[Outcome]:
+        """The decisions of a fully committed run (metrics, ``on_outcome``); none for a
+        run that failed part way (its committed events are not counted)."""
+        if not done.complete:
+            return []
+        report_decisions(self.metrics, self.registry, done.outcomes, self.on_outcome)
+        self.batches_committed += len(done.events)
+        return done.outcomes
+
+    def _rewind(self, runs: Runs[MessageLike]) -> None:
+        """Seek back to the first uncommitted event of each partition of the poll batch."""
+        if runs.failed:  # consumed again from its first uncommitted event, in order
+            rewind(self.consumer, runs.rest, self.assigned, "an aborted transaction")  # type: ignore[arg-type]
+        elif runs.rest:  # the deadline passed: the decided prefix is committed
+            why = "the rest of a poll batch past its deadline"
+            rewind(self.consumer, runs.rest, self.assigned, why)  # type: ignore[arg-type]
+            log.warning(
+                "poll batch deadline of %g s passed after %d events: committed them, "
+                "%d events are consumed again",
+                self.gate_config.batch_deadline_s,
+                runs.committed,
+                len(runs.rest),
+            )

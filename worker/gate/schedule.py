@@ -1,0 +1,304 @@
+"""Which events form a run, and when: runs committed while the next is routed; routing
+ahead; the processing deadline of a poll batch.
+
+The worker's checkpoint discipline is produce, then commit, in one transaction per run of
+events, after the run is routed (:mod:`worker.gate.checkpoint`). Committing a transaction
+is mostly waiting (the broker writes the records and the transaction markers), so while
+one run commits on the committer thread, the next events are routed on the loop's.
+:func:`route_in_runs` routes the events of one poll batch in order and submits the routed
+events as a new run once the previous one has finished, the run holds at least
+``min_run_bytes`` of events and took at least ``min_run_s`` to route. A transaction costs
+the client and the broker a few requests whatever its size, and its wait grows with the
+bytes it writes (the admitted record is the event): splitting a poll batch pays only for
+large events, so a poll batch of small events (under 1 MiB) stays one transaction. Runs
+commit strictly in order and never overlap; the poll that follows a poll batch happens
+only once its last transaction has finished, so a rebalance (which runs in the poll) never
+meets a transaction in flight.
+
+Each finished run is *returned* to the caller (:class:`ScheduledRuns` is an iterator of
+them), which reports it before the next one is submitted: nothing here calls back into the
+processor. The deadline: a poll batch of by-reference events can take long (each payload
+is downloaded and read), and past ``max.poll.interval.ms`` the consumer would leave its
+group. Once ``deadline_s`` has passed, no more events are routed (at least one is), the
+routed ones are committed and the rest is returned; :func:`rewind_offsets` gives where the
+consumer seeks back so the rest is consumed again (nothing lost, nothing decided twice). A
+failed transaction ends the poll batch the same way (:func:`worker.gate.checkpoint.rewind`).
+:class:`Schedule` holds the two thread pools: the committer and the routing threads.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import time
+from collections.abc import Callable, Generator, Iterator, Sequence
+from concurrent.futures import Future, ThreadPoolExecutor
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Generic, Protocol, TypeVar
+
+from worker.gate.ahead import RouteAhead
+from worker.gate.checkpoint import Done, Run
+from worker.gate.config import GateConfig
+from worker.gate.records import Outcome
+from worker.kafka.protocols import MessageLike
+
+__all__ = ["Runs", "Schedule", "ScheduledRuns", "Settled", "event_bytes", "route_in_runs"]
+
+E = TypeVar("E")
+O = TypeVar("O")  # noqa: E741 - an outcome
+
+
+class Settled(Protocol):
+    """A finished run: how many of its events were committed (a prefix)."""
+
+    @property
+    def committed(self) -> int: ...
+
+
+R = TypeVar("R", bound=Settled)
+
+
+@dataclass(frozen=True)
+class Runs(Generic[E]):
+    """What :func:`route_in_runs` did with one poll batch.
+
+    ``committed``: events committed, a prefix of the batch. ``transactions``: runs
+    submitted. ``rest``: the events not committed, in batch order (to be consumed again).
+    ``past_deadline``: routing stopped at the deadline. ``failed``: a transaction failed.
+    """
+
+    committed: int
+    transactions: int
+    rest: list[E]
+    past_deadline: bool
+    failed: bool
+
+
+class ScheduledRuns(Generic[E, R]):
+    """The finished runs of one poll batch, in order, as they finish; then :attr:`result`.
+
+    Use as ``with route_in_runs(...) as runs: for done in runs: ...``: leaving the block
+    early (an error) still waits for the transaction in flight and the events routed ahead.
+    """
+
+    def __init__(self, gen: Generator[R, None, Runs[E]], close: Callable[[], None]) -> None:
+        self._gen = gen
+        self._close = close
+        self._result: Runs[E] | None = None
+
+    @property
+    def result(self) -> Runs[E]:
+        """What was done with the poll batch, once every run was taken.
+
+        Raises
+        ------
+        RuntimeError
+            Asked before the runs were exhausted.
+        """
+        if self._result is None:
+            raise RuntimeError("the runs of the poll batch were not all taken")
+        return self._result
+
+    def __iter__(self) -> Iterator[R]:
+        return self
+
+    def __next__(self) -> R:
+        try:
+            return next(self._gen)
+        except StopIteration as stop:
+            self._result = stop.value
+            raise
+
+    def __enter__(self) -> ScheduledRuns[E, R]:
+        return self
+
+    def __exit__(
+        self, kind: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self._gen.close()
+        self._close()
+
+
+def route_in_runs(
+    events: Sequence[E],
+    route: Callable[[E], O],
+    submit: Callable[[list[E], list[O]], Future[R]],
+    *,
+    deadline_s: float,
+    min_run_s: float = 0.05,
+    size: Callable[[E], int] | None = None,
+    min_run_bytes: int = 1024 * 1024,
+    clock: Callable[[], float] = time.monotonic,
+    progress: Callable[[], None] | None = None,
+    ready: Callable[[E], bool] | None = None,
+    close: Callable[[], None] = lambda: None,
+) -> ScheduledRuns[E, R]:
+    """Route ``events`` in order, committing them in runs while the next run is routed.
+
+    Parameters
+    ----------
+    events : sequence
+        One poll batch, in consumption order.
+    route : callable
+        Decides one event (no I/O to Kafka); never expected to raise.
+    submit : callable
+        Starts the transaction of a run ``(events, outcomes)`` and returns its future (a
+        :class:`Settled`); called only when no other run is in flight.
+    deadline_s, clock : float, callable
+        Processing deadline of the batch, in seconds of ``clock`` from the first event.
+    min_run_s : float
+        Least routing time of a run (seconds) before it is submitted.
+    size, min_run_bytes : callable, int
+        Bytes of an event, and the least bytes of a run before it is submitted (without
+        ``size``, only ``min_run_s`` bounds a run).
+    progress : callable, optional
+        Called after every routed event (the loop is alive).
+    ready : callable, optional
+        Asked, once the deadline has passed, whether the next event's outcome is already
+        computed (routed ahead: :meth:`worker.gate.ahead.RouteAhead.ready`); such an
+        outcome is taken, not thrown away and routed again in the next poll batch.
+    close : callable
+        Called when the runs are left (e.g. :meth:`~worker.gate.ahead.RouteAhead.close`).
+
+    Returns
+    -------
+    ScheduledRuns
+        Yields each finished run; its ``result`` (:class:`Runs`) is set once exhausted.
+        Once it is exhausted or left, no transaction is in flight.
+    """
+    gen = _runs(events, route, submit, deadline_s, min_run_s, size, min_run_bytes, clock,
+                progress, ready)  # fmt: skip
+    return ScheduledRuns(gen, close)
+
+
+def _runs(
+    events: Sequence[E],
+    route: Callable[[E], O],
+    submit: Callable[[list[E], list[O]], Future[R]],
+    deadline_s: float,
+    min_run_s: float,
+    size: Callable[[E], int] | None,
+    min_run_bytes: int,
+    clock: Callable[[], float],
+    progress: Callable[[], None] | None,
+    ready: Callable[[E], bool] | None,
+) -> Generator[R, None, Runs[E]]:
+    started = clock()
+    run: tuple[list[E], list[O]] = ([], [])
+    run_started, run_bytes = started, 0
+    pending: tuple[list[E], Future[R]] | None = None
+    committed = transactions = routed = 0
+    past_deadline = False
+
+    def failure(sent: list[E], done: int, unsent: list[E]) -> Runs[E]:
+        rest = sent[done:] + unsent + list(events[routed:])
+        return Runs(committed, transactions, rest, False, True)
+
+    try:
+        for event in events:
+            if routed and clock() - started >= deadline_s and not (ready and ready(event)):
+                past_deadline = True
+                break
+            run[0].append(event)
+            run[1].append(route(event))
+            routed += 1
+            run_bytes += min_run_bytes if size is None else size(event)
+            if progress is not None:
+                progress()
+            if run_bytes < min_run_bytes or clock() - run_started < min_run_s:
+                continue
+            if pending is not None:
+                if not pending[1].done():
+                    continue
+                (sent, future), pending = pending, None
+                settled = future.result()
+                yield settled
+                committed += settled.committed
+                if settled.committed < len(sent):
+                    return failure(sent, settled.committed, run[0])
+            pending = (run[0], submit(*run))
+            transactions += 1
+            run, run_started, run_bytes = ([], []), clock(), 0
+        if pending is not None:
+            (sent, future), pending = pending, None
+            settled = future.result()
+            yield settled
+            committed += settled.committed
+            if settled.committed < len(sent):
+                return failure(sent, settled.committed, run[0])
+        if run[0]:
+            transactions += 1
+            settled = submit(*run).result()
+            yield settled
+            committed += settled.committed
+            if settled.committed < len(run[0]):
+                return failure(run[0], settled.committed, [])
+    finally:
+        if pending is not None:  # route() or the caller raised: let the transaction end first
+            with contextlib.suppress(BaseException):
+                pending[1].result()
+    return Runs(committed, transactions, list(events[routed:]), past_deadline, False)
+
+
+def event_bytes(m: Any) -> int:
+    """Bytes of a consumed record's value (0 for a tombstone)."""
+    return len(m.value() or b"")
+
+
+class Schedule:
+    """The runs of each poll batch: routed on the loop's thread (large events ahead on
+    ``config.routing_threads`` threads), committed on a committer thread.
+
+    Parameters
+    ----------
+    config : GateConfig
+        ``routing_threads``, ``min_ahead_bytes``, ``batch_deadline_s``, ``min_run_bytes``,
+        ``min_run_route_s``.
+    """
+
+    def __init__(self, config: GateConfig) -> None:
+        self.config = config
+        self._committer = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gate-commit")
+        threads = config.routing_threads
+        self._routers = (
+            ThreadPoolExecutor(max_workers=threads, thread_name_prefix="gate-route")
+            if threads > 1
+            else None
+        )
+
+    def runs(
+        self,
+        events: list[MessageLike],
+        route: Callable[[MessageLike], Outcome],
+        commit: Callable[[Run], Done],
+        progress: Callable[[], None] | None = None,
+    ) -> ScheduledRuns[MessageLike, Done]:
+        """The finished runs of one poll batch (:func:`route_in_runs`), to use in a
+        ``with`` block.
+
+        ``route`` decides one event (:class:`worker.gate.route.Router`, safe to call from
+        two threads); ``commit`` writes a run in a transaction on the committer thread
+        (:meth:`worker.gate.checkpoint.Checkpoint.commit`); ``progress`` is called after
+        every routed event.
+        """
+        c = self.config
+        ready = None
+        close: Callable[[], None] = lambda: None  # noqa: E731
+        if self._routers is not None:  # large events routed ahead, results in order
+            ahead = RouteAhead(events, route, self._routers, size=event_bytes,
+                               depth=c.routing_threads, min_bytes=c.min_ahead_bytes)  # fmt: skip
+            route, ready, close = ahead, ahead.ready, ahead.close
+
+        def submit(events: list[MessageLike], outcomes: list[Outcome]) -> Future[Done]:
+            return self._committer.submit(commit, Run(events, outcomes))
+
+        return route_in_runs(events, route, submit, deadline_s=c.batch_deadline_s,
+                             min_run_s=c.min_run_route_s, size=event_bytes,
+                             min_run_bytes=c.min_run_bytes, progress=progress, ready=ready,
+                             close=close)  # fmt: skip
+
+    def close(self) -> None:
+        """Shut the thread pools down (idle: a step never returns mid-run)."""
+        self._committer.shutdown(wait=True)
+        if self._routers is not None:
+            self._routers.shutdown(wait=True)

@@ -1,0 +1,160 @@
+"""Start of a worker: checks, restored state, and the one place its Kafka clients are built.
+
+In order (:meth:`worker.gate.processor.Processor.start`): a WARNING per local payload root
+that is not a directory (:func:`warn_missing_roots`); the config topic read to its end;
+the Schema Registry subjects registered (:func:`register_schemas`); the replay ledger
+(:func:`worker.gate.replays.restore_ledger`) and the SLO windows (:func:`restore_slo`)
+refilled from the tails of the admitted and evaluations topics; then the clients
+(:func:`make_clients`): the transactional producer, the topics it must find, the consumer
+subscribed to the batches topic.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+from collections.abc import Callable
+from datetime import datetime
+from typing import TYPE_CHECKING, Any
+
+from worker.core.errors import ContractGateError, KafkaError
+from worker.core.lifecycle.registry import RecordingRegistry
+from worker.core.lifecycle.slo import DEFAULT_MAX_VERDICTS
+from worker.gate.config import GateConfig
+from worker.gate.instruments import Instruments, NullInstruments
+from worker.gate.topics import require_topics
+from worker.kafka.evaluations import read_recent_evaluations
+from worker.kafka.health import BrokerHealth
+from worker.kafka.protocols import ConsumerLike, TransactionalProducerLike
+from worker.kafka.settings import Settings
+
+if TYPE_CHECKING:
+    from worker.kafka.wire import RegistryCodec
+
+__all__ = [
+    "active_summary",
+    "make_clients",
+    "register_schemas",
+    "restore_slo",
+    "warn_missing_roots",
+]
+
+log = logging.getLogger(__name__)
+
+#: ``on_assign`` / ``on_revoke`` of the consumer: ``(consumer, partitions)``.
+Rebalance = Callable[[Any, list[Any]], None]
+
+
+def warn_missing_roots(settings: Settings) -> None:
+    """A WARNING per local payload root that is not a directory (yet): a volume may be
+    mounted later, so the worker starts, but a typo would otherwise show only as every
+    event by reference quarantined ``payload_unavailable``."""
+    for root in settings.payload.roots or ():
+        if root.scheme == "file" and not os.path.isdir(root.location):
+            log.warning(
+                "payload root %s is not a directory on this host: events whose payload_uri "
+                "lies under it are quarantined payload_unavailable until it exists "
+                "(check --payload-root / CONTRACT_GATE_PAYLOAD_ROOTS, or the volume mount)",
+                root,
+            )
+
+
+def register_schemas(wire: RegistryCodec | None, framed: dict[str, str]) -> None:
+    """With a Schema Registry: register the schemas of the framed output topics now, so
+    producing needs no lookup later (the client caches the ids).
+
+    Raises
+    ------
+    KafkaError
+        The registry refuses a schema or cannot be reached (the message names the
+        subject; the worker does not start).
+    """
+    if wire is None:
+        return
+    for topic, kind in framed.items():
+        try:
+            wire.register(topic, kind)
+        except ContractGateError as exc:
+            raise KafkaError(f"schema registry: {exc}") from None
+
+
+def restore_slo(
+    metrics: Instruments,
+    registry: RecordingRegistry,
+    settings: Settings,
+    config: GateConfig,
+    now: datetime,
+) -> int:
+    """Refill the SLO windows from the tail of the evaluations topic (bounded: at most
+    the window's verdicts per active version per partition, at most
+    ``config.slo_restore_max_per_partition``); a failed read is logged, never fatal (the
+    windows then start empty).
+
+    Returns
+    -------
+    int
+        Evaluation records taken into the windows.
+    """
+    if isinstance(metrics, NullInstruments):
+        return 0
+    objectives = {
+        (v.contract.layer, v.contract.version): v.contract.objective
+        for layer in registry.layers()
+        for v in registry.active(layer)
+    }
+    if not objectives:
+        return 0
+    tail = min(config.slo_restore_max_per_partition, DEFAULT_MAX_VERDICTS * len(objectives))
+    try:
+        records = read_recent_evaluations(settings, tail, timeout_s=config.restore_timeout_s)
+    except KafkaError as exc:
+        log.warning("SLO windows start empty: the evaluations topic was not read (%s)", exc)
+        return 0
+    return metrics.restore_slo(records, objectives, now)
+
+
+def active_summary(registry: RecordingRegistry) -> str:
+    """``layer: version/mode ...`` of every layer with active versions, or ``none``."""
+    layers = ", ".join(
+        f"{layer}: " + " ".join(f"{v.contract.version}/{v.mode}" for v in active)
+        for layer in registry.layers()
+        if (active := registry.active(layer))
+    )
+    return layers or "none"
+
+
+def make_clients(
+    settings: Settings,
+    config: GateConfig,
+    health: BrokerHealth,
+    on_assign: Rebalance,
+    on_revoke: Rebalance,
+) -> tuple[ConsumerLike, TransactionalProducerLike]:
+    """The worker's real Kafka clients, built here only.
+
+    The transactional producer (``init_transactions``, which fences an older producer of
+    the same ``transactional.id``), the topics it must find (:func:`require_topics`), then
+    the consumer, subscribed to the batches topic with the rebalance callbacks.
+
+    Returns
+    -------
+    tuple of (ConsumerLike, TransactionalProducerLike)
+
+    Raises
+    ------
+    KafkaError
+        Transactions cannot be initialised within ``config.init_transactions_timeout_s``,
+        or a topic is missing.
+    """
+    from confluent_kafka import Consumer, KafkaException, Producer
+
+    producer: Any  # confluent's stubs are wider than the protocols' (str keys, dict headers)
+    try:
+        producer = Producer(settings.producer(transactional=True, **health.client_config()))
+        producer.init_transactions(config.init_transactions_timeout_s)
+    except KafkaException as exc:
+        raise KafkaError(f"cannot initialise transactions: {exc.args[0].str()}") from exc
+    require_topics(producer, settings)
+    consumer: Any = Consumer(settings.consumer(**health.client_config()))
+    consumer.subscribe([settings.topics.batches], on_assign=on_assign, on_revoke=on_revoke)
+    return consumer, producer
