@@ -111,8 +111,8 @@ def test_a_slow_poll_batch_commits_its_decided_prefix_and_decides_the_rest_next(
         loads.append(batch.batch_id)
         return load_payload_chunked(uri, batch, policy=policy)
 
-    pipeline._load_payload = slow_loader  # type: ignore[assignment]
-    caplog.set_level(logging.WARNING, logger="worker.gate.pipeline")
+    pipeline.route = replace(pipeline.route, loader=slow_loader)  # type: ignore[type-var]
+    caplog.set_level(logging.WARNING, logger="worker.gate.processor")
     committed = _steps_until_all_committed(pipeline)
     # 1.0 s per event, deadline 1.5 s: the second event starts at 1.0 s, the third would
     # start at 2.0 s, past the deadline: every step decides 2 events, commits them and
@@ -163,7 +163,7 @@ def test_healthz_turns_503_while_one_load_outlasts_max_poll_interval(
                 samples.append((silent, healthz(pipeline, time.monotonic(), 1200).status))
             time.sleep(0.1)
 
-    pipeline._load_payload = stuck_loader  # type: ignore[assignment]
+    pipeline.route = replace(pipeline.route, loader=stuck_loader)  # type: ignore[type-var]
     done = threading.Event()
     sampler = threading.Thread(target=sample, daemon=True)
     pipeline.start()
@@ -210,8 +210,8 @@ def test_large_events_routed_two_at_a_time_are_decided_once_each_across_deadline
         placed.append(produce_one(settings, settings.topics.batches, "admin_boundaries", event))
 
     pipeline = Pipeline(settings, max_batch_events=EVENTS, batch_deadline_s=0.5)
-    assert pipeline.routing_threads == 2
-    route = pipeline._route
+    assert pipeline.gate_config.routing_threads == 2
+    route = pipeline.route
     routed: list[tuple[int, str]] = []
     in_flight = [0]
     overlapped = threading.Event()
@@ -230,7 +230,7 @@ def test_large_events_routed_two_at_a_time_are_decided_once_each_across_deadline
                 in_flight[0] -= 1
                 routed.append((m.offset(), threading.current_thread().name))
 
-    pipeline._route = slow_route  # type: ignore[method-assign]
+    pipeline.route = slow_route
     committed = _steps_until_all_committed(pipeline)
     assert sum(committed) == EVENTS, committed
     assert overlapped.is_set() and all(name.startswith("gate-route") for _, name in routed)
