@@ -13,8 +13,20 @@ so the other events of the batch proceed.
 from __future__ import annotations
 
 from collections.abc import Iterable
+from dataclasses import replace
+from datetime import datetime
 
-__all__ = ["MAX_BATCH_ATTEMPTS", "BatchAttempts", "size_refused"]
+from worker.core._util.text import clip
+from worker.gate.records import Outcome, failed, quarantine_record, record_bytes
+from worker.kafka.settings import Topics
+
+__all__ = [
+    "MAX_BATCH_ATTEMPTS",
+    "BatchAttempts",
+    "largest_record_bytes",
+    "record_too_large",
+    "size_refused",
+]
 
 #: Failed transactions of the same poll batch before it is committed event by event.
 MAX_BATCH_ATTEMPTS = 3
@@ -67,3 +79,40 @@ class BatchAttempts:
         done = set(partitions)
         for start in [s for s in self._failed if (s[0], s[1]) in done]:
             del self._failed[start]
+
+
+def record_too_large(
+    outcome: Outcome,
+    topics: Topics,
+    *,
+    record_bytes: int,
+    limit_bytes: int,
+    error: str,
+    now: datetime,
+    worker_id: str,
+) -> Outcome:
+    """The outcome of an event whose output records Kafka refused as too large (the
+    producer's ``message.max.bytes`` or the broker's limit): one ``record_too_large``
+    quarantine record naming both sizes, without the original (the source coordinates
+    locate it in the batches topic) and without evaluation records.
+
+    ``record_bytes`` is the largest of the event's records (key, value and headers),
+    ``limit_bytes`` the producer's ``message.max.bytes``, ``error`` Kafka's error text.
+    """
+    decision = failed(
+        "record_too_large",
+        f"the largest output record of batch {clip(outcome.batch_id or '?', 200)} is "
+        f"{record_bytes} bytes; Kafka refused it ({clip(error, 200)}; the producer's "
+        f"message.max.bytes is {limit_bytes} bytes, a broker or topic may take less); the "
+        "original is not carried (the source coordinates locate it)",
+    )
+    small = replace(outcome.source, value=b"")
+    record = quarantine_record(
+        small, outcome.layer, outcome.batch_id, decision, topics, now, worker_id
+    )
+    return replace(outcome, decision=decision, records=(record,))
+
+
+def largest_record_bytes(outcome: Outcome) -> int:
+    """Bytes of the largest output record of ``outcome`` (:func:`record_bytes`)."""
+    return max((record_bytes(r) for r in outcome.records), default=0)

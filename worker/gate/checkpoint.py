@@ -23,11 +23,11 @@ from typing import TYPE_CHECKING, Any
 
 from worker.core.errors import ContractGateError, KafkaError
 from worker.core.replays import ReplayLedger
-from worker.gate.attempts import BatchAttempts, size_refused
+from worker.gate.attempts import BatchAttempts, largest_record_bytes, record_too_large, size_refused
 from worker.gate.config import GateConfig
 from worker.gate.offsets import next_offsets, starts
 from worker.gate.producing import Guard, commit_transaction, produce_record
-from worker.gate.records import Outcome, OutRecord, largest_record_bytes, record_too_large
+from worker.gate.records import Outcome, OutRecord
 from worker.gate.replays import admitted_originals, dedupe_replays
 from worker.gate.topics import PerMajorTopics
 from worker.kafka.health import BrokerHealth

@@ -4,8 +4,7 @@ One :meth:`Processor.step` is a list of named calls, each returning a value: the
 topic's updates, one poll batch (:mod:`worker.gate.poll`), its runs routed in order and
 committed one transaction each (:mod:`worker.gate.schedule`, :mod:`worker.gate.route`,
 :mod:`worker.gate.checkpoint`), each committed run reported (metrics, ``on_outcome``), the
-rest rewound (:mod:`worker.gate.offsets`). The next poll (where a rebalance runs) happens
-only once no transaction is in flight. Kafka callbacks only log or set flags.
+rest rewound (:mod:`worker.gate.offsets`). Kafka callbacks only log or set flags.
 """
 
 from __future__ import annotations
@@ -132,7 +131,7 @@ class Processor:
 
     @property
     def broker_unreachable_since(self) -> float | None:
-        """``time.monotonic()`` since which the broker is unreachable, or None (``/readyz``)."""
+        """Monotonic time since which the broker is unreachable, or None (``/readyz``)."""
         return self.health.unreachable_since
 
     @property

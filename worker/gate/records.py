@@ -1,11 +1,8 @@
 """Output records of an outcome: admitted, quarantine, evaluation and per-major records.
 
-Pure: no Kafka client. :func:`worker.gate.route.route` decides an event and asks
-:func:`records_of` (and :func:`per_major_records`) for the records its transaction writes;
-:mod:`worker.gate.replays` and :mod:`worker.gate.checkpoint` replace an outcome's records
-by one quarantine record (``duplicate_replay``, ``record_too_large``). Record sizes are
-counted as the producer counts them (:func:`record_bytes`), so a record the broker would
-refuse is never produced.
+Pure: no Kafka client. :func:`worker.gate.route.route` asks :func:`records_of` for the
+records of a decision; replays and the checkpoint replace them by one quarantine record
+(``duplicate_replay``, ``record_too_large``). Sizes as the producer counts them.
 """
 
 from __future__ import annotations
@@ -13,7 +10,6 @@ from __future__ import annotations
 from dataclasses import dataclass, replace
 from datetime import datetime
 
-from worker.core._util.text import clip
 from worker.core.lifecycle.read_paths import passing_majors
 from worker.core.model import Batch, Decision, QuarantineReason
 from worker.io import codec
@@ -30,11 +26,9 @@ __all__ = [
     "Outcome",
     "Source",
     "failed",
-    "largest_record_bytes",
     "per_major_records",
     "quarantine_record",
     "record_bytes",
-    "record_too_large",
     "records_of",
 ]
 
@@ -270,40 +264,3 @@ def per_major_records(
         OutRecord(topics.admitted_for(batch.layer, m), batch.layer, value, headers, per_major=True)
         for m in passing_majors(decision.verdicts)
     ]
-
-
-def record_too_large(
-    outcome: Outcome,
-    topics: Topics,
-    *,
-    record_bytes: int,
-    limit_bytes: int,
-    error: str,
-    now: datetime,
-    worker_id: str,
-) -> Outcome:
-    """The outcome of an event whose output records Kafka refused as too large (the
-    producer's ``message.max.bytes`` or the broker's limit): one ``record_too_large``
-    quarantine record naming both sizes, without the original (the source coordinates
-    locate it in the batches topic) and without evaluation records.
-
-    ``record_bytes`` is the largest of the event's records (key, value and headers),
-    ``limit_bytes`` the producer's ``message.max.bytes``, ``error`` Kafka's error text.
-    """
-    decision = failed(
-        "record_too_large",
-        f"the largest output record of batch {clip(outcome.batch_id or '?', 200)} is "
-        f"{record_bytes} bytes; Kafka refused it ({clip(error, 200)}; the producer's "
-        f"message.max.bytes is {limit_bytes} bytes, a broker or topic may take less); the "
-        "original is not carried (the source coordinates locate it)",
-    )
-    small = replace(outcome.source, value=b"")
-    record = quarantine_record(
-        small, outcome.layer, outcome.batch_id, decision, topics, now, worker_id
-    )
-    return replace(outcome, decision=decision, records=(record,))
-
-
-def largest_record_bytes(outcome: Outcome) -> int:
-    """Bytes of the largest output record of ``outcome`` (:func:`record_bytes`)."""
-    return max((record_bytes(r) for r in outcome.records), default=0)

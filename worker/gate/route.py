@@ -64,11 +64,8 @@ def counted_layer(
     """The layer an outcome is counted under: the decoded layer, else (undecodable event)
     the source key as ``quarantine tail`` shows it, when that layer has active contract
     versions; else :data:`UNKNOWN_LAYER`.
-
-    Event layers and keys are a producer's: counting them as they come would let forged
-    layers grow the metric series and ``/status`` without bound (a fresh-user session
-    made 200 series with 200 events), so only the layers the config topic gives a
-    contract are labels.
+    Only layers the config topic gives a contract are labels: forged layers must not grow
+    the metric series and ``/status`` without bound.
     """
     name = layer or (key.decode("utf-8", "replace") if key else None)
     return name if name and active_versions(name) else UNKNOWN_LAYER
@@ -101,11 +98,9 @@ def route(
         Written into quarantine records.
     payload_loader : callable, optional
         ``(payload_uri, batch) -> batch with features``, or a
-        :class:`~worker.core.chunks.ChunkedBatch` evaluated chunk by chunk (the worker
-        passes :func:`worker.io.payloads.load_payload_chunked`: GeoParquet payloads in
-        bounded memory; a read error met while evaluating is the payload's reason); default
-        :func:`worker.io.payloads.load_payload` with no payload root, which refuses every
-        URI (``payload_not_allowed``): the worker passes one with its configured roots.
+        :class:`~worker.core.chunks.ChunkedBatch` evaluated chunk by chunk (the worker's:
+        :func:`payload_loader`); default :func:`worker.io.payloads.load_payload` with no
+        payload root, which refuses every URI (``payload_not_allowed``).
     registry : RegistryCodec, optional
         Read the event in the Schema Registry wire format (writer schema by id); a wrong
         magic byte, an unknown id or a failed lookup is a ``decode_error``. Default: plain
@@ -273,10 +268,7 @@ def payload_loader(settings: Settings) -> Callable[[str, Batch], Batch | Chunked
 
 @dataclass(frozen=True)
 class Router:
-    """:func:`route` of one consumed record with the worker's settings, the registry's
-    current active versions and "now" from ``clock``; safe to call from two threads.
-    Build it with :meth:`for_settings` (the payload loader and the record limit of the
-    settings, computed once)."""
+    """:func:`route` of a consumed record, thread-safe; built by :meth:`for_settings`."""
 
     settings: Settings
     active_versions: Callable[[str], Sequence[ActiveVersion]]
@@ -293,8 +285,8 @@ class Router:
         clock: Callable[[], datetime],
         wire: RegistryCodec | None = None,
     ) -> Router:
-        """A router reading payloads under ``settings.payload`` and bounding output records
-        by the producer's ``message.max.bytes`` (:meth:`Settings.max_record_bytes`)."""
+        """Payloads read under ``settings.payload``, records bounded by the producer's
+        ``message.max.bytes`` (:meth:`Settings.max_record_bytes`)."""
         return cls(settings, active_versions, clock, wire, payload_loader(settings),
                    settings.max_record_bytes())  # fmt: skip
 

@@ -1,29 +1,22 @@
 """Which events form a run, and when: runs committed while the next is routed; routing
 ahead; the processing deadline of a poll batch.
 
-The worker's checkpoint discipline is produce, then commit, in one transaction per run of
-events, after the run is routed (:mod:`worker.gate.checkpoint`). Committing a transaction
-is mostly waiting (the broker writes the records and the transaction markers), so while
-one run commits on the committer thread, the next events are routed on the loop's.
-:func:`route_in_runs` routes the events of one poll batch in order and submits the routed
-events as a new run once the previous one has finished, the run holds at least
-``min_run_bytes`` of events and took at least ``min_run_s`` to route. A transaction costs
-the client and the broker a few requests whatever its size, and its wait grows with the
-bytes it writes (the admitted record is the event): splitting a poll batch pays only for
-large events, so a poll batch of small events (under 1 MiB) stays one transaction. Runs
-commit strictly in order and never overlap; the poll that follows a poll batch happens
-only once its last transaction has finished, so a rebalance (which runs in the poll) never
-meets a transaction in flight.
+Checkpoint discipline: produce, then commit, one transaction per run, after the run is
+routed (:mod:`worker.gate.checkpoint`). A commit is mostly waiting, so while one run commits
+on the committer thread the next is routed on the loop's. :func:`route_in_runs` routes a
+poll batch in order and submits a run once the previous one has finished, and the run holds
+``min_run_bytes`` and took ``min_run_s`` to route: a transaction costs a few requests
+whatever its size, so a poll batch of small events (under 1 MiB) stays one transaction.
+Runs commit strictly in order, never overlapping; the next poll (where a rebalance runs)
+happens only once the last transaction has finished.
 
-Each finished run is *returned* to the caller (:class:`ScheduledRuns` is an iterator of
-them), which reports it before the next one is submitted: nothing here calls back into the
-processor. The deadline: a poll batch of by-reference events can take long (each payload
-is downloaded and read), and past ``max.poll.interval.ms`` the consumer would leave its
-group. Once ``deadline_s`` has passed, no more events are routed (at least one is), the
-routed ones are committed and the rest is returned; :func:`rewind_offsets` gives where the
-consumer seeks back so the rest is consumed again (nothing lost, nothing decided twice). A
-failed transaction ends the poll batch the same way (:func:`worker.gate.checkpoint.rewind`).
-:class:`Schedule` holds the two thread pools: the committer and the routing threads.
+Each finished run is *returned* to the caller (:class:`ScheduledRuns`), which reports it
+before the next is submitted: nothing calls back into the processor. The deadline: a poll
+batch of by-reference events can take long, and past ``max.poll.interval.ms`` the consumer
+would leave its group. Once ``deadline_s`` has passed, no more events are routed (at least
+one is), the routed ones are committed and the rest is returned, for the caller to rewind
+(:func:`worker.gate.offsets.rewind`: consumed again, nothing lost, nothing decided twice);
+a failed transaction ends the poll batch the same way.
 """
 
 from __future__ import annotations
