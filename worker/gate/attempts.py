@@ -18,6 +18,7 @@ from datetime import datetime
 
 from worker.core._util.text import clip
 from worker.gate.records import Outcome, failed, quarantine_record, record_bytes
+from worker.kafka.clients import RECORD_TOO_LARGE_CODES
 from worker.kafka.settings import Topics
 
 __all__ = [
@@ -37,9 +38,7 @@ Start = tuple[str, int, int]  # topic, partition, first offset of the batch
 
 
 def _size_codes() -> frozenset[int]:
-    from confluent_kafka import KafkaError
-
-    return frozenset({KafkaError.MSG_SIZE_TOO_LARGE, KafkaError.RECORD_LIST_TOO_LARGE})
+    return RECORD_TOO_LARGE_CODES
 
 
 #: Kafka error codes meaning "this record is too large": local (produce() against the

@@ -16,12 +16,12 @@ from __future__ import annotations
 
 import contextlib
 import logging
-from collections.abc import Callable
+from collections.abc import Callable, Container
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from worker.core.errors import ContractGateError, KafkaError
+from worker.core.errors import BrokerError, ContractGateError, InstanceFenced
 from worker.core.replays import ReplayLedger
 from worker.gate.attempts import BatchAttempts, largest_record_bytes, record_too_large, size_refused
 from worker.gate.config import GateConfig
@@ -30,6 +30,7 @@ from worker.gate.producing import Guard, commit_transaction, produce_record
 from worker.gate.records import Outcome, OutRecord
 from worker.gate.replays import admitted_originals, dedupe_replays
 from worker.gate.topics import PerMajorTopics
+from worker.kafka.clients import FENCED_CODES, map_kafka_errors
 from worker.kafka.health import BrokerHealth
 from worker.kafka.protocols import ConsumerLike, MessageLike, TransactionalProducerLike
 from worker.kafka.settings import Settings
@@ -43,9 +44,7 @@ log = logging.getLogger(__name__)
 
 
 def _fenced_codes() -> frozenset[int]:
-    from confluent_kafka import KafkaError as CKError
-
-    return frozenset({CKError._FENCED, CKError.PRODUCER_FENCED, CKError.INVALID_PRODUCER_EPOCH})
+    return FENCED_CODES
 
 
 #: Producer errors meaning a newer producer with the same transactional.id took over
@@ -132,7 +131,7 @@ class Checkpoint:
 
         Raises
         ------
-        KafkaError
+        BrokerError
             This instance must stop: fenced, a fatal producer error, or a failed abort (a
             restart resumes from the committed offsets, so nothing is lost).
         """
@@ -199,10 +198,8 @@ class Checkpoint:
         """One transaction: the records of ``outcomes`` and the offsets after ``events``.
 
         Returns False when it failed and was aborted (``self._failure`` holds the reason
-        and the Kafka error codes). Raises :class:`KafkaError` as :meth:`commit`.
+        and the Kafka error codes). Raises :class:`BrokerError` as :meth:`commit`.
         """
-        from confluent_kafka import KafkaException
-
         c, producer = self.config, self.producer
         missing = self.per_major.missing(outcomes)
         codes: set[int] = set()
@@ -212,27 +209,12 @@ class Checkpoint:
                 codes.add(err.code())
 
         try:
-            producer.begin_transaction()
-            # 1. produce every record of the run
-            with self.guard.call("producing the batch's records", c.queue_full_timeout_s):
-                for r in (r for o in outcomes for r in o.records if r.topic not in missing):
-                    produce_record(producer, r, self._value(r), delivered, c.queue_full_timeout_s)
-            # 2. send the offsets after the run's events, inside the transaction (KIP-447)
-            with self.guard.call("send_offsets_to_transaction", c.send_offsets_timeout_s):
-                producer.send_offsets_to_transaction(
-                    next_offsets(events),
-                    self.consumer.consumer_group_metadata(),
-                    c.send_offsets_timeout_s,
-                )
-            # 3. commit the transaction (retried while librdkafka says it is retriable)
-            with self.guard.call("commit_transaction", c.commit_timeout_s):
-                commit_transaction(producer, c.commit_timeout_s)
+            with map_kafka_errors():  # the client's errors as BrokerError (code, flags)
+                self._steps(events, outcomes, delivered, missing)
             self.health.reachable()
             return True
-        except KafkaException as exc:
-            reason = self._fatal_or_reason(exc, codes)
-        except KafkaError as exc:  # ours, e.g. the local queue stayed full
-            reason = str(exc)
+        except BrokerError as exc:  # the client's (detail set) or ours (queue stayed full)
+            reason = str(exc) if exc.detail is None else self._fatal_or_reason(exc, codes)
         except Exception:  # a bug: never leave the transaction open behind the crash
             with contextlib.suppress(Exception):
                 producer.abort_transaction(c.abort_timeout_s)
@@ -242,22 +224,52 @@ class Checkpoint:
         self._abort(reason)
         return False
 
-    def _fatal_or_reason(self, exc: Exception, codes: set[int]) -> str:
+    def _steps(
+        self,
+        events: list[MessageLike],
+        outcomes: list[Outcome],
+        delivered: Callable[[Any, Any], None],
+        missing: Container[str],
+    ) -> None:
+        """The transaction's numbered steps (raise the client's errors as they come)."""
+        c, producer = self.config, self.producer
+        producer.begin_transaction()  # 0. begin
+        # 1. produce every record of the run
+        with self.guard.call("producing the batch's records", c.queue_full_timeout_s):
+            for r in (r for o in outcomes for r in o.records if r.topic not in missing):
+                produce_record(producer, r, self._value(r), delivered, c.queue_full_timeout_s)
+        # 2. send the offsets after the run's events, inside the transaction (KIP-447)
+        with self.guard.call("send_offsets_to_transaction", c.send_offsets_timeout_s):
+            producer.send_offsets_to_transaction(
+                next_offsets(events),
+                self.consumer.consumer_group_metadata(),
+                c.send_offsets_timeout_s,
+            )
+        # 3. commit the transaction (retried while librdkafka says it is retriable)
+        with self.guard.call("commit_transaction", c.commit_timeout_s):
+            commit_transaction(producer, c.commit_timeout_s)
+
+    def _fatal_or_reason(self, exc: BrokerError, codes: set[int]) -> str:
         """The reason of a failed transaction (its code added to ``codes``); raises
-        :class:`KafkaError` when the producer is fenced or its error is fatal."""
-        err = exc.args[0]
+        :class:`InstanceFenced` when the producer is fenced, :class:`BrokerError` when its
+        error is fatal."""
         s = self.settings
-        if err.code() in _FENCED_CODES:
-            raise KafkaError(
+        if exc.code in _FENCED_CODES:
+            raise InstanceFenced(
                 f"fenced: another worker with instance id {s.instance_id} "
                 f"(transactional.id {s.transactional_id_prefix}-{s.instance_id}) took over; "
                 "this one stops without committing its batch, which the other consumes "
-                f"again ({err.str()})"
+                f"again ({exc.detail})",
+                code=exc.code,
+                detail=exc.detail,
             ) from exc
-        if getattr(err, "fatal", lambda: False)():
-            raise KafkaError(f"fatal producer error, worker must restart: {err.str()}") from exc
-        codes.add(err.code())
-        return str(err.str())
+        if exc.fatal:
+            raise BrokerError(
+                f"fatal producer error, worker must restart: {exc.detail}", detail=exc.detail
+            ) from exc
+        if exc.code is not None:
+            codes.add(exc.code)
+        return str(exc.detail)
 
     def _value(self, record: OutRecord) -> bytes:
         """The bytes to produce: quarantine and evaluation records framed in the Schema
@@ -268,17 +280,19 @@ class Checkpoint:
         try:
             return self.wire.frame(record.value, record.topic, kind)
         except ContractGateError as exc:  # the transaction is aborted and retried
-            raise KafkaError(f"schema registry: {exc}") from None
+            raise BrokerError(f"schema registry: {exc}") from None
 
     def _abort(self, reason: str) -> None:
-        """Abort the open transaction (raises :class:`KafkaError` when that fails)."""
-        from confluent_kafka import KafkaException
-
+        """Abort the open transaction (raises :class:`BrokerError` when that fails)."""
         log.warning("transaction failed (%s); aborting and consuming the batch again", reason)
         self.aborted += 1
         timeout_s = self.config.abort_timeout_s
         try:
-            with self.guard.call("abort_transaction", timeout_s):
+            with self.guard.call("abort_transaction", timeout_s), map_kafka_errors():
                 self.producer.abort_transaction(timeout_s)
-        except KafkaException as exc:
-            raise KafkaError(f"cannot abort transaction: {exc.args[0].str()}") from exc
+        except BrokerError as exc:
+            if exc.detail is None:  # ours (the watchdog): as it is
+                raise
+            raise BrokerError(
+                f"cannot abort transaction: {exc.detail}", code=exc.code, detail=exc.detail
+            ) from exc

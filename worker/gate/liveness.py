@@ -9,6 +9,8 @@ import threading
 import time
 from typing import Any
 
+from worker.core.errors import BrokerError
+from worker.kafka.clients import map_kafka_errors
 from worker.kafka.protocols import TopicPartition
 
 __all__ = ["Assignment", "Liveness", "partition_lag"]
@@ -73,17 +75,16 @@ def partition_lag(consumer: Any, partitions: list[tuple[str, int]]) -> dict[tupl
     low on Tansu after multi-record produce batches, so lag computed from it would be
     unreliable there; the Fetch-fed cached value is what is used here.
     """
-    from confluent_kafka import KafkaException
-
     lag: dict[tuple[str, int], int] = {}
     try:
-        positions = consumer.position([TopicPartition(t, p) for t, p in partitions])
-        for tp in positions:
-            if tp.offset < 0:
-                continue
-            _, high = consumer.get_watermark_offsets(tp, cached=True)
-            if high is not None and high >= 0:
-                lag[(tp.topic, tp.partition)] = max(0, high - tp.offset)
-    except KafkaException as exc:  # e.g. a partition revoked meanwhile: next refresh
+        with map_kafka_errors():
+            positions = consumer.position([TopicPartition(t, p) for t, p in partitions])
+            for tp in positions:
+                if tp.offset < 0:
+                    continue
+                _, high = consumer.get_watermark_offsets(tp, cached=True)
+                if high is not None and high >= 0:
+                    lag[(tp.topic, tp.partition)] = max(0, high - tp.offset)
+    except BrokerError as exc:  # e.g. a partition revoked meanwhile: next refresh
         log.debug("consumer lag not refreshed: %s", exc)
     return lag

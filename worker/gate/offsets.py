@@ -11,7 +11,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from worker.core.errors import KafkaError
+from worker.core.errors import BrokerError
+from worker.kafka.clients import map_kafka_errors
 from worker.kafka.protocols import ConsumerLike, TopicPartition
 
 __all__ = ["next_offsets", "rewind", "rewind_offsets", "starts"]
@@ -42,21 +43,20 @@ def rewind(consumer: ConsumerLike, rest: Sequence[Any], assigned: frozenset[Any]
 
     Raises
     ------
-    KafkaError
+    BrokerError
         A seek failed: continuing would commit offsets past events never decided, so the
         worker stops instead (a restart resumes from the committed offsets).
     """
-    from confluent_kafka import KafkaException
-
     for (t, p), offset in rewind_offsets(rest).items():
         if (t, p) not in assigned:
             continue
         try:
-            consumer.seek(TopicPartition(t, p, offset))
-        except KafkaException as exc:
-            raise KafkaError(
+            with map_kafka_errors():
+                consumer.seek(TopicPartition(t, p, offset))
+        except BrokerError as exc:
+            raise BrokerError(
                 f"cannot rewind {t}[{p}] to {offset} after {why} "
-                f"({exc.args[0].str()}); stopping so a restart resumes from the "
+                f"({exc.detail}); stopping so a restart resumes from the "
                 "committed offsets"
             ) from exc
 

@@ -82,7 +82,7 @@ def poll_batch(
 
     Parameters
     ----------
-    consumer : confluent_kafka.Consumer
+    consumer : worker.kafka.protocols.ConsumerLike
         A subscribed consumer.
     max_events : int
         Most records returned (>= 1).
@@ -102,7 +102,7 @@ def poll_batch(
 
     Returns
     -------
-    list of confluent_kafka.Message
+    list of worker.kafka.protocols.MessageLike
         The records librdkafka had fetched (up to ``max_events``), then, while fewer
         than ``max_events`` records and fewer than ``ready_bytes`` bytes are held, those
         that arrive within ``wait_s``; error events included (the caller sorts them).

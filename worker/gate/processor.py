@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable
 from datetime import datetime, timezone
 
-from worker.core.errors import KafkaError
+from worker.core.errors import BrokerError
 from worker.core.lifecycle.registry import ConfigEvent, RecordingRegistry
 from worker.core.replays import ReplayLedger
 from worker.gate.checkpoint import Checkpoint, Done
@@ -37,6 +37,7 @@ from worker.gate.startup import (
     restore_slo,
     warn_missing_roots,
 )
+from worker.kafka.clients import PARTITION_EOF, map_kafka_errors
 from worker.kafka.config_topic import ConfigFollower
 from worker.kafka.health import BrokerHealth, Watchdog
 from worker.kafka.protocols import ConsumerLike, MessageLike, TransactionalProducerLike
@@ -145,11 +146,11 @@ class Processor:
 
         Raises
         ------
-        KafkaError
+        BrokerError
             Before :meth:`start` built the clients (none were given).
         """
         if self._checkpoint is None:
-            raise KafkaError("the worker has no Kafka clients yet: call start() first")
+            raise BrokerError("the worker has no Kafka clients yet: call start() first")
         return self._checkpoint
 
     def _on_config_event(self, event: ConfigEvent) -> None:
@@ -162,7 +163,7 @@ class Processor:
 
         Raises
         ------
-        KafkaError
+        BrokerError
             When the config topic cannot be read to its end, a schema cannot be
             registered, the producer cannot initialise transactions or a topic is missing.
         """
@@ -211,17 +212,16 @@ class Processor:
 
     def close(self) -> None:
         """Leave the group, flush the producer, close the config reader."""
-        from confluent_kafka import KafkaException
-
         self.schedule.close()
         if self.consumer is not None:
             self.consumer.close()
             self.consumer = None
         if self.producer is not None:
             try:
-                self.producer.flush(self.gate_config.close_flush_timeout_s)
-            except KafkaException as exc:  # e.g. fenced: nothing of ours is left to deliver
-                log.warning("producer flush at close failed: %s", exc.args[0].str())
+                with map_kafka_errors():
+                    self.producer.flush(self.gate_config.close_flush_timeout_s)
+            except BrokerError as exc:  # e.g. fenced: nothing of ours is left to deliver
+                log.warning("producer flush at close failed: %s", exc.detail)
             self.producer = None
         self.config.close()
 
@@ -253,8 +253,6 @@ class Processor:
 
     def _poll(self) -> list[MessageLike]:
         """One poll batch (:func:`worker.gate.poll.poll_batch`) less its error events."""
-        from confluent_kafka import KafkaError as CKError
-
         c = self.gate_config
         msgs = poll_batch(self.consumer, c.max_batch_events, c.max_batch_wait_s,
                           ready_bytes=c.ready_bytes, keep_waiting=self.liveness.keep_waiting,
@@ -264,7 +262,7 @@ class Processor:
             err = m.error()
             if err is None:
                 events.append(m)
-            elif err.code() != CKError._PARTITION_EOF:
+            elif err.code() != PARTITION_EOF:
                 log.warning("consumer error: %s", err.str())
         return events
 

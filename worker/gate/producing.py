@@ -10,8 +10,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from worker.core.errors import KafkaError
+from worker.core.errors import BrokerError
 from worker.gate.records import OutRecord
+from worker.kafka.clients import map_kafka_errors
 from worker.kafka.health import Watchdog
 from worker.kafka.protocols import TransactionalProducerLike
 
@@ -36,19 +37,24 @@ class Guard:
 
 def commit_transaction(producer: TransactionalProducerLike, timeout_s: float) -> None:
     """``commit_transaction``, called again while librdkafka says the error is retriable
-    (its documented contract for a timed-out commit), up to ``timeout_s``."""
-    from confluent_kafka import KafkaException
+    (its documented contract for a timed-out commit), up to ``timeout_s``.
 
+    Raises
+    ------
+    BrokerError
+        The client's error (:func:`worker.kafka.clients.map_kafka_errors`) when it is not
+        retriable or ``timeout_s`` has passed.
+    """
     deadline = time.monotonic() + timeout_s
     while True:
         try:
-            producer.commit_transaction(max(1.0, deadline - time.monotonic()))
+            with map_kafka_errors():
+                producer.commit_transaction(max(1.0, deadline - time.monotonic()))
             return
-        except KafkaException as exc:
-            err = exc.args[0]
-            if not err.retriable() or time.monotonic() > deadline:
+        except BrokerError as exc:
+            if not exc.retriable or time.monotonic() > deadline:
                 raise
-            log.warning("commit_transaction: %s; retrying", err.str())
+            log.warning("commit_transaction: %s; retrying", exc.detail)
 
 
 def produce_record(
@@ -71,7 +77,7 @@ def produce_record(
             return
         except BufferError:
             if time.monotonic() > deadline:
-                raise KafkaError(
+                raise BrokerError(
                     f"local producer queue full for {timeout_s:.0f} s producing to {record.topic}"
                 ) from None
             producer.poll(0.5)

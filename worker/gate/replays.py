@@ -17,7 +17,7 @@ from dataclasses import replace
 from datetime import datetime
 
 from worker.core._util.text import clip
-from worker.core.errors import KafkaError
+from worker.core.errors import BrokerError
 from worker.core.replays import ReplayLedger
 from worker.gate.records import (
     REPLAY_FORCE,
@@ -179,7 +179,7 @@ def restore_ledger(
     """
     try:
         found = read_admitted_replays(settings, tail_per_partition, timeout_s=timeout_s)
-    except KafkaError as exc:
+    except BrokerError as exc:
         log.warning("replay ledger starts empty: the admitted topic was not read (%s)", exc)
         return 0
     ledger.add(found)

@@ -17,12 +17,13 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from worker.core.errors import ContractGateError, KafkaError
+from worker.core.errors import BrokerError, ContractGateError
 from worker.core.lifecycle.registry import RecordingRegistry
 from worker.core.lifecycle.slo import DEFAULT_MAX_VERDICTS
 from worker.gate.config import GateConfig
 from worker.gate.instruments import Instruments, NullInstruments
 from worker.gate.topics import require_topics
+from worker.kafka.clients import make_consumer, make_transactional_producer, map_kafka_errors
 from worker.kafka.evaluations import read_recent_evaluations
 from worker.kafka.health import BrokerHealth
 from worker.kafka.protocols import ConsumerLike, TransactionalProducerLike
@@ -65,7 +66,7 @@ def register_schemas(wire: RegistryCodec | None, framed: dict[str, str]) -> None
 
     Raises
     ------
-    KafkaError
+    BrokerError
         The registry refuses a schema or cannot be reached (the message names the
         subject; the worker does not start).
     """
@@ -75,7 +76,7 @@ def register_schemas(wire: RegistryCodec | None, framed: dict[str, str]) -> None
         try:
             wire.register(topic, kind)
         except ContractGateError as exc:
-            raise KafkaError(f"schema registry: {exc}") from None
+            raise BrokerError(f"schema registry: {exc}") from None
 
 
 def restore_slo(
@@ -107,7 +108,7 @@ def restore_slo(
     tail = min(config.slo_restore_max_per_partition, DEFAULT_MAX_VERDICTS * len(objectives))
     try:
         records = read_recent_evaluations(settings, tail, timeout_s=config.restore_timeout_s)
-    except KafkaError as exc:
+    except BrokerError as exc:
         log.warning("SLO windows start empty: the evaluations topic was not read (%s)", exc)
         return 0
     return metrics.restore_slo(records, objectives, now)
@@ -142,19 +143,14 @@ def make_clients(
 
     Raises
     ------
-    KafkaError
+    BrokerError
         Transactions cannot be initialised within ``config.init_transactions_timeout_s``,
         or a topic is missing.
     """
-    from confluent_kafka import Consumer, KafkaException, Producer
-
-    producer: Any  # confluent's stubs are wider than the protocols' (str keys, dict headers)
-    try:
-        producer = Producer(settings.producer(transactional=True, **health.client_config()))
+    producer = make_transactional_producer(settings, **health.client_config())
+    with map_kafka_errors("cannot initialise transactions"):
         producer.init_transactions(config.init_transactions_timeout_s)
-    except KafkaException as exc:
-        raise KafkaError(f"cannot initialise transactions: {exc.args[0].str()}") from exc
     require_topics(producer, settings)
-    consumer: Any = Consumer(settings.consumer(**health.client_config()))
+    consumer = make_consumer(settings, **health.client_config())
     consumer.subscribe([settings.topics.batches], on_assign=on_assign, on_revoke=on_revoke)
     return consumer, producer

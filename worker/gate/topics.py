@@ -13,8 +13,9 @@ import logging
 import time
 from collections.abc import Callable
 
-from worker.core.errors import KafkaError
+from worker.core.errors import BrokerError
 from worker.gate.records import Outcome
+from worker.kafka.clients import map_kafka_errors
 from worker.kafka.protocols import ProducerLike
 from worker.kafka.settings import Settings
 
@@ -31,25 +32,21 @@ def require_topics(producer: ProducerLike, settings: Settings, timeout_s: float 
 
     Raises
     ------
-    KafkaError
+    BrokerError
         Naming every missing topic and ``contract-gate topics create``; or the topics
         cannot be listed within ``timeout_s`` seconds.
     """
-    from confluent_kafka import KafkaException
-
     t = settings.topics
     wanted = [t.batches, t.admitted, t.quarantine, t.evaluations]
-    try:
+    with map_kafka_errors("cannot list topics"):
         meta = producer.list_topics(timeout=timeout_s)
-    except KafkaException as exc:
-        raise KafkaError(f"cannot list topics: {exc.args[0].str()}") from exc
     missing = [
         name
         for name in wanted
         if (m := meta.topics.get(name)) is None or m.error is not None or not m.partitions
     ]
     if missing:
-        raise KafkaError(
+        raise BrokerError(
             f"topic(s) {', '.join(missing)} do not exist on {settings.bootstrap_servers}"
             "; the worker consumes or writes them and never creates topics: create them "
             "with `contract-gate topics create` (same topic flags/environment), or point "
@@ -86,12 +83,11 @@ class PerMajorTopics:
         return frozenset(t for t in wanted if not self._known[t][0])
 
     def _exists(self, topic: str, known: tuple[bool, float] | None) -> bool:
-        from confluent_kafka import KafkaException
-
         try:
-            meta = self._producer.list_topics(topic, timeout=5).topics.get(topic)
+            with map_kafka_errors():
+                meta = self._producer.list_topics(topic, timeout=5).topics.get(topic)
             exists = meta is not None and meta.error is None and bool(meta.partitions)
-        except KafkaException:
+        except BrokerError:
             exists = known[0] if known else False
         if not exists:
             log.error(
