@@ -26,12 +26,19 @@ from worker.cli.args import (
     positive_int,
     positive_seconds,
 )
-from worker.cli.broker import add_broker_args, cmd_broker
-from worker.cli.consumers import add_consumers_args, add_retire_args, cmd_consumers
-from worker.cli.gate import cmd_batch, cmd_check, cmd_contract, cmd_demo, cmd_run, cmd_topics
-from worker.cli.lifecycle import add_lifecycle_args
-from worker.cli.quarantine import add_quarantine_args, cmd_quarantine
-from worker.cli.verify import add_verify_args, cmd_verify
+from worker.cli.commands.broker import add_broker_args, cmd_broker
+from worker.cli.commands.check import (
+    cmd_batch,
+    cmd_check,
+    cmd_contract,
+    cmd_demo,
+    cmd_run,
+    cmd_topics,
+)
+from worker.cli.commands.consumers import add_consumers_args, add_retire_args, cmd_consumers
+from worker.cli.commands.contract.lifecycle import add_lifecycle_args
+from worker.cli.commands.quarantine import add_quarantine_args, cmd_quarantine
+from worker.cli.commands.verify import add_verify_args, cmd_verify
 from worker.core.errors import BrokerError, ContractGateError
 from worker.gate.config import GateConfig
 from worker.gate.poll import MAX_BATCH_WAIT_MS

@@ -21,8 +21,8 @@ from worker.cli.args import (
     settings_from_args,
     write_output,
 )
-from worker.cli.consumers import cmd_retire
-from worker.cli.lifecycle import LIFECYCLE_COMMANDS
+from worker.cli.commands.consumers import cmd_retire
+from worker.cli.commands.contract.lifecycle import LIFECYCLE_COMMANDS
 from worker.core._util.jsonsafe import dumps_json
 from worker.core.errors import ContractGateError
 

@@ -79,7 +79,7 @@ def add_lifecycle_args(
     p.add_argument("layer", nargs="?", help="only this layer")
     _add_now(p)
 
-    from worker.cli.review import add_review_args
+    from worker.cli.commands.contract.review import add_review_args
 
     add_review_args(csub)
 
@@ -171,7 +171,7 @@ def _cmd_classify(args: argparse.Namespace) -> int:
 
 
 def _cmd_review(args: argparse.Namespace) -> int:
-    from worker.cli.review import cmd_review
+    from worker.cli.commands.contract.review import cmd_review
 
     return cmd_review(args)
 

@@ -1,0 +1,1 @@
+"""The ``contract-gate`` commands, one module per top-level command."""

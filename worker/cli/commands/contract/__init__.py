@@ -1,0 +1,1 @@
+"""The ``contract-gate contract`` actions, one module per action."""
