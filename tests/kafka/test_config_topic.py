@@ -112,8 +112,8 @@ def test_run_shows_the_workers_info_lines_unless_a_level_is_given(
     from worker.cli import main as cli
 
     seen: list[int] = []
-    monkeypatch.setitem(
-        cli.COMMANDS, "run", lambda args: seen.append(logging.getLogger("worker").level) or 0
+    monkeypatch.setattr(
+        cli.COMMANDS["run"], "run", lambda args: seen.append(logging.getLogger("worker").level) or 0
     )
     worker_logger = logging.getLogger("worker")
     try:
@@ -127,8 +127,10 @@ def test_other_commands_keep_the_warning_default(monkeypatch: pytest.MonkeyPatch
     from worker.cli import main as cli
 
     seen: list[int] = []
-    monkeypatch.setitem(
-        cli.COMMANDS, "topics", lambda args: seen.append(logging.getLogger("worker").level) or 0
+    monkeypatch.setattr(
+        cli.COMMANDS["topics"],
+        "run",
+        lambda args: seen.append(logging.getLogger("worker").level) or 0,
     )
     assert cli.main(["topics", "create"]) == 0
     assert seen == [logging.NOTSET]

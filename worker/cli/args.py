@@ -1,6 +1,7 @@
-"""Argument helpers shared by every command module: Kafka settings from flags, times, numbers.
+"""Argument helpers shared by the command modules: Kafka settings from flags, times,
+numbers, ``--log-level``, ``--now`` and ``--stale-after-hours``.
 
-Command modules import these, never :mod:`worker.cli.main` (which imports them all).
+Command modules (:mod:`worker.cli.commands`) import these, never :mod:`worker.cli.main`.
 """
 
 from __future__ import annotations
@@ -10,7 +11,7 @@ import math
 import os
 from collections.abc import Callable
 from dataclasses import replace
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 
 from worker.core.errors import ContractGateError
 from worker.io.payloads.policy import PayloadPolicy
@@ -53,6 +54,7 @@ def offending_features(count: int) -> str:
 
 
 def positive_int(text: str) -> int:
+    """An argparse type: a whole number >= 1."""
     try:
         value = int(text)
     except ValueError:
@@ -86,6 +88,81 @@ def positive_seconds(text: str) -> float:
     if not math.isfinite(value) or value <= 0:
         raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds > 0")
     return value
+
+
+def hours(text: str) -> timedelta:
+    """An argparse type: a number of hours (``168``, ``0.5``) as a :class:`timedelta`."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a number of hours (e.g. 168)") from None
+    return timedelta(hours=value)
+
+
+def add_stale(p: argparse.ArgumentParser) -> None:
+    """``--stale-after-hours`` of ``consumers status`` and ``contract retire``."""
+    p.add_argument(
+        "--stale-after-hours",
+        type=hours,
+        default=timedelta(days=7),
+        dest="stale_after",
+        metavar="HOURS",
+        help="a declaration whose group no longer exists and older than this is shown as "
+        "stale, not counted (default 168)",
+    )
+
+
+def add_now(p: argparse.ArgumentParser) -> None:
+    """``--now`` of the lifecycle actions (``contract evidence``, ``promote``, ``list``)."""
+    p.add_argument(
+        "--now",
+        type=parse_time,
+        help="the time to judge spans and ages at (default: now), for reproducible runs",
+    )
+
+
+def now_of(args: argparse.Namespace) -> datetime:
+    """``--now`` when given, else the current time (aware UTC)."""
+    value: datetime = args.now or datetime.now(timezone.utc)
+    return value
+
+
+#: The levels ``--log-level`` takes (any case).
+LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
+
+LOG_LEVEL_HELP = (
+    "DEBUG, INFO, WARNING, ERROR (default WARNING; for `run` the worker's own "
+    "operational lines, e.g. applied config changes and one line per poll batch, are "
+    "shown at INFO); accepted before or after the command"
+)
+
+
+def log_level(text: str) -> str:
+    """``--log-level``'s value, upper-cased; argparse turns the error into exit 2 with a
+    one-line message (a bad level was a ValueError traceback and exit 1, a fresh-user
+    finding: for ``check``, 1 means quarantined)."""
+    level = text.upper()
+    if level not in LOG_LEVELS:
+        raise argparse.ArgumentTypeError(
+            f"{text!r} is not a log level; use one of {', '.join(LOG_LEVELS)}"
+        )
+    return level
+
+
+def log_level_everywhere(parser: argparse.ArgumentParser) -> None:
+    """Accept ``--log-level`` after the command too (``contract-gate run --log-level
+    DEBUG``): every subcommand parser gets it, defaulting to what was given before."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in dict.fromkeys(action.choices.values()):
+                if not any("--log-level" in a.option_strings for a in sub._actions):
+                    sub.add_argument(
+                        "--log-level",
+                        default=argparse.SUPPRESS,
+                        type=log_level,
+                        help=LOG_LEVEL_HELP,
+                    )
+                log_level_everywhere(sub)
 
 
 def parse_kv(text: str) -> tuple[str, str]:

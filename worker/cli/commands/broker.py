@@ -16,7 +16,7 @@ import threading
 
 from worker.cli.args import EXIT_BAD_INPUT, positive_int
 
-__all__ = ["add_broker_args", "cmd_broker"]
+__all__ = ["register", "run"]
 
 
 def _port(text: str) -> int:
@@ -29,8 +29,8 @@ def _port(text: str) -> int:
     return value
 
 
-def add_broker_args(sub: argparse._SubParsersAction) -> None:
-    """Add the ``broker`` subcommand to the ``contract-gate`` parser."""
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``broker`` and its arguments."""
     p = sub.add_parser(
         "broker",
         help="run the embedded Kafka-compatible broker (Tansu) in the foreground, for development",
@@ -67,9 +67,10 @@ def add_broker_args(sub: argparse._SubParsersAction) -> None:
         default=3,
         help="partitions of the data topics with --create-topics (default 3)",
     )
+    p.set_defaults(handler=run)
 
 
-def cmd_broker(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     """Run the broker until a signal; 0 after a clean stop, 2 when the broker died."""
     from worker.kafka.admin import create_topics
     from worker.kafka.embedded import EmbeddedBroker, redact_url

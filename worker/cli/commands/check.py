@@ -1,14 +1,16 @@
-"""The gate's own commands: ``check``, ``run``, ``topics create``, ``contract publish``,
-``batch publish`` and ``demo``.
+"""``contract-gate check``: evaluate a batch file offline against contract files.
+
+No Kafka: the versions are files (``--contract`` enforcing, ``--observing`` observing), the
+batch a GeoJSON, GeoParquet or (formats extra) OGR file, a local path or an S3 URI. Prints
+the decision in words or JSON; ``--offenders`` and ``--html`` write pictures of the
+offending features. Exit 0 when admitted, 1 when quarantined, 2 on bad input.
 """
 
 from __future__ import annotations
 
 import argparse
 import os
-import signal
 import sys
-import threading
 from dataclasses import replace
 from datetime import datetime, timezone
 from typing import TYPE_CHECKING, Any
@@ -16,13 +18,12 @@ from typing import TYPE_CHECKING, Any
 from worker.cli.args import (
     EXIT_ADMITTED,
     EXIT_QUARANTINED,
+    add_payload_args,
     file_policy,
     offending_features,
-    settings_from_args,
+    parse_time,
     write_output,
 )
-from worker.cli.commands.consumers import cmd_retire
-from worker.cli.commands.contract.lifecycle import LIFECYCLE_COMMANDS
 from worker.core._util.jsonsafe import dumps_json
 from worker.core.errors import ContractGateError
 
@@ -30,8 +31,89 @@ if TYPE_CHECKING:
     from worker.core.chunks import ChunkedBatch
     from worker.core.model import Batch, Decision
 
+__all__ = ["register", "run"]
 
-def cmd_check(args: argparse.Namespace) -> int:
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``check`` and its arguments."""
+    p = sub.add_parser(
+        "check",
+        help="evaluate a GeoJSON or GeoParquet file offline against contract files",
+        description=(
+            "Evaluate a batch file against contract versions without Kafka. A GeoParquet "
+            "file is evaluated chunk by chunk as the worker evaluates a by-reference payload "
+            "(memory bounded by a chunk, not the file), unless --offenders or --html need "
+            "every geometry; other formats are read whole. Exit 0 when admitted, 1 when "
+            "quarantined, 2 on bad input."
+        ),
+    )
+    p.add_argument(
+        "batch",
+        help="GeoJSON FeatureCollection or GeoParquet file: a path, file:// or s3:// URI (S3 "
+        "through the standard AWS environment); with the formats extra also a local "
+        "Shapefile (.shp, or a .zip holding one), GeoPackage or FlatGeobuf",
+    )
+    add_payload_args(p, roots=False)
+    p.add_argument(
+        "--contract",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="an enforcing version (repeatable)",
+    )
+    p.add_argument(
+        "--observing",
+        action="append",
+        default=[],
+        metavar="FILE",
+        help="an observing version (repeatable)",
+    )
+    p.add_argument("--crs", help="declared CRS, overriding the file's (GeoJSON default OGC:CRS84)")
+    p.add_argument(
+        "--axis-order",
+        choices=["east_north", "north_east"],
+        help="declared axis order (default east_north)",
+    )
+    p.add_argument(
+        "--data-time",
+        type=parse_time,
+        help="batch data time, ISO 8601 with offset (default: file mtime)",
+    )
+    p.add_argument(
+        "--now", type=parse_time, help="evaluation time (default: now), for reproducible checks"
+    )
+    p.add_argument(
+        "--format",
+        choices=["text", "json"],
+        default="text",
+        help="text: every verdict in words (default); json: one document with every clause's "
+        "result, measured and expected values, and the offending features",
+    )
+    p.add_argument(
+        "--id-column",
+        metavar="COLUMN",
+        help="attribute column whose values name features in the offending-feature lists "
+        "(default: the contract's id_column, else the GeoJSON id member, else the row index)",
+    )
+    p.add_argument(
+        "--offenders",
+        metavar="FILE",
+        help="write the offending features as a GeoJSON FeatureCollection (the broken "
+        "clauses as properties; open it in QGIS); the batch file is then read whole (a "
+        "GeoParquet file is otherwise evaluated one row group chunk at a time, in bounded "
+        "memory)",
+    )
+    p.add_argument(
+        "--html",
+        metavar="FILE",
+        help="write one self-contained HTML page: a map of the batch in the contract CRS "
+        "with the offending features by clause, the verdicts in words, the offenders table; "
+        "the batch file is then read whole, as with --offenders",
+    )
+    p.set_defaults(handler=run)
+
+
+def run(args: argparse.Namespace) -> int:
     """``check``: a GeoParquet file is evaluated chunk by chunk, as the worker evaluates a
     by-reference payload (peak memory bounded by a chunk, not the file); other formats,
     and any file when ``--offenders`` or ``--html`` asks for pictures of its features,
@@ -218,154 +300,3 @@ def _write_pictures(args: argparse.Namespace, batch: Any, decision: Any, version
         page = render_batch_page(batch, decision, [v.contract for v in versions], title=args.batch)
         write_output(args.html, page)
         print(f"wrote {args.html}; open it in a browser", file=sys.stderr)
-
-
-def cmd_run(args: argparse.Namespace) -> int:
-    from worker.gate.config import GateConfig
-    from worker.gate.processor import Processor
-    from worker.kafka.settings import describe_settings
-    from worker.ops.http import start_http_server
-    from worker.ops.http_handlers import DecisionLog
-    from worker.ops.metrics import GateMetrics, configure_sdk
-    from worker.ops.migration_exporter import MigrationExporter
-
-    settings = settings_from_args(args)
-    provider = configure_sdk()
-    stop = threading.Event()
-
-    def on_signal(*_: Any) -> None:
-        if stop.is_set():
-            return
-        stop.set()
-        # a loop stuck in a blocking client call must not outlive the pod's grace period
-        timer = threading.Timer(
-            args.stop_grace_s,
-            _force_exit,
-            (f"did not stop within {args.stop_grace_s:.0f} s of the signal", 143),
-        )
-        timer.daemon = True
-        timer.start()
-
-    signal.signal(signal.SIGTERM, on_signal)
-    signal.signal(signal.SIGINT, on_signal)
-    threads = (
-        f"routing threads {args.routing_threads} "
-        f"(events of {GateConfig.min_ahead_bytes // 1024} KiB or more)"
-        if args.routing_threads > 1
-        else "routing on the poll loop's thread"
-    )
-    print(f"contract-gate worker: {describe_settings(settings)}; {threads}", file=sys.stderr)
-    decisions = DecisionLog()  # the last decisions and counts shown on /status
-    config = GateConfig(
-        max_batch_events=args.max_batch_events,
-        max_batch_wait_ms=args.max_batch_wait_ms,
-        batch_deadline_s=args.batch_deadline_s,
-        config_timeout_s=args.config_timeout_s,
-        routing_threads=args.routing_threads,
-        stop_grace_s=args.stop_grace_s,
-    )
-    pipeline = Processor(config, settings, metrics=GateMetrics(), on_outcome=decisions)
-    http = start_http_server(pipeline, settings, args.http_port, args.http_host, decisions)
-    exporter = MigrationExporter(settings, pipeline.registry)  # unattributed groups, counts
-    if http is not None:
-        http.migration = lambda: exporter.view  # migration counts on /status
-    try:
-        pipeline.start(progress=lambda s: print(s, file=sys.stderr))
-        exporter.start()
-        print("worker running; SIGTERM or Ctrl-C stops it", file=sys.stderr)
-        pipeline.run(stop, on_stuck=lambda message: _force_exit(message, 75))
-    finally:
-        exporter.stop()
-        pipeline.close()  # also when start() failed; a no-op after run()
-        if http is not None:
-            http.close()
-    provider.shutdown()
-    print(
-        f"worker stopped after {pipeline.batches_committed} events "
-        f"({pipeline.transactions_aborted} transactions aborted)",
-        file=sys.stderr,
-    )
-    return 0
-
-
-def _force_exit(message: str, status: int) -> None:
-    """End the process now (the worker is stuck): status 75 for a stuck client call,
-    143 for a stop signal not honoured in time. Nothing is lost: the open transaction is
-    aborted by the broker or fenced by the restarted worker, and the batch is consumed
-    again from the committed offsets."""
-    print(f"contract-gate worker: {message}; exiting with status {status}", file=sys.stderr)
-    sys.stderr.flush()
-    os._exit(status)
-
-
-def cmd_topics(args: argparse.Namespace) -> int:
-    from worker.kafka.admin import NOT_COMPACTED, create_topics
-
-    settings = settings_from_args(args)
-    uncompacted = 0
-    for name, outcome in create_topics(
-        settings, partitions=args.partitions, replication_factor=args.replication_factor
-    ).items():
-        print(f"{name}: {outcome}")
-        uncompacted += NOT_COMPACTED in outcome
-    from worker.control.read_paths import create_per_major_topics
-
-    for name, outcome in create_per_major_topics(
-        settings, partitions=args.partitions, replication_factor=args.replication_factor
-    ).items():
-        print(f"{name}: {outcome} (per-major read path)")
-    return 1 if uncompacted else 0
-
-
-def cmd_contract(args: argparse.Namespace) -> int:
-    from worker.control.publish import publish_contract
-
-    if args.contract_command in LIFECYCLE_COMMANDS:
-        return int(LIFECYCLE_COMMANDS[args.contract_command](args))
-    if args.contract_command == "retire":
-        return cmd_retire(args)
-
-    settings = settings_from_args(args)
-    print(
-        publish_contract(
-            settings,
-            args.file,
-            mode=args.mode,
-            published_by=args.published_by,
-            dry_run=args.dry_run,
-        )
-    )
-    return 0
-
-
-def cmd_batch(args: argparse.Namespace) -> int:
-    from worker.control.publish import publish_batch_file
-
-    settings = settings_from_args(args)
-    print(
-        publish_batch_file(
-            settings,
-            args.file,
-            layer=args.layer,
-            crs=args.crs,
-            axis_order=args.axis_order,
-            data_time=args.data_time,
-            batch_id=args.batch_id,
-            producer=args.producer,
-            by_reference=args.by_reference,
-            upload=args.upload,
-            policy=file_policy(args),
-            warn=lambda line: print(line, file=sys.stderr),
-        )
-    )
-    return 0
-
-
-def cmd_demo(args: argparse.Namespace) -> int:
-    from worker.cli.demo import run_demo
-
-    def _terminate(signum: int, frame: object) -> None:
-        raise SystemExit(128 + signum)  # unwinds run_demo's finally: the broker is stopped
-
-    signal.signal(signal.SIGTERM, _terminate)
-    return run_demo(timeout_s=args.timeout_s)

@@ -1,57 +1,22 @@
-"""``contract-gate consumers declare|assert|status`` and ``contract-gate contract retire``.
+"""``contract-gate consumers declare|assert|status``: who reads which contract version.
 
-Kept apart from :mod:`worker.cli.main` so the shared entry point only needs a few lines:
-:func:`add_consumers_args` registers the ``consumers`` command, :func:`add_retire_args`
-the ``retire`` action under ``contract``; :func:`cmd_consumers` and :func:`cmd_retire`
-handle them (each returns an exit code; errors of this package reach ``cli.main``).
+A consumer is its Kafka consumer group id: it declares the version it reads against,
+checks admitted records against it, and the migration view counts consumers per version
+(:mod:`worker.control.consumers`, :mod:`worker.control.attribution`).
 """
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
-from datetime import timedelta
-from typing import Any
 
+from worker.cli.args import add_kafka_args, add_stale, positive_int
 from worker.core._util.jsonsafe import dumps_json
 
-__all__ = ["add_consumers_args", "add_retire_args", "cmd_consumers", "cmd_retire"]
-
-AddKafkaArgs = Callable[[argparse.ArgumentParser], None]
+__all__ = ["register", "run"]
 
 
-def _hours(text: str) -> timedelta:
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of hours (e.g. 168)") from None
-    return timedelta(hours=value)
-
-
-def _at_least_one(text: str) -> int:
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 1")
-    return value
-
-
-def _add_stale(p: argparse.ArgumentParser) -> None:
-    p.add_argument(
-        "--stale-after-hours",
-        type=_hours,
-        default=timedelta(days=7),
-        dest="stale_after",
-        metavar="HOURS",
-        help="a declaration whose group no longer exists and older than this is shown as "
-        "stale, not counted (default 168)",
-    )
-
-
-def add_consumers_args(sub: Any, add_kafka_args: AddKafkaArgs) -> None:
-    """Register the ``consumers`` command and its actions."""
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``consumers`` and its actions."""
     p = sub.add_parser(
         "consumers",
         help="consumer declarations and the migration view",
@@ -85,7 +50,7 @@ def add_consumers_args(sub: Any, add_kafka_args: AddKafkaArgs) -> None:
     a.add_argument("version", help="the version the reader was built for")
     a.add_argument(
         "--last",
-        type=_at_least_one,
+        type=positive_int,
         default=10,
         help="the latest N records of LAYER to check (default 10)",
     )
@@ -108,32 +73,12 @@ def add_consumers_args(sub: Any, add_kafka_args: AddKafkaArgs) -> None:
     st.add_argument(
         "--format", choices=["text", "json"], default="text", help="text (default) or json"
     )
-    _add_stale(st)
+    add_stale(st)
+    p.set_defaults(handler=run)
 
 
-def add_retire_args(csub: Any, add_kafka_args: AddKafkaArgs) -> None:
-    """Register ``retire`` under ``contract``."""
-    r = csub.add_parser(
-        "retire",
-        help="retire a major version once no consumer reads against it",
-        description="Retire every active revision of VERSION's major when declared + "
-        "unattributed consumers on it are zero; otherwise refuse (exit 2) naming them. "
-        "Refused too when no active enforcing version would remain (promote the new major "
-        "first). There is no date option.",
-    )
-    add_kafka_args(r)
-    r.add_argument("layer")
-    r.add_argument("version", help="the major to retire, e.g. v1")
-    r.add_argument(
-        "--retired-by",
-        default=None,
-        help="name shown in the summary (the record keeps its original publisher: the "
-        "ContractRecord has no field for who retired it)",
-    )
-    _add_stale(r)
-
-
-def cmd_consumers(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
+    """Declare, assert or show the migration view as ``args.consumers_command`` says."""
     from worker.cli.args import settings_from_args
     from worker.control.attribution import migration_view
     from worker.control.consumers import check_admitted, declare
@@ -168,21 +113,4 @@ def cmd_consumers(args: argparse.Namespace) -> int:
         print(dumps_json(view_to_json(view), indent=2))
     else:
         print(render_view(view))
-    return 0
-
-
-def cmd_retire(args: argparse.Namespace) -> int:
-    from worker.cli.args import settings_from_args
-    from worker.control.retirement import retire
-
-    settings = settings_from_args(args)
-    print(
-        retire(
-            settings,
-            args.layer,
-            args.version,
-            retired_by=args.retired_by,
-            stale_after=args.stale_after,
-        )
-    )
     return 0

@@ -1,34 +1,32 @@
-"""``contract-gate quarantine tail|show|replay``.
+"""``contract-gate quarantine tail|show|replay``: work the quarantine topic.
 
-Kept apart from :mod:`worker.cli.main` so the shared entry point only needs a few lines:
-:func:`add_quarantine_args` registers the command, :func:`cmd_quarantine` handles it
-(returns an exit code; errors of this package reach ``cli.main``).
+One line per quarantined batch, the full record with measured versus expected (and its
+offending features as GeoJSON or one HTML page), and replay of the original event to the
+batches topic (:mod:`worker.ops.quarantine`). Errors of this package reach ``cli.main``.
 """
 
 from __future__ import annotations
 
 import argparse
 import sys
-from collections.abc import Callable
 from typing import Any
 
-from worker.cli.args import add_payload_args, offending_features, write_output
+from worker.cli.args import add_kafka_args, add_payload_args, offending_features, write_output
 from worker.core._util.jsonsafe import dumps_json
 from worker.core.errors import BrokerError, ContractGateError
 
-__all__ = ["add_quarantine_args", "cmd_quarantine"]
+__all__ = ["register", "run"]
 
 
-def add_quarantine_args(
-    sub: Any, add_kafka_args: Callable[[argparse.ArgumentParser], None]
-) -> None:
-    """Register the ``quarantine`` command and its actions."""
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``quarantine`` and its actions."""
     p = sub.add_parser(
         "quarantine",
         help="list, inspect and replay quarantined batches",
         description="Work the quarantine topic: one line per quarantined batch, the full "
         "record with measured versus expected, and replay of the original event.",
     )
+    p.set_defaults(handler=run)
     s = p.add_subparsers(dest="quarantine_command", required=True, metavar="ACTION")
 
     t = s.add_parser(
@@ -171,7 +169,8 @@ def _write_pictures(args: argparse.Namespace, entry: Any) -> None:
         print(f"wrote {args.html}; open it in a browser", file=sys.stderr)
 
 
-def cmd_quarantine(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
+    """List, show or replay as ``args.quarantine_command`` says; returns the exit code."""
     from worker.cli.args import settings_from_args
     from worker.ops.quarantine import entry_to_json, find_entry, read_quarantine
     from worker.ops.quarantine_view import render_entry, render_line, table_rows

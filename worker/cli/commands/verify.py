@@ -1,27 +1,31 @@
-"""The ``contract-gate verify overlap`` command."""
+"""``contract-gate verify overlap LAYER``: the gate's mechanisms checked on a live cluster.
+
+The checks are :func:`worker.ops.verify.verify_overlap`; exit 0 when every applicable one
+passes, 1 when one fails, 3 when nothing could be verified.
+"""
 
 from __future__ import annotations
 
 import argparse
-from collections.abc import Callable
-from typing import Any
 
+from worker.cli.args import add_kafka_args
 from worker.core._util.jsonsafe import dumps_json
 from worker.ops.verify import render_report, report_to_json, verify_overlap
 
-__all__ = ["add_verify_args", "cmd_verify"]
+__all__ = ["register", "run"]
 
 
 # -- command line ----------------------------------------------------------------------------
 
 
-def add_verify_args(sub: Any, add_kafka_args: Callable[[argparse.ArgumentParser], None]) -> None:
-    """Register ``verify overlap LAYER [--format text|json]``."""
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``verify`` and its check ``overlap LAYER [--format text|json]``."""
     p = sub.add_parser(
         "verify",
         help="check the gate's mechanisms against a live cluster",
         description="Run checks against a live cluster and print pass/fail with figures.",
     )
+    p.set_defaults(handler=run)
     s = p.add_subparsers(dest="verify_command", required=True, metavar="CHECK")
     o = s.add_parser(
         "overlap",
@@ -42,7 +46,8 @@ def add_verify_args(sub: Any, add_kafka_args: Callable[[argparse.ArgumentParser]
     )
 
 
-def cmd_verify(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
+    """Run the checks and print the report; returns its exit code."""
     from worker.cli.args import settings_from_args
 
     report = verify_overlap(settings_from_args(args), args.layer)

@@ -11,16 +11,15 @@ from __future__ import annotations
 import argparse
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any
 
 from worker.core.errors import ContractGateError
 
-__all__ = ["add_review_args", "cmd_review"]
+__all__ = ["register", "run"]
 
 EXIT_REVIEW_FAILED = 1
 
 
-def add_review_args(csub: Any) -> None:
+def register(csub: argparse._SubParsersAction) -> None:
     """Register ``review`` under ``contract``."""
     from worker.cli.args import parse_time
 
@@ -64,7 +63,7 @@ def add_review_args(csub: Any) -> None:
     )
 
 
-def cmd_review(args: argparse.Namespace) -> int:
+def run(args: argparse.Namespace) -> int:
     """Run the review and print it; returns the exit code."""
     from worker.core.contracts.review import review
     from worker.io.contract_tree import read_tree

@@ -1,0 +1,114 @@
+"""``contract-gate batch publish``: a batch file announced as a batch-arrival event.
+
+Inline features, or by reference (``--by-reference``, ``--upload``) to a location under the
+workers' ``--payload-root``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from worker.cli.args import (
+    add_kafka_args,
+    add_payload_args,
+    file_policy,
+    parse_time,
+    settings_from_args,
+)
+
+__all__ = ["register", "run"]
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``batch`` and its action ``publish``."""
+    p = sub.add_parser("batch", help="publish batch-arrival events")
+    bsub = p.add_subparsers(dest="batch_command", required=True, metavar="ACTION")
+    bp = bsub.add_parser(
+        "publish", help="publish a GeoJSON/GeoParquet file as a batch-arrival event"
+    )
+    add_kafka_args(bp)
+    bp.add_argument(
+        "file",
+        help="GeoJSON FeatureCollection or GeoParquet file (with the formats extra also "
+        "Shapefile, GeoPackage, FlatGeobuf)",
+    )
+    bp.add_argument(
+        "--layer",
+        required=True,
+        type=_layer_name,
+        help="layer the batch belongs to (the record key): letters, digits, '.', '_' and '-', "
+        "as a contract's layer",
+    )
+    bp.add_argument(
+        "--crs",
+        help="declared CRS, e.g. EPSG:2263 (default: the file's; GeoJSON is OGC:CRS84)",
+    )
+    bp.add_argument(
+        "--axis-order",
+        choices=["east_north", "north_east"],
+        help="how x/y are stored (default east_north: x is longitude/easting)",
+    )
+    bp.add_argument(
+        "--data-time",
+        type=parse_time,
+        help="time the data describes, ISO 8601 with offset; freshness is measured from it "
+        "(default: the file's modification time)",
+    )
+    bp.add_argument("--batch-id", help="batch identifier (default: a new UUID)")
+    bp.add_argument(
+        "--producer", default="contract-gate-cli", help="producer name (default contract-gate-cli)"
+    )
+    bp.add_argument(
+        "--by-reference",
+        action="store_true",
+        help="send payload_uri (a file:// URI of the file's absolute path, or FILE itself "
+        "when it is a file:// or s3:// URI; it must lie under the workers' --payload-root) "
+        "instead of inline features",
+    )
+    bp.add_argument(
+        "--upload",
+        metavar="URI",
+        help="copy FILE to s3://bucket/prefix/ (or file:///dir/) as <batch id>/<file name> "
+        "first and announce that copy (implies --by-reference)",
+    )
+    add_payload_args(bp, roots=False)
+    p.set_defaults(handler=run)
+
+
+def _layer_name(text: str) -> str:
+    """``--layer`` of ``batch publish``: a name a contract can carry, else exit 2 (a batch
+    of layer "bad layer/../x" was published though no contract can govern it: a
+    fresh-user finding)."""
+    from worker.core.contracts.checks import layer_name_pattern
+
+    if not layer_name_pattern().search(text):
+        raise argparse.ArgumentTypeError(
+            f"{text[:200]!r} is not a layer name: use letters, digits, '.', '_' and '-' (at "
+            "most 200), as a contract's layer"
+        )
+    return text
+
+
+def run(args: argparse.Namespace) -> int:
+    """Publish the batch-arrival event and print its summary."""
+    from worker.control.publish import publish_batch_file
+
+    settings = settings_from_args(args)
+    print(
+        publish_batch_file(
+            settings,
+            args.file,
+            layer=args.layer,
+            crs=args.crs,
+            axis_order=args.axis_order,
+            data_time=args.data_time,
+            batch_id=args.batch_id,
+            producer=args.producer,
+            by_reference=args.by_reference,
+            upload=args.upload,
+            policy=file_policy(args),
+            warn=lambda line: print(line, file=sys.stderr),
+        )
+    )
+    return 0

@@ -1,0 +1,55 @@
+"""``contract-gate contract promote LAYER VERSION``: an observing version becomes enforcing.
+
+Refused while its evidence spans less than one cadence cycle; asks to confirm unless
+``--yes`` (:func:`worker.control.lifecycle.promote`).
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+
+from worker.cli.args import add_kafka_args, add_now, now_of, settings_from_args
+
+__all__ = ["register", "run"]
+
+
+def register(csub: argparse._SubParsersAction) -> None:
+    """Add ``promote`` under ``contract``."""
+    p = csub.add_parser(
+        "promote",
+        help="promote an observing version to enforcing after one cadence cycle of evidence",
+        description="Refused while the observing evidence spans less than one cadence cycle. "
+        "Shows the batches the version would have rejected and asks to confirm; on promotion "
+        "the version becomes enforcing and supersedes the earlier revisions of its major.",
+    )
+    add_kafka_args(p)
+    p.add_argument("layer")
+    p.add_argument("version")
+    p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
+    add_now(p)
+
+
+def _ask(question: str) -> bool:
+    """``question`` answered yes on the terminal; without a terminal, no (pass --yes)."""
+    if not sys.stdin.isatty():
+        print(question + "(no terminal to answer; pass --yes)", file=sys.stderr)
+        return False
+    return input(question).strip().lower() in ("y", "yes")
+
+
+def run(args: argparse.Namespace) -> int:
+    """Promote the version (after confirmation) and print the summary."""
+    from worker.control.lifecycle import promote
+
+    print(
+        promote(
+            settings_from_args(args),
+            args.layer,
+            args.version,
+            now=now_of(args),
+            yes=args.yes,
+            confirm=_ask,
+        )
+    )
+    return 0

@@ -1,0 +1,47 @@
+"""``contract-gate contract publish``: a contract version to the config topic.
+
+The change is classified and the lifecycle policy applied (:mod:`worker.control.publish`);
+``--dry-run`` writes nothing.
+"""
+
+from __future__ import annotations
+
+import argparse
+
+from worker.cli.args import add_kafka_args, settings_from_args
+
+__all__ = ["register", "run"]
+
+
+def register(csub: argparse._SubParsersAction) -> None:
+    """Add ``publish`` under ``contract``."""
+    cp = csub.add_parser("publish", help="publish a contract version to the config topic")
+    add_kafka_args(cp)
+    cp.add_argument("file", help="contract YAML file")
+    cp.add_argument(
+        "--mode",
+        choices=["enforcing", "observing"],
+        default=None,
+        help="default: the document's `mode`, else enforcing",
+    )
+    cp.add_argument("--published-by", default=None, help="publisher name (default: $USER)")
+    cp.add_argument(
+        "--dry-run", action="store_true", help="classify and apply the policy, write nothing"
+    )
+
+
+def run(args: argparse.Namespace) -> int:
+    """Publish (or with ``--dry-run`` only classify) the version and print the summary."""
+    from worker.control.publish import publish_contract
+
+    settings = settings_from_args(args)
+    print(
+        publish_contract(
+            settings,
+            args.file,
+            mode=args.mode,
+            published_by=args.published_by,
+            dry_run=args.dry_run,
+        )
+    )
+    return 0
