@@ -1,0 +1,99 @@
+"""The command table: ``COMMANDS`` is what ``contract-gate --help`` lists, each module
+registers its own parser and handler, and every help text names every flag."""
+
+from __future__ import annotations
+
+import argparse
+
+import pytest
+
+from tests.cli.test_help import parsers
+from worker.cli import main as cli
+from worker.cli.commands import COMMANDS
+from worker.cli.commands.contract import ACTIONS
+from worker.cli.main import build_parser, main
+
+
+def _help(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
+    with pytest.raises(SystemExit) as exc:
+        main([*argv, "--help"])
+    assert exc.value.code == 0
+    return capsys.readouterr().out
+
+
+def _subparsers_action(parser: argparse.ArgumentParser) -> argparse._SubParsersAction:
+    (action,) = (a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+    return action
+
+
+def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
+    return dict(_subparsers_action(parser).choices)
+
+
+def test_help_lists_the_commands_of_the_table_in_its_order(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    text = _help([], capsys)
+    listed = text.split("\n  COMMAND\n", 1)[1].split("\n\n", 1)[0]
+    # a command's name at 4 spaces, its wrapped help further in
+    names = [line.split()[0] for line in listed.splitlines() if line[4] != " "]
+    assert names == list(COMMANDS)
+    assert list(_subparsers(build_parser())) == list(COMMANDS)
+
+
+@pytest.mark.parametrize("name", list(COMMANDS))
+def test_each_command_module_registers_its_parser_and_handler(name: str) -> None:
+    parser = _subparsers(build_parser())[name]
+    assert parser.prog == f"contract-gate {name}"
+    assert parser.get_default("handler") is COMMANDS[name].run
+
+
+def test_the_contract_actions_are_the_table_of_the_group() -> None:
+    contract = _subparsers(build_parser())["contract"]
+    assert list(_subparsers(contract)) == list(ACTIONS)
+    help_line = next(
+        a.help for a in _subparsers_action(build_parser())._choices_actions if a.dest == "contract"
+    )
+    assert help_line is not None
+    assert all(action in help_line for action in ACTIONS)  # "contract versions: publish, ..."
+
+
+@pytest.mark.parametrize(
+    "path", [path for path, _ in parsers(build_parser())][1:], ids=lambda p: p[14:]
+)
+def test_every_help_exits_0_and_names_every_flag(
+    path: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    parser = dict(parsers(build_parser()))[path]
+    text = _help(path.split()[1:], capsys)
+    assert text.startswith(f"usage: {path} ")
+    flags = [
+        flag
+        for action in parser._actions
+        if action.help != argparse.SUPPRESS
+        for flag in action.option_strings
+    ]
+    assert flags, path  # -h at least
+    missing = [flag for flag in flags if flag not in text]
+    assert not missing, f"{path} --help does not name {missing}"
+
+
+def test_the_entry_point_docstring_names_every_command_and_action() -> None:
+    doc = cli.__doc__ or ""
+    assert all(f"``{name}" in doc for name in COMMANDS), doc
+    assert all(action in doc for action in ACTIONS), doc
+
+
+def test_a_count_below_one_is_refused_the_same_way_everywhere(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # consumers assert --last had its own copy of positive_int (_at_least_one)
+    for argv in (
+        ["consumers", "assert", "roads", "v1", "--last", "0"],
+        ["topics", "create", "--partitions", "0"],
+        ["broker", "--partitions", "x"],
+    ):
+        with pytest.raises(SystemExit) as exc:
+            build_parser().parse_args(argv)
+        assert exc.value.code == 2
+        assert "is not a whole number >= 1" in capsys.readouterr().err
