@@ -80,7 +80,7 @@ def _layer_name(text: str) -> str:
     """``--layer`` of ``batch publish``: a name a contract can carry, else exit 2 (a batch
     of layer "bad layer/../x" was published though no contract can govern it: a
     fresh-user finding)."""
-    from worker.core.contracts.checks import layer_name_pattern
+    from worker.core.contracts.schema import layer_name_pattern
 
     if not layer_name_pattern().search(text):
         raise argparse.ArgumentTypeError(
