@@ -1,4 +1,4 @@
-"""One evaluator per clause kind, passing and breaking (worker.core.clauses.kinds)."""
+"""Every clause kind, passing and breaking (worker.core.clauses)."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ import pytest
 import shapely
 from hypothesis import given, settings
 from hypothesis import strategies as st
+from worker.core.clauses import KINDS
 
 from tests.catalogue import (
     ANTIMERIDIAN_PARTS,
@@ -33,9 +34,8 @@ from tests.catalogue import (
     contract_of,
 )
 from worker.core._util.durations import parse_duration_s
-from worker.core.clauses.kinds import EVALUATORS
 from worker.core.facts.batch import BatchFacts
-from worker.core.model import CLAUSE_KINDS, Batch, Clause, ClauseResult, FieldSpec
+from worker.core.model import Batch, Clause, ClauseResult, FieldSpec
 
 SWAP = (
     "axis order looks swapped: the coordinates fit the extent with x and y exchanged "
@@ -44,14 +44,25 @@ SWAP = (
 
 
 def run(c: Clause, batch: Batch, *others: Clause, now: datetime = NOW) -> ClauseResult:
-    result = EVALUATORS[c.kind](c, contract_of(c, *others), BatchFacts(batch), now)
+    result = KINDS[c.kind].evaluate(c, contract_of(c, *others), BatchFacts(batch), now)
     assert result.name == c.name and result.kind == c.kind
     assert result.message and "\n" not in result.message
     return result
 
 
 def test_registry_covers_every_kind() -> None:
-    assert set(EVALUATORS) == set(CLAUSE_KINDS)
+    assert list(KINDS) == [
+        "crs",
+        "axis_order",
+        "extent",
+        "geometry_type",
+        "validity",
+        "domain",
+        "freshness",
+        "coverage",
+        "schema",
+        "feature_count",
+    ]
 
 
 # -- crs, axis_order -----------------------------------------------------------------------
@@ -517,18 +528,18 @@ def test_integer_field_satisfies_a_double_field_but_not_the_reverse() -> None:
     shape = clause("schema", "schema", fields=[{"name": "len", "type": "double"}])
     ints = batch_of([VALID_POLYGON], schema_fields=(FieldSpec("len", "integer"),),
                     attributes=pa.table({"len": pa.array([123456])}))  # fmt: skip
-    assert EVALUATORS["schema"](shape, contract_of(shape), BatchFacts(ints), NOW).result == "pass"
+    assert KINDS["schema"].evaluate(shape, contract_of(shape), BatchFacts(ints), NOW).result == "pass"
     strict = clause("schema", "schema", fields=[{"name": "len", "type": "integer"}])
     doubles = batch_of([VALID_POLYGON], schema_fields=(FieldSpec("len", "double"),),
                        attributes=pa.table({"len": pa.array([1.5])}))  # fmt: skip
-    r = EVALUATORS["schema"](strict, contract_of(strict), BatchFacts(doubles), NOW)
+    r = KINDS["schema"].evaluate(strict, contract_of(strict), BatchFacts(doubles), NOW)
     assert r.result == "break" and "has type double, expected integer" in r.message
 
 
 def test_feature_count_breaks_when_declared_count_differs() -> None:
     size = clause("size", "feature_count", min=1, max=10)
     truncated = batch_of([VALID_POLYGON], feature_count=1000)
-    r = EVALUATORS["feature_count"](size, contract_of(size), BatchFacts(truncated), NOW)
+    r = KINDS["feature_count"].evaluate(size, contract_of(size), BatchFacts(truncated), NOW)
     assert r.result == "break" and "declared 1000 features" in r.message
 
 
@@ -564,7 +575,7 @@ def test_a_pacific_polygon_in_a_projected_crs_is_inside_an_antimeridian_extent()
     cover = clause("c", "coverage", crs="EPSG:4326", region=region, min_fraction=0.0)
     c = contract_of(extent, cover)
     facts = BatchFacts(batch_of([fiji], crs="EPSG:3832"))
-    assert EVALUATORS["extent"](extent, c, facts, NOW).measured["fraction_inside"] == 1.0
+    assert KINDS["extent"].evaluate(extent, c, facts, NOW).measured["fraction_inside"] == 1.0
     # independent figure: 4 x 2 degrees over 20 x 15 degrees, areas on the ellipsoid
     wgs84 = pyproj.Geod(ellps="WGS84")
 
@@ -573,7 +584,7 @@ def test_a_pacific_polygon_in_a_projected_crs_is_inside_an_antimeridian_extent()
         return abs(wgs84.geometry_area_perimeter(poly)[0])
 
     expected = (band(178, -18, 180, -16) * 2) / (band(170, -25, 180, -10) * 2)
-    got = EVALUATORS["coverage"](cover, c, facts, NOW).measured["fraction"]
+    got = KINDS["coverage"].evaluate(cover, c, facts, NOW).measured["fraction"]
     assert got == pytest.approx(expected, rel=1e-3)
 
 
@@ -581,12 +592,12 @@ def test_whole_floats_match_integer_codes_but_not_fractions_or_strings() -> None
     # found by a data-path review: GeoJSON {"c": 1} and {"c": 2.0} arrive as a float column
     dom = clause("d", "domain", column="c", values={1: "a", 2: "b"})
     floats = batch_of([VALID_POLYGON] * 3, attributes=pa.table({"c": pa.array([1.0, 2.0, 2.5])}))
-    r = EVALUATORS["domain"](dom, contract_of(dom), BatchFacts(floats), NOW)
+    r = KINDS["domain"].evaluate(dom, contract_of(dom), BatchFacts(floats), NOW)
     assert (r.result, r.measured["unknown"]) == ("break", [2.5])
     whole = batch_of([VALID_POLYGON] * 2, attributes=pa.table({"c": pa.array([1.0, 2.0])}))
-    assert EVALUATORS["domain"](dom, contract_of(dom), BatchFacts(whole), NOW).result == "pass"
+    assert KINDS["domain"].evaluate(dom, contract_of(dom), BatchFacts(whole), NOW).result == "pass"
     padded = clause("d", "domain", column="c", values={"01": "a", "02": "b"})
-    r = EVALUATORS["domain"](padded, contract_of(padded), BatchFacts(whole), NOW)
+    r = KINDS["domain"].evaluate(padded, contract_of(padded), BatchFacts(whole), NOW)
     assert r.result == "break"  # no coercion between numbers and strings
 
 

@@ -54,7 +54,7 @@ def test_a_per_thread_memo_never_hands_one_threads_value_to_another() -> None:
     with two routing threads sharing one on shapely 2.1."""
     import threading
 
-    from worker.core.clauses.spatial import _extent_region
+    from worker.core.clauses.extent import _extent_region
 
     @identity_memo(maxsize=4, per_thread=True)
     def region(key: object) -> object:
@@ -170,8 +170,7 @@ def test_small_column_domain_path_equals_the_arrow_path(
     texts: list[str | None], ints: list[int | None]
 ) -> None:
     import pyarrow as pa
-
-    from worker.core.clauses.kinds import _unknown_arrow, _unknown_small
+    from worker.core.clauses.domain import _unknown_arrow, _unknown_small
 
     for col, codes in (
         (pa.array(texts, pa.string()), {"a": "A", "b": "B", 1: "one"}),

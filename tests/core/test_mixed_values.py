@@ -1,5 +1,5 @@
 """A domain clause on a property whose values mix JSON types (read as text): each value is
-compared as the producer wrote it (worker.core.clauses.mixed_values, through check and evaluate).
+compared as the producer wrote it (worker.core.clauses.domain, through check and evaluate).
 
 A fresh-user session found ``{"code": 1}`` and ``{"code": "A"}`` passing a domain of the
 string codes ``"1"`` and ``"A"``: the number 1, read as the text "1", matched.
@@ -14,9 +14,9 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
+from worker.core.clauses.domain import mixed_column, unknown_mixed
 
 from tests.catalogue import active, clause, contract_of
-from worker.core.clauses.mixed_values import mixed_column, unknown_mixed
 from worker.core.evaluate import evaluate
 from worker.io.formats.base import text_column
 from worker.io.payloads import read_batch_file

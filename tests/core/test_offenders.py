@@ -1,5 +1,5 @@
 """Which features broke a clause: indices, feature ids and the value measured on each
-(worker.core.clauses.kinds.offenders_of, through the evaluators)."""
+(worker.core.clauses.base.offenders_of, through the clause kinds)."""
 
 from __future__ import annotations
 
@@ -7,16 +7,16 @@ from dataclasses import replace
 
 import pyarrow as pa
 import shapely
+from worker.core.clauses import KINDS
 
 from tests.catalogue import BOWTIE, NOW, PARIS, VALID_POLYGON, batch_of, clause, contract_of
-from worker.core.clauses.kinds import EVALUATORS
 from worker.core.facts.batch import BatchFacts
 from worker.core.model import MAX_OFFENDERS, FieldSpec, Offenders
 
 
 def _run(c, batch, contract=None):  # type: ignore[no-untyped-def]
     contract = contract or contract_of(c)
-    return EVALUATORS[c.kind](c, contract, BatchFacts(batch), NOW)
+    return KINDS[c.kind].evaluate(c, contract, BatchFacts(batch), NOW)
 
 
 def test_extent_names_the_features_outside_with_their_bounds_in_degrees() -> None:

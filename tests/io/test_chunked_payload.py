@@ -259,7 +259,7 @@ def test_extent_from_the_envelope_equals_extent_from_the_geometries(
 ) -> None:
     """With the coordinate arrays' envelope (every feature present) the extent clause
     judges as without it; a region covering the envelope tests no feature with GEOS."""
-    from worker.core.clauses import spatial as clauses_spatial
+    from worker.core.clauses import extent as clauses_spatial
 
     c = contract_of(clause("ext", "extent", region=region), layer="x")
     batch = load_payload(path.as_uri(), layer="x", policy=UNRESTRICTED)

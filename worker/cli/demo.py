@@ -132,7 +132,7 @@ def _print_tables(
             q = result.quarantine[coord]
             why = "; ".join(
                 f"{r['version']} broke {r['clause']} "
-                f"({brief(None, r.get('measured'), r['message'])})"
+                f"({brief(r.get('kind'), r.get('measured'), r['message'])})"
                 if r.get("clause")
                 # a reason of the whole event (no clause) is all there is to say: more room
                 else f"{r['code']}: {brief(None, None, r['message'], limit=200)}"

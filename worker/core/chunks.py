@@ -2,9 +2,10 @@
 
 A :class:`ChunkedBatch` is the batch's metadata plus a way to iterate its features in
 chunks (the io layer gives one chunk per Parquet record batch). Every clause of every
-active version measures a mergeable tally of each chunk (:data:`worker.core.clauses.kinds.TALLIES`,
-:mod:`worker.core.clauses.tally`); the tallies are merged in batch order and each clause's result
-is rendered from its merged tally, so only one chunk's geometries are held at a time. The
+active version measures a mergeable tally of each chunk (its kind's ``measure``,
+:data:`worker.core.clauses.KINDS`, :mod:`worker.core.clauses.tally`); the tallies are
+merged in batch order and each clause's result is rendered from its merged tally (its
+kind's ``render``), so only one chunk's geometries are held at a time. The
 verdicts are those of :func:`worker.core.evaluate.evaluate` on the whole batch: the whole
 batch is the one-chunk case of the same measure and render functions. Feature indices
 (offenders, invalid reasons) count over the whole batch.
@@ -14,7 +15,8 @@ declares no CRS (whether every coordinate is longitude/latitude decides how all 
 read), and a last one when an extent clause broke (its diagnoses reproject features from
 candidate CRSs, which is only worth doing for a broken clause; they read the batch's
 evenly spaced sample, :data:`worker.core.clauses.diagnose.DIAGNOSIS_SAMPLE` features at most,
-whose indices the first pass's feature count decides).
+whose indices the first pass's feature count decides): the kind's
+:attr:`~worker.core.clauses.base.ClauseKind.second_pass`, for every kind that has one.
 """
 
 from __future__ import annotations
@@ -25,11 +27,7 @@ from datetime import datetime
 from typing import Any
 
 from worker.core._util.gcpause import collector_paused
-from worker.core.clauses.kinds import (
-    TALLIES,
-    extent_needs_diagnosis,
-    measure_extent_diagnosis,
-)
+from worker.core.clauses import KINDS
 from worker.core.clauses.tally import Failed, Tally, merge
 from worker.core.evaluate import decide, evaluate_clause, failed_result, version_verdict
 from worker.core.facts.batch import BatchFacts, edges_problem
@@ -62,15 +60,16 @@ class _Job:
 
 
 def _measure(job: _Job, facts: BatchFacts, now: datetime, total: int | None = None) -> Any:
-    """The job's tally of ``facts``, or :class:`Failed` when measuring raised; with
-    ``total`` (the batch's feature count), the tally of its extent diagnosis instead."""
-    kind = job.clause.kind
+    """The job's tally of ``facts`` (its kind's ``measure``; an unknown kind's is empty),
+    or :class:`Failed` when measuring raised; with ``total`` (the batch's feature count),
+    the tally of its kind's second pass instead."""
+    kind = KINDS.get(job.clause.kind)
     try:
-        if total is not None:
-            return measure_extent_diagnosis(job.clause, job.version.contract, facts, now, total)
-        if kind not in TALLIES:
-            return {}
-        return TALLIES[kind][0](job.clause, job.version.contract, facts, now)
+        if kind is None:
+            return {}  # rendered as the break of an unknown kind
+        if total is not None and kind.second_pass is not None:
+            return kind.second_pass.measure(job.clause, job.version.contract, facts, now, total)
+        return kind.measure(job.clause, job.version.contract, facts, now)
     except Exception as exc:  # last resort, as evaluate_clause: one clause, not the batch
         return Failed(f"{type(exc).__name__}: {exc}")
 
@@ -79,12 +78,21 @@ def _render(job: _Job, meta: BatchFacts, tally: Any, now: datetime) -> ClauseRes
     clause, contract = job.clause, job.version.contract
     if isinstance(tally, Failed):
         return failed_result(clause, tally.error)
-    if clause.kind not in TALLIES:  # reads the batch's metadata only (or an unknown kind)
+    kind = KINDS.get(clause.kind)
+    if kind is None:  # the break of an unknown kind
         return evaluate_clause(clause, contract, meta, now)
     try:
-        return TALLIES[clause.kind][1](clause, contract, meta, tally, now)
+        return kind.render(clause, contract, meta, tally, now)
     except Exception as exc:  # last resort, as evaluate_clause
         return failed_result(clause, f"{type(exc).__name__}: {exc}")
+
+
+def _wants_second_pass(job: _Job, tally: Tally | Failed) -> bool:
+    """The job's kind asks for a second pass over the features after ``tally``."""
+    kind = KINDS.get(job.clause.kind)
+    if kind is None or kind.second_pass is None or isinstance(tally, Failed):
+        return False
+    return kind.second_pass.wanted(job.clause, tally)
 
 
 def _edges_problem(source: ChunkedBatch) -> str | None:
@@ -112,8 +120,8 @@ def _tallies(
     """One pass: every job's tally, merged over the chunks (starting from the tally of no
     features, so an empty batch is judged as the whole-batch path judges it); with
     ``total`` (the batch's feature count, known after a first pass), the tallies of the
-    extent diagnoses, on the batch's evenly spaced sample. ``on_chunk`` is called with
-    each chunk's facts once the jobs measured them."""
+    jobs' second passes (the extent diagnoses, on the batch's evenly spaced sample).
+    ``on_chunk`` is called with each chunk's facts once the jobs measured them."""
     acc = [_measure(j, BatchFacts(source.batch, 0, edges), now, total) for j in jobs]
     offset = 0
     for chunk in source.chunks():
@@ -154,13 +162,10 @@ def evaluate_chunked(
     meta = BatchFacts(source.batch, 0, edges)
     tallies = _tallies(source, jobs, edges, now, on_chunk=on_chunk) if jobs or on_chunk else []
     broken = [
-        i
-        for i, (j, t) in enumerate(zip(jobs, tallies, strict=True))
-        if j.clause.kind == "extent"
-        and not isinstance(t, Failed)
-        and extent_needs_diagnosis(j.clause, t)
+        i for i, (j, t) in enumerate(zip(jobs, tallies, strict=True)) if _wants_second_pass(j, t)
     ]
     if broken:
+        # a kind with a second pass counts its features (SecondPass)
         total = int(tallies[broken[0]]["count"])  # type: ignore[index]
         extra = _tallies(source, [jobs[i] for i in broken], edges, now, total)
         for i, t in zip(broken, extra, strict=True):

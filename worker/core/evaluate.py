@@ -13,7 +13,8 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from worker.core._util.gcpause import collector_paused
-from worker.core.clauses.kinds import EVALUATORS
+from worker.core.clauses import KINDS
+from worker.core.clauses.validity import KIND as VALIDITY
 from worker.core.facts.batch import BatchFacts
 from worker.core.model import (
     ActiveVersion,
@@ -23,30 +24,35 @@ from worker.core.model import (
     Contract,
     Decision,
     QuarantineReason,
+    ReasonCode,
     VersionVerdict,
 )
 
 __all__ = ["decide", "evaluate", "evaluate_clause", "evaluate_versions", "failed_result"]
 
 
-#: Clause kinds whose breaks lead the quarantine reasons, in this order (a stable sort
-#: keeps version and clause order within a kind and for every other kind).
-STRUCTURAL_FIRST = {"validity": 0, "geometry_type": 1, "crs": 2, "axis_order": 3, "schema": 4}
+#: Clause kinds whose breaks lead the quarantine reasons, in this order (each kind's
+#: :attr:`~worker.core.clauses.base.ClauseKind.leads`: validity, geometry_type, crs,
+#: axis_order, schema); a stable sort keeps version and clause order within a kind and for
+#: every other kind.
+STRUCTURAL_FIRST = {k.name: k.leads for k in KINDS.values() if k.leads is not None}
 
 
 def evaluate_clause(
     clause: Clause, contract: Contract, facts: BatchFacts, now: datetime
 ) -> ClauseResult:
-    """Run one clause; an unknown kind or an exception becomes a break, never a crash.
+    """Run one clause through its kind (:data:`worker.core.clauses.KINDS`): measure the
+    batch, then render the result; an unknown kind or an exception becomes a break, never
+    a crash.
 
     The ``"evaluation error: ..."`` break is a last resort for bugs and contract values
-    the schema let through; the evaluators report ordinary failures themselves.
+    the schema let through; the kinds report ordinary failures themselves.
     """
-    evaluator = EVALUATORS.get(clause.kind)
+    kind = KINDS.get(clause.kind)
     try:
-        if evaluator is None:
+        if kind is None:
             raise ValueError(f"unknown clause kind {clause.kind!r}")
-        return evaluator(clause, contract, facts, now)
+        return kind.evaluate(clause, contract, facts, now)
     except Exception as exc:  # last resort: one clause must not crash the batch
         return failed_result(clause, f"{type(exc).__name__}: {exc}")
 
@@ -69,7 +75,7 @@ def evaluate_versions(
 ) -> tuple[VersionVerdict, ...]:
     """One verdict per version in state ``active`` (others are skipped), in input order."""
     verdicts = []
-    if any(c.kind == "validity" for v in versions for c in v.contract.clauses):
+    if any(c.kind == VALIDITY.name for v in versions for c in v.contract.clauses):
         # validity first, whatever the clause order: its GEOS pass also tells which
         # features may have non-finite coordinates (BatchFacts.has_nonfinite); an error
         # here is the validity clause's to report, as a break
@@ -140,11 +146,12 @@ def decide(verdicts: tuple[VersionVerdict, ...]) -> Decision:
     broken.sort(key=lambda vr: STRUCTURAL_FIRST.get(vr[1].kind, len(STRUCTURAL_FIRST)))
     reasons = tuple(
         QuarantineReason(
-            code="contract_break",
+            code=ReasonCode.CONTRACT_BREAK,
             message=r.message,
             version=v.version,
             mode=v.mode,
             clause=r.name,
+            kind=r.kind,
             measured=r.measured,
             expected=r.expected,
             offenders=r.offenders,

@@ -18,6 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
+from enum import Enum
 from typing import Any, Literal
 
 import pyarrow as pa
@@ -25,7 +26,6 @@ import pyarrow as pa
 __all__ = [
     "AXIS_ORDERS",
     "BATCH_ONLY_FIELD_TYPES",
-    "CLAUSE_KINDS",
     "FIELD_TYPES",
     "LOGICAL_TYPE_KEY",
     "MAX_OFFENDERS",
@@ -43,6 +43,7 @@ __all__ = [
     "Offender",
     "Offenders",
     "QuarantineReason",
+    "ReasonCode",
     "VersionVerdict",
 ]
 
@@ -55,18 +56,7 @@ AxisOrder = Literal["east_north", "north_east"]
 MODES: tuple[str, ...] = ("enforcing", "observing")
 STATES: tuple[str, ...] = ("active", "superseded", "retired")
 AXIS_ORDERS: tuple[str, ...] = ("east_north", "north_east")
-CLAUSE_KINDS: tuple[str, ...] = (
-    "crs",
-    "axis_order",
-    "extent",
-    "geometry_type",
-    "validity",
-    "domain",
-    "freshness",
-    "coverage",
-    "schema",
-    "feature_count",
-)
+
 #: Logical attribute types of a schema field, the names a contract's schema clause may use.
 #: Arrow integer types of any width map to ``integer``, floating types to ``double``,
 #: string/large_string to ``string``; ``decimal``, ``time`` and ``duration`` are the arrow
@@ -359,13 +349,49 @@ class VersionVerdict:
         return tuple(c for c in self.clauses if c.broke)
 
 
+class ReasonCode(str, Enum):
+    """Why a batch went to quarantine: the record's ``reason_code`` and each reason's
+    ``code`` (``schemas/quarantine_record.avsc`` documents the same list).
+
+    A ``str`` enum whose ``str()`` and f-string are the value (as ``enum.StrEnum``, which
+    Python 3.10 lacks): records, headers (``dlq.reason``) and metrics carry the value.
+    """
+
+    #: an enforcing version's clause with ``on_break: halt`` broke
+    CONTRACT_BREAK = "contract_break"
+    #: the batch-arrival event does not decode
+    DECODE_ERROR = "decode_error"
+    #: the batch's layer has no active contract version
+    NO_ACTIVE_CONTRACT = "no_active_contract"
+    #: the payload by reference cannot be loaded (no more specific reason)
+    PAYLOAD_ERROR = "payload_error"
+    #: the payload URI is outside the worker's payload roots
+    PAYLOAD_NOT_ALLOWED = "payload_not_allowed"
+    #: the payload is missing or its store unreachable (after retries)
+    PAYLOAD_UNAVAILABLE = "payload_unavailable"
+    #: the payload is not a readable file of its format
+    PAYLOAD_CORRUPT = "payload_corrupt"
+    #: the payload is larger than its format's limit
+    PAYLOAD_TOO_LARGE = "payload_too_large"
+    #: an admitted event larger than the admitted topic takes
+    RECORD_TOO_LARGE = "record_too_large"
+    #: the output records cannot be encoded
+    ENCODE_ERROR = "encode_error"
+    #: a replay of a batch already admitted
+    DUPLICATE_REPLAY = "duplicate_replay"
+
+    def __str__(self) -> str:
+        return str(self.value)
+
+
 @dataclass(frozen=True)
 class QuarantineReason:
-    """One reason a batch went to quarantine (a row of the quarantine record)."""
+    """One reason a batch went to quarantine (a row of the quarantine record).
 
-    #: contract_break | decode_error | no_active_contract | payload_error |
-    #: payload_not_allowed | payload_unavailable | payload_corrupt | payload_too_large |
-    #: record_too_large | encode_error
+    ``code`` is a :class:`ReasonCode` value; ``kind`` the kind of the broken clause (a
+    ``contract_break``; None for the other codes).
+    """
+
     code: str
     message: str
     version: str | None = None
@@ -374,6 +400,7 @@ class QuarantineReason:
     measured: Any = None
     expected: Any = None
     offenders: Offenders | None = None
+    kind: str | None = None
 
 
 @dataclass(frozen=True)

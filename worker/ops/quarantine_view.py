@@ -56,9 +56,8 @@ def _what(record: Mapping[str, Any]) -> str:
     parts = []
     for r in record["reasons"]:
         if r.get("clause"):
-            parts.append(
-                f"{r['version']}:{r['clause']} ({brief(None, r.get('measured'), r['message'], 60)})"
-            )
+            said = brief(r.get("kind"), r.get("measured"), r["message"], 60)
+            parts.append(f"{r['version']}:{r['clause']} ({said})")
         else:
             # the batch id is in its own column: show why, not "payload of batch <id> ..."
             message = re.sub(

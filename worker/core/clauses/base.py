@@ -1,12 +1,15 @@
-"""What every clause evaluator shares (pure): its result, its offenders, the contract CRS.
+"""What every clause kind shares (pure): the :class:`ClauseKind` record, results, offenders.
 
-See :mod:`worker.core.clauses.kinds` for the evaluators and :mod:`worker.core.clauses.spatial`
-for the extent and coverage clauses.
+A clause kind is one module of this package defining ``Params``, ``measure``, ``render``,
+``compare``, ``brief`` and ``KIND = ClauseKind(...)``, registered by one line in
+:data:`worker.core.clauses.KINDS`. Evaluation, chunked evaluation, classification, the
+contract checks' hint and the reports read that table.
 """
 
 from __future__ import annotations
 
 from collections.abc import Callable
+from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
@@ -15,18 +18,20 @@ from pyproj import CRS
 
 from worker.core._util.jsonsafe import finite_json
 from worker.core._util.text import clip
+from worker.core.clauses.diff import Diff
 from worker.core.clauses.tally import Tally
 from worker.core.facts.batch import BatchFacts
 from worker.core.model import MAX_OFFENDERS, Clause, ClauseResult, Contract, Offender, Offenders
-from worker.core.spatial import crs_label, resolve_crs
 
 __all__ = [
     "MAX_OFFENDER_VALUE_CHARS",
-    "Evaluator",
+    "Brief",
+    "ClauseKind",
+    "Compare",
     "Measure",
     "Render",
+    "SecondPass",
     "clause_result",
-    "contract_crs",
     "count_phrase",
     "crs_units",
     "offenders_of",
@@ -34,9 +39,102 @@ __all__ = [
     "round10",
 ]
 
-Evaluator = Callable[[Clause, Contract, BatchFacts, datetime], ClauseResult]
+#: ``measure(clause, contract, facts, now)``: the mergeable tally of one chunk's features
+#: (:mod:`worker.core.clauses.tally`; a kind that reads only the batch's metadata measures
+#: an empty one).
 Measure = Callable[[Clause, Contract, BatchFacts, datetime], Tally]
+#: ``render(clause, contract, facts, tally, now)``: the result from the tally merged over
+#: every chunk; ``facts`` may hold no features (chunked evaluation): only their metadata.
 Render = Callable[[Clause, Contract, BatchFacts, Tally, datetime], ClauseResult]
+#: ``compare(old, new, diff)``: the differences between two ``Params`` of one kind,
+#: recorded on ``diff`` (:class:`worker.core.clauses.diff.Diff`) with their class.
+Compare = Callable[[Any, Any, Diff], None]
+#: ``brief(measured)``: a few words saying what broke, for one-line listings; ``""``
+#: when the kind has nothing shorter to say than the result's message.
+Brief = Callable[[Any], str]
+
+
+@dataclass(frozen=True)
+class SecondPass:
+    """A second pass over the features, wanted after the merged tally of the first.
+
+    ``wanted(clause, tally)`` tells whether it is (e.g. an extent clause broke);
+    ``measure(clause, contract, facts, now, total)`` gives the tally of one chunk, merged
+    into the first pass's tally before rendering; ``total`` is the batch's feature count,
+    which the first pass's tally holds as ``count``.
+    """
+
+    wanted: Callable[[Clause, Tally], bool]
+    measure: Callable[[Clause, Contract, BatchFacts, datetime, int], Tally]
+
+
+@dataclass(frozen=True)
+class ClauseKind:
+    """One clause kind: what a contract's clause of this kind means and how it is judged.
+
+    Attributes
+    ----------
+    name : str
+        The ``kind`` of the contract document (and of its ``$defs/kind_<name>`` entry in
+        ``schemas/contract.schema.json``).
+    Params : type
+        Frozen dataclass of the clause's parameters, built as ``Params(**clause.params)``
+        (the JSON Schema has checked their shapes), once per clause (:meth:`params`).
+    measure, render : callable
+        See :data:`Measure` and :data:`Render`; a whole batch is the one-chunk case.
+    compare : callable
+        See :data:`Compare`: every field of ``Params`` is compared there.
+    brief : callable
+        See :data:`Brief`.
+    essential : bool
+        A clause every reader relies on (the CRS, the axis order): removing it, adding the
+        first one to a contract, or turning it from ``halt`` to ``warn`` is a major change.
+    leads : int or None
+        Rank among the structural faults whose breaks lead the quarantine reasons (0
+        first); None for the others, which follow in version and clause order.
+    second_pass : SecondPass or None
+        A second pass over the features some results need (the extent's diagnoses).
+    """
+
+    name: str
+    Params: type[Any]
+    measure: Measure
+    render: Render
+    compare: Compare
+    brief: Brief
+    essential: bool = False
+    leads: int | None = None
+    second_pass: SecondPass | None = None
+
+    def params(self, clause: Clause) -> Any:
+        """``clause``'s :attr:`Params`, built on first use and kept on the clause.
+
+        Raises
+        ------
+        TypeError
+            A parameter the kind does not know, or a required one missing (a clause
+            built by hand: parsed documents are checked against the JSON Schema).
+        """
+        cached = clause.__dict__.get(_PARAMS)
+        if cached is None or type(cached) is not self.Params:
+            cached = self.Params(**clause.params)
+            # as functools.cached_property does on a frozen dataclass: the clause is
+            # immutable, so its parameters are too
+            clause.__dict__[_PARAMS] = cached
+        return cached
+
+    def evaluate(
+        self, clause: Clause, contract: Contract, facts: BatchFacts, now: datetime
+    ) -> ClauseResult:
+        """``clause`` over a whole batch: measure, the second pass if wanted, render."""
+        tally = self.measure(clause, contract, facts, now)
+        if self.second_pass is not None and self.second_pass.wanted(clause, tally):
+            tally = {**tally, **self.second_pass.measure(clause, contract, facts, now, facts.count)}
+        return self.render(clause, contract, facts, tally, now)
+
+
+#: Where :meth:`ClauseKind.params` keeps a clause's Params (in the clause's ``__dict__``).
+_PARAMS = "_kind_params"
 
 #: Longest echo of one offending feature's text value (a domain code, a GEOS reason).
 MAX_OFFENDER_VALUE_CHARS = 200
@@ -106,29 +204,6 @@ def crs_units(crs: CRS | None) -> str:
 
 def round10(v: float) -> float:
     return float(f"{v:.10g}")
-
-
-def contract_crs(clause: Clause, contract: Contract, facts: BatchFacts) -> tuple[CRS | None, str]:
-    """The CRS a spatial clause's region is written in, and a label for messages.
-
-    The clause's ``crs``, else the contract's crs clause ``expect``, else the batch's declared
-    CRS (None when that is missing too, or cannot be resolved: the region is then compared
-    with the coordinates as stored, and the label says which). Raises CrsError for an
-    unresolvable contract CRS.
-    """
-    text = clause.params.get("crs")
-    if text is None:
-        text = next((c.params.get("expect") for c in contract.clauses if c.kind == "crs"), None)
-    if text is None:
-        crs = facts.declared_crs
-        if crs is not None:
-            return crs, crs_label(crs)
-        declared = facts.batch.declared_crs
-        if declared:  # a fresh-user finding: it read "undeclared CRS"
-            return None, f"the declared CRS {clip(declared, 80)!r} (not resolvable)"
-        return None, "undeclared CRS"
-    crs = resolve_crs(text)
-    return crs, text if isinstance(text, str) and len(text) <= 40 else crs_label(crs)
 
 
 def count_phrase(n: int, what: str) -> str:

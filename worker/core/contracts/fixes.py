@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from typing import Any
 
+from worker.core.clauses import CLAUSE_KINDS
 from worker.core.errors import ContractError
 from worker.core.model import FIELD_TYPES
 
@@ -40,8 +41,7 @@ _FIXES: dict[str, str] = {
     "an http(s) URL",
     "read_paths": "expected shared or per_major",
     "name": "expected a non-empty string",
-    "kind": "expected one of crs, axis_order, extent, geometry_type, validity, domain, "
-    "freshness, coverage, schema, feature_count",
+    "kind": "expected one of " + ", ".join(CLAUSE_KINDS),
     "on_break": "expected halt or warn",
     "description": "expected a string",
     "expect": "for kind crs a CRS such as EPSG:4326; for axis_order east_north or north_east",

@@ -20,6 +20,7 @@ from typing import Any
 
 import yaml
 
+from worker.core.clauses import KINDS
 from worker.core.contracts.fixes import _fail
 from worker.core.contracts.schema import _COMMON, _describe, _for_schema, _validator, schema_valid
 from worker.core.contracts.semantic import _check_finite, _check_keys, _semantic_checks
@@ -100,6 +101,8 @@ def parse_contract(text: str, *, source: str = "<string>") -> Contract:
         )
         for c in doc["clauses"]
     )
+    for clause in clauses:  # each clause's typed parameters, built once, here
+        KINDS[clause.kind].params(clause)
     contract = Contract(
         layer=doc["layer"],
         version=f"v{major}.{minor}",

@@ -10,7 +10,10 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from importlib import resources
 from typing import Any
+
+import fastavro
 
 from worker.core._util.text import clip
 from worker.core.errors import ContractGateError, DecodeError
@@ -42,6 +45,22 @@ __all__ = [
 
 
 # -- QuarantineRecord ---------------------------------------------------------------------
+
+
+def _without_reason_kind() -> Any:
+    """QuarantineRecord as written before each reason carried its clause ``kind`` (the
+    last field of QuarantineReason): the schema old records are read with."""
+    text = resources.files("worker").joinpath("schemas/quarantine_record.avsc").read_text("utf-8")
+    doc = json.loads(text)
+    for f in doc["fields"]:
+        if f["name"] == "reasons":
+            items = f["type"]["items"]
+            items["fields"] = [g for g in items["fields"] if g["name"] != "kind"]
+    return fastavro.parse_schema(doc)
+
+
+#: QuarantineRecord without the reasons' ``kind`` (records written before it existed).
+QUARANTINE_RECORD_NO_KIND = _without_reason_kind()
 
 
 #: Longest JSON text of one echoed ``measured`` / ``expected`` value, in characters.
@@ -108,9 +127,11 @@ def encode_quarantine(
     """Encode a QuarantineRecord from a :class:`Decision` (or its reasons).
 
     ``reason_code`` defaults to the first reason's code (``contract_break`` when there is
-    none); ``diagnoses`` default to the decision's. ``measured``, ``expected`` and
-    ``message`` are bounded (:data:`MAX_VALUE_CHARS`, :data:`MAX_MESSAGE_CHARS`): a 10 MB
-    attribute value is echoed as its head and its length, never in full.
+    none); ``diagnoses`` default to the decision's. Each reason carries its clause's
+    ``kind`` (:attr:`QuarantineReason.kind`, from the broken ClauseResult). ``measured``,
+    ``expected`` and ``message`` are bounded (:data:`MAX_VALUE_CHARS`,
+    :data:`MAX_MESSAGE_CHARS`): a 10 MB attribute value is echoed as its head and its
+    length, never in full.
     """
     reasons = decision.reasons if isinstance(decision, Decision) else tuple(decision)
     if diagnoses is None:
@@ -128,6 +149,7 @@ def encode_quarantine(
                 "measured": _measured_json(r.measured, r.offenders),
                 "expected": _bounded_json(r.expected),
                 "message": clip(r.message, MAX_MESSAGE_CHARS),
+                "kind": r.kind,
             }
             for r in reasons
         ],
@@ -145,8 +167,23 @@ def encode_quarantine(
 def decode_quarantine(data: bytes) -> dict[str, Any]:
     """Decode a QuarantineRecord; each reason's ``measured``/``expected`` parsed from JSON,
     and its offending features split out of ``measured`` into ``offenders`` (the mapping of
-    :meth:`worker.core.model.Offenders.to_json`, or None)."""
-    record = _read(QUARANTINE_RECORD, data, "QuarantineRecord")
+    :meth:`worker.core.model.Offenders.to_json`, or None). A record written before the
+    reasons carried their clause ``kind`` decodes with ``kind`` None.
+
+    Raises
+    ------
+    DecodeError
+        The bytes are not one complete QuarantineRecord of either schema.
+    """
+    try:
+        record = _read(QUARANTINE_RECORD, data, "QuarantineRecord")
+    except DecodeError as current:
+        try:  # written before the reasons' kind: every reason then has none
+            record = _read(QUARANTINE_RECORD_NO_KIND, data, "QuarantineRecord")
+        except DecodeError:
+            raise current from None
+        for r in record["reasons"]:
+            r["kind"] = None
     for r in record["reasons"]:
         measured = _unjson(r["measured"], "reasons[].measured")
         r["offenders"] = None

@@ -12,12 +12,12 @@ from typing import Any
 
 from worker.core._util.durations import parse_duration_s
 from worker.core._util.jsonsafe import dumps_json
+from worker.core.clauses import KINDS
 from worker.core.model import ClauseResult, Decision, Offenders
 
 __all__ = [
     "brief",
     "decision_to_json",
-    "guess_kind",
     "offender_lines",
     "render_decision",
     "short_value",
@@ -66,16 +66,17 @@ def _unit_item(key: str, value: Any, whole: dict[str, Any]) -> str | None:
 def with_units(kind: str, value: Any, limit: int = 120) -> str:
     """A measured or expected value as text, each figure with its unit.
 
-    Units: ``freshness`` ages in seconds (``7200 s``), durations as written and in seconds;
-    every ``*fraction*`` figure a fraction of 1 with its percentage; ``*_area`` figures in
-    the unit the clause measured (``m²`` geodesic for a geographic CRS, ``CRS units²``
-    for a projected one, see the ``coverage`` clause); feature counts as integers
-    (``feature_count``: ``177 features``). Other values as :func:`short_value`.
+    Units: a number measured by a clause kind as that kind's brief words it (freshness:
+    the age, ``7200 s old``; feature_count: ``177 features``); durations as written and in
+    seconds; every ``*fraction*`` figure a fraction of 1 with its percentage; ``*_area``
+    figures in the unit the clause measured (``m²`` geodesic for a geographic CRS, ``CRS
+    units²`` for a projected one, see the ``coverage`` clause). Other values as
+    :func:`short_value`.
     """
-    if kind == "freshness" and isinstance(value, int | float) and not isinstance(value, bool):
-        text = f"{value:.0f} s old" if value >= 0 else f"{-value:.0f} s in the future"
-    elif kind == "feature_count" and isinstance(value, int) and not isinstance(value, bool):
-        text = f"{value} features"
+    number = isinstance(value, int | float) and not isinstance(value, bool)
+    worded = KINDS[kind].brief(value) if number and kind in KINDS else ""
+    if worded:
+        text = worded
     elif isinstance(value, dict):
         items = (_unit_item(k, v, value) for k, v in value.items())
         text = "{" + ", ".join(i for i in items if i is not None) + "}"
@@ -171,56 +172,17 @@ def offender_lines(
     return lines
 
 
-def guess_kind(measured: Any) -> str | None:
-    """The clause kind a ``measured`` value comes from, for records that do not carry kinds
-    (quarantine reasons): by its keys (``unknown`` domain, ``invalid`` validity,
-    ``fraction_inside`` extent, ``problems`` schema, ``covered_area`` coverage)."""
-    if not isinstance(measured, Mapping):
-        return None
-    for key, kind in (
-        ("unknown_count", "domain"),
-        ("missing_column", "domain"),
-        ("invalid_fraction", "validity"),
-        ("fraction_inside", "extent"),
-        ("problems", "schema"),
-        ("covered_area", "coverage"),
-    ):
-        if key in measured:
-            return kind
-    return None
-
-
 def brief(kind: str | None, measured: Any, message: str = "", limit: int = 80) -> str:
     """A few words saying what broke, for one-line listings (demo, ``quarantine tail``).
 
-    domain: the unknown values (``unknown 'Atlantis'``); validity: the first GEOS reason;
-    extent: how many features lie outside; geometry_type: the disallowed types; freshness:
-    the age in seconds; schema: the first problem; otherwise the message's head.
+    The clause kind's own brief (:attr:`worker.core.clauses.base.ClauseKind.brief`: domain
+    the unknown values, ``unknown 'Atlantis'``; validity the first GEOS reason; extent how
+    many features lie outside; ...), else (no kind: a record written before reasons
+    carried it, or a reason that is no clause's) the message's head, up to its first
+    parenthesis or semicolon. At most ``limit`` characters.
     """
-    m = measured if isinstance(measured, Mapping) else {}
-    kind = kind or guess_kind(measured)
-    text = ""
-    if kind == "domain" and m.get("unknown"):
-        text = "unknown " + ", ".join(repr(u) for u in m["unknown"][:3])
-    elif kind == "domain" and m.get("missing_column"):
-        text = f"column {m['missing_column']!r} missing"
-    elif kind == "domain" and m.get("null_count"):
-        n = m["null_count"]
-        text = f"{n} null" if n == 1 else f"{n} nulls"
-    elif kind == "validity" and m.get("reasons"):
-        first = m["reasons"][0]
-        why = first.get("reason", "") if isinstance(first, Mapping) else first
-        text = f"{m.get('invalid', '?')} invalid: {why}"
-    elif kind == "extent" and "outside" in m:
-        text = f"{m['outside']} of {m.get('features', '?')} features outside"
-    elif kind == "geometry_type" and m:
-        text = ", ".join(f"{k}: {v}" for k, v in m.items() if isinstance(v, int))
-    elif kind == "freshness" and isinstance(measured, int | float):
-        text = with_units("freshness", measured)
-    elif kind == "schema" and m.get("problems"):
-        text = str(m["problems"][0])
-    elif kind == "feature_count" and isinstance(measured, int):
-        text = f"{measured} features"
+    clause_kind = KINDS.get(kind) if kind is not None else None
+    text = clause_kind.brief(measured) if clause_kind is not None else ""
     if not text:  # the message up to its first parenthesis: "data time ... is 7200 s old"
         text = message.split(" (", 1)[0].split("; ", 1)[0]
     return text if len(text) <= limit else text[: limit - 3].rstrip() + "..."

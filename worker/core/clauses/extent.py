@@ -1,0 +1,326 @@
+"""Kind ``extent``: the share of features covered by a region, in the contract CRS (pure).
+
+A feature counts as outside when it is missing or non-finite (an empty geometry counts as
+inside: the empty point set lies in every region, and whether empties may be sent is the
+geometry_type clause's ``allow_empty``), when some coordinate lies outside the declared
+CRS's area of use (tested before reprojection: ``measured.outside_area_of_use``), or when
+it cannot be reprojected to the contract CRS (``measured.not_reprojectable``).
+``measured.bounds`` are in ``bounds_crs`` units. A GeoParquet bbox covering column that
+does not bound its geometries is reported (``measured.covering_bbox_disagrees``) without
+breaking the clause. A broken clause takes a second pass for its diagnoses
+(:func:`measure_diagnosis`, on the batch's evenly spaced sample).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+import numpy as np
+import shapely
+from pyproj import CRS
+
+from worker.core._util.memo import identity_memo
+from worker.core.clauses.base import (
+    ClauseKind,
+    SecondPass,
+    clause_result,
+    count_phrase,
+    crs_units,
+    offenders_of,
+    percents,
+    round10,
+)
+from worker.core.clauses.diagnose import diagnose_tally, diagnoses_of
+from worker.core.clauses.diff import Diff
+from worker.core.clauses.region import compare_region, contract_crs, unplaceable, whole_batch_break
+from worker.core.clauses.tally import Bounds, First, Tally
+from worker.core.facts.batch import BatchFacts
+from worker.core.model import Clause, ClauseResult, Contract
+from worker.core.spatial import (
+    area_of_use,
+    covered_mask,
+    crs_equivalent,
+    crs_label,
+    region_geometry,
+)
+
+__all__ = ["KIND", "Params", "measure_diagnosis", "needs_diagnosis"]
+
+
+@dataclass(frozen=True)
+class Params:
+    """``region`` (bbox or WKT), ``min_fraction_inside`` (fraction), ``tolerance`` (contract
+    CRS units, grows the region), ``crs`` (the region's own CRS), as written."""
+
+    region: Any
+    min_fraction_inside: float = 1.0
+    tolerance: float = 0
+    crs: str | None = None
+
+
+@identity_memo(maxsize=64, per_thread=True)  # large polygons, prepared: keep few, per thread
+def _extent_region(clause: Clause, crs: CRS | None) -> shapely.Geometry:
+    """The extent clause's region in ``crs``, widened by its ``tolerance`` (mitred, so a
+    box stays a box) and prepared; built once per (clause, CRS), not per event."""
+    p: Params = KIND.params(clause)
+    region = region_geometry(p.region, crs)
+    tolerance = float(p.tolerance or 0.0)
+    if tolerance > 0:
+        region = region.buffer(tolerance, join_style="mitre")
+    shapely.prepare(region)
+    return region
+
+
+def _rows(bounds: np.ndarray, mask: np.ndarray) -> np.ndarray:
+    """``bounds[mask]``, without the copy when every row is selected."""
+    return bounds if mask.all() else bounds[mask]
+
+
+def measure(clause: Clause, contract: Contract, facts: BatchFacts, now: datetime) -> Tally:
+    """The tally of ``facts``: counts, the envelopes of the features shown (contract CRS)
+    and of the usable ones (as declared), the first bbox-covering disagreements and the
+    offenders (see the module's docstring)."""
+    crs, label = contract_crs(KIND.params(clause).crs, contract, facts)
+    if facts.edges_problem is not None or unplaceable(facts, crs):
+        return {"count": facts.count}  # rendered as a break of the whole batch
+    region = _extent_region(clause, crs)
+    as_stored = crs is None or facts.keeps_crs(crs)
+    geoms: Any
+    if crs is None or as_stored:
+        # the geometries are built only if the region needs them (a batch of points is
+        # decided on its coordinates)
+        geoms, usable = (lambda: facts.geometries), facts.usable
+    else:
+        geoms, usable = facts.in_crs(crs)
+    beyond = facts.outside_area_of_use & facts.usable
+    failed = facts.reprojection_failed(crs) if crs is not None else np.zeros(facts.count, bool)
+    shown = usable & ~beyond
+    # envelopes of the geometries tested (the facts' own when nothing was reprojected)
+    with np.errstate(invalid="ignore"):
+        fbounds = (
+            facts.bounds
+            if as_stored
+            else np.asarray(shapely.bounds(geoms), dtype=float).reshape(facts.count, 4)
+        )
+    env = facts.envelope if as_stored and not beyond.any() else None
+    fast = env is not None and env[0] < env[2] and env[1] < env[3]
+    if env is not None and fast:
+        # every feature shown, as stored: the coordinate arrays' envelope is their bounds,
+        # and a region covering it covers every feature (no test per feature)
+        inside = (
+            shown
+            if region.covers(shapely.box(*env))
+            else covered_mask(geoms, shown, region, fbounds)
+        )
+        bounds = Bounds(env)
+    else:
+        inside = covered_mask(geoms, shown, region, fbounds)
+        bounds = Bounds.of_rows(_rows(fbounds, shown))
+    # the empty point set lies in every region: whether empties may be sent is the
+    # geometry_type clause's (allow_empty), so one empty feature is reported once, and the
+    # extent clause means the same whatever the contract's other clauses say
+    inside = inside | (facts.parsed & facts.is_empty)
+    disagree = np.flatnonzero(facts.covering_bbox_disagrees)
+    declared_label = (
+        crs_label(facts.declared_crs) if facts.declared_crs is not None else "the declared CRS"
+    )
+
+    def why_outside(i: int) -> Any:
+        if not facts.parsed[i]:
+            return "missing or unparseable geometry"
+        if facts.has_nonfinite[i]:
+            return "non-finite coordinate (NaN or inf)"
+        if beyond[i]:
+            return f"outside the area of use of {declared_label}"
+        if not usable[i]:
+            return f"could not be reprojected from {declared_label} to {label}"
+        return [round10(b) for b in fbounds[i]]
+
+    offenders = offenders_of(
+        facts,
+        contract,
+        ~inside,
+        why_outside,
+        f"bounds [minx, miny, maxx, maxy] in {label} ({crs_units(crs)}), or why the feature "
+        "counts outside",
+    )
+    return {
+        "count": facts.count,
+        "inside": int(np.count_nonzero(inside)),
+        "bounds": bounds,
+        "raw_bounds": (
+            bounds
+            if fast or (fbounds is facts.bounds and not beyond.any())  # the same rows
+            else Bounds.of_rows(_rows(facts.bounds, facts.usable))
+        ),
+        "beyond": int(np.count_nonzero(beyond)),
+        "failed": int(np.count_nonzero(failed & ~beyond)),
+        "disagree": int(disagree.size),
+        "disagree_first": First(tuple(facts.offset + int(i) for i in disagree[:5]), 5),
+        "offenders": offenders,
+    }
+
+
+def needs_diagnosis(clause: Clause, tally: Tally) -> bool:
+    """The extent clause of ``tally`` broke for its fraction inside, so its diagnoses
+    (:func:`worker.core.clauses.diagnose.diagnose_tally`) are wanted."""
+    if "inside" not in tally:
+        return False
+    count = tally["count"]
+    frac = float(tally["inside"]) / count if count else 1.0
+    return frac < float(KIND.params(clause).min_fraction_inside)
+
+
+def measure_diagnosis(
+    clause: Clause, contract: Contract, facts: BatchFacts, now: datetime, total: int
+) -> Tally:
+    """The tally from which the diagnoses of a broken extent clause are decided, measured
+    on the batch's evenly spaced sample (:func:`worker.core.clauses.diagnose.diagnose_tally`);
+    ``facts`` may be a chunk of a batch of ``total`` features."""
+    crs, _ = contract_crs(KIND.params(clause).crs, contract, facts)
+    region = _extent_region(clause, crs)
+    return {"diagnosis": diagnose_tally(facts, region, crs, total=total)}
+
+
+def render(
+    clause: Clause, contract: Contract, facts: BatchFacts, tally: Tally, now: datetime
+) -> ClauseResult:
+    """The result from the merged tally; ``facts`` give the metadata."""
+    p: Params = KIND.params(clause)
+    crs, label = contract_crs(p.crs, contract, facts)
+    min_frac = float(p.min_fraction_inside)
+    tolerance = float(p.tolerance or 0.0)
+    expected = {
+        "region": p.region,
+        "crs": label,
+        "min_fraction_inside": min_frac,
+        "tolerance": tolerance,
+    }
+    count = int(tally["count"])
+    whole = whole_batch_break(clause, facts, crs, label, expected, count)
+    if whole is not None:
+        return whole
+    if "inside" not in tally:  # an unplaceable batch without features
+        tally = {**tally, **_EMPTY_EXTENT}
+    src = facts.declared_crs
+    moved = crs is not None and src is not None and not crs_equivalent(src, crs)
+    frac = float(tally["inside"]) / count if count else 1.0
+    ok = frac >= min_frac
+    outside = count - round(frac * count)
+    bounds = tally["bounds"].box
+    bounds_crs = label
+    # the features whose span is shown: without those beyond the declared CRS's area of
+    # use ("the features span x -179 .. 179" left a point at 180.5 out: a fresh-user find)
+    spanned = (
+        f"the features within the area of use of {crs_label(src)} span"
+        if tally["beyond"] and src is not None
+        else "the features span"
+    )
+    if bounds is None and tally["raw_bounds"].box is not None:
+        # reprojection from the declared CRS failed (e.g. feet declared as degrees) or
+        # every feature is beyond the CRS's area of use: the raw bounds as declared
+        # still tell what the batch holds
+        bounds = tally["raw_bounds"].box
+        bounds_crs = crs_label(src) if src is not None else "as declared"
+        spanned = "the features span"  # every usable feature, as declared
+    n_beyond, n_failed, n_disagree = tally["beyond"], tally["failed"], tally["disagree"]
+    measured: dict[str, Any] = {
+        "fraction_inside": frac,
+        "features": count,
+        "outside": outside,
+        "bounds": None if bounds is None else [float(b) for b in bounds],
+        "bounds_crs": bounds_crs,
+    }
+    pct, min_pct = percents(frac, min_frac)
+    message = (
+        f"{pct} of {count} features inside the extent in {label}, "
+        f"{outside} outside (expected >= {min_pct})"
+    )
+    if not ok and bounds is not None and np.isfinite(bounds).all():
+        unit = (
+            "degrees"
+            if bounds_crs == label and crs is not None and crs.is_geographic
+            else (crs_units(crs) if bounds_crs == label else "units of " + bounds_crs)
+        )
+        message += (
+            f"; {spanned} x {bounds[0]:.6g} .. {bounds[2]:.6g}, y {bounds[1]:.6g} .. "
+            f"{bounds[3]:.6g} ({unit})"
+        )
+    if facts.batch.edges == "spherical":
+        message += "; edges read as great-circle arcs (GeoParquet edges: spherical)"
+    declared_label = crs_label(src) if src is not None else ""
+    if n_beyond:
+        aou = area_of_use(src) if src is not None else None
+        where = f" ({aou.text})" if aou is not None else ""
+        measured["outside_area_of_use"] = n_beyond
+        message += (
+            f"; {count_phrase(n_beyond, 'outside the area of use of')} {declared_label}"
+            f"{where}, counted outside" + (" whatever reprojection makes of them" if moved else "")
+        )
+    if n_failed:
+        measured["not_reprojectable"] = n_failed
+        message += (
+            f"; {count_phrase(n_failed, 'could not be reprojected')} from {declared_label} "
+            f"to {label} (non-finite result), counted outside"
+        )
+    if n_disagree:
+        measured["covering_bbox_disagrees"] = n_disagree
+        first = ", ".join(str(i) for i in tally["disagree_first"].items)
+        message += (
+            f"; warning: the GeoParquet bbox covering column does not bound "
+            f"{count_phrase(n_disagree, f'(index {first})')}: readers filtering "
+            "by it would skip them"
+        )
+    diagnoses: list[str] = []
+    if not ok and "diagnosis" in tally:
+        region = _extent_region(clause, crs)
+        diagnoses = diagnoses_of(
+            tally["diagnosis"], facts, region, crs, label, min_frac, inside_frac=frac
+        )
+    return clause_result(clause, ok, measured, expected, message, diagnoses, tally["offenders"])
+
+
+_EMPTY_EXTENT: dict[str, Any] = {
+    "inside": 0,
+    "bounds": Bounds(None),
+    "raw_bounds": Bounds(None),
+    "beyond": 0,
+    "failed": 0,
+    "disagree": 0,
+    "disagree_first": First((), 5),
+    "offenders": None,
+}
+
+
+def compare(old: Params, new: Params, diff: Diff) -> None:
+    """The region as :func:`worker.core.clauses.region.compare_region`; a higher
+    ``min_fraction_inside`` or a lower ``tolerance`` is stricter."""
+    compare_region(KIND.name, (old.region, old.crs), (new.region, new.crs), diff)
+    diff.bound(
+        "min_fraction_inside",
+        old.min_fraction_inside,
+        new.min_fraction_inside,
+        stricter_when="higher",
+    )
+    diff.bound("tolerance", old.tolerance, new.tolerance, stricter_when="lower")
+
+
+def brief(measured: Any) -> str:
+    """``12 of 300 features outside``."""
+    if not isinstance(measured, Mapping) or "outside" not in measured:
+        return ""
+    return f"{measured['outside']} of {measured.get('features', '?')} features outside"
+
+
+KIND = ClauseKind(
+    "extent",
+    Params,
+    measure,
+    render,
+    compare,
+    brief,
+    second_pass=SecondPass(needs_diagnosis, measure_diagnosis),
+)
