@@ -7,8 +7,8 @@ import json
 import re
 from pathlib import Path
 
-from worker.core.geometry_types import BASE_TYPES
 from worker.core.clauses import CLAUSE_KINDS
+from worker.core.geometry_types import BASE_TYPES
 from worker.core.model import FIELD_TYPES
 
 REPO = Path(__file__).resolve().parents[1]

@@ -23,6 +23,7 @@ def test_admitted_row_names_the_observing_break_and_quarantined_row_the_geos_rea
                     "code": "contract_break",
                     "version": "v1.0",
                     "clause": "valid",
+                    "kind": "validity",
                     "measured": {
                         "invalid": 1,
                         "invalid_fraction": 0.1,

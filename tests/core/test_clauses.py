@@ -15,7 +15,6 @@ import pytest
 import shapely
 from hypothesis import given, settings
 from hypothesis import strategies as st
-from worker.core.clauses import KINDS
 
 from tests.catalogue import (
     ANTIMERIDIAN_PARTS,
@@ -34,6 +33,7 @@ from tests.catalogue import (
     contract_of,
 )
 from worker.core._util.durations import parse_duration_s
+from worker.core.clauses import KINDS
 from worker.core.facts.batch import BatchFacts
 from worker.core.model import Batch, Clause, ClauseResult, FieldSpec
 
@@ -528,7 +528,9 @@ def test_integer_field_satisfies_a_double_field_but_not_the_reverse() -> None:
     shape = clause("schema", "schema", fields=[{"name": "len", "type": "double"}])
     ints = batch_of([VALID_POLYGON], schema_fields=(FieldSpec("len", "integer"),),
                     attributes=pa.table({"len": pa.array([123456])}))  # fmt: skip
-    assert KINDS["schema"].evaluate(shape, contract_of(shape), BatchFacts(ints), NOW).result == "pass"
+    assert (
+        KINDS["schema"].evaluate(shape, contract_of(shape), BatchFacts(ints), NOW).result == "pass"
+    )
     strict = clause("schema", "schema", fields=[{"name": "len", "type": "integer"}])
     doubles = batch_of([VALID_POLYGON], schema_fields=(FieldSpec("len", "double"),),
                        attributes=pa.table({"len": pa.array([1.5])}))  # fmt: skip

@@ -10,11 +10,11 @@ from pathlib import Path
 import pytest
 import yaml
 
+from worker.core.clauses import CLAUSE_KINDS
 from worker.core.contracts.parse import canonical_json, contract_to_document, parse_contract
 from worker.core.contracts.yaml_doc import MAX_DOCUMENT_BYTES
 from worker.core.errors import ContractError
 from worker.core.geometry_types import GEOMETRY_TYPES
-from worker.core.clauses import CLAUSE_KINDS
 from worker.io.contract_files import load_contract
 
 DATA = Path(__file__).resolve().parents[2] / "worker" / "data" / "contracts"

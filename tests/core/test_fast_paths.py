@@ -170,6 +170,7 @@ def test_small_column_domain_path_equals_the_arrow_path(
     texts: list[str | None], ints: list[int | None]
 ) -> None:
     import pyarrow as pa
+
     from worker.core.clauses.domain import _unknown_arrow, _unknown_small
 
     for col, codes in (

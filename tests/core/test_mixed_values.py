@@ -14,9 +14,9 @@ from typing import Any
 
 import pyarrow as pa
 import pytest
-from worker.core.clauses.domain import mixed_column, unknown_mixed
 
 from tests.catalogue import active, clause, contract_of
+from worker.core.clauses.domain import mixed_column, unknown_mixed
 from worker.core.evaluate import evaluate
 from worker.io.formats.base import text_column
 from worker.io.payloads import read_batch_file

@@ -7,9 +7,9 @@ from dataclasses import replace
 
 import pyarrow as pa
 import shapely
-from worker.core.clauses import KINDS
 
 from tests.catalogue import BOWTIE, NOW, PARIS, VALID_POLYGON, batch_of, clause, contract_of
+from worker.core.clauses import KINDS
 from worker.core.facts.batch import BatchFacts
 from worker.core.model import MAX_OFFENDERS, FieldSpec, Offenders
 

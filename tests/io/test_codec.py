@@ -695,3 +695,109 @@ def test_inline_events_carry_geojson_feature_ids_to_the_quarantine_offenders(
     fastavro.schemaless_writer(out, BATCH_ARRIVAL, raw)
     with pytest.raises(DecodeError, match="feature_ids has 1 ids for 2 geometries"):
         codec.decode_batch(out.getvalue())
+
+
+def _reason_codes_documented() -> list[str]:
+    schema = json.loads((DEMO.parent / "schemas" / "quarantine_record.avsc").read_text())
+    field = next(f for f in schema["fields"] if f["name"] == "reason_code")
+    return str(field["doc"]).split("|")
+
+
+def test_reason_codes_are_the_ones_the_record_schema_documents() -> None:
+    from worker.core.errors import PayloadError
+    from worker.core.model import ReasonCode
+
+    assert [c.value for c in ReasonCode] == _reason_codes_documented()
+    assert f"{ReasonCode.PAYLOAD_CORRUPT}" == "payload_corrupt" == str(ReasonCode.PAYLOAD_CORRUPT)
+    stack: list[type[PayloadError]] = [PayloadError]
+    while stack:  # every payload error's reason is a code
+        cls = stack.pop()
+        assert ReasonCode(cls.reason) == cls.reason
+        stack.extend(cls.__subclasses__())
+
+
+_QUARANTINE = dict(
+    batch_id="b-1",
+    layer="parcels",
+    source_topic="gis.batches",
+    source_partition=0,
+    source_offset=7,
+    original=b"\x00raw",
+    quarantined_at=T0,
+    worker_id="w-1",
+)
+
+
+def test_quarantine_reasons_carry_the_clause_kind() -> None:
+    from worker.core.model import ReasonCode
+
+    reasons = [
+        QuarantineReason(
+            ReasonCode.CONTRACT_BREAK,
+            "column 'continent': 1 value not in the domain (Atlantis)",
+            "v1.0",
+            "enforcing",
+            "continent",
+            {"unknown": ["Atlantis"], "unknown_count": 1, "null_count": 0},
+            kind="domain",
+        ),
+        QuarantineReason(ReasonCode.DECODE_ERROR, "undecodable"),
+    ]
+    rec = codec.decode_quarantine(codec.encode_quarantine(reasons, **_QUARANTINE))  # type: ignore[arg-type]
+    assert [r["kind"] for r in rec["reasons"]] == ["domain", None]
+    assert rec["reason_code"] == "contract_break"
+
+
+def test_a_quarantine_record_written_before_the_kind_decodes_without_it() -> None:
+    """Records on the quarantine topic written by the previous schema (no ``kind`` in
+    QuarantineReason) still decode; their reports word the clause from its message."""
+    from worker.io.reports.text import brief
+
+    old = json.loads((DEMO.parent / "schemas" / "quarantine_record.avsc").read_text())
+    reasons = next(f for f in old["fields"] if f["name"] == "reasons")
+    items = reasons["type"]["items"]
+    items["fields"] = [f for f in items["fields"] if f["name"] != "kind"]
+    record = {
+        "batch_id": "b-1",
+        "layer": "parcels",
+        "reason_code": "contract_break",
+        "reasons": [
+            {
+                "code": "contract_break",
+                "version": "v1.0",
+                "mode": "enforcing",
+                "clause": "continent",
+                "measured": json.dumps({"unknown": ["Atlantis"], "unknown_count": 1}),
+                "expected": None,
+                "message": "column 'continent': 1 value not in the domain (Atlantis)",
+            },
+            {
+                "code": "contract_break",
+                "version": "v1.0",
+                "mode": "enforcing",
+                "clause": "valid",
+                "measured": json.dumps({"invalid": 1, "reasons": []}),
+                "expected": None,
+                "message": "1 of 5 geometries invalid (20.0%, expected <= 0.0%)",
+            },
+        ],
+        "diagnoses": [],
+        "source_topic": "gis.batches",
+        "source_partition": 0,
+        "source_offset": 7,
+        "original": b"\x00raw",
+        "quarantined_at": T0,
+        "worker_id": "w-1",
+    }
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, fastavro.parse_schema(old), record)
+    rec = codec.decode_quarantine(out.getvalue())
+    assert [r["kind"] for r in rec["reasons"]] == [None, None]
+    assert [r["clause"] for r in rec["reasons"]] == ["continent", "valid"]
+    assert rec["reasons"][0]["measured"] == {"unknown": ["Atlantis"], "unknown_count": 1}
+    assert rec["worker_id"] == "w-1" and rec["original"] == b"\x00raw"
+    first = rec["reasons"][0]
+    assert brief(first["kind"], first["measured"], first["message"]) == (
+        "column 'continent': 1 value not in the domain"
+    )
+    assert brief("domain", first["measured"], first["message"]) == "unknown 'Atlantis'"

@@ -172,10 +172,9 @@ def render_entry(entry: QuarantineEntry) -> str:
 
 
 def _kind(reason: Mapping[str, Any]) -> str:
-    """The clause kind of a reason, as far as its measured value tells (the record does not
-    carry kinds): ``domain`` when it measured unknown codes."""
-    m = reason.get("measured")
-    return "domain" if isinstance(m, dict) and "unknown" in m else ""
+    """The clause kind of a reason as the record carries it (``""`` for a record written
+    before reasons carried their kind, or a reason that is no clause's)."""
+    return str(reason.get("kind") or "")
 
 
 def _wrap(text: str, first: str, rest: str) -> list[str]:

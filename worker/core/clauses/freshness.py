@@ -18,7 +18,7 @@ from worker.core.clauses.tally import Tally
 from worker.core.facts.batch import BatchFacts
 from worker.core.model import Clause, ClauseResult, Contract
 
-__all__ = ["KIND", "Params"]
+__all__ = ["KIND", "Params", "age_words"]
 
 
 @dataclass(frozen=True)
@@ -91,11 +91,15 @@ def compare(old: Params, new: Params, diff: Diff) -> None:
     )
 
 
+def age_words(age_s: float) -> str:
+    """A measured age in seconds as words: ``7200 s old`` or ``30 s in the future``."""
+    return f"{age_s:.0f} s old" if age_s >= 0 else f"{-age_s:.0f} s in the future"
+
+
 def brief(measured: Any) -> str:
-    """The age: ``7200 s old`` or ``30 s in the future``."""
-    if not isinstance(measured, int | float) or isinstance(measured, bool):
-        return ""
-    return f"{measured:.0f} s old" if measured >= 0 else f"{-measured:.0f} s in the future"
+    """Nothing shorter than the message's head, which names the data time and its age in
+    readable units (``data time 2020-01-01T00:00:00+00:00 is 2524.5 days old``)."""
+    return ""
 
 
 KIND = ClauseKind("freshness", Params, measure, render, compare, brief)

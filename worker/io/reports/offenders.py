@@ -176,7 +176,8 @@ def offenders_collection(
         "clauses": [
             {
                 "clause": b.label,
-                # a QuarantineRecord does not carry clause kinds: left out, never ""
+                # a QuarantineRecord written before reasons carried their clause kind
+                # has none: left out, never ""
                 **({"kind": b.kind} if b.kind else {}),
                 "mode": b.mode,
                 "total": b.offenders.get("total"),

@@ -12,7 +12,7 @@ from typing import Any
 
 from worker.core._util.durations import parse_duration_s
 from worker.core._util.jsonsafe import dumps_json
-from worker.core.clauses import KINDS
+from worker.core.clauses import KINDS, domain, feature_count, freshness
 from worker.core.model import ClauseResult, Decision, Offenders
 
 __all__ = [
@@ -66,17 +66,17 @@ def _unit_item(key: str, value: Any, whole: dict[str, Any]) -> str | None:
 def with_units(kind: str, value: Any, limit: int = 120) -> str:
     """A measured or expected value as text, each figure with its unit.
 
-    Units: a number measured by a clause kind as that kind's brief words it (freshness:
-    the age, ``7200 s old``; feature_count: ``177 features``); durations as written and in
-    seconds; every ``*fraction*`` figure a fraction of 1 with its percentage; ``*_area``
-    figures in the unit the clause measured (``m²`` geodesic for a geographic CRS, ``CRS
-    units²`` for a projected one, see the ``coverage`` clause). Other values as
-    :func:`short_value`.
+    Units: ``freshness`` ages in seconds (``7200 s old``), feature counts as integers
+    (``feature_count``: ``177 features``); durations as written and in seconds; every
+    ``*fraction*`` figure a fraction of 1 with its percentage; ``*_area`` figures in the unit
+    the clause measured (``m²`` geodesic for a geographic CRS, ``CRS units²`` for a
+    projected one, see the ``coverage`` clause). Other values as :func:`short_value`.
     """
     number = isinstance(value, int | float) and not isinstance(value, bool)
-    worded = KINDS[kind].brief(value) if number and kind in KINDS else ""
-    if worded:
-        text = worded
+    if kind == freshness.KIND.name and number:
+        text = freshness.age_words(value)
+    elif kind == feature_count.KIND.name and number and isinstance(value, int):
+        text = feature_count.brief(value)
     elif isinstance(value, dict):
         items = (_unit_item(k, v, value) for k, v in value.items())
         text = "{" + ", ".join(i for i in items if i is not None) + "}"
@@ -160,7 +160,8 @@ def offender_lines(
     ]
     for f in feats[:limit]:
         v = f.get("value")
-        shown = repr(v) if kind == "domain" and isinstance(v, str) else offender_value(v)
+        quoted = kind == domain.KIND.name and isinstance(v, str)
+        shown = repr(v) if quoted else offender_value(v)
         lines.append(f"  {_feature_name(f.get('index'), f.get('id'))}: {shown}")
     more = total - min(limit, len(feats))
     if more > 0:
