@@ -18,14 +18,27 @@ from typing import Any
 
 import pyarrow as pa
 
+from worker.core.errors import PayloadError
 from worker.io.formats.base import FeatureData, _fail
 
-__all__ = ["OGR_FORMATS", "OGR_SUFFIXES", "ogr_format", "read_ogr"]
+__all__ = [
+    "OGR_FORMATS",
+    "OGR_SUFFIXES",
+    "SHAPEFILE_SIDECARS",
+    "ogr_format",
+    "ogr_sidecars",
+    "read_ogr",
+]
 
 #: What this module reads, for messages: name and how it is recognised.
 OGR_FORMATS = "Shapefile (.shp, or a .zip holding one), GeoPackage (.gpkg), FlatGeobuf (.fgb)"
 #: File name suffixes read through OGR.
 OGR_SUFFIXES = (".shp", ".zip", ".gpkg", ".fgb")
+
+#: Files GDAL's shapefile driver reads beside the ``.shp`` (index, attributes, CRS, code
+#: page; ESRI Shapefile Technical Description, 1998, and GDAL's shapefile driver page), in
+#: the case of the ``.shp`` suffix or the other.
+SHAPEFILE_SIDECARS = (".shx", ".dbf", ".prj", ".cpg")
 
 _SHP_MAGIC = b"\x00\x00\x27\x0a"  # ESRI Shapefile Technical Description (1998): file code 9994
 _ZIP_MAGIC = b"PK\x03\x04"
@@ -50,6 +63,15 @@ def ogr_format(path: Path, head: bytes) -> str | None:
         ".gpkg": "GPKG",
         ".fgb": "FlatGeobuf",
     }.get(path.suffix.lower())
+
+
+def ogr_sidecars(path: Path, fmt: str) -> tuple[str, ...]:
+    """Names of the files read beside ``path`` in format ``fmt``: a shapefile's
+    :data:`SHAPEFILE_SIDECARS` (same stem, either case); none for the single-file formats
+    (a zip, a GeoPackage, a FlatGeobuf)."""
+    if fmt != "ESRI Shapefile":
+        return ()
+    return tuple(path.stem + s for ext in SHAPEFILE_SIDECARS for s in (ext, ext.upper()))
 
 
 def _pyogrio(path: Path, what: str) -> Any:
@@ -89,8 +111,11 @@ def _zip_target(path: Path) -> str:
     return f"/vsizip/{path.resolve()}/{found[0]}"
 
 
-def read_ogr(path: Path, fmt: str) -> FeatureData:
+def read_ogr(path: Path, fmt: str, *, shown: Path | None = None) -> FeatureData:
     """Read a Shapefile, zipped Shapefile, GeoPackage or FlatGeobuf file.
+
+    ``shown`` is the name messages give the file when ``path`` is a private copy of it
+    (:func:`worker.io.payloads.beneath.verified_copies`); default ``path``.
 
     Raises
     ------
@@ -101,6 +126,11 @@ def read_ogr(path: Path, fmt: str) -> FeatureData:
     what = {"zip": "a zipped shapefile", "GPKG": "GeoPackage", "FlatGeobuf": "FlatGeobuf"}.get(
         fmt, "a shapefile"
     )
+    if shown is not None and shown != path:
+        try:
+            return read_ogr(path, fmt)
+        except PayloadError as exc:  # the copy's name is no use to the reader of a message
+            raise type(exc)(str(exc).replace(str(path.parent), str(shown.parent))) from None
     pyogrio = _pyogrio(path, what)
     target = _zip_target(path) if fmt == "zip" else str(path)
     try:

@@ -30,8 +30,9 @@ from worker.io.formats.geojson import _read_geojson
 from worker.io.formats.geoparquet import (
     _read_geoparquet,
 )
-from worker.io.formats.ogr import ogr_format, read_ogr
+from worker.io.formats.ogr import ogr_format, ogr_sidecars, read_ogr
 from worker.io.payloads.base import OpenedPayload
+from worker.io.payloads.beneath import verified_copies
 from worker.io.payloads.open import local_file_path, open_payload, with_retries
 from worker.io.payloads.policy import UNRESTRICTED, PayloadPolicy
 
@@ -77,9 +78,15 @@ def _read_payload(uri: str, policy: PayloadPolicy) -> tuple[FeatureData, datetim
     """
     if policy.roots is None:
         found = _ogr_file(uri)
-        if found is not None:
-            path, fmt, mtime = found
-            return read_ogr(path, fmt), mtime
+        if found is not None:  # GDAL reads private copies of what was verified (issue 31)
+            path, fmt, _ = found
+            largest = max(policy.max_parquet_bytes, policy.max_geojson_bytes)
+            sidecars = ogr_sidecars(path, fmt)
+            with verified_copies(path.parent, path.name, sidecars, largest, str(path)) as (
+                copy,
+                original,
+            ):
+                return read_ogr(copy, fmt, shown=path), original.mtime
 
     def attempt() -> tuple[FeatureData, datetime | None]:
         with open_payload(uri, policy) as src:

@@ -44,6 +44,7 @@ from worker.core.errors import (
 if TYPE_CHECKING:
     pass
 from worker.io.payloads.base import OpenedPayload, _check_size_and_format
+from worker.io.payloads.beneath import open_in_root
 from worker.io.payloads.policy import _KERNEL_DIRS, PayloadPolicy, _in_kernel_dir, _outside, _redact
 from worker.io.payloads.s3 import _open_s3
 
@@ -151,7 +152,10 @@ def _local_path(name: str, uri: str, policy: PayloadPolicy) -> str:
             f"{name}: a relative path; payload URIs must be absolute (file:///dir/file or "
             "s3://bucket/key) and under a payload root"
         )
-    real = os.path.realpath(path)
+    try:
+        real = os.path.realpath(path)
+    except OSError:  # a link of the path replaced while being read (issue 31)
+        raise PayloadNotAllowed(f"{name}: its path changed while being resolved") from None
     if _in_kernel_dir(real):
         raise PayloadNotAllowed(
             f"{name}: lies in a kernel or device file system ({', '.join(_KERNEL_DIRS)}), "
@@ -163,6 +167,16 @@ def _local_path(name: str, uri: str, policy: PayloadPolicy) -> str:
 
 
 def _open_local(name: str, real: str, policy: PayloadPolicy) -> OpenedPayload:
+    if policy.roots is not None:  # opened beneath the root's descriptor (issue 31)
+        root = next(r for r in policy.roots if r.covers_path(real))
+        verified = open_in_root(root.location, real, name)
+        file = verified.arrow_file()
+        try:
+            fmt = _check_size_and_format(name, verified.size, file, policy)
+        except BaseException:
+            file.close()
+            raise
+        return OpenedPayload(name, fmt, verified.size, verified.mtime, file)
     try:
         before = os.lstat(real)
     except OSError as exc:
