@@ -11,7 +11,8 @@ record, and no worker died or outgrew the RSS ceiling.
 
 ``python -m tests.faults`` runs the whole suite and prints the table (under 10 minutes
 here); ``tests/integration/test_faults.py`` runs the short subset in CI. More scenarios live in
-:mod:`tests.faults.fuzz`, :mod:`tests.faults.failover` and :mod:`tests.faults.broker_outage`.
+:mod:`tests.faults.fuzz`, :mod:`tests.faults.failover`, :mod:`tests.faults.broker_outage`
+and :mod:`tests.faults.payload_race`.
 """
 
 from __future__ import annotations
@@ -538,11 +539,13 @@ def scenarios(quick: bool) -> list[tuple[str, Callable[[str], Row]]]:
     if not quick:
         from tests.faults.broker_outage import broker_outage
         from tests.faults.failover import takeover
+        from tests.faults.payload_race import payload_race
 
         runs += [
             ("broker outage", broker_outage),
             ("failover dynamic", lambda b: takeover(b, static=False)),
             ("failover static", lambda b: takeover(b, static=True)),
+            ("payload race", payload_race),
         ]
     runs.append(
         (
