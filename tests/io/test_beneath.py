@@ -26,8 +26,9 @@ from worker.core.errors import (
     PayloadUnavailable,
 )
 from worker.io.payloads import beneath, read_features
-from worker.io.payloads.access import PayloadPolicy, open_payload
 from worker.io.payloads.beneath import open_beneath, open_directory, open_in_root, verified_copies
+from worker.io.payloads.open import open_payload
+from worker.io.payloads.policy import PayloadPolicy
 
 #: Opens per race (each side of the swap is met hundreds of times: see the counts).
 RACE_OPENS = 1500
