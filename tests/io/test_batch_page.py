@@ -27,7 +27,7 @@ def test_coordinates_of_1e308_are_drawn_at_the_map_edges_never_as_nan() -> None:
 
 def test_a_large_batch_draws_every_offender_and_a_thinned_sample_of_the_rest() -> None:
     # 300,000 points made a 39 MB page (a fresh-user finding)
-    from worker.io.reports.page import MAX_DRAWN_PASSING
+    from worker.io.reports.batch_map import MAX_DRAWN_PASSING
 
     n = 2 * MAX_DRAWN_PASSING + 10
     geoms = [shapely.Point(i % 360 - 180, (i // 360) % 180 - 90) for i in range(n - 1)]
