@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from worker.core._util.jsonsafe import dumps_json
 from worker.core.contracts.classify import render_classification
-from worker.core.contracts.review import Review, VersionReview, is_retired_path, review_to_json
+from worker.core.contracts.review import Review, is_retired_path, review_to_json
+from worker.core.contracts.version_review import VersionReview
 
 __all__ = ["render_review_json", "render_review_markdown", "render_review_text"]
 
