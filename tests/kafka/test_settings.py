@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from worker.kafka.settings import Settings, Topics, describe_settings
+from worker.kafka.redaction import describe_settings
+from worker.kafka.settings import Settings, Topics
 
 
 def test_env_then_flags_and_extra_properties() -> None:

@@ -14,7 +14,8 @@ import threading
 from typing import Any
 
 from worker.core.errors import DecodeError
-from worker.kafka.settings import SchemaRegistrySettings, Settings, Topics
+from worker.kafka.registry_settings import SchemaRegistrySettings
+from worker.kafka.settings import Settings, Topics
 from worker.kafka.wire import RegistryCodec, schema_id_of
 
 __all__ = ["codec_for", "output_kinds", "plain_value", "registry_client"]

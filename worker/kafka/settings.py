@@ -2,7 +2,8 @@
 
 :class:`Settings` is built from flags and ``KAFKA_*`` / ``CONTRACT_GATE_*`` environment
 variables; :meth:`Settings.consumer_config` and friends give librdkafka configurations.
-Secrets (:data:`SECRET_KEYS`) are never printed by :func:`describe_settings`.
+Secrets are never printed by :func:`worker.kafka.redaction.describe_settings`; the Schema
+Registry settings are in :mod:`worker.kafka.registry_settings`.
 """
 
 from __future__ import annotations
@@ -18,18 +19,14 @@ from worker.core._util.text import clip
 from worker.core.errors import ContractGateError
 from worker.io.payloads.policy import PayloadPolicy
 from worker.kafka.logfilter import install as install_repeat_filter
+from worker.kafka.registry_settings import SchemaRegistrySettings, registry_settings_from_env
 
 __all__ = [
     "MAX_MESSAGE_BYTES",
-    "PRINTABLE_KEYS",
     "RECORD_OVERHEAD_BYTES",
-    "SECRET_KEYS",
-    "SchemaRegistrySettings",
     "Settings",
     "Topics",
     "default_instance_id",
-    "describe_settings",
-    "is_secret_key",
 ]
 
 #: Largest record the gate produces or accepts (bytes): high-vertex layers travel inline.
@@ -38,54 +35,6 @@ MAX_MESSAGE_BYTES = 16 * 1024 * 1024
 #: Bytes kept free below the producer's ``message.max.bytes`` for what librdkafka counts
 #: beside key, value and headers (the record's framing: a few dozen bytes).
 RECORD_OVERHEAD_BYTES = 1024
-
-#: Parts of librdkafka property names whose values are never printed, even when the key is
-#: misspelt (``sasl.pasword``): any key containing one of these is masked.
-SECRET_KEYS = ("pass", "pasw", "secret", "token", "key", "credential", "oauthbearer", "jaas", "pem")
-
-#: librdkafka properties whose values are printed as given (nothing secret in them). Every
-#: other key, unknown or misspelt ones included, is printed with its value masked.
-PRINTABLE_KEYS = frozenset(
-    {
-        "acks",
-        "allow.auto.create.topics",
-        "auto.offset.reset",
-        "batch.size",
-        "client.id",
-        "client.rack",
-        "compression.type",
-        "debug",
-        "enable.idempotence",
-        "fetch.max.bytes",
-        "heartbeat.interval.ms",
-        "isolation.level",
-        "linger.ms",
-        "max.partition.fetch.bytes",
-        "max.poll.interval.ms",
-        "message.max.bytes",
-        "message.timeout.ms",
-        "metadata.max.age.ms",
-        "queue.buffering.max.messages",
-        "receive.message.max.bytes",
-        "reconnect.backoff.max.ms",
-        "reconnect.backoff.ms",
-        "request.timeout.ms",
-        "retry.backoff.ms",
-        "sasl.kerberos.service.name",
-        "sasl.mechanism",
-        "sasl.mechanisms",
-        "sasl.username",
-        "security.protocol",
-        "session.timeout.ms",
-        "socket.timeout.ms",
-        "ssl.ca.location",
-        "ssl.certificate.location",
-        "ssl.endpoint.identification.algorithm",
-        "statistics.interval.ms",
-        "topic.metadata.refresh.interval.ms",
-        "transaction.timeout.ms",
-    }
-)
 
 
 def default_instance_id() -> str:
@@ -98,12 +47,6 @@ def default_instance_id() -> str:
     processes on one host need distinct ``--instance-id`` values (``host-0``, ``host-1``).
     """
     return socket.gethostname() or "contract-gate"
-
-
-def is_secret_key(key: str) -> bool:
-    """Whether the value of librdkafka property ``key`` must never be printed."""
-    lowered = key.lower()
-    return key not in PRINTABLE_KEYS or any(part in lowered for part in SECRET_KEYS)
 
 
 @dataclass(frozen=True)
@@ -156,46 +99,6 @@ class Topics:
         if m is None or "layer" not in m.groupdict() or "major" not in m.groupdict():
             return None
         return m.group("layer"), int(m.group("major"))
-
-
-@dataclass(frozen=True)
-class SchemaRegistrySettings:
-    """Where the Confluent Schema Registry is and how to reach it (None in
-    :attr:`Settings.schema_registry`: plain Avro, no framing).
-
-    ``user_info`` (``user:password``, basic auth) is a secret: never printed, not in repr.
-    Lookups are bounded: each HTTP request by ``timeout_s``, retried at most
-    ``max_retries`` times (so a lookup against a dead registry ends within about
-    ``(1 + max_retries) * timeout_s`` plus a second of backoff).
-    """
-
-    url: str
-    user_info: str | None = field(default=None, repr=False)
-    timeout_s: float = 5.0
-    max_retries: int = 1
-
-    def client_config(self) -> dict[str, Any]:
-        """The configuration of ``confluent_kafka.schema_registry.SchemaRegistryClient``."""
-        conf: dict[str, Any] = {
-            "url": self.url,
-            "timeout": self.timeout_s,
-            "max.retries": self.max_retries,
-            "retries.wait.ms": 200,
-            "retries.max.wait.ms": 1000,
-        }
-        if self.user_info:
-            conf["basic.auth.user.info"] = self.user_info
-        return conf
-
-    def describe(self) -> str:
-        """The URL without any ``user:password@`` part, and whether basic auth is set."""
-        from urllib.parse import urlsplit
-
-        parts = urlsplit(self.url.split(",")[0].strip())
-        host = parts.hostname or ""
-        shown = f"{parts.scheme}://{host}" + (f":{parts.port}" if parts.port else "") + parts.path
-        auth = self.user_info or "@" in parts.netloc
-        return f"schema-registry={shown}" + (" auth=***" if auth else "")
 
 
 @dataclass(frozen=True)
@@ -369,7 +272,7 @@ class Settings:
             "CONTRACT_GATE_SCHEMA_REGISTRY_URL"
         )
         if url:
-            kwargs["schema_registry"] = _registry_settings(url, env)
+            kwargs["schema_registry"] = registry_settings_from_env(url, env)
         if env.get("KAFKA_BOOTSTRAP_SERVERS"):
             kwargs["bootstrap_servers"] = env["KAFKA_BOOTSTRAP_SERVERS"]
         if env.get("CONTRACT_GATE_GROUP_ID"):
@@ -389,45 +292,3 @@ class Settings:
         kwargs["extra"] = extra
         kwargs.update({k: v for k, v in overrides.items() if v is not None})
         return cls(**kwargs)
-
-
-def _registry_settings(url: str, env: Mapping[str, str]) -> SchemaRegistrySettings:
-    """Schema Registry settings of ``url`` with ``CONTRACT_GATE_SCHEMA_REGISTRY_*``."""
-    name = "CONTRACT_GATE_SCHEMA_REGISTRY_TIMEOUT_S"
-    try:
-        timeout = float(env.get(name) or 5.0)
-    except ValueError:
-        timeout = -1.0
-    if not timeout > 0:
-        raise ContractGateError(f"{name}={env.get(name)!r} is not a number of seconds > 0")
-    if not url.startswith(("http://", "https://", "mock://")):
-        raise ContractGateError(
-            "--schema-registry-url / CONTRACT_GATE_SCHEMA_REGISTRY_URL must start with "
-            "http:// or https:// (e.g. https://registry.example:8081)"
-        )
-    user_info = env.get("CONTRACT_GATE_SCHEMA_REGISTRY_BASIC_AUTH_USER_INFO") or None
-    if user_info is not None and ":" not in user_info:
-        raise ContractGateError(
-            "CONTRACT_GATE_SCHEMA_REGISTRY_BASIC_AUTH_USER_INFO must be user:password"
-        )
-    return SchemaRegistrySettings(url=url, user_info=user_info, timeout_s=timeout)
-
-
-def describe_settings(settings: Settings) -> str:
-    """One line describing the settings; only values of :data:`PRINTABLE_KEYS` are shown.
-
-    Every other value (secrets, and keys that are unknown or misspelt, which may be
-    secrets typed wrong) is printed as ``***``; long values are clipped.
-    """
-    extra = ", ".join(
-        f"{k}={'***' if is_secret_key(k) else clip(str(v), 200)}"
-        for k, v in sorted(settings.extra.items())
-    )
-    return (
-        f"bootstrap={settings.bootstrap_servers} group={settings.group_id} "
-        f"instance={settings.instance_id}"
-        + (" static-membership" if settings.static_membership else "")
-        + (f" extra[{extra}]" if extra else "")
-        + f"; {settings.payload.describe()}"
-        + (f"; {settings.schema_registry.describe()}" if settings.schema_registry else "")
-    )

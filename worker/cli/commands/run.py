@@ -107,7 +107,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def run(args: argparse.Namespace) -> int:
     """Run the worker until a stop signal; returns 0 after a clean stop."""
     from worker.gate.processor import Processor
-    from worker.kafka.settings import describe_settings
+    from worker.kafka.redaction import describe_settings
     from worker.ops.http import start_http_server
     from worker.ops.http_handlers import DecisionLog
     from worker.ops.metrics import GateMetrics, configure_sdk
