@@ -12,12 +12,14 @@ from worker.core.lifecycle.migration import build_view
 from worker.core.lifecycle.overlap import (
     CheckResult,
     OverlapReport,
-    check_stricter,
-    check_twin,
     check_undeclared,
     clause_digest,
     find_stricter,
     find_twins,
+)
+from worker.core.lifecycle.overlap_checks import (
+    check_stricter,
+    check_twin,
 )
 from worker.core.model import ActiveVersion
 from worker.io.contract_files import load_contract
@@ -183,7 +185,7 @@ def _major(version: str) -> ActiveVersion:
 
 
 def test_major_overlap_both_majors_evaluate_every_batch_with_their_own_attainment() -> None:
-    from worker.core.lifecycle.overlap import check_major_overlap
+    from worker.core.lifecycle.overlap_checks import check_major_overlap
 
     v2 = _major("v2")
 
@@ -218,7 +220,7 @@ def test_major_overlap_both_majors_evaluate_every_batch_with_their_own_attainmen
 def test_two_enforcing_majors_that_no_batch_passes_together_fail_the_overlap_check() -> None:
     # found by a new-user session: a CRS major enforcing beside v1 quarantined every batch
     # and `verify overlap` said PASS (attainment 0.5 / 0.5)
-    from worker.core.lifecycle.overlap import check_major_overlap
+    from worker.core.lifecycle.overlap_checks import check_major_overlap
 
     v2 = replace(_major("v2"), mode="enforcing")
 

@@ -41,12 +41,14 @@ from worker.core.lifecycle.overlap import (
     TWIN,
     CheckResult,
     OverlapReport,
-    check_major_overlap,
-    check_stricter,
-    check_twin,
     check_undeclared,
     find_stricter,
     find_twins,
+)
+from worker.core.lifecycle.overlap_checks import (
+    check_major_overlap,
+    check_stricter,
+    check_twin,
 )
 from worker.kafka.settings import Settings
 
