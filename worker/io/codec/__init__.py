@@ -1,7 +1,8 @@
 """Avro encoding of every record (fastavro, schemaless; schemas in ``schemas/*.avsc``).
 
-Records (namespace ``gis.contract``; DESIGN.md section 6): BatchArrival (:mod:`.batch`),
-QuarantineRecord, ContractRecord, EvaluationRecord and ConsumerDeclaration (:mod:`.records`).
+Records (namespace ``gis.contract``; DESIGN.md section 6): BatchArrival (:mod:`.events`,
+:mod:`.event_writer`), QuarantineRecord, ContractRecord, EvaluationRecord and
+ConsumerDeclaration (:mod:`.records`).
 Each schema is parsed once at import (:mod:`.avro`).
 
 Every decoder raises :class:`worker.core.errors.DecodeError` with a specific reason on any
@@ -10,7 +11,8 @@ mistyped column values); no other exception escapes. Encoders raise
 :class:`worker.core.errors.BatchError` (batches) or :class:`worker.core.errors.ContractGateError`.
 """
 
-from worker.io.codec.events import batch_from_event, decode_batch, decode_event, encode_batch
+from worker.io.codec.event_writer import encode_batch
+from worker.io.codec.events import batch_from_event, decode_batch, decode_event
 from worker.io.codec.records import (
     decode_consumer_declaration,
     decode_contract_record,

@@ -1,4 +1,6 @@
-"""Avro BatchArrival events to and from :class:`worker.core.model.Batch`.
+"""Avro BatchArrival events to :class:`worker.core.model.Batch`, and the column types.
+
+The encoder is :mod:`worker.io.codec.event_writer`.
 
 Inline attribute columns carry a logical ``type`` (:data:`worker.core.model.FIELD_TYPES`)
 and typed values, never coerced: ``integer`` -> int64, ``double`` -> float64, ``string``,
@@ -9,21 +11,19 @@ Every other logical type (``decimal``, ``time``, ``duration``, the nested ``stru
 as JSON (a string column read as text, e.g. ``mixed``, as it is), decoded as a ``string``
 column whose field metadata keeps the logical type, so the schema clause judges the same
 field type inline as in the file.
-Decoders raise :class:`worker.core.errors.DecodeError`; :func:`encode_batch` raises
-:class:`worker.core.errors.BatchError`.
+Decoders raise :class:`worker.core.errors.DecodeError`;
+:func:`worker.io.codec.event_writer.encode_batch` raises :class:`worker.core.errors.BatchError`.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping
 from typing import Any
 
 import pyarrow as pa
-import pyarrow.compute as pc
 
 from worker.core._util.text import clip
-from worker.core.errors import BatchError, DecodeError
+from worker.core.errors import DecodeError
 from worker.core.model import (
     BATCH_ONLY_FIELD_TYPES,
     FIELD_TYPES,
@@ -36,16 +36,15 @@ from worker.io.codec.avro import (
     BATCH_ARRIVAL_EDGES,
     BATCH_ARRIVAL_PLANAR,
     _read,
-    _utc,
-    _write,
 )
 
 __all__ = [
     "MAX_FEATURE_ID_CHARS",
+    "TEXT_TYPES",
     "batch_from_event",
+    "cap_feature_id",
     "decode_batch",
     "decode_event",
-    "encode_batch",
 ]
 
 #: Longest feature id carried in an event, in characters (longer ones are clipped).
@@ -60,7 +59,6 @@ _ARROW = {
     "timestamp": pa.int64(),
     "date": pa.int32(),
 }
-_INT64_MAX = 2**63 - 1
 _PYTHON: dict[str, type] = {
     "integer": int,
     "double": float,
@@ -72,131 +70,7 @@ _PYTHON: dict[str, type] = {
 }
 
 #: Logical types carried as JSON text (see the module docstring).
-_TEXT = frozenset(FIELD_TYPES + BATCH_ONLY_FIELD_TYPES) - set(_ARROW)
-
-
-# -- BatchArrival -------------------------------------------------------------------------
-
-
-def _column_values(name: str, col: pa.ChunkedArray, logical: str) -> list[Any]:
-    if logical in _TEXT:
-        if pa.types.is_string(col.type) or pa.types.is_large_string(col.type):
-            return col.to_pylist()
-        return [
-            None if v is None else json.dumps(v, default=str, ensure_ascii=False)
-            for v in col.to_pylist()
-        ]
-    if logical == "timestamp":
-        unit = pa.timestamp("us", tz=col.type.tz)
-        return col.cast(unit, safe=False).cast(pa.int64()).to_pylist()
-    if logical == "date":
-        return col.cast(pa.date32()).cast(pa.int32()).to_pylist()
-    if logical == "double":
-        return [None if v is None else float(v) for v in col.to_pylist()]
-    too_big = pa.types.is_uint64(col.type) and (pc.max(col).as_py() or 0) > _INT64_MAX
-    if logical == "integer" and too_big:
-        raise BatchError(f"column {name!r}: uint64 values above 2**63 - 1 do not fit a long")
-    return col.to_pylist()
-
-
-def encode_batch(batch: Batch, *, inline: bool = True, payload_uri: str | None = None) -> bytes:
-    """Encode ``batch`` as a BatchArrival event.
-
-    Parameters
-    ----------
-    batch : Batch
-        Attributes must have arrow types with a logical equivalent (see
-        :func:`worker.io.payloads.derive_schema`).
-    inline : bool
-        Carry geometries (WKB) and attribute columns in the event; when False the event
-        carries metadata only and ``payload_uri`` locates the features. WKB travels as it
-        is (an unparseable one too: the worker judges it). A geometry the reader could not
-        write as WKB at all (``batch.geometry_errors``) travels as null: the worker counts
-        it invalid as a missing geometry, without the reader's reason (``batch publish``
-        warns, naming them: :func:`worker.control.publish.unwritten_geometries`).
-    payload_uri : str, optional
-        Default ``batch.payload_uri``.
-
-    Raises
-    ------
-    BatchError
-        No payload_uri for a non-inline event, an unsupported column type, a value Avro
-        cannot carry (e.g. an unsigned integer above 2**63 - 1).
-    """
-    from worker.io.payloads import derive_schema
-
-    uri = payload_uri if payload_uri is not None else batch.payload_uri
-    features = None
-    if inline and payload_uri is not None:
-        raise BatchError(
-            f"batch {batch.batch_id}: an event carries inline features or a payload_uri, not both"
-        )
-    if inline:
-        uri = None  # the features travel inline; a loaded batch's own URI is not repeated
-        try:
-            specs = derive_schema(batch.attributes)
-        except ValueError as exc:
-            raise BatchError(f"cannot encode batch {batch.batch_id}: {exc}") from None
-        try:
-            columns = [
-                {
-                    "name": s.name,
-                    "type": s.type,
-                    "values": _column_values(s.name, batch.attributes.column(i), s.type),
-                }
-                for i, s in enumerate(specs)
-            ]
-        except (BatchError, pa.ArrowException) as exc:
-            raise BatchError(f"cannot encode batch {batch.batch_id}: {exc}") from None
-        features = {"geometry_wkb": list(batch.geometries_wkb), "columns": columns}
-    elif uri is None:
-        raise BatchError(f"batch {batch.batch_id}: an event without inline features needs a uri")
-    record = {
-        "batch_id": batch.batch_id,
-        "layer": batch.layer,
-        "producer": batch.producer,
-        "data_time": _utc(batch.data_time),
-        "produced_at": _utc(batch.produced_at),
-        "declared_crs": batch.declared_crs,
-        "axis_order": batch.axis_order,
-        "schema_fields": [
-            {"name": f.name, "type": f.type, "nullable": f.nullable} for f in batch.schema_fields
-        ],
-        "feature_count": batch.feature_count,
-        "features": features,
-        "payload_uri": uri,
-    }
-    what = f"batch {batch.batch_id}"
-    ids = _event_ids(batch) if inline else None
-    if inline and (batch.edges != "planar" or batch.orientation is not None or ids):
-        # trailing fields, written only when not at their defaults: the geometries mean
-        # something else than planar WKB, or the file named its features
-        record["edges"] = None if batch.edges == "planar" else batch.edges
-        record["orientation"] = batch.orientation
-        if ids:
-            record["feature_ids"] = ids
-            return _write(BATCH_ARRIVAL, record, what, BatchError, unchecked=("features",))
-        return _write(BATCH_ARRIVAL_EDGES, record, what, BatchError, unchecked=("features",))
-    return _write(BATCH_ARRIVAL_PLANAR, record, what, BatchError, unchecked=("features",))
-
-
-def _event_ids(batch: Batch) -> list[str | int | float | None] | None:
-    """``batch.feature_ids`` as the event carries them: one per geometry (else none at
-    all), strings clipped to :data:`MAX_FEATURE_ID_CHARS`, integers beyond a long as text."""
-    ids = batch.feature_ids
-    if ids is None or len(ids) != len(batch.geometries_wkb) or all(i is None for i in ids):
-        return None
-    out: list[str | int | float | None] = []
-    for i in ids:
-        if isinstance(i, bool):
-            out.append(str(i))
-        elif isinstance(i, int) and not -(2**63) <= i <= _INT64_MAX:
-            out.append(_cap_id(str(i)))
-        elif isinstance(i, str):
-            out.append(_cap_id(i))
-        else:
-            out.append(i)
-    return out
+TEXT_TYPES = frozenset(FIELD_TYPES + BATCH_ONLY_FIELD_TYPES) - set(_ARROW)
 
 
 def decode_event(data: bytes) -> dict[str, Any]:
@@ -225,11 +99,11 @@ def decode_event(data: bytes) -> dict[str, Any]:
 
 def _column(col: Mapping[str, Any], n: int) -> tuple[pa.Field, pa.Array]:
     name, logical, values = col["name"], col["type"], col["values"]
-    if logical not in _ARROW and logical not in _TEXT:
+    if logical not in _ARROW and logical not in TEXT_TYPES:
         raise DecodeError(f"column {name!r} has unknown logical type {logical!r}")
     if len(values) != n:
         raise DecodeError(f"column {name!r} has {len(values)} values for {n} geometries")
-    want = str if logical in _TEXT else _PYTHON[logical]
+    want = str if logical in TEXT_TYPES else _PYTHON[logical]
     kinds = set(map(type, values))  # one pass in C; the row is looked for only if wrong
     kinds.discard(type(None))
     if kinds - {want}:
@@ -237,7 +111,7 @@ def _column(col: Mapping[str, Any], n: int) -> tuple[pa.Field, pa.Array]:
         raise DecodeError(
             f"column {name!r} of type {logical} holds a {type(v).__name__} at row {i}"
         )
-    if logical in _TEXT:
+    if logical in TEXT_TYPES:
         meta = {LOGICAL_TYPE_KEY: logical.encode()}
         return pa.field(name, pa.string(), metadata=meta), pa.array(values, pa.string())
     arr = pa.array(values, _ARROW[logical])
@@ -332,12 +206,23 @@ def _feature_ids(value: Any, n: int) -> tuple[str | int | float | None, ...] | N
         return None
     if len(value) != n:
         raise DecodeError(f"feature_ids has {len(value)} ids for {n} geometries")
-    return tuple(_cap_id(v) if isinstance(v, str) else v for v in value)
+    return tuple(cap_feature_id(v) if isinstance(v, str) else v for v in value)
 
 
-def _cap_id(text: str) -> str:
-    """At most :data:`MAX_FEATURE_ID_CHARS` characters, the cut marked by a final "…"
-    (idempotent: a capped id read back stays as it is)."""
+def cap_feature_id(text: str) -> str:
+    """A feature id cut to at most :data:`MAX_FEATURE_ID_CHARS` characters.
+
+    Parameters
+    ----------
+    text : str
+        A feature id as sent or read (untrusted).
+
+    Returns
+    -------
+    str
+        ``text``, or its start with the cut marked by a final "…" (idempotent: a capped id
+        read back stays as it is).
+    """
     if len(text) <= MAX_FEATURE_ID_CHARS:
         return text
     return text[: MAX_FEATURE_ID_CHARS - 1] + "…"
