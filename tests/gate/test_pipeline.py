@@ -24,6 +24,7 @@ from worker.gate.config import GateConfig
 from worker.gate.processor import Processor
 from worker.gate.route import Outcome, OutRecord, Source
 from worker.gate.startup import warn_missing_roots
+from worker.kafka.clients import STATE, TIMED_OUT
 from worker.kafka.protocols import TopicPartition
 from worker.kafka.settings import Settings
 
@@ -68,7 +69,7 @@ class FakeConsumer:
 
     def seek(self, tp: Any) -> None:
         if self.seek_fails:
-            raise KafkaException(CKError(CKError._STATE, "partition not assigned"))
+            raise KafkaException(CKError(STATE, "partition not assigned"))
         self.seeks.append((tp.topic, tp.partition, tp.offset))
 
 
@@ -121,7 +122,7 @@ def test_commit_writes_every_record_and_the_next_offsets() -> None:
 
 
 def test_abortable_commit_error_aborts_and_the_step_rewinds_to_the_first_offsets() -> None:
-    producer = FakeProducer([CKError(CKError._TIMED_OUT, "x", txn_requires_abort=True)])
+    producer = FakeProducer([CKError(TIMED_OUT, "x", txn_requires_abort=True)])
     consumer = PollingConsumer(batches=[[_polled(10), _polled(11), _polled(7, partition=1)]])
     # partition 1 was revoked meanwhile: its next owner resumes
     p = polling_pipeline(producer, consumer, assigned=(0,))
@@ -133,7 +134,7 @@ def test_abortable_commit_error_aborts_and_the_step_rewinds_to_the_first_offsets
 
 
 def test_retriable_commit_error_is_retried_not_aborted() -> None:
-    producer = FakeProducer([CKError(CKError._TIMED_OUT, "slow", retriable=True)])
+    producer = FakeProducer([CKError(TIMED_OUT, "slow", retriable=True)])
     assert commit(pipeline_with(producer, FakeConsumer()), EVENTS, OUTCOMES) == 3
     assert [c for c in producer.calls if not c.startswith("produce")] == [
         "begin", "send_offsets", "commit", "commit"
@@ -141,7 +142,7 @@ def test_retriable_commit_error_is_retried_not_aborted() -> None:
 
 
 def test_a_failed_rewind_stops_the_worker_instead_of_skipping_the_batch() -> None:
-    producer = FakeProducer([CKError(CKError._TIMED_OUT, "x", txn_requires_abort=True)])
+    producer = FakeProducer([CKError(TIMED_OUT, "x", txn_requires_abort=True)])
     consumer = PollingConsumer(batches=[[_polled(10), _polled(11)]], seek_fails=True)
     with pytest.raises(BrokerError, match=r"cannot rewind in\[0\] to 10"):
         polling_pipeline(producer, consumer).step()
@@ -254,7 +255,7 @@ class FailingFrom(FakeProducer):
     def commit_transaction(self, timeout: float) -> None:
         self.calls.append("commit")
         if self.calls.count("commit") > self.ok:
-            raise KafkaException(CKError(CKError._TIMED_OUT, "x", txn_requires_abort=True))
+            raise KafkaException(CKError(TIMED_OUT, "x", txn_requires_abort=True))
 
 
 def test_after_events_committed_one_by_one_a_failure_rewinds_only_the_uncommitted() -> None:

@@ -30,6 +30,12 @@ from worker.core.errors import (
     SchemaRegistryFailure,
 )
 from worker.kafka.clients import (
+    ALL_BROKERS_DOWN,
+    FENCED,
+    INVALID_ARG,
+    MSG_TIMED_OUT,
+    TIMED_OUT,
+    TRANSPORT,
     broker_error,
     make_consumer,
     make_producer,
@@ -68,7 +74,7 @@ def _confluent_exception_classes() -> list[type[BaseException]]:
 #: Arguments of confluent-kafka's exception constructors, by their first parameter's name.
 ARGUMENTS: dict[str, tuple[object, ...]] = {
     "exception": (ValueError("bad bytes"),),
-    "kafka_error": (KafkaError(KafkaError._TRANSPORT, "connection refused"),),
+    "kafka_error": (KafkaError(TRANSPORT, "connection refused"),),
     "http_status_code": (503, 50301, "service unavailable"),
     "message": ("token refused", 401, "denied"),
     "rule": (SimpleNamespace(name="has_geometry", doc="", expr="message.geometry != null"),),
@@ -111,12 +117,12 @@ def test_every_confluent_exception_is_mapped(cls: type[BaseException]) -> None:
 @pytest.mark.parametrize(
     ("code", "cls"),
     [
-        (KafkaError._ALL_BROKERS_DOWN, BrokerUnavailable),
-        (KafkaError._TRANSPORT, BrokerUnavailable),
-        (KafkaError._INVALID_ARG, BrokerConfigError),
-        (KafkaError._TIMED_OUT, BrokerTimeout),
+        (ALL_BROKERS_DOWN, BrokerUnavailable),
+        (TRANSPORT, BrokerUnavailable),
+        (INVALID_ARG, BrokerConfigError),
+        (TIMED_OUT, BrokerTimeout),
         (KafkaError.REQUEST_TIMED_OUT, BrokerTimeout),
-        (KafkaError._FENCED, InstanceFenced),
+        (FENCED, InstanceFenced),
         (KafkaError.PRODUCER_FENCED, InstanceFenced),
         (KafkaError.FENCED_INSTANCE_ID, InstanceFenced),
         (KafkaError.TOPIC_AUTHORIZATION_FAILED, BrokerError),
@@ -134,7 +140,7 @@ def test_codes_choose_the_subclass_and_keep_the_flags(code: int, cls: type[Broke
 
 
 def test_an_error_event_maps_without_raising() -> None:
-    eof = broker_error(KafkaError(KafkaError._MSG_TIMED_OUT, "Local: Message timed out"))
+    eof = broker_error(KafkaError(MSG_TIMED_OUT, "Local: Message timed out"))
     assert isinstance(eof, BrokerTimeout)
     assert str(eof) == "Local: Message timed out"
 

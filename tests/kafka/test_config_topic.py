@@ -16,12 +16,33 @@ from worker.core.contracts.parse import parse_contract
 from worker.core.lifecycle.registry import Registry
 from worker.io.codec import encode_contract_record
 from worker.io.contract_files import load_contract
+from worker.kafka import config_topic
 from worker.kafka.config_topic import ConfigFollower
+from worker.kafka.memory import MemoryBroker
 from worker.kafka.settings import Settings
 
 
 def _rec(key: str, value: bytes | None) -> FakeRecord:
     return FakeRecord(key=key, value=value)
+
+
+def _read_through(
+    follower: ConfigFollower, records: list[FakeRecord], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Apply ``records`` in order through the follower's public :meth:`bootstrap`, reading
+    them from a :class:`MemoryBroker` instead of a real one."""
+    broker = MemoryBroker()
+    topic = follower.settings.topics.contracts
+    broker.create_topic(topic)
+    producer = broker.producer()
+    for r in records:
+        producer.produce(topic, value=r.value(), key=r.key())
+    monkeypatch.setattr(
+        config_topic,
+        "make_consumer",
+        lambda settings, reader: broker.consumer("config-reader", partition_eof=True),
+    )
+    follower.bootstrap(timeout_s=5)
 
 
 def _edit_in_place() -> tuple[FakeRecord, FakeRecord]:
@@ -36,22 +57,19 @@ def _edit_in_place() -> tuple[FakeRecord, FakeRecord]:
 
 @pytest.mark.parametrize(("quiet", "level"), [(False, logging.WARNING), (True, logging.DEBUG)])
 def test_rejections_are_warnings_for_the_worker_and_debug_for_cli_reads(
-    quiet: bool, level: int, caplog: pytest.LogCaptureFixture
+    quiet: bool, level: int, caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # found by a fresh-user session: CLI reads printed the worker's WARNING about an edit in
     # place on the config topic, which read as if the command itself had failed
     original, edited = _edit_in_place()
     follower = ConfigFollower(Settings(), Registry(), quiet_rejections=quiet)
     caplog.set_level(logging.DEBUG, logger="worker.kafka.config_topic")
-    follower._apply(original)
-    follower._apply(edited)
+    _read_through(follower, [original, edited], monkeypatch)
     rejected = [r for r in caplog.records if "rejected (edit_in_place)" in r.getMessage()]
     assert [r.levelno for r in rejected] == [level]
 
 
 def test_read_config_is_quiet_about_rejections(monkeypatch: pytest.MonkeyPatch) -> None:
-    from worker.kafka import config_topic
-
     made: list[ConfigFollower] = []
     monkeypatch.setattr(ConfigFollower, "bootstrap", lambda self, t: made.append(self) or 0)
     config_topic.read_config(Settings(), Registry())
@@ -59,7 +77,7 @@ def test_read_config_is_quiet_about_rejections(monkeypatch: pytest.MonkeyPatch) 
 
 
 def test_each_applied_change_is_logged_at_info_with_the_active_versions(
-    caplog: pytest.LogCaptureFixture,
+    caplog: pytest.LogCaptureFixture, monkeypatch: pytest.MonkeyPatch
 ) -> None:
     # found by a fresh-user session: worker logs never mentioned live config changes
     v1 = load_contract(data_file("contracts/admin_boundaries.v1.yaml"))
@@ -70,7 +88,7 @@ def test_each_applied_change_is_logged_at_info_with_the_active_versions(
 
     follower = ConfigFollower(Settings(), Registry())
     caplog.set_level(logging.DEBUG, logger="worker.kafka.config_topic")
-    for msg in (
+    records = [
         _rec(v1.key, rec(v1, "enforcing")),
         _rec(v11.key, rec(v11, "observing")),
         _rec(v11.key, rec(v11, "observing")),  # unchanged: DEBUG only
@@ -78,8 +96,8 @@ def test_each_applied_change_is_logged_at_info_with_the_active_versions(
         _rec(v1.key, rec(v1, "enforcing", "superseded")),
         _rec(v1.key, None),
         _rec(v11.key, None),  # the only enforcing version: refused, stays in force
-    ):
-        follower._apply(msg)
+    ]
+    _read_through(follower, records, monkeypatch)
     info = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
     tail = "; active versions of admin_boundaries: "
     assert info == [

@@ -10,6 +10,7 @@ import time
 import pytest
 from confluent_kafka import KafkaError as CKError
 
+from worker.kafka.clients import ALL_BROKERS_DOWN, TRANSPORT
 from worker.kafka.health import BrokerHealth, Watchdog
 
 
@@ -30,7 +31,7 @@ def stats(*states: tuple[int, str]) -> str:
 def test_all_brokers_down_then_up_again(caplog: pytest.LogCaptureFixture) -> None:
     clock = Clock()
     health = BrokerHealth(log_every_s=30, clock=clock)
-    down = CKError(CKError._ALL_BROKERS_DOWN, "1/1 brokers are down")
+    down = CKError(ALL_BROKERS_DOWN, "1/1 brokers are down")
     with caplog.at_level(logging.WARNING, logger="worker.kafka.health"):
         for _ in range(50):  # librdkafka repeats it on every reconnect attempt
             health.on_error(down)
@@ -51,7 +52,7 @@ def test_all_brokers_down_then_up_again(caplog: pytest.LogCaptureFixture) -> Non
 
 def test_other_errors_are_logged_but_do_not_mark_the_broker_down() -> None:
     health = BrokerHealth()
-    health.on_error(CKError(CKError._TRANSPORT, "connection reset"))
+    health.on_error(CKError(TRANSPORT, "connection reset"))
     assert health.unreachable_since is None
     assert health.last_error is not None and health.last_error.startswith("_TRANSPORT")
     health.on_stats("not json")  # a bad statistics document changes nothing

@@ -58,13 +58,20 @@ from worker.kafka.protocols import ConsumerLike, ProducerLike, TransactionalProd
 from worker.kafka.settings import Settings
 
 __all__ = [
+    "ALL_BROKERS_DOWN",
+    "FENCED",
     "FENCED_CODES",
+    "INVALID_ARG",
+    "MSG_TIMED_OUT",
     "OFFSET_BEGINNING",
     "OFFSET_END",
     "OFFSET_INVALID",
     "PARTITION_EOF",
     "RECORD_TOO_LARGE_CODES",
+    "STATE",
+    "TIMED_OUT",
     "TOPIC_ALREADY_EXISTS",
+    "TRANSPORT",
     "UNKNOWN_TOPIC_OR_PART",
     "broker_error",
     "make_admin",
@@ -86,6 +93,16 @@ RECORD_TOO_LARGE_CODES: frozenset[int] = frozenset(
 )
 TOPIC_ALREADY_EXISTS: int = KafkaError.TOPIC_ALREADY_EXISTS
 UNKNOWN_TOPIC_OR_PART: int = KafkaError.UNKNOWN_TOPIC_OR_PART
+
+#: librdkafka's local error codes (negative; confluent-kafka names them with a leading
+#: underscore), for callers and tests that compare with or build a ``KafkaError``.
+ALL_BROKERS_DOWN: int = KafkaError._ALL_BROKERS_DOWN
+TRANSPORT: int = KafkaError._TRANSPORT
+INVALID_ARG: int = KafkaError._INVALID_ARG
+TIMED_OUT: int = KafkaError._TIMED_OUT
+MSG_TIMED_OUT: int = KafkaError._MSG_TIMED_OUT
+FENCED: int = KafkaError._FENCED
+STATE: int = KafkaError._STATE
 
 _CLASS_OF_CODE: dict[int, type[BrokerError]] = {
     **dict.fromkeys(
