@@ -1,20 +1,18 @@
 """Argument helpers shared by the command modules: Kafka settings from flags, times,
 numbers, ``--log-level``, ``--now`` and ``--stale-after-hours``.
 
-Command modules (:mod:`worker.cli.commands`) import these, never :mod:`worker.cli.main`.
+Command modules (:mod:`worker.cli.commands`) import these, never :mod:`worker.cli.main`;
+the payload flags are in :mod:`worker.cli.payload_args`.
 """
 
 from __future__ import annotations
 
 import argparse
 import math
-import os
 from collections.abc import Callable
-from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 
 from worker.core.errors import ContractGateError
-from worker.io.payloads.policy import PayloadPolicy
 from worker.kafka.settings import Settings, Topics
 
 #: Exit codes of ``check``: admitted, quarantined, bad input (or any error of this package).
@@ -251,51 +249,6 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         max_payload_bytes=getattr(args, "max_payload_bytes", None),
         schema_registry_url=getattr(args, "schema_registry_url", None),
     )
-
-
-def add_payload_args(p: argparse.ArgumentParser, *, roots: bool = True) -> None:
-    """``--payload-root`` (when ``roots``) and ``--max-payload-bytes``."""
-    g = p.add_argument_group("payloads read by reference (flags override the environment)")
-    if roots:
-        g.add_argument(
-            "--payload-root",
-            action="append",
-            default=None,
-            metavar="URI",
-            help="a location payload_uri may point into: file:///dir/ or s3://bucket/prefix/ "
-            "(repeatable, or several separated by commas or spaces, as in env "
-            "CONTRACT_GATE_PAYLOAD_ROOTS; write a comma or space in a directory name as %%2C "
-            "or %%20 in a file:// URI). None configured: by-reference events are quarantined "
-            "with payload_not_allowed",
-        )
-    g.add_argument(
-        "--max-payload-bytes",
-        default=None,
-        metavar="SIZE",
-        help="largest payload, checked before reading: SIZE for both formats or "
-        "parquet=SIZE,geojson=SIZE, with K/M/GiB units (env CONTRACT_GATE_MAX_PAYLOAD_BYTES; "
-        "default parquet=2GiB,geojson=256MiB); larger ones are payload_too_large",
-    )
-
-
-def file_policy(args: argparse.Namespace) -> PayloadPolicy:
-    """The policy of an operator's own batch file (``check``, ``batch publish``): any
-    location, regular files only, the size limits of ``--max-payload-bytes`` or the
-    environment.
-
-    Raises
-    ------
-    ContractGateError
-        A bad size limit.
-    """
-    limit = getattr(args, "max_payload_bytes", None) or os.environ.get(
-        "CONTRACT_GATE_MAX_PAYLOAD_BYTES"
-    )
-    try:
-        policy = PayloadPolicy.from_strings((), limit)
-    except ValueError as exc:
-        raise ContractGateError(f"{exc} (--max-payload-bytes)") from None
-    return replace(policy, roots=None)
 
 
 def write_output(path: str, text: str) -> None:

@@ -9,13 +9,8 @@ from __future__ import annotations
 import argparse
 import sys
 
-from worker.cli.args import (
-    add_kafka_args,
-    add_payload_args,
-    file_policy,
-    parse_time,
-    settings_from_args,
-)
+from worker.cli.args import add_kafka_args, parse_time, settings_from_args
+from worker.cli.payload_args import add_payload_args, file_policy
 
 __all__ = ["register", "run"]
 

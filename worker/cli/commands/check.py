@@ -18,12 +18,11 @@ from typing import TYPE_CHECKING, Any
 from worker.cli.args import (
     EXIT_ADMITTED,
     EXIT_QUARANTINED,
-    add_payload_args,
-    file_policy,
     offending_features,
     parse_time,
     write_output,
 )
+from worker.cli.payload_args import add_payload_args, file_policy
 from worker.core._util.jsonsafe import dumps_json
 from worker.core.errors import ContractGateError
 

@@ -11,7 +11,8 @@ import argparse
 import sys
 from typing import Any
 
-from worker.cli.args import add_kafka_args, add_payload_args, offending_features, write_output
+from worker.cli.args import add_kafka_args, offending_features, write_output
+from worker.cli.payload_args import add_payload_args
 from worker.core._util.jsonsafe import dumps_json
 from worker.core.errors import BrokerError, ContractGateError
 

@@ -15,13 +15,8 @@ import sys
 import threading
 from typing import Any
 
-from worker.cli.args import (
-    add_kafka_args,
-    add_payload_args,
-    bounded_int,
-    positive_seconds,
-    settings_from_args,
-)
+from worker.cli.args import add_kafka_args, bounded_int, positive_seconds, settings_from_args
+from worker.cli.payload_args import add_payload_args
 from worker.gate.config import GateConfig
 from worker.gate.poll import MAX_BATCH_WAIT_MS
 
