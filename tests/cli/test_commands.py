@@ -12,6 +12,7 @@ from worker.cli import main as cli
 from worker.cli.commands import COMMANDS
 from worker.cli.commands.contract import ACTIONS
 from worker.cli.main import build_parser, main
+from worker.cli.parser_tree import arguments, is_subcommands, subcommand_help, subcommands
 
 
 def _help(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
@@ -21,13 +22,9 @@ def _help(argv: list[str], capsys: pytest.CaptureFixture[str]) -> str:
     return capsys.readouterr().out
 
 
-def _subparsers_action(parser: argparse.ArgumentParser) -> argparse._SubParsersAction:
-    (action,) = (a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
-    return action
-
-
 def _subparsers(parser: argparse.ArgumentParser) -> dict[str, argparse.ArgumentParser]:
-    return dict(_subparsers_action(parser).choices)
+    assert sum(map(is_subcommands, arguments(parser))) == 1
+    return subcommands(parser)
 
 
 def test_help_lists_the_commands_of_the_table_in_its_order(
@@ -51,9 +48,7 @@ def test_each_command_module_registers_its_parser_and_handler(name: str) -> None
 def test_the_contract_actions_are_the_table_of_the_group() -> None:
     contract = _subparsers(build_parser())["contract"]
     assert list(_subparsers(contract)) == list(ACTIONS)
-    help_line = next(
-        a.help for a in _subparsers_action(build_parser())._choices_actions if a.dest == "contract"
-    )
+    help_line = subcommand_help(build_parser())["contract"]
     assert help_line is not None
     assert all(action in help_line for action in ACTIONS)  # "contract versions: publish, ..."
 
@@ -69,7 +64,7 @@ def test_every_help_exits_0_and_names_every_flag(
     assert text.startswith(f"usage: {path} ")
     flags = [
         flag
-        for action in parser._actions
+        for action in arguments(parser)
         if action.help != argparse.SUPPRESS
         for flag in action.option_strings
     ]

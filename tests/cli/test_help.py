@@ -22,6 +22,7 @@ from pathlib import Path
 import pytest
 
 from worker.cli.main import build_parser
+from worker.cli.parser_tree import arguments, is_subcommands, walk
 
 HELP_FILE = Path(__file__).resolve().parent / "data" / "help.txt"
 ACTIONS_FILE = HELP_FILE.with_name("actions.txt")
@@ -36,11 +37,7 @@ def parsers(
     parser: argparse.ArgumentParser, path: str = "contract-gate"
 ) -> Iterator[tuple[str, argparse.ArgumentParser]]:
     """Every parser of the tree with its command path, depth first, in registration order."""
-    yield path, parser
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for name, sub in action.choices.items():
-                yield from parsers(sub, f"{path} {name}")
+    yield from walk(parser, path)
 
 
 def help_texts() -> dict[str, str]:
@@ -61,7 +58,7 @@ def action_lines() -> list[str]:
     arity and whether it is required (what a help text may not show)."""
     lines = []
     for path, parser in parsers(build_parser()):
-        for a in parser._actions:
+        for a in arguments(parser):
             flags = ",".join(a.option_strings) or a.metavar or a.dest
             lines.append(
                 f"{path}: {flags} dest={a.dest} default={a.default!r} const={a.const!r} "
@@ -72,7 +69,7 @@ def action_lines() -> list[str]:
 
 
 def _choices(action: argparse.Action) -> str:
-    if isinstance(action, argparse._SubParsersAction):
+    if is_subcommands(action):
         return repr(list(action.choices))  # the subparsers themselves are compared above
     return repr(action.choices)
 
