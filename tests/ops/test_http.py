@@ -267,7 +267,7 @@ def test_a_client_that_resets_the_connection_leaves_no_traceback(
             try:  # the path a reset takes, made deterministic
                 raise ConnectionResetError(104, "Connection reset by peer")
             except ConnectionResetError:
-                server._server.handle_error(None, ("127.0.0.1", 9))
+                server.server.handle_error(None, ("127.0.0.1", 9))
     finally:
         server.close()
     assert "Traceback" not in capsys.readouterr().err

@@ -105,6 +105,12 @@ class GateHTTPServer:
     def port(self) -> int:
         return int(self._server.server_address[1])
 
+    @property
+    def server(self) -> ThreadingHTTPServer:
+        """The underlying ``http.server`` server; its ``handle_error`` logs a client that
+        went away (connection reset, broken pipe) at DEBUG instead of a traceback."""
+        return self._server
+
     def start(self) -> GateHTTPServer:
         self._thread.start()
         return self
