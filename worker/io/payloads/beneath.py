@@ -56,6 +56,7 @@ from pathlib import Path
 
 import pyarrow as pa
 
+from worker.core._util.text import clip
 from worker.core.errors import (
     PayloadCorrupt,
     PayloadError,
@@ -245,9 +246,14 @@ def open_directory(path: str | Path, name: str) -> int:
     try:
         return os.open(path, os.O_RDONLY | _O_DIRECTORY | _O_CLOEXEC)
     except OSError as exc:
+        if exc.errno in (errno.ENOENT, errno.ENOTDIR):
+            raise _NoSuchFile(
+                f"{name}: no such file (its directory {clip(str(path), 200)} does not exist "
+                "or is not a directory)"
+            ) from None
         raise PayloadUnavailable(
             f"{name}: its directory cannot be opened ({exc.strerror or exc})",
-            transient=exc.errno not in (errno.ENOENT, errno.ENOTDIR, errno.EACCES, errno.EPERM),
+            transient=exc.errno not in (errno.EACCES, errno.EPERM),
         ) from None
 
 
