@@ -163,7 +163,10 @@ class MemoryLog:
         txn: Txn | None,
     ) -> MemoryMessage:
         """Store one record (in ``txn`` when given, else committed) and return it; with no
-        ``partition``, the key's CRC-32 chooses it (partition 0 for no key)."""
+        ``partition``, the key's CRC-32 chooses it (partition 0 for no key). Text keys and
+        values are stored UTF-8 encoded, as confluent-kafka's producer takes them."""
+        key = key.encode() if isinstance(key, str) else key
+        value = value.encode() if isinstance(value, str) else value
         with self.lock:
             parts = self._logs.get(topic)
             if parts is None:
