@@ -71,7 +71,9 @@ def test_rejections_are_warnings_for_the_worker_and_debug_for_cli_reads(
 
 def test_read_config_is_quiet_about_rejections(monkeypatch: pytest.MonkeyPatch) -> None:
     made: list[ConfigFollower] = []
-    monkeypatch.setattr(ConfigFollower, "bootstrap", lambda self, t: made.append(self) or 0)
+    monkeypatch.setattr(
+        ConfigFollower, "bootstrap", lambda self, t, *a, **k: made.append(self) or 0
+    )
     config_topic.read_config(Settings(), Registry())
     assert [f.quiet_rejections for f in made] == [True]
 
@@ -152,3 +154,102 @@ def test_other_commands_keep_the_warning_default(monkeypatch: pytest.MonkeyPatch
     )
     assert cli.main(["topics", "create"]) == 0
     assert seen == [logging.NOTSET]
+
+
+class _SilentConsumer:
+    """A consumer of one partition that never returns a record (a stalled broker)."""
+
+    def poll(self, timeout: float) -> None:
+        return None
+
+    def close(self) -> None:
+        pass
+
+
+def test_a_stalled_bootstrap_reports_each_stall_and_keeps_reading(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    follower = ConfigFollower(Settings(), Registry())
+
+    def _open(self: ConfigFollower) -> _SilentConsumer:
+        self.partitions_total = 1
+        return _SilentConsumer()
+
+    monkeypatch.setattr(ConfigFollower, "_open", _open)
+    stalls: list[str] = []
+    follower.bootstrap(0.4, on_stall=stalls.append, should_stop=lambda: len(stalls) >= 2)
+    assert len(stalls) == 2 and not follower.bootstrapped
+    assert stalls[0] == (
+        "config bootstrap made no progress on gis.contracts for 0.4 s "
+        "(0/1 partitions at EOF, 0 records read)"
+    )
+    assert follower.stalled == stalls[1]
+
+
+def test_without_on_stall_a_bootstrap_without_progress_raises(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    from worker.core.errors import KafkaError
+
+    def _open(self: ConfigFollower) -> _SilentConsumer:
+        self.partitions_total = 1
+        return _SilentConsumer()
+
+    monkeypatch.setattr(ConfigFollower, "_open", _open)
+    with pytest.raises(KafkaError, match=r"made no progress on gis\.contracts"):
+        ConfigFollower(Settings(), Registry()).bootstrap(0.3)
+
+
+def test_oversized_records_are_rejected_before_they_are_decoded() -> None:
+    from worker.io.config_records import apply_config_value
+
+    event = apply_config_value(Registry(), "a/v1.0/x", b"\x00" * 2000, max_bytes=1024)
+    assert (event.outcome, event.reason) == ("rejected", "oversized_record")
+    assert event.message == (
+        "config record a/v1.0: 2008 bytes, more than the 1024 a config record may have "
+        "(not decoded)"
+    )
+
+
+def test_the_size_bound_comes_from_the_environment() -> None:
+    from worker.core.errors import KafkaError
+    from worker.kafka.config_topic import config_max_record_bytes
+
+    assert config_max_record_bytes({}) == 1 << 20
+    assert config_max_record_bytes({"CONTRACT_GATE_CONFIG_MAX_RECORD_BYTES": "4096"}) == 4096
+    with pytest.raises(KafkaError, match="not a positive number of bytes"):
+        config_max_record_bytes({"CONTRACT_GATE_CONFIG_MAX_RECORD_BYTES": "1MB"})
+
+
+def test_a_document_of_too_many_clauses_is_refused_fast() -> None:
+    import time
+
+    from worker.io.config_records import apply_config_value
+
+    v1 = load_contract(data_file("contracts/admin_boundaries.v1.yaml"))
+    clauses = "\n".join(
+        f"  - {{name: c{i}, kind: domain, column: c, values: {{A: a}}}}" for i in range(3000)
+    )
+    text = v1.text.split("clauses:")[0] + "clauses:\n" + clauses + "\n"
+    record = {**contract_record(v1, mode="enforcing"), "document": text}
+    started = time.perf_counter()
+    event = apply_config_value(Registry(), v1.key, encode_contract_record(record))
+    assert time.perf_counter() - started < 2.0  # 10 s before the clause bound
+    assert (event.outcome, event.reason) == ("rejected", "invalid_contract")
+    assert "3000 clauses, more than the 256 a contract may have" in event.message
+
+
+def test_a_parse_over_its_budget_is_interrupted() -> None:
+    import time
+
+    from worker.core.errors import ContractError
+    from worker.io.config_records import parse_budget
+
+    started = time.perf_counter()
+    with (
+        pytest.raises(ContractError, match=r"^a test: document not parsed within 0\.2 s"),
+        parse_budget(0.2, "a test"),
+    ):
+        while True:
+            pass
+    assert time.perf_counter() - started < 1.0

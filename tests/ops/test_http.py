@@ -89,6 +89,13 @@ def test_readyz_names_what_is_missing_until_bootstrapped_and_assigned() -> None:
     }
 
 
+def test_readyz_names_why_a_stalled_config_bootstrap_is_not_finished() -> None:
+    why = "config bootstrap made no progress on gis.contracts for 60 s (0/1 partitions at EOF)"
+    s = FakeState(config=SimpleNamespace(bootstrapped=False, stalled=why))
+    r = handle("/readyz", s, now_monotonic=0)
+    assert r.status == 503 and body(r)["missing"][0] == f"config bootstrap ({why})"
+
+
 def test_status_lists_versions_counts_and_last_decisions() -> None:
     log = DecisionLog(maxlen=2, clock=lambda: datetime(2026, 11, 29, 12, tzinfo=timezone.utc))
     admitted = go(codec.encode_batch(WORLD))

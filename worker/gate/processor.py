@@ -169,7 +169,8 @@ class Processor:
         """
         c, s = self.gate_config, self.settings
         warn_missing_roots(s)
-        n = self.config.bootstrap(c.config_timeout_s, progress)
+        # a stalled bootstrap keeps the worker up and not ready (/readyz names the reason)
+        n = self.config.bootstrap(c.config_timeout_s, progress, on_stall=progress or log.info)
         self.metrics.set_config_bootstrap(n, True)
         self.metrics.set_lifecycle(self.registry.published(), self.clock)
         register_schemas(self.wire, self._framed)

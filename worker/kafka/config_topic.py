@@ -4,12 +4,23 @@ The bootstrap ends on *partition EOF* for every partition (``enable.partition.eo
 never on a ListOffsets high watermark alone: on some brokers (Tansu) ListOffsets can
 report a watermark that is too low after multi-record produce batches (DESIGN.md
 section 8). Empty partitions, compacted gaps and transaction markers all end in EOF, so
-none of them can hang the bootstrap; a deadline turns a silent broker into an error.
+none of them can hang the bootstrap.
+
+The deadline counts time *without progress* (no record and no EOF received), not the
+total: a topic of many slow-to-refuse records (issue 30: 30 records of 830 KB at 2.5 s each)
+still finishes. A worker passes ``on_stall``: it then never gives up; each stall is
+reported (the reason stays in :attr:`ConfigFollower.stalled`, shown by ``/readyz``) and the
+read goes on, so the worker stays up and not ready instead of exiting into a crash loop.
+
+Config records are bounded by size before they are decoded (:data:`MAX_CONFIG_RECORD_BYTES`,
+1 MiB; environment ``CONTRACT_GATE_CONFIG_MAX_RECORD_BYTES``) and their documents parsed
+under a time budget (:func:`worker.io.config_records.parse_budget`).
 """
 
 from __future__ import annotations
 
 import logging
+import os
 import time
 from collections.abc import Callable
 from typing import Any, TypeVar
@@ -17,7 +28,7 @@ from typing import Any, TypeVar
 from worker.core._util.text import clip
 from worker.core.errors import BrokerError
 from worker.core.lifecycle.registry import ConfigEvent, Registry
-from worker.io.config_records import apply_config_value
+from worker.io.config_records import MAX_CONFIG_RECORD_BYTES, apply_config_value
 from worker.kafka.clients import (
     OFFSET_BEGINNING,
     PARTITION_EOF,
@@ -28,7 +39,33 @@ from worker.kafka.clients import (
 from worker.kafka.protocols import ConsumerLike, TopicPartition
 from worker.kafka.settings import Settings
 
-__all__ = ["ConfigFollower", "read_config"]
+__all__ = ["ConfigFollower", "config_max_record_bytes", "read_config"]
+
+#: Environment variable overriding :data:`MAX_CONFIG_RECORD_BYTES` (a positive integer).
+MAX_RECORD_BYTES_ENV = "CONTRACT_GATE_CONFIG_MAX_RECORD_BYTES"
+
+
+def config_max_record_bytes(env: Any = None) -> int:
+    """The config record size bound: ``CONTRACT_GATE_CONFIG_MAX_RECORD_BYTES`` or 1 MiB.
+
+    Raises
+    ------
+    BrokerError
+        The variable is set but not a positive integer.
+    """
+    text = (os.environ if env is None else env).get(MAX_RECORD_BYTES_ENV, "").strip()
+    if not text:
+        return MAX_CONFIG_RECORD_BYTES
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value <= 0:
+        raise BrokerError(
+            f"{MAX_RECORD_BYTES_ENV}={clip(text, 40)!r} is not a positive number of bytes"
+        )
+    return value
+
 
 log = logging.getLogger(__name__)
 
@@ -47,6 +84,8 @@ class ConfigFollower:
     quiet_rejections : bool
         Log rejected records at DEBUG instead of WARNING: for CLI reads, where a rejected
         record (an edit in place the worker ignores) is not a failure of the command.
+    max_record_bytes : int, optional
+        Largest config record decoded (:func:`config_max_record_bytes` by default).
     """
 
     def __init__(
@@ -56,8 +95,12 @@ class ConfigFollower:
         on_event: Callable[[ConfigEvent], None] | None = None,
         *,
         quiet_rejections: bool = False,
+        max_record_bytes: int | None = None,
     ) -> None:
         self.settings = settings
+        self.max_record_bytes = max_record_bytes or config_max_record_bytes()
+        #: why the bootstrap is not finished yet, while it has stalled (None otherwise)
+        self.stalled: str | None = None
         self.registry = registry
         self.on_event = on_event
         self.quiet_rejections = quiet_rejections
@@ -95,26 +138,49 @@ class ConfigFollower:
         return consumer
 
     def bootstrap(
-        self, timeout_s: float = 60.0, progress: Callable[[str], None] | None = None
+        self,
+        timeout_s: float = 60.0,
+        progress: Callable[[str], None] | None = None,
+        on_stall: Callable[[str], None] | None = None,
+        should_stop: Callable[[], bool] | None = None,
     ) -> int:
-        """Read every partition of the config topic to EOF; returns the records applied.
+        """Read every partition of the config topic to EOF; returns the records read.
+
+        Parameters
+        ----------
+        timeout_s : float
+            Seconds without progress (no record, no EOF) that count as a stall.
+        progress : callable, optional
+            Given a line every 100 records.
+        on_stall : callable, optional
+            Given the reason of each stall (also kept in :attr:`stalled`); the read then
+            goes on. Without it a stall raises.
+        should_stop : callable, optional
+            Asked between polls; True ends the read (:attr:`bootstrapped` stays False).
 
         Raises
         ------
         BrokerError
-            When the topic is missing or EOF is not reached on every partition within
-            ``timeout_s`` seconds.
+            When the topic is missing; without ``on_stall``, when there is no progress for
+            ``timeout_s`` seconds or a partition cannot be read.
         """
         self._consumer = self._open()
         at_eof: set[int] = set()
-        deadline = time.monotonic() + timeout_s
+        last_progress = time.monotonic()
+        topic = self.settings.topics.contracts
         while len(at_eof) < self.partitions_total:
-            if time.monotonic() > deadline:
-                raise BrokerError(
-                    f"config bootstrap did not reach the end of {self.settings.topics.contracts} "
-                    f"within {timeout_s:.0f} s ({len(at_eof)}/{self.partitions_total} partitions "
-                    f"at EOF, {self.records_read} records read)"
+            if should_stop is not None and should_stop():
+                return self.records_read
+            if time.monotonic() - last_progress > timeout_s:
+                why = (
+                    f"config bootstrap made no progress on {topic} for {timeout_s:g} s "
+                    f"({len(at_eof)}/{self.partitions_total} partitions at EOF, "
+                    f"{self.records_read} records read)"
                 )
+                if on_stall is None:
+                    raise BrokerError(why)
+                self._stall(why, on_stall)
+                last_progress = time.monotonic()
             with map_kafka_errors("config topic read failed"):
                 msg = self._consumer.poll(0.5)
             if msg is None:
@@ -122,16 +188,27 @@ class ConfigFollower:
             err = msg.error()
             if err is not None:
                 if err.code() == PARTITION_EOF:
+                    last_progress = time.monotonic()
                     at_eof.add(int(msg.partition() or 0))
                     self.partitions_at_eof = len(at_eof)
                     continue
-                raise broker_error(err, "config topic read failed")
+                if on_stall is None or err.fatal():
+                    raise broker_error(err, "config topic read failed")
+                self._stall(f"config topic read failed: {err.str()} (retrying)", on_stall)
+                continue
+            last_progress = time.monotonic()
             at_eof.discard(int(msg.partition() or 0))
             self._apply(msg)
             if progress and self.records_read % 100 == 0:
                 progress(f"config bootstrap: {self.records_read} records")
+        self.stalled = None
         self.bootstrapped = True
         return self.records_read
+
+    def _stall(self, why: str, on_stall: Callable[[str], None]) -> None:
+        self.stalled = why
+        log.warning("%s; still reading, not ready until it ends", why)
+        on_stall(why)
 
     def poll_updates(self, max_records: int = 100) -> list[ConfigEvent]:
         """Apply config records that arrived since the last call (non-blocking).
@@ -160,7 +237,7 @@ class ConfigFollower:
     def _apply(self, msg: Any) -> ConfigEvent:
         raw_key = msg.key()
         key = raw_key.decode("utf-8", "replace") if raw_key is not None else None
-        event = apply_config_value(self.registry, key, msg.value())
+        event = apply_config_value(self.registry, key, msg.value(), max_bytes=self.max_record_bytes)
         self.records_read += 1
         if event.outcome == "rejected":
             log.log(

@@ -157,7 +157,12 @@ def healthz(state: GateState, now_monotonic: float, max_poll_interval_ms: int) -
 def readyz(state: GateState) -> Response:
     missing = []
     if not state.config.bootstrapped:
-        missing.append("config bootstrap (the config topic is not read to its end yet)")
+        stalled = getattr(state.config, "stalled", None)
+        missing.append(
+            f"config bootstrap ({stalled})"
+            if stalled
+            else "config bootstrap (the config topic is not read to its end yet)"
+        )
     if not state.assigned:
         missing.append("partition assignment (no input partition assigned to this worker)")
     down_since = getattr(state, "broker_unreachable_since", None)

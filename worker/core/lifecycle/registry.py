@@ -46,6 +46,7 @@ class ConfigEvent:
 
     ``outcome`` is ``added`` | ``updated`` | ``unchanged`` | ``removed`` | ``rejected``;
     ``reason`` (rejections only) is ``edit_in_place`` | ``invalid_record`` |
+    ``oversized_record`` |
     ``invalid_contract`` | ``key_mismatch`` | ``unretired_tombstone`` (a null value for a
     version that is still active and enforcing: refused, the version stays in force).
     ``tombstone`` is True for a null value (``removed`` when it deleted a version).
@@ -86,8 +87,13 @@ def _layer_of(key: str) -> str | None:
     return key.split("/", 1)[0] if "/" in key else None
 
 
-def active_version_from_record(record: Mapping[str, Any], *, source: str) -> ActiveVersion:
+def active_version_from_record(
+    record: Mapping[str, Any], *, source: str, parsed: Contract | None = None
+) -> ActiveVersion:
     """Build the :class:`ActiveVersion` a decoded ContractRecord describes.
+
+    ``parsed`` is the record's document already parsed (the config-topic reader parses it
+    under a time budget); None parses it here.
 
     Raises
     ------
@@ -96,7 +102,7 @@ def active_version_from_record(record: Mapping[str, Any], *, source: str) -> Act
     """
     from worker.core.errors import ContractError
 
-    contract = parse_contract(record["document"], source=source)
+    contract = parsed or parse_contract(record["document"], source=source)
     if record.get("digest") and record["digest"] != contract.digest:
         raise ContractError(
             f"{source}: record digest {record['digest'][:12]} does not match its document "
@@ -134,10 +140,18 @@ class Registry:
             tuple[dict[str, ActiveVersion], dict[str, tuple[ActiveVersion, ...]]] | None
         ) = None
 
-    def reject(self, key: str | None, message: str, reason: str = "invalid_record") -> ConfigEvent:
-        """The event for a record that never reached :meth:`apply` (e.g. it did not decode)."""
+    def reject(
+        self,
+        key: str | None,
+        message: str,
+        reason: str = "invalid_record",
+        *,
+        layer: str | None = None,
+    ) -> ConfigEvent:
+        """The event for a record that never reached :meth:`apply` (it was too large, did
+        not decode or its document did not parse); ``layer`` defaults to the key's."""
         key = key or ""
-        return ConfigEvent("rejected", key, _layer_of(key), message, reason)
+        return ConfigEvent("rejected", key, layer or _layer_of(key), message, reason)
 
     def _commit(
         self, raw: dict[str, ActiveVersion], supersedes: dict[str, tuple[str, ...]]
@@ -165,8 +179,15 @@ class Registry:
             )
         )
 
-    def apply(self, key: str | None, record: Mapping[str, Any] | None) -> ConfigEvent:
-        """Apply one decoded ContractRecord (``record`` None is a tombstone).
+    def apply(
+        self,
+        key: str | None,
+        record: Mapping[str, Any] | None,
+        *,
+        parsed: Contract | None = None,
+    ) -> ConfigEvent:
+        """Apply one decoded ContractRecord (``record`` None is a tombstone); ``parsed`` is
+        its document already parsed (:func:`active_version_from_record`).
 
         ``record`` has the fields of the Avro ContractRecord (``layer``, ``version``,
         ``document``, ``digest``, ``mode``, ``state``, optional ``supersedes``, ...); it is
@@ -180,7 +201,7 @@ class Registry:
             return self._tombstone(key, key_digest, layer_of_key)
         source = f"config record {key or '<no key>'}"
         try:
-            incoming = active_version_from_record(record, source=source)
+            incoming = active_version_from_record(record, source=source, parsed=parsed)
             supersedes = supersedes_of(record.get("supersedes"), incoming.contract, source)
         except ContractGateError as exc:
             return ConfigEvent(
@@ -339,8 +360,14 @@ class RecordingRegistry(Registry):
         super().__init__()
         self.records: dict[str, dict[str, Any]] = {}
 
-    def apply(self, key: str | None, record: Mapping[str, Any] | None) -> ConfigEvent:
-        event = super().apply(key, record)
+    def apply(
+        self,
+        key: str | None,
+        record: Mapping[str, Any] | None,
+        *,
+        parsed: Contract | None = None,
+    ) -> ConfigEvent:
+        event = super().apply(key, record, parsed=parsed)
         if event.outcome == "removed":
             self.records = {k: v for k, v in self.records.items() if k != event.key}
         elif event.outcome != "rejected" and record is not None and event.version is not None:
