@@ -20,7 +20,10 @@ def test_rules_define_the_gate_and_the_straggler_alert() -> None:
         "gis:consumers_on_major:count",
         "gis:contract_retirement_gate:consumers",
         "ContractMigrationStragglers",
+        "ContractHistoryBroken",
     }
+    broken = next(r for r in rules if r.get("alert") == "ContractHistoryBroken")
+    assert broken["expr"].strip() == "max by (layer) (gis_contract_config_history_broken) > 0"
     alert = next(r for r in rules if r.get("alert"))
     assert alert["for"] == "12h"  # two cadence cycles of PT6H
 

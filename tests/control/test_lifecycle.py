@@ -32,6 +32,9 @@ def test_promote_refuses_now_in_the_future(capsys: pytest.CaptureFixture[str]) -
 
 
 class FakeRegistry:
+    def head(self, layer: str) -> str | None:
+        return None
+
     def published(self, layer: str | None = None) -> list[Published]:
         return [
             Published(V1, "enforcing", "active", None, (), T0, "t"),
@@ -58,7 +61,7 @@ def faked(monkeypatch: pytest.MonkeyPatch) -> list[Published]:
     written: list[Published] = []
     monkeypatch.setattr(lifecycle, "read_published", lambda settings: FakeRegistry())
 
-    def write(settings: Settings, records: tuple[Published, ...]) -> list[str]:
+    def write(settings: Settings, records: tuple[Published, ...], **kw: Any) -> list[str]:
         written.extend(records)
         return [f"wrote {p.contract.key}" for p in records]
 

@@ -54,6 +54,9 @@ class FakeRegistry:
     def __init__(self, known: list[Published]) -> None:
         self.known = known
 
+    def head(self, layer: str) -> str | None:
+        return None
+
     def published(self, layer: str | None = None) -> list[Published]:
         return self.known
 
@@ -86,7 +89,7 @@ def test_retirement_rewrite_keeps_class_differences_and_provenance(
     written: list[Published] = []
     _layer_state(monkeypatch, known)
 
-    def fake_write(settings: Settings, records: tuple[Published, ...]) -> list[str]:
+    def fake_write(settings: Settings, records: tuple[Published, ...], **kw: Any) -> list[str]:
         written.extend(records)
         return []
 

@@ -34,15 +34,17 @@ def test_added_then_lifecycle_update_then_unchanged() -> None:
     assert [v.mode for v in reg.active("admin_boundaries")] == ["observing"]
 
 
-def test_edit_in_place_is_rejected_and_original_kept() -> None:
+def test_edit_in_place_is_rejected_and_the_layer_fails_closed() -> None:
     reg = Registry()
     apply_config_value(reg, V1.key, record())
     edited = parse_contract(V1.text.replace("max_age: PT6H", "max_age: PT1H"))
     ev = apply_config_value(reg, V1.key, record(edited))
     assert (ev.outcome, ev.reason, ev.layer) == ("rejected", "edit_in_place", "admin_boundaries")
     assert "edit in place refused" in ev.message
-    kept = reg.get(V1.key)
-    assert kept is not None and kept.contract.digest == V1.digest
+    # under a key without the digest the edit replaced the original: a fresh worker could
+    # not tell, so the live one fails closed as well (issue 30)
+    active = reg.active("admin_boundaries")
+    assert active == () and "is broken" in active.history_break  # type: ignore[attr-defined]
 
 
 def test_undecodable_invalid_and_mismatched_records_are_rejected_with_reasons() -> None:
@@ -61,19 +63,24 @@ def test_undecodable_invalid_and_mismatched_records_are_rejected_with_reasons() 
     assert reg.versions() == ()
 
 
-def test_tombstone_removes_and_active_is_ordered_by_version() -> None:
+def test_any_tombstone_breaks_the_layer_and_active_is_ordered_by_version() -> None:
     reg = Registry()
     apply_config_value(reg, V11.key, record(V11, mode="observing"))
     apply_config_value(reg, V1.key, record())
     assert [v.contract.version for v in reg.active("admin_boundaries")] == ["v1.0", "v1.1"]
-    assert apply_config_value(reg, V11.key, None).outcome == "removed"
-    assert apply_config_value(reg, V11.key, None).outcome == "unchanged"
-    assert [v.contract.version for v in reg.active("admin_boundaries")] == ["v1.0"]
-    apply_config_value(reg, V1.key, record(state="retired"))
+    ev = apply_config_value(reg, V11.key, None)
+    assert (ev.outcome, ev.reason, ev.tombstone) == ("rejected", "tombstone", True)
     assert reg.active("admin_boundaries") == ()
-    assert reg.layers() == ("admin_boundaries",)
-    assert apply_config_value(reg, V1.key, None).outcome == "removed"  # retired first: allowed
-    assert reg.layers() == ()
+    assert reg.breaks("admin_boundaries") == (
+        "admin_boundaries/v1.1: a tombstone where a contract record was",
+    )
+    apply_config_value(reg, V11.key, record(V11, mode="observing"))  # republished: whole
+    assert [v.contract.version for v in reg.active("admin_boundaries")] == ["v1.0", "v1.1"]
+    apply_config_value(reg, V1.key, record(state="retired"))
+    assert [v.contract.version for v in reg.active("admin_boundaries")] == ["v1.1"]
+    ev = apply_config_value(reg, V1.key, None)  # retired first: still a break
+    assert (ev.outcome, ev.reason) == ("rejected", "tombstone")
+    assert reg.active("admin_boundaries") == () and reg.missing("admin_boundaries") == (V1.key,)
 
 
 def test_a_tombstone_cannot_switch_enforcement_off() -> None:
@@ -84,13 +91,7 @@ def test_a_tombstone_cannot_switch_enforcement_off() -> None:
     ev = apply_config_value(reg, V1.key, None)
     assert (ev.outcome, ev.reason, ev.tombstone) == ("rejected", "unretired_tombstone", True)
     assert "contract-gate contract retire" in ev.message
-    assert [(v.contract.version, v.mode) for v in reg.active("admin_boundaries")] == [
-        ("v1.0", "enforcing"),
-        ("v1.1", "observing"),
-    ]
-    # superseded enforcing versions are no longer in force: their tombstone is compaction
-    apply_config_value(reg, V1.key, record(state="superseded"))
-    assert apply_config_value(reg, V1.key, None).outcome == "removed"
+    assert reg.active("admin_boundaries") == ()  # fails closed, never admits
 
 
 def test_tombstone_is_flagged_logged_at_warning_and_counted(caplog: Any) -> None:
@@ -110,11 +111,12 @@ def test_tombstone_is_flagged_logged_at_warning_and_counted(caplog: Any) -> None
     pipeline.config._apply(_rec(V1.key, record(state="retired")))
     with caplog.at_level(logging.INFO, logger="worker.kafka.config_topic"):
         ev = pipeline.config._apply(_rec(V1.key, None))
-    assert (ev.outcome, ev.tombstone, ev.layer) == ("removed", True, "admin_boundaries")
+    assert (ev.outcome, ev.tombstone, ev.layer) == ("rejected", True, "admin_boundaries")
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert [r.getMessage() for r in warnings] == [
-        "config removed: tombstone for admin_boundaries/v1.0: v1.0 (enforcing/retired) "
-        "deleted, no longer evaluated; active versions of admin_boundaries: none"
+        "config record admin_boundaries/v1.0 rejected (tombstone): tombstone for "
+        "admin_boundaries/v1.0 refused: a contract record is never deleted; layer "
+        "admin_boundaries fails closed (contract_history_broken)"
     ]
     assert not pipeline.registry.active("admin_boundaries")
     counted = {}
@@ -124,7 +126,9 @@ def test_tombstone_is_flagged_logged_at_warning_and_counted(caplog: Any) -> None
             for m in sm.metrics:
                 counted[m.name] = [(dict(p.attributes), p.value) for p in m.data.data_points]
     assert counted["gis.contract.config_tombstones_total"] == [({"layer": "admin_boundaries"}, 1)]
-    assert "gis.contract.config_rejections_total" not in counted  # not a rejection
+    assert counted["gis.contract.config_rejections_total"] == [
+        ({"layer": "admin_boundaries", "reason": "tombstone"}, 1)
+    ]
     assert apply_config_value(Registry(), V1.key, record()).tombstone is False
 
 
@@ -158,8 +162,9 @@ def test_config_rejection_labels_stay_bounded_under_forged_keys() -> None:
                 )
     assert counted["gis.contract.config_rejections_total"] == [
         ([("layer", "admin_boundaries"), ("reason", "edit_in_place")], 1),
-        ([("layer", "admin_boundaries"), ("reason", "invalid_record")], 1),
-        ([("layer", "invalid"), ("reason", "invalid_record")], 200),
+        # the edit left the layer without a version (fails closed): no longer "known"
+        ([("layer", "invalid"), ("reason", "invalid_record")], 201),
+        ([("layer", "invalid"), ("reason", "tombstone")], 200),
     ]
     assert counted["gis.contract.config_tombstones_total"] == [([("layer", "invalid")], 200)]
 
@@ -171,35 +176,30 @@ def _compact(log: list[tuple[str, bytes | None]]) -> list[tuple[str, bytes | Non
     return [entry for i, entry in enumerate(log) if last[entry[0]] == i]
 
 
-def test_edit_in_place_protection_survives_compaction() -> None:
-    # issue 10 item 8: with layer/version keys, compaction kept only the edit
+def test_an_edit_under_its_own_key_breaks_the_layer_live_and_after_compaction() -> None:
+    # issue 10 item 8 gave edits keys of their own; issue 30: then the genuine version's
+    # promotion rewrote its key after the edit, and a fresh worker kept the edit
     from worker.core.lifecycle.registry import config_key
 
     edited = parse_contract(V1.text.replace("max_age: PT6H", "max_age: PT1H"))
     log = [
-        (config_key(V1), record()),
-        (config_key(V1), record(state="active", mode="enforcing")),  # a lifecycle rewrite
+        (config_key(V1), record(mode="observing")),
         (config_key(edited), record(edited)),  # the edit in place, as a producer writes it
+        (config_key(V1), record(mode="enforcing")),  # a legacy lifecycle rewrite
     ]
-    compacted = _compact(log)
-    assert len(compacted) == 2  # the original's latest record is never compacted away
+    live = Registry()
+    events = [apply_config_value(live, key, value) for key, value in log]
+    assert [(e.outcome, e.reason) for e in events][1] == ("rejected", "edit_in_place")
     fresh = Registry()  # a worker bootstrapping after compaction
-    events = [apply_config_value(fresh, key, value) for key, value in compacted]
-    assert [(e.outcome, e.reason) for e in events] == [
-        ("added", None),
-        ("rejected", "edit_in_place"),
-    ]
-    kept = fresh.get(V1.key)
-    assert kept is not None and kept.contract.digest == V1.digest
-    # the old key scheme shows the fault: compaction leaves the edit alone, and it wins
-    old = _compact([(V1.key, record()), (V1.key, record(edited))])
-    naive = Registry()
-    for key, value in old:
-        apply_config_value(naive, key, value)
-    assert naive.get(V1.key).contract.digest == edited.digest  # type: ignore[union-attr]
+    for key, value in _compact(log):
+        apply_config_value(fresh, key, value)
+    for reg in (live, fresh):
+        assert reg.active("admin_boundaries") == () and reg.get(V1.key) is None
+        (line,) = reg.breaks("admin_boundaries")
+        assert line.startswith("admin_boundaries/v1.0: two documents (digests ")
 
 
-def test_digest_keys_must_match_their_document_and_edit_tombstones_leave_the_original() -> None:
+def test_digest_keys_must_match_their_document_and_any_tombstone_breaks() -> None:
     from worker.core.lifecycle.registry import config_key, split_config_key
 
     assert split_config_key(config_key(V1)) == (V1.key, V1.digest)
@@ -211,9 +211,8 @@ def test_digest_keys_must_match_their_document_and_edit_tombstones_leave_the_ori
         "added"
     )
     ev = apply_config_value(reg, f"{V11.key}/{'f' * 64}", None)  # tombstone of an edit's key
-    assert (ev.outcome, ev.tombstone) == ("unchanged", True)
-    assert reg.get(V11.key) is not None
-    assert apply_config_value(reg, config_key(V11), None).outcome == "removed"
+    assert (ev.outcome, ev.reason, ev.tombstone) == ("rejected", "tombstone", True)
+    assert reg.get(V11.key) is not None and reg.active("admin_boundaries") == ()
 
 
 def _rec(key: str, value: bytes | None) -> FakeRecord:

@@ -73,7 +73,11 @@ def test_cumulative_supersedes_survives_a_removed_intermediate_record() -> None:
     ev = apply_config_value(reg, config_key(V12), record(V12, supersedes=[V1.key, V11.key]))
     assert ev.superseded == (V11.key,)
     apply_config_value(reg, config_key(V11), record(V11, state="retired", supersedes=[V1.key]))
-    assert apply_config_value(reg, config_key(V11), None).outcome == "removed"
+    retired = record(V11, state="retired", supersedes=[V1.key])
+    ev = apply_config_value(reg, config_key(V11), None)  # a record is never deleted
+    assert (ev.outcome, ev.reason) == ("rejected", "tombstone")
+    assert enforcing(reg) == []  # the layer fails closed (issue 30)
+    apply_config_value(reg, config_key(V11), retired)  # written again: whole
     assert enforcing(reg) == ["v1.2"]  # v1.0 does not come back
 
 
@@ -108,7 +112,9 @@ def test_supersedes_entries_are_checked_and_bounded() -> None:
     too_many = [V1.key] * 257
     ev = apply_config_value(reg, config_key(V11), record(V11, supersedes=too_many))
     assert ev.reason == "invalid_contract" and "at most 256" in ev.message
-    assert enforcing(reg) == ["v1.0"] and reg.get(V11.key) is None
+    # a refused record under a version's key breaks the layer (issue 30): it fails closed
+    assert enforcing(reg) == [] and reg.get(V11.key) is None
+    assert reg.breaks(LAYER)[0].startswith(f"{config_key(V11)}: config record ")
 
 
 def test_recording_registry_lists_the_state_in_force() -> None:

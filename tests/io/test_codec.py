@@ -420,6 +420,8 @@ def test_contract_record_round_trip() -> None:
         "published_by": "alice",
         "changelog": "tighter",
         "supersedes": [],
+        "record_kind": None,
+        "builds_on": None,
     }
     assert codec.decode_contract_record(codec.encode_contract_record(record)) == record
     minimal = {k: v for k, v in record.items() if k not in ("change_class", "differences")}
@@ -801,3 +803,29 @@ def test_a_quarantine_record_written_before_the_kind_decodes_without_it() -> Non
         "column 'continent': 1 value not in the domain"
     )
     assert brief("domain", first["measured"], first["message"]) == "unknown 'Atlantis'"
+
+
+def test_contract_record_kind_and_builds_on_are_trailing_fields_written_only_when_set() -> None:
+    from worker.io.codec.avro import CONTRACT_RECORD_SUPERSEDES
+
+    base = {
+        "layer": "parcels",
+        "version": "v7.1",
+        "document": "",
+        "digest": "ab" * 32,
+        "mode": "enforcing",
+        "state": "superseded",
+        "published_at": T0,
+        "published_by": "alice",
+        "changelog": "",
+        "supersedes": ["parcels/v7.0"],
+    }
+    old = codec.encode_contract_record(base)  # the bytes written before issue 30
+    assert fastavro.schemaless_reader(io.BytesIO(old), CONTRACT_RECORD_SUPERSEDES)["supersedes"]
+    new = codec.encode_contract_record(
+        {**base, "record_kind": "state", "builds_on": f"parcels/v7.1/{'ab' * 32}"}
+    )
+    assert new.startswith(old) and len(new) > len(old)
+    out = codec.decode_contract_record(new)
+    assert (out["record_kind"], out["builds_on"]) == ("state", f"parcels/v7.1/{'ab' * 32}")
+    assert codec.decode_contract_record(old)["record_kind"] is None

@@ -97,7 +97,7 @@ def test_each_applied_change_is_logged_at_info_with_the_active_versions(
         _rec(v11.key, rec(v11, "enforcing")),
         _rec(v1.key, rec(v1, "enforcing", "superseded")),
         _rec(v1.key, None),
-        _rec(v11.key, None),  # the only enforcing version: refused, stays in force
+        _rec(v11.key, None),  # the only enforcing version
     ]
     _read_through(follower, records, monkeypatch)
     info = [r.getMessage() for r in caplog.records if r.levelno == logging.INFO]
@@ -110,15 +110,16 @@ def test_each_applied_change_is_logged_at_info_with_the_active_versions(
         f"config updated: admin_boundaries/v1.0 enforcing/active -> enforcing/superseded{tail}"
         "v1.1 enforcing",
     ]
-    # a tombstone deletes a version: a WARNING naming it (counted by the worker)
+    # a tombstone is refused and breaks the layer's history (issue 30): a WARNING each
     warnings = [r.getMessage() for r in caplog.records if r.levelno == logging.WARNING]
     assert warnings == [
-        "config removed: tombstone for admin_boundaries/v1.0: v1.0 (enforcing/superseded) "
-        f"deleted, no longer evaluated{tail}v1.1 enforcing",
+        "config record admin_boundaries/v1.0 rejected (tombstone): tombstone for "
+        "admin_boundaries/v1.0 refused: a contract record is never deleted; layer "
+        "admin_boundaries fails closed (contract_history_broken)",
         "config record admin_boundaries/v1.1 rejected (unretired_tombstone): tombstone for "
-        "admin_boundaries/v1.1 refused: v1.1 is enforcing and active, so deleting it would turn "
-        "enforcement off; retire it with `contract-gate contract retire` (the zero-consumer "
-        "gate) first",
+        "admin_boundaries/v1.1 refused: a contract record is never deleted (admin_boundaries/"
+        "v1.1 is enforcing and active: retire it with `contract-gate contract retire`, the "
+        "zero-consumer gate); layer admin_boundaries fails closed (contract_history_broken)",
     ]
 
 
@@ -206,7 +207,7 @@ def test_oversized_records_are_rejected_before_they_are_decoded() -> None:
     event = apply_config_value(Registry(), "a/v1.0/x", b"\x00" * 2000, max_bytes=1024)
     assert (event.outcome, event.reason) == ("rejected", "oversized_record")
     assert event.message == (
-        "config record a/v1.0: 2008 bytes, more than the 1024 a config record may have "
+        "config record a/v1.0/x: 2008 bytes, more than the 1024 a config record may have "
         "(not decoded)"
     )
 

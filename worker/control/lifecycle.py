@@ -5,8 +5,9 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
+from worker.core._util.text import clip
 from worker.core.errors import PolicyError
 from worker.core.lifecycle.policy import Published
 from worker.core.lifecycle.registry import RecordingRegistry, config_key
@@ -38,14 +39,60 @@ def read_published(settings: Settings, timeout_s: float = 30.0) -> RecordingRegi
     return read_config(settings, RecordingRegistry(), timeout_s)
 
 
-def write_records(settings: Settings, records: tuple[Published, ...]) -> list[str]:
-    """Produce each record to the config topic in order; one summary line per record."""
+def lifecycle_record(
+    p: Published, *, document: bool, builds_on: str | None, now: datetime, by: str
+) -> tuple[str, dict[str, Any]]:
+    """The config key and ContractRecord fields of one write (issue 30).
+
+    ``document`` True: the document record (key ``layer/version/digest``, written once);
+    else a state record of ``p``'s document (key ``layer/version/digest/mode-state``,
+    empty document text, ``published_at``/``published_by`` of the change: ``now``,
+    ``by``). Both name the key they build on (``builds_on``).
+    """
+    from worker.core.lifecycle.history import state_key
+
+    c = p.contract
+    if document:
+        return config_key(c), {**p.to_record(), "record_kind": "document", "builds_on": builds_on}
+    return state_key(c.key, c.digest, p.mode, p.state), {
+        **p.to_record(),
+        "document": "",
+        "changelog": "",
+        "differences": [],
+        "published_at": now,
+        "published_by": by,
+        "record_kind": "state",
+        "builds_on": builds_on,
+    }
+
+
+def write_records(
+    settings: Settings,
+    records: tuple[Published, ...],
+    *,
+    head: str | None = None,
+    documents: frozenset[str] = frozenset(),
+) -> list[str]:
+    """Produce each record to the config topic in order; one summary line per record.
+
+    A record whose ``layer/version`` is in ``documents`` is written as the version's
+    document record, every other one as a state record of its document
+    (:func:`lifecycle_record`); the first builds on ``head`` (the key of the layer's last
+    record, :meth:`~worker.core.lifecycle.registry.Registry.head`), each next one on the
+    record before it.
+    """
+    import getpass
+
+    now, by = datetime.now(timezone.utc), getpass.getuser()
     lines = []
     for p in records:
-        value = encode_contract_record(p.to_record())
-        partition, offset = produce_one(
-            settings, settings.topics.contracts, config_key(p.contract), value
+        key, record = lifecycle_record(
+            p, document=p.contract.key in documents, builds_on=head, now=now, by=by
         )
+        partition, offset = produce_one(
+            settings, settings.topics.contracts, key, encode_contract_record(record)
+        )
+        head = key
         lines.append(
             f"wrote {p.contract.key} {p.mode}/{p.state} at "
             f"{settings.topics.contracts}[{partition}]@{offset}"
@@ -149,17 +196,23 @@ def promote(
             raise PolicyError(
                 f"{target.contract.key}: promotion not confirmed (answer y, or pass --yes)"
             )
-    lines = write_records(settings, d.writes)
+    lines = write_records(settings, d.writes, head=registry.head(layer))
     return "\n".join([report, d.message, *lines])
 
 
 def list_versions(settings: Settings, layer: str | None, now: datetime) -> str:
     """Every version with mode, state, class, age in cadence cycles, then escalations."""
     from worker.core.lifecycle.policy import escalations
+    from worker.core.lifecycle.registry import BROKEN_FIX
 
     registry = read_published(settings)
     known = registry.published(layer)
-    if not known:
+    broken = {
+        name: lines
+        for name, lines in sorted(registry.broken_layers().items())
+        if layer is None or name == layer
+    }
+    if not known and not broken:
         return (
             f"no contract versions{f' of {layer}' if layer else ''} on {settings.topics.contracts}"
         )
@@ -179,4 +232,12 @@ def list_versions(settings: Settings, layer: str | None, now: datetime) -> str:
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]
     lines = ["  ".join(v.ljust(w) for v, w in zip(r, widths, strict=True)).rstrip() for r in rows]
     lines += [f"ESCALATION: {w}" for w in escalations(known, now)]
+    for name, breaks in list(broken.items())[:20]:  # forged layers are bounded too
+        lines.append(
+            f"BROKEN HISTORY: {name}: every batch is quarantined (contract_history_broken)"
+        )
+        lines += [f"  {clip(b, 300)}" for b in breaks[:10]]
+        if len(breaks) > 10:
+            lines.append(f"  ... and {len(breaks) - 10} more")
+        lines.append(f"  fix: {BROKEN_FIX}")
     return "\n".join(lines)

@@ -36,6 +36,7 @@ __all__ = [
     "publish_batch_file",
     "publish_contract",
     "read_registry",
+    "restore_history",
     "unwritten_geometries",
 ]
 
@@ -105,7 +106,18 @@ def publish_contract(
     problems = contradictions(contract)
     if problems:  # refused when published, never when read back: published ones keep loading
         raise ContractError(f"{path}: {contract.key}: " + "; ".join(problems))
-    known = read_published(settings).published(contract.layer)
+    registry = read_published(settings)
+    restored = restore_history(settings, registry, contract, mode, dry_run)
+    if restored is not None:
+        return restored
+    breaks = registry.breaks(contract.layer)
+    if breaks:  # the policy cannot be checked against a history that is not whole
+        raise PolicyError(
+            f"{contract.layer}: the contract history on {settings.topics.contracts} is broken "
+            f"({clip(breaks[0], 300)}); `contract-gate contract list {contract.layer}` shows "
+            "every break; publish the genuine documents it names first"
+        )
+    known = registry.published(contract.layer)
     decision = decide_publish(
         contract,
         mode=mode or contract.declared_mode or "enforcing",
@@ -123,23 +135,88 @@ def publish_contract(
             would = re.sub(r"\boverlap begins\b", "an overlap would begin", would)
             return "dry run (nothing written): " + would
         return decision.message
-    lines = write_records(settings, decision.writes)
-    # read back: a publication of the same version racing this one may have landed first,
-    # and every worker keeps the first document of a version (found by a new-user session:
-    # both publishers were told "published")
-    kept = next(
-        (p for p in read_published(settings).published(contract.layer)
-         if p.contract.key == contract.key),
-        None,
-    )  # fmt: skip
-    if kept is not None and kept.contract.digest != contract.digest:
+    lines = write_records(
+        settings,
+        decision.writes,
+        head=registry.head(contract.layer),
+        documents=frozenset({contract.key}),
+    )
+    # read back: a publication of the same version racing this one may have landed too
+    # (found by a new-user session: both publishers were told "published"); two documents
+    # of one version break the layer's history, and the workers fail closed (issue 30)
+    after = read_published(settings)
+    others = [
+        e
+        for e in after.entries(contract.layer).values()
+        if e.vkey == contract.key
+        and e.kind in ("document", "legacy")
+        and e.digest != contract.digest
+    ]
+    if others:
+        other = others[0]
+        by = (other.record or {}).get("published_by", "?")
         raise PolicyError(
-            f"{contract.key}: another document of this version reached the config topic first "
-            f"(digest {kept.contract.digest[:12]}, published by {kept.published_by}; this file "
-            f"{contract.digest[:12]}); workers keep the first and reject yours as an edit in "
-            "place: give your change the next version number"
+            f"{contract.key}: another document of this version reached the config topic too "
+            f"(digest {(other.digest or '')[:12]}, published by {clip(str(by), 80)}; this file "
+            f"{contract.digest[:12]}); the workers refuse both and quarantine the layer's "
+            "batches (contract_history_broken) until the topic is rebuilt from git: give "
+            "your change the next version number"
         )
     return "\n".join([decision.message, *lines])
+
+
+def restore_history(
+    settings: Settings, registry: Registry, contract: Contract, mode: str | None, dry_run: bool
+) -> str | None:
+    """Write the records of ``contract``'s document that its layer's broken history misses
+    (issue 30); None when nothing of this document is missing (an ordinary publication).
+
+    The document record goes back under ``layer/version/digest`` (mode ``mode``, else the
+    document's, else ``enforcing``; a surviving state record of it still says how far its
+    lifecycle went), and each missing state record of it under its own key, rebuilt from
+    the key (``.../mode-state``). Only the genuine document restores: its digest is in the
+    key.
+    """
+    from worker.control.lifecycle import lifecycle_record
+    from worker.core.lifecycle.history import parse_history_key
+    from worker.core.lifecycle.policy import Published
+    from worker.core.lifecycle.registry import config_key
+    from worker.io.codec import encode_contract_record
+
+    doc_key = config_key(contract)
+    wanted = [
+        k
+        for k in registry.missing(contract.layer)
+        if k == doc_key or k.startswith(doc_key + "/") or k == contract.key
+    ]
+    if not wanted:
+        return None
+    if dry_run:
+        return "dry run (nothing written): would restore " + ", ".join(wanted)
+    now, by = datetime.now(timezone.utc), getpass.getuser()
+    head = registry.head(contract.layer)
+    lines = []
+    for key in [doc_key, *(k for k in wanted if k != doc_key)]:
+        hk = parse_history_key(key)
+        document = hk is None or hk.mode is None
+        p = Published(
+            contract,
+            (hk.mode if hk and hk.mode else None) or mode or contract.declared_mode or "enforcing",
+            (hk.state if hk and hk.state else None) or "active",
+            None,
+            (),
+            now,
+            by,
+        )
+        written, record = lifecycle_record(p, document=document, builds_on=head, now=now, by=by)
+        if key == contract.key:  # a key of the oldest form (no digest): a legacy record
+            written, record = key, p.to_record()
+        partition, offset = produce_one(
+            settings, settings.topics.contracts, written, encode_contract_record(record)
+        )
+        head = written
+        lines.append(f"restored {written} at {settings.topics.contracts}[{partition}]@{offset}")
+    return "\n".join(lines)
 
 
 def publish_batch(

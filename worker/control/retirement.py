@@ -111,7 +111,9 @@ def retire(
         )
     if refusals:  # every reason at once: fixing one must not reveal the next
         raise PolicyError("\nand: ".join(refusals))
-    write_records(settings, tuple(replace(p, state="retired") for p in targets))
+    write_records(
+        settings, tuple(replace(p, state="retired") for p in targets), head=registry.head(layer)
+    )
     retired = [p.contract.version for p in targets]
     stale = ""
     if row is not None and row.stale:

@@ -379,6 +379,8 @@ class ReasonCode(str, Enum):
     ENCODE_ERROR = "encode_error"
     #: a replay of a batch already admitted
     DUPLICATE_REPLAY = "duplicate_replay"
+    #: the layer's contract history on the config topic is broken (fails closed)
+    CONTRACT_HISTORY_BROKEN = "contract_history_broken"
 
     def __str__(self) -> str:
         return str(self.value)

@@ -49,6 +49,11 @@ class Instruments(Protocol):
     def set_config_bootstrap(self, records: int, bootstrapped: bool) -> None:
         """Config records read so far and whether the bootstrap reached partition EOF."""
 
+    def set_history_breaks(
+        self, breaks: Mapping[str, tuple[str, ...]], known_layers: Collection[str]
+    ) -> None:
+        """Layer -> breaks of its contract history (issue 30); ``layer`` bounded as above."""
+
     def restore_slo(
         self,
         records: Iterable[Mapping[str, Any]],
@@ -79,6 +84,11 @@ class NullInstruments:
         return None
 
     def record_config_tombstone(self, layer: str | None, known_layers: Collection[str]) -> None:
+        return None
+
+    def set_history_breaks(
+        self, breaks: Mapping[str, tuple[str, ...]], known_layers: Collection[str]
+    ) -> None:
         return None
 
     def set_lifecycle(

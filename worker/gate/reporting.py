@@ -38,6 +38,7 @@ def report_config_event(
     if event.tombstone:
         metrics.record_config_tombstone(event.layer, known)
     metrics.set_config_bootstrap(*bootstrap)
+    metrics.set_history_breaks(registry.broken_layers(), known)  # fails closed: issue 30
     if event.outcome in ("added", "updated", "removed") and bootstrap[1]:
         # during the bootstrap the gauges are set once at its end (start()): per record
         # they cost O(versions) each, 6 s for 1,000 versions

@@ -6,7 +6,9 @@ transaction (built by :mod:`worker.gate.records`). Bad input never raises: an
 undecodable event, a payload that cannot be loaded and a layer without an active
 contract each become a quarantine record with a specific reason (``decode_error``;
 ``payload_not_allowed``, ``payload_unavailable``, ``payload_corrupt``,
-``payload_too_large`` or else ``payload_error``; ``no_active_contract``).
+``payload_too_large`` or else ``payload_error``; ``no_active_contract``;
+``contract_history_broken`` for a layer whose contract history on the config topic is
+broken: :class:`worker.core.lifecycle.registry.BrokenLayer`).
 """
 
 from __future__ import annotations
@@ -161,7 +163,10 @@ def route(
         )
     else:
         versions = active_versions(batch.layer)
-        if not versions:
+        history_break = getattr(versions, "history_break", None)  # a BrokenLayer: fail closed
+        if history_break:
+            decision = failed("contract_history_broken", history_break)
+        elif not versions:
             decision = failed(
                 "no_active_contract",
                 f"layer {batch.layer!r} has no active contract version; publish one with "

@@ -9,7 +9,7 @@ counters and the histogram.
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from datetime import datetime, timezone
 from typing import Any
 
@@ -20,6 +20,15 @@ from worker.core.lifecycle.policy import ESCALATION_KINDS, Published, layer_life
 from worker.core.lifecycle.slo import SeriesKey, SloTracker, Window
 
 __all__ = ["GateGauges"]
+
+
+#: The ``layer`` label of a config event whose layer is not a known one.
+INVALID_LAYER = "invalid"
+
+
+def bounded_layer(layer: str | None, known_layers: Collection[str]) -> str:
+    """``layer`` when it is one of ``known_layers``, else :data:`INVALID_LAYER`."""
+    return layer if layer is not None and layer in known_layers else INVALID_LAYER
 
 
 class GateGauges:
@@ -56,6 +65,7 @@ class GateGauges:
         self._now: Callable[[], datetime] = lambda: datetime.now(timezone.utc)
         self._lag: Mapping[tuple[str, int], int] = {}
         self._config: tuple[int, bool] = (0, False)
+        self._history_breaks: dict[str, int] = {}
         for name, callback, unit, description in (
             (
                 "gis.contract.attainment",
@@ -111,6 +121,12 @@ class GateGauges:
                 "",
                 "1 once the config topic was read to its end (partition EOF), else 0",
             ),
+            (
+                "gis.contract.config_history_broken",
+                self._observe_history_breaks,
+                "",
+                "Breaks of a layer's contract history (every batch quarantined while > 0)",
+            ),
         ):
             meter.create_observable_gauge(
                 name, callbacks=[callback], unit=unit, description=description
@@ -160,6 +176,21 @@ class GateGauges:
     def set_consumer_lag(self, lag: Mapping[tuple[str, int], int]) -> None:
         """Lag per assigned ``(topic, partition)``; replaces the previous mapping."""
         self._lag = dict(lag)
+
+    def set_history_breaks(
+        self, breaks: Mapping[str, tuple[str, ...]], known_layers: Collection[str]
+    ) -> None:
+        """The breaks per layer (issue 30); layers not in ``known_layers`` (forged keys)
+        add up under ``layer="invalid"``. A layer whose history is whole again reports 0."""
+        counts: dict[str, int] = dict.fromkeys(self._history_breaks, 0)
+        for layer, lines in breaks.items():
+            label = bounded_layer(layer, known_layers)
+            counts[label] = counts.get(label, 0) + len(lines)
+        self._history_breaks = counts
+
+    def _observe_history_breaks(self, options: CallbackOptions) -> Iterable[Observation]:
+        for layer, count in sorted(self._history_breaks.items()):
+            yield Observation(count, {"layer": layer})
 
     def set_config_bootstrap(self, records: int, bootstrapped: bool) -> None:
         self._config = (records, bootstrapped)

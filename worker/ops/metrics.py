@@ -17,23 +17,14 @@ from opentelemetry import metrics
 
 from worker.core.lifecycle.slo import Window
 from worker.core.model import Decision
-from worker.ops.gauges import GateGauges
+from worker.ops.gauges import INVALID_LAYER, GateGauges, bounded_layer
 
-__all__ = ["GateMetrics", "configure_sdk"]
+__all__ = ["INVALID_LAYER", "GateMetrics", "bounded_layer", "configure_sdk"]
 
 METER_NAME = "spatial-contract-gate"
 
 #: Bucket boundaries (seconds) of ``gis.contract.evaluation.duration``.
 DURATION_BUCKETS_S = (0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
-
-
-#: The ``layer`` label of a config event whose layer is not a known one.
-INVALID_LAYER = "invalid"
-
-
-def bounded_layer(layer: str | None, known_layers: Collection[str]) -> str:
-    """``layer`` when it is one of ``known_layers``, else :data:`INVALID_LAYER`."""
-    return layer if layer is not None and layer in known_layers else INVALID_LAYER
 
 
 class GateMetrics(GateGauges):

@@ -1,21 +1,25 @@
 """Registry of contract versions per layer, fed by config-topic records (pure, no Kafka).
 
-The worker re-checks the lifecycle policy of DESIGN.md section 5 on every record:
+The worker re-checks the lifecycle policy of DESIGN.md section 5 on every record, and
+what it holds is a function of the *latest record under each key* alone
+(:func:`worker.core.lifecycle.history.layer_view`): exactly what log compaction keeps, so a
+worker that followed the whole history and a fresh one started on the compacted topic
+hold the same versions and refuse the same records (issue 30).
 
-* a record whose document differs (by digest) from the version already known under the
-  same ``layer/version`` key is an *edit in place*: ignored, the original stays in force;
-* a record that does not decode, whose document fails validation, whose digest does not
-  match its document, or whose key does not match its layer/version is rejected;
-* a record with the same digest updates the lifecycle (mode, state): promotion,
-  supersession, retirement;
-* a tombstone (null value) removes the key, as log compaction would, except for a version
-  that is active and enforcing: retirement goes through its gate (``contract retire``), so
-  such a tombstone is rejected (``unretired_tombstone``) and the version stays in force.
+* document records (``layer/version/<digest>``, written once) carry the document; state
+  records (``layer/version/<digest>/<mode>-<state>``) promote, supersede and retire it;
+  legacy records (document and state in one) are still read;
+* a version is in the furthest state its records say (active < superseded < retired);
+  an enforcing record's ``supersedes`` turns the earlier revisions it names superseded;
+* a tombstone, a record that does not decode, is too large, whose document is invalid,
+  whose digest or key does not match, a state record without its document, a record
+  building on a key that holds no valid record, and a second document for one version
+  (an *edit in place*) each **break** the layer's history: :meth:`Registry.active` then
+  returns a :class:`BrokenLayer` (no version, the reason), and the worker quarantines
+  every batch of the layer (``contract_history_broken``) until the genuine record is
+  written again (``contract-gate contract publish FILE`` restores a document).
 
 Rejections never raise: :meth:`Registry.apply` returns a :class:`ConfigEvent` saying why.
-The registry takes *decoded* records (plain dicts); the Avro bytes of the config topic are
-decoded by :func:`worker.io.config_records.apply_config_value`, which also turns an
-undecodable record into an ``invalid_record`` rejection (:meth:`Registry.reject`).
 """
 
 from __future__ import annotations
@@ -24,13 +28,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
-from worker.core.contracts.parse import parse_contract
-from worker.core.contracts.supersession import supersedes_of
-from worker.core.errors import ContractGateError
+from worker.core._util.text import clip
+from worker.core.lifecycle.history import (
+    Entry,
+    LayerView,
+    active_version_from_record,
+    entry_of,
+    layer_view,
+    parse_history_key,
+)
 from worker.core.lifecycle.policy import Published
 from worker.core.model import ActiveVersion, Contract
 
 __all__ = [
+    "BROKEN_FIX",
+    "BrokenLayer",
     "ConfigEvent",
     "RecordingRegistry",
     "Registry",
@@ -39,19 +51,25 @@ __all__ = [
     "split_config_key",
 ]
 
+#: The fix named wherever a broken history is reported.
+BROKEN_FIX = (
+    "republish the genuine document from git with `contract-gate contract publish FILE` "
+    "(it writes the missing records again); two documents for one version need the config "
+    "topic rebuilt from git, or signed records"
+)
+
 
 @dataclass(frozen=True)
 class ConfigEvent:
     """What applying one config record did.
 
-    ``outcome`` is ``added`` | ``updated`` | ``unchanged`` | ``removed`` | ``rejected``;
-    ``reason`` (rejections only) is ``edit_in_place`` | ``invalid_record`` |
-    ``oversized_record`` |
+    ``outcome`` is ``added`` | ``updated`` | ``unchanged`` | ``rejected``; ``reason``
+    (rejections only) is ``edit_in_place`` | ``invalid_record`` | ``oversized_record`` |
     ``invalid_contract`` | ``key_mismatch`` | ``unretired_tombstone`` (a null value for a
-    version that is still active and enforcing: refused, the version stays in force).
-    ``tombstone`` is True for a null value (``removed`` when it deleted a version).
-    ``superseded`` lists the ``layer/version`` keys this record turned from active to
-    superseded (its ``supersedes`` field), in the same step that applied it.
+    version in force and enforcing) | ``tombstone`` (any other null value under a contract
+    key). ``tombstone`` is True for a null value. ``superseded`` lists the
+    ``layer/version`` keys this record turned from active to superseded. ``broken`` holds
+    the breaks of the layer's history after the record (empty: whole).
     """
 
     outcome: str
@@ -62,53 +80,37 @@ class ConfigEvent:
     version: ActiveVersion | None = None
     tombstone: bool = False
     superseded: tuple[str, ...] = ()
+    broken: tuple[str, ...] = ()
+
+
+class BrokenLayer(tuple[ActiveVersion, ...]):
+    """The active versions of a layer whose history is broken: none, and why
+    (``history_break``, bounded text naming the first break and the fix)."""
+
+    history_break: str
+
+    def __new__(cls, message: str) -> BrokenLayer:
+        made = super().__new__(cls, ())
+        made.history_break = message
+        return made
 
 
 def config_key(contract: Contract) -> str:
-    """The config-topic key of a version: ``layer/version/digest``.
-
-    With the digest in the key, an edit in place (same layer/version, another document)
-    has a key of its own, so log compaction never replaces the original by the edit: the
-    first record of a version stays on the topic and wins at every bootstrap. Keys
-    without the digest (``layer/version``, written before) are still read.
-    """
+    """The config-topic key of a version's document record: ``layer/version/digest``."""
     return f"{contract.key}/{contract.digest}"
 
 
 def split_config_key(key: str) -> tuple[str, str | None]:
-    """``layer/version/digest`` -> ``("layer/version", digest)``; two-part keys keep None."""
-    parts = key.split("/")
-    if len(parts) == 3 and parts[2]:
-        return f"{parts[0]}/{parts[1]}", parts[2]
-    return key, None
+    """``layer/version/digest[/...]`` -> ``("layer/version", digest)``; a key without a
+    digest keeps None; a key of another shape is returned whole."""
+    hk = parse_history_key(key)
+    if hk is None:
+        return key, None
+    return hk.vkey, hk.digest
 
 
 def _layer_of(key: str) -> str | None:
     return key.split("/", 1)[0] if "/" in key else None
-
-
-def active_version_from_record(
-    record: Mapping[str, Any], *, source: str, parsed: Contract | None = None
-) -> ActiveVersion:
-    """Build the :class:`ActiveVersion` a decoded ContractRecord describes.
-
-    ``parsed`` is the record's document already parsed (the config-topic reader parses it
-    under a time budget); None parses it here.
-
-    Raises
-    ------
-    ContractError
-        When the document is invalid or its digest differs from the record's digest.
-    """
-    from worker.core.errors import ContractError
-
-    contract = parsed or parse_contract(record["document"], source=source)
-    if record.get("digest") and record["digest"] != contract.digest:
-        raise ContractError(
-            f"{source}: record digest {record['digest'][:12]} does not match its document "
-            f"(digest {contract.digest[:12]}); republish with `contract-gate contract publish`"
-        )
-    return ActiveVersion(contract=contract, mode=record["mode"], state=record["state"])
 
 
 #: Layers without active versions whose (empty) answer is kept: event keys come from
@@ -116,30 +118,33 @@ def active_version_from_record(
 _ACTIVE_CACHE_LAYERS = 1024
 
 
+def _effective(view: LayerView) -> dict[str, ActiveVersion]:
+    """The layer's versions with supersession applied."""
+    by = {t for targets in view.supersedes.values() for t in targets}
+    return {
+        k: replace(v, state="superseded") if v.state == "active" and k in by else v
+        for k, v in view.versions.items()
+    }
+
+
 class Registry:
     """Contract versions known to this worker, keyed ``layer/version``.
 
-    Supersession is applied with the record that carries it: a record whose
-    ``supersedes`` names earlier revisions (``layer/version`` keys) turns those from
-    ``active`` to ``superseded`` in the same step that adds it, so no reader ever sees the
-    new revision and the revisions it supersedes enforcing together. The effect lasts as
-    long as the superseding record is on the topic (log compaction keeps it: it is the
-    latest record of its key), whatever the order: a superseded revision whose own record
-    arrives later (or says ``active``) is held as superseded. Only an enforcing record
-    supersedes (an observing one must not switch enforcement off).
+    Readers in other threads (HTTP /status) see whole states: every mapping is replaced,
+    never mutated.
     """
 
     def __init__(self) -> None:
-        # the versions as their own records say (raw), what each record supersedes, and
-        # the versions in force with supersession applied (the only dict readers see)
-        self._raw: dict[str, ActiveVersion] = {}
-        self._supersedes: dict[str, tuple[str, ...]] = {}
-        self._versions: dict[str, ActiveVersion] = {}
-        #: (the ``_versions`` it answers for, layer -> active versions oldest first)
+        self._entries: dict[str, dict[str, Entry]] = {}  # layer -> key -> latest entry
+        self._views: dict[str, LayerView] = {}
+        self._versions: dict[str, ActiveVersion] = {}  # layer/version -> in force
+        self._breaks: dict[str, tuple[str, ...]] = {}  # broken layers only
+        self._heads: dict[str, str] = {}  # layer -> key of its last valid record
         self._active_cache: (
             tuple[dict[str, ActiveVersion], dict[str, tuple[ActiveVersion, ...]]] | None
         ) = None
 
+    # -- applying records ---------------------------------------------------------------
     def reject(
         self,
         key: str | None,
@@ -148,36 +153,14 @@ class Registry:
         *,
         layer: str | None = None,
     ) -> ConfigEvent:
-        """The event for a record that never reached :meth:`apply` (it was too large, did
-        not decode or its document did not parse); ``layer`` defaults to the key's."""
+        """A record refused before :meth:`apply` (too large, undecodable, unparseable);
+        under a contract key it breaks that layer's history (it replaced what was there)."""
         key = key or ""
-        return ConfigEvent("rejected", key, layer or _layer_of(key), message, reason)
-
-    def _commit(
-        self, raw: dict[str, ActiveVersion], supersedes: dict[str, tuple[str, ...]]
-    ) -> tuple[str, ...]:
-        """Install ``raw``/``supersedes`` and their effective versions in one assignment
-        (copy on write: readers in other threads, e.g. HTTP /status, iterate the previous
-        dict undisturbed); returns the keys this step turned from active to superseded."""
-        by = {
-            target
-            for k, targets in supersedes.items()
-            if raw.get(k) is not None and raw[k].mode == "enforcing"
-            for target in targets
-        }
-        effective = {
-            k: replace(v, state="superseded") if v.state == "active" and k in by else v
-            for k, v in raw.items()
-        }
-        before = self._versions
-        self._raw, self._supersedes, self._versions = raw, supersedes, effective
-        return tuple(
-            sorted(
-                k
-                for k, v in effective.items()
-                if v.state == "superseded" and k in before and before[k].state == "active"
-            )
-        )
+        hk = parse_history_key(key)
+        if hk is None:
+            return ConfigEvent("rejected", key, layer or _layer_of(key), message, reason)
+        bad = Entry(key, "bad", hk.vkey, problem=f"a refused record ({reason}: {clip(message)})")
+        return self._install(hk.layer, bad, "rejected", message, reason)
 
     def apply(
         self,
@@ -186,130 +169,147 @@ class Registry:
         *,
         parsed: Contract | None = None,
     ) -> ConfigEvent:
-        """Apply one decoded ContractRecord (``record`` None is a tombstone); ``parsed`` is
-        its document already parsed (:func:`active_version_from_record`).
+        """Apply one decoded ContractRecord (``record`` None is a tombstone).
 
-        ``record`` has the fields of the Avro ContractRecord (``layer``, ``version``,
-        ``document``, ``digest``, ``mode``, ``state``, optional ``supersedes``, ...); it is
-        untrusted: a document that fails validation, a digest that does not match it or a
-        ``supersedes`` entry that is not an earlier revision of the same major is a
-        rejection, never an error.
+        ``record`` has the fields of the Avro ContractRecord; it is untrusted: anything
+        wrong with it is a rejection (and a break of its layer), never an error.
+        ``parsed`` is its document already parsed (:func:`active_version_from_record`).
         """
-        key, key_digest = split_config_key(key or "")
-        layer_of_key = _layer_of(key)
-        if record is None:
-            return self._tombstone(key, key_digest, layer_of_key)
-        source = f"config record {key or '<no key>'}"
-        try:
-            incoming = active_version_from_record(record, source=source, parsed=parsed)
-            supersedes = supersedes_of(record.get("supersedes"), incoming.contract, source)
-        except ContractGateError as exc:
-            return ConfigEvent(
-                "rejected", key, record.get("layer") or layer_of_key, str(exc), "invalid_contract"
-            )
-        c = incoming.contract
-        if key != c.key or (key_digest and key_digest != c.digest):
+        key = key or ""
+        hk = parse_history_key(key)
+        source = f"config record {clip(key or '<no key>', 240)}"
+        if hk is None:
+            if record is None:
+                return ConfigEvent(
+                    "unchanged", key, None, f"tombstone for {clip(key, 240)}", tombstone=True
+                )
             return ConfigEvent(
                 "rejected",
                 key,
-                c.layer,
-                f"{source}: key does not match the document's layer/version {c.key}",
+                _layer_of(key),
+                f"{source}: the key is not layer/version/digest[/mode-state]",
                 "key_mismatch",
             )
-        known_raw = self._raw.get(key)
-        if known_raw is not None and known_raw.contract.digest != c.digest:
-            return ConfigEvent(
+        if record is None:
+            gone = self._versions.get(hk.vkey)
+            enforced = gone is not None and (gone.mode, gone.state) == ("enforcing", "active")
+            reason = "unretired_tombstone" if enforced else "tombstone"
+            bad = Entry(key, "bad", hk.vkey, problem="a tombstone where a contract record was")
+            message = f"tombstone for {key} refused: a contract record is never deleted" + (
+                f" ({hk.vkey} is enforcing and active: retire it with `contract-gate contract "
+                "retire`, the zero-consumer gate)"
+                if enforced
+                else ""
+            )
+            return self._install(hk.layer, bad, "rejected", message, reason, tombstone=True)
+        entry, refused = entry_of(key, hk, record, parsed, source)
+        known = self._entries.get(hk.layer, {}).get(key)
+        if (
+            entry.kind in ("document", "legacy")
+            and known is not None
+            and known.kind in ("document", "legacy")
+            and known.digest != entry.digest
+        ):  # a key without the digest (written before it was in keys) holding an edit
+            entry = Entry(key, "bad", hk.vkey, problem="an edit in place replaced its document")
+            return self._install(
+                hk.layer,
+                entry,
                 "rejected",
-                key,
-                c.layer,
-                f"{source}: edit in place refused: {key} is published with digest "
-                f"{known_raw.contract.digest[:12]}, this record has {c.digest[:12]}; "
-                "publish a new version instead",
+                f"{source}: edit in place refused: {hk.vkey} is published with digest "
+                f"{(known.digest or '')[:12]}, this record has another document",
                 "edit_in_place",
             )
-        known = self._versions.get(key)
-        others = {k: v for k, v in self._supersedes.items() if k != key}
-        turned = self._commit(
-            {**self._raw, key: incoming},
-            {**others, key: supersedes} if supersedes else others,
-        )
-        now = self._versions[key]
-        tail = ""
-        if now.state != incoming.state:
-            tail += " (superseded by a later revision of its major)"
-        turned = tuple(k for k in turned if k != key)
-        if turned:
-            tail += "; supersedes " + ", ".join(turned)
-        if known is None:
-            return ConfigEvent(
-                "added",
-                key,
-                c.layer,
-                f"{key} {now.mode} {now.state}{tail}",
-                None,
-                now,
-                superseded=turned,
-            )
-        if (known.mode, known.state) == (now.mode, now.state) and not turned:
-            return ConfigEvent("unchanged", key, c.layer, f"{key} unchanged", None, now)
-        return ConfigEvent(
-            "updated",
-            key,
-            c.layer,
-            f"{key} {known.mode}/{known.state} -> {now.mode}/{now.state}{tail}",
-            None,
-            now,
-            superseded=turned,
-        )
+        return self._install(hk.layer, entry, "", entry.problem or "", refused)
 
-    def _tombstone(self, key: str, key_digest: str | None, layer_of_key: str | None) -> ConfigEvent:
-        gone = self._versions.get(key)
-        if gone is not None and key_digest and key_digest != gone.contract.digest:
-            # the key of a refused edit in place: the version in force is not touched
-            return ConfigEvent(
-                "unchanged",
-                key,
-                gone.contract.layer,
-                f"tombstone for {key} digest {key_digest[:12]} (an edit never in force); "
-                f"{gone.contract.version} digest {gone.contract.digest[:12]} stays",
-                tombstone=True,
+    def _install(
+        self,
+        layer: str,
+        entry: Entry,
+        outcome: str,
+        message: str,
+        reason: str | None,
+        *,
+        tombstone: bool = False,
+    ) -> ConfigEvent:
+        """Put ``entry`` under its key, rebuild the layer's view, say what changed."""
+        entries = {**self._entries.get(layer, {}), entry.key: entry}
+        view = layer_view(entries.values())
+        before = {k: v for k, v in self._versions.items() if k.startswith(f"{layer}/")}
+        after = _effective(view)
+        self._entries = {**self._entries, layer: entries}
+        self._views = {**self._views, layer: view}
+        others = {k: v for k, v in self._versions.items() if k not in before}
+        self._versions = {**others, **after}
+        self._breaks = {k: v for k, v in self._breaks.items() if k != layer}
+        if view.breaks:
+            self._breaks[layer] = view.breaks
+        if entry.kind != "bad":
+            self._heads = {**self._heads, layer: entry.key}
+        vkey = entry.vkey
+        turned = tuple(
+            sorted(
+                k
+                for k, v in after.items()
+                if k != vkey and v.state == "superseded" and k in before
+                if before[k].state == "active"
             )
-        if gone is not None and gone.mode == "enforcing" and gone.state == "active":
-            # a raw tombstone must not bypass the retirement gate (DESIGN.md section 5)
+        )
+        broken = view.breaks
+        tail = ""
+        if broken and entry.kind == "bad":
+            tail = f"; layer {layer} fails closed (contract_history_broken)"
+        elif broken:
+            tail = f"; layer {layer} fails closed: {clip(broken[0], 200)}"
+        if entry.kind == "bad":
+            return ConfigEvent(
+                "rejected", entry.key, layer, message + tail, reason, before.get(vkey),
+                tombstone, broken=broken,
+            )  # fmt: skip
+        if entry.kind in ("document", "legacy") and vkey not in view.documents:
             return ConfigEvent(
                 "rejected",
-                key,
-                gone.contract.layer,
-                f"tombstone for {key} refused: {gone.contract.version} is enforcing and "
-                "active, so deleting it would turn enforcement off; retire it with "
-                "`contract-gate contract retire` (the zero-consumer gate) first",
-                "unretired_tombstone",
-                gone,
-                tombstone=True,
+                entry.key,
+                layer,
+                f"{entry.key}: edit in place refused: {vkey} has another document{tail}",
+                "edit_in_place",
+                broken=broken,
             )
-        self._commit(
-            {k: v for k, v in self._raw.items() if k != key},
-            {k: v for k, v in self._supersedes.items() if k != key},
-        )
+        old, now = before.get(vkey), after.get(vkey)
+        if turned:
+            tail = "; supersedes " + ", ".join(turned) + tail
+        if now is None:
+            return ConfigEvent(
+                "added", entry.key, layer, f"{entry.key} recorded{tail}", broken=broken
+            )
+        what = f"{now.mode} {now.state}"
+        if old is None:
+            return ConfigEvent(
+                "added", entry.key, layer, f"{vkey} {what}{tail}", None, now,
+                superseded=turned, broken=broken,
+            )  # fmt: skip
+        if (old.mode, old.state) == (now.mode, now.state) and not turned:
+            return ConfigEvent(
+                "unchanged", entry.key, layer, f"{vkey} unchanged{tail}", None, now,
+                broken=broken,
+            )  # fmt: skip
         return ConfigEvent(
-            "removed" if gone else "unchanged",
-            key,
-            layer_of_key,
-            f"tombstone for {key}"
-            + (
-                f": {gone.contract.version} ({gone.mode}/{gone.state}) deleted, no longer evaluated"
-                if gone
-                else " (unknown key)"
-            ),
-            tombstone=True,
-        )
+            "updated", entry.key, layer, f"{vkey} {old.mode}/{old.state} -> {now.mode}/"
+            f"{now.state}{tail}", None, now, superseded=turned, broken=broken,
+        )  # fmt: skip
 
+    # -- reading ------------------------------------------------------------------------
     def active(self, layer: str) -> tuple[ActiveVersion, ...]:
-        """Active versions of ``layer``, oldest first (by major, then minor).
+        """Active versions of ``layer``, oldest first (by major, then minor); a
+        :class:`BrokenLayer` (no version) when the layer's history is broken.
 
-        Asked for every event: each layer's answer is kept until the versions change
-        (``_versions`` is replaced, never mutated, so its identity says whether the
-        answers are current), instead of sorting every known version per call."""
+        Asked for every event: each layer's answer is kept until the versions change."""
+        breaks = self._breaks.get(layer)
+        if breaks:
+            more = f" (and {len(breaks) - 1} more)" if len(breaks) > 1 else ""
+            return BrokenLayer(
+                f"the contract history of layer {clip(layer, 128)} is broken, so every batch "
+                f"is quarantined: {clip(breaks[0], 400)}{more}; fix: {BROKEN_FIX}"
+            )
         versions = self._versions
         cache = self._active_cache
         if cache is None or cache[0] is not versions:
@@ -346,46 +346,46 @@ class Registry:
         return self._versions.get(key)
 
     def layers(self) -> tuple[str, ...]:
-        return tuple(sorted({v.contract.layer for v in self._versions.values()}))
+        """Layers with a version, or with a valid document whose history is broken."""
+        documented = {
+            layer
+            for layer, entries in self._entries.items()
+            if any(e.kind in ("document", "legacy") for e in entries.values())
+        }
+        return tuple(sorted(documented | {v.contract.layer for v in self._versions.values()}))
+
+    def breaks(self, layer: str) -> tuple[str, ...]:
+        """The breaks of ``layer``'s history, one line each (empty: whole)."""
+        return self._breaks.get(layer, ())
+
+    def broken_layers(self) -> Mapping[str, tuple[str, ...]]:
+        """Layer -> breaks, for every layer whose history is broken."""
+        return self._breaks
+
+    def missing(self, layer: str) -> tuple[str, ...]:
+        """The keys of ``layer`` that need a valid record again (see ``contract publish``)."""
+        view = self._views.get(layer)
+        return view.missing if view else ()
+
+    def entries(self, layer: str) -> Mapping[str, Entry]:
+        """The latest entry under each key of ``layer``."""
+        return self._entries.get(layer, {})
+
+    def head(self, layer: str) -> str | None:
+        """The key of the layer's last valid record (what a new record builds on)."""
+        return self._heads.get(layer)
+
+    def published(self, layer: str | None = None) -> list[Published]:
+        """Every known version (any state) with its document record's provenance, oldest
+        first, optionally of one layer; mode and state as in force."""
+        out = []
+        for v in self.versions(layer):
+            doc = self._views[v.contract.layer].documents.get(v.contract.key)
+            if doc is not None and doc.record is not None:
+                p = Published.from_record(v.contract, doc.record)
+                out.append(replace(p, mode=v.mode, state=v.state))
+        return out
 
 
 class RecordingRegistry(Registry):
-    """A :class:`Registry` that also keeps the last accepted record of every key.
-
-    Records the registry rejects (edit in place, invalid) are not kept, so what it
-    returns is what the workers hold in force.
-    """
-
-    def __init__(self) -> None:
-        super().__init__()
-        self.records: dict[str, dict[str, Any]] = {}
-
-    def apply(
-        self,
-        key: str | None,
-        record: Mapping[str, Any] | None,
-        *,
-        parsed: Contract | None = None,
-    ) -> ConfigEvent:
-        event = super().apply(key, record, parsed=parsed)
-        if event.outcome == "removed":
-            self.records = {k: v for k, v in self.records.items() if k != event.key}
-        elif event.outcome != "rejected" and record is not None and event.version is not None:
-            self.records = {**self.records, event.key: dict(record)}
-        return event
-
-    def published(self, layer: str | None = None) -> list[Published]:
-        """Every known version (any state), oldest first, optionally of one layer."""
-        from dataclasses import replace as _replace
-
-        # mode and state as in force: a revision superseded by a later record's
-        # ``supersedes`` shows superseded even while its own record says active
-        return [
-            _replace(
-                Published.from_record(v.contract, self.records[v.contract.key]),
-                mode=v.mode,
-                state=v.state,
-            )
-            for v in self.versions(layer)
-            if v.contract.key in self.records
-        ]
+    """A :class:`Registry` (every registry now keeps the records' provenance)."""

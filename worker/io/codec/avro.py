@@ -46,7 +46,12 @@ QUARANTINE_RECORD = _schema("quarantine_record")
 CONTRACT_RECORD = _schema("contract_record")
 #: ContractRecord without the trailing ``supersedes`` field: what publishers wrote before
 #: it, and what is still written when it is empty (records keep their earlier bytes).
-CONTRACT_RECORD_PLAIN = _schema_without("contract_record", ("supersedes",))
+CONTRACT_RECORD_PLAIN = _schema_without(
+    "contract_record", ("supersedes", "record_kind", "builds_on")
+)
+#: ContractRecord up to ``supersedes``: records written before the compaction-proof
+#: history (issue 30) that supersede earlier revisions.
+CONTRACT_RECORD_SUPERSEDES = _schema_without("contract_record", ("record_kind", "builds_on"))
 EVALUATION_RECORD = _schema("evaluation_record")
 CONSUMER_DECLARATION = _schema("consumer_declaration")
 

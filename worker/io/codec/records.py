@@ -22,6 +22,7 @@ from worker.io.codec.avro import (
     CONSUMER_DECLARATION,
     CONTRACT_RECORD,
     CONTRACT_RECORD_PLAIN,
+    CONTRACT_RECORD_SUPERSEDES,
     EVALUATION_RECORD,
     QUARANTINE_RECORD,
     _json,
@@ -202,39 +203,53 @@ def decode_quarantine(data: bytes) -> dict[str, Any]:
 def encode_contract_record(record: Mapping[str, Any]) -> bytes:
     """Encode a ContractRecord given as a mapping of its fields.
 
-    Keys: layer, version, document (YAML text), digest, mode (enforcing|observing), state
-    (active|superseded|retired), change_class (None or major|tightening|minor|none),
-    differences (list of {clause, kind, class, reason}; default []), published_at (aware
-    datetime), published_by, changelog, supersedes (``layer/version`` keys this version
-    supersedes on being applied; default []: then the trailing field is not written and
-    the bytes are those of a record written before it existed).
+    Keys: layer, version, document (YAML text; empty in a state record), digest, mode
+    (enforcing|observing), state (active|superseded|retired), change_class (None or
+    major|tightening|minor|none), differences (list of {clause, kind, class, reason};
+    default []), published_at (aware datetime), published_by, changelog, supersedes
+    (``layer/version`` keys this version supersedes on being applied; default []),
+    record_kind (``document`` | ``state`` | None) and builds_on (the config key of the
+    layer's previous record, or None).
+
+    Trailing fields at their defaults are not written: a record without ``record_kind``
+    and ``builds_on`` has the bytes of one written before they existed, and one without
+    ``supersedes`` either the bytes of one written before that.
     """
     rec = {"change_class": None, "differences": [], **record}
     rec["published_at"] = _utc(rec["published_at"]) if "published_at" in rec else None
     what = f"ContractRecord {rec.get('layer')}"
-    if rec.get("supersedes"):
-        rec["supersedes"] = list(rec["supersedes"])
+    rec["supersedes"] = list(rec.get("supersedes") or ())
+    if rec.get("record_kind") is not None or rec.get("builds_on") is not None:
+        rec = {"record_kind": None, "builds_on": None, **rec}
         return _write(CONTRACT_RECORD, rec, what, ContractGateError)
-    rec.pop("supersedes", None)
+    rec.pop("record_kind", None)
+    rec.pop("builds_on", None)
+    if rec["supersedes"]:
+        return _write(CONTRACT_RECORD_SUPERSEDES, rec, what, ContractGateError)
+    rec.pop("supersedes")
     return _write(CONTRACT_RECORD_PLAIN, rec, what, ContractGateError)
 
 
 def decode_contract_record(data: bytes) -> dict[str, Any]:
     """Decode a ContractRecord to a dict with the keys of :func:`encode_contract_record`
-    (``supersedes`` [] for a record without the trailing field).
+    (``supersedes`` [], ``record_kind`` and ``builds_on`` None for a record without those
+    trailing fields).
 
     Raises
     ------
     DecodeError
         The bytes are not one complete ContractRecord.
     """
+    defaults: dict[str, Any] = {"supersedes": [], "record_kind": None, "builds_on": None}
     try:
-        return {**_read(CONTRACT_RECORD_PLAIN, data, "ContractRecord"), "supersedes": []}
+        return {**_read(CONTRACT_RECORD_PLAIN, data, "ContractRecord"), **defaults}
     except DecodeError as plain:
-        try:  # a record that supersedes earlier revisions (one trailing field)
-            return _read(CONTRACT_RECORD, data, "ContractRecord")
-        except DecodeError:
-            raise plain from None
+        for schema in (CONTRACT_RECORD_SUPERSEDES, CONTRACT_RECORD):
+            try:  # with the trailing fields of later writers (each adds bytes)
+                return {**defaults, **_read(schema, data, "ContractRecord")}
+            except DecodeError:
+                continue
+        raise plain from None
 
 
 def encode_evaluation(
