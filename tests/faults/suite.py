@@ -503,6 +503,18 @@ def fifo_payload(bootstrap: str) -> Row:
         )
 
 
+def _config_history(bootstrap: str) -> Row:
+    from tests.faults.config_history import compacted_history
+
+    return compacted_history(bootstrap)
+
+
+def _config_flood(bootstrap: str) -> Row:
+    from tests.faults.config_history import config_flood
+
+    return config_flood(bootstrap)
+
+
 def scenarios(quick: bool) -> list[tuple[str, Callable[[str], Row]]]:
     """The suite (``quick``: the CI subset)."""
     runs: list[tuple[str, Callable[[str], Row]]] = [
@@ -514,6 +526,8 @@ def scenarios(quick: bool) -> list[tuple[str, Callable[[str], Row]]]:
             ),
         ),
         ("config", bad_config),
+        ("config history", _config_history),
+        ("config flood", _config_flood),
         ("fuzzing", lambda b: fuzzing(QUICK_EXAMPLES if quick else FULL_EXAMPLES)),
     ]
     if not quick:  # SIGKILL mid-stream is also in tests/integration/test_worker_process.py

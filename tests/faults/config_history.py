@@ -1,0 +1,127 @@
+"""Fault scenarios of issue 30 against real ``contract-gate run`` processes.
+
+* **compacted hostile history**: after the demo's versions, a tombstone and 300 random
+  bytes land under the key of the only enforcing version (v1.0); the config topic is
+  compacted as Kafka compacts it (the newest record of every key, in offset order, copied
+  to a fresh topic) and a fresh worker starts on the copy. The Atlantis batch must be
+  quarantined (``contract_history_broken``), an NYC batch admitted.
+* **config flood**: 30 records of 1.2 MiB and 1,000 small invalid records on the config
+  topic; a fresh worker must decide a batch within 10 s plus the group join.
+"""
+
+from __future__ import annotations
+
+import os
+import time
+import uuid
+from datetime import datetime, timezone
+
+from tests.faults.suite import (
+    RSS_CEILING_MIB,
+    Row,
+    _judge,
+    lab,
+    nyc_event,
+    wait_decided,
+)
+from worker.cli.scenario import data_file, demo_events
+from worker.core.lifecycle.registry import config_key
+from worker.io.contract_files import load_contract
+from worker.kafka.admin import create_topics, produce_one, read_topic
+from worker.kafka.settings import Settings, Topics
+
+__all__ = ["compacted_history", "config_flood"]
+
+
+def _compact_into_fresh_topic(settings: Settings) -> str:
+    """Copy the newest record of every key of the config topic, in offset order (same
+    partition), to a fresh topic; returns its name."""
+    log = [
+        (m.partition(), m.key(), m.value())
+        for m in read_topic(settings, settings.topics.contracts, timeout_s=30)
+    ]
+    last = {key: i for i, (_, key, _) in enumerate(log)}
+    fresh = settings.with_(topics=Topics().with_prefix(f"c{uuid.uuid4().hex[:8]}."))
+    create_topics(fresh, partitions=3)
+    for i, (partition, key, value) in enumerate(log):
+        if last[key] == i:
+            produce_one(fresh, fresh.topics.contracts, key.decode(), value, partition=partition)
+    return fresh.topics.contracts
+
+
+def _quarantine_reasons(settings: Settings) -> dict[tuple[int, int], str]:
+    out = {}
+    for msg in read_topic(settings, settings.topics.quarantine, timeout_s=30):
+        h = {k: (v or b"").decode() for k, v in msg.headers() or ()}
+        out[(int(h["source-partition"]), int(h["source-offset"]))] = h.get("dlq.reason", "")
+    return out
+
+
+def compacted_history(bootstrap: str) -> Row:
+    row = Row("config: tombstone + garbage under v1.0, compacted")
+    with lab(bootstrap) as running:
+        s, t = running.settings, running.settings.topics
+        v1 = load_contract(data_file("contracts/admin_boundaries.v1.yaml"))
+        produce_one(s, t.contracts, config_key(v1), None)
+        produce_one(s, t.contracts, config_key(v1), os.urandom(300))
+        compacted = _compact_into_fresh_topic(s)
+        worker = running.start_worker("fresh", "--contracts-topic", compacted)
+        atlantis = next(
+            e for e in demo_events(datetime.now(timezone.utc)) if e.label == "ab-unknown-continent"
+        )
+        placed = [
+            produce_one(s, t.batches, atlantis.key, atlantis.value),
+            produce_one(s, t.batches, "nyc_boroughs", nyc_event("good")),
+        ]
+        got, row.decide_s = wait_decided(running, placed, 90)
+        row.peak_rss_mib = running.peak_rss_mib()
+        row.stayed_up = worker.alive()
+        _judge(row, placed, got)
+        reasons = _quarantine_reasons(s)
+        closed = reasons.get(placed[0]) == "contract_history_broken"
+        row.ok = (
+            row.lost == 0
+            and row.stayed_up
+            and closed
+            and placed[1] not in reasons
+            and row.peak_rss_mib < RSS_CEILING_MIB
+        )
+        row.note = (
+            "Atlantis quarantined contract_history_broken"
+            if closed
+            else f"Atlantis: {reasons.get(placed[0], 'admitted')}"
+        )
+    return row
+
+
+def config_flood(bootstrap: str) -> Row:
+    row = Row("config: 30 x 1.2 MiB + 1,000 invalid records")
+    with lab(bootstrap) as running:
+        from confluent_kafka import Producer
+
+        s, t = running.settings, running.settings.topics
+        producer = Producer(s.producer())
+        big = os.urandom(1_200_000)
+        for i in range(30):
+            producer.produce(t.contracts, value=big, key=f"junk/v9.{i}/big")
+            producer.flush(30)
+        for i in range(1000):
+            producer.produce(t.contracts, value=os.urandom(300), key=f"junk-{i}")
+            producer.poll(0)
+        producer.flush(30)
+        started = time.monotonic()
+        worker = running.start_worker("flood")
+        placed = [produce_one(s, t.batches, "nyc_boroughs", nyc_event("good"))]
+        got, _ = wait_decided(running, placed, 90)
+        row.decide_s = time.monotonic() - started
+        row.peak_rss_mib = running.peak_rss_mib()
+        row.stayed_up = worker.alive()
+        _judge(row, placed, got)
+        row.ok = (
+            row.lost == 0
+            and row.stayed_up
+            and row.decide_s < 10.0 + 6.0  # the bootstrap, plus the group join on Tansu
+            and row.peak_rss_mib < RSS_CEILING_MIB
+        )
+        row.note = "decided within 10 s + the 6 s group join" if row.ok else ""
+    return row
