@@ -190,14 +190,14 @@ def test_a_stalled_bootstrap_reports_each_stall_and_keeps_reading(
 def test_without_on_stall_a_bootstrap_without_progress_raises(
     monkeypatch: pytest.MonkeyPatch,
 ) -> None:
-    from worker.core.errors import KafkaError
+    from worker.core.errors import BrokerError
 
     def _open(self: ConfigFollower) -> _SilentConsumer:
         self.partitions_total = 1
         return _SilentConsumer()
 
     monkeypatch.setattr(ConfigFollower, "_open", _open)
-    with pytest.raises(KafkaError, match=r"made no progress on gis\.contracts"):
+    with pytest.raises(BrokerError, match=r"made no progress on gis\.contracts"):
         ConfigFollower(Settings(), Registry()).bootstrap(0.3)
 
 
@@ -213,12 +213,12 @@ def test_oversized_records_are_rejected_before_they_are_decoded() -> None:
 
 
 def test_the_size_bound_comes_from_the_environment() -> None:
-    from worker.core.errors import KafkaError
+    from worker.core.errors import BrokerError
     from worker.kafka.config_topic import config_max_record_bytes
 
     assert config_max_record_bytes({}) == 1 << 20
     assert config_max_record_bytes({"CONTRACT_GATE_CONFIG_MAX_RECORD_BYTES": "4096"}) == 4096
-    with pytest.raises(KafkaError, match="not a positive number of bytes"):
+    with pytest.raises(BrokerError, match="not a positive number of bytes"):
         config_max_record_bytes({"CONTRACT_GATE_CONFIG_MAX_RECORD_BYTES": "1MB"})
 
 
