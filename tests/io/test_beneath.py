@@ -25,7 +25,7 @@ from worker.core.errors import (
     PayloadTooLarge,
     PayloadUnavailable,
 )
-from worker.io.payloads import beneath, read_features
+from worker.io.payloads import openat2, read_features, verified
 from worker.io.payloads.beneath import open_beneath, open_directory, open_in_root, verified_copies
 from worker.io.payloads.open import open_payload
 from worker.io.payloads.policy import PayloadPolicy
@@ -40,10 +40,10 @@ OGR_RACE_READS = 300
 def method(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> str:
     """Resolution by openat2 (skipped where the kernel lacks it) or by the walk."""
     if request.param == "openat2":
-        if not beneath.openat2_available():
+        if not openat2.openat2_available():
             pytest.skip("openat2 with RESOLVE_BENEATH is not available on this kernel")
     else:
-        monkeypatch.setattr(beneath, "_openat2_usable", False)
+        monkeypatch.setattr(openat2, "_openat2_usable", False)
     return str(request.param)
 
 
@@ -179,7 +179,7 @@ def test_a_file_written_while_it_is_copied_is_corrupt(
     tree: dict[str, Path], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     d = tree["root"] / "sub"
-    monkeypatch.setattr(beneath.VerifiedFile, "changed", lambda self: True)
+    monkeypatch.setattr(verified.VerifiedFile, "changed", lambda self: True)
     corrupt = pytest.raises(PayloadCorrupt, match="written while being read")
     with corrupt, verified_copies(d, "batch.geojson", (), 10**6, "batch.geojson"):
         pass
