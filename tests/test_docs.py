@@ -9,7 +9,7 @@ from pathlib import Path
 
 from worker.core.clauses import CLAUSE_KINDS
 from worker.core.geometry_types import BASE_TYPES
-from worker.core.model import FIELD_TYPES
+from worker.core.vocab import FIELD_TYPES
 
 REPO = Path(__file__).resolve().parents[1]
 DOC = (REPO / "docs" / "contracts.md").read_text(encoding="utf-8")

@@ -668,7 +668,7 @@ def test_domain_names_a_unicode_normalisation_mismatch() -> None:
 
 
 def test_schema_names_a_type_no_contract_can_name() -> None:
-    from worker.core.model import LOGICAL_TYPE_KEY, VALUE_TYPES_KEY
+    from worker.core.vocab import LOGICAL_TYPE_KEY, VALUE_TYPES_KEY
 
     # as worker.io.formats.base.text_column tags an integer beyond int64
     meta = {LOGICAL_TYPE_KEY: b"other", VALUE_TYPES_KEY: b"integer"}

@@ -542,7 +542,7 @@ def test_non_finite_numbers_are_refused_anywhere(old: str, new: str, path: str) 
 
 def test_schema_fields_can_name_every_field_type_but_not_mixed() -> None:
     # issue 9: nested columns are nameable (FIELD_TYPES); 'mixed' and 'other' are batch-only
-    from worker.core.model import BATCH_ONLY_FIELD_TYPES, FIELD_TYPES
+    from worker.core.vocab import BATCH_ONLY_FIELD_TYPES, FIELD_TYPES
 
     def doc(ftype: str) -> str:
         return FULL.replace("{name: parcel_id, type: string}", f"{{name: bbox, type: {ftype}}}")

@@ -45,7 +45,8 @@ from worker.core.contracts.classify import classify
 from worker.core.contracts.parse import parse_contract
 from worker.core.errors import ContractError, ContractGateError
 from worker.core.evaluate import evaluate
-from worker.core.model import Batch, Clause, ClauseResult, Contract, Decision, ReasonCode
+from worker.core.model import Batch, Clause, ClauseResult, Contract, Decision
+from worker.core.vocab import ReasonCode
 from worker.io.reports.text import brief
 
 REPO = Path(__file__).resolve().parents[2]

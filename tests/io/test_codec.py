@@ -707,7 +707,7 @@ def _reason_codes_documented() -> list[str]:
 
 def test_reason_codes_are_the_ones_the_record_schema_documents() -> None:
     from worker.core.errors import PayloadError
-    from worker.core.model import ReasonCode
+    from worker.core.vocab import ReasonCode
 
     assert [c.value for c in ReasonCode] == _reason_codes_documented()
     assert f"{ReasonCode.PAYLOAD_CORRUPT}" == "payload_corrupt" == str(ReasonCode.PAYLOAD_CORRUPT)
@@ -731,7 +731,7 @@ _QUARANTINE = dict(
 
 
 def test_quarantine_reasons_carry_the_clause_kind() -> None:
-    from worker.core.model import ReasonCode
+    from worker.core.vocab import ReasonCode
 
     reasons = [
         QuarantineReason(

@@ -24,9 +24,9 @@ from worker.core.model import (
     Contract,
     Decision,
     QuarantineReason,
-    ReasonCode,
     VersionVerdict,
 )
+from worker.core.vocab import ReasonCode
 
 __all__ = ["decide", "evaluate", "evaluate_clause", "evaluate_versions", "failed_result"]
 

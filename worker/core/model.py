@@ -18,21 +18,28 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from enum import Enum
 from typing import Any, Literal
 
 import pyarrow as pa
 
+# AxisOrder, Mode, OnBreak, Result and State annotate the dataclasses below. AXIS_ORDERS and
+# the three *_KEY names are transitional, not this module's face (not in __all__):
+# io/formats/base.py, io/payloads/load.py and io/payloads/chunks.py still import them from
+# here; once they import them from worker.core.vocab, they leave this import.
+from worker.core.vocab import (  # noqa: F401
+    AXIS_ORDERS,
+    LOGICAL_TYPE_KEY,
+    VALUE_KINDS_KEY,
+    VALUE_TYPES_KEY,
+    AxisOrder,
+    Mode,
+    OnBreak,
+    Result,
+    State,
+)
+
 __all__ = [
-    "AXIS_ORDERS",
-    "BATCH_ONLY_FIELD_TYPES",
-    "FIELD_TYPES",
-    "LOGICAL_TYPE_KEY",
     "MAX_OFFENDERS",
-    "MODES",
-    "STATES",
-    "VALUE_KINDS_KEY",
-    "VALUE_TYPES_KEY",
     "ActiveVersion",
     "Batch",
     "Clause",
@@ -43,55 +50,8 @@ __all__ = [
     "Offender",
     "Offenders",
     "QuarantineReason",
-    "ReasonCode",
     "VersionVerdict",
 ]
-
-Mode = Literal["enforcing", "observing"]
-State = Literal["active", "superseded", "retired"]
-OnBreak = Literal["halt", "warn"]
-Result = Literal["pass", "break"]
-AxisOrder = Literal["east_north", "north_east"]
-
-MODES: tuple[str, ...] = ("enforcing", "observing")
-STATES: tuple[str, ...] = ("active", "superseded", "retired")
-AXIS_ORDERS: tuple[str, ...] = ("east_north", "north_east")
-
-#: Logical attribute types of a schema field, the names a contract's schema clause may use.
-#: Arrow integer types of any width map to ``integer``, floating types to ``double``,
-#: string/large_string to ``string``; ``decimal``, ``time`` and ``duration`` are the arrow
-#: types of those names; ``struct``, ``list`` (list, large_list, fixed_size_list) and ``map``
-#: are nested columns (e.g. the GeoParquet 1.1 bbox covering column, a struct).
-FIELD_TYPES: tuple[str, ...] = (
-    "string",
-    "integer",
-    "double",
-    "boolean",
-    "timestamp",
-    "date",
-    "binary",
-    "decimal",
-    "time",
-    "duration",
-    "struct",
-    "list",
-    "map",
-)
-#: Types a batch field can have that no contract can name, so the schema clause breaks on
-#: such a field whenever it lists it (and passes it as an extra with ``allow_extra``):
-#: ``mixed`` is a property whose values have different JSON types (``42`` and ``"n/a"``),
-#: read as text; ``other`` an arrow type with no logical equivalent (e.g. a union).
-BATCH_ONLY_FIELD_TYPES: tuple[str, ...] = ("mixed", "other")
-#: Arrow field metadata keys that readers set on a column read as text: its logical type
-#: (:data:`FIELD_TYPES` or :data:`BATCH_ONLY_FIELD_TYPES`) and, for ``mixed``, the JSON
-#: types of its values, comma-separated (e.g. ``integer,string``).
-LOGICAL_TYPE_KEY = b"contract_gate.logical_type"
-VALUE_TYPES_KEY = b"contract_gate.value_types"
-#: Arrow field metadata key of a column read as text: the JSON type of each row's value,
-#: one ASCII letter per row (``s`` string, ``i`` integer, ``d`` double, ``b`` boolean,
-#: ``l`` list, ``o`` object, ``n`` null), so a clause can tell the string ``"1"`` from the
-#: number ``1`` written as text (no coercion between strings and numbers).
-VALUE_KINDS_KEY = b"contract_gate.value_kinds"
 
 
 #: How many offending features a clause result names (the first ones in batch order); the
@@ -154,7 +114,8 @@ class Offenders:
 
 @dataclass(frozen=True)
 class FieldSpec:
-    """One attribute field of a schema: name, logical type (:data:`FIELD_TYPES`), nullability."""
+    """One attribute field of a schema: name, logical type
+    (:data:`worker.core.vocab.FIELD_TYPES`), nullability."""
 
     name: str
     type: str
@@ -349,49 +310,12 @@ class VersionVerdict:
         return tuple(c for c in self.clauses if c.broke)
 
 
-class ReasonCode(str, Enum):
-    """Why a batch went to quarantine: the record's ``reason_code`` and each reason's
-    ``code`` (``schemas/quarantine_record.avsc`` documents the same list).
-
-    A ``str`` enum whose ``str()`` and f-string are the value (as ``enum.StrEnum``, which
-    Python 3.10 lacks): records, headers (``dlq.reason``) and metrics carry the value.
-    """
-
-    #: an enforcing version's clause with ``on_break: halt`` broke
-    CONTRACT_BREAK = "contract_break"
-    #: the batch-arrival event does not decode
-    DECODE_ERROR = "decode_error"
-    #: the batch's layer has no active contract version
-    NO_ACTIVE_CONTRACT = "no_active_contract"
-    #: the payload by reference cannot be loaded (no more specific reason)
-    PAYLOAD_ERROR = "payload_error"
-    #: the payload URI is outside the worker's payload roots
-    PAYLOAD_NOT_ALLOWED = "payload_not_allowed"
-    #: the payload is missing or its store unreachable (after retries)
-    PAYLOAD_UNAVAILABLE = "payload_unavailable"
-    #: the payload is not a readable file of its format
-    PAYLOAD_CORRUPT = "payload_corrupt"
-    #: the payload is larger than its format's limit
-    PAYLOAD_TOO_LARGE = "payload_too_large"
-    #: an admitted event larger than the admitted topic takes
-    RECORD_TOO_LARGE = "record_too_large"
-    #: the output records cannot be encoded
-    ENCODE_ERROR = "encode_error"
-    #: a replay of a batch already admitted
-    DUPLICATE_REPLAY = "duplicate_replay"
-    #: the layer's contract history on the config topic is broken (fails closed)
-    CONTRACT_HISTORY_BROKEN = "contract_history_broken"
-
-    def __str__(self) -> str:
-        return str(self.value)
-
-
 @dataclass(frozen=True)
 class QuarantineReason:
     """One reason a batch went to quarantine (a row of the quarantine record).
 
-    ``code`` is a :class:`ReasonCode` value; ``kind`` the kind of the broken clause (a
-    ``contract_break``; None for the other codes).
+    ``code`` is a :class:`worker.core.vocab.ReasonCode` value; ``kind`` the kind of the
+    broken clause (a ``contract_break``; None for the other codes).
     """
 
     code: str

@@ -5,7 +5,7 @@ Codes keep their YAML type and are never coerced: strings match string codes, in
 integer codes, whole doubles integer codes too (JSON has one number type). A column read
 as text because its values mix JSON types (a GeoJSON property holding ``1`` in one feature
 and ``"A"`` in another) is compared as the producer wrote each value
-(:func:`mixed_column`, :data:`worker.core.model.VALUE_KINDS_KEY`): compared as text, the
+(:func:`mixed_column`, :data:`worker.core.vocab.VALUE_KINDS_KEY`): compared as text, the
 number ``1`` matched the string code ``"1"`` (a fresh-user finding). An unknown value
 that equals a code after Unicode normalisation is named with both forms.
 """
@@ -30,7 +30,8 @@ from worker.core.clauses.base import ClauseKind, clause_result, offenders_of
 from worker.core.clauses.diff import Diff
 from worker.core.clauses.tally import Distinct, Tally
 from worker.core.facts.batch import BatchFacts
-from worker.core.model import VALUE_KINDS_KEY, VALUE_TYPES_KEY, Clause, ClauseResult, Contract
+from worker.core.model import Clause, ClauseResult, Contract
+from worker.core.vocab import VALUE_KINDS_KEY, VALUE_TYPES_KEY
 
 __all__ = ["KIND", "JsonText", "MixedColumn", "Params", "mixed_column", "unknown_mixed"]
 
@@ -320,7 +321,7 @@ class MixedColumn:
 
 def mixed_column(field: pa.Field, col: pa.ChunkedArray | pa.Array) -> MixedColumn | None:
     """The rows of ``col`` as written, when ``field`` carries one JSON type per row
-    (:data:`~worker.core.model.VALUE_KINDS_KEY`, one letter per row of ``col``); else None.
+    (:data:`~worker.core.vocab.VALUE_KINDS_KEY`, one letter per row of ``col``); else None.
     """
     meta = field.metadata or {}
     kinds = meta.get(VALUE_KINDS_KEY)

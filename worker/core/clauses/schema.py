@@ -2,7 +2,7 @@
 
 Every listed field exists with a matching type and nullability, no non-nullable field
 holds a null, and no other field exists unless ``allow_extra``. Types are the logical
-names of :data:`worker.core.model.FIELD_TYPES`; a batch field can also be ``mixed`` or
+names of :data:`worker.core.vocab.FIELD_TYPES`; a batch field can also be ``mixed`` or
 ``other``, which no contract names.
 """
 
@@ -21,7 +21,8 @@ from worker.core.clauses.base import ClauseKind, clause_result, offenders_of
 from worker.core.clauses.diff import Diff
 from worker.core.clauses.tally import Tally
 from worker.core.facts.batch import BatchFacts
-from worker.core.model import VALUE_TYPES_KEY, Clause, ClauseResult, Contract
+from worker.core.model import Clause, ClauseResult, Contract
+from worker.core.vocab import VALUE_TYPES_KEY
 
 __all__ = ["KIND", "Params"]
 

@@ -13,7 +13,7 @@ from typing import Any
 
 from worker.core.clauses import CLAUSE_KINDS
 from worker.core.errors import ContractError
-from worker.core.model import FIELD_TYPES
+from worker.core.vocab import FIELD_TYPES
 
 #: Nothing public: :mod:`.yaml_doc`, :mod:`.schema`, :mod:`.semantic`, :mod:`.parse` import by name.
 __all__: list[str] = []

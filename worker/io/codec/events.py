@@ -2,7 +2,7 @@
 
 The encoder is :mod:`worker.io.codec.event_writer`.
 
-Inline attribute columns carry a logical ``type`` (:data:`worker.core.model.FIELD_TYPES`)
+Inline attribute columns carry a logical ``type`` (:data:`worker.core.vocab.FIELD_TYPES`)
 and typed values, never coerced: ``integer`` -> int64, ``double`` -> float64, ``string``,
 ``boolean``, ``binary``; ``timestamp`` -> long microseconds since the epoch, decoded as
 ``timestamp[us, tz=UTC]``; ``date`` -> long days since the epoch, decoded as ``date32``.
@@ -24,13 +24,8 @@ import pyarrow as pa
 
 from worker.core._util.text import clip
 from worker.core.errors import DecodeError
-from worker.core.model import (
-    BATCH_ONLY_FIELD_TYPES,
-    FIELD_TYPES,
-    LOGICAL_TYPE_KEY,
-    Batch,
-    FieldSpec,
-)
+from worker.core.model import Batch, FieldSpec
+from worker.core.vocab import BATCH_ONLY_FIELD_TYPES, FIELD_TYPES, LOGICAL_TYPE_KEY
 from worker.io.codec.avro import (
     BATCH_ARRIVAL,
     BATCH_ARRIVAL_EDGES,
