@@ -171,7 +171,7 @@ def test_small_column_domain_path_equals_the_arrow_path(
 ) -> None:
     import pyarrow as pa
 
-    from worker.core.clauses.domain import _unknown_arrow, _unknown_small
+    from worker.core.clauses.domain_values import _unknown_arrow, _unknown_small
 
     for col, codes in (
         (pa.array(texts, pa.string()), {"a": "A", "b": "B", 1: "one"}),

@@ -16,7 +16,7 @@ import pyarrow as pa
 import pytest
 
 from tests.catalogue import active, clause, contract_of
-from worker.core.clauses.domain import mixed_column, unknown_mixed
+from worker.core.clauses.domain_values import mixed_column, unknown_mixed
 from worker.core.evaluate import evaluate
 from worker.io.formats.base import text_column
 from worker.io.payloads import read_batch_file
