@@ -26,10 +26,10 @@ from worker.gate.route import Outcome
 from worker.io import codec
 from worker.io.payloads import read_batch_file
 from worker.kafka.admin import produce_one, read_topic
+from worker.kafka.framing import reader_schema, schema_id_of
 from worker.kafka.registry_settings import SchemaRegistrySettings
 from worker.kafka.schema_registry import registry_client
 from worker.kafka.settings import Settings
-from worker.kafka.wire import reader_schema, schema_id_of
 from worker.ops.quarantine import read_quarantine
 
 

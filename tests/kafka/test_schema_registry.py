@@ -27,11 +27,11 @@ from worker.gate.startup import register_schemas
 from worker.io import codec
 from worker.io.contract_files import load_contract
 from worker.io.payloads import read_batch_file
+from worker.kafka.framing import reader_schema, schema_id_of
 from worker.kafka.redaction import describe_settings
 from worker.kafka.registry_settings import SchemaRegistrySettings
 from worker.kafka.schema_registry import codec_for, output_kinds, plain_value, registry_client
 from worker.kafka.settings import Settings, Topics
-from worker.kafka.wire import reader_schema, schema_id_of
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
 TOPICS = Topics()

@@ -20,13 +20,8 @@ from worker.core.errors import DecodeError
 from worker.core.model import Decision, QuarantineReason
 from worker.io import codec
 from worker.io.payloads import read_batch_file
-from worker.kafka.wire import (
-    FAILED_LOOKUP_TTL_S,
-    RegistryCodec,
-    RegistryUnavailable,
-    reader_schema,
-    schema_id_of,
-)
+from worker.kafka.framing import RegistryUnavailable, reader_schema, schema_id_of
+from worker.kafka.wire import FAILED_LOOKUP_TTL_S, RegistryCodec
 
 NOW = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
 TOPIC = "gis.batches"

@@ -5,7 +5,8 @@ BatchArrival events on ``topics.batches`` in the Confluent wire format and write
 QuarantineRecords and EvaluationRecords framed the same way (subjects ``<topic>-value``);
 admitted records keep the original bytes, framed or not. The gate's own control topics
 (``gis.contracts``, ``gis.contract.consumers``) stay plain Avro: only the gate reads and
-writes them. Framing itself lives in :mod:`worker.kafka.wire`.
+writes them. Framing itself lives in :mod:`worker.kafka.wire` (the codec) and
+:mod:`worker.kafka.framing` (the header, subjects and schemas).
 """
 
 from __future__ import annotations
@@ -14,9 +15,10 @@ import threading
 from typing import Any
 
 from worker.core.errors import DecodeError
+from worker.kafka.framing import schema_id_of
 from worker.kafka.registry_settings import SchemaRegistrySettings
 from worker.kafka.settings import Settings, Topics
-from worker.kafka.wire import RegistryCodec, schema_id_of
+from worker.kafka.wire import RegistryCodec
 
 __all__ = ["codec_for", "output_kinds", "plain_value", "registry_client"]
 

@@ -20,9 +20,9 @@ from worker.core.errors import ContractGateError, DecodeError
 from worker.core.model import Batch
 from worker.io import codec
 from worker.kafka.admin import read_topic
+from worker.kafka.framing import schema_id_of
 from worker.kafka.schema_registry import codec_for, plain_value
 from worker.kafka.settings import Settings
-from worker.kafka.wire import schema_id_of
 
 __all__ = [
     "QuarantineEntry",
