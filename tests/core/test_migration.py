@@ -4,18 +4,7 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
-import pytest
-
-from worker.core.errors import ContractGateError
-from worker.core.lifecycle.migration import (
-    Declaration,
-    build_view,
-    major_label,
-    parse_version,
-    render_view,
-    version_covers,
-    view_to_json,
-)
+from worker.core.lifecycle.migration import Declaration, build_view, render_view, view_to_json
 
 NOW = datetime(2026, 11, 29, 12, tzinfo=timezone.utc)
 WEEK = timedelta(days=7)
@@ -27,22 +16,6 @@ def _decl(consumer: str, version: str, layer: str = "roads", age: timedelta = ti
 
 def _view(active, decls=(), reading=(), existing=(), **kw):
     return build_view(active, decls, reading, existing, now=NOW, stale_after=WEEK, **kw)
-
-
-def test_parse_version_and_major() -> None:
-    assert parse_version("v7.1") == (7, 1)
-    assert parse_version("v7") == (7, 0)
-    assert parse_version("7") == (7, 0)
-    assert major_label("v1.1") == "v1"
-    with pytest.raises(ContractGateError, match="v<major>"):
-        parse_version("seven")
-
-
-def test_version_covers_same_major_and_at_least_the_minor() -> None:
-    assert version_covers("v1.1", "v1")
-    assert version_covers("v1.0", "v1.0")
-    assert not version_covers("v1.0", "v1.1")
-    assert not version_covers("v2.0", "v1.0")
 
 
 def test_declared_consumers_count_on_their_major() -> None:

@@ -23,11 +23,8 @@ from typing import Any
 from opentelemetry import metrics
 
 from worker.core.errors import ContractGateError, PolicyError, VersionMismatchError
-from worker.core.lifecycle.migration import (
-    parse_version,
-    version_covers,
-)
 from worker.core.lifecycle.registry import Registry
+from worker.core.lifecycle.versions import parse_version, version_covers
 from worker.io.codec import encode_consumer_declaration
 from worker.kafka.admin import produce_one, read_topic, watermarks
 from worker.kafka.config_topic import read_config

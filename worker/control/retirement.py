@@ -20,9 +20,9 @@ from datetime import timedelta
 from worker.control.attribution import DEFAULT_STALE_AFTER, migration_view
 from worker.control.lifecycle import read_published, write_records
 from worker.core.errors import PolicyError
-from worker.core.lifecycle.migration import major_label, parse_version
 from worker.core.lifecycle.policy import Published
 from worker.core.lifecycle.read_paths import opts_in
+from worker.core.lifecycle.versions import major_label, parse_version
 from worker.kafka.settings import Settings
 
 __all__ = ["retire", "retirement_targets"]

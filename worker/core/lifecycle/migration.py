@@ -13,7 +13,7 @@ that id covers the group. Per layer and active *major* version the view holds:
   They are shown, not counted, and never silently dropped.
 
 The count that gates retirement is ``declared + unattributed``. Versions are compared by
-major: a declaration of ``v1``, ``v1.0`` or ``v1.1`` is a declaration on major ``v1``.
+major (a declaration of ``v1.1`` is one on ``v1``: :mod:`worker.core.lifecycle.versions`).
 """
 
 from __future__ import annotations
@@ -23,7 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Literal
 
-from worker.core.errors import ContractGateError
+from worker.core.lifecycle.versions import major_label, parse_version
 
 __all__ = [
     "UNATTRIBUTED_PREFIX",
@@ -33,10 +33,7 @@ __all__ = [
     "MigrationView",
     "VersionCount",
     "build_view",
-    "major_label",
-    "parse_version",
     "render_view",
-    "version_covers",
     "view_to_json",
 ]
 
@@ -44,45 +41,6 @@ Kind = Literal["declared", "unattributed", "stale"]
 
 #: Prefix of the ``consumer`` label of unattributed groups in ``gis_consumer_contract_version``.
 UNATTRIBUTED_PREFIX = "unattributed:"
-
-
-def parse_version(text: str) -> tuple[int, int]:
-    """``"v7.1"`` -> ``(7, 1)``; ``"v7"`` and ``"7"`` mean ``(7, 0)``.
-
-    Raises
-    ------
-    ContractGateError
-        When ``text`` is not ``v<major>[.<minor>]``.
-    """
-    body = text.strip()
-    body = body[1:] if body[:1] in ("v", "V") else body
-    major_s, _, minor_s = body.partition(".")
-    try:
-        major, minor = int(major_s), int(minor_s or 0)
-    except ValueError:
-        raise ContractGateError(
-            f"{text!r} is not a contract version; write v<major>[.<minor>], e.g. v2 or v1.1"
-        ) from None
-    if major < 0 or minor < 0:
-        raise ContractGateError(f"{text!r}: version numbers are not negative")
-    return major, minor
-
-
-def major_label(version: str | int) -> str:
-    """The major a version belongs to, as a label: ``"v1.1"`` -> ``"v1"``."""
-    major = version if isinstance(version, int) else parse_version(version)[0]
-    return f"v{major}"
-
-
-def version_covers(enforced: str, built_for: str) -> bool:
-    """True when a record admitted under ``enforced`` serves a reader built for ``built_for``.
-
-    Same major, and a minor at least the reader's: later minors and tightenings of a major
-    only add guarantees, a different major may change their meaning.
-    """
-    e_major, e_minor = parse_version(enforced)
-    r_major, r_minor = parse_version(built_for)
-    return e_major == r_major and e_minor >= r_minor
 
 
 @dataclass(frozen=True)
