@@ -19,7 +19,7 @@ import shapely
 
 from worker.cli.main import main
 from worker.core.chunks import ChunkedBatch
-from worker.core.clauses import diagnose
+from worker.core.clauses import diagnose_readings
 from worker.core.evaluate import evaluate
 from worker.core.facts.batch import BatchFacts
 from worker.core.facts.claims import claim_disagreements
@@ -124,7 +124,7 @@ def test_check_of_a_multi_row_group_file_equals_the_whole_decision(
     contract = tmp_path / "parcels.yaml"
     contract.write_text(CONTRACT)
     # a sample of 7 features, one in 172, spread over the five row groups
-    monkeypatch.setattr(diagnose, "DIAGNOSIS_SAMPLE", 7)
+    monkeypatch.setattr(diagnose_readings, "DIAGNOSIS_SAMPLE", 7)
     code, doc, warnings = _check(
         capsys, str(batch), "--contract", str(contract), "--id-column", "parcel_id"
     )
@@ -149,7 +149,7 @@ def test_check_diagnoses_swapped_axes_of_a_file_from_a_sample(
     contract = tmp_path / "parcels.yaml"
     contract.write_text(CONTRACT.replace("[0, 40, 10, 50]", "[40, 0, 50, 10]"))  # y first
     batch = _parcels(tmp_path / "parcels.parquet")
-    monkeypatch.setattr(diagnose, "DIAGNOSIS_SAMPLE", 10)
+    monkeypatch.setattr(diagnose_readings, "DIAGNOSIS_SAMPLE", 10)
     code, doc, _ = _check(capsys, str(batch), "--contract", str(contract))
     assert code == 1 and doc == _whole(batch, contract)[0]
     # 960 of 1200 fit swapped, short of 1.0; the sample (stride 120: features 0, 120, ...,

@@ -15,8 +15,9 @@ from pyproj import Transformer
 from tests.catalogue import NOW, active, batch_of, clause, contract_of
 from tests.core.test_chunked import split
 from worker.core.chunks import evaluate_chunked
-from worker.core.clauses import diagnose
-from worker.core.clauses.diagnose import SWAPPED_OR_REGION, diagnose_tally, diagnoses_of
+from worker.core.clauses import diagnose_readings
+from worker.core.clauses.diagnose import SWAPPED_OR_REGION, diagnoses_of
+from worker.core.clauses.diagnose_readings import diagnose_tally
 from worker.core.clauses.sample import sample_rows, sample_stride, take_features
 from worker.core.evaluate import evaluate
 from worker.core.facts.batch import BatchFacts
@@ -99,7 +100,7 @@ def test_evaluate_diagnoses_a_sample_of_a_larger_batch(monkeypatch: pytest.Monke
     c = contract_of(clause("ext", "extent", region=FRANCE))
     whole = evaluate(batch, [active(c)], now=NOW)
     assert whole.diagnoses == (SWAPPED_OR_REGION,)
-    monkeypatch.setattr(diagnose, "DIAGNOSIS_SAMPLE", 5)
+    monkeypatch.setattr(diagnose_readings, "DIAGNOSIS_SAMPLE", 5)
     sampled = evaluate(batch, [active(c)], now=NOW)
     assert sampled.diagnoses == (
         f"{SWAPPED_OR_REGION} (from an evenly spaced sample of 5 of 40 features)",
@@ -125,7 +126,7 @@ def test_a_candidate_crs_from_a_sample_equals_the_full_diagnosis(
     c = contract_of(clause("ext", "extent", region=FRANCE))
     full = evaluate(batch, [active(c)], now=NOW).diagnoses
     assert len(full) == 1 and full[0].startswith("coordinates look like EPSG:3857")
-    monkeypatch.setattr(diagnose, "DIAGNOSIS_SAMPLE", 4)
+    monkeypatch.setattr(diagnose_readings, "DIAGNOSIS_SAMPLE", 4)
     sampled = evaluate(batch, [active(c)], now=NOW).diagnoses
     assert sampled == (f"{full[0]} (from an evenly spaced sample of 4 of 30 features)",)
 
@@ -143,7 +144,7 @@ def test_chunked_diagnosis_of_a_sample_equals_whole(
     batch = batch_of(wkb)
     c = contract_of(clause("ext", "extent", region=FRANCE, min_fraction_inside=0.9))
     assert evaluate(batch, [active(c)], now=NOW).diagnoses == ()  # 51 / 60 swapped
-    monkeypatch.setattr(diagnose, "DIAGNOSIS_SAMPLE", 9)
+    monkeypatch.setattr(diagnose_readings, "DIAGNOSIS_SAMPLE", 9)
     whole = evaluate(batch, [active(c)], now=NOW)
     assert whole.diagnoses == (
         f"{SWAPPED_OR_REGION} (from an evenly spaced sample of 9 of 60 features)",

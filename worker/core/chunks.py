@@ -14,8 +14,9 @@ Passes over the chunks: one; plus a first one when a GeoParquet ``edges: spheric
 declares no CRS (whether every coordinate is longitude/latitude decides how all chunks are
 read), and a last one when an extent clause broke (its diagnoses reproject features from
 candidate CRSs, which is only worth doing for a broken clause; they read the batch's
-evenly spaced sample, :data:`worker.core.clauses.diagnose.DIAGNOSIS_SAMPLE` features at most,
-whose indices the first pass's feature count decides): the kind's
+evenly spaced sample,
+:data:`worker.core.clauses.diagnose_readings.DIAGNOSIS_SAMPLE` features at most, whose
+indices the first pass's feature count decides): the kind's
 :attr:`~worker.core.clauses.base.ClauseKind.second_pass`, for every kind that has one.
 """
 

@@ -33,7 +33,8 @@ from worker.core.clauses.base import (
     percents,
     round10,
 )
-from worker.core.clauses.diagnose import diagnose_tally, diagnoses_of
+from worker.core.clauses.diagnose import diagnoses_of
+from worker.core.clauses.diagnose_readings import diagnose_tally
 from worker.core.clauses.diff import Diff
 from worker.core.clauses.region import compare_region, contract_crs, unplaceable, whole_batch_break
 from worker.core.clauses.tally import Bounds, First, Tally
@@ -166,7 +167,7 @@ def measure(clause: Clause, contract: Contract, facts: BatchFacts, now: datetime
 
 def needs_diagnosis(clause: Clause, tally: Tally) -> bool:
     """The extent clause of ``tally`` broke for its fraction inside, so its diagnoses
-    (:func:`worker.core.clauses.diagnose.diagnose_tally`) are wanted."""
+    (:func:`worker.core.clauses.diagnose_readings.diagnose_tally`) are wanted."""
     if "inside" not in tally:
         return False
     count = tally["count"]
@@ -178,8 +179,9 @@ def measure_diagnosis(
     clause: Clause, contract: Contract, facts: BatchFacts, now: datetime, total: int
 ) -> Tally:
     """The tally from which the diagnoses of a broken extent clause are decided, measured
-    on the batch's evenly spaced sample (:func:`worker.core.clauses.diagnose.diagnose_tally`);
-    ``facts`` may be a chunk of a batch of ``total`` features."""
+    on the batch's evenly spaced sample
+    (:func:`worker.core.clauses.diagnose_readings.diagnose_tally`); ``facts`` may be a chunk
+    of a batch of ``total`` features."""
     crs, _ = contract_crs(KIND.params(clause).crs, contract, facts)
     region = _extent_region(clause, crs)
     return {"diagnosis": diagnose_tally(facts, region, crs, total=total)}

@@ -1,0 +1,157 @@
+"""The readings a broken extent clause's diagnoses are decided from (pure).
+
+Per reading, the features covered by the region: read as the contract CRS, with x and y
+exchanged, with longitudes beyond ±180 wrapped, and reprojected from each candidate CRS
+(EPSG:3857, EPSG:4326, the geographic base of a projected contract CRS), with whether
+every coordinate lies within the candidate's area of use.
+:func:`worker.core.clauses.diagnose.diagnoses_of` decides from them.
+
+The readings are measured on an evenly spaced sample of at most :data:`DIAGNOSIS_SAMPLE`
+features (:mod:`worker.core.clauses.sample`), so that diagnosing a batch of a million features
+reprojects ten thousand: the fractions that decide are then estimates over the sample,
+and so are the "every coordinate" tests of the areas of use; a diagnosis from a sample
+says so ("... (from an evenly spaced sample of 10,000 of 1,000,000 features)"). A batch
+no larger than the sample is read whole, and its diagnoses are exact.
+"""
+
+from __future__ import annotations
+
+import numpy as np
+import shapely
+import shapely.affinity
+from pyproj import CRS
+
+from worker.core.clauses.sample import sample_rows, take_features
+from worker.core.facts.batch import BatchFacts, nonfinite_mask
+from worker.core.spatial import (
+    area_of_use,
+    covered_mask,
+    crs_equivalent,
+    geographic_base,
+    outside_area_of_use,
+    reproject,
+    resolve_crs,
+    swap_xy,
+)
+
+__all__ = ["DIAGNOSIS_SAMPLE", "diagnose_tally"]
+
+_DIAGNOSIS_CANDIDATES = ("EPSG:3857", "EPSG:4326")
+
+#: Most features a diagnosis reads (an evenly spaced sample of a larger batch): the
+#: readings reproject each from every candidate CRS after densifying its edges, which
+#: for every feature of a large batch took most of the time and memory of a check
+#: (issue 27: a million polygons were killed at 12 GiB). Read at call time.
+DIAGNOSIS_SAMPLE = 10_000
+
+
+def _candidates(facts: BatchFacts, crs: CRS) -> list[CRS]:
+    """The CRSs the coordinates might really be in: EPSG:3857, EPSG:4326 and the
+    geographic base of a projected contract CRS, less the contract's and the declared."""
+    candidates = [resolve_crs(c) for c in _DIAGNOSIS_CANDIDATES]
+    base = geographic_base(crs) if crs.is_projected else None
+    if base is not None:
+        candidates.append(base)
+    declared = facts.declared_crs
+    return [
+        c
+        for c in candidates
+        if not crs_equivalent(c, crs) and not (declared is not None and crs_equivalent(c, declared))
+    ]
+
+
+def diagnose_tally(
+    facts: BatchFacts,
+    region: shapely.Geometry,
+    crs: CRS | None,
+    *,
+    total: int | None = None,
+    sample_size: int | None = None,
+) -> dict[str, int | bool]:
+    """Counts from which :func:`diagnoses_of` decides, mergeable over chunks
+    (:func:`worker.core.clauses.tally.merge`), measured on the features of ``facts`` that are in
+    the batch's evenly spaced sample (:func:`worker.core.clauses.sample.sample_rows`): ``of``, the
+    features of ``facts``; ``count``, those sampled; ``as_contract``, the sampled features
+    covered when read as the contract CRS (only when the declared CRS differs);
+    ``swapped``, those covered with x and y exchanged; per candidate CRS ``k``,
+    ``in_aou_k`` (every usable sampled coordinate within its area of use) and ``fit_k``
+    (covered after reprojecting from it).
+
+    ``facts`` may be one chunk of a batch of ``total`` features (default: ``facts`` is the
+    whole batch), starting at ``facts.offset``; ``sample_size`` defaults to
+    :data:`DIAGNOSIS_SAMPLE`. Only the sampled features are parsed, reprojected or
+    swapped: memory and time grow with the sample, not the batch."""
+    size = DIAGNOSIS_SAMPLE if sample_size is None else sample_size
+    of = facts.count
+    rows = sample_rows(facts.offset, of, of if total is None else total, size)
+    if rows.size < of:
+        edges = (facts.edges_problem,)
+        facts = BatchFacts(take_features(facts.batch, rows), facts.offset, edges)
+    return {"of": of, **_readings(facts, region, crs)}
+
+
+def _readings(
+    facts: BatchFacts, region: shapely.Geometry, crs: CRS | None
+) -> dict[str, int | bool]:
+    """:func:`diagnose_tally` of every feature of ``facts``."""
+    declared = facts.declared_crs
+    out: dict[str, int | bool] = {"count": facts.count}
+    # an empty geometry is inside the extent however it is read (the clause counts it
+    # so): every reading's count includes the empties, as the fraction inside does
+    empty = int(np.count_nonzero(facts.parsed & facts.is_empty))
+    if crs is not None and declared is not None and not crs_equivalent(declared, crs):
+        out["as_contract"] = empty + int(
+            np.count_nonzero(covered_mask(facts.geometries, facts.usable, region))
+        )
+        raw = facts.geometries[facts.usable]
+        out["in_declared_aou"] = not outside_area_of_use(raw, declared).any()
+        if declared.is_geographic and (aou := area_of_use(crs)) is not None:
+            out["beyond_contract_aou"] = _beyond(facts.bounds[facts.usable], aou.lonlat)
+    swapped = np.asarray(swap_xy(facts.geometries), dtype=object)
+    if crs is not None and declared is not None and not crs_equivalent(declared, crs):
+        swapped = np.asarray(reproject(swapped, declared, crs), dtype=object)
+    usable = facts.usable & ~nonfinite_mask(swapped)
+    if declared is not None:  # swapped values the declared CRS cannot hold are no fit
+        usable &= ~outside_area_of_use(np.asarray(swap_xy(facts.geometries)), declared)
+    out["swapped"] = empty + int(np.count_nonzero(covered_mask(swapped, usable, region)))
+    if crs is None:
+        return out
+    if crs.is_geographic and (declared is None or declared.is_geographic):
+        out["wrapped"] = empty + _wrapped_fit(facts, region)
+    for k, cand in enumerate(_candidates(facts, crs)):
+        # never suggest a CRS the raw coordinates cannot be in (x = 1e279)
+        out[f"in_aou_{k}"] = not outside_area_of_use(facts.geometries[facts.usable], cand).any()
+        moved = np.asarray(reproject(facts.geometries, cand, crs), dtype=object)
+        ok = facts.usable & ~nonfinite_mask(moved)
+        out[f"fit_{k}"] = empty + int(np.count_nonzero(covered_mask(moved, ok, region)))
+    return out
+
+
+def _wrapped_fit(facts: BatchFacts, region: shapely.Geometry) -> int:
+    """Features covered by ``region`` once a feature wholly east of 180 (west of -180) is
+    moved by -360 (+360) degrees of longitude; the others are tested as they are."""
+    b = facts.bounds
+    with np.errstate(invalid="ignore"):
+        shift = np.where(b[:, 0] > 180.0, -360.0, np.where(b[:, 2] < -180.0, 360.0, 0.0))
+    # only the features tested move: an infinite coordinate (not usable) moved by 360
+    # made shapely warn (inf * 0) on the worker's stderr (a fresh-user finding)
+    shift[~facts.usable] = 0.0
+    if not shift.any():
+        return 0
+    moved = facts.geometries.copy()
+    rows = np.flatnonzero(shift)
+    for i in rows.tolist():
+        moved[i] = shapely.affinity.translate(moved[i], xoff=float(shift[i]))
+    return int(np.count_nonzero(covered_mask(moved, facts.usable, region)))
+
+
+def _beyond(lonlat_bounds: np.ndarray, area: tuple[float, float, float, float]) -> int:
+    """Features (rows of longitude/latitude bounds) reaching beyond ``area`` (west, south,
+    east, north, degrees; ``west > east`` crosses the antimeridian: longitudes not tested)."""
+    west, south, east, north = area
+    b = np.asarray(lonlat_bounds, dtype=float).reshape(-1, 4)
+    with np.errstate(invalid="ignore"):
+        out = (b[:, 1] < south) | (b[:, 3] > north)
+        if west <= east and (west > -180.0 or east < 180.0):
+            out |= (b[:, 0] < west) | (b[:, 2] > east)
+    return int(np.count_nonzero(out))
