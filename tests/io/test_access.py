@@ -92,14 +92,22 @@ def test_sizes_and_limits() -> None:
         parse_size("1025TiB")
     with pytest.raises(ValueError, match="geojson given twice"):
         parse_limits("geojson=100,geojson=1MiB")
-    assert parse_limits("1GiB") == (1024**3, 1024**3)
-    assert parse_limits("geojson=1MiB") == (2 * 1024**3, 1024**2)
-    assert parse_limits("parquet=10, geojson=5") == (10, 5)
+    assert parse_limits("1GiB") == {"parquet": 1024**3, "geojson": 1024**3, "ogr": 1024**3}
+    assert parse_limits("geojson=1MiB") == {
+        "parquet": 2 * 1024**3,
+        "geojson": 1024**2,
+        "ogr": 2 * 1024**3,
+    }
+    assert (parse_limits("parquet=10, geojson=5")["parquet"], parse_limits("ogr=7")["ogr"]) == (
+        10,
+        7,
+    )
     with pytest.raises(ValueError, match="expected parquet=SIZE or geojson=SIZE"):
         parse_limits("shapefile=1MiB")
     policy = PayloadPolicy.from_strings(["s3://b/p/"], "geojson=1MiB")
     assert policy.describe() == (
-        "payload roots: s3://b/p/; max payload bytes: parquet=2147483648 geojson=1048576"
+        "payload roots: s3://b/p/; max payload bytes: parquet=2147483648 geojson=1048576 "
+        "ogr=2147483648"
     )
     assert PayloadPolicy().describe().startswith("payload roots: none (by reference refused)")
 
@@ -125,8 +133,8 @@ def test_the_format_comes_from_the_magic_bytes(
     [
         (b"PAR1\x15\x04", b"\x00\x00\x00\x00", "x.parquet", "does not end with them"),
         (b'{"type"', b"]}", "x.parquet", "does not start with the PAR1 magic"),
-        (b"\x89PNG\r\n", b"\x00\x00", "x.geojson", "not a JSON document"),
-        (b"SQLite format 3\x00", b"\x00\x00", "x.gpkg", "not a JSON document"),
+        (b"\x89PNG\r\n", b"\x00\x00", "x.geojson", "not a JSON document nor any other format read"),
+        (b"\x89PNG\r\n", b"\x00\x00", "x.bin", "PAR1 magic bytes; GeoJSON is a JSON object"),
     ],
 )
 def test_wrong_magic_is_corrupt(head: bytes, tail: bytes, name: str, message: str) -> None:
@@ -138,26 +146,26 @@ def test_limits_are_checked_before_reading(tmp_path: Path) -> None:
     path = tmp_path / "b.parquet"
     path.write_bytes((DEMO / "nyc_boroughs.parquet").read_bytes())
     size = path.stat().st_size
-    small = PayloadPolicy(None, max_parquet_bytes=size - 1)
+    small = PayloadPolicy(None, {"parquet": size - 1})
     with pytest.raises(PayloadTooLarge, match=f"{size} bytes .* limit of {size - 1} bytes"):
         _open(str(path), small)
-    with open_payload(path.as_uri(), PayloadPolicy(None, max_parquet_bytes=size)) as src:
+    with open_payload(path.as_uri(), PayloadPolicy(None, {"parquet": size})) as src:
         assert (src.format, src.size) == ("parquet", size)
         assert src.mtime is not None
         assert abs(src.mtime.timestamp() - path.stat().st_mtime) < 1e-3
     # GeoJSON has its own limit
     doc = tmp_path / "b.geojson"
     doc.write_text('{"type": "FeatureCollection", "features": []}')
-    tight = PayloadPolicy(None, max_parquet_bytes=10**6, max_geojson_bytes=10)
+    tight = PayloadPolicy(None, {"parquet": 10**6, "geojson": 10})
     with pytest.raises(PayloadTooLarge, match=r"limit of 10 bytes for GeoJSON"):
         _open(str(doc), tight)
     # above both limits, the message still names the format's own limit (a new-user
     # session got "limit of 1048576 bytes for any payload" for a Parquet file with
     # --max-payload-bytes parquet=10K,geojson=1M)
-    both = PayloadPolicy(None, *parse_limits(f"parquet={size // 4},geojson={size // 2}"))
+    both = PayloadPolicy(None, parse_limits(f"parquet={size // 4},geojson={size // 2},ogr=9"))
     with pytest.raises(PayloadTooLarge, match=rf"limit of {size // 4} bytes .* for Parquet"):
         _open(str(path), both)
-    # neither format and above both limits: too large, against the larger limit
+    # no format and above every limit: too large, against the largest limit
     noise = tmp_path / "noise.bin"
     noise.write_bytes(b"\x00" * size)
     with pytest.raises(PayloadTooLarge, match=rf"limit of {size // 2} bytes .* any payload"):
@@ -222,13 +230,13 @@ def test_sizes_in_messages_take_the_unit_they_reach(tmp_path: Path) -> None:
     # a 1 KiB limit read "(0.0 MiB)" (a fresh-user finding)
     doc = tmp_path / "b.geojson"
     doc.write_text('{"type": "FeatureCollection", "features": []}' + " " * 2000)
-    tight = PayloadPolicy(None, max_parquet_bytes=10**6, max_geojson_bytes=1024)
+    tight = PayloadPolicy(None, {"parquet": 10**6, "geojson": 1024})
     with pytest.raises(
         PayloadTooLarge,
         match=r"2045 bytes \(2\.0 KiB\), above the limit of 1024 bytes \(1\.0 KiB\)",
     ):
         _open(str(doc), tight)
-    tiny = PayloadPolicy(None, max_parquet_bytes=10**6, max_geojson_bytes=10)
+    tiny = PayloadPolicy(None, {"parquet": 10**6, "geojson": 10})
     with pytest.raises(
         PayloadTooLarge, match=r"\(2\.0 KiB\), above the limit of 10 bytes for GeoJSON"
     ):

@@ -126,7 +126,7 @@ def test_a_missing_object_is_unavailable_at_once(bucket: str) -> None:
 def test_size_and_corruption_on_s3(bucket: str, tmp_path: Path) -> None:
     whole = NYC.read_bytes()
     uri = _put("nyc.parquet", whole)
-    tight = PayloadPolicy(UNDER_IN.roots, max_parquet_bytes=1000)
+    tight = PayloadPolicy(UNDER_IN.roots, {"parquet": 1000})
     with pytest.raises(PayloadTooLarge, match=f"{len(whole)} bytes .*limit of 1000 bytes"):
         read_features(uri, policy=tight)
     cut = _put("cut.parquet", whole[: len(whole) // 2])

@@ -21,6 +21,7 @@ import shapely
 from tests.catalogue import active, clause, contract_of, polygon_wkb
 from worker.core.evaluate import evaluate
 from worker.core.facts.batch import BatchFacts
+from worker.io.formats.strict_json import NotStrictJson
 from worker.io.formats.wkb_writer import geojson_to_wkb, ragged_to_wkb
 from worker.io.payloads import derive_schema, read_batch_file, read_features
 
@@ -189,16 +190,17 @@ def test_mixed_2d_and_3d_positions_are_refused_not_padded_with_nan(tmp_path: Pat
     )
 
 
-def test_a_nan_z_written_in_the_json_stays_a_non_finite_coordinate(tmp_path: Path) -> None:
+def test_a_nan_z_written_in_the_json_is_not_json(tmp_path: Path) -> None:
+    # RFC 8259 section 6: NaN is not a JSON number; the file is bad input, the path named
     path = tmp_path / "nan.geojson"
     path.write_text(
         '{"type": "FeatureCollection", "features": [{"type": "Feature", "properties": {}, '
         '"geometry": {"type": "Point", "coordinates": [1, 2, NaN]}}]}'
     )
-    batch = read_batch_file(path, layer="wells", data_time=T)
-    assert batch.geometry_errors == {}
-    assert shapely.has_z(shapely.from_wkb(batch.geometries_wkb[0]))
-    assert BatchFacts(batch).invalid_reasons == ((0, "non-finite coordinate (NaN or inf)"),)
+    with pytest.raises(
+        NotStrictJson, match=r"at features\[0\]\.geometry\.coordinates\[2\]: NaN is not"
+    ):
+        read_batch_file(path, layer="wells", data_time=T)
 
 
 def test_geojson_to_wkb_refuses_what_wkb_cannot_hold() -> None:
@@ -286,54 +288,43 @@ NAN = float("nan")
 
 
 @pytest.mark.parametrize(
-    "geometry",
+    ("geometry", "where"),
     [
-        {"type": "Point", "coordinates": [NAN, NAN]},
-        {"type": "Point", "coordinates": [NAN, NAN, NAN]},
-        {"type": "MultiPoint", "coordinates": [[1.0, 2.0], [NAN, NAN]]},
-        {
-            "type": "GeometryCollection",
-            "geometries": [{"type": "Point", "coordinates": [NAN, NAN]}],
-        },
+        ({"type": "Point", "coordinates": [NAN, NAN]}, "coordinates[0]"),
+        ({"type": "Point", "coordinates": [NAN, NAN, NAN]}, "coordinates[0]"),
+        ({"type": "MultiPoint", "coordinates": [[1.0, 2.0], [NAN, NAN]]}, "coordinates[1][0]"),
+        (
+            {
+                "type": "GeometryCollection",
+                "geometries": [{"type": "Point", "coordinates": [NAN, NAN]}],
+            },
+            "geometries[0].coordinates[0]",
+        ),
+        ({"type": "LineString", "coordinates": [[NAN, NAN], [1.0, 1.0]]}, "coordinates[0][0]"),
     ],
-    ids=["point", "point-z", "multipoint", "in-a-collection"],
+    ids=["point", "point-z", "multipoint", "in-a-collection", "line-vertex"],
 )
-def test_a_geojson_point_of_nan_only_is_non_finite_not_empty(
-    tmp_path: Path, geometry: dict[str, Any]
+def test_a_nan_in_a_geojson_position_makes_the_file_bad_input(
+    tmp_path: Path, geometry: dict[str, Any], where: str
 ) -> None:
     # WKB writes POINT EMPTY as NaN coordinates: [NaN, NaN] became an empty point, valid,
-    # admitted under allow_empty (a fresh-user finding); [NaN, 3] was already non-finite
+    # admitted under allow_empty (a fresh-user finding); JSON has no NaN (RFC 8259
+    # section 6), so the file is refused with the first NaN's path
     path = _geojson(
         tmp_path, [_feature({"type": "Point", "coordinates": [1.0, 2.0]}), _feature(geometry)]
     )
-    batch = read_batch_file(path, layer="parcels")
-    assert (
-        batch.geometries_wkb[1] is None and "point position of NaN only" in batch.geometry_errors[1]
-    )
-    lenient = contract_of(
-        clause(
-            "types",
-            "geometry_type",
-            allowed=["Point", "MultiPoint", "GeometryCollection", "Point Z"],
-            allow_empty=True,
-        ),
-        clause("valid", "validity", max_invalid_fraction=0.0),
-    )
-    decision = evaluate(batch, [active(lenient)], now=T)
-    valid = next(r for r in decision.reasons if r.clause == "valid")
-    assert valid.measured["invalid"] == 1
-    assert "non-finite coordinate (NaN or inf)" in valid.measured["reasons"][0]["reason"]
+    with pytest.raises(NotStrictJson) as info:
+        read_batch_file(path, layer="parcels")
+    assert f"at features[1].geometry.{where}: NaN is not a JSON number" in str(info.value)
 
 
-def test_a_nan_vertex_of_a_line_and_an_empty_geojson_point_keep_their_readings(
-    tmp_path: Path,
-) -> None:
-    line = {"type": "LineString", "coordinates": [[NAN, NAN], [1.0, 1.0]]}
+def test_an_empty_geojson_point_stays_empty(tmp_path: Path) -> None:
     empty = {"type": "Point", "coordinates": []}
+    line = {"type": "LineString", "coordinates": [[0.0, 0.0], [1.0, 1.0]]}
     batch = read_batch_file(_geojson(tmp_path, [_feature(line), _feature(empty)]), layer="parcels")
     assert batch.geometry_errors == {}
     facts = BatchFacts(batch)
-    assert facts.invalid_reasons == ((0, "non-finite coordinate (NaN or inf)"),)
+    assert facts.invalid_reasons == ()
     assert facts.is_empty.tolist() == [False, True]
 
 

@@ -103,7 +103,7 @@ def test_a_zip_without_a_vector_file_and_an_unknown_format_say_what_is_read(tmp_
     unknown.write_bytes(b"\x89PNG\r\n\x1a\n....")
     with pytest.raises(
         PayloadError,
-        match=r"the formats read are GeoJSON, GeoParquet, Shapefile \(\.shp, or a \.zip "
+        match=r"the formats read are GeoParquet, GeoJSON, Shapefile \(\.shp, or a \.zip "
         r"holding one\), GeoPackage \(\.gpkg\) and FlatGeobuf \(\.fgb\)",
     ):
         read_features(unknown)

@@ -140,11 +140,11 @@ def test_payload_roots_and_limits_from_env_and_flags(tmp_path) -> None:  # type:
         PayloadRoot("file", str(tmp_path)),
         PayloadRoot("s3", "landing/batches/"),
     )
-    assert (s.payload.max_parquet_bytes, s.payload.max_geojson_bytes) == (2 * 1024**3, 64 * 1024**2)
+    assert (s.payload.limits["parquet"], s.payload.limits["geojson"]) == (2 * 1024**3, 64 * 1024**2)
     # flags win over the environment
     s = Settings.from_env(env, payload_roots=["s3://other/"], max_payload_bytes="1GiB")
     assert s.payload.roots == (PayloadRoot("s3", "other/"),)
-    assert s.payload.max_geojson_bytes == 1024**3
+    assert s.payload.limits["geojson"] == 1024**3
     assert "payload roots: s3://other/;" in describe_settings(s)
     assert Settings.from_env({}).payload.roots == ()  # none: by-reference refused
     # a flag value lists roots as the environment does (found by a new-user session: one

@@ -239,8 +239,9 @@ class Settings:
 
         Overrides whose value is None are ignored, so CLI flags that were not given keep
         the environment's value. ``payload_roots`` (URIs) and ``max_payload_bytes`` (a size
-        or ``parquet=SIZE,geojson=SIZE``) override ``CONTRACT_GATE_PAYLOAD_ROOTS``
-        (separated by commas or whitespace) and ``CONTRACT_GATE_MAX_PAYLOAD_BYTES``.
+        or ``NAME=SIZE,...``, one per reader of ``worker.io.formats.FORMATS``) override
+        ``CONTRACT_GATE_PAYLOAD_ROOTS`` (separated by commas or whitespace) and
+        ``CONTRACT_GATE_MAX_PAYLOAD_BYTES``.
 
         Raises
         ------

@@ -11,6 +11,7 @@ import sys
 
 from worker.cli.args import add_kafka_args, parse_time, settings_from_args
 from worker.cli.payload_args import add_payload_args, file_policy
+from worker.io.formats import formats_named
 
 __all__ = ["register", "run"]
 
@@ -19,14 +20,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     """Add ``batch`` and its action ``publish``."""
     p = sub.add_parser("batch", help="publish batch-arrival events")
     bsub = p.add_subparsers(dest="batch_command", required=True, metavar="ACTION")
-    bp = bsub.add_parser(
-        "publish", help="publish a GeoJSON/GeoParquet file as a batch-arrival event"
-    )
+    bp = bsub.add_parser("publish", help="publish a batch file as a batch-arrival event")
     add_kafka_args(bp)
     bp.add_argument(
         "file",
-        help="GeoJSON FeatureCollection or GeoParquet file (with the formats extra also "
-        "Shapefile, GeoPackage, FlatGeobuf)",
+        help=f"{formats_named()} file (those read through GDAL with the formats extra)",
     )
     bp.add_argument(
         "--layer",
@@ -37,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     bp.add_argument(
         "--crs",
-        help="declared CRS, e.g. EPSG:2263 (default: the file's; GeoJSON is OGC:CRS84)",
+        help="declared CRS, e.g. EPSG:2263 (default: the file's, or its format's default)",
     )
     bp.add_argument(
         "--axis-order",

@@ -25,6 +25,7 @@ from worker.cli.args import (
 from worker.cli.payload_args import add_payload_args, file_policy
 from worker.core._util.jsonsafe import dumps_json
 from worker.core.errors import ContractGateError
+from worker.io.formats import formats_named
 
 if TYPE_CHECKING:
     from worker.core.chunks import ChunkedBatch
@@ -37,10 +38,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     """Add ``check`` and its arguments."""
     p = sub.add_parser(
         "check",
-        help="evaluate a GeoJSON or GeoParquet file offline against contract files",
+        help="evaluate a batch file offline against contract files",
         description=(
-            "Evaluate a batch file against contract versions without Kafka. A GeoParquet "
-            "file is evaluated chunk by chunk as the worker evaluates a by-reference payload "
+            f"Evaluate a batch file against contract versions without Kafka. A "
+            f"{formats_named(chunked=True)} file is evaluated chunk by chunk as the worker "
+            "evaluates a by-reference payload "
             "(memory bounded by a chunk, not the file), unless --offenders or --html need "
             "every geometry; other formats are read whole. Exit 0 when admitted, 1 when "
             "quarantined, 2 on bad input."
@@ -48,9 +50,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "batch",
-        help="GeoJSON FeatureCollection or GeoParquet file: a path, file:// or s3:// URI (S3 "
-        "through the standard AWS environment); with the formats extra also a local "
-        "Shapefile (.shp, or a .zip holding one), GeoPackage or FlatGeobuf",
+        help=f"{formats_named(by_reference=True)} file: a path, file:// or s3:// URI (S3 "
+        "through the standard AWS environment); a "
+        f"{formats_named(local_only=True)} from a local path, with the formats extra",
     )
     add_payload_args(p, roots=False)
     p.add_argument(
@@ -67,7 +69,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="FILE",
         help="an observing version (repeatable)",
     )
-    p.add_argument("--crs", help="declared CRS, overriding the file's (GeoJSON default OGC:CRS84)")
+    p.add_argument("--crs", help="declared CRS, overriding the file's (or its format's default)")
     p.add_argument(
         "--axis-order",
         choices=["east_north", "north_east"],
@@ -92,15 +94,16 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--id-column",
         metavar="COLUMN",
         help="attribute column whose values name features in the offending-feature lists "
-        "(default: the contract's id_column, else the GeoJSON id member, else the row index)",
+        "(default: the contract's id_column, else the ids the file gives its features, else "
+        "the row index)",
     )
     p.add_argument(
         "--offenders",
         metavar="FILE",
         help="write the offending features as a GeoJSON FeatureCollection (the broken "
         "clauses as properties; open it in QGIS); the batch file is then read whole (a "
-        "GeoParquet file is otherwise evaluated one row group chunk at a time, in bounded "
-        "memory)",
+        f"{formats_named(chunked=True)} file is otherwise evaluated one chunk at a time, in "
+        "bounded memory)",
     )
     p.add_argument(
         "--html",

@@ -17,7 +17,16 @@ import shapely
 
 from worker.core._util.text import clip
 from worker.core.errors import PayloadCorrupt
-from worker.io.formats.base import RFC7946_CRS, FeatureData, _fail, _to_wkb, text_column
+from worker.io.formats.base import (
+    RFC7946_CRS,
+    FeatureData,
+    Source,
+    _fail,
+    _to_wkb,
+    canonical_table,
+    text_column,
+)
+from worker.io.formats.strict_json import NotStrictJson, loads_strict
 from worker.io.formats.wkb_writer import geojson_to_wkb
 
 
@@ -27,12 +36,16 @@ def _read_geojson(path: Path | str, data: bytes | None = None) -> FeatureData:
     if data is None:
         data = Path(path).read_bytes()
     try:
-        doc = json.loads(data)
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise PayloadCorrupt(
-            f"{path}: not a JSON document ({exc}); the formats read are GeoJSON, GeoParquet, "
-            "Shapefile (.shp, or a .zip holding one), GeoPackage (.gpkg) and FlatGeobuf (.fgb)"
+        doc = loads_strict(data)
+    except NotStrictJson as exc:
+        raise NotStrictJson(
+            f"{path}: not strict JSON, so not GeoJSON (RFC 7946 section 1.4 builds on RFC "
+            f"8259): at {exc}; write null for a missing value and one member per name"
         ) from None
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        from worker.io.formats import formats_read
+
+        raise PayloadCorrupt(f"{path}: not a JSON document ({exc}); {formats_read()}") from None
     except RecursionError:
         raise PayloadCorrupt(
             f"{path}: JSON nested too deeply to read (hundreds of levels of arrays or objects)"
@@ -58,7 +71,6 @@ def _read_geojson(path: Path | str, data: bytes | None = None) -> FeatureData:
     geoms: list[str | None] = []
     props: list[dict[str, Any]] = []
     refused_before_geos: dict[int, str] = {}
-    nan_text = b"NaN" in data  # JSON's non-standard NaN, looked for only where spelled
     ids: list[str | int | float | None] = []
     for i, feat in enumerate(features):
         if not isinstance(feat, dict) or feat.get("type") != "Feature":
@@ -67,8 +79,6 @@ def _read_geojson(path: Path | str, data: bytes | None = None) -> FeatureData:
         if p is not None and not isinstance(p, dict):
             raise _fail(path, f"features[{i}].properties is not an object or null")
         refused = _too_deep(g)
-        if refused is None and nan_text:
-            refused = _nan_point(g)
         geoms.append(json.dumps(g) if g is not None and not refused else None)
         props.append(p or {})
         if refused:
@@ -81,7 +91,7 @@ def _read_geojson(path: Path | str, data: bytes | None = None) -> FeatureData:
     errors.update(refused_before_geos)
     return FeatureData(
         wkb,
-        _properties_table(props),
+        canonical_table(_properties_table(props), path),
         _legacy_crs(path, doc),
         geometry_errors=errors,
         feature_ids=tuple(ids) if any(i is not None for i in ids) else None,
@@ -147,42 +157,6 @@ def _too_deep(geometry: Any) -> str | None:
     return None
 
 
-#: Why a point position of NaN only is refused (see :func:`_nan_point`).
-NAN_POINT = (
-    "non-finite coordinate (NaN or inf): a point position of NaN only, which WKB can only "
-    'write as an empty point; GeoJSON writes an empty Point as "coordinates": []'
-)
-
-
-def _nan_point(geometry: Any) -> str | None:
-    """:data:`NAN_POINT` when a Point's position, or one of a MultiPoint's, holds only
-    NaN (JSON's non-standard ``NaN``; also inside a GeometryCollection), else None.
-
-    WKB has no empty point of its own: ISO/OGC writers encode ``POINT EMPTY`` as NaN
-    coordinates, and GEOS reads them back as empty. Written to WKB, ``[NaN, NaN]`` would
-    become an empty point, valid, and admitted where ``allow_empty`` is true (a fresh-user
-    finding), while ``[NaN, 3]`` is a non-finite coordinate. Other geometries keep a NaN
-    vertex as written: validity finds it. Walks at most :data:`MAX_GEOMETRY_DEPTH` levels
-    (deeper is refused before)."""
-    stack = [geometry]
-    while stack:
-        node = stack.pop()
-        if not isinstance(node, dict):
-            continue
-        kind, coords = node.get("type"), node.get("coordinates")
-        positions = [coords] if kind == "Point" else coords if kind == "MultiPoint" else []
-        for pos in positions if isinstance(positions, list) else ():
-            if isinstance(pos, list) and pos and all(_is_nan(v) for v in pos):
-                return NAN_POINT
-        if isinstance(node.get("geometries"), list):
-            stack.extend(node["geometries"])
-    return None
-
-
-def _is_nan(value: Any) -> bool:
-    return type(value) is float and value != value
-
-
 def _geos_reason(text: str) -> str:
     try:
         shapely.from_geojson(text)
@@ -222,3 +196,31 @@ def _properties_table(props: Sequence[dict[str, Any]]) -> pa.Table:
     if not names:  # no properties at all: a table of len(props) rows and no columns
         return pa.table({"_": pa.nulls(len(props))}).drop_columns(["_"])
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
+
+
+class GeoJsonReader:
+    """The registry entry (:class:`~worker.io.formats.base.Reader`) of GeoJSON: a JSON
+    text starting with ``{`` or ``[`` (after an optional UTF-8 BOM and whitespace),
+    parsed whole and strictly (:mod:`.strict_json`)."""
+
+    name = "geojson"
+    title = "GeoJSON"
+    described: tuple[str, ...] = ("GeoJSON",)
+    magic = "GeoJSON is a JSON object starting with '{'"
+    #: parsed whole, several times its size in memory
+    default_limit_bytes = 256 * 1024**2
+    by_reference = True
+    chunked = False
+
+    def sniff(self, head: bytes, tail: bytes, name: str) -> bool:
+        text = head.removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r\n")
+        return text[:1] in (b"{", b"[") or (not text and len(head) >= 4096)
+
+    def read(self, src: Source) -> FeatureData:
+        return _read_geojson(src.uri, src.read_all())
+
+    def chunks(self, src: Source, count_nulls: bool = True) -> None:
+        return None
+
+
+READER = GeoJsonReader()

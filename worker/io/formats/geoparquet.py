@@ -25,9 +25,28 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
-from worker.io.formats.base import RFC7946_CRS, FeatureData, _fail
+from worker.core.errors import PayloadCorrupt, PayloadError, PayloadUnavailable
+from worker.io.formats.base import (
+    RFC7946_CRS,
+    FeatureData,
+    Source,
+    _fail,
+    canonical_table,
+    canonical_type,
+    scrub,
+)
 from worker.io.formats.wkb_writer import DIMENSIONS, ragged_to_wkb
-from worker.io.payloads.base import parquet_read_error
+
+
+def parquet_read_error(name: Path | str, exc: BaseException) -> PayloadError:
+    """The error for a failed Parquet read: :class:`PayloadUnavailable` (transient) when
+    the storage failed (an S3/network error), else :class:`PayloadCorrupt` (not Parquet,
+    truncated, a bad footer or page)."""
+    text = scrub(exc)
+    if isinstance(exc, OSError) and ("AWS Error" in text or "curl" in text.lower()):
+        return PayloadUnavailable(f"{name}: read failed ({text})", transient=True)
+    return PayloadCorrupt(f"{name}: not a readable Parquet file ({text})")
+
 
 _NATIVE = {
     "point": "Point",
@@ -216,10 +235,9 @@ def _geo_column(path: Path | str, schema: pa.Schema) -> _GeoColumn:
     encoding = str(meta.get("encoding", "WKB"))
     typ = schema.field(primary).type
     if encoding.upper() == "WKB":
-        # a dictionary-encoded column (written from a pandas categorical) reads as its
-        # values: to_pylist() decodes it
-        values = typ.value_type if pa.types.is_dictionary(typ) else typ
-        if not (pa.types.is_binary(values) or pa.types.is_large_binary(values)):
+        # a dictionary-encoded column (written from a pandas categorical), a large or a
+        # view binary column (Polars) reads as its values: to_pylist() gives bytes
+        if not pa.types.is_binary(canonical_type(typ)):
             raise _fail(path, f"WKB column {primary!r} has arrow type {typ}, not binary")
     elif encoding.lower() not in _NATIVE:
         raise _fail(path, f"unsupported geometry encoding {encoding!r} of column {primary!r}")
@@ -257,7 +275,7 @@ def _features(path: Path | str, table: pa.Table, geo: _GeoColumn) -> FeatureData
     attrs = table.drop_columns([c for c in table.column_names if c in geo.drop])
     return FeatureData(
         geoms,
-        attrs,
+        canonical_table(attrs, path),
         geo.crs,
         edges=geo.edges,
         orientation=geo.orientation,
@@ -297,6 +315,26 @@ class GeoParquetChunks:
     attributes: pa.Table
     rows: int
     null_counts: dict[str, int]
+
+    @property
+    def declared_crs(self) -> str | None:
+        return self.geo.crs
+
+    @property
+    def crs_stated(self) -> bool:
+        return self.geo.crs_stated
+
+    @property
+    def edges(self) -> str:
+        return self.geo.edges
+
+    @property
+    def orientation(self) -> str | None:
+        return self.geo.orientation
+
+    @property
+    def file_claims(self) -> dict[str, Any]:
+        return self.geo.claims
 
     def chunk_rows(self, rows: int, max_bytes: int) -> int:
         """Rows per chunk: ``rows``, fewer when that many rows of the file's average
@@ -387,6 +425,46 @@ def open_geoparquet_chunks(
         raise parquet_read_error(path, exc) from None
     geo = _geo_column(path, schema)
     empty = schema.empty_table()
-    attrs = empty.drop_columns([c for c in empty.column_names if c in geo.drop])
+    attrs = canonical_table(
+        empty.drop_columns([c for c in empty.column_names if c in geo.drop]), path
+    )
     counts = _null_counts(str(path), pf, attrs.column_names) if count_nulls else {}
     return GeoParquetChunks(str(path), pf, geo, attrs, pf.metadata.num_rows, counts)
+
+
+class GeoParquetReader:
+    """The registry entry (:class:`~worker.io.formats.base.Reader`) of (Geo)Parquet:
+    ``PAR1`` at both ends (Apache Parquet file format); read whole or in chunks."""
+
+    name = "parquet"
+    title = "Parquet"
+    described: tuple[str, ...] = ("GeoParquet",)
+    magic = "Parquet starts and ends with the PAR1 magic bytes"
+    default_limit_bytes = 2 * 1024**3
+    by_reference = True
+    chunked = True
+
+    def sniff(self, head: bytes, tail: bytes, name: str) -> bool:
+        """PAR1 at the start and the end; a ``.parquet``/``.geoparquet`` name without it
+        or a file without the closing magic is corrupt (raises)."""
+        if head.startswith(b"PAR1"):
+            if tail != b"PAR1":
+                raise PayloadCorrupt(
+                    f"{name}: not a readable Parquet file (truncated or corrupt: it starts "
+                    "with the PAR1 magic bytes but does not end with them)"
+                )
+            return True
+        if name.lower().rstrip("/").endswith((".parquet", ".geoparquet")):
+            raise PayloadCorrupt(
+                f"{name}: not a Parquet file (the file does not start with the PAR1 magic bytes)"
+            )
+        return False
+
+    def read(self, src: Source) -> FeatureData:
+        return _read_geoparquet(src.uri, src.file)
+
+    def chunks(self, src: Source, count_nulls: bool = True) -> GeoParquetChunks:
+        return open_geoparquet_chunks(src.uri, src.file, count_nulls=count_nulls)
+
+
+READER = GeoParquetReader()

@@ -12,28 +12,23 @@ order as GDAL presents it (x = longitude/easting, ``east_north``); the CRS is th
 
 from __future__ import annotations
 
+import logging
 import zipfile
 from pathlib import Path
 from typing import Any
 
 import pyarrow as pa
 
-from worker.core.errors import PayloadError
-from worker.io.formats.base import FeatureData, _fail
+from worker.core.errors import PayloadCorrupt, PayloadError
+from worker.io.formats.base import FeatureData, Source, _fail, canonical_table
+from worker.io.formats.dbf_encoding import TextEncoding, dbf_encoding
 
-__all__ = [
-    "OGR_FORMATS",
-    "OGR_SUFFIXES",
-    "SHAPEFILE_SIDECARS",
-    "ogr_format",
-    "ogr_sidecars",
-    "read_ogr",
-]
+__all__ = ["READER", "SHAPEFILE_SIDECARS", "ogr_format", "ogr_sidecars", "read_ogr"]
 
-#: What this module reads, for messages: name and how it is recognised.
-OGR_FORMATS = "Shapefile (.shp, or a .zip holding one), GeoPackage (.gpkg), FlatGeobuf (.fgb)"
-#: File name suffixes read through OGR.
-OGR_SUFFIXES = (".shp", ".zip", ".gpkg", ".fgb")
+log = logging.getLogger(__name__)
+
+#: Schema metadata key of the attributes: how the text was decoded and why (shapefiles).
+TEXT_ENCODING_KEY = b"text_encoding"
 
 #: Files GDAL's shapefile driver reads beside the ``.shp`` (index, attributes, CRS, code
 #: page; ESRI Shapefile Technical Description, 1998, and GDAL's shapefile driver page), in
@@ -149,18 +144,96 @@ def read_ogr(path: Path, fmt: str, *, shown: Path | None = None) -> FeatureData:
             "one to check or publish to a file of its own (e.g. `ogr2ogr out.gpkg in.gpkg "
             "LAYER`)",
         )
+    encoding = _text_encoding(path, fmt, target)
+    options = {"encoding": encoding.encoding} if encoding is not None else {}
     try:
-        meta, table = pyogrio.read_arrow(target, layer=0)
+        meta, table = pyogrio.read_arrow(target, layer=0, **options)
     except Exception as exc:  # pyogrio.errors.DataSourceError, DataLayerError, GDAL errors
         raise _fail(path, f"GDAL cannot read {what}: {exc}") from None
     geom_name = meta.get("geometry_name") or "wkb_geometry"
     if geom_name not in table.column_names:
         raise _fail(path, f"{what} has no geometry column (layer {layers[0][0]!r})")
     wkb = table.column(geom_name).to_pylist()
-    attributes = pa.table(table.drop_columns([geom_name]))
+    attributes = canonical_table(
+        pa.table(table.drop_columns([geom_name])), path, _text_fix(fmt, encoding)
+    )
+    if encoding is not None:
+        attributes = attributes.replace_schema_metadata(
+            {**(attributes.schema.metadata or {}), TEXT_ENCODING_KEY: encoding.rule.encode()}
+        )
+        note = encoding.note(str(path))
+        if note:
+            log.warning("%s", note)
     crs = meta.get("crs")
     return FeatureData(
         tuple(None if g is None else bytes(g) for g in wkb),
         attributes,
         str(crs) if crs else None,
     )
+
+
+def _text_encoding(path: Path, fmt: str, target: str) -> TextEncoding | None:
+    """How a shapefile's DBF text is decoded (:mod:`.dbf_encoding`); None for the other
+    formats (GeoPackage and FlatGeobuf text is UTF-8 by their specifications)."""
+    if fmt == "zip" and target.lower().endswith(".shp"):
+        prefix = f"/vsizip/{path.resolve()}/"
+        return dbf_encoding(path, target[len(prefix) :])
+    if fmt == "ESRI Shapefile":
+        return dbf_encoding(path)
+    return None
+
+
+def _text_fix(fmt: str, encoding: TextEncoding | None) -> str:
+    if encoding is None:
+        return "the format stores UTF-8 text: rewrite the file from a UTF-8 source"
+    return (
+        f"the text was decoded as {encoding.encoding} ({encoding.rule}): write the "
+        "encoding the text is in (e.g. ISO-8859-1, 1252, UTF-8) into the .cpg file"
+    )
+
+
+class OgrReader:
+    """The registry entry (:class:`~worker.io.formats.base.Reader`) of the formats read
+    through GDAL: an operator's local file only (GDAL opens it by path), read whole."""
+
+    name = "ogr"
+    title = "Shapefile, GeoPackage or FlatGeobuf"
+    described: tuple[str, ...] = (
+        "Shapefile (.shp, or a .zip holding one)",
+        "GeoPackage (.gpkg)",
+        "FlatGeobuf (.fgb)",
+    )
+    magic = (
+        "a shapefile starts with the file code 9994, a zip with PK, a GeoPackage with "
+        "'SQLite format 3', a FlatGeobuf with 'fgb'"
+    )
+    default_limit_bytes = 2 * 1024**3
+    by_reference = False
+    chunked = False
+
+    def sniff(self, head: bytes, tail: bytes, name: str) -> bool:
+        return ogr_format(Path(name), head[:16]) is not None
+
+    def read(self, src: Source) -> FeatureData:
+        if src.path is None:
+            raise PayloadCorrupt(
+                f"{src.uri}: {', '.join(self.described)} files are read from a local path "
+                "only (GDAL opens them by name): copy the file here first"
+            )
+        src.file.seek(0)
+        path = Path(src.path)
+        fmt = ogr_format(Path(src.uri), bytes(src.file.read(16))) or "ESRI Shapefile"
+        shown = None if "://" in src.uri else Path(src.uri)  # a private copy's real name
+        return read_ogr(path, fmt, shown=shown)
+
+    def sidecars(self, path: Path) -> tuple[str, ...]:
+        """The files GDAL opens beside ``path`` (a shapefile's; none for the one-file
+        formats), copied with it from their verified descriptors by the loader."""
+        fmt = "ESRI Shapefile" if path.suffix.lower() == ".shp" else ""
+        return ogr_sidecars(path, fmt)
+
+    def chunks(self, src: Source, count_nulls: bool = True) -> None:
+        return None
+
+
+READER = OgrReader()

@@ -1,8 +1,9 @@
-"""Read batch files (GeoJSON, GeoParquet) and by-reference payloads into batches.
+"""Read batch files and by-reference payloads into batches.
 
-One module per format (:mod:`.geojson`, :mod:`.geoparquet`), what they share in
-:mod:`.base`, and file / URI entry points in :mod:`.payload` (whole) and :mod:`.chunks`
-(GeoParquet in chunks, for evaluation in bounded memory). Every failure raises
+The formats are the readers of :data:`worker.io.formats.FORMATS`; here are where a
+payload may be read from and how large (:mod:`.policy`), its opening (:mod:`.open`,
+:mod:`.s3`, :mod:`.base`) and the file / URI entry points in :mod:`.load` (whole) and
+:mod:`.chunks` (in chunks, for evaluation in bounded memory). Every failure raises
 :class:`worker.core.errors.PayloadError` naming the file and the problem.
 """
 

@@ -1,36 +1,29 @@
 """What every payload opening shares: the opened payload, its format, its size checks.
 
-The format comes from the magic bytes (Parquet: ``PAR1`` at both ends; GeoJSON: a JSON
-text starting with ``{`` or ``[``); the size is checked against the limit of the format
-before any content is read. Error texts carry no AWS credential of the environment
-(:func:`_scrub`).
+The format comes from the first and last bytes, asked of every reader of
+:data:`worker.io.formats.FORMATS` (:func:`sniff_format`); the size is checked against
+the limit of the format before any content is read. Error texts carry no AWS credential
+of the environment (:func:`_scrub`).
 """
 
 from __future__ import annotations
 
-import os
 from dataclasses import dataclass
 from datetime import datetime
-from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pyarrow as pa
 
-from worker.core._util.text import clip
-from worker.core.errors import (
-    PayloadCorrupt,
-    PayloadError,
-    PayloadTooLarge,
-    PayloadUnavailable,
-)
+from worker.core.errors import PayloadCorrupt, PayloadTooLarge, PayloadUnavailable
+from worker.io.formats import FORMATS, formats_read
+from worker.io.formats.base import scrub as _scrub
+from worker.io.payloads.policy import MIB, PayloadPolicy
 
 if TYPE_CHECKING:
-    pass
-from worker.io.payloads.policy import MIB, Format, PayloadPolicy
+    from worker.io.formats.base import Reader
 
 __all__ = [
     "OpenedPayload",
-    "parquet_read_error",
     "sniff_format",
 ]
 
@@ -41,17 +34,25 @@ _HEAD_BYTES = 4096
 
 @dataclass
 class OpenedPayload:
-    """An opened payload: its URI (credentials masked), format, size (bytes), modification
-    time (UTC, None when unknown) and a pyarrow random-access file positioned anywhere.
+    """An opened payload: its URI (credentials masked), format (the ``name`` of its
+    reader in :data:`~worker.io.formats.FORMATS`), size (bytes), modification time (UTC,
+    None when unknown), a pyarrow random-access file positioned anywhere and, for a
+    local file, its real path (for readers that hand GDAL a path).
 
-    Read it with :meth:`read_all` (GeoJSON) or hand :attr:`file` to pyarrow (Parquet):
-    never more than :attr:`size` bytes, the figure checked against the limit."""
+    Read it with :meth:`read_all` or hand :attr:`file` to pyarrow: never more than
+    :attr:`size` bytes, the figure checked against the limit."""
 
     uri: str
-    format: Format
+    format: str
     size: int
     mtime: datetime | None
     file: pa.NativeFile
+    path: str | None = None
+
+    @property
+    def reader(self) -> Reader:
+        """The reader of :attr:`format`."""
+        return FORMATS[self.format]
 
     def read_all(self) -> bytes:
         """The whole payload: at most :attr:`size` bytes.
@@ -77,10 +78,11 @@ class OpenedPayload:
         return bytes(data)
 
 
-def sniff_format(head: bytes, tail: bytes, size: int, name: str) -> Format:
-    """The format from the magic bytes: ``PAR1`` at the start (and end) is Parquet; a JSON
-    text (after an optional UTF-8 BOM and whitespace) starting with ``{`` or ``[`` is
-    GeoJSON. The name only sharpens the message when it claims Parquet.
+def sniff_format(head: bytes, tail: bytes, size: int, name: str) -> str:
+    """The format (a reader's ``name``) from the first and last bytes: the first reader
+    of :data:`~worker.io.formats.FORMATS` that recognises them. Every reader is asked,
+    so one may refuse a file its name claims (a ``.parquet`` name without the PAR1
+    magic) whatever the order.
 
     Parameters
     ----------
@@ -89,42 +91,27 @@ def sniff_format(head: bytes, tail: bytes, size: int, name: str) -> Format:
     size : int
         Total size (bytes).
     name : str
-        URI or path, for messages and the ``.parquet`` suffix.
+        URI or path, for messages and the readers that look at a suffix.
 
     Raises
     ------
     PayloadCorrupt
-        Parquet without its closing magic (truncated), a ``.parquet``/``.geoparquet`` name
-        without the PAR1 magic, or neither format.
+        A reader refused the file (truncated, a name without its magic), or no reader
+        recognises it; the message names the formats read.
     """
-    if head.startswith(b"PAR1"):
-        if size < 12 or tail != b"PAR1":
-            raise PayloadCorrupt(
-                f"{name}: not a readable Parquet file (truncated or corrupt: it starts with "
-                "the PAR1 magic bytes but does not end with them)"
-            )
-        return "parquet"
-    if name.lower().rstrip("/").endswith((".parquet", ".geoparquet")):
-        raise PayloadCorrupt(
-            f"{name}: not a Parquet file (the file does not start with the PAR1 magic bytes)"
-        )
-    text = head.removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r\n")
-    if text[:1] in (b"{", b"[") or (not text and size > len(head)):
-        return "geojson"
+    claims = [r.name for r in FORMATS.values() if r.sniff(head, tail, name)]
+    if claims:
+        return claims[0]
+    magic = "; ".join(r.magic for r in FORMATS.values())
     raise PayloadCorrupt(
-        f"{name}: not a JSON document (neither Parquet, which starts with the PAR1 magic "
-        "bytes, nor GeoJSON, a JSON object starting with '{'); the formats read are GeoJSON, "
-        "GeoParquet, Shapefile (.shp, or a .zip holding one), GeoPackage (.gpkg) and "
-        "FlatGeobuf (.fgb)"
+        f"{name}: not a JSON document nor any other format read ({magic}); {formats_read()}"
     )
 
 
-def _check_size_and_format(
-    name: str, size: int, file: pa.NativeFile, policy: PayloadPolicy
-) -> Format:
+def _check_size_and_format(name: str, size: int, file: pa.NativeFile, policy: PayloadPolicy) -> str:
     """The format, after checking the size against the limits; reads at most 4096 + 4
     bytes."""
-    largest = max(policy.max_parquet_bytes, policy.max_geojson_bytes)
+    largest = max(policy.limits.values())
     if size == 0:
         raise PayloadCorrupt(f"{name}: an empty file (0 bytes)")
     try:
@@ -145,8 +132,7 @@ def _check_size_and_format(
         raise
     limit = policy.limit(fmt)
     if size > limit:
-        what = "Parquet" if fmt == "parquet" else "GeoJSON"
-        raise PayloadTooLarge(f"{name}: {_too_large(size, limit, what)}")
+        raise PayloadTooLarge(f"{name}: {_too_large(size, limit, FORMATS[fmt].title)}")
     return fmt
 
 
@@ -166,26 +152,3 @@ def _too_large(size: int, limit: int, what: str) -> str:
         "--max-payload-bytes "
         "(CONTRACT_GATE_MAX_PAYLOAD_BYTES) or split the batch"
     )
-
-
-_SECRET_ENV = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
-
-
-def _scrub(exc: BaseException) -> str:
-    """An error text, clipped, with the environment's AWS credentials masked."""
-    text = " ".join(str(exc).split())
-    for var in _SECRET_ENV:
-        secret = os.environ.get(var)
-        if secret and len(secret) >= 4:
-            text = text.replace(secret, "***")
-    return clip(text, 300)
-
-
-def parquet_read_error(name: Path | str, exc: BaseException) -> PayloadError:
-    """The error for a failed Parquet read: :class:`PayloadUnavailable` (transient) when
-    the storage failed (an S3/network error), else :class:`PayloadCorrupt` (not Parquet,
-    truncated, a bad footer or page)."""
-    text = _scrub(exc)
-    if isinstance(exc, OSError) and ("AWS Error" in text or "curl" in text.lower()):
-        return PayloadUnavailable(f"{name}: read failed ({text})", transient=True)
-    return PayloadCorrupt(f"{name}: not a readable Parquet file ({text})")

@@ -1,9 +1,10 @@
-"""GeoParquet read in chunks for evaluation in bounded memory
+"""Batch files read in chunks for evaluation in bounded memory
 (:class:`worker.core.chunks.ChunkedBatch`): an event's by-reference payload (the worker,
 :func:`load_payload_chunked`) and an operator's batch file (``check``,
-:func:`read_batch_file_chunked`). Only the footer is read up front; each pass over the
-chunks opens the file again and reads one Parquet record batch at a time. Any other
-format is read whole, as :mod:`.payload` reads it (one chunk).
+:func:`read_batch_file_chunked`), in every format whose reader has ``chunks``
+(:class:`~worker.io.formats.base.ChunkedFile`). Only the footer is read up front; each
+pass over the chunks opens the file again and reads one chunk at a time. A format read
+whole (its reader's ``chunks`` gives None) is read as :mod:`.load` reads it (one chunk).
 """
 
 from __future__ import annotations
@@ -20,12 +21,11 @@ from pathlib import Path
 from worker.core.chunks import ChunkedBatch
 from worker.core.errors import PayloadCorrupt, PayloadUnavailable
 from worker.core.model import AXIS_ORDERS, Batch
-from worker.io.formats.base import _fail, derive_schema
-from worker.io.formats.geoparquet import GeoParquetChunks, open_geoparquet_chunks
+from worker.io.formats import FORMATS
+from worker.io.formats.base import ChunkedFile, _fail, derive_schema
 from worker.io.payloads.load import (
     _feature_fields,
     _guarded,
-    _ogr_file,
     crs_conflict,
     load_payload,
     read_batch_file,
@@ -35,7 +35,7 @@ from worker.io.payloads.policy import UNRESTRICTED, PayloadPolicy
 
 __all__ = ["CHUNK_BYTES", "CHUNK_ROWS", "load_payload_chunked", "read_batch_file_chunked"]
 
-#: Features per chunk when a GeoParquet payload or batch file is evaluated in chunks
+#: Features per chunk when a payload or batch file is evaluated in chunks
 #: (:func:`load_payload_chunked`, :func:`read_batch_file_chunked`), at most.
 CHUNK_ROWS = 4096
 #: Uncompressed bytes per chunk, about (the file's average row size decides the rows):
@@ -43,11 +43,9 @@ CHUNK_ROWS = 4096
 CHUNK_BYTES = 16 * 1024 * 1024
 
 
-def _open_footer(
-    uri: str, policy: PayloadPolicy
-) -> tuple[GeoParquetChunks, datetime | None] | None:
-    """The footer of the GeoParquet file at ``uri`` (and its modification time, None if
-    unknown), or None when the file is not Parquet. Transient failures are retried
+def _open_footer(uri: str, policy: PayloadPolicy) -> tuple[ChunkedFile, datetime | None] | None:
+    """The file at ``uri`` opened for chunks (and its modification time, None if
+    unknown), or None when its format is read whole. Transient failures are retried
     ``policy.attempts`` times.
 
     Raises
@@ -57,18 +55,18 @@ def _open_footer(
         that cannot be used.
     """
 
-    def head() -> tuple[GeoParquetChunks, datetime | None] | None:
+    def head() -> tuple[ChunkedFile, datetime | None] | None:
         with open_payload(uri, policy) as src:
-            if src.format != "parquet":
-                return None
-            return _guarded(src.uri, lambda: open_geoparquet_chunks(src.uri, src.file)), src.mtime
+            reader = FORMATS[src.format]
+            opened = _guarded(src.uri, lambda: reader.chunks(src))
+            return None if opened is None else (opened, src.mtime)
 
     return with_retries(head, policy)
 
 
 def _chunked(
     uri: str,
-    opened: GeoParquetChunks,
+    opened: ChunkedFile,
     meta: Batch,
     policy: PayloadPolicy,
     chunk_rows: int,
@@ -84,16 +82,18 @@ def _chunked(
     )
     meta = replace(meta, schema_fields=fields)
 
-    def again() -> tuple[ExitStack, GeoParquetChunks]:
+    def again() -> tuple[ExitStack, ChunkedFile]:
         stack = ExitStack()
         try:
             src = stack.enter_context(open_payload(uri, policy))
-            opened = _guarded(
-                src.uri, lambda: open_geoparquet_chunks(src.uri, src.file, count_nulls=False)
-            )
+            reader = FORMATS[src.format]
+            opened = _guarded(src.uri, lambda: reader.chunks(src, count_nulls=False))
         except BaseException:
             stack.close()
             raise
+        if opened is None:  # the file was replaced by one of a format read whole
+            stack.close()
+            raise PayloadCorrupt(f"{uri}: the file changed while being evaluated")
         return stack, opened
 
     def chunks() -> Iterator[Batch]:
@@ -166,13 +166,13 @@ def load_payload_chunked(
         geometries_wkb=(),
         attributes=opened.attributes,
         geometry_errors={},
-        edges=opened.geo.edges,
-        orientation=opened.geo.orientation,
+        edges=opened.edges,
+        orientation=opened.orientation,
         covering_bbox=None,
         feature_ids=None,
         coordinate_bounds=None,
         crs_conflict=crs_conflict(
-            opened.geo.crs if opened.geo.crs_stated else None,
+            opened.declared_crs if opened.crs_stated else None,
             event.declared_crs,
         ),
     )
@@ -220,8 +220,6 @@ def read_batch_file_chunked(
             policy=policy,
         )
 
-    if policy.roots is None and _ogr_file(p) is not None:
-        return whole()
     found = _open_footer(p, policy)
     if found is None:
         return whole()
@@ -238,14 +236,14 @@ def read_batch_file_chunked(
         producer=producer,
         data_time=data_time,
         produced_at=datetime.now(timezone.utc),
-        declared_crs=crs if crs is not None else opened.geo.crs,
+        declared_crs=crs if crs is not None else opened.declared_crs,
         axis_order=axis_order or "east_north",  # type: ignore[arg-type]
         schema_fields=(),
         feature_count=opened.rows,
         geometries_wkb=(),
         attributes=opened.attributes,
-        edges=opened.geo.edges,
-        orientation=opened.geo.orientation,
-        file_claims=opened.geo.claims,
+        edges=opened.edges,
+        orientation=opened.orientation,
+        file_claims=opened.file_claims,
     )
     return _chunked(p, opened, meta, policy, chunk_rows, chunk_bytes)

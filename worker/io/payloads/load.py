@@ -11,8 +11,6 @@ read under the configured roots only (none by default); an operator's own file
 
 from __future__ import annotations
 
-import os
-import stat
 import uuid
 from collections.abc import Callable
 from dataclasses import replace
@@ -23,17 +21,13 @@ from typing import Any, TypeVar
 import pyarrow as pa
 
 from worker.core._util.text import clip
-from worker.core.errors import PayloadError
+from worker.core.errors import PayloadCorrupt, PayloadError
 from worker.core.model import AXIS_ORDERS, Batch
+from worker.io.formats import FORMATS, formats_read
 from worker.io.formats.base import FeatureData, _fail, derive_schema
-from worker.io.formats.geojson import _read_geojson
-from worker.io.formats.geoparquet import (
-    _read_geoparquet,
-)
-from worker.io.formats.ogr import ogr_format, ogr_sidecars, read_ogr
 from worker.io.payloads.base import OpenedPayload
 from worker.io.payloads.beneath import verified_copies
-from worker.io.payloads.open import local_file_path, open_payload, with_retries
+from worker.io.payloads.open import open_payload, with_retries
 from worker.io.payloads.policy import UNRESTRICTED, PayloadPolicy
 
 __all__ = [
@@ -47,15 +41,15 @@ T = TypeVar("T")
 
 
 def read_features(path: str | Path, *, policy: PayloadPolicy = UNRESTRICTED) -> FeatureData:
-    """Read the geometries, attributes and CRS claim of a GeoJSON or GeoParquet file (and,
-    for a local file read without roots, a Shapefile, zipped Shapefile, GeoPackage or
-    FlatGeobuf through the optional pyogrio extra).
+    """Read the geometries, attributes and CRS claim of a batch file in any format of
+    :data:`worker.io.formats.FORMATS` (those not ``by_reference`` only for an operator's
+    local file, read without roots).
 
     ``path`` is a local path, a ``file://`` URI or an ``s3://bucket/key`` URI, opened
     under ``policy`` (default: any location, default size limits; see
-    :func:`~worker.io.payloads.open.open_payload`). The format is chosen by the magic
-    bytes (``PAR1`` is Parquet), not the suffix. Transient failures are retried
-    ``policy.attempts`` times.
+    :func:`~worker.io.payloads.open.open_payload`). The format is chosen by the readers'
+    magic-byte sniffs, not the suffix. Transient failures are retried ``policy.attempts``
+    times.
 
     Raises
     ------
@@ -69,58 +63,36 @@ def read_features(path: str | Path, *, policy: PayloadPolicy = UNRESTRICTED) -> 
 
 
 def _read_payload(uri: str, policy: PayloadPolicy) -> tuple[FeatureData, datetime | None]:
-    """The features at ``uri`` and the payload's modification time (None if unknown).
-
-    An operator's own local file (a ``policy`` without roots: ``check``, ``batch
-    publish``) may also be a Shapefile (or a zip holding one), a GeoPackage or a
-    FlatGeobuf, read through pyogrio (:mod:`.ogr`); by-reference payloads of events are
-    GeoJSON or GeoParquet only.
-    """
-    if policy.roots is None:
-        found = _ogr_file(uri)
-        if found is not None:  # GDAL reads private copies of what was verified (issue 31)
-            path, fmt, _ = found
-            largest = max(policy.max_parquet_bytes, policy.max_geojson_bytes)
-            sidecars = ogr_sidecars(path, fmt)
-            with verified_copies(path.parent, path.name, sidecars, largest, str(path)) as (
-                copy,
-                original,
-            ):
-                return read_ogr(copy, fmt, shown=path), original.mtime
+    """The features at ``uri`` and the payload's modification time (None if unknown)."""
 
     def attempt() -> tuple[FeatureData, datetime | None]:
         with open_payload(uri, policy) as src:
-            return _parse(src), src.mtime
+            return _parse(src, policy), src.mtime
 
     return with_retries(attempt, policy)
 
 
-def _ogr_file(uri: str) -> tuple[Path, str, datetime] | None:
-    """``(path, format, mtime)`` when ``uri`` is a local regular file in a format read
-    through pyogrio (by its magic bytes, else its suffix), else None."""
-    path = local_file_path(uri)
-    if path is None:
-        return None
-    try:
-        st = os.lstat(path)
-        if not stat.S_ISREG(st.st_mode):
-            return None
-        with path.open("rb") as fh:
-            head = fh.read(16)
-    except OSError:
-        return None
-    fmt = ogr_format(path, head)
-    if fmt is None:
-        return None
-    return path, fmt, datetime.fromtimestamp(st.st_mtime, tz=timezone.utc)
-
-
-def _parse(src: OpenedPayload) -> FeatureData:
-    # malformed content the readers did not anticipate (e.g. an integer beyond int64,
-    # `geo` metadata that is JSON but not an object): a clear PayloadError, never a crash
-    if src.format == "parquet":
-        return _guarded(src.uri, lambda: _read_geoparquet(src.uri, src.file))
-    return _guarded(src.uri, lambda: _read_geojson(src.uri, src.read_all()))
+def _parse(src: OpenedPayload, policy: PayloadPolicy) -> FeatureData:
+    """The features of ``src`` read by its format's reader. A format not read by
+    reference is refused under roots (an event's payload); malformed content the readers
+    did not anticipate (e.g. an integer beyond int64, `geo` metadata that is JSON but not
+    an object) is a clear PayloadError, never a crash."""
+    reader = FORMATS[src.format]
+    if policy.roots is not None and not reader.by_reference:
+        raise PayloadCorrupt(
+            f"{src.uri}: a {reader.title} file, which is read from an operator's own file "
+            f"(check, batch publish) only; {formats_read(by_reference=True)}"
+        )
+    sidecars = getattr(reader, "sidecars", None)
+    if src.path is None or sidecars is None:
+        return _guarded(src.uri, lambda: reader.read(src))
+    # a reader that opens files by name (GDAL) reads private copies of what was verified,
+    # the file and its sidecars, never the name given (issue 31)
+    path = Path(src.path)
+    limit = policy.limits.get(reader.name, src.size)
+    with verified_copies(path.parent, path.name, sidecars(path), limit, src.uri) as (copy, _):
+        copied = replace(src, path=str(copy))
+        return _guarded(src.uri, lambda: reader.read(copied))
 
 
 def read_batch_file(
@@ -134,7 +106,8 @@ def read_batch_file(
     producer: str = "contract-gate-cli",
     policy: PayloadPolicy = UNRESTRICTED,
 ) -> Batch:
-    """Read a GeoJSON FeatureCollection or a GeoParquet file as one :class:`Batch`.
+    """Read a batch file (any format of :data:`worker.io.formats.FORMATS`) as one
+    :class:`Batch`.
 
     Parameters
     ----------
@@ -252,7 +225,8 @@ def load_payload(
     Parameters
     ----------
     uri : str
-        ``file://`` or ``s3://`` URI (or absolute path) of a GeoParquet or GeoJSON file.
+        ``file://`` or ``s3://`` URI (or absolute path) of a file in a format read by
+        reference.
     event : Batch, optional
         The decoded event (metadata, usually no inline features). When given, the result
         is the event with the file's geometries and attributes: the event's metadata wins

@@ -10,8 +10,9 @@ pyarrow's S3 filesystem). Local paths are normalised (``..`` and symlinks resolv
 with ``lstat`` before ``open`` (a FIFO or a device is never opened, so no call can block
 on it) and confirmed with ``fstat`` on the descriptor opened with ``O_NOFOLLOW`` and
 ``O_NONBLOCK``. The size is checked against the limit of the format before any content is
-read, the format comes from the magic bytes (Parquet: ``PAR1`` at both ends; GeoJSON: a
-JSON text starting with ``{`` or ``[``), and every read is bounded by the size checked.
+read, the format comes from the readers' magic-byte sniffs
+(:func:`~worker.io.payloads.base.sniff_format`), and every read is bounded by the size
+checked.
 
 Failures raise the :class:`worker.core.errors.PayloadError` subclasses whose ``reason`` is
 the quarantine reason: ``payload_not_allowed``, ``payload_unavailable`` (transient ones
@@ -206,7 +207,7 @@ def _open_local(name: str, real: str, policy: PayloadPolicy) -> OpenedPayload:
         file.close()
         raise
     mtime = datetime.fromtimestamp(st.st_mtime, tz=timezone.utc)
-    return OpenedPayload(name, fmt, st.st_size, mtime, file)
+    return OpenedPayload(name, fmt, st.st_size, mtime, file, path=real)
 
 
 def _require_regular(name: str, mode: int) -> None:

@@ -11,20 +11,18 @@ from __future__ import annotations
 
 import os
 import re
-from collections.abc import Iterable
-from dataclasses import dataclass
-from typing import TYPE_CHECKING, Literal
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from types import MappingProxyType
+from typing import Literal
 from urllib.parse import unquote, urlparse
 
-if TYPE_CHECKING:
-    pass
+from worker.io.formats import FORMATS
 
 __all__ = [
-    "DEFAULT_MAX_GEOJSON_BYTES",
-    "DEFAULT_MAX_PARQUET_BYTES",
+    "DEFAULT_LIMITS",
     "MAX_SIZE_LIMIT_BYTES",
     "UNRESTRICTED",
-    "Format",
     "PayloadPolicy",
     "PayloadRoot",
     "parse_limits",
@@ -36,17 +34,13 @@ __all__ = [
 MIB = 1024**2
 GIB = 1024**3
 
-#: Default largest GeoParquet payload (bytes): 2 GiB.
-DEFAULT_MAX_PARQUET_BYTES = 2 * GIB
-#: Default largest GeoJSON payload (bytes): 256 MiB (parsed whole, several times its size
-#: in memory).
-DEFAULT_MAX_GEOJSON_BYTES = 256 * MIB
+#: Default largest payload of each format (bytes), by reader name, in registry order.
+DEFAULT_LIMITS: Mapping[str, int] = MappingProxyType(
+    {name: reader.default_limit_bytes for name, reader in FORMATS.items()}
+)
 
 #: Filesystems whose files are not data: never read, whatever the roots say.
 _KERNEL_DIRS = ("/proc", "/sys", "/dev")
-
-
-Format = Literal["parquet", "geojson"]
 
 
 @dataclass(frozen=True)
@@ -157,33 +151,50 @@ def parse_size(text: str) -> int:
     return value
 
 
-def parse_limits(text: str) -> tuple[int, int]:
-    """``(max_parquet_bytes, max_geojson_bytes)`` from ``SIZE`` (both formats) or
-    ``parquet=SIZE,geojson=SIZE`` (either may be left out: its default stays).
+def limits_syntax() -> str:
+    """``parquet=SIZE,geojson=SIZE,...``: one ``NAME=SIZE`` per reader, in registry order."""
+    return ",".join(f"{name}=SIZE" for name in FORMATS)
+
+
+def limits_text(limits: Mapping[str, int], sep: str = ",") -> str:
+    """``parquet=2GiB,geojson=256MiB,...`` (whole binary units where they divide)."""
+    return sep.join(f"{name}={_size_text(size)}" for name, size in limits.items())
+
+
+def _size_text(size: int) -> str:
+    for unit, scale in (("TiB", 1024**4), ("GiB", GIB), ("MiB", MIB), ("KiB", 1024)):
+        if size % scale == 0:
+            return f"{size // scale}{unit}"
+    return str(size)
+
+
+def parse_limits(text: str) -> dict[str, int]:
+    """The limit of every format (a reader ``name`` of :data:`worker.io.formats.FORMATS`)
+    from ``SIZE`` (every format) or ``NAME=SIZE,...`` (one left out keeps its default).
 
     Raises
     ------
     ValueError
-        A bad size (:func:`parse_size`), a format other than ``parquet``/``geojson``, or
-        one given twice.
+        A bad size (:func:`parse_size`), a name that is no reader's, or one given twice.
     """
     if "=" not in text:
         size = parse_size(text)
-        return size, size
-    limits = {"parquet": DEFAULT_MAX_PARQUET_BYTES, "geojson": DEFAULT_MAX_GEOJSON_BYTES}
+        return dict.fromkeys(FORMATS, size)
+    limits = dict(DEFAULT_LIMITS)
     given: set[str] = set()
     for part in text.split(","):
         name, _, value = part.partition("=")
         name = name.strip().lower()
         if name not in limits:
             raise ValueError(
-                f"bad payload size limit {part!r}: expected parquet=SIZE or geojson=SIZE"
+                f"bad payload size limit {part!r}: expected "
+                + " or ".join(f"{n}=SIZE" for n in FORMATS)
             )
         if name in given:  # the last one won without a word (a fresh-user finding)
             raise ValueError(f"bad payload size limit {text!r}: {name} given twice")
         given.add(name)
         limits[name] = parse_size(value)
-    return limits["parquet"], limits["geojson"]
+    return limits
 
 
 @dataclass(frozen=True)
@@ -198,8 +209,9 @@ class PayloadPolicy:
     """
 
     roots: tuple[PayloadRoot, ...] | None = ()
-    max_parquet_bytes: int = DEFAULT_MAX_PARQUET_BYTES
-    max_geojson_bytes: int = DEFAULT_MAX_GEOJSON_BYTES
+    #: largest payload of each format (bytes), by reader name; a format left out has its
+    #: reader's default
+    limits: Mapping[str, int] = field(default_factory=lambda: DEFAULT_LIMITS)
     attempts: int = 3
     backoff_s: float = 0.25
 
@@ -216,13 +228,16 @@ class PayloadPolicy:
         """
         parsed = tuple(parse_root(r) for r in roots if r.strip())
         if max_payload_bytes:
-            parquet, geojson = parse_limits(max_payload_bytes)
-            return cls(parsed, parquet, geojson)
+            return cls(parsed, MappingProxyType(parse_limits(max_payload_bytes)))
         return cls(parsed)
 
-    def limit(self, fmt: Format) -> int:
-        """The largest payload of format ``fmt`` (bytes)."""
-        return self.max_parquet_bytes if fmt == "parquet" else self.max_geojson_bytes
+    def __post_init__(self) -> None:
+        full = {**DEFAULT_LIMITS, **self.limits}
+        object.__setattr__(self, "limits", MappingProxyType(full))
+
+    def limit(self, fmt: str) -> int:
+        """The largest payload of format ``fmt`` (a reader name; bytes)."""
+        return self.limits[fmt]
 
     def describe(self) -> str:
         """One line: the roots (or none / any) and the limits, in bytes."""
@@ -230,10 +245,8 @@ class PayloadPolicy:
             where = "any location"
         else:
             where = ", ".join(str(r) for r in self.roots) or "none (by reference refused)"
-        return (
-            f"payload roots: {where}; max payload bytes: parquet={self.max_parquet_bytes} "
-            f"geojson={self.max_geojson_bytes}"
-        )
+        sizes = " ".join(f"{name}={size}" for name, size in self.limits.items())
+        return f"payload roots: {where}; max payload bytes: {sizes}"
 
 
 #: Any location (regular files only, default size limits): an operator's own files.
