@@ -14,8 +14,9 @@ import pyarrow as pa
 import shapely
 
 from worker.core._util.text import clip
-from worker.core.errors import PayloadCorrupt, PayloadError
+from worker.core.errors import PayloadError
 from worker.core.model import LOGICAL_TYPE_KEY, VALUE_KINDS_KEY, VALUE_TYPES_KEY, FieldSpec
+from worker.io.formats.canonical import UndecodableText, canonical_table, canonical_type
 
 __all__ = [
     "ChunkedFile",
@@ -301,128 +302,3 @@ def _fail(path: Path | str, what: str) -> PayloadError:
 
 def _to_wkb(geoms: Any) -> tuple[bytes | None, ...]:
     return tuple(shapely.to_wkb(np.asarray(geoms, dtype=object)).tolist()) if len(geoms) else ()
-
-
-class UndecodableText(PayloadCorrupt):
-    """A text column holding bytes that are not UTF-8 after the reader decoded the file
-    (Arrow strings are UTF-8 by definition): the file's encoding is not the one its
-    format's rule names. Never handed to an evaluator."""
-
-
-def canonical_type(t: pa.DataType) -> pa.DataType:
-    """The plain Arrow counterpart of ``t``, the type every clause kernel knows.
-
-    ``string_view`` and ``large_string`` -> ``string``; ``binary_view`` and
-    ``large_binary`` -> ``binary``; ``list_view``, ``large_list_view`` and ``large_list``
-    -> ``list``; a dictionary or run-end encoded type -> its value type; struct fields,
-    list items and map keys and items likewise, at any depth (``list<string_view>`` ->
-    ``list<string>``). Any other type is returned as it is. Polars, DuckDB and pyarrow
-    21+ write view types to Parquet (Arrow columnar format, "Variable-size Binary View
-    Layout"); pandas categoricals become dictionaries.
-    """
-    if pa.types.is_dictionary(t) or pa.types.is_run_end_encoded(t):
-        return canonical_type(t.value_type)
-    if pa.types.is_string_view(t) or pa.types.is_large_string(t):
-        return pa.string()
-    if pa.types.is_binary_view(t) or pa.types.is_large_binary(t):
-        return pa.binary()
-    if any(check(t) for check in _LISTS):
-        return pa.list_(t.value_field.with_type(canonical_type(t.value_type)))
-    if pa.types.is_fixed_size_list(t):
-        return pa.list_(t.value_field.with_type(canonical_type(t.value_type)), t.list_size)
-    if pa.types.is_map(t):
-        key = t.key_field.with_type(canonical_type(t.key_type))
-        return pa.map_(key, t.item_field.with_type(canonical_type(t.item_type)), t.keys_sorted)
-    if pa.types.is_struct(t):
-        fields = [t.field(i) for i in range(t.num_fields)]
-        return pa.struct([f.with_type(canonical_type(f.type)) for f in fields])
-    return t
-
-
-_LISTS = (
-    pa.types.is_list,
-    pa.types.is_large_list,
-    pa.types.is_list_view,
-    pa.types.is_large_list_view,
-)
-
-
-def canonical_table(
-    table: pa.Table, where: Path | str, text_fix: str = "write the file's text as UTF-8"
-) -> pa.Table:
-    """``table`` with every column of its :func:`canonical_type` and its text checked.
-
-    The one place where a reader's columns become the canonical batch: every reader
-    applies it to the attributes it returns, so no clause meets a type its kernels lack
-    (``pyarrow.compute.is_in`` has no ``string_view`` kernel: "evaluation error:
-    ArrowNotImplementedError"). Field names, nullability and metadata are kept; values
-    are unchanged (``to_pylist()`` is equal before and after).
-
-    Raises
-    ------
-    UndecodableText
-        A text column (also inside a list, struct or map) with bytes that are not UTF-8,
-        naming the file, the column, the first such row and its bytes (clipped), and
-        ``text_fix`` (the reader's way of declaring the encoding).
-    """
-    columns, changed = [], False
-    for f, col in zip(table.schema, table.columns, strict=True):
-        target = canonical_type(f.type)
-        if target != f.type:
-            col, changed = _cast(col, target), True
-        _check_text(where, f.name, col, text_fix)
-        columns.append(col)
-    if not changed:
-        return table
-    fields = [f.with_type(c.type) for f, c in zip(table.schema, columns, strict=True)]
-    return pa.Table.from_arrays(columns, schema=pa.schema(fields, table.schema.metadata))
-
-
-def _cast(col: pa.ChunkedArray, target: pa.DataType) -> pa.ChunkedArray:
-    if pa.types.is_run_end_encoded(col.type):  # no cast kernel decodes runs (pyarrow 26)
-        import pyarrow.compute as pc
-
-        col = pa.chunked_array([pc.run_end_decode(c) for c in col.chunks], col.type.value_type)
-        if col.type == target:
-            return col
-    try:
-        return col.cast(target)
-    except pa.ArrowNotImplementedError:  # e.g. runs inside a struct: rebuilt from values
-        return pa.chunked_array([pa.array(c.to_pylist(), target) for c in col.chunks], target)
-
-
-def _has_text(t: pa.DataType) -> bool:
-    if pa.types.is_string(t):
-        return True
-    return any(_has_text(t.field(i).type) for i in range(t.num_fields))
-
-
-def _check_text(where: Path | str, name: str, col: pa.ChunkedArray, fix: str) -> None:
-    """Raise :class:`UndecodableText` when a text value of ``col`` is not UTF-8."""
-    if not _has_text(col.type):
-        return
-    for chunk in col.chunks:
-        try:
-            chunk.validate(full=True)  # checks every string is UTF-8
-        except pa.ArrowInvalid:
-            break
-    else:
-        return
-    row, raw = _first_bad_row(col)
-    at = f"row {row} ({clip(repr(raw), 60)})" if row is not None else "a nested value"
-    raise UndecodableText(
-        f"{where}: column {clip(name, 80)!r} holds text that is not UTF-8 at {at}: the "
-        f"bytes are in another encoding than the file says; {fix}"
-    )
-
-
-def _first_bad_row(col: pa.ChunkedArray) -> tuple[int | None, bytes]:
-    if not pa.types.is_string(col.type):
-        return None, b""
-    for i, value in enumerate(col.cast(pa.binary()).to_pylist()):
-        if value is not None:
-            try:
-                value.decode("utf-8")
-            except UnicodeDecodeError:
-                return i, value
-    return None, b""

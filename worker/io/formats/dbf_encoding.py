@@ -72,7 +72,7 @@ class TextEncoding:
             "(ogr2ogr, QGIS, geopandas with pyogrio) decode it"
         )
         if self.also_utf8:
-            text += (
+            return text + (
                 f"; its bytes are also valid UTF-8: if the text is UTF-8, add {cpg} holding UTF-8"
             )
         return text + f"; add {cpg} naming the encoding to make it explicit"
@@ -80,21 +80,22 @@ class TextEncoding:
 
 def cpg_encoding(text: str) -> str | None:
     """The encoding a ``.cpg`` text names, as GDAL's ConvertCodePage reads it: a number
-    is a Windows code page (65001 is UTF-8), ``8859x`` is ISO-8859-x, ``UTF8`` is UTF-8,
-    ``ANSI 1251`` is CP1251, anything else is taken as an encoding name; None when
+    from 437 to 950 or 1250 to 1258 is a Windows code page (``CP1252``), ``8859x`` or
+    ``8859-x`` is ISO-8859-x, ``UTF-8...`` is UTF-8, anything else is taken as an encoding
+    name (``Big5``, ``UTF8``); and 65001 (Windows' UTF-8 code page) is UTF-8. None when
     empty."""
     t = text.strip().strip("\x00").strip()
     if not t:
         return None
-    up = t.upper()
-    if t.isdigit():
-        return "UTF-8" if int(t) == 65001 else f"CP{int(t)}"
-    if up.startswith("8859"):
-        return "ISO-8859-" + t[4:].lstrip("-")
-    if up.startswith(("UTF-8", "UTF8")):
+    number = int(t) if t.isdigit() else -1
+    if 437 <= number <= 950 or 1250 <= number <= 1258:
+        return f"CP{number}"
+    if number == 65001:
         return "UTF-8"
-    if up.startswith("ANSI 1251"):
-        return "CP1251"
+    if t.upper().startswith("8859"):
+        return "ISO-8859-" + t[4:].removeprefix("-")
+    if t.upper().startswith("UTF-8"):
+        return "UTF-8"
     return t
 
 
@@ -129,8 +130,8 @@ def dbf_encoding(path: Path, member: str | None = None) -> TextEncoding | None:
         enc = LDID_ENCODINGS[ldid]
         rule = f"no .cpg file; the DBF's language driver id (LDID) is {ldid}, {enc}"
         return TextEncoding(enc, rule, False, non_ascii, also_utf8)
-    why = "is 0, none" if ldid == 0 else f"is {ldid}, not in the LDID table"
-    rule = f"no .cpg file and the DBF's language driver id (LDID) {why}: the default"
+    why = "is 0, naming none" if ldid == 0 else f"is {ldid}, not in the LDID table"
+    rule = f"no .cpg file and the DBF's language driver id (LDID) {why}: GDAL's default"
     return TextEncoding(DEFAULT_ENCODING, rule, False, non_ascii, also_utf8)
 
 

@@ -35,7 +35,7 @@ from worker.io.formats.base import (
     canonical_type,
     scrub,
 )
-from worker.io.formats.wkb_writer import DIMENSIONS, ragged_to_wkb
+from worker.io.formats.geoarrow import NATIVE_ENCODINGS, native_to_wkb
 
 
 def parquet_read_error(name: Path | str, exc: BaseException) -> PayloadError:
@@ -46,86 +46,6 @@ def parquet_read_error(name: Path | str, exc: BaseException) -> PayloadError:
     if isinstance(exc, OSError) and ("AWS Error" in text or "curl" in text.lower()):
         return PayloadUnavailable(f"{name}: read failed ({text})", transient=True)
     return PayloadCorrupt(f"{name}: not a readable Parquet file ({text})")
-
-
-_NATIVE = {
-    "point": "Point",
-    "linestring": "LineString",
-    "polygon": "Polygon",
-    "multipoint": "MultiPoint",
-    "multilinestring": "MultiLineString",
-    "multipolygon": "MultiPolygon",
-}
-_NESTING = {
-    "point": 0,
-    "linestring": 1,
-    "multipoint": 1,
-    "polygon": 2,
-    "multilinestring": 2,
-    "multipolygon": 3,
-}
-
-
-def _coords(arr: pa.Array) -> tuple[np.ndarray, str]:
-    """Coordinates (M, D) and their GeoArrow dimension name (``xy``, ``xyz``, ``xym``, ``xyzm``).
-
-    Separated coordinates are a struct whose field names spell the dimension; interleaved
-    ones a fixed_size_list whose value field is named after it (GeoArrow 0.1), 3 values
-    without a telling name being ``xyz``.
-    """
-    if pa.types.is_struct(arr.type):
-        names = "".join(arr.type.field(i).name.lower() for i in range(arr.type.num_fields))
-        cols = [c.to_numpy(zero_copy_only=False) for c in arr.flatten()]
-        return np.column_stack(cols).astype(float), names
-    width = arr.type.list_size  # interleaved: fixed_size_list<double>[2|3|4]
-    name = arr.type.value_field.name.lower()
-    dims = name if name in DIMENSIONS and len(name) == width else {3: "xyz", 4: "xyzm"}.get(width)
-    flat = arr.flatten().to_numpy(zero_copy_only=False).astype(float)
-    return flat.reshape(-1, width), dims or "xy"
-
-
-Envelope = tuple[float, float, float, float]
-
-
-def _envelope(coords: np.ndarray) -> Envelope | None:
-    """(minx, miny, maxx, maxy) of GeoArrow coordinates (M, D), read from the coordinate
-    arrays themselves, NaN ignored; None without a finite-or-infinite value."""
-    if coords.size == 0:
-        return None
-    xy = coords[:, :2]
-    if np.isnan(xy).all(axis=0).any():
-        return None
-    lo, hi = np.nanmin(xy, axis=0), np.nanmax(xy, axis=0)
-    return (float(lo[0]), float(lo[1]), float(hi[0]), float(hi[1]))
-
-
-def _native(
-    path: Path | str, column: pa.ChunkedArray, encoding: str
-) -> tuple[tuple[bytes | None, ...], Envelope | None]:
-    """WKB of a GeoArrow native column, written literally (:func:`ragged_to_wkb`):
-    ``shapely.from_ragged_array`` would close open rings before validity sees them; and
-    the envelope of its coordinate arrays (:func:`_envelope`; null rows may hold values:
-    only meaningful when every row has a geometry)."""
-    arr = column.combine_chunks()
-    valid = arr.is_valid().to_numpy(zero_copy_only=False)
-    offsets: list[np.ndarray] = []
-    level: pa.Array = arr
-    try:
-        for _ in range(_NESTING[encoding]):
-            raw = level.offsets.to_numpy()
-            start, end = int(raw[0]), int(raw[-1])
-            offsets.append(raw - start)
-            level = level.values.slice(start, end - start)
-        coords, dims = _coords(level)
-        if dims not in DIMENSIONS:
-            raise ValueError(f"coordinate fields {dims!r} are not one of {list(DIMENSIONS)}")
-        wkb = ragged_to_wkb(_NATIVE[encoding], coords, offsets, dims)
-    except (AttributeError, ValueError, IndexError, pa.ArrowException) as exc:
-        raise _fail(
-            path, f"GeoArrow {encoding} column of type {arr.type} is unreadable: {exc}"
-        ) from None
-    geoms = tuple(w if ok else None for w, ok in zip(wkb, valid, strict=True))
-    return geoms, _envelope(coords)
 
 
 def _parquet_crs(path: Path | str, meta: dict[str, Any]) -> str | None:
@@ -239,7 +159,7 @@ def _geo_column(path: Path | str, schema: pa.Schema) -> _GeoColumn:
         # view binary column (Polars) reads as its values: to_pylist() gives bytes
         if not pa.types.is_binary(canonical_type(typ)):
             raise _fail(path, f"WKB column {primary!r} has arrow type {typ}, not binary")
-    elif encoding.lower() not in _NATIVE:
+    elif encoding.lower() not in NATIVE_ENCODINGS:
         raise _fail(path, f"unsupported geometry encoding {encoding!r} of column {primary!r}")
     drop = set(columns) | {
         spec[0]
@@ -271,7 +191,7 @@ def _features(path: Path | str, table: pa.Table, geo: _GeoColumn) -> FeatureData
     if geo.encoding.upper() == "WKB":
         geoms = tuple(col.to_pylist())
     else:
-        geoms, envelope = _native(path, col, geo.encoding.lower())
+        geoms, envelope = native_to_wkb(path, col, geo.encoding.lower())
     attrs = table.drop_columns([c for c in table.column_names if c in geo.drop])
     return FeatureData(
         geoms,

@@ -159,7 +159,10 @@ def read_ogr(path: Path, fmt: str, *, shown: Path | None = None) -> FeatureData:
     )
     if encoding is not None:
         attributes = attributes.replace_schema_metadata(
-            {**(attributes.schema.metadata or {}), TEXT_ENCODING_KEY: encoding.rule.encode()}
+            {
+                **(attributes.schema.metadata or {}),
+                TEXT_ENCODING_KEY: f"{encoding.encoding}: {encoding.rule}".encode(),
+            }
         )
         note = encoding.note(str(path))
         if note:
