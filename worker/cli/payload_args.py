@@ -11,7 +11,7 @@ import os
 from dataclasses import replace
 
 from worker.core.errors import ContractGateError
-from worker.io.payloads.policy import DEFAULT_LIMITS, PayloadPolicy, limits_syntax, limits_text
+from worker.io.payloads.policy import PayloadPolicy, default_limits, limits_syntax, limits_text
 
 __all__ = ["add_payload_args", "file_policy"]
 
@@ -37,7 +37,7 @@ def add_payload_args(p: argparse.ArgumentParser, *, roots: bool = True) -> None:
         metavar="SIZE",
         help=f"largest payload, checked before reading: SIZE for every format or "
         f"{limits_syntax()}, with K/M/GiB units (env CONTRACT_GATE_MAX_PAYLOAD_BYTES; "
-        f"default {limits_text(DEFAULT_LIMITS)}); larger ones are payload_too_large",
+        f"default {limits_text(default_limits())}); larger ones are payload_too_large",
     )
 
 

@@ -81,7 +81,7 @@ class OpenedPayload:
 def sniff_format(head: bytes, tail: bytes, size: int, name: str) -> str:
     """The format (a reader's ``name``) from the first and last bytes: the first reader
     of :data:`~worker.io.formats.FORMATS` that recognises them. Every reader is asked,
-    so one may refuse a file its name claims (a ``.parquet`` name without the PAR1
+    so one may refuse a file its name claims (a name with its suffix but not its magic)
     magic) whatever the order.
 
     Parameters

@@ -39,7 +39,7 @@ __all__ = ["CHUNK_BYTES", "CHUNK_ROWS", "load_payload_chunked", "read_batch_file
 #: (:func:`load_payload_chunked`, :func:`read_batch_file_chunked`), at most.
 CHUNK_ROWS = 4096
 #: Uncompressed bytes per chunk, about (the file's average row size decides the rows):
-#: with the Parquet row group being read, what bounds the worker's memory.
+#: with the row group being read, what bounds the worker's memory.
 CHUNK_BYTES = 16 * 1024 * 1024
 
 
@@ -135,16 +135,17 @@ def load_payload_chunked(
 ) -> Batch | ChunkedBatch:
     """Load an event's by-reference payload for evaluation in bounded memory.
 
-    A GeoParquet payload becomes a :class:`worker.core.chunks.ChunkedBatch`: only its
-    footer is read here (``geo`` metadata, attribute schema, rows, null counts); each
+    A payload whose reader reads in chunks becomes a
+    :class:`worker.core.chunks.ChunkedBatch`: only its footer is read here (geometry
+    metadata, attribute schema, rows, null counts); each
     ``chunks()`` call opens the payload again (under ``policy``; after a transient
     failure, opening or reading, it opens it again and resumes at the chunk that failed,
     ``policy.attempts`` times in all) and yields Batches of at most ``chunk_rows``
     features, fewer when that many of the file's average row exceed ``chunk_bytes``
-    (uncompressed), one Parquet record batch at a time, with the event's metadata (as
+    (uncompressed), one chunk at a time, with the event's metadata (as
     :func:`~worker.io.payloads.load.load_payload`: the event's ``declared_crs`` and
     ``axis_order`` win, the schema is the file's with ``nullable`` from the whole file).
-    Any other payload (GeoJSON) is read whole by
+    A payload of a format read whole is read by
     :func:`~worker.io.payloads.load.load_payload`.
 
     Raises
@@ -193,13 +194,14 @@ def read_batch_file_chunked(
     chunk_bytes: int = CHUNK_BYTES,
 ) -> Batch | ChunkedBatch:
     """:func:`~worker.io.payloads.load.read_batch_file` for evaluation in bounded
-    memory: a GeoParquet file becomes a :class:`worker.core.chunks.ChunkedBatch` (its
+    memory: a file whose reader reads in chunks becomes a
+    :class:`worker.core.chunks.ChunkedBatch` (its
     footer read here, its chunks as :func:`load_payload_chunked` reads them) whose
     metadata batch is what ``read_batch_file`` gives less the features: ``crs`` and
     ``axis_order`` override the file's, ``data_time`` defaults to the file's modification
-    time, ``feature_count`` is the footer's rows, ``file_claims`` the ``geo`` metadata's,
-    and no ``crs_conflict`` (the operator's ``crs`` is the declaration). Any other format
-    (GeoJSON, Shapefile, GeoPackage, FlatGeobuf) is read whole by ``read_batch_file``.
+    time, ``feature_count`` is the footer's rows, ``file_claims`` the file's metadata
+    claims, and no ``crs_conflict`` (the operator's ``crs`` is the declaration). A file of
+    a format read whole is read by ``read_batch_file``.
 
     Raises
     ------

@@ -20,11 +20,13 @@ from urllib.parse import unquote, urlparse
 from worker.io.formats import FORMATS
 
 __all__ = [
-    "DEFAULT_LIMITS",
     "MAX_SIZE_LIMIT_BYTES",
     "UNRESTRICTED",
     "PayloadPolicy",
     "PayloadRoot",
+    "default_limits",
+    "limits_syntax",
+    "limits_text",
     "parse_limits",
     "parse_root",
     "parse_size",
@@ -34,10 +36,12 @@ __all__ = [
 MIB = 1024**2
 GIB = 1024**3
 
-#: Default largest payload of each format (bytes), by reader name, in registry order.
-DEFAULT_LIMITS: Mapping[str, int] = MappingProxyType(
-    {name: reader.default_limit_bytes for name, reader in FORMATS.items()}
-)
+
+def default_limits() -> dict[str, int]:
+    """Default largest payload of each format (bytes), by reader name, in registry order
+    (read from :data:`~worker.io.formats.FORMATS` at each call)."""
+    return {name: reader.default_limit_bytes for name, reader in FORMATS.items()}
+
 
 #: Filesystems whose files are not data: never read, whatever the roots say.
 _KERNEL_DIRS = ("/proc", "/sys", "/dev")
@@ -180,7 +184,7 @@ def parse_limits(text: str) -> dict[str, int]:
     if "=" not in text:
         size = parse_size(text)
         return dict.fromkeys(FORMATS, size)
-    limits = dict(DEFAULT_LIMITS)
+    limits = default_limits()
     given: set[str] = set()
     for part in text.split(","):
         name, _, value = part.partition("=")
@@ -211,7 +215,7 @@ class PayloadPolicy:
     roots: tuple[PayloadRoot, ...] | None = ()
     #: largest payload of each format (bytes), by reader name; a format left out has its
     #: reader's default
-    limits: Mapping[str, int] = field(default_factory=lambda: DEFAULT_LIMITS)
+    limits: Mapping[str, int] = field(default_factory=default_limits)
     attempts: int = 3
     backoff_s: float = 0.25
 
@@ -232,12 +236,13 @@ class PayloadPolicy:
         return cls(parsed)
 
     def __post_init__(self) -> None:
-        full = {**DEFAULT_LIMITS, **self.limits}
+        full = {**default_limits(), **self.limits}
         object.__setattr__(self, "limits", MappingProxyType(full))
 
     def limit(self, fmt: str) -> int:
-        """The largest payload of format ``fmt`` (a reader name; bytes)."""
-        return self.limits[fmt]
+        """The largest payload of format ``fmt`` (a reader name; bytes): its reader's
+        default when the policy, built before the reader was registered, has none."""
+        return self.limits.get(fmt) or FORMATS[fmt].default_limit_bytes
 
     def describe(self) -> str:
         """One line: the roots (or none / any) and the limits, in bytes."""
