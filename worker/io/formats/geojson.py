@@ -130,8 +130,8 @@ def _padded_z(parsed: np.ndarray) -> np.ndarray:
     and 3 numbers mixed in one geometry (RFC 7946 3.1.1 gives every position of a geometry
     the same dimension) and pads the 2D ones with a NaN Z: read literally instead, such a
     geometry is refused with the reason, not reported as a 3D geometry with non-finite
-    coordinates. (A NaN Z written as such, JSON's non-standard ``NaN``, is read literally
-    and stays a non-finite coordinate for validity.)"""
+    coordinates. (A NaN written as such is not JSON: the strict reading refuses the
+    file.)"""
     out = np.zeros(len(parsed), dtype=bool)
     for i in np.flatnonzero(shapely.has_z(parsed)):
         z = shapely.get_coordinates(parsed[i], include_z=True)[:, 2]
