@@ -6,7 +6,10 @@ from datetime import datetime, timedelta, timezone
 
 from worker.cli.scenario import data_file
 from worker.core.contracts.parse import parse_contract
-from worker.core.lifecycle.policy import Published, decide_promotion, decide_publish, escalations
+from worker.core.lifecycle.escalations import escalations
+from worker.core.lifecycle.policy import Published
+from worker.core.lifecycle.promotion import decide_promotion
+from worker.core.lifecycle.publishing import decide_publish
 from worker.core.model import Contract
 from worker.io.contract_files import load_contract
 

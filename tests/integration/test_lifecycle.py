@@ -269,7 +269,7 @@ def test_a_running_worker_never_evaluates_a_minor_and_its_predecessor_both_enfor
     # v1.1 were both enforcing. Now the new version's record carries it: here the
     # publisher stops after that first record, and the worker still never holds both.
     from worker.control.lifecycle import read_published, write_records
-    from worker.core.lifecycle.policy import decide_publish
+    from worker.core.lifecycle.publishing import decide_publish
     from worker.kafka.evaluations import read_evaluations
 
     clock = Clock(T0)

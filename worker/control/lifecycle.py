@@ -162,7 +162,7 @@ def promote(
         evidence, not confirmed.
     """
     from worker.core.lifecycle.evidence import attainment_warning, summarise
-    from worker.core.lifecycle.policy import decide_promotion
+    from worker.core.lifecycle.promotion import decide_promotion
     from worker.io.reports.evidence import render_evidence_text
     from worker.kafka.evaluations import read_evaluations
 
@@ -202,7 +202,7 @@ def promote(
 
 def list_versions(settings: Settings, layer: str | None, now: datetime) -> str:
     """Every version with mode, state, class, age in cadence cycles, then escalations."""
-    from worker.core.lifecycle.policy import escalations
+    from worker.core.lifecycle.escalations import escalations
     from worker.core.lifecycle.registry import BROKEN_FIX
 
     registry = read_published(settings)

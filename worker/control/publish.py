@@ -100,7 +100,7 @@ def publish_contract(
         The config topic cannot be read or written.
     """
     from worker.control.lifecycle import read_published, write_records
-    from worker.core.lifecycle.policy import decide_publish
+    from worker.core.lifecycle.publishing import decide_publish
 
     contract = load_contract(path)
     problems = contradictions(contract)

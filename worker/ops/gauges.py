@@ -16,7 +16,8 @@ from typing import Any
 from opentelemetry import metrics
 from opentelemetry.metrics import CallbackOptions, Observation
 
-from worker.core.lifecycle.policy import ESCALATION_KINDS, Published, layer_lifecycles
+from worker.core.lifecycle.escalations import ESCALATION_KINDS, layer_lifecycles
+from worker.core.lifecycle.policy import Published
 from worker.core.lifecycle.slo import SeriesKey, SloTracker, Window
 
 __all__ = ["GateGauges"]

@@ -47,7 +47,7 @@ class GateMetrics(GateGauges):
     burn-rate rules of ``deploy/prometheus``) and
     ``gis.contract.active_versions`` {layer}, ``gis.contract.overlap_age_cycles`` {layer}
     (only during a major overlap) and ``gis.contract.escalations`` {layer, kind} (0/1,
-    :func:`worker.core.lifecycle.policy.layer_lifecycles`) from :meth:`set_lifecycle`;
+    :func:`worker.core.lifecycle.escalations.layer_lifecycles`) from :meth:`set_lifecycle`;
     ``gis.contract.consumer_lag`` {topic, partition} from :meth:`set_consumer_lag`;
     ``gis.contract.config_bootstrap_records`` and ``gis.contract.config_bootstrapped``
     (0/1) from :meth:`set_config_bootstrap`. Unit-less gauges carry no unit, so their
