@@ -202,8 +202,8 @@ def promote(
 
 def list_versions(settings: Settings, layer: str | None, now: datetime) -> str:
     """Every version with mode, state, class, age in cadence cycles, then escalations."""
+    from worker.core.lifecycle.config_events import BROKEN_FIX
     from worker.core.lifecycle.escalations import escalations
-    from worker.core.lifecycle.registry import BROKEN_FIX
 
     registry = read_published(settings)
     known = registry.published(layer)

@@ -16,7 +16,8 @@ from collections.abc import Callable
 from datetime import datetime, timezone
 
 from worker.core.errors import BrokerError
-from worker.core.lifecycle.registry import ConfigEvent, RecordingRegistry
+from worker.core.lifecycle.config_events import ConfigEvent
+from worker.core.lifecycle.registry import RecordingRegistry
 from worker.core.replays import ReplayLedger
 from worker.gate.checkpoint import Checkpoint, Done
 from worker.gate.config import GateConfig

@@ -9,7 +9,8 @@ from collections.abc import Callable
 from datetime import datetime
 from typing import Any
 
-from worker.core.lifecycle.registry import ConfigEvent, RecordingRegistry
+from worker.core.lifecycle.config_events import ConfigEvent
+from worker.core.lifecycle.registry import RecordingRegistry
 from worker.gate.instruments import Instruments
 from worker.gate.records import Outcome
 from worker.gate.schedule import Runs

@@ -8,7 +8,7 @@ contract each become a quarantine record with a specific reason (``decode_error`
 ``payload_not_allowed``, ``payload_unavailable``, ``payload_corrupt``,
 ``payload_too_large`` or else ``payload_error``; ``no_active_contract``;
 ``contract_history_broken`` for a layer whose contract history on the config topic is
-broken: :class:`worker.core.lifecycle.registry.BrokenLayer`).
+broken: :class:`worker.core.lifecycle.config_events.BrokenLayer`).
 """
 
 from __future__ import annotations

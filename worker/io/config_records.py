@@ -27,7 +27,8 @@ from types import FrameType
 
 from worker.core.contracts.parse import parse_contract
 from worker.core.errors import ContractError, ContractGateError
-from worker.core.lifecycle.registry import ConfigEvent, Registry, split_config_key
+from worker.core.lifecycle.config_events import ConfigEvent
+from worker.core.lifecycle.registry import Registry, split_config_key
 from worker.io.codec import decode_contract_record
 
 __all__ = ["MAX_CONFIG_RECORD_BYTES", "PARSE_BUDGET_S", "apply_config_value", "parse_budget"]

@@ -27,7 +27,8 @@ from typing import Any, TypeVar
 
 from worker.core._util.text import clip
 from worker.core.errors import BrokerError
-from worker.core.lifecycle.registry import ConfigEvent, Registry
+from worker.core.lifecycle.config_events import ConfigEvent
+from worker.core.lifecycle.registry import Registry
 from worker.io.config_records import MAX_CONFIG_RECORD_BYTES, apply_config_value
 from worker.kafka.clients import (
     OFFSET_BEGINNING,

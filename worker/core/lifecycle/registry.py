@@ -15,20 +15,27 @@ hold the same versions and refuse the same records (issue 30).
   whose digest or key does not match, a state record without its document, a record
   building on a key that holds no valid record, and a second document for one version
   (an *edit in place*) each **break** the layer's history: :meth:`Registry.active` then
-  returns a :class:`BrokenLayer` (no version, the reason), and the worker quarantines
-  every batch of the layer (``contract_history_broken``) until the genuine record is
-  written again (``contract-gate contract publish FILE`` restores a document).
+  returns a :class:`~worker.core.lifecycle.config_events.BrokenLayer` (no version, the
+  reason), and the worker quarantines every batch of the layer
+  (``contract_history_broken``) until the genuine record is written again
+  (``contract-gate contract publish FILE`` restores a document).
 
-Rejections never raise: :meth:`Registry.apply` returns a :class:`ConfigEvent` saying why.
+Rejections never raise: :meth:`Registry.apply` returns a
+:class:`~worker.core.lifecycle.config_events.ConfigEvent` saying why.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass, replace
+from dataclasses import replace
 from typing import Any
 
 from worker.core._util.text import clip
+from worker.core.lifecycle.config_events import (
+    ConfigEvent,
+    broken_layer,
+    installed_event,
+)
 from worker.core.lifecycle.history import (
     Entry,
     LayerView,
@@ -41,58 +48,12 @@ from worker.core.lifecycle.policy import Published
 from worker.core.model import ActiveVersion, Contract
 
 __all__ = [
-    "BROKEN_FIX",
-    "BrokenLayer",
-    "ConfigEvent",
     "RecordingRegistry",
     "Registry",
     "active_version_from_record",
     "config_key",
     "split_config_key",
 ]
-
-#: The fix named wherever a broken history is reported.
-BROKEN_FIX = (
-    "republish the genuine document from git with `contract-gate contract publish FILE` "
-    "(it writes the missing records again); two documents for one version need the config "
-    "topic rebuilt from git, or signed records"
-)
-
-
-@dataclass(frozen=True)
-class ConfigEvent:
-    """What applying one config record did.
-
-    ``outcome`` is ``added`` | ``updated`` | ``unchanged`` | ``rejected``; ``reason``
-    (rejections only) is ``edit_in_place`` | ``invalid_record`` | ``oversized_record`` |
-    ``invalid_contract`` | ``key_mismatch`` | ``unretired_tombstone`` (a null value for a
-    version in force and enforcing) | ``tombstone`` (any other null value under a contract
-    key). ``tombstone`` is True for a null value. ``superseded`` lists the
-    ``layer/version`` keys this record turned from active to superseded. ``broken`` holds
-    the breaks of the layer's history after the record (empty: whole).
-    """
-
-    outcome: str
-    key: str
-    layer: str | None
-    message: str
-    reason: str | None = None
-    version: ActiveVersion | None = None
-    tombstone: bool = False
-    superseded: tuple[str, ...] = ()
-    broken: tuple[str, ...] = ()
-
-
-class BrokenLayer(tuple[ActiveVersion, ...]):
-    """The active versions of a layer whose history is broken: none, and why
-    (``history_break``, bounded text naming the first break and the fix)."""
-
-    history_break: str
-
-    def __new__(cls, message: str) -> BrokenLayer:
-        made = super().__new__(cls, ())
-        made.history_break = message
-        return made
 
 
 def config_key(contract: Contract) -> str:
@@ -245,71 +206,18 @@ class Registry:
             self._breaks[layer] = view.breaks
         if entry.kind != "bad":
             self._heads = {**self._heads, layer: entry.key}
-        vkey = entry.vkey
-        turned = tuple(
-            sorted(
-                k
-                for k, v in after.items()
-                if k != vkey and v.state == "superseded" and k in before
-                if before[k].state == "active"
-            )
-        )
-        broken = view.breaks
-        tail = ""
-        if broken and entry.kind == "bad":
-            tail = f"; layer {layer} fails closed (contract_history_broken)"
-        elif broken:
-            tail = f"; layer {layer} fails closed: {clip(broken[0], 200)}"
-        if entry.kind == "bad":
-            return ConfigEvent(
-                "rejected", entry.key, layer, message + tail, reason, before.get(vkey),
-                tombstone, broken=broken,
-            )  # fmt: skip
-        if entry.kind in ("document", "legacy") and vkey not in view.documents:
-            return ConfigEvent(
-                "rejected",
-                entry.key,
-                layer,
-                f"{entry.key}: edit in place refused: {vkey} has another document{tail}",
-                "edit_in_place",
-                broken=broken,
-            )
-        old, now = before.get(vkey), after.get(vkey)
-        if turned:
-            tail = "; supersedes " + ", ".join(turned) + tail
-        if now is None:
-            return ConfigEvent(
-                "added", entry.key, layer, f"{entry.key} recorded{tail}", broken=broken
-            )
-        what = f"{now.mode} {now.state}"
-        if old is None:
-            return ConfigEvent(
-                "added", entry.key, layer, f"{vkey} {what}{tail}", None, now,
-                superseded=turned, broken=broken,
-            )  # fmt: skip
-        if (old.mode, old.state) == (now.mode, now.state) and not turned:
-            return ConfigEvent(
-                "unchanged", entry.key, layer, f"{vkey} unchanged{tail}", None, now,
-                broken=broken,
-            )  # fmt: skip
-        return ConfigEvent(
-            "updated", entry.key, layer, f"{vkey} {old.mode}/{old.state} -> {now.mode}/"
-            f"{now.state}{tail}", None, now, superseded=turned, broken=broken,
-        )  # fmt: skip
+        return installed_event(layer, entry, message, reason, tombstone, before, after, view)
 
     # -- reading ------------------------------------------------------------------------
     def active(self, layer: str) -> tuple[ActiveVersion, ...]:
         """Active versions of ``layer``, oldest first (by major, then minor); a
-        :class:`BrokenLayer` (no version) when the layer's history is broken.
+        :class:`~worker.core.lifecycle.config_events.BrokenLayer` (no version) when the
+        layer's history is broken.
 
         Asked for every event: each layer's answer is kept until the versions change."""
         breaks = self._breaks.get(layer)
         if breaks:
-            more = f" (and {len(breaks) - 1} more)" if len(breaks) > 1 else ""
-            return BrokenLayer(
-                f"the contract history of layer {clip(layer, 128)} is broken, so every batch "
-                f"is quarantined: {clip(breaks[0], 400)}{more}; fix: {BROKEN_FIX}"
-            )
+            return broken_layer(layer, breaks)
         versions = self._versions
         cache = self._active_cache
         if cache is None or cache[0] is not versions:
