@@ -11,7 +11,8 @@ import shapely
 from tests.catalogue import BOWTIE, NOW, PARIS, VALID_POLYGON, batch_of, clause, contract_of
 from worker.core.clauses import KINDS
 from worker.core.facts.batch import BatchFacts
-from worker.core.model import MAX_OFFENDERS, FieldSpec, Offenders
+from worker.core.model import FieldSpec
+from worker.core.offenders import MAX_OFFENDERS, Offenders
 
 
 def _run(c, batch, contract=None):  # type: ignore[no-untyped-def]

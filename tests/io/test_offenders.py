@@ -11,7 +11,8 @@ import pyarrow as pa
 
 from tests.catalogue import BOWTIE, NOW, PARIS, VALID_POLYGON, active, batch_of, clause, contract_of
 from worker.core.evaluate import evaluate
-from worker.core.model import MAX_OFFENDERS, Offender, Offenders, QuarantineReason
+from worker.core.model import QuarantineReason
+from worker.core.offenders import MAX_OFFENDERS, Offender, Offenders
 from worker.io import codec
 from worker.io.codec.records import MAX_OFFENDER_CHARS
 from worker.io.reports.offenders import broken_clauses, offenders_collection, offenders_of_record

@@ -21,7 +21,8 @@ from worker.core._util.text import clip
 from worker.core.clauses.diff import Diff
 from worker.core.clauses.tally import Tally
 from worker.core.facts.batch import BatchFacts
-from worker.core.model import MAX_OFFENDERS, Clause, ClauseResult, Contract, Offender, Offenders
+from worker.core.model import Clause, ClauseResult, Contract
+from worker.core.offenders import MAX_OFFENDERS, Offender, Offenders
 
 __all__ = [
     "MAX_OFFENDER_VALUE_CHARS",

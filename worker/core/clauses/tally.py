@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import shapely
 
-from worker.core.model import MAX_OFFENDERS, Offenders
+from worker.core.offenders import MAX_OFFENDERS, Offenders
 
 __all__ = ["Bounds", "Counts", "Distinct", "Failed", "First", "Tally", "Union", "merge"]
 

@@ -17,7 +17,8 @@ import fastavro
 
 from worker.core._util.text import clip
 from worker.core.errors import ContractGateError, DecodeError
-from worker.core.model import Decision, Offenders, QuarantineReason, VersionVerdict
+from worker.core.model import Decision, QuarantineReason, VersionVerdict
+from worker.core.offenders import Offenders
 from worker.io.codec.avro import (
     CONSUMER_DECLARATION,
     CONTRACT_RECORD,

@@ -29,7 +29,8 @@ import shapely
 
 from worker.core._util.jsonsafe import finite_json
 from worker.core.facts.batch import BatchFacts
-from worker.core.model import Batch, Decision, Offenders
+from worker.core.model import Batch, Decision
+from worker.core.offenders import Offenders
 from worker.core.spatial.crs import crs_equivalent, crs_label
 from worker.io.formats.wkb_writer import wkb_to_geojson
 

@@ -13,7 +13,8 @@ from typing import Any
 from worker.core._util.durations import parse_duration_s
 from worker.core._util.jsonsafe import dumps_json
 from worker.core.clauses import KINDS, domain, feature_count, freshness
-from worker.core.model import ClauseResult, Decision, Offenders
+from worker.core.model import ClauseResult, Decision
+from worker.core.offenders import Offenders
 
 __all__ = [
     "brief",

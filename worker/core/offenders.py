@@ -1,0 +1,70 @@
+"""The features that broke a clause (pure): :class:`Offender`, one of them, and
+:class:`Offenders`, the first :data:`MAX_OFFENDERS` of them and the total, as a
+:class:`~worker.core.model.ClauseResult` carries them and the records serialise them.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping
+from dataclasses import dataclass
+from typing import Any
+
+__all__ = ["MAX_OFFENDERS", "Offender", "Offenders"]
+
+
+#: How many offending features a clause result names (the first ones in batch order); the
+#: total is always counted.
+MAX_OFFENDERS = 100
+
+
+@dataclass(frozen=True)
+class Offender:
+    """One feature that broke a clause.
+
+    ``index`` is the feature's row index in the batch (0-based, batch order); ``id`` its
+    feature id: the value of the id column (``Batch.id_column``, else the contract's
+    ``id_column``), else the GeoJSON ``id`` member (RFC 7946 section 3.2), else None (the
+    index is then the only name). ``value`` is what the clause measured on that feature,
+    JSON-compatible: a geometry type name, a GEOS validity reason, the offending code, the
+    feature's bounds ``[minx, miny, maxx, maxy]``, ... (``Offenders.measure`` says which).
+    """
+
+    index: int
+    id: str | int | float | None
+    value: Any
+
+
+@dataclass(frozen=True)
+class Offenders:
+    """The features that broke one clause: the first :data:`MAX_OFFENDERS` and the total.
+
+    ``measure`` names what each ``Offender.value`` is, with its unit (e.g. ``"bounds in
+    EPSG:4326 (degrees)"``, ``"GEOS validity reason"``).
+    """
+
+    total: int
+    features: tuple[Offender, ...]
+    measure: str
+
+    def to_json(self) -> dict[str, Any]:
+        """``{"total", "measure", "features": [{"index", "id", "value"}, ...]}``."""
+        return {
+            "total": self.total,
+            "measure": self.measure,
+            "features": [{"index": o.index, "id": o.id, "value": o.value} for o in self.features],
+        }
+
+    @classmethod
+    def from_json(cls, doc: Any) -> Offenders | None:
+        """The inverse of :meth:`to_json`; None for anything that is not such a mapping."""
+        if not isinstance(doc, Mapping) or not isinstance(doc.get("features"), list):
+            return None
+        feats = tuple(
+            Offender(int(f.get("index", -1)), f.get("id"), f.get("value"))
+            for f in doc["features"]
+            if isinstance(f, Mapping)
+        )
+        total = doc.get("total")
+        return cls(
+            total if isinstance(total, int) else len(feats), feats, str(doc.get("measure", ""))
+        )
