@@ -21,7 +21,8 @@ from worker.core.lifecycle.migration import (
 )
 from worker.core.lifecycle.registry import Registry
 from worker.io.codec import decode_consumer_declaration
-from worker.kafka.admin import group_offsets, read_topic
+from worker.kafka.admin import read_topic
+from worker.kafka.offsets import group_offsets
 from worker.kafka.settings import Settings
 
 log = logging.getLogger(__name__)

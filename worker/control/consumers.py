@@ -26,8 +26,9 @@ from worker.core.errors import ContractGateError, PolicyError, VersionMismatchEr
 from worker.core.lifecycle.registry import Registry
 from worker.core.lifecycle.versions import parse_version, version_covers
 from worker.io.codec import encode_consumer_declaration
-from worker.kafka.admin import produce_one, read_topic, watermarks
+from worker.kafka.admin import produce_one, read_topic
 from worker.kafka.config_topic import read_config
+from worker.kafka.offsets import watermarks
 from worker.kafka.settings import Settings
 
 __all__ = [

@@ -1,4 +1,5 @@
-"""The thin confluent-kafka adapter: topic creation, one-record produce, group-less reads.
+"""The thin confluent-kafka adapter: topic creation, one-record produce, group-less reads
+(the offsets of a topic and of every consumer group: :mod:`worker.kafka.offsets`).
 
 Clients are built by :mod:`worker.kafka.clients`; errors of confluent-kafka are
 translated to :class:`worker.core.errors.BrokerError` at this boundary
@@ -31,10 +32,8 @@ from worker.kafka.settings import MAX_MESSAGE_BYTES, Settings
 __all__ = [
     "NOT_COMPACTED",
     "create_topics",
-    "group_offsets",
     "produce_one",
     "read_topic",
-    "watermarks",
 ]
 
 
@@ -257,64 +256,3 @@ def read_topic(
                 yield msg
     finally:
         consumer.close()
-
-
-def watermarks(settings: Settings, topic: str) -> dict[int, tuple[int, int]]:
-    """``{partition: (low, high)}`` offsets of ``topic`` (ListOffsets: only a starting
-    point for a read that still ends on partition EOF, DESIGN.md section 8).
-
-    Raises
-    ------
-    BrokerError
-        The topic does not exist or the broker does not answer.
-    """
-    consumer = make_consumer(settings, reader=True)
-    try:
-        with map_kafka_errors(f"reading {topic} failed"):
-            meta = consumer.list_topics(topic, timeout=10).topics.get(topic)
-            if meta is None or meta.error is not None or not meta.partitions:
-                raise BrokerError(
-                    f"topic {topic} does not exist; create it with `contract-gate topics create`"
-                )
-            marks: dict[int, tuple[int, int]] = {}
-            for p in sorted(meta.partitions):
-                low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=10)
-                marks[p] = (int(low), int(high))
-            return marks
-    finally:
-        consumer.close()
-
-
-def group_offsets(settings: Settings, timeout_s: float) -> dict[str, list[tuple[str, int, int]]]:
-    """Every consumer group the broker lists, with its committed offsets (Kafka admin API).
-
-    Returns
-    -------
-    dict of group id to ``(topic, partition, committed offset)`` triples; an offset below
-    0 means nothing is committed there. A group without offsets maps to ``[]``.
-
-    Raises
-    ------
-    BrokerError
-        The broker does not answer the admin requests within ``timeout_s`` seconds each.
-    """
-    from confluent_kafka import ConsumerGroupTopicPartitions
-
-    admin = make_admin(settings)
-    out: dict[str, list[tuple[str, int, int]]] = {}
-    try:
-        listed = admin.list_consumer_groups(request_timeout=timeout_s).result()
-        for group in sorted({g.group_id for g in listed.valid}):
-            out[group] = []
-            futures = admin.list_consumer_group_offsets(
-                [ConsumerGroupTopicPartitions(group)], request_timeout=timeout_s
-            )
-            for fut in futures.values():
-                result = fut.result()
-                out[group] += [
-                    (str(tp.topic), int(tp.partition), int(tp.offset))
-                    for tp in result.topic_partitions or []
-                ]
-    except Exception as exc:
-        raise BrokerError(f"cannot list consumer groups and their offsets: {exc}") from exc
-    return out
