@@ -39,7 +39,7 @@ NOW = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
 #: Worker modules one event's path touches today (the core counted as one): may only shrink.
 MAX_MODULES = 17
 #: The in-memory broker stands for the Kafka client: not a hop of the worker's own.
-BROKER_DOUBLE = ("worker.kafka.memory", "worker.kafka.memory_log")
+BROKER_DOUBLE = ("worker.kafka.memory", "worker.kafka.memory_consumer", "worker.kafka.memory_log")
 
 
 def _world_event() -> bytes:
