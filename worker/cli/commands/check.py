@@ -9,7 +9,6 @@ offending features. Exit 0 when admitted, 1 when quarantined, 2 on bad input.
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from dataclasses import replace
 from datetime import datetime, timezone
@@ -18,11 +17,10 @@ from typing import TYPE_CHECKING, Any
 from worker.cli.args import (
     EXIT_ADMITTED,
     EXIT_QUARANTINED,
-    offending_features,
     parse_time,
-    write_output,
 )
 from worker.cli.payload_args import add_payload_args, file_policy
+from worker.cli.pictures import refuse_overwriting_inputs, write_pictures
 from worker.core._util.jsonsafe import dumps_json
 from worker.core.errors import ContractGateError
 from worker.io.formats import formats_named
@@ -128,7 +126,7 @@ def run(args: argparse.Namespace) -> int:
 
     if not args.contract and not args.observing:
         raise ContractGateError("give at least one --contract FILE (or --observing FILE)")
-    _refuse_overwriting_inputs(args)
+    refuse_overwriting_inputs(args)
     if args.crs:
         from worker.core.spatial import resolve_crs
 
@@ -156,7 +154,7 @@ def run(args: argparse.Namespace) -> int:
     for line in claims:
         print(f"warning: {line}", file=sys.stderr)
     if not isinstance(loaded, ChunkedBatch):  # read whole for them (see _read_batch)
-        _write_pictures(args, loaded, decision, versions)
+        write_pictures(args, loaded, decision, versions)
     if args.format == "json":
         print(dumps_json(decision_to_json(decision), indent=2, default=str))
     else:
@@ -248,57 +246,3 @@ def _evaluate_batch(
     decision = evaluate_chunked(loaded, versions, now=now, on_chunk=tally_claims)
     meta = BatchFacts(loaded.batch)
     return decision, loaded.batch.feature_count, disagreements_of(claims[0], meta)
-
-
-def _refuse_overwriting_inputs(args: argparse.Namespace) -> None:
-    """Raise :class:`ContractGateError` (exit 2) when ``--offenders`` or ``--html`` names
-    the batch file, a contract file or the other output: the input would be overwritten
-    (a fresh-user session replaced its batch with the offenders file, exit 1, no warning).
-    """
-    inputs: list[tuple[str, str]] = [("the batch file", args.batch)]
-    inputs += [("a --contract file", f) for f in args.contract]
-    inputs += [("an --observing file", f) for f in args.observing]
-    given = [(flag, getattr(args, flag[2:], None)) for flag in ("--offenders", "--html")]
-    outputs: list[tuple[str, str]] = [(flag, str(path)) for flag, path in given if path]
-    for i, (flag, path) in enumerate(outputs):
-        for what, other in inputs + [(f"the {f} file", p) for f, p in outputs[:i]]:
-            if _same_file(path, other):
-                raise ContractGateError(
-                    f"{flag} {path} is {what}: it would be overwritten; write the output "
-                    "to another path"
-                )
-
-
-def _same_file(a: str, b: str) -> bool:
-    """Whether two local paths (``file://`` URIs too) name one file: the same inode when
-    both exist, else the same absolute path; other URIs (``s3://``) name no local file."""
-    from worker.io.payloads.open import local_file_path
-
-    pa, pb = local_file_path(a), local_file_path(b)
-    if pa is None or pb is None:
-        return False
-    try:
-        return os.path.samefile(pa, pb)
-    except OSError:  # one does not exist (yet)
-        return pa.resolve() == pb.resolve()
-
-
-def _write_pictures(args: argparse.Namespace, batch: Any, decision: Any, versions: Any) -> None:
-    """``check --offenders FILE`` (GeoJSON) and ``--html FILE`` (the batch page)."""
-    from pathlib import Path
-
-    from worker.io.reports.offenders import broken_clauses, offenders_collection
-
-    if args.offenders:
-        doc = offenders_collection(batch, broken_clauses(decision), name=Path(args.batch).stem)
-        write_output(args.offenders, dumps_json(doc, ensure_ascii=False, default=str))
-        print(
-            f"wrote {offending_features(len(doc['features']))} to {args.offenders}",
-            file=sys.stderr,
-        )
-    if getattr(args, "html", None):
-        from worker.io.reports.page import render_batch_page
-
-        page = render_batch_page(batch, decision, [v.contract for v in versions], title=args.batch)
-        write_output(args.html, page)
-        print(f"wrote {args.html}; open it in a browser", file=sys.stderr)
