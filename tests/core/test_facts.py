@@ -409,7 +409,7 @@ def test_emptiness_after_validity_and_bounds_is_geos_emptiness() -> None:
     their envelopes (NaN exactly when empty); the result is GEOS's is_empty."""
     plain = BatchFacts(batch_of(EMPTIES))
     primed = BatchFacts(batch_of(EMPTIES))
-    assert primed._geos_valid is not None and primed.bounds is not None
+    assert primed.geos_valid is not None and primed.bounds is not None
     expected = shapely.is_empty(plain.geometries) & plain.parsed
     assert plain.is_empty.tolist() == primed.is_empty.tolist() == expected.tolist()
     assert int(expected.sum()) == 8  # "POINT Z EMPTY" and the seven empties of EMPTIES

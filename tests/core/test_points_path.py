@@ -68,7 +68,7 @@ def test_points_read_without_geometries_give_the_facts_of_the_general_path(
 ) -> None:
     batch = batch_of(_points(np.array(xy), byte_order), crs=crs, axis_order=axis_order)
     fast = BatchFacts(batch)
-    assert fast._points_xy is not None
+    assert fast.points_xy is not None
     with pytest.MonkeyPatch.context() as mp:
         _same(fast, _general(batch, mp))
     assert "_strict" not in fast.__dict__  # no geometry object was built
@@ -107,7 +107,7 @@ def test_only_finite_2d_points_of_one_byte_order_take_the_path() -> None:
         assert simple_points_xy([*plain[:70], odd, *plain[70:]]) is None, odd
     # NaN, empty and Z points, and a point among polygons, are read by the general path
     f = BatchFacts(batch_of([*plain[:70], nan]))
-    assert f._points_xy is None and f.has_nonfinite.tolist()[-1] is True
+    assert f.points_xy is None and f.has_nonfinite.tolist()[-1] is True
 
 
 @settings(max_examples=60, deadline=None)

@@ -35,7 +35,7 @@ def enforcing(reg: Registry) -> list[str]:
 def test_one_record_adds_the_new_revision_and_supersedes_the_old_in_one_step() -> None:
     reg = Registry()
     apply_config_value(reg, config_key(V1), record())
-    before = reg._versions  # the dict readers in other threads hold
+    before = reg.snapshot()  # the dict readers in other threads hold
     ev = apply_config_value(reg, config_key(V11), record(V11, supersedes=[V1.key]))
     assert (ev.outcome, ev.superseded) == ("added", (V1.key,))
     assert ev.message == f"{V11.key} enforcing active; supersedes {V1.key}"

@@ -154,8 +154,8 @@ def test_curve_type_name_reads_the_header_with_its_dimension() -> None:
 
 def _walk_end(data: bytes, max_depth: int = wkb.DEFAULT_MAX_DEPTH) -> int | None:
     try:
-        return wkb._walk(data, max_depth)
-    except wkb._Bad:
+        return wkb.walk(data, max_depth)
+    except wkb.WkbRefused:
         return None
 
 
@@ -165,7 +165,7 @@ def test_flat_multi_geometries_of_the_shipped_data_take_the_fast_path() -> None:
     values = [v for v, m in zip(stored, multi, strict=True) if m]
     assert len(values) == 29  # the countries stored as MultiPolygons
     for v in values:
-        end = wkb._flat_multi(v, wkb.DEFAULT_MAX_DEPTH)
+        end = wkb.flat_multi(v, wkb.DEFAULT_MAX_DEPTH)
         assert end is not None and end == _walk_end(v) == len(v)
 
 
@@ -186,7 +186,7 @@ def test_flat_multi_geometries_of_the_shipped_data_take_the_fast_path() -> None:
 def test_the_fast_path_ends_where_the_walk_ends(wkt: str, flavor: str, byte_order: int) -> None:
     data = shapely.to_wkb(shapely.from_wkt(wkt), flavor=flavor, byte_order=byte_order,
                           include_srid=False)  # fmt: skip
-    assert wkb._flat_multi(data, wkb.DEFAULT_MAX_DEPTH) == _walk_end(data) == len(data)
+    assert wkb.flat_multi(data, wkb.DEFAULT_MAX_DEPTH) == _walk_end(data) == len(data)
 
 
 @pytest.mark.parametrize(
@@ -206,7 +206,7 @@ def test_the_fast_path_ends_where_the_walk_ends(wkt: str, flavor: str, byte_orde
     ],
 )
 def test_anything_unusual_is_left_to_the_walk(data: bytes) -> None:
-    assert wkb._flat_multi(data, wkb.DEFAULT_MAX_DEPTH) is None
+    assert wkb.flat_multi(data, wkb.DEFAULT_MAX_DEPTH) is None
 
 
 _FLAT = st.sampled_from(
@@ -229,6 +229,6 @@ def test_whatever_the_fast_path_accepts_the_walk_accepts_to_the_same_byte(
     for at, value in edits:  # corrupt a few bytes (headers and counts among them)
         data[at % len(data)] = value
     value = bytes(data[: max(cut, 9)])  # and maybe cut it short
-    end = wkb._flat_multi(value, wkb.DEFAULT_MAX_DEPTH)
+    end = wkb.flat_multi(value, wkb.DEFAULT_MAX_DEPTH)
     if end is not None:
         assert end == _walk_end(value)

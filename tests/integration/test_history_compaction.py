@@ -36,7 +36,8 @@ ATLANTIS = next(e for e in demo_events(NOW) if e.label == "ab-unknown-continent"
 def _read_all(settings: Settings) -> list[tuple[int, str, bytes | None]]:
     """Every record of the config topic: (partition, key, value), in offset order."""
     from confluent_kafka import OFFSET_BEGINNING, Consumer, TopicPartition
-    from confluent_kafka import KafkaError as CKError
+
+    from worker.kafka.clients import PARTITION_EOF
 
     consumer = Consumer(settings.reader())
     topic = settings.topics.contracts
@@ -49,7 +50,7 @@ def _read_all(settings: Settings) -> list[tuple[int, str, bytes | None]]:
             if msg is None:
                 continue
             if msg.error() is not None:
-                assert msg.error().code() == CKError._PARTITION_EOF
+                assert msg.error().code() == PARTITION_EOF
                 done.add(msg.partition())
                 continue
             out.append((msg.partition(), msg.key().decode(), msg.value()))

@@ -11,6 +11,7 @@ import pyarrow as pa
 import pytest
 
 from worker.cli.main import build_parser
+from worker.cli.parser_tree import subcommands
 from worker.core.errors import PayloadCorrupt, PayloadTooLarge
 from worker.io.formats import FORMATS, FeatureData, canonical_table, formats_read
 from worker.io.formats.base import Source
@@ -64,8 +65,7 @@ def test_a_new_reader_is_one_registry_line(tmp_path: Path, monkeypatch: pytest.M
 
 def _check_help() -> str:
     parser = build_parser()
-    sub = next(a for a in parser._actions if a.dest == "command")
-    return str(sub.choices["check"].format_help())  # type: ignore[attr-defined]
+    return subcommands(parser)["check"].format_help()
 
 
 def test_every_reader_has_the_protocol_and_a_limit_name() -> None:

@@ -227,6 +227,8 @@ class GeometryFacts(ParsedFacts):
             & ~self.orientation_contradicted
         )
 
+    geos_valid = property(lambda self: self._geos_valid, doc=":attr:`_geos_valid`, public.")
+
     @fact
     def _geos_valid(self) -> np.ndarray:
         """bool (N,): ``shapely.is_valid`` of :attr:`geometries` (False for None); all

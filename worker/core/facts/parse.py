@@ -107,6 +107,8 @@ class ParsedFacts:
             xy = xy[:, ::-1]
         return xy
 
+    points_xy = property(lambda self: self._points_xy, doc=":attr:`_points_xy`, public.")
+
     def _all(self, value: bool) -> np.ndarray:
         return np.full(self.count, value, dtype=bool)
 

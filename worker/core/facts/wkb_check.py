@@ -42,6 +42,9 @@ from worker.core.facts.wkb_header import (
 
 __all__ = [
     "DEFAULT_MAX_DEPTH",
+    "WkbRefused",
+    "flat_multi",
+    "walk",
     "wkb_has_nonfinite",
     "wkb_problem",
 ]
@@ -274,3 +277,7 @@ def wkb_has_nonfinite(data: bytes, max_depth: int = DEFAULT_MAX_DEPTH) -> bool:
         if not np.isfinite(values).all():
             return True
     return False
+
+
+#: Public names of the walk, its refusal and the fast path of flat multi-geometries.
+walk, WkbRefused, flat_multi = _walk, _Bad, _flat_multi

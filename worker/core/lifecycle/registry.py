@@ -31,11 +31,7 @@ from dataclasses import replace
 from typing import Any
 
 from worker.core._util.text import clip
-from worker.core.lifecycle.config_events import (
-    ConfigEvent,
-    broken_layer,
-    installed_event,
-)
+from worker.core.lifecycle.config_events import ConfigEvent, broken_layer, installed_event
 from worker.core.lifecycle.history import (
     Entry,
     LayerView,
@@ -249,6 +245,10 @@ class Registry:
             )
             if layer is None or v.contract.layer == layer
         )
+
+    def snapshot(self) -> Mapping[str, ActiveVersion]:
+        """``layer/version`` -> version: a whole state, replaced by later records, never mutated."""
+        return self._versions
 
     def get(self, key: str) -> ActiveVersion | None:
         return self._versions.get(key)
