@@ -12,8 +12,8 @@ from worker.core.errors import PolicyError
 from worker.core.lifecycle.policy import Published
 from worker.core.lifecycle.registry import RecordingRegistry, config_key
 from worker.io.codec import encode_contract_record
-from worker.kafka.admin import produce_one
 from worker.kafka.config_topic import read_config
+from worker.kafka.config_writer import produce_config_record
 from worker.kafka.settings import Settings
 
 if TYPE_CHECKING:
@@ -89,9 +89,7 @@ def write_records(
         key, record = lifecycle_record(
             p, document=p.contract.key in documents, builds_on=head, now=now, by=by
         )
-        partition, offset = produce_one(
-            settings, settings.topics.contracts, key, encode_contract_record(record)
-        )
+        partition, offset = produce_config_record(settings, key, encode_contract_record(record))
         head = key
         lines.append(
             f"wrote {p.contract.key} {p.mode}/{p.state} at "

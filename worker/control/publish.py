@@ -28,6 +28,7 @@ from worker.io.payloads.policy import UNRESTRICTED, PayloadPolicy
 from worker.io.payloads.upload import upload_payload
 from worker.kafka.admin import produce_one
 from worker.kafka.config_topic import read_config
+from worker.kafka.config_writer import produce_config_record
 from worker.kafka.settings import Settings
 
 __all__ = [
@@ -211,9 +212,7 @@ def restore_history(
         written, record = lifecycle_record(p, document=document, builds_on=head, now=now, by=by)
         if key == contract.key:  # a key of the oldest form (no digest): a legacy record
             written, record = key, p.to_record()
-        partition, offset = produce_one(
-            settings, settings.topics.contracts, written, encode_contract_record(record)
-        )
+        partition, offset = produce_config_record(settings, written, encode_contract_record(record))
         head = written
         lines.append(f"restored {written} at {settings.topics.contracts}[{partition}]@{offset}")
     return "\n".join(lines)

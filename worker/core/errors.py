@@ -16,6 +16,7 @@ translated at the module that calls them, so callers catch one root::
     ├── CrsError                 a CRS string cannot be resolved by pyproj
     ├── PolicyError              a lifecycle rule refuses the operation (publish, promote, retire)
     ├── VersionMismatchError     an admitted record was not admitted under the reader's version
+    ├── SigningKeyError          a config-record signing or verify key file is unusable
     └── BrokerError              the broker refused or failed an operation
         ├── BrokerUnavailable    no broker could be reached or started
         ├── BrokerConfigError    a client setting was refused (unknown property, bad value)
@@ -51,6 +52,7 @@ __all__ = [
     "PayloadUnavailable",
     "PolicyError",
     "SchemaRegistryFailure",
+    "SigningKeyError",
     "VersionMismatchError",
 ]
 
@@ -131,6 +133,11 @@ class PolicyError(ContractGateError):
 
 class VersionMismatchError(ContractGateError):
     """A record of the admitted topic was not admitted under the version its reader expects."""
+
+
+class SigningKeyError(ContractGateError):
+    """A ``--signing-key`` / ``--verify-key`` file cannot be read or holds no usable key
+    (the message names the flag, the file and the fix; never the key)."""
 
 
 class BrokerError(ContractGateError):

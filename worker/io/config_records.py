@@ -7,6 +7,9 @@ bad records must not stall the bootstrap of every new worker):
 
 * a record (key and value) larger than ``max_bytes`` (default :data:`MAX_CONFIG_RECORD_BYTES`,
   1 MiB) is an ``oversized_record`` rejection, before a byte of it is decoded;
+* with a verify key (:class:`~worker.io.signing.VerifyKey`), a record without a valid
+  signature header over its topic, key and value is an ``unsigned_record`` or
+  ``bad_signature`` rejection, before it is decoded (:mod:`worker.io.signing`);
 * a record that does not decode is an ``invalid_record`` rejection (never an exception);
 * its document is parsed under a time budget (:func:`parse_budget`, default
   :data:`PARSE_BUDGET_S` seconds): a document that takes longer is an ``invalid_contract``
@@ -30,6 +33,7 @@ from worker.core.errors import ContractError, ContractGateError
 from worker.core.lifecycle.config_events import ConfigEvent
 from worker.core.lifecycle.registry import Registry, split_config_key
 from worker.io.codec import decode_contract_record
+from worker.io.signing import Headers, VerifyKey
 
 __all__ = ["MAX_CONFIG_RECORD_BYTES", "PARSE_BUDGET_S", "apply_config_value", "parse_budget"]
 
@@ -86,6 +90,10 @@ def apply_config_value(
     *,
     max_bytes: int = MAX_CONFIG_RECORD_BYTES,
     budget_s: float = PARSE_BUDGET_S,
+    verifier: VerifyKey | None = None,
+    topic: str = "",
+    headers: Headers = None,
+    raw_key: bytes | None = None,
 ) -> ConfigEvent:
     """Decode one config-topic value and apply it (``value`` None is a tombstone).
 
@@ -101,17 +109,25 @@ def apply_config_value(
         Largest ``len(key) + len(value)``, bytes; larger is ``oversized_record``.
     budget_s : float
         Seconds the document may take to parse (:func:`parse_budget`; 0: no time bound).
+    verifier : VerifyKey, optional
+        When given, the record (a tombstone too) must carry a valid signature
+        (:meth:`VerifyKey.check` over ``topic``, ``raw_key`` and ``value``); None: signatures
+        are not looked at.
+    topic, headers, raw_key
+        The record's topic, headers and key bytes as read (``raw_key`` None: ``key``
+        encoded as UTF-8), for the signature check.
 
     Returns
     -------
     ConfigEvent
         The registry's event; an oversized, undecodable or unparseable value is
-        ``outcome="rejected"`` with reason ``oversized_record``, ``invalid_record`` or
-        ``invalid_contract`` and a message naming the bound or the decoder's reason.
+        ``outcome="rejected"`` with reason ``oversized_record``, ``unsigned_record``,
+        ``bad_signature``, ``invalid_record`` or ``invalid_contract`` and a message naming
+        the bound, the signature's fault or the decoder's reason.
     """
-    if value is None:
+    if value is None and verifier is None:
         return registry.apply(key, None)
-    size = len(value) + len((key or "").encode("utf-8", "replace"))
+    size = len(value or b"") + len((key or "").encode("utf-8", "replace"))
     if size > max_bytes:
         return registry.reject(
             key,
@@ -119,6 +135,14 @@ def apply_config_value(
             f"more than the {max_bytes} a config record may have (not decoded)",
             "oversized_record",
         )
+    if verifier is not None:
+        what = key.encode("utf-8", "replace") if raw_key is None and key is not None else raw_key
+        fault = verifier.check(topic, what, value, headers)
+        if fault is not None:
+            name = split_config_key(key or "")[0] or "<no key>"
+            return registry.reject(key, f"config record {name}: {fault[1]}", fault[0])
+    if value is None:
+        return registry.apply(key, None)
     try:
         record = decode_contract_record(value)
     except ContractGateError as exc:

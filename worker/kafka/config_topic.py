@@ -14,7 +14,8 @@ read goes on, so the worker stays up and not ready instead of exiting into a cra
 
 Config records are bounded by size before they are decoded (:data:`MAX_CONFIG_RECORD_BYTES`,
 1 MiB; environment ``CONTRACT_GATE_CONFIG_MAX_RECORD_BYTES``) and their documents parsed
-under a time budget (:func:`worker.io.config_records.parse_budget`).
+under a time budget (:func:`worker.io.config_records.parse_budget`); with a verify key
+(``--verify-key``) unsigned or wrongly signed records are refused (:mod:`worker.io.signing`).
 """
 
 from __future__ import annotations
@@ -238,7 +239,12 @@ class ConfigFollower:
     def _apply(self, msg: Any) -> ConfigEvent:
         raw_key = msg.key()
         key = raw_key.decode("utf-8", "replace") if raw_key is not None else None
-        event = apply_config_value(self.registry, key, msg.value(), max_bytes=self.max_record_bytes)
+        sig = self.settings.signing.verifier  # None: signatures are not looked at
+        event = apply_config_value(
+            self.registry, key, msg.value(), max_bytes=self.max_record_bytes, verifier=sig,
+            topic=self.settings.topics.contracts, headers=msg.headers() if sig else None,
+            raw_key=raw_key,
+        )  # fmt: skip
         self.records_read += 1
         if event.outcome == "rejected":
             log.log(

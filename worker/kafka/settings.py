@@ -18,6 +18,7 @@ from typing import Any
 from worker.core._util.text import clip
 from worker.core.errors import ContractGateError
 from worker.io.payloads.policy import PayloadPolicy
+from worker.io.signing import RecordSigning
 from worker.kafka.logfilter import install as install_repeat_filter
 from worker.kafka.registry_settings import SchemaRegistrySettings, registry_settings_from_env
 
@@ -68,14 +69,8 @@ class Topics:
 
     def names(self) -> tuple[str, ...]:
         """The six topics every deployment has (not the per-major name template)."""
-        return (
-            self.batches,
-            self.admitted,
-            self.quarantine,
-            self.contracts,
-            self.consumers,
-            self.evaluations,
-        )
+        return (self.batches, self.admitted, self.quarantine, self.contracts, self.consumers,
+                self.evaluations)  # fmt: skip
 
     def admitted_for(self, layer: str, major: int) -> str:
         """The per-major admitted topic of ``layer`` and ``major``, e.g.
@@ -128,6 +123,8 @@ class Settings:
     #: Confluent Schema Registry wire format for BatchArrival events read and quarantine
     #: and evaluation records written (None: plain Avro).
     schema_registry: SchemaRegistrySettings | None = None
+    #: Config-record signatures: keys from --signing-key / --verify-key (:mod:`worker.io.signing`)
+    signing: RecordSigning = field(default_factory=RecordSigning)
 
     def with_(self, **changes: Any) -> Settings:
         return replace(self, **changes)
@@ -241,12 +238,13 @@ class Settings:
         the environment's value. ``payload_roots`` (URIs) and ``max_payload_bytes`` (a size
         or ``NAME=SIZE,...``, one per reader of ``worker.io.formats.FORMATS``) override
         ``CONTRACT_GATE_PAYLOAD_ROOTS`` (separated by commas or whitespace) and
-        ``CONTRACT_GATE_MAX_PAYLOAD_BYTES``.
+        ``CONTRACT_GATE_MAX_PAYLOAD_BYTES``; ``signing_key`` and ``verify_key`` (files)
+        ``CONTRACT_GATE_SIGNING_KEY_FILE`` and ``CONTRACT_GATE_VERIFY_KEY_FILE``.
 
         Raises
         ------
         ContractGateError
-            A bad payload root or size limit, naming the value and the fix.
+            A bad payload root, size limit or key file, naming the value and the fix.
         """
         env = os.environ if env is None else env
         kwargs: dict[str, Any] = {}
@@ -274,6 +272,10 @@ class Settings:
         )
         if url:
             kwargs["schema_registry"] = registry_settings_from_env(url, env)
+        kwargs["signing"] = RecordSigning.from_files(
+            overrides.pop("signing_key", None) or env.get("CONTRACT_GATE_SIGNING_KEY_FILE"),
+            overrides.pop("verify_key", None) or env.get("CONTRACT_GATE_VERIFY_KEY_FILE"),
+        )
         if env.get("KAFKA_BOOTSTRAP_SERVERS"):
             kwargs["bootstrap_servers"] = env["KAFKA_BOOTSTRAP_SERVERS"]
         if env.get("CONTRACT_GATE_GROUP_ID"):
