@@ -5,12 +5,17 @@
   compacted as Kafka compacts it (the newest record of every key, in offset order, copied
   to a fresh topic) and a fresh worker starts on the copy. The Atlantis batch must be
   quarantined (``contract_history_broken``), an NYC batch admitted.
+* **forged signature**: the demo's versions published signed with Ed25519 key A on a fresh
+  config topic, then v1.0's document record demoted to observing, signed with key B; a
+  worker given A's public key (``--verify-key``) must refuse it (``bad_signature`` in its
+  log) and quarantine the Atlantis batch (``contract_history_broken``), admit an NYC batch.
 * **config flood**: 30 records of 1.2 MiB and 1,000 small invalid records on the config
   topic; a fresh worker must decide a batch within 10 s plus the group join.
 """
 
 from __future__ import annotations
 
+import io
 import os
 import time
 import uuid
@@ -30,7 +35,7 @@ from worker.io.contract_files import load_contract
 from worker.kafka.admin import create_topics, produce_one, read_topic
 from worker.kafka.settings import Settings, Topics
 
-__all__ = ["compacted_history", "config_flood"]
+__all__ = ["compacted_history", "config_flood", "forged_signature"]
 
 
 def _compact_into_fresh_topic(settings: Settings) -> str:
@@ -124,4 +129,62 @@ def config_flood(bootstrap: str) -> Row:
             and row.peak_rss_mib < RSS_CEILING_MIB
         )
         row.note = "decided within 10 s + the 6 s group join" if row.ok else ""
+    return row
+
+
+def forged_signature(bootstrap: str) -> Row:
+    import tempfile
+    from pathlib import Path
+
+    from tests.io.test_signing import ed25519_pair
+    from worker.cli.demo import publish_demo_contracts
+    from worker.control.lifecycle import write_records
+    from worker.core.lifecycle.policy import Published
+    from worker.io.signing import RecordSigning, load_signing_key
+
+    row = Row("config: v1.0 forged with key B, worker verifies A")
+    with lab(bootstrap) as running, tempfile.TemporaryDirectory() as keys:
+        s, t = running.settings, running.settings.topics
+        (a_private, a_public), (b_private, _) = (
+            ed25519_pair(Path(keys), "a"),
+            ed25519_pair(Path(keys), "b"),
+        )
+        signed = s.with_(topics=Topics().with_prefix(f"s{uuid.uuid4().hex[:8]}."))
+        create_topics(signed, partitions=3)
+        signer = RecordSigning(signer=load_signing_key(a_private))
+        publish_demo_contracts(signed.with_(signing=signer), out=io.StringIO())
+        v1 = load_contract(data_file("contracts/admin_boundaries.v1.yaml"))
+        forged = Published(v1, "observing", "active", None, (), datetime.now(timezone.utc), "m")
+        mallory = signed.with_(signing=RecordSigning(signer=load_signing_key(b_private)))
+        write_records(mallory, (forged,), documents=frozenset({v1.key}))
+        worker = running.start_worker(
+            "verifying", "--contracts-topic", signed.topics.contracts, "--verify-key", a_public
+        )
+        atlantis = next(
+            e for e in demo_events(datetime.now(timezone.utc)) if e.label == "ab-unknown-continent"
+        )
+        placed = [
+            produce_one(s, t.batches, atlantis.key, atlantis.value),
+            produce_one(s, t.batches, "nyc_boroughs", nyc_event("good")),
+        ]
+        got, row.decide_s = wait_decided(running, placed, 90)
+        row.peak_rss_mib = running.peak_rss_mib()
+        row.stayed_up = worker.alive()
+        _judge(row, placed, got)
+        reasons = _quarantine_reasons(s)
+        closed = reasons.get(placed[0]) == "contract_history_broken"
+        refused = "rejected (bad_signature)" in worker.log.read_text(errors="replace")
+        row.ok = (
+            row.lost == 0
+            and row.stayed_up
+            and closed
+            and refused
+            and placed[1] not in reasons
+            and row.peak_rss_mib < RSS_CEILING_MIB
+        )
+        row.note = (
+            "bad_signature refused; Atlantis quarantined contract_history_broken"
+            if closed and refused
+            else f"refused in log: {refused}; Atlantis: {reasons.get(placed[0], 'admitted')}"
+        )
     return row

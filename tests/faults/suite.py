@@ -509,6 +509,12 @@ def _config_history(bootstrap: str) -> Row:
     return compacted_history(bootstrap)
 
 
+def _forged_signature(bootstrap: str) -> Row:
+    from tests.faults.config_history import forged_signature
+
+    return forged_signature(bootstrap)
+
+
 def _config_flood(bootstrap: str) -> Row:
     from tests.faults.config_history import config_flood
 
@@ -527,6 +533,7 @@ def scenarios(quick: bool) -> list[tuple[str, Callable[[str], Row]]]:
         ),
         ("config", bad_config),
         ("config history", _config_history),
+        ("config signature", _forged_signature),
         ("config flood", _config_flood),
         ("fuzzing", lambda b: fuzzing(QUICK_EXAMPLES if quick else FULL_EXAMPLES)),
     ]

@@ -248,6 +248,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
         payload_roots=getattr(args, "payload_root", None),
         max_payload_bytes=getattr(args, "max_payload_bytes", None),
         schema_registry_url=getattr(args, "schema_registry_url", None),
+        signing_key=getattr(args, "signing_key", None),
+        verify_key=getattr(args, "verify_key", None),
     )
 
 

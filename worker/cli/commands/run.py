@@ -17,6 +17,7 @@ from typing import Any
 
 from worker.cli.args import add_kafka_args, bounded_int, positive_seconds, settings_from_args
 from worker.cli.payload_args import add_payload_args
+from worker.cli.signing_args import add_signing_args
 from worker.gate.config import GateConfig
 from worker.gate.poll import MAX_BATCH_WAIT_MS
 
@@ -35,6 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     add_kafka_args(p)
     add_payload_args(p)
+    add_signing_args(p, sign=False)
     p.add_argument(
         "--max-batch-events",
         type=bounded_int(1, 1_000_000),

@@ -10,6 +10,7 @@ import argparse
 import sys
 
 from worker.cli.args import add_kafka_args, add_now, now_of, settings_from_args
+from worker.cli.signing_args import add_signing_args
 
 __all__ = ["register", "run"]
 
@@ -24,6 +25,7 @@ def register(csub: argparse._SubParsersAction) -> None:
         "the version becomes enforcing and supersedes the earlier revisions of its major.",
     )
     add_kafka_args(p)
+    add_signing_args(p, sign=True)
     p.add_argument("layer")
     p.add_argument("version")
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")

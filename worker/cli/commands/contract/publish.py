@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 
 from worker.cli.args import add_kafka_args, settings_from_args
+from worker.cli.signing_args import add_signing_args
 
 __all__ = ["register", "run"]
 
@@ -17,6 +18,7 @@ def register(csub: argparse._SubParsersAction) -> None:
     """Add ``publish`` under ``contract``."""
     cp = csub.add_parser("publish", help="publish a contract version to the config topic")
     add_kafka_args(cp)
+    add_signing_args(cp, sign=True)
     cp.add_argument("file", help="contract YAML file")
     cp.add_argument(
         "--mode",

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 
 from worker.cli.args import add_kafka_args, add_stale
+from worker.cli.signing_args import add_signing_args
 
 __all__ = ["register", "run"]
 
@@ -24,6 +25,7 @@ def register(csub: argparse._SubParsersAction) -> None:
         "first). There is no date option.",
     )
     add_kafka_args(r)
+    add_signing_args(r, sign=True)
     r.add_argument("layer")
     r.add_argument("version", help="the major to retire, e.g. v1")
     r.add_argument(
