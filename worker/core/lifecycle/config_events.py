@@ -29,6 +29,7 @@ class ConfigEvent:
 
     ``outcome`` is ``added`` | ``updated`` | ``unchanged`` | ``rejected``; ``reason``
     (rejections only) is ``edit_in_place`` | ``invalid_record`` | ``oversized_record`` |
+    ``unsigned_record`` | ``bad_signature`` (:mod:`worker.io.signing`) |
     ``invalid_contract`` | ``key_mismatch`` | ``unretired_tombstone`` (a null value for a
     version in force and enforcing) | ``tombstone`` (any other null value under a contract
     key). ``tombstone`` is True for a null value. ``superseded`` lists the
