@@ -209,14 +209,19 @@ def _features(path: Path | str, table: pa.Table, geo: _GeoColumn) -> FeatureData
 def _read_geoparquet(path: Path | str, source: pa.NativeFile | None = None) -> FeatureData:
     """The GeoParquet file ``source`` (default: the file ``path``); ``path`` names the file
     in messages."""
-    # no pre-buffering on a Python file object (the local files: pa.PythonFile): its
-    # background reads may still be calling into Python when the interpreter exits, and a
-    # thread that takes the GIL then is ended inside Arrow: "terminate called without an
-    # active exception", SIGABRT, exit 134 for about 1 in 5 `check` runs that exited soon
-    # after reading (a fresh-user finding)
-    pre_buffer = not isinstance(source, pa.PythonFile)
+    # no pre-buffering and no reader threads on a Python file object (the local files:
+    # pa.PythonFile): Arrow's threads that read through it take the GIL, and one still
+    # doing so when the interpreter exits is ended inside Arrow ("terminate called without
+    # an active exception", SIGABRT): exit 134 for about 1 in 5 `check` runs that exited
+    # soon after reading without either, and still 1 in ~40 under load with threads. The
+    # chunked path reads without threads too (use_threads=False).
+    python_file = isinstance(source, pa.PythonFile)
     try:
-        table = pq.read_table(source if source is not None else path, pre_buffer=pre_buffer)
+        table = pq.read_table(
+            source if source is not None else path,
+            pre_buffer=not python_file,
+            use_threads=not python_file,
+        )
     except (OSError, pa.ArrowException) as exc:
         raise parquet_read_error(path, exc) from None
     return _features(path, table, _geo_column(path, table.schema))
