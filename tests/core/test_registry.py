@@ -107,10 +107,10 @@ def test_tombstone_is_flagged_logged_at_warning_and_counted(caplog: Any) -> None
     metrics = GateMetrics(MeterProvider(metric_readers=[reader]).get_meter("test"))
     pipeline = Pipeline(Settings(), metrics=metrics)
 
-    pipeline.config._apply(_rec(V1.key, record()))
-    pipeline.config._apply(_rec(V1.key, record(state="retired")))
+    pipeline.config.apply(_rec(V1.key, record()))
+    pipeline.config.apply(_rec(V1.key, record(state="retired")))
     with caplog.at_level(logging.INFO, logger="worker.kafka.config_topic"):
-        ev = pipeline.config._apply(_rec(V1.key, None))
+        ev = pipeline.config.apply(_rec(V1.key, None))
     assert (ev.outcome, ev.tombstone, ev.layer) == ("rejected", True, "admin_boundaries")
     warnings = [r for r in caplog.records if r.levelno == logging.WARNING]
     assert [r.getMessage() for r in warnings] == [
@@ -146,12 +146,12 @@ def test_config_rejection_labels_stay_bounded_under_forged_keys() -> None:
     pipeline = Pipeline(Settings(), metrics=metrics)
 
     for i in range(200):  # garbage under 200 forged layers, and tombstones of them
-        pipeline.config._apply(_rec(f"forged-{i}/v1.0", b"\x00garbage"))
-        pipeline.config._apply(_rec(f"forged-{i}/v1.0", None))
-    pipeline.config._apply(_rec(V1.key, record()))
+        pipeline.config.apply(_rec(f"forged-{i}/v1.0", b"\x00garbage"))
+        pipeline.config.apply(_rec(f"forged-{i}/v1.0", None))
+    pipeline.config.apply(_rec(V1.key, record()))
     edited = parse_contract(V1.text.replace("max_age: PT6H", "max_age: PT1H"))
-    pipeline.config._apply(_rec(V1.key, record(edited)))  # a known layer keeps its name
-    pipeline.config._apply(_rec(V1.key, b"\x00garbage"))
+    pipeline.config.apply(_rec(V1.key, record(edited)))  # a known layer keeps its name
+    pipeline.config.apply(_rec(V1.key, b"\x00garbage"))
     counted = {}
     data = reader.get_metrics_data()
     for rm in data.resource_metrics if data else []:

@@ -126,10 +126,10 @@ def test_the_worker_logs_and_counts_a_bad_signature(
     metrics = GateMetrics(MeterProvider(metric_readers=[reader]).get_meter("test"))
     pipeline = Pipeline(Settings(signing=RecordSigning(verifier=verifier)), metrics=metrics)
     for key, value, headers in sign(demo(), a):
-        pipeline.config._apply(FakeRecord(TOPIC, key=key, value=value, headers=headers))
+        pipeline.config.apply(FakeRecord(TOPIC, key=key, value=value, headers=headers))
     key, value = demo()[0]
     with caplog.at_level(logging.WARNING, logger="worker.kafka.config_topic"):
-        event = pipeline.config._apply(
+        event = pipeline.config.apply(
             FakeRecord(TOPIC, key=key, value=value, headers=[b.header(TOPIC, key, value)])
         )
     assert (event.outcome, event.reason) == ("rejected", "bad_signature")
@@ -156,6 +156,6 @@ def test_without_a_verify_key_the_follower_ignores_headers() -> None:
     pipeline = Pipeline(Settings())
     for key, value in demo():
         bogus = [("contract-gate-signature", b"ed25519:AAAA")]
-        assert pipeline.config._apply(FakeRecord(TOPIC, key=key, value=value, headers=bogus))
+        assert pipeline.config.apply(FakeRecord(TOPIC, key=key, value=value, headers=bogus))
     assert atlantis(pipeline.registry) == ("quarantined", "contract_break")
     assert pipeline.registry.breaks(LAYER) == ()

@@ -200,7 +200,7 @@ class ConfigFollower:
                 continue
             last_progress = time.monotonic()
             at_eof.discard(int(msg.partition() or 0))
-            self._apply(msg)
+            self.apply(msg)
             if progress and self.records_read % 100 == 0:
                 progress(f"config bootstrap: {self.records_read} records")
         self.stalled = None
@@ -229,14 +229,18 @@ class ConfigFollower:
         for msg in msgs:
             err = msg.error()
             if err is None:
-                events.append(self._apply(msg))
+                events.append(self.apply(msg))
             elif err.fatal():
                 raise broker_error(err, "config topic read failed")
             elif err.code() != PARTITION_EOF:
                 log.warning("config topic: %s (the client retries)", err.str())
         return events
 
-    def _apply(self, msg: Any) -> ConfigEvent:
+    def apply(self, msg: Any) -> ConfigEvent:
+        """Apply one consumed config record (a :class:`~worker.kafka.protocols.MessageLike`)
+        to the registry: bounded in size, its signature checked when a verify key is set,
+        logged, counted in :attr:`records_read`, and reported to the follower's callback.
+        Never raises for a bad record: it is refused with its reason in the event."""
         raw_key = msg.key()
         key = raw_key.decode("utf-8", "replace") if raw_key is not None else None
         sig = self.settings.signing.verifier  # None: signatures are not looked at
