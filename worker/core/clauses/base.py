@@ -8,7 +8,7 @@ contract checks' hint and the reports read that table.
 
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -27,6 +27,7 @@ from worker.core.offenders import MAX_OFFENDERS, Offender, Offenders
 __all__ = [
     "MAX_OFFENDER_VALUE_CHARS",
     "Brief",
+    "Check",
     "ClauseKind",
     "Compare",
     "Measure",
@@ -53,6 +54,9 @@ Compare = Callable[[Any, Any, Diff], None]
 #: ``brief(measured)``: a few words saying what broke, for one-line listings; ``""``
 #: when the kind has nothing shorter to say than the result's message.
 Brief = Callable[[Any], str]
+#: ``check(clause)``: what the JSON Schema cannot say of one clause as written (a mapping
+#: of the document): ``(path within the clause, problem, fix)``, or None when it is sound.
+Check = Callable[[Mapping[str, Any]], "tuple[list[str | int], str, str] | None"]
 
 
 @dataclass(frozen=True)
@@ -95,6 +99,9 @@ class ClauseKind:
         first); None for the others, which follow in version and clause order.
     second_pass : SecondPass or None
         A second pass over the features some results need (the extent's diagnoses).
+    check : Check or None
+        The kind's checks of a clause as written that the JSON Schema cannot express
+        (``min`` <= ``max``, unique field names), run when a contract is parsed.
     """
 
     name: str
@@ -106,6 +113,7 @@ class ClauseKind:
     essential: bool = False
     leads: int | None = None
     second_pass: SecondPass | None = None
+    check: Check | None = None
 
     def params(self, clause: Clause) -> Any:
         """``clause``'s :attr:`Params`, built on first use and kept on the clause.

@@ -7,6 +7,7 @@ clause whatever the bounds: it was truncated or padded on the way.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -64,4 +65,12 @@ def brief(measured: Any) -> str:
     return f"{measured} features"
 
 
-KIND = ClauseKind("feature_count", Params, measure, render, compare, brief)
+def check(clause: Mapping[str, Any]) -> tuple[list[str | int], str, str] | None:
+    """``min`` greater than ``max`` as written (the JSON Schema cannot compare them)."""
+    low = clause.get("min", 0)
+    if low > clause.get("max", low):
+        return [], "min is greater than max", "make min <= max"
+    return None
+
+
+KIND = ClauseKind("feature_count", Params, measure, render, compare, brief, check=check)

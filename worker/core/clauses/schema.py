@@ -172,4 +172,13 @@ def brief(measured: Any) -> str:
     return str(measured["problems"][0])
 
 
-KIND = ClauseKind("schema", Params, measure, render, compare, brief, leads=4)
+def check(clause: Mapping[str, Any]) -> tuple[list[str | int], str, str] | None:
+    """A field listed twice (the JSON Schema cannot say names are unique)."""
+    names = [f["name"] for f in clause["fields"]]
+    dup = sorted({n for n in names if names.count(n) > 1})
+    if dup:
+        return ["fields"], f"duplicate field {dup[0]!r}", "list each field once"
+    return None
+
+
+KIND = ClauseKind("schema", Params, measure, render, compare, brief, leads=4, check=check)

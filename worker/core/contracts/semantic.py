@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from worker.core._util.durations import parse_duration_s
+from worker.core.clauses import KINDS
 from worker.core.contracts.fixes import _DURATION_FIX, _FIXES, _fail, _path
 
 #: Nothing public: the helpers here are imported by name by :mod:`worker.core.contracts.parse`.
@@ -244,18 +245,11 @@ def _semantic_checks(doc: dict[str, Any], source: str) -> float:
                 durations.append((["clauses", i, key], c[key]))
         if "region" in c:
             _check_region(source, ["clauses", i, "region"], c["region"], _region_crs(doc, c))
-        if c["kind"] == "feature_count" and c.get("min", 0) > c.get("max", c.get("min", 0)):
-            raise _fail(source, ["clauses", i], "min is greater than max", "make min <= max")
-        if c["kind"] == "schema":
-            names = [f["name"] for f in c["fields"]]
-            dup = sorted({n for n in names if names.count(n) > 1})
-            if dup:
-                raise _fail(
-                    source,
-                    ["clauses", i, "fields"],
-                    f"duplicate field {dup[0]!r}",
-                    "list each field once",
-                )
+        kind = KINDS.get(c["kind"])
+        found = kind.check(c) if kind is not None and kind.check is not None else None
+        if found is not None:  # the kind's own checks of what the schema cannot say
+            where, problem, fix = found
+            raise _fail(source, ["clauses", i, *where], problem, fix)
         if c["kind"] == "crs":
             _check_crs(source, ["clauses", i, "expect"], c["expect"])
         if "crs" in c:
