@@ -244,6 +244,17 @@ def _error(text: str, source: str = "layers/parcels.v7.yaml") -> str:
         ),
         (_with_clause({"name": "x", "kind": "feature_count"}), "clauses[3]", "min"),
         (
+            _with_clause(
+                {
+                    "name": "x",
+                    "kind": "schema",
+                    "fields": [{"name": "a", "type": "integer"}, {"name": "a", "type": "string"}],
+                }
+            ),
+            "clauses[3].fields",
+            "list each field once",
+        ),
+        (
             _with_clause({"name": "srid", "kind": "validity", "max_invalid_fraction": 0}),
             "clauses[3].name",
             "unique",
