@@ -137,8 +137,8 @@ LOG_LEVEL_HELP = (
 
 def log_level(text: str) -> str:
     """``--log-level``'s value, upper-cased; argparse turns the error into exit 2 with a
-    one-line message (a bad level was a ValueError traceback and exit 1, a fresh-user
-    finding: for ``check``, 1 means quarantined)."""
+    one-line message (a bad level was a ValueError traceback and exit 1, and for
+    ``check`` 1 means quarantined)."""
     level = text.upper()
     if level not in LOG_LEVELS:
         raise argparse.ArgumentTypeError(

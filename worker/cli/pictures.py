@@ -20,7 +20,7 @@ __all__ = ["refuse_overwriting_inputs", "same_file", "write_pictures"]
 def refuse_overwriting_inputs(args: argparse.Namespace) -> None:
     """Raise :class:`ContractGateError` (exit 2) when ``--offenders`` or ``--html`` names
     the batch file, a contract file or the other output: the input would be overwritten
-    (a fresh-user session replaced its batch with the offenders file, exit 1, no warning).
+    (a batch file was replaced by the offenders file, exit 1, no warning).
     """
     inputs: list[tuple[str, str]] = [("the batch file", args.batch)]
     inputs += [("a --contract file", f) for f in args.contract]

@@ -143,7 +143,7 @@ def publish_contract(
         documents=frozenset({contract.key}),
     )
     # read back: a publication of the same version racing this one may have landed too
-    # (found by a new-user session: both publishers were told "published"); two documents
+    # (without the read-back both publishers were told "published"); two documents
     # of one version break the layer's history, and the workers fail closed (issue 30)
     after = read_published(settings)
     others = [
@@ -290,7 +290,7 @@ def publish_batch_file(
         resolve_crs(crs)  # as `check --crs`: a CRS that does not resolve is bad input
     if batch_id is not None and re.fullmatch(r"\d+@\d+", batch_id.strip()):
         # `quarantine show/replay 1@2` name a record by its coordinates: such an id would
-        # show or replay another batch (found by a new-user session)
+        # show or replay another batch
         raise ContractGateError(
             f"--batch-id {batch_id!r} reads as PARTITION@OFFSET, which `quarantine show` and "
             "`replay` take as record coordinates; choose an id with another form"
@@ -345,8 +345,8 @@ def unresolvable_crs(batch: Batch) -> str | None:
 def unwritten_geometries(errors: Mapping[int, str], shown: int = 3) -> str:
     """The warning for features whose geometry the reader could not write as WKB
     (``Batch.geometry_errors``, index -> reason): inline, such a geometry travels as null,
-    and the worker can only call it a missing geometry (a fresh-user session was told
-    "missing geometry" for a GeoJSON ``"type": "Circle"``, which ``check`` names)."""
+    and the worker can only call it a missing geometry (a GeoJSON ``"type": "Circle"``
+    was reported as "missing geometry", while ``check`` names it)."""
     first = sorted(errors)[:shown]
     reasons = "; ".join(f"feature {i}: {clip(errors[i], 200)}" for i in first)
     more = f"; and {len(errors) - shown} more" if len(errors) > shown else ""

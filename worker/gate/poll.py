@@ -56,7 +56,7 @@ _SLICE_S = 0.01
 
 #: Longest wait for a first record when none is queued (seconds), whatever ``wait_s``: an
 #: idle worker blocks here instead of spinning (``--max-batch-wait-ms 0`` made one run at
-#: 100% CPU, found by a new-user session).
+#: 100% CPU).
 IDLE_WAIT_S = 0.1
 
 #: Highest ``--max-batch-wait-ms``: contract changes from the config topic are applied

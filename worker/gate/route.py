@@ -142,8 +142,8 @@ def route(
             batch = loaded.batch if isinstance(loaded, ChunkedBatch) else loaded
         else:
             # the schema clause checks the columns sent, not the producer's declaration
-            # (found by a data-path review: a declared integer column carrying strings, an
-            # undeclared extra column and a missing one all passed)
+            # (checked against the declaration, a declared integer column carrying strings,
+            # an undeclared extra column and a missing one all passed)
             batch = replace(batch, schema_fields=derive_schema(batch.attributes))
     except DecodeError as exc:
         decision = failed("decode_error", f"undecodable batch-arrival event: {exc}")

@@ -108,7 +108,7 @@ def _compaction_problem(admin: Any, name: str, timeout_s: float) -> str:
 
     A config topic made by other tooling with the defaults (``cleanup.policy=delete``)
     loses its contract records after ``retention.ms``: a worker started then finds no
-    contract (a fresh-user finding: ``topics create`` answered "exists")."""
+    contract (``topics create`` only answered "exists")."""
     from confluent_kafka.admin import ConfigResource
 
     resource = ConfigResource("topic", name)

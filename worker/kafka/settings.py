@@ -145,8 +145,8 @@ class Settings:
         """Configuration of the input consumer (group member, read_committed, manual commit).
 
         ``session.timeout.ms``, ``heartbeat.interval.ms``, ``auto.offset.reset`` and the
-        fetch sizes given in ``extra`` win over the defaults (a new-user session set
-        ``session.timeout.ms`` with ``--kafka-property`` and had it overwritten);
+        fetch sizes given in ``extra`` win over the defaults (a ``session.timeout.ms``
+        set with ``--kafka-property`` was overwritten);
         ``group.id``, ``enable.auto.commit`` and ``isolation.level`` are the worker's
         (exactly-once needs manual commits and read_committed; the group has its flag).
         """
@@ -154,7 +154,7 @@ class Settings:
         given = self.extra.get("session.timeout.ms", self.session_timeout_ms)
         try:
             session_ms = int(given)
-        except ValueError:  # a fresh-user finding: it was a ValueError traceback
+        except ValueError:  # a bad value was a ValueError traceback
             raise ContractGateError(
                 f"session.timeout.ms {clip(str(given), 40)!r} is not a whole number of "
                 "milliseconds; check --kafka-property and CONTRACT_GATE_KAFKA_SESSION_TIMEOUT_MS"
@@ -224,8 +224,8 @@ class Settings:
         conf["enable.idempotence"] = True
         if transactional:
             conf["transactional.id"] = f"{self.transactional_id_prefix}-{self.instance_id}"
-            # the worker's default; a given one wins, as every other property (a
-            # fresh-user session found --kafka-property transaction.timeout.ms ignored)
+            # the worker's default; a given one wins, as every other property
+            # (--kafka-property transaction.timeout.ms was ignored)
             conf["transaction.timeout.ms"] = self.extra.get("transaction.timeout.ms", 60000)
         conf.update(overrides)
         return conf

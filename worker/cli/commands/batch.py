@@ -71,8 +71,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def _layer_name(text: str) -> str:
     """``--layer`` of ``batch publish``: a name a contract can carry, else exit 2 (a batch
-    of layer "bad layer/../x" was published though no contract can govern it: a
-    fresh-user finding)."""
+    of layer "bad layer/../x" was published though no contract can govern it)."""
     from worker.core.contracts.schema import layer_name_pattern
 
     if not layer_name_pattern().search(text):

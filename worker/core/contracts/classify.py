@@ -181,7 +181,7 @@ def classify(old: Contract, new: Contract) -> Classification:
                 "document",
                 "none",
                 # a file of the same version number written differently (1 for 1.0, a
-                # list reordered) was called "renumbered" (a fresh-user finding)
+                # list reordered) was called "renumbered"
                 "no clause or metadata change: the same content written differently (a "
                 "number such as 1 for 1.0, a list in another order); still another "
                 "document (digest): publish the published text, or give it a new version"

@@ -3,9 +3,9 @@
 Each clause is valid on its own, so the contract loads; but a domain clause whose codes
 are all of another type than the schema clause gives their column admits no value: a
 code ``'1'`` (text) never matches an integer column, and an integer column is what the
-schema clause demands. A fresh-user session quoted every BoroCode code of the NYC
-contract (``'1': Manhattan``) while its schema clause still typed BoroCode ``integer``;
-the file loaded without a word, and ``contract classify`` called the change a tightening.
+schema clause demands. An NYC contract quoting every BoroCode code (``'1': Manhattan``)
+while its schema clause still typed BoroCode ``integer`` loaded without a word, and
+``contract classify`` called the change a tightening.
 The domain clause's matching rules (no coercion between text and numbers; whole-number
 floats match integer codes) are those of :mod:`worker.core.clauses.kinds`.
 

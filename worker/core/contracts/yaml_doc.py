@@ -195,7 +195,7 @@ def load_document(text: str, source: str) -> Any:
     fast = _load_with_libyaml(text, source)
     if fast is not _NOT_FAST:
         return fast
-    try:  # the reader refuses control characters already here (found by fuzzing)
+    try:  # the reader refuses control characters already here, in the constructor
         loader = _UniqueKeyLoader(text)
     except yaml.YAMLError as exc:
         raise ContractError(f"{source}: {_yaml_problem(exc)}") from None

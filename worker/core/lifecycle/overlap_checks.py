@@ -247,8 +247,8 @@ def check_major_overlap(
             else ""
         )
         # two enforcing majors on the shared admitted topic: a batch is admitted only when
-        # it passes both, so none passing both is an outage, not an overlap (found by a
-        # new-user session: a CRS major quarantined every batch and this check said PASS)
+        # it passes both, so none passing both is an outage, not an overlap (a CRS major
+        # quarantined every batch and this check said PASS)
         shared = not any(v.contract.read_paths == "per_major" for v in (old, new))
         gated = shared and old.mode == new.mode == "enforcing"
         figures["passed_both"] = sum(1 for x in both if a[x] and b[x])

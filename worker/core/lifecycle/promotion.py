@@ -83,8 +83,8 @@ def evidence_cycle(new: Contract, known: Sequence[Published]) -> Contract:
 
     A tightening that also shortens its own ``cadence`` (a minor edit on its own) must not
     shorten the observation that justifies it: six hours of evidence are needed to tighten
-    a layer that arrives every six hours, whatever the new version says (found by a
-    fresh-user session: ``cadence: PT20S`` in v1.1 promoted it after 26 s).
+    a layer that arrives every six hours, whatever the new version says
+    (``cadence: PT20S`` in v1.1 promoted it after 26 s).
     """
     enforcing = [
         p.contract

@@ -70,8 +70,8 @@ def decide_publish(
     # yet published, against the newest version of the layer
     own_major = [p for p in layer if p.contract.major == new.major]
     newest_own = newest(own_major)
-    # retirement retires a major's newest revision; the older ones stay superseded (a
-    # fresh-user session revived v1 as v1.2 after v1.0 superseded and v1.1 retired)
+    # retirement retires a major's newest revision; the older ones stay superseded
+    # (v1 was revived as v1.2 after v1.0 superseded and v1.1 retired)
     if newest_own is not None and newest_own.state == "retired":
         live = sorted({f"v{p.contract.major}" for p in layer if p.state == "active"})
         return PolicyDecision(
@@ -156,8 +156,8 @@ def decide_publish(
 
 def unchecked_warning(new: Contract, mode: str, layer: Sequence[Published]) -> str:
     """The warning for an observing version of a layer with no enforcing version in force:
-    its batches are admitted whatever they measure (a fresh-user session found a layer
-    of one observing version admitting a broken batch without a word at publish)."""
+    its batches are admitted whatever they measure (a layer of one observing version
+    admitted a broken batch, and publish said nothing)."""
     enforcing = [p for p in layer if p.state == "active" and p.mode == "enforcing"]
     if mode != "observing" or enforcing:
         return ""

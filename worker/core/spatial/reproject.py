@@ -80,8 +80,8 @@ def _segmentize_crashes(geoms: np.ndarray, candidates: np.ndarray) -> np.ndarray
     collections that ``shapely.segmentize`` must not see: those with an empty part or a
     nested collection. GEOS 3.14 ends the process with SIGSEGV on
     ``MULTIPOINT (EMPTY, (1 1))`` or ``GEOMETRYCOLLECTION (POINT EMPTY, POINT (1 1))``
-    (found by a new-user session: one such feature killed the worker whenever its batch
-    was reprojected). They are reprojected vertex by vertex, undensified."""
+    (one such feature killed the worker whenever its batch was reprojected). They are
+    reprojected vertex by vertex, undensified."""
     multi = np.flatnonzero(candidates & (np.asarray(shapely.get_type_id(geoms)) >= 4))
     if not multi.size:
         return multi

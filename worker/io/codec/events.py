@@ -136,7 +136,7 @@ def batch_from_event(record: Mapping[str, Any]) -> Batch:
     batch_id = record["batch_id"]
     if not batch_id.strip():
         # the id names the batch in quarantine records, replays and evaluation records: an
-        # empty one was admitted, and `quarantine show ""` finds nothing (a fresh-user finding)
+        # empty one was admitted, and `quarantine show ""` finds nothing
         raise DecodeError("batch_id is empty: every batch needs an id that names it")
     if len(batch_id) > MAX_BATCH_ID_CHARS:
         raise DecodeError(
@@ -146,7 +146,7 @@ def batch_from_event(record: Mapping[str, Any]) -> Batch:
     feats = record["features"]
     if feats is not None and record["payload_uri"] is not None:
         # which one would a consumer read? the gate judged the inline features, a consumer
-        # following the URI would read something never judged (found by a new-user session)
+        # following the URI would read something never judged
         raise DecodeError(
             "the event carries both inline features and a payload_uri "
             f"({clip(str(record['payload_uri']), 200)!r}): a batch travels one way or the other"

@@ -131,7 +131,7 @@ _SIZE = re.compile(r"^\s*(\d{1,20})\s*([kmgt]i?b?|b)?\s*$", re.IGNORECASE)
 _UNITS = {"": 1, "b": 1, "k": 1024, "m": MIB, "g": GIB, "t": 1024**4}
 
 #: Largest size limit taken (bytes): 1 PiB. A larger one is a typo, not a limit
-#: (``99999999999999999999999GiB`` was accepted: a fresh-user finding).
+#: (``99999999999999999999999GiB`` was accepted).
 MAX_SIZE_LIMIT_BYTES = 1024**5
 
 
@@ -194,7 +194,7 @@ def parse_limits(text: str) -> dict[str, int]:
                 f"bad payload size limit {part!r}: expected "
                 + " or ".join(f"{n}=SIZE" for n in FORMATS)
             )
-        if name in given:  # the last one won without a word (a fresh-user finding)
+        if name in given:  # the last one won without a word
             raise ValueError(f"bad payload size limit {text!r}: {name} given twice")
         given.add(name)
         limits[name] = parse_size(value)

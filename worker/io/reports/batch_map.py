@@ -108,7 +108,7 @@ def _lines_of(geometry: Mapping[str, Any]) -> list[list[list[float]]]:
 
 
 #: Most passing features a page draws: every offending feature is drawn, the passing ones
-#: evenly thinned beyond this (300,000 points made a 39 MB page, a fresh-user finding).
+#: evenly thinned beyond this (300,000 points made a 39 MB page).
 MAX_DRAWN_PASSING = 20_000
 
 

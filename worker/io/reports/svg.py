@@ -101,7 +101,7 @@ def svg_map(
     minx, miny = b[:, 0].min(), b[:, 1].min()
     maxx, maxy = b[:, 2].max(), b[:, 3].max()
     # spans and offsets in halves: finite coordinates of +-1e308 overflow a difference
-    # (inf, then nan positions in the SVG: a fresh-user finding); halving is exact
+    # (inf, then nan positions in the SVG); halving is exact
     half_w, half_h = maxx / 2 - minx / 2, maxy / 2 - miny / 2
     half_span = max(half_w, half_h, 1e-9)
     scale = min(

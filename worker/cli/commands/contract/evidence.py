@@ -52,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
     else:
         text = render_evidence_text(evidence)
     if args.output:
-        write_output(args.output, text)  # a fresh-user finding: an OSError traceback
+        write_output(args.output, text)  # an unwritable --output was an OSError traceback
         print(f"wrote {args.output}")
     else:
         print(text)
