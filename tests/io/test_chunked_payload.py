@@ -150,7 +150,7 @@ def test_nyc_boroughs_chunked_equals_whole() -> None:
     _same(whole, chunked, "decision")
 
 
-@pytest.mark.parametrize("case", ["N01", "N04a", "S10c", "S17a", "S20c", "S21b"])
+@pytest.mark.parametrize("case", ["N01", "N04a", "S10c", "S17a", "S20c", "S21b", "T02"])
 def test_field_cases_chunked_equal_whole(case: str) -> None:
     path = CASES / case / "batch.parquet"
     c = load_contract(CASES / case / "contract.yaml")

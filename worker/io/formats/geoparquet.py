@@ -1,4 +1,9 @@
-"""GeoParquet 1.0/1.1 files into :class:`~worker.io.formats.base.FeatureData`.
+"""GeoParquet 1.0/1.1/2.0 and Parquet 2.11 geospatial files into
+:class:`~worker.io.formats.base.FeatureData`.
+
+The CRS and edge model come from the ``geo`` metadata and, where it is absent or silent,
+from the column's Parquet GEOMETRY/GEOGRAPHY logical type (:mod:`.parquet_geo`: ``crs``
+defaults to ``OGC:CRS84``, GEOGRAPHY edges to spherical).
 
 Follows the ``geo`` metadata: ``primary_column``, per-column ``encoding`` (``WKB`` or
 GeoArrow native ``point`` ... ``multipolygon``) and ``crs`` (PROJJSON kept as JSON text;
@@ -15,27 +20,23 @@ the core compares with the geometries. A value the spec does not define for ``ed
 
 from __future__ import annotations
 
-import json
 from collections.abc import Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
 
 from worker.core.errors import PayloadCorrupt, PayloadError, PayloadUnavailable
 from worker.io.formats.base import (
-    RFC7946_CRS,
     FeatureData,
     Source,
-    _fail,
     canonical_table,
-    canonical_type,
     scrub,
 )
-from worker.io.formats.geoarrow import NATIVE_ENCODINGS, native_to_wkb
+from worker.io.formats.geo_column import _features, _geo_column, _GeoColumn
+from worker.io.formats.parquet_geo import logical_geo_columns
 
 
 def parquet_read_error(name: Path | str, exc: BaseException) -> PayloadError:
@@ -48,162 +49,8 @@ def parquet_read_error(name: Path | str, exc: BaseException) -> PayloadError:
     return PayloadCorrupt(f"{name}: not a readable Parquet file ({text})")
 
 
-def _parquet_crs(path: Path | str, meta: dict[str, Any]) -> str | None:
-    if "crs" not in meta:
-        return RFC7946_CRS
-    crs = meta["crs"]
-    if crs is None or isinstance(crs, str):
-        return crs
-    if isinstance(crs, dict):
-        return json.dumps(crs, sort_keys=True)
-    raise _fail(path, f"bad CRS: geo metadata crs is a {type(crs).__name__}, not PROJJSON")
-
-
 #: Read buffer of a GeoParquet file read in chunks (:func:`open_geoparquet_chunks`).
 READ_BUFFER_BYTES = 8 * 1024 * 1024
-
-_EDGES = ("planar", "spherical")
-_ORIENTATIONS = ("counterclockwise",)
-
-
-def _edge_model(path: Path | str, primary: str, meta: dict[str, Any]) -> tuple[str, str | None]:
-    edges = meta.get("edges", "planar")
-    orientation = meta.get("orientation")
-    if edges not in _EDGES:
-        raise _fail(
-            path,
-            f"unsupported GeoParquet edges {edges!r} of column {primary!r}: GeoParquet 1.1 "
-            f"defines {list(_EDGES)}, so the geometries have no known meaning",
-        )
-    if orientation is not None and orientation not in _ORIENTATIONS:
-        raise _fail(
-            path,
-            f"unsupported GeoParquet orientation {orientation!r} of column {primary!r}: "
-            f"GeoParquet 1.1 defines {list(_ORIENTATIONS)} or no orientation",
-        )
-    return str(edges), orientation
-
-
-def _covering_bbox(
-    table: pa.Table, meta: dict[str, Any]
-) -> tuple[tuple[float, float, float, float] | None, ...] | None:
-    """The rows of the 1.1 ``covering.bbox`` column (``{"xmin": [column, field], ...}``);
-    None when there is none or it does not name a readable numeric struct field."""
-    spec = (meta.get("covering") or {}).get("bbox")
-    if not isinstance(spec, dict):
-        return None
-    cols = []
-    for key in ("xmin", "ymin", "xmax", "ymax"):
-        ref = spec.get(key)
-        if not (isinstance(ref, list) and len(ref) == 2 and ref[0] in table.column_names):
-            return None
-        struct = table.column(ref[0]).combine_chunks()
-        if not pa.types.is_struct(struct.type) or struct.type.get_field_index(ref[1]) < 0:
-            return None
-        values = struct.field(ref[1])
-        if not (pa.types.is_floating(values.type) or pa.types.is_integer(values.type)):
-            return None
-        present = np.asarray(struct.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
-        nums = values.cast(pa.float64()).fill_null(np.nan).to_numpy(zero_copy_only=False)
-        cols.append(np.where(present, nums, np.nan))
-    box = np.column_stack(cols)
-    rows: list[tuple[float, float, float, float] | None] = []
-    for x0, y0, x1, y1 in box.tolist():
-        finite = not np.isnan([x0, y0, x1, y1]).any()
-        rows.append((x0, y0, x1, y1) if finite else None)
-    return tuple(rows)
-
-
-@dataclass(frozen=True)
-class _GeoColumn:
-    """What the ``geo`` metadata says about a file's primary geometry column."""
-
-    primary: str
-    encoding: str
-    meta: dict[str, Any]
-    drop: frozenset[str]
-    crs: str | None
-    edges: str
-    orientation: str | None
-    #: the file's ``version`` and the column's ``bbox`` and ``geometry_types``, as written
-    claims: dict[str, Any] = field(default_factory=dict)
-
-    @property
-    def crs_stated(self) -> bool:
-        """The ``geo`` metadata states a CRS (a non-null ``crs``), rather than leaving
-        the GeoParquet default (key absent: ``OGC:CRS84``) or saying unknown (null)."""
-        return self.meta.get("crs") is not None
-
-
-def _geo_column(path: Path | str, schema: pa.Schema) -> _GeoColumn:
-    """The primary geometry column of a file with arrow ``schema`` (its ``geo`` metadata;
-    plain Parquet: a binary ``geometry`` column holds WKB, CRS unknown)."""
-    raw = (schema.metadata or {}).get(b"geo")
-    try:
-        geo = json.loads(raw) if raw else None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise _fail(path, f"the 'geo' metadata is not JSON ({exc})") from None
-    if geo is None:  # plain Parquet: a binary 'geometry' column holds WKB, CRS unknown
-        if "geometry" not in schema.names:
-            raise _fail(path, "no geometry column: no 'geo' metadata and no 'geometry' column")
-        geo = {"primary_column": "geometry", "columns": {"geometry": {"crs": None}}}
-    primary = geo.get("primary_column")
-    columns = geo.get("columns") or {}
-    if primary not in schema.names or primary not in columns:
-        raise _fail(path, f"no geometry column: primary column {primary!r} is missing")
-    meta = columns[primary]
-    encoding = str(meta.get("encoding", "WKB"))
-    typ = schema.field(primary).type
-    if encoding.upper() == "WKB":
-        # a dictionary-encoded column (written from a pandas categorical), a large or a
-        # view binary column (Polars) reads as its values: to_pylist() gives bytes
-        if not pa.types.is_binary(canonical_type(typ)):
-            raise _fail(path, f"WKB column {primary!r} has arrow type {typ}, not binary")
-    elif encoding.lower() not in NATIVE_ENCODINGS:
-        raise _fail(path, f"unsupported geometry encoding {encoding!r} of column {primary!r}")
-    drop = set(columns) | {
-        spec[0]
-        for m in columns.values()
-        for spec in ((m.get("covering") or {}).get("bbox") or {}).values()
-        if isinstance(spec, list) and spec
-    }
-    edges, orientation = _edge_model(path, str(primary), meta)
-    claims = {
-        "version": geo.get("version"),
-        **{k: meta[k] for k in ("bbox", "geometry_types") if k in meta},
-    }
-    return _GeoColumn(
-        str(primary),
-        encoding,
-        meta,
-        frozenset(drop),
-        _parquet_crs(path, meta),
-        edges,
-        orientation,
-        claims,
-    )
-
-
-def _features(path: Path | str, table: pa.Table, geo: _GeoColumn) -> FeatureData:
-    """The features of ``table`` (the whole file or some of its rows)."""
-    col = table.column(geo.primary)
-    envelope = None
-    if geo.encoding.upper() == "WKB":
-        geoms = tuple(col.to_pylist())
-    else:
-        geoms, envelope = native_to_wkb(path, col, geo.encoding.lower())
-    attrs = table.drop_columns([c for c in table.column_names if c in geo.drop])
-    return FeatureData(
-        geoms,
-        canonical_table(attrs, path),
-        geo.crs,
-        edges=geo.edges,
-        orientation=geo.orientation,
-        covering_bbox=_covering_bbox(table, geo.meta),
-        coordinate_bounds=envelope,
-        crs_stated=geo.crs_stated,
-        file_claims=geo.claims,
-    )
 
 
 def _read_geoparquet(path: Path | str, source: pa.NativeFile | None = None) -> FeatureData:
@@ -217,14 +64,11 @@ def _read_geoparquet(path: Path | str, source: pa.NativeFile | None = None) -> F
     # chunked path reads without threads too (use_threads=False).
     python_file = isinstance(source, pa.PythonFile)
     try:
-        table = pq.read_table(
-            source if source is not None else path,
-            pre_buffer=not python_file,
-            use_threads=not python_file,
-        )
+        pf = pq.ParquetFile(source if source is not None else path, pre_buffer=not python_file)
+        table = pf.read(use_threads=not python_file)
     except (OSError, pa.ArrowException) as exc:
         raise parquet_read_error(path, exc) from None
-    return _features(path, table, _geo_column(path, table.schema))
+    return _features(path, table, _geo_column(path, table.schema, logical_geo_columns(path, pf)))
 
 
 @dataclass(frozen=True)
@@ -348,7 +192,7 @@ def open_geoparquet_chunks(
         schema = pf.schema_arrow
     except (OSError, pa.ArrowException) as exc:
         raise parquet_read_error(path, exc) from None
-    geo = _geo_column(path, schema)
+    geo = _geo_column(path, schema, logical_geo_columns(path, pf))
     empty = schema.empty_table()
     attrs = canonical_table(
         empty.drop_columns([c for c in empty.column_names if c in geo.drop]), path
