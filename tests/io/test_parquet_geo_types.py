@@ -169,3 +169,13 @@ def test_geo_metadata_crs_wins_and_logical_crs_fills_it(tmp_path: Path) -> None:
     unknown = tmp_path / "unknown.parquet"
     pq.write_table(table.replace_schema_metadata({"geo": json.dumps(geo)}), unknown)
     assert read_features(unknown).declared_crs is None  # the geo key says unknown
+
+
+def test_logical_type_crs_contradicting_the_declaration_breaks_it(tmp_path: Path) -> None:
+    path = _typed(tmp_path, [POINT], {"crs": "srid:4267"})
+    conflict = read_batch_file(path, layer="x", crs="EPSG:4326").crs_conflict
+    assert conflict == (
+        "the file's Parquet GEOMETRY logical type states EPSG:4267, not the EPSG:4326 "
+        "declared (--crs): fix --crs or the file's CRS"
+    )
+    assert read_batch_file(T02, layer="x", crs="EPSG:4326").crs_conflict is None  # default

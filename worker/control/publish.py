@@ -305,6 +305,8 @@ def publish_batch_file(
         producer=producer,
         policy=policy,
     )
+    if batch.crs_conflict:  # the file's own CRS contradicts --crs (issue 26, T09 kind)
+        raise ContractGateError(f"{path}: {batch.crs_conflict}")
     uri: str | None = None
     if upload:
         name = f"{batch.batch_id}/{PurePosixPath(str(path)).name}"

@@ -31,8 +31,12 @@ __all__ = [
 ]
 
 
-#: The CRS of RFC 7946 GeoJSON (WGS 84 longitude, latitude).
+#: The CRS of RFC 7946 GeoJSON (WGS 84 longitude, latitude), also the default of the
+#: GeoParquet ``crs`` and of the Parquet GEOMETRY/GEOGRAPHY ``crs`` parameter.
 RFC7946_CRS = "OGC:CRS84"
+#: The CRS of RFC 7946 GeoJSON whose positions have a third element (section 3.1.1: the
+#: height above the WGS 84 ellipsoid): OGC CRS84h, EPSG:4979 ignoring axis order.
+RFC7946_CRS_3D = "OGC:CRS84h"
 
 
 @dataclass(frozen=True)
@@ -61,8 +65,13 @@ class FeatureData:
     feature_ids: tuple[str | int | float | None, ...] | None = None
     coordinate_bounds: tuple[float, float, float, float] | None = None
     #: the file states ``declared_crs`` itself (GeoParquet ``geo`` metadata with a non-null
-    #: ``crs``), rather than it being a format default (GeoJSON, a GeoParquet without one)
+    #: ``crs``, a Parquet GEOMETRY ``crs`` parameter, the legacy GeoJSON ``crs`` member, a
+    #: ``.prj``, a GeoPackage SRS), rather than it being a format default (RFC 7946
+    #: GeoJSON, a GeoParquet or Parquet GEOMETRY without one)
     crs_stated: bool = False
+    #: where the file states it, for messages ("legacy GeoJSON 'crs' member", "GeoParquet
+    #: metadata", "Parquet GEOMETRY logical type", ".prj", "GeoPackage SRS"); "" when not
+    crs_source: str = ""
     #: the file's metadata claims about its geometries (see ``Batch.file_claims``)
     file_claims: Mapping[str, Any] = field(default_factory=dict)
 
@@ -111,6 +120,11 @@ class ChunkedFile(Protocol):
     @property
     def crs_stated(self) -> bool:
         """The file states its CRS itself (as :attr:`FeatureData.crs_stated`)."""
+        ...
+
+    @property
+    def crs_source(self) -> str:
+        """Where the file states its CRS (as :attr:`FeatureData.crs_source`)."""
         ...
 
     @property

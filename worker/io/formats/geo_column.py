@@ -79,9 +79,10 @@ def _with_logical(
             f"column {name!r}: the GeoParquet metadata says edges {meta['edges']!r} but its "
             f"Parquet logical type {typed['logical_type']} says {typed['edges']!r}",
         )
-    out = {**meta, "edges": typed["edges"]}
+    out = {**meta, "edges": typed["edges"], "logical_type": typed["logical_type"]}
     if "crs" not in meta and "crs" in typed:
         out["crs"] = typed["crs"]
+        out["crs_from_type"] = True
     return out
 
 
@@ -134,6 +135,16 @@ class _GeoColumn:
         """The ``geo`` metadata states a CRS (a non-null ``crs``), rather than leaving
         the GeoParquet default (key absent: ``OGC:CRS84``) or saying unknown (null)."""
         return self.meta.get("crs") is not None
+
+    @property
+    def crs_source(self) -> str:
+        """Where the file states its CRS (see :attr:`FeatureData.crs_source`)."""
+        if not self.crs_stated:
+            return ""
+        typed = self.meta.get("logical_type")
+        if typed and self.meta.get("crs_from_type"):
+            return f"Parquet {str(typed).split('(')[0].upper()} logical type"
+        return "GeoParquet metadata"
 
 
 def _geo_column(
@@ -214,5 +225,6 @@ def _features(path: Path | str, table: pa.Table, geo: _GeoColumn) -> FeatureData
         covering_bbox=_covering_bbox(table, geo.meta),
         coordinate_bounds=envelope,
         crs_stated=geo.crs_stated,
+        crs_source=geo.crs_source,
         file_claims=geo.claims,
     )

@@ -1,7 +1,11 @@
 """GeoJSON FeatureCollections (RFC 7946) into :class:`~worker.io.formats.base.FeatureData`.
 
-CRS ``OGC:CRS84`` and axis order ``east_north``, unless the file carries the legacy 2008
-``crs`` member (``{"type": "name", "properties": {"name": ...}}``), which is honoured.
+The CRS, from the file (RFC 7946 section 4): ``OGC:CRS84`` (WGS 84 longitude, latitude),
+or ``OGC:CRS84h`` when a position has a third element, which RFC 7946 defines as the
+height in metres above the WGS 84 ellipsoid (EPSG:4979 ignoring axis order; GDAL exposes
+EPSG:4979 for such files since OSGeo/gdal#5557); axis order ``east_north``. A file with the
+legacy 2008 ``crs`` member (``{"type": "name", "properties": {"name": ...}}``) states that
+CRS itself (``crs_stated``), which is honoured and compared with a producer's declaration.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from worker.core._util.text import clip
 from worker.core.errors import PayloadCorrupt
 from worker.io.formats.base import (
     RFC7946_CRS,
+    RFC7946_CRS_3D,
     FeatureData,
     Source,
     _fail,
@@ -87,20 +92,26 @@ def _read_geojson(path: Path | str, data: bytes | None = None) -> FeatureData:
         # RFC 7946 section 3.2: a string or a number; anything else names no feature
         ok_id = isinstance(fid, str | int | float) and not isinstance(fid, bool)
         ids.append(fid if ok_id else None)
-    wkb, errors = _geometries(geoms)
+    wkb, errors, heights = _geometries(geoms)
     errors.update(refused_before_geos)
+    legacy = _legacy_crs(path, doc)
     return FeatureData(
         wkb,
         canonical_table(_properties_table(props), path),
-        _legacy_crs(path, doc),
+        legacy if legacy is not None else RFC7946_CRS_3D if heights else RFC7946_CRS,
+        crs_stated=legacy is not None,
+        crs_source="legacy GeoJSON 'crs' member" if legacy is not None else "",
         geometry_errors=errors,
         feature_ids=tuple(ids) if any(i is not None for i in ids) else None,
     )
 
 
-def _geometries(texts: Sequence[str | None]) -> tuple[tuple[bytes | None, ...], dict[int, str]]:
-    """WKB per feature (None when the geometry is null or cannot be written as WKB) and,
-    for the latter, GEOS's reason.
+def _geometries(
+    texts: Sequence[str | None],
+) -> tuple[tuple[bytes | None, ...], dict[int, str], bool]:
+    """WKB per feature (None when the geometry is null or cannot be written as WKB), for
+    the latter GEOS's reason, and whether a position has a third element (a height, RFC
+    7946 section 3.1.1: the file is then in OGC:CRS84h, see :func:`_read_geojson`).
 
     GEOS's GeoJSON reader parses the batch in one vectorized call; a geometry it refuses
     (an open ring: "Points of LinearRing do not form a closed linestring") is written as
@@ -110,6 +121,7 @@ def _geometries(texts: Sequence[str | None]) -> tuple[tuple[bytes | None, ...], 
     feature carries GEOS's reason in ``errors`` and counts as an invalid geometry.
     """
     parsed = shapely.from_geojson(np.asarray(texts, dtype=object), on_invalid="ignore")
+    heights = bool(len(parsed)) and bool(shapely.has_z(parsed).any())
     wkb = list(_to_wkb(parsed))
     errors: dict[int, str] = {}
     missing = shapely.is_missing(parsed)
@@ -122,7 +134,7 @@ def _geometries(texts: Sequence[str | None]) -> tuple[tuple[bytes | None, ...], 
         except ValueError as exc:
             wkb[idx] = None
             errors[idx] = f"{_geos_reason(text)} ({exc})" if missing[idx] else str(exc)
-    return tuple(wkb), errors
+    return tuple(wkb), errors, heights
 
 
 def _padded_z(parsed: np.ndarray) -> np.ndarray:
@@ -165,10 +177,13 @@ def _geos_reason(text: str) -> str:
     return "GEOS could not read the geometry"
 
 
-def _legacy_crs(path: Path | str, doc: dict[str, Any]) -> str:
+def _legacy_crs(path: Path | str, doc: dict[str, Any]) -> str | None:
+    """The name in the legacy 2008 ``crs`` member (``{"type": "name", "properties":
+    {"name": ...}}``; RFC 7946 section 4 removed it, GDAL and others still write it), or
+    None when the file has none (it is then RFC 7946 GeoJSON)."""
     crs = doc.get("crs")
     if crs is None:
-        return RFC7946_CRS
+        return None
     name = crs.get("properties", {}).get("name") if isinstance(crs, dict) else None
     if not isinstance(name, str) or not name:
         raise _fail(path, "bad CRS: the legacy 'crs' member has no properties.name string")

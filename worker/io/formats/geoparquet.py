@@ -94,6 +94,10 @@ class GeoParquetChunks:
         return self.geo.crs_stated
 
     @property
+    def crs_source(self) -> str:
+        return self.geo.crs_source
+
+    @property
     def edges(self) -> str:
         return self.geo.edges
 

@@ -167,12 +167,26 @@ def read_ogr(path: Path, fmt: str, *, shown: Path | None = None) -> FeatureData:
         note = encoding.note(str(path))
         if note:
             log.warning("%s", note)
+    # GDAL gives no CRS where the format says it is unknown (a shapefile without .prj, a
+    # GeoPackage SRS id 0 or -1: "undefined geographic/cartesian SRS", GeoPackage 1.3
+    # section 1.1.2.1.1); any other is the file's own statement
     crs = meta.get("crs")
     return FeatureData(
         tuple(None if g is None else bytes(g) for g in wkb),
         attributes,
         str(crs) if crs else None,
+        crs_stated=bool(crs),
+        crs_source=_CRS_SOURCES.get(fmt, "CRS") if crs else "",
     )
+
+
+#: Where each format read through GDAL states its CRS.
+_CRS_SOURCES = {
+    "GPKG": "GeoPackage SRS (gpkg_spatial_ref_sys)",
+    "FlatGeobuf": "FlatGeobuf header CRS",
+    "zip": ".prj",
+    "ESRI Shapefile": ".prj",
+}
 
 
 def _text_encoding(path: Path, fmt: str, target: str) -> TextEncoding | None:

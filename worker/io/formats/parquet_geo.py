@@ -92,6 +92,7 @@ def _parse(path: Path | str, text: str, kv: Mapping[bytes, bytes]) -> dict[str, 
     crs = _crs(path, crs_text, kv)
     if crs is not None:
         meta["crs"] = crs
+        meta["crs_from_type"] = True
     return meta
 
 

@@ -24,6 +24,7 @@ from worker.core.model import AXIS_ORDERS, Batch
 from worker.io.formats import FORMATS
 from worker.io.formats.base import ChunkedFile, _fail, derive_schema
 from worker.io.payloads.load import (
+    BY_OPTION,
     _feature_fields,
     _guarded,
     crs_conflict,
@@ -175,6 +176,7 @@ def load_payload_chunked(
         crs_conflict=crs_conflict(
             opened.declared_crs if opened.crs_stated else None,
             event.declared_crs,
+            opened.crs_source,
         ),
     )
     return _chunked(uri, opened, meta, policy, chunk_rows, chunk_bytes)
@@ -200,7 +202,7 @@ def read_batch_file_chunked(
     metadata batch is what ``read_batch_file`` gives less the features: ``crs`` and
     ``axis_order`` override the file's, ``data_time`` defaults to the file's modification
     time, ``feature_count`` is the footer's rows, ``file_claims`` the file's metadata
-    claims, and no ``crs_conflict`` (the operator's ``crs`` is the declaration). A file of
+    claims, and ``crs_conflict`` when the file states a CRS ``crs`` contradicts. A file of
     a format read whole is read by ``read_batch_file``.
 
     Raises
@@ -247,5 +249,11 @@ def read_batch_file_chunked(
         edges=opened.edges,
         orientation=opened.orientation,
         file_claims=opened.file_claims,
+        crs_conflict=crs_conflict(
+            opened.declared_crs if opened.crs_stated else None,
+            crs,
+            opened.crs_source,
+            BY_OPTION,
+        ),
     )
     return _chunked(p, opened, meta, policy, chunk_rows, chunk_bytes)

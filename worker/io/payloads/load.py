@@ -148,6 +148,9 @@ def read_batch_file(
         declared_crs=crs if crs is not None else data.declared_crs,
         axis_order=axis_order or data.axis_order,  # type: ignore[arg-type]
         feature_count=len(data.geometries_wkb),
+        crs_conflict=crs_conflict(
+            data.declared_crs if data.crs_stated else None, crs, data.crs_source, BY_OPTION
+        ),
         **_feature_fields(data, str(p)),
     )
 
@@ -175,16 +178,32 @@ def _feature_fields(data: FeatureData, where: str) -> dict[str, Any]:
     }
 
 
-def crs_conflict(stated: str | None, declared: str | None) -> str | None:
-    """The sentence saying that a payload's own CRS (``stated``, from its GeoParquet
-    ``geo`` metadata) is not the event's ``declared`` one, or None when they agree, when
-    either is absent, or when the file states none.
+#: Who declares, in :func:`crs_conflict` sentences: the event (by reference) or the
+#: operator's/producer's ``--crs`` (``check``, ``batch publish``).
+BY_EVENT = ("the payload's", "the event declares", "the event's declared_crs")
+BY_OPTION = ("the file's", "declared (--crs)", "--crs")
 
-    The event's declaration is what the clauses use (the producer's word, as for inline
+
+def crs_conflict(
+    stated: str | None,
+    declared: str | None,
+    source: str = "GeoParquet metadata",
+    by: tuple[str, str, str] = BY_EVENT,
+) -> str | None:
+    """The sentence saying that a file's own CRS (``stated``, from its ``source``: the
+    GeoParquet ``geo`` metadata, a Parquet GEOMETRY type's ``crs``, the legacy GeoJSON
+    ``crs`` member, a ``.prj``, a GeoPackage SRS) is not the ``declared`` one, or None when
+    they agree, when either is absent, or when the file states none (a format default
+    such as RFC 7946's OGC:CRS84 is no statement). ``by``: :data:`BY_EVENT` or
+    :data:`BY_OPTION`, who declared.
+
+    The declaration is what the clauses use (the producer's word, as for inline
     features), but a file that says otherwise is evidence the declaration is wrong: the
-    crs clause breaks with this sentence (a fresh-user session had a GeoParquet in
-    EPSG:3857 admitted by reference under an EPSG:4326 contract because its event said
-    EPSG:4326, while ``check`` of the same file broke the clause).
+    crs clause breaks with this sentence, for every reader and on every path (a
+    fresh-user session had a GeoParquet in EPSG:3857 admitted by reference under an
+    EPSG:4326 contract because its event said EPSG:4326, while ``check`` of the same
+    file broke the clause; field case T09: a NAD27 GeoJSON checked with ``--crs
+    EPSG:4326`` was admitted).
     """
     from worker.core.errors import CrsError
     from worker.core.spatial.crs import crs_equivalent, crs_label, resolve_crs
@@ -198,13 +217,12 @@ def crs_conflict(stated: str | None, declared: str | None) -> str | None:
     try:
         stated_crs = resolve_crs(stated)
     except CrsError as exc:
-        return f"the payload's GeoParquet metadata states a CRS that does not resolve ({exc})"
+        return f"{by[0]} {source} states a CRS that does not resolve ({exc})"
     if crs_equivalent(stated_crs, declared_crs):
         return None
     return (
-        f"the payload's GeoParquet metadata states {crs_label(stated_crs)}, not the "
-        f"{crs_label(declared_crs)} the event declares: fix the event's declared_crs or the "
-        "file's CRS"
+        f"{by[0]} {source} states {crs_label(stated_crs)}, not the "
+        f"{crs_label(declared_crs)} {by[1]}: fix {by[2]} or the file's CRS"
     )
 
 
@@ -270,7 +288,9 @@ def load_payload(
     # The schema is the file's, not the event's declaration: the file is what is evaluated
     # (a fresh-user session had a retyped column admitted by reference while `check` of the
     # same file broke the schema clause).
-    conflict = crs_conflict(data.declared_crs if data.crs_stated else None, event.declared_crs)
+    conflict = crs_conflict(
+        data.declared_crs if data.crs_stated else None, event.declared_crs, data.crs_source
+    )
     return replace(event, payload_uri=uri, crs_conflict=conflict, **_feature_fields(data, uri))
 
 
