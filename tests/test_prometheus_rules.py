@@ -21,7 +21,10 @@ def test_rules_define_the_gate_and_the_straggler_alert() -> None:
         "gis:contract_retirement_gate:consumers",
         "ContractMigrationStragglers",
         "ContractHistoryBroken",
+        "ContractGateErrors",
     }
+    gate = next(r for r in rules if r.get("alert") == "ContractGateErrors")
+    assert "gis_contract_gate_errors_total" in gate["expr"]
     broken = next(r for r in rules if r.get("alert") == "ContractHistoryBroken")
     assert broken["expr"].strip() == "max by (layer) (gis_contract_config_history_broken) > 0"
     alert = next(r for r in rules if r.get("alert"))

@@ -94,7 +94,8 @@ def test_mixed_batch_chunked_equals_whole(rows: int) -> None:
         "count",
         "bad",
     }
-    assert results["bad"].message.startswith("evaluation error: ValueError")
+    assert results["bad"].message.startswith("gate error (contract-gate 0.1.0): ValueError")
+    assert results["bad"].gate_error is not None
     offenders = results["valid"].offenders
     assert offenders is not None
     assert [(o.index, o.id) for o in offenders.features][:2] == [(1, "f1"), (2, "f2")]

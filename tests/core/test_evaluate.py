@@ -129,7 +129,7 @@ def test_evaluate_versions_shares_one_facts_object() -> None:
     assert facts.geometries is geoms
 
 
-def test_an_evaluator_exception_becomes_a_break() -> None:
+def test_an_evaluator_exception_becomes_a_gate_error() -> None:
     c = contract_of(
         clause("ext", "extent", region="NOT WKT"),
         clause("weird", "no_such_kind"),
@@ -138,13 +138,33 @@ def test_an_evaluator_exception_becomes_a_break() -> None:
     d = evaluate(batch_of([PARIS]), [active(c)], now=NOW)
     results = {r.name: r for r in d.verdicts[0].clauses}
     assert results["ext"].result == "break"
-    assert results["ext"].message.startswith("evaluation error: ValueError")
-    assert (
-        results["weird"].message
-        == "evaluation error: ValueError: unknown clause kind 'no_such_kind'"
+    assert results["ext"].message.startswith("gate error (contract-gate 0.1.0): ValueError")
+    assert results["weird"].message == (
+        "gate error (contract-gate 0.1.0): ValueError: unknown clause kind 'no_such_kind'; "
+        "the gate failed, not the data: the batch is quarantined, replay it once the gate "
+        "is fixed"
     )
-    assert results["size"].result == "pass"
+    assert results["weird"].gate_error == "ValueError: unknown clause kind 'no_such_kind'"
+    assert results["size"].result == "pass" and results["size"].gate_error is None
     assert d.decision == "quarantined"
+    assert [(r.code, r.clause) for r in d.reasons] == [
+        ("gate_error", "ext"),
+        ("gate_error", "weird"),
+    ]
+
+
+def test_a_gate_error_halts_even_a_warn_clause_and_leads_the_reasons() -> None:
+    c = contract_of(
+        clause("size", "feature_count", min=5),
+        clause("weird", "no_such_kind", on_break="warn"),
+    )
+    d = evaluate(batch_of([PARIS]), [active(c)], now=NOW)
+    assert [(r.code, r.clause) for r in d.reasons] == [
+        ("gate_error", "weird"),
+        ("contract_break", "size"),
+    ]
+    observing = evaluate(batch_of([PARIS]), [active(c, mode="observing")], now=NOW)
+    assert observing.admitted  # observing versions never change the decision
 
 
 def test_no_active_versions_admits_without_verdicts() -> None:

@@ -292,7 +292,7 @@ def test_an_unknown_kind_breaks_whole_and_chunked_and_is_not_classified() -> Non
     ):
         (result,) = decision.verdicts[0].clauses
         assert result.broke
-        assert result.message == "evaluation error: ValueError: unknown clause kind 'contour'"
+        assert result.gate_error == "ValueError: unknown clause kind 'contour'"
     edited = dataclasses.replace(
         contract,
         version="v1.1",

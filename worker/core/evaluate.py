@@ -12,7 +12,9 @@ import contextlib
 from collections.abc import Sequence
 from datetime import datetime
 
+from worker import __version__
 from worker.core._util.gcpause import collector_paused
+from worker.core._util.text import clip
 from worker.core.clauses import KINDS
 from worker.core.clauses.validity import KIND as VALIDITY
 from worker.core.facts.batch import BatchFacts
@@ -45,8 +47,9 @@ def evaluate_clause(
     batch, then render the result; an unknown kind or an exception becomes a break, never
     a crash.
 
-    The ``"evaluation error: ..."`` break is a last resort for bugs and contract values
-    the schema let through; the kinds report ordinary failures themselves.
+    The gate error (:func:`failed_result`, reason ``gate_error``) is a last resort for
+    bugs, missing kernels and contract values the schema let through; the kinds report
+    ordinary failures of the data themselves.
     """
     kind = KINDS.get(clause.kind)
     try:
@@ -58,7 +61,10 @@ def evaluate_clause(
 
 
 def failed_result(clause: Clause, error: str) -> ClauseResult:
-    """The break of a clause whose evaluation raised ``error`` (``"Type: message"``)."""
+    """The result of a clause whose evaluation raised ``error`` (``"Type: message"``): a
+    gate error (:attr:`ClauseResult.gate_error`, reason ``gate_error``), not a verdict on
+    the data. It halts an enforcing version whatever ``on_break`` says, so the batch is
+    quarantined (nothing is lost) and replayed once the gate is fixed."""
     return ClauseResult(
         name=clause.name,
         kind=clause.kind,
@@ -66,7 +72,11 @@ def failed_result(clause: Clause, error: str) -> ClauseResult:
         on_break=clause.on_break,
         measured=None,
         expected=dict(clause.params),
-        message=f"evaluation error: {error}",
+        message=(
+            f"gate error (contract-gate {__version__}): {error}; the gate failed, not the "
+            "data: the batch is quarantined, replay it once the gate is fixed"
+        ),
+        gate_error=clip(error, 500),
     )
 
 
@@ -143,10 +153,18 @@ def decide(verdicts: tuple[VersionVerdict, ...]) -> Decision:
     broken = [(v, r) for v in verdicts if v.mode == "enforcing" for r in v.clauses if r.halts]
     # the structural fault leads (dlq.reason, dlq.message): a geometry that cannot be read
     # also fails extent and coverage, but what the producer must fix is the geometry
-    broken.sort(key=lambda vr: STRUCTURAL_FIRST.get(vr[1].kind, len(STRUCTURAL_FIRST)))
+    # a gate error leads all: the record's reason_code then tells operators, not the
+    # producer, to act
+    broken.sort(
+        key=lambda vr: (
+            -1
+            if vr[1].gate_error is not None
+            else STRUCTURAL_FIRST.get(vr[1].kind, len(STRUCTURAL_FIRST))
+        )
+    )
     reasons = tuple(
         QuarantineReason(
-            code=ReasonCode.CONTRACT_BREAK,
+            code=ReasonCode.GATE_ERROR if r.gate_error is not None else ReasonCode.CONTRACT_BREAK,
             message=r.message,
             version=v.version,
             mode=v.mode,

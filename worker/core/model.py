@@ -221,6 +221,10 @@ class ClauseResult:
     message: str
     diagnoses: tuple[str, ...] = ()
     offenders: Offenders | None = None
+    #: the gate's own failure (``"Type: message"`` of the exception inside the evaluator)
+    #: when the clause could not be evaluated: not a verdict on the data (reason
+    #: ``gate_error``); None for every evaluated clause
+    gate_error: str | None = None
 
     @property
     def broke(self) -> bool:
@@ -228,8 +232,10 @@ class ClauseResult:
 
     @property
     def halts(self) -> bool:
-        """True when this result breaks a clause whose ``on_break`` is ``halt``."""
-        return self.result == "break" and self.on_break == "halt"
+        """True when this result breaks a clause whose ``on_break`` is ``halt``, or the
+        clause could not be evaluated (a gate error halts whatever ``on_break`` says:
+        nothing unevaluated is admitted)."""
+        return self.result == "break" and (self.on_break == "halt" or self.gate_error is not None)
 
 
 @dataclass(frozen=True)

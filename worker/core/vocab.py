@@ -107,6 +107,11 @@ class ReasonCode(str, Enum):
     DUPLICATE_REPLAY = "duplicate_replay"
     #: the layer's contract history on the config topic is broken (fails closed)
     CONTRACT_HISTORY_BROKEN = "contract_history_broken"
+    #: the gate failed evaluating a clause of an enforcing version (an exception inside an
+    #: evaluator: a missing kernel, a library error), not the data: quarantined so nothing
+    #: is lost, replayed once the gate is fixed; the message names the library's error and
+    #: the gate version
+    GATE_ERROR = "gate_error"
 
     def __str__(self) -> str:
         return str(self.value)

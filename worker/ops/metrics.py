@@ -34,6 +34,8 @@ class GateMetrics(GateGauges):
     ``gis.contract.clause_evaluations_total`` {layer, version, clause, result, mode};
     ``gis.contract.batches_total`` {layer, decision};
     ``gis.contract.version_evaluations_total`` {layer, version, mode, result};
+    ``gis.contract.gate_errors_total`` {layer, version, clause, kind, mode} (clauses the gate
+    failed to evaluate, reason ``gate_error``: the gate's fault, not the producer's);
     ``gis.contract.config_rejections_total`` {layer, reason} (``layer`` only when known,
     else ``invalid``: the record's layer is untrusted);
     ``gis.contract.config_tombstones_total`` {layer} (null values on the config topic:
@@ -87,6 +89,14 @@ class GateMetrics(GateGauges):
             unit="{evaluation}",
             description="Version verdicts by layer, version, mode and result (pass|break)",
         )
+        self.gate_errors = meter.create_counter(
+            "gis.contract.gate_errors_total",
+            unit="{evaluation}",
+            description=(
+                "Clause evaluations the gate itself failed (reason gate_error: an exception "
+                "inside an evaluator, not the data), by layer, version, clause, kind and mode"
+            ),
+        )
         self.config_rejections = meter.create_counter(
             "gis.contract.config_rejections_total",
             unit="{record}",
@@ -129,6 +139,17 @@ class GateMetrics(GateGauges):
             if objectives is not None and verdict.version in objectives:
                 self.slo.record(verdict, objectives[verdict.version])
             for clause in verdict.clauses:
+                if clause.gate_error is not None:
+                    self.gate_errors.add(
+                        1,
+                        {
+                            "layer": layer,
+                            "version": verdict.version,
+                            "clause": clause.name,
+                            "kind": clause.kind,
+                            "mode": verdict.mode,
+                        },
+                    )
                 self.clause_evaluations.add(
                     1,
                     {
