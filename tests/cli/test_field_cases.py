@@ -56,6 +56,8 @@ def test_field_case(
         assert captured.err.strip(), "a refusal says why on stderr"
         return
     out = json.loads(captured.out, parse_constant=_refuse)
-    assert (out["decision"], _broken(out)) == (want["decision"], sorted(want["broken"])), want[
-        "note"
-    ]
+    assert out["decision"] == want["decision"], want["note"]
+    if want.get("match") == "decision":  # only the decision counts (see the README)
+        return
+    must = set(want["broken"])  # every clause that must break, and only those that may
+    assert must <= set(_broken(out)) <= must | set(want.get("may_break", [])), want["note"]

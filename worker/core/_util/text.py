@@ -8,7 +8,9 @@ a known maximum size and says how much was left out.
 
 from __future__ import annotations
 
-__all__ = ["MAX_ECHO_CHARS", "clip"]
+from typing import Any
+
+__all__ = ["MAX_ECHO_CHARS", "clip", "clip_strings"]
 
 #: Default longest echo of an untrusted value, in characters.
 MAX_ECHO_CHARS = 1000
@@ -30,3 +32,18 @@ def clip(text: str, max_chars: int = MAX_ECHO_CHARS) -> str:
     if len(text) <= max_chars:
         return text
     return f"{text[:max_chars]}... [clipped: {len(text)} chars in all]"
+
+
+def clip_strings(value: Any, max_chars: int = MAX_ECHO_CHARS) -> Any:
+    """``value`` (a JSON-like structure of dicts, lists, tuples and scalars) with every
+    string in it, keys included, :func:`clip`-ped to ``max_chars``; other values as they
+    are. A measured value echoes the batch's own values (a domain clause's unknown codes):
+    ``check`` prints it whole, so it is bounded where it is made, as the worker's records
+    are."""
+    if isinstance(value, str):
+        return clip(value, max_chars)
+    if isinstance(value, dict):
+        return {clip_strings(k, max_chars): clip_strings(v, max_chars) for k, v in value.items()}
+    if type(value) in (list, tuple):  # a named tuple or other subclass is left as it is
+        return type(value)(clip_strings(v, max_chars) for v in value)
+    return value

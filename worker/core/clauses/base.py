@@ -17,12 +17,13 @@ import numpy as np
 from pyproj import CRS
 
 from worker.core._util.jsonsafe import finite_json
-from worker.core._util.text import clip
+from worker.core._util.text import clip, clip_strings
 from worker.core.clauses.diff import Diff
 from worker.core.clauses.tally import Tally
 from worker.core.facts.batch import BatchFacts
 from worker.core.model import Clause, ClauseResult, Contract
 from worker.core.offenders import MAX_OFFENDERS, Offender, Offenders
+from worker.core.spatial.units import coordinate_units
 
 __all__ = [
     "MAX_OFFENDER_VALUE_CHARS",
@@ -163,7 +164,7 @@ def clause_result(
         kind=clause.kind,
         result="pass" if ok else "break",
         on_break=clause.on_break,
-        measured=finite_json(measured),
+        measured=finite_json(clip_strings(measured)),  # the batch's values, bounded
         expected=finite_json(expected),
         message=message,
         diagnoses=tuple(diagnoses),
@@ -201,14 +202,10 @@ def offenders_of(
 
 
 def crs_units(crs: CRS | None) -> str:
-    """The unit of a CRS's coordinates in words: ``degrees`` or the first axis's unit
-    (``metre``, ``US survey foot``); ``CRS units`` when unknown."""
-    if crs is None:
-        return "CRS units"
-    if crs.is_geographic:
-        return "degrees"
-    axes = crs.axis_info
-    return axes[0].unit_name if axes and axes[0].unit_name else "CRS units"
+    """The unit of a CRS's coordinates in words, from its axes: ``degrees`` (``grads``
+    for a geographic CRS in grads) or the first axis's unit (``metre``, ``US survey
+    foot``); ``CRS units`` when unknown (:func:`worker.core.spatial.units.coordinate_units`)."""
+    return coordinate_units(crs)
 
 
 def round10(v: float) -> float:

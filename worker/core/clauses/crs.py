@@ -19,7 +19,8 @@ from worker.core.clauses.tally import Tally
 from worker.core.errors import ContractGateError
 from worker.core.facts.batch import BatchFacts
 from worker.core.model import Clause, ClauseResult, Contract
-from worker.core.spatial import crs_equivalent, crs_label
+from worker.core.spatial import crs_equivalent, crs_label, resolve_crs
+from worker.core.spatial.units import units_differ
 
 __all__ = ["KIND", "Params", "crs_same", "expected_crs"]
 
@@ -71,6 +72,9 @@ def render(
     label = crs_label(facts.declared_crs)
     verb = "is equivalent to" if ok else "is not equivalent to"
     message = f"declared CRS {label} {verb} {expect}"
+    units = None if ok else units_differ(facts.declared_crs, resolve_crs(expect))
+    if units is not None:  # named from the axes (T14: foot vs US survey foot)
+        message += f": {units}"
     conflict = facts.batch.crs_conflict
     if conflict is not None:  # the data's own CRS says otherwise
         return clause_result(clause, False, label, expect, f"{message}, but {conflict}")

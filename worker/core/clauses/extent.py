@@ -242,11 +242,7 @@ def render(
         f"{outside} outside (expected >= {min_pct})"
     )
     if not ok and bounds is not None and np.isfinite(bounds).all():
-        unit = (
-            "degrees"
-            if bounds_crs == label and crs is not None and crs.is_geographic
-            else (crs_units(crs) if bounds_crs == label else "units of " + bounds_crs)
-        )
+        unit = crs_units(crs) if bounds_crs == label else "units of " + bounds_crs
         message += (
             f"; {spanned} x {bounds[0]:.6g} .. {bounds[2]:.6g}, y {bounds[1]:.6g} .. "
             f"{bounds[3]:.6g} ({unit})"

@@ -174,11 +174,16 @@ class ParsedFacts:
 
     @fact
     def curve_type_names(self) -> dict[int, str]:
-        """Index -> the SQL/MM curved type (``"CircularString"``) of the values refused
-        before parsing for being curved (:func:`worker.core.facts.wkb_header.curve_type_name`): the
-        geometry_type clause names them instead of "missing or unparseable"."""
+        """Index -> the type its header names (``"CircularString"``, ``"TIN Z"``) of the
+        values refused before parsing for being curved or that GEOS could not read (ISO
+        WKB 15-17: PolyhedralSurface, TIN, Triangle; see
+        :func:`worker.core.facts.wkb_header.curve_type_name`): the geometry_type clause
+        names them instead of "missing or unparseable"."""
         values = self.batch.geometries_wkb
-        named = ((i, curve_type_name(values[i])) for i in self._refused_before_parse)
+        unread = set(self._refused_before_parse)
+        if self._points_xy is None:
+            unread.update(np.flatnonzero(self._strict_missing).tolist())
+        named = ((i, curve_type_name(values[i])) for i in sorted(unread))
         return {i: name for i, name in named if name is not None}
 
     @fact

@@ -46,6 +46,11 @@ _CURVES = {
     11: "MultiCurve",
     12: "MultiSurface",
 }
+#: Types named from their WKB header when no geometry could be built from the value: the
+#: curves (refused by the walk) and the ISO WKB surfaces 15-17 (ISO/IEC 13249-3 SQL/MM,
+#: OGC 06-103r4 Simple Features section 8.2.3: PolyhedralSurface, TIN, Triangle), which
+#: GEOS does not read ("Unknown WKB type 16"; GDAL reads a MultiPatch as TIN Z).
+_HEADER_NAMED = {**_CURVES, 15: "PolyhedralSurface", 16: "TIN", 17: "Triangle"}
 #: Base types whose body holds no geometry and that GEOS reads or refuses by itself (see
 #: :func:`may_nest`); curves are walked, to be refused with their name.
 _SINGLE = ({_POINT} | _POINT_LISTS | _RING_LISTS) - set(_CURVES)
@@ -100,16 +105,18 @@ def _header(data: bytes | None) -> tuple[bool, bool, bool, bool]:
 
 
 def curve_type_name(data: bytes | None) -> str | None:
-    """The SQL/MM curved type a WKB value's header names, with its coordinate dimension
-    (``"CircularString"``, ``"CurvePolygon Z"``), or None for any other value. Curves are
-    refused before parsing (see :func:`wkb_problem`); this names what was refused."""
+    """The SQL/MM curved type or ISO WKB surface type 15-17 a WKB value's header names,
+    with its coordinate dimension (``"CircularString"``, ``"CurvePolygon Z"``, ``"TIN
+    Z"``, ``"Triangle"``), or None for any other value. Curves are refused before parsing
+    (see :func:`wkb_problem`) and GEOS reads no PolyhedralSurface, TIN or Triangle; this
+    names what could not be parsed."""
     if data is None or len(data) < 5 or data[0] > 1:
         return None
     typed = type_code(_U32["<" if data[0] == 1 else ">"](data, 1)[0])
-    if typed is None or typed[0] not in _CURVES:
+    if typed is None or typed[0] not in _HEADER_NAMED:
         return None
     base, z, m = typed
-    return _CURVES[base] + ("", " Z", " M", " ZM")[z + 2 * m]
+    return _HEADER_NAMED[base] + ("", " Z", " M", " ZM")[z + 2 * m]
 
 
 def may_nest(data: bytes) -> bool:

@@ -19,6 +19,7 @@ from pyproj.exceptions import CRSError as PyprojCRSError
 
 from worker.core._util.memo import identity_memo
 from worker.core.errors import CrsError
+from worker.core.spatial.units import relabel_units
 
 __all__ = [
     "AREA_OF_USE_MARGIN_DEG",
@@ -114,7 +115,7 @@ def crs_label(crs: CRS) -> str:
         return f"{auth[0]}:{auth[1]}"
     name = str(crs.name or "")
     if name and name.lower() != "unknown":
-        return name
+        return relabel_units(name, crs)  # units from the axes, not from the name (T14)
     text = " ".join(crs.to_string().split())
     return text if len(text) <= 80 else text[:79] + "…"
 
