@@ -55,26 +55,8 @@ def test_readme_operator_path_waits_for_readyz_before_producing() -> None:
 #: Who found a problem, and when, is kept in CHANGELOG.md; the code keeps the why.
 HISTORY_NOTE = re.compile(r"fresh-user|new-user|found by (?:a|the|fuzzing)\b", re.IGNORECASE)
 
-#: Files another change was editing when the notes moved out (issue 25 item 7): their
-#: notes are still in the code. This set may only shrink; empty it once they are cleaned.
-PENDING = frozenset(
-    {
-        "worker/core/clauses/base.py",
-        "worker/core/clauses/diagnose.py",
-        "worker/core/clauses/diagnose_readings.py",
-        "worker/core/clauses/domain.py",
-        "worker/core/clauses/domain_values.py",
-        "worker/core/clauses/extent.py",
-        "worker/core/clauses/freshness.py",
-        "worker/core/clauses/region.py",
-        "worker/core/clauses/schema.py",
-        "worker/core/facts/claims.py",
-        "worker/core/facts/geometry.py",
-        "worker/core/facts/wkb_check.py",
-        "worker/io/formats/ogr.py",
-        "worker/io/payloads/load.py",
-    }
-)
+#: Files allowed to hold a history note: none (issue 25 item 7). This set may only shrink.
+PENDING: frozenset[str] = frozenset()
 
 
 def test_history_notes_live_in_the_changelog_not_the_code() -> None:

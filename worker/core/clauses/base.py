@@ -220,7 +220,7 @@ def percents(value: float, bound: float) -> tuple[str, str]:
     """``value`` and ``bound`` (fractions) as percentages, one decimal, with more decimals
     (up to 6) while a different value would read the same as its bound: a 1-in-3,000
     break read "0.0%, expected <= 0.0%", and 299,999 of 300,000 "100.0% ... expected >=
-    100.0%" (a fresh-user finding). Equal fractions read equal; a value that still reads
+    100.0%". Equal fractions read equal; a value that still reads
     as its bound at 6 decimals keeps that reading."""
     for digits in range(1, 7):
         shown, limit = f"{value:.{digits}%}", f"{bound:.{digits}%}"

@@ -37,7 +37,7 @@ __all__ = ["MOST_INSIDE", "diagnoses_of"]
 MOST_INSIDE = 0.5
 
 #: The diagnosis of an extent that longitudes beyond ±180 fit once wrapped (a point at
-#: longitude 181 was hinted as EPSG:3857 metres, a fresh-user finding).
+#: longitude 181 was hinted as EPSG:3857 metres).
 WRAPPED = (
     "longitudes beyond ±180: the coordinates fit the extent once wrapped into -180..180 "
     "(x - 360 east of 180, x + 360 west of -180); write longitudes within -180..180, "
@@ -47,8 +47,7 @@ WRAPPED = (
 #: The diagnosis of an extent that the coordinates fit with x and y exchanged.
 SWAPPED = "axis order looks swapped: the coordinates fit the extent with x and y exchanged"
 #: ... and its other reading, when the region read y first is a region of the CRS too: a
-#: region written latitude first against right longitude/latitude data fits the same way
-#: (a fresh-user finding).
+#: region written latitude first against right longitude/latitude data fits the same way.
 SWAPPED_OR_REGION = (
     f"{SWAPPED} (or the region is written y first: the contract gives it as minx, miny, maxx, maxy)"
 )
@@ -104,7 +103,7 @@ def _diagnoses(
     mostly_beyond = beyond >= 0.5 * n * (1.0 - inside_frac)  # most of those outside are beyond it
     if aou is not None and declared is not None and plausible and mostly_beyond:
         # a CRS's limits, not a wrong declaration: latitudes beyond Web Mercator's were
-        # diagnosed as a wrong declared CRS, then as swapped axes (a fresh-user finding)
+        # diagnosed as a wrong declared CRS, then as swapped axes
         return [
             f"{beyond} of {n} features lie beyond the area of use of {label} ({aou.text}): "
             f"{label} cannot hold them; their coordinates look right as {crs_label(declared)}"
@@ -116,8 +115,8 @@ def _diagnoses(
         and not (
             # coordinates that the declared CRS can hold, against an extent covering most
             # of the contract CRS: read as the contract CRS, any small numbers fit (degrees
-            # in a world box of metres), which says nothing against the declared CRS (a
-            # fresh-user session had the CRS blamed for latitudes beyond Web Mercator's)
+            # in a world box of metres), which says nothing against the declared CRS (the CRS
+            # was blamed for latitudes beyond Web Mercator's)
             plausible and crs is not None and _region_spans_domain(region, crs)
         )
     ):

@@ -134,7 +134,7 @@ def _wrapped_fit(facts: BatchFacts, region: shapely.Geometry) -> int:
     with np.errstate(invalid="ignore"):
         shift = np.where(b[:, 0] > 180.0, -360.0, np.where(b[:, 2] < -180.0, 360.0, 0.0))
     # only the features tested move: an infinite coordinate (not usable) moved by 360
-    # made shapely warn (inf * 0) on the worker's stderr (a fresh-user finding)
+    # made shapely warn (inf * 0) on the worker's stderr
     shift[~facts.usable] = 0.0
     if not shift.any():
         return 0

@@ -6,7 +6,7 @@ integer codes, whole doubles integer codes too (JSON has one number type). A col
 as text because its values mix JSON types (a GeoJSON property holding ``1`` in one feature
 and ``"A"`` in another) is compared as the producer wrote each value
 (:mod:`worker.core.clauses.domain_values`): compared as text, the number ``1`` matched the
-string code ``"1"`` (a fresh-user finding). An unknown value that equals a code after
+string code ``"1"``. An unknown value that equals a code after
 Unicode normalisation is named with both forms.
 """
 

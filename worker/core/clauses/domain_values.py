@@ -61,8 +61,8 @@ def _domain_column(facts: BatchFacts, column: str) -> pa.ChunkedArray:
 def _unknown_nested(col: pa.ChunkedArray) -> tuple[np.ndarray, list[Any]]:
     """A struct, list or map column under a domain clause: no value of it is a code, so
     every non-null one is unknown (shown as text, the first 10 distinct). pyarrow has no
-    ``unique`` or ``is_in`` kernel for these types (a fresh-user session got
-    "evaluation error: ArrowNotImplementedError" as the clause's verdict)."""
+    ``unique`` or ``is_in`` kernel for these types (the clause's verdict was
+    "evaluation error: ArrowNotImplementedError")."""
     bad = np.asarray(pc.is_valid(col).to_numpy(zero_copy_only=False), dtype=bool)
     shown: list[Any] = []
     for i in np.flatnonzero(bad):

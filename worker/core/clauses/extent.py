@@ -215,7 +215,7 @@ def render(
     bounds = tally["bounds"].box
     bounds_crs = label
     # the features whose span is shown: without those beyond the declared CRS's area of
-    # use ("the features span x -179 .. 179" left a point at 180.5 out: a fresh-user find)
+    # use ("the features span x -179 .. 179" left a point at 180.5 out)
     spanned = (
         f"the features within the area of use of {crs_label(src)} span"
         if tally["beyond"] and src is not None

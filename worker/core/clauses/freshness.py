@@ -73,7 +73,7 @@ def _span(span_s: float) -> str:
 
 def _seconds(span_s: float) -> str:
     """``"172804 s = 2.0 days"``: seconds, and from 2 minutes on the span in minutes,
-    hours or days too (a fresh-user session read "172804 s old" for two days)."""
+    hours or days too ("172804 s old" was printed for two days)."""
     if span_s >= 120:
         return f"{span_s:.0f} s = {readable_duration(span_s)}"
     return f"{span_s:.0f} s"

@@ -55,7 +55,7 @@ def contract_crs(own: str | None, contract: Contract, facts: BatchFacts) -> tupl
         if crs is not None:
             return crs, crs_label(crs)
         declared = facts.batch.declared_crs
-        if declared:  # a fresh-user finding: it read "undeclared CRS"
+        if declared:  # an unresolvable declared CRS read "undeclared CRS"
             return None, f"the declared CRS {clip(declared, 80)!r} (not resolvable)"
         return None, "undeclared CRS"
     crs = resolve_crs(text)

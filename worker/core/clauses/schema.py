@@ -64,7 +64,7 @@ def _only_nulls(table: pa.Table, name: str) -> bool:
     null in every feature): it holds no value of a wrong type, whatever type it is given
     (``string``, :func:`worker.io.payloads.derive_schema`); its nulls are judged by the
     field's nullability. It was reported as "has type string, expected integer", a false
-    break for a nullable integer field (a fresh-user finding)."""
+    break for a nullable integer field."""
     index = table.schema.get_field_index(name)
     return index >= 0 and pa.types.is_null(table.schema.field(index).type)
 

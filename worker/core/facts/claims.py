@@ -4,8 +4,8 @@ A GeoParquet file states its ``version`` and, per geometry column, a ``bbox`` an
 ``geometry_types`` it holds (GeoParquet 1.1, https://geoparquet.org/releases/v1.1.0/);
 readers prune row groups and files by the bbox and choose a layer type by the types. No
 clause judges these claims (the verdict comes from the geometries), but a claim the data
-contradicts misleads every reader after the gate: a fresh-user session had a world of
-countries admitted with ``bbox: [0, 0, 1, 1]`` and ``geometry_types: ["Point"]``. The same
+contradicts misleads every reader after the gate: a world of countries was admitted
+with ``bbox: [0, 0, 1, 1]`` and ``geometry_types: ["Point"]``. The same
 goes for an EWKB SRID (PostGIS extended WKB) that names another CRS than the batch
 declares: the gate reads the coordinates in the declared CRS and ignores the SRID.
 ``check`` prints these sentences as warnings; a batch read in chunks is compared chunk by

@@ -96,8 +96,7 @@ class GeometryFacts(ParsedFacts):
 
         The stored type, not that of :attr:`geometries`: densifying ``edges: spherical``
         splits a polygon crossing the antimeridian into a MultiPolygon, which a producer
-        never sent (a fresh-user session had a valid Polygon refused by ``allowed:
-        [Polygon]``)."""
+        never sent (a valid Polygon was refused by ``allowed: [Polygon]``)."""
         if self._points_xy is not None:
             return np.zeros(self.count, dtype=int)  # shapely's Point
         return np.asarray(shapely.get_type_id(self.raw_geometries), dtype=int)
@@ -169,8 +168,8 @@ class GeometryFacts(ParsedFacts):
         valid XY geometry has none. The result is the same either way.
 
         Read on the geometries as stored: swapping a ``north_east`` batch's axes
-        (``shapely.transform``) drops M values, which then read as NaN (a new-user session
-        had valid ``POINT M`` features judged non-finite); the swap and the densification
+        (``shapely.transform``) drops M values, which then read as NaN (valid ``POINT M``
+        features were judged non-finite); the swap and the densification
         of spherical edges make no coordinate non-finite."""
         if self._points_xy is not None:
             return self._all(False)

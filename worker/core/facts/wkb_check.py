@@ -14,7 +14,7 @@ is wrong before any of that can happen:
 * collections nest at most ``max_depth`` levels (default 32, far above any real layer);
 * no polygon ring is empty while the polygon has other rings: GEOS 3.14 parses
   ``POLYGON ((0 0, 4 0, 4 4, 0 4, 0 0), EMPTY)`` as valid, then ``covered_by``, ``within``
-  and ``contains`` on it end the process with SIGSEGV (found by the fault suite's fuzzing).
+  and ``contains`` on it end the process with SIGSEGV.
   Single polygons are not walked before GEOS parses them (:func:`may_nest`): the parsed
   ones are screened with :func:`empty_ring_polygons` instead.
 

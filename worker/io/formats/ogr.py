@@ -133,8 +133,8 @@ def read_ogr(path: Path, fmt: str, *, shown: Path | None = None) -> FeatureData:
     except Exception as exc:  # pyogrio.errors.DataSourceError, DataLayerError, GDAL errors
         raise _fail(path, f"GDAL cannot read {what}: {exc}") from None
     if len(layers) > 1:
-        # which one would be judged? not the reader's guess (found by a new-user session:
-        # the first was read without a word)
+        # which one would be judged? not the reader's guess (the first was read without
+        # a word)
         names = ", ".join(repr(str(n)) for n in layers[:10, 0]) + (
             ", ..." if len(layers) > 10 else ""
         )

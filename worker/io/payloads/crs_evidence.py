@@ -33,9 +33,9 @@ def crs_conflict(
     The declaration is what the clauses use (the producer's word, as for inline
     features), but a file that says otherwise is evidence the declaration is wrong: the
     crs clause breaks with this sentence, for every reader and on every path (a
-    fresh-user session had a GeoParquet in EPSG:3857 admitted by reference under an
-    EPSG:4326 contract because its event said EPSG:4326, while ``check`` of the same
-    file broke the clause; field case T09: a NAD27 GeoJSON checked with ``--crs
+    GeoParquet in EPSG:3857 was admitted by reference under an EPSG:4326 contract
+    because its event said EPSG:4326, while ``check`` of the same file broke the
+    clause; field case T09: a NAD27 GeoJSON checked with ``--crs
     EPSG:4326`` was admitted).
     """
     from worker.core.errors import CrsError

@@ -239,8 +239,8 @@ def load_payload(
         return replace(batch, payload_uri=uri)
     data = read_features(uri, policy=policy)
     # The schema is the file's, not the event's declaration: the file is what is evaluated
-    # (a fresh-user session had a retyped column admitted by reference while `check` of the
-    # same file broke the schema clause).
+    # (a retyped column was admitted by reference while `check` of the same file broke the
+    # schema clause).
     conflict = crs_conflict(
         data.declared_crs if data.crs_stated else None, event.declared_crs, data.crs_source
     )
