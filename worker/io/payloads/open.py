@@ -25,7 +25,6 @@ from __future__ import annotations
 
 import errno
 import os
-import stat
 import time
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -48,6 +47,7 @@ from worker.io.payloads.base import OpenedPayload, _check_size_and_format
 from worker.io.payloads.beneath import open_in_root
 from worker.io.payloads.policy import _KERNEL_DIRS, PayloadPolicy, _in_kernel_dir, _outside, _redact
 from worker.io.payloads.s3 import _open_s3
+from worker.io.payloads.verified import _require_regular
 
 __all__ = [
     "local_file_path",
@@ -208,21 +208,6 @@ def _open_local(name: str, real: str, policy: PayloadPolicy) -> OpenedPayload:
         raise
     mtime = datetime.fromtimestamp(st.st_mtime, tz=timezone.utc)
     return OpenedPayload(name, fmt, st.st_size, mtime, file, path=real)
-
-
-def _require_regular(name: str, mode: int) -> None:
-    if stat.S_ISREG(mode):
-        return
-    kinds = [
-        (stat.S_ISDIR, "a directory"),
-        (stat.S_ISFIFO, "a FIFO"),
-        (stat.S_ISCHR, "a character device"),
-        (stat.S_ISBLK, "a block device"),
-        (stat.S_ISSOCK, "a socket"),
-        (stat.S_ISLNK, "a symbolic link"),
-    ]
-    kind = next((k for check, k in kinds if check(mode)), "not a regular file")
-    raise PayloadNotAllowed(f"{name}: is {kind}; only regular files are read")
 
 
 def _unavailable(name: str, exc: OSError) -> PayloadUnavailable:
