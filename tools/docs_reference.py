@@ -125,7 +125,7 @@ def records_page() -> str:
     ]
     for path in sorted(SCHEMAS.glob("*.avsc")):
         schema = json.loads(path.read_text(encoding="utf-8"))
-        out += [f"## `{path.name}`", ""] + _record_lines(schema)
+        out += [f"## `{path.name}`", "", *_record_lines(schema)]
     return "\n".join(out)
 
 
