@@ -1,5 +1,5 @@
-"""The project carries its own contract reference (docs/contracts.md) and links nothing
-outside the repository."""
+"""The project carries its own contract reference (docs/contracts.md), and its README and docs
+pages link nothing outside the repository."""
 
 from __future__ import annotations
 
@@ -7,6 +7,7 @@ import json
 import re
 from pathlib import Path
 
+from tools.docs_reference import PAGES as GENERATED_PAGES
 from worker.core.clauses import CLAUSE_KINDS
 from worker.core.geometry_types import BASE_TYPES
 from worker.core.vocab import FIELD_TYPES
@@ -16,12 +17,22 @@ DOC = (REPO / "docs" / "contracts.md").read_text(encoding="utf-8")
 SCHEMA = json.loads((REPO / "worker" / "schemas" / "contract.schema.json").read_text())
 
 
-def test_readme_links_only_files_in_the_repository() -> None:
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    assert "../shared" not in readme and "DESIGN.md" not in readme
-    for target in re.findall(r"\]\(([^)#]+)(?:#[^)]*)?\)", readme):
-        if not target.startswith("http"):
-            assert (REPO / target).exists(), target
+def _docs() -> list[Path]:
+    """README.md and every page of the docs site (docs/**/*.md)."""
+    return [REPO / "README.md", *sorted((REPO / "docs").rglob("*.md"))]
+
+
+def test_readme_and_docs_link_only_files_in_the_repository() -> None:
+    for doc in _docs():
+        text = doc.read_text(encoding="utf-8")
+        assert "../shared" not in text, doc
+        for target in re.findall(r"\]\(([^)#\s]+)(?:#[^)]*)?\)", text):
+            if target.startswith(("http://", "https://", "mailto:")):
+                continue
+            if doc.parent.name == "docs" and target in GENERATED_PAGES:
+                continue  # written by the mkdocs hook at build time
+            assert (doc.parent / target).exists(), f"{doc.relative_to(REPO)}: {target}"
+    assert "DESIGN.md" not in (REPO / "README.md").read_text(encoding="utf-8")
 
 
 def test_every_clause_kind_and_parameter_is_documented() -> None:
@@ -43,10 +54,10 @@ def test_vocabularies_region_crs_and_default_mode_are_documented() -> None:
     assert "**`enforcing` by default**" in DOC
 
 
-def test_readme_operator_path_waits_for_readyz_before_producing() -> None:
+def test_operator_path_waits_for_readyz_before_producing() -> None:
     # batches were produced before the worker had joined
-    readme = (REPO / "README.md").read_text(encoding="utf-8")
-    section = readme.split("### Operator path without a cluster", 1)[1].split("\n## ", 1)[0]
+    page = (REPO / "docs" / "operations-deploy.md").read_text(encoding="utf-8")
+    section = page.split("## Operator path without a cluster", 1)[1].split("\n## ", 1)[0]
     wait = section.index("until curl -sf localhost:8080/readyz")
     assert section.index("contract-gate run") < wait < section.index("contract-gate batch publish")
     assert "Wait for `/readyz` (200) before producing" in section
