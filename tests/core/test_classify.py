@@ -1,4 +1,4 @@
-"""Change classification, every row of DESIGN.md section 4 (contracts built from YAML text)."""
+"""Change classification, every row of docs/design.md section 4 (contracts built from YAML text)."""
 
 from __future__ import annotations
 
@@ -211,7 +211,7 @@ def test_each_major_trigger(
 
 
 def test_crs_spelling_of_an_equivalent_crs_is_minor_with_a_none_difference() -> None:
-    # DESIGN.md section 4: none = identical content (same digest); a respelled CRS changes
+    # docs/design.md section 4: none = identical content (same digest); a respelled CRS changes
     # the document, so the overall class is minor, the difference itself is listed as none
     def crs(expect: str) -> Contract:
         return edited(lambda d: (_set("srid", expect=expect)(d), _drop("extent")(d)))

@@ -253,7 +253,7 @@ def test_validity_bowtie_breaks_and_is_not_repaired() -> None:
 
 
 def test_validity_nan_breaks_and_empty_is_left_to_geometry_type() -> None:
-    # issue 9 (DESIGN.md section 3): empties are governed by geometry_type's allow_empty;
+    # issue 9 (docs/design.md section 3): empties are governed by geometry_type's allow_empty;
     # validity, like GEOS, does not count them, so an empty feature is reported once
     batch = batch_of([EMPTY_POLYGON, NAN_VERTEX_WKB, VALID_POLYGON])
     r = run(clause("valid", "validity"), batch)

@@ -154,7 +154,7 @@ def test_empty_batch() -> None:
 
 
 def test_nan_in_the_measure_coordinate_is_non_finite() -> None:
-    # DESIGN.md section 3: NaN/inf coordinates are invalid, M included
+    # docs/design.md section 3: NaN/inf coordinates are invalid, M included
     m_nan = shapely.from_wkt("POINT M (1 2 NaN)")
     m_ok = shapely.from_wkt("POINT M (1 2 3)")
     assert nonfinite_mask(np.array([m_nan, m_ok], dtype=object)).tolist() == [True, False]

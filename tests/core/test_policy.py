@@ -1,4 +1,4 @@
-"""Lifecycle policy decisions (DESIGN.md section 5), pure."""
+"""Lifecycle policy decisions (docs/design.md section 5), pure."""
 
 from __future__ import annotations
 

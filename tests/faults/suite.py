@@ -4,7 +4,7 @@ Every scenario starts ``contract-gate run`` processes (by their own ids, on loop
 feeds them one kind of fault, reads the output topics to their end and reports a
 :class:`Row`: runs, inputs, output records, lost and duplicated batches, whether every
 worker stayed up, the peak RSS of the workers (``VmHWM``), and the time to the last
-decision. A scenario passes when nothing is lost, duplicates stay within what DESIGN.md
+decision. A scenario passes when nothing is lost, duplicates stay within what docs/design.md
 section 8 allows (Tansu's read_committed readers also see aborted records: at most one
 poll batch per partition per crash), every poison input gave exactly one quarantine
 record, and no worker died or outgrew the RSS ceiling.

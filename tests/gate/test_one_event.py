@@ -1,6 +1,6 @@
 """One batch-arrival event from poll to commit, on the in-memory broker, traced.
 
-The shape issue 25 asks of the data plane (ARCHITECTURE.md, "one event in five hops"): the
+The shape issue 25 asks of the data plane (docs/architecture.md, "one event's path"): the
 processor is entered once (its ``step``) and never called back by the modules it calls, and
 the event's path touches few worker modules (the pure core counted as one; the in-memory
 broker, which stands for confluent-kafka's client, not counted). The target is 10; the

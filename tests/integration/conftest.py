@@ -1,4 +1,4 @@
-"""A real broker for the integration tests, chosen as in DESIGN.md section 8.
+"""A real broker for the integration tests, chosen as in docs/design.md section 8.
 
 ``KAFKA_BOOTSTRAP_SERVERS`` if set; else testcontainers' Kafka when a Docker engine
 answers; else the embedded Tansu broker started on a free loopback port and stopped by

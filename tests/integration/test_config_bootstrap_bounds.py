@@ -67,7 +67,7 @@ def test_a_fresh_worker_is_ready_within_10_s_of_30_oversized_and_1000_invalid_re
     print(f"bootstrap of 1031 records (36 MiB): {bootstrapped:.2f} s; ready after {ready:.2f} s")
     assert pipeline.config.bootstrapped and bootstrapped < 10.0
     # ready = bootstrapped and a partition assigned: the group join adds the session
-    # timeout on Tansu (6 s here, DESIGN.md section 8)
+    # timeout on Tansu (6 s here, docs/design.md section 8)
     assert pipeline.ready and ready < 10.0 + settings.session_timeout_ms / 1000
     assert metrics.reasons == {"oversized_record": 30, "invalid_record": 1000}
     active = pipeline.registry.active("admin_boundaries")

@@ -1,6 +1,6 @@
 """``contract-gate run`` as a real process: SIGTERM stops it cleanly; SIGKILL loses nothing.
 
-On Tansu, read_committed readers also see records of aborted transactions (DESIGN.md
+On Tansu, read_committed readers also see records of aborted transactions (docs/design.md
 section 8), so after a crash the assertion is "no loss, duplicates only for batches in
 flight at the crash"; exactly-once is asserted only on Apache Kafka.
 """
@@ -116,7 +116,7 @@ def test_sigkill_mid_stream_loses_nothing(
     ids = [ev["batch_id"] for ev in result.evaluations]
     assert set(ids) == {f"b{i}" for i in range(30)}
     if broker.kind == "embedded":
-        # Tansu's read_committed readers also see aborted records (DESIGN.md section 8):
+        # Tansu's read_committed readers also see aborted records (docs/design.md section 8):
         # duplicates only for batches in flight at the crash, at most one poll batch
         # (5 events) per partition (3 partitions)
         assert len(ids) - 30 <= 15

@@ -1,6 +1,6 @@
-"""The reader registry (issue 26, section 1; ARCHITECTURE.md change 5): dispatch, size
-limits, --max-payload-bytes, help texts and format lists read FORMATS, so a new format is
-one module and one line."""
+"""The reader registry (issue 26, section 1; docs/architecture.md, "Where a change goes"):
+dispatch, size limits, --max-payload-bytes, help texts and format lists read FORMATS, so a new
+format is one module and one line."""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Instruments record the decision of a routed batch with the attributes of DESIGN.md s.7."""
+"""Instruments record the decision of a routed batch with the attributes of docs/design.md s.7."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """``contract-gate demo``: the whole gate on real data, with a broker it starts itself.
 
-Steps, each printed as it happens: resolve a broker (DESIGN.md section 8), create the
+Steps, each printed as it happens: resolve a broker (docs/design.md section 8), create the
 topics, publish the demo contracts, start a worker, publish the scenario's batches
 (:mod:`worker.cli.scenario`), read the admitted, quarantine and evaluation topics until every
 event is accounted for, print a table per batch and per version, stop everything.

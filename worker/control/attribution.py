@@ -1,4 +1,4 @@
-"""Which consumers read which major: declarations plus the Kafka admin API (DESIGN.md 5, 7).
+"""Which consumers read which major: declarations plus the Kafka admin API (docs/design.md 5, 7).
 
 :func:`migration_view` counts declared and unattributed consumers per layer and major
 version (:mod:`worker.core.lifecycle.migration`, pure) from the consumers topic and the admin API

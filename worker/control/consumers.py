@@ -1,4 +1,4 @@
-"""Consumer side of the gate: declarations and the reader-side check (DESIGN.md sections 2, 5, 7).
+"""Consumer side of the gate: declarations and the reader-side check (docs/design.md 2, 5, 7).
 
 Downstream readers of the admitted topic
 

@@ -143,7 +143,7 @@ def promote(
     yes: bool = False,
     confirm: Callable[[str], bool] | None = None,
 ) -> str:
-    """Promote an observing version to enforcing (DESIGN.md section 5).
+    """Promote an observing version to enforcing (docs/design.md section 5).
 
     Refused while its evidence (first to last evaluation) spans less than one cadence
     cycle (the message says how much is missing), and when ``now`` is more than

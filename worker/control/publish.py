@@ -84,7 +84,8 @@ def publish_contract(
     """Publish a contract file as a new version under the lifecycle policy; returns a report.
 
     The file is classified against the newest version of its layer on the config topic
-    (DESIGN.md sections 4 and 5, :func:`worker.core.lifecycle.policy.decide_publish`): same key and
+    (docs/design.md sections 4 and 5,
+    :func:`worker.core.lifecycle.policy.decide_publish`): same key and
     digest is a no-op; same key, other digest is refused (edit in place); the number must
     follow the class; a tightening must be observing; an enforcing minor supersedes the
     earlier revisions of its major; a major opens an overlap. ``dry_run`` writes nothing.

@@ -1,6 +1,6 @@
 """Retirement of a major contract version: only when no consumer reads against it.
 
-DESIGN.md section 5: ``contract retire LAYER vN`` needs declared + unattributed consumers
+docs/design.md section 5: ``contract retire LAYER vN`` needs declared + unattributed consumers
 on ``vN`` at zero; otherwise it is refused, naming the stragglers. There is no date-based
 retirement. Retirement never leaves a layer without an active *enforcing* version (every
 later batch would be admitted unchecked): promote the new major first. Retiring writes each

@@ -79,7 +79,7 @@ class DecodeError(BatchError):
 class PayloadError(BatchError):
     """A batch's ``payload_uri`` (or a batch file given to the CLI) cannot be loaded.
 
-    ``reason`` is the quarantine reason code the worker records (DESIGN.md section 6):
+    ``reason`` is the quarantine reason code the worker records (docs/design.md section 6):
     ``payload_error`` for content that is readable but not a usable batch (no geometry
     column, a bad CRS member); the subclasses name the other failures. Messages carry the
     URI and the reason, never the payload's content.
@@ -128,7 +128,7 @@ class CrsError(ContractGateError):
 
 
 class PolicyError(ContractGateError):
-    """A lifecycle rule of DESIGN.md section 5 refuses the requested operation."""
+    """A lifecycle rule of docs/design.md section 5 refuses the requested operation."""
 
 
 class VersionMismatchError(ContractGateError):

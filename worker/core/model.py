@@ -67,7 +67,7 @@ class FieldSpec:
 class Clause:
     """One clause of a contract version.
 
-    ``params`` holds the kind-specific fields of DESIGN.md section 3 exactly as written
+    ``params`` holds the kind-specific fields of docs/design.md section 3 exactly as written
     in the document (e.g. ``{"expect": "EPSG:2263"}`` for ``crs``,
     ``{"region": [...], "min_fraction_inside": 1.0}`` for ``extent``), already validated
     against ``schemas/contract.schema.json``. Durations stay ISO 8601 strings here.
@@ -82,14 +82,14 @@ class Clause:
 
 @dataclass(frozen=True)
 class Contract:
-    """One immutable contract version of a layer (DESIGN.md section 3).
+    """One immutable contract version of a layer (docs/design.md section 3).
 
     ``major``/``minor`` come from ``version`` (``v7`` is ``v7.0``); ``version`` is kept in
     its canonical spelling ``v<major>.<minor>``. ``cadence_s`` is the ISO 8601 ``cadence``
     in seconds. ``digest`` is the sha256 (hex) of the canonical JSON of the parsed
     document, so formatting and key order do not change it. ``text`` is the source YAML.
 
-    Review metadata (``contract review``, DESIGN.md section 5), outside the digest and never
+    Review metadata (``contract review``, docs/design.md section 5), outside the digest and never
     a difference of its own: ``change`` is the class the author declares for the change
     from the layer's previous version (``major``, ``tightening``, ``minor``; review checks
     it against the computed class, which the config record carries); ``declared_mode``

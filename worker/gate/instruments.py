@@ -18,7 +18,7 @@ __all__ = ["Instruments", "NullInstruments"]
 
 
 class Instruments(Protocol):
-    """The telemetry calls of :class:`worker.gate.pipeline.Pipeline` (DESIGN.md section 7)."""
+    """The telemetry calls of :class:`worker.gate.pipeline.Pipeline` (docs/design.md section 7)."""
 
     def record_decision(
         self,

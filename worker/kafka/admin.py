@@ -45,7 +45,7 @@ def create_topics(
     timeout_s: float = 30,
     names: Sequence[str] | None = None,
 ) -> dict[str, str]:
-    """Create the six topics of DESIGN.md section 6; existing topics are left alone.
+    """Create the six topics of docs/design.md section 6; existing topics are left alone.
 
     The config (``gis.contracts``) and consumers topics are compacted; every topic accepts
     records up to :data:`MAX_MESSAGE_BYTES`. Returns ``{topic: "created" | "exists"}``.
@@ -203,7 +203,7 @@ def read_topic(
     Every partition is read from its beginning, from ``start[partition]`` when given, or
     from ``tail`` records before its high watermark. Without ``follow`` the iteration
     ends when every partition reached EOF (``enable.partition.eof``: never a ListOffsets
-    figure alone, DESIGN.md section 8); with it, it goes on until ``stop`` is set or the
+    figure alone, docs/design.md section 8); with it, it goes on until ``stop`` is set or the
     caller stops iterating.
 
     Raises

@@ -2,7 +2,7 @@
 
 The bootstrap ends on *partition EOF* for every partition (``enable.partition.eof``),
 never on a ListOffsets high watermark alone: on some brokers (Tansu) ListOffsets can
-report a watermark that is too low after multi-record produce batches (DESIGN.md
+report a watermark that is too low after multi-record produce batches (docs/design.md
 section 8). Empty partitions, compacted gaps and transaction markers all end in EOF, so
 none of them can hang the bootstrap.
 

@@ -1,4 +1,4 @@
-"""Find or start a Kafka broker for the demo and the tests (DESIGN.md section 8).
+"""Find or start a Kafka broker for the demo and the tests (docs/design.md section 8).
 
 Resolution order:
 
@@ -253,7 +253,7 @@ def _docker_engine_answers(env: dict[str, str]) -> bool:
 
 
 def start_broker(env: dict[str, str] | None = None) -> RunningBroker:
-    """Resolve a broker in the order of DESIGN.md section 8 and start it if needed.
+    """Resolve a broker in the order of docs/design.md section 8 and start it if needed.
 
     Raises
     ------

@@ -1,7 +1,7 @@
 """Evaluation records of one layer, read from ``gis.contract.evaluations`` (the evidence store).
 
 :func:`read_evaluations` scans the topic with a group-less reader to partition EOF (never a
-ListOffsets figure alone, DESIGN.md section 8) and keeps the records of one layer.
+ListOffsets figure alone, docs/design.md section 8) and keeps the records of one layer.
 """
 
 from __future__ import annotations

@@ -18,7 +18,7 @@ __all__ = ["group_offsets", "watermarks"]
 
 def watermarks(settings: Settings, topic: str) -> dict[int, tuple[int, int]]:
     """``{partition: (low, high)}`` offsets of ``topic`` (ListOffsets: only a starting
-    point for a read that still ends on partition EOF, DESIGN.md section 8).
+    point for a read that still ends on partition EOF, docs/design.md section 8).
 
     Raises
     ------

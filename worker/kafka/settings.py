@@ -52,7 +52,7 @@ def default_instance_id() -> str:
 
 @dataclass(frozen=True)
 class Topics:
-    """Topic names of DESIGN.md section 6 (all configurable)."""
+    """Topic names of docs/design.md section 6 (all configurable)."""
 
     batches: str = "gis.batches"
     admitted: str = "gis.batches.admitted"

@@ -1,4 +1,4 @@
-"""The observable gauges of the worker (DESIGN.md section 7), through the OpenTelemetry API.
+"""The observable gauges of the worker (docs/design.md section 7), through the OpenTelemetry API.
 
 :class:`GateGauges` holds the values the pipeline thread sets (lifecycle, SLO windows,
 consumer lag, config bootstrap) and registers one observable gauge per figure, whose

@@ -1,4 +1,4 @@
-"""Instruments of DESIGN.md section 7, through the OpenTelemetry API only.
+"""Instruments of docs/design.md section 7, through the OpenTelemetry API only.
 
 Library code receives a :class:`GateMetrics` built on any ``Meter``; the SDK (readers and
 exporters) is configured once, at the entry point, by :func:`configure_sdk` from the

@@ -1,4 +1,4 @@
-"""Migration gauges exported periodically from the migration view (DESIGN.md section 7)."""
+"""Migration gauges exported periodically from the migration view (docs/design.md section 7)."""
 
 from __future__ import annotations
 
@@ -25,7 +25,7 @@ __all__ = ["MigrationExporter"]
 
 
 class MigrationExporter:
-    """The worker's export of the migration view (DESIGN.md section 7).
+    """The worker's export of the migration view (docs/design.md section 7).
 
     Observable gauges over the latest view, refreshed every ``interval_s`` by a daemon
     thread (admin API + consumers topic):

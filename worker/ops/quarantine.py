@@ -3,7 +3,7 @@
 The topic is read by a group-less reader (``Settings.reader()``: assigned partitions, no
 commits, ``read_committed``) from the beginning to *partition EOF* on every partition, as
 the config bootstrap does (a ListOffsets watermark alone can be too low on some brokers,
-DESIGN.md section 8); ``follow`` keeps reading after that. Text renderings are in
+docs/design.md section 8); ``follow`` keeps reading after that. Text renderings are in
 :mod:`worker.ops.quarantine_view`, replays in :mod:`worker.ops.replay`.
 """
 

@@ -1,4 +1,4 @@
-"""Change classification between two versions of a layer's contract (pure; DESIGN.md §4).
+"""Change classification between two versions of a layer's contract (pure; docs/design.md §4).
 
 Clauses are compared by name, each pair by its kind's ``compare``
 (:data:`worker.core.clauses.KINDS`). Every difference gets a class and a one-line reason;
@@ -96,7 +96,7 @@ def _essential(kind: str) -> bool:
 
 
 def classify(old: Contract, new: Contract) -> Classification:
-    """Classify the change ``old`` -> ``new`` of one layer's contract (DESIGN.md §4).
+    """Classify the change ``old`` -> ``new`` of one layer's contract (docs/design.md §4).
 
     Parameters
     ----------
@@ -109,7 +109,7 @@ def classify(old: Contract, new: Contract) -> Classification:
         The most severe class and every difference, document-level first, then clauses in
         the order of ``new`` (removed clauses last, in the order of ``old``). ``none`` only
         for the same digest; otherwise at least ``minor``, even when every difference is
-        of class ``none`` (DESIGN.md section 4: none = identical content).
+        of class ``none`` (docs/design.md section 4: none = identical content).
 
     Raises
     ------

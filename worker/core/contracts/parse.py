@@ -1,4 +1,4 @@
-"""Parse contract documents into :class:`worker.core.model.Contract` (DESIGN.md section 3).
+"""Parse contract documents into :class:`worker.core.model.Contract` (docs/design.md section 3).
 
 A contract document is YAML; :func:`parse_contract` checks it (safe YAML in
 :mod:`~worker.core.contracts.yaml_doc`, JSON Schema draft 2020-12 of

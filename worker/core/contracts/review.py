@@ -5,7 +5,7 @@
 returns, for every version added, changed or removed, the computed class and differences
 (:func:`worker.core.contracts.classify.classify` against the version before it), the version number
 the class requires, whether the declared class (the document's ``change`` field) agrees,
-and the failures and warnings of the lifecycle policy (DESIGN.md section 5):
+and the failures and warnings of the lifecycle policy (docs/design.md section 5):
 
 Failures (each one line):
 

@@ -1,4 +1,4 @@
-"""The ``supersedes`` field of a config record, checked (pure; DESIGN.md section 5).
+"""The ``supersedes`` field of a config record, checked (pure; docs/design.md section 5).
 
 A minor published enforcing, or a promoted tightening, supersedes the earlier revisions of
 its major. The new version's own record names them, so a worker applies the supersession

@@ -93,7 +93,7 @@ def required_version(change_class: str, predecessor: Contract, known: list[Contr
     ``known`` holds the layer's other versions (BASE, and HEAD's below the new one).
     Major -> the next major after every known major (``v8.0``); tightening or minor (or
     ``none``) -> the predecessor's major, the minor after every known revision of that
-    major (``v7.1``), the rule of ``contract publish`` (DESIGN.md section 5).
+    major (``v7.1``), the rule of ``contract publish`` (docs/design.md section 5).
     """
     if change_class == "major":
         top = max([c.major for c in known] + [predecessor.major])

@@ -1,4 +1,4 @@
-"""Safe loading of a contract's YAML text (DESIGN.md 3).
+"""Safe loading of a contract's YAML text (docs/design.md 3).
 
 Refused before any value is used: documents over :data:`MAX_DOCUMENT_BYTES`, anchors and
 aliases, nesting deeper than :data:`MAX_DEPTH`, duplicate or unhashable keys, and domain codes

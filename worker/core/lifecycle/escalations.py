@@ -1,4 +1,4 @@
-"""The escalations of DESIGN.md section 5, pure: the figures of ``contract list`` and the
+"""The escalations of docs/design.md section 5, pure: the figures of ``contract list`` and the
 ``gis_contract_escalations`` gauge.
 
 :func:`layer_lifecycles` measures every layer with an active version; :func:`escalations`
@@ -19,7 +19,7 @@ __all__ = ["ESCALATION_KINDS", "LayerLifecycle", "escalations", "layer_lifecycle
 
 @dataclass(frozen=True)
 class LayerLifecycle:
-    """The escalation figures of one layer at ``now`` (DESIGN.md section 5).
+    """The escalation figures of one layer at ``now`` (docs/design.md section 5).
 
     ``overlap_age_cycles`` is the age of an open major overlap (several active majors) in
     cadence cycles of the newest major, counted from its first publication; None without

@@ -52,7 +52,7 @@ class Evidence:
     """The observing record of one version up to ``now``.
 
     ``span_s`` is the last evaluation minus the first (0 with fewer than two): the time
-    over which the version has actually been evaluating batches of the layer (DESIGN.md
+    over which the version has actually been evaluating batches of the layer (docs/design.md
     section 5: "observing evaluations spanning at least one cadence cycle"); silence after
     the last evaluation is not evidence. ``attainment`` is passed / evaluated
     (None without evaluations). ``points`` are in evaluation order, one per batch.

@@ -1,6 +1,6 @@
 """The migration view: who still reads against which contract version (pure, no Kafka).
 
-DESIGN.md sections 2 and 5. A consumer is its Kafka consumer group id; a declaration under
+docs/design.md sections 2 and 5. A consumer is its Kafka consumer group id; a declaration under
 that id covers the group. Per layer and active *major* version the view holds:
 
 * ``declared``: consumers whose latest declaration for the layer names that major, and

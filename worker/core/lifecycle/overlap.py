@@ -1,6 +1,6 @@
 """The checks of ``contract-gate verify overlap`` on plain values (pure).
 
-Three checks (DESIGN.md section 5), each ``pass``, ``fail``, ``not_applicable`` (the situation
+Three checks (docs/design.md section 5), each ``pass``, ``fail``, ``not_applicable`` (the situation
 does not exist) or ``inconclusive`` (it exists but there is no evidence yet), with the reason
 and the figures it rests on: identical twin, stricter observing, undeclared reader. This
 module holds the results, the pairs of versions checked and the undeclared-reader check; the

@@ -1,4 +1,4 @@
-"""Lifecycle policy of DESIGN.md section 5 (no Kafka): its records and its rules.
+"""Lifecycle policy of docs/design.md section 5 (no Kafka): its records and its rules.
 
 :class:`Published` is a contract version as its config record describes it,
 :class:`PolicyDecision` the outcome of every lifecycle action; :func:`expected_version`

@@ -1,4 +1,4 @@
-"""Promotion on evidence (DESIGN.md section 5), a pure decision for ``contract promote``.
+"""Promotion on evidence (docs/design.md section 5), a pure decision for ``contract promote``.
 
 :func:`decide_promotion` writes an observing version enforcing once its evidence spans one
 cadence cycle, the cycle of :func:`evidence_cycle`; the earlier revisions of its major are

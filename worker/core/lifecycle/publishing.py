@@ -1,4 +1,4 @@
-"""Publishing a contract version under the lifecycle policy (DESIGN.md section 5), pure.
+"""Publishing a contract version under the lifecycle policy (docs/design.md section 5), pure.
 
 :func:`decide_publish` says what publishing a contract version does given every version
 of its layer already on the config topic: a no-op (same key, same digest), a refusal (edit

@@ -1,6 +1,6 @@
 """Registry of contract versions per layer, fed by config-topic records (pure, no Kafka).
 
-The worker re-checks the lifecycle policy of DESIGN.md section 5 on every record, and
+The worker re-checks the lifecycle policy of docs/design.md section 5 on every record, and
 what it holds is a function of the *latest record under each key* alone
 (:func:`worker.core.lifecycle.history.layer_view`): exactly what log compaction keeps, so a
 worker that followed the whole history and a fresh one started on the compacted topic

@@ -7,7 +7,7 @@ otherwise. Over the series' window
 
 * ``attainment = passed / evaluated``;
 * ``error_budget_remaining = 1 - (failed / evaluated) / (1 - objective)``, the version's own
-  ``objective`` (DESIGN.md section 3).
+  ``objective`` (docs/design.md section 3).
 
 The budget follows the Google SRE workbook ("Implementing SLOs", error budget = 1 - SLO;
 budget remaining = 1 - bad events / bad events allowed, where allowed = (1 - SLO) x

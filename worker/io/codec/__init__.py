@@ -1,6 +1,6 @@
 """Avro encoding of every record (fastavro, schemaless; schemas in ``schemas/*.avsc``).
 
-Records (namespace ``gis.contract``; DESIGN.md section 6): BatchArrival (:mod:`.events`,
+Records (namespace ``gis.contract``; docs/design.md section 6): BatchArrival (:mod:`.events`,
 :mod:`.event_writer`), QuarantineRecord, ContractRecord, EvaluationRecord and
 ConsumerDeclaration (:mod:`.records`).
 Each schema is parsed once at import (:mod:`.avro`).

@@ -1,6 +1,6 @@
 """Avro plumbing shared by every record kind: the parsed schemas and checked read/write.
 
-Schemas (namespace ``gis.contract``; DESIGN.md section 6) are read from ``schemas/*.avsc`` and
+Schemas (namespace ``gis.contract``; docs/design.md section 6) are read from ``schemas/*.avsc`` and
 parsed once at import. :func:`_read` raises :class:`worker.core.errors.DecodeError` with a
 specific reason on any failure (truncated bytes, trailing bytes, invalid enum or union index,
 non-UTF-8 text); no other exception escapes.

@@ -16,7 +16,7 @@ sidecars, SQLite for a GeoPackage) get :func:`verified_copies`: private copies o
 verified descriptors' bytes, bounded, in a directory only this process may read.
 
 Failures raise :class:`worker.core.errors.PayloadError` subclasses with the quarantine
-reasons of DESIGN.md section 6: ``payload_not_allowed`` (leaves the directory, a symbolic
+reasons of docs/design.md section 6: ``payload_not_allowed`` (leaves the directory, a symbolic
 link where none may be, not a regular file), ``payload_unavailable`` (missing, permission
 denied; transient for other I/O errors), ``payload_too_large`` (copies above their limit),
 ``payload_corrupt`` (truncated or changed while copied). Messages name the payload, never
