@@ -1,4 +1,4 @@
-"""The package's layering (README "Architecture"): imports only go downward, no cycles.
+"""The package's layering (docs/architecture.md): imports only go downward, no cycles.
 
 worker.core <- worker.io <- worker.kafka <- {worker.gate, worker.control} <- worker.ops <-
 worker.cli; ``gate`` (the data plane) and ``control`` (the contract lifecycle over Kafka) are

@@ -5,7 +5,7 @@ it (``bad_signature`` / ``unsigned_record``), so the layer fails closed and the 
 batch of the demo is quarantined (``contract_history_broken``), never admitted (compaction
 is in tests/io/test_signed_config.py: a copy to a topic of another name cannot be used here,
 the signature binds the topic's name). A worker without a verify key takes the forgery as
-truth (the reason to set one, and the Kafka ACLs of the README)."""
+truth (the reason to set one, and the Kafka ACLs of docs/operations-topics.md)."""
 
 from __future__ import annotations
 
