@@ -3,11 +3,11 @@ pages link nothing outside the repository."""
 
 from __future__ import annotations
 
+import importlib.util
 import json
 import re
 from pathlib import Path
 
-from tools.docs_reference import PAGES as GENERATED_PAGES
 from worker.core.clauses import CLAUSE_KINDS
 from worker.core.geometry_types import BASE_TYPES
 from worker.core.vocab import FIELD_TYPES
@@ -15,6 +15,20 @@ from worker.core.vocab import FIELD_TYPES
 REPO = Path(__file__).resolve().parents[1]
 DOC = (REPO / "docs" / "contracts.md").read_text(encoding="utf-8")
 SCHEMA = json.loads((REPO / "worker" / "schemas" / "contract.schema.json").read_text())
+
+
+def _generated_pages() -> frozenset[str]:
+    """The pages the mkdocs hook writes at build time (``PAGES`` of tools/docs_reference.py)."""
+    spec = importlib.util.spec_from_file_location(
+        "docs_reference", REPO / "tools" / "docs_reference.py"
+    )
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return frozenset(module.PAGES)
+
+
+GENERATED_PAGES = _generated_pages()
 
 
 def _docs() -> list[Path]:
