@@ -24,12 +24,12 @@ from typing import Any
 
 import pytest
 
+from tests.faults.config_history import promote_v11, retire_v1
 from worker.cli.scenario import data_file, demo_events
 from worker.control.lifecycle import list_versions, read_published, write_records
 from worker.control.publish import publish_contract
 from worker.core.contracts.parse import parse_contract
 from worker.core.lifecycle.policy import Published
-from worker.core.lifecycle.promotion import decide_promotion
 from worker.core.lifecycle.registry import Registry, config_key
 from worker.gate.instruments import NullInstruments
 from worker.gate.records import Outcome
@@ -98,24 +98,6 @@ def _edit_then_promote(settings: Settings) -> None:
     write_records(settings, (promoted, replace(v1, state="superseded")), head=config_key(edited))
 
 
-def _promote_v11(settings: Settings) -> None:
-    """v1.1 promoted to enforcing, v1.0 superseded: the records `contract promote` writes."""
-    registry = read_published(settings)
-    d = decide_promotion(V11.key, known=registry.published(LAYER), span_s=1e9, confirmed=True)
-    assert [(p.contract.version, p.state) for p in d.writes] == [
-        ("v1.1", "active"),
-        ("v1.0", "superseded"),
-    ]
-    write_records(settings, d.writes, head=registry.head(LAYER))
-
-
-def _retire_v1(settings: Settings) -> None:
-    """v1.0 retired: the record `contract retire` writes (its state alone changes)."""
-    registry = read_published(settings)
-    v1 = next(p for p in registry.published(LAYER) if p.contract.key == V1.key)
-    write_records(settings, (replace(v1, state="retired"),), head=registry.head(LAYER))
-
-
 def _then(*steps: Callable[[Settings], None]) -> Callable[[Settings], None]:
     def run(settings: Settings) -> None:
         for step in steps:
@@ -128,10 +110,10 @@ ROWS: dict[str, Callable[[Settings], None]] = {
     "tombstone under v1.0": _tombstone_v1,
     "garbage under v1.0": _garbage_v1,
     "edited v1.1, then the genuine promoted": _edit_then_promote,
-    "tombstone under a superseded version": _then(_promote_v11, _tombstone_v1),
-    "garbage under a superseded version": _then(_promote_v11, _garbage_v1),
-    "tombstone under a retired version": _then(_promote_v11, _retire_v1, _tombstone_v1),
-    "garbage under a retired version": _then(_promote_v11, _retire_v1, _garbage_v1),
+    "tombstone under a superseded version": _then(promote_v11, _tombstone_v1),
+    "garbage under a superseded version": _then(promote_v11, _garbage_v1),
+    "tombstone under a retired version": _then(promote_v11, retire_v1, _tombstone_v1),
+    "garbage under a retired version": _then(promote_v11, retire_v1, _garbage_v1),
 }
 
 
@@ -230,7 +212,7 @@ def test_republishing_the_genuine_document_restores_the_layer(settings: Settings
 
 def test_republishing_restores_a_retired_version_retired(settings: Settings) -> None:
     _publish_demo(settings)
-    _then(_promote_v11, _retire_v1, _tombstone_v1)(settings)
+    _then(promote_v11, retire_v1, _tombstone_v1)(settings)
     out = publish_contract(settings, V1_FILE)
     assert out.startswith(f"restored {config_key(V1)} at ")
     reg = read_config(_compacted_copy(settings), Registry())
