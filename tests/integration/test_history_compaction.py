@@ -3,7 +3,8 @@ newest record of every key, in offset order, written to a fresh topic) and a fre
 (a real :class:`~worker.gate.pipeline.Pipeline`, its run loop in a thread) starts on it:
 the Atlantis batch, which the live worker quarantines, is quarantined
 ``contract_history_broken`` and never admitted, an NYC batch is admitted, and the layer
-reports the break (the worker's history-break gauge and ``contract-gate contract list``).
+reports the break (the worker's registry, its history-break gauge, its ``/status``
+``history_breaks`` and ``contract-gate contract list``).
 
 Rows: the three of the issue's table, then a tombstone and 300 random bytes under a
 version that is superseded (v1.0 once v1.1 is promoted) and retired (then v1.0 retired).
@@ -14,6 +15,7 @@ layer's history as any other does (tests/core/test_history.py covers every state
 
 from __future__ import annotations
 
+import json
 import os
 import time
 import uuid
@@ -38,6 +40,7 @@ from worker.io.contract_files import load_contract
 from worker.kafka.admin import create_topics, produce_one, read_topic
 from worker.kafka.config_topic import read_config
 from worker.kafka.settings import Settings, Topics
+from worker.ops.http_handlers import handle
 
 NOW = datetime.now(timezone.utc)
 LAYER = "admin_boundaries"
@@ -182,9 +185,12 @@ def test_a_fresh_worker_on_the_compacted_topic_refuses_what_the_live_one_refused
     dlq = _dlq_reasons(fresh)
     src = (atlantis.source.partition, atlantis.source.offset)
     assert dlq == {src: "contract_history_broken"}  # never admitted, committed as quarantined
-    # the layer reports the break: the worker (registry, gauge) and `contract list`
+    # the layer reports the break: the worker (registry, gauge, /status), `contract list`
     assert worker.pipeline.registry.breaks(LAYER) == live.breaks(LAYER)
     assert metrics.breaks == {LAYER: live.breaks(LAYER)}
+    status = json.loads(handle("/status", worker.pipeline, now_monotonic=time.monotonic()).body)
+    assert list(status["history_breaks"]) == [LAYER]
+    assert status["history_breaks"][LAYER]["breaks"] == list(live.breaks(LAYER)[:10])
     listed = list_versions(fresh, LAYER, NOW)
     assert f"BROKEN HISTORY: {LAYER}: every batch is quarantined (contract_history_broken)" in (
         listed
