@@ -11,6 +11,7 @@ report the break. Republishing the genuine document heals it.
 from __future__ import annotations
 
 import os
+from collections.abc import Callable
 from datetime import datetime, timezone
 
 import pytest
@@ -132,20 +133,70 @@ def test_each_row_of_the_table_fails_closed_live_and_after_compaction(row: str) 
     assert live.breaks(LAYER) == fresh.breaks(LAYER)
 
 
-@pytest.mark.parametrize("state", ["superseded", "retired"])
-@pytest.mark.parametrize("damage", ["tombstone", "garbage"])
-def test_damage_to_a_superseded_or_retired_version_breaks_the_layer(
-    state: str, damage: str
-) -> None:
-    log = demo()
-    write(log, V11, "enforcing", document=False, supersedes=(V1.key,))
-    write(log, V1, "enforcing", "superseded", document=False)
+def _lifecycle(log: Log, state: str) -> tuple[Contract, str]:
+    """Take the demo's admin_boundaries to ``state`` as the CLI writes it; returns the
+    version in that state and the key of its latest record (``enforcing`` and
+    ``observing``: the demo's v1.0 and v1.1 as published; ``superseded``: v1.0 once v1.1
+    is promoted; ``retired``: then v1.0 retired)."""
+    if state == "observing":
+        return V11, config_key(V11)
+    if state == "enforcing":
+        return V1, config_key(V1)
+    write(log, V11, "enforcing", document=False, supersedes=(V1.key,))  # `contract promote`
+    key = write(log, V1, "enforcing", "superseded", document=False)
     if state == "retired":
-        write(log, V1, "enforcing", "retired", document=False)
-    log.append((config_key(V1), None if damage == "tombstone" else os.urandom(300)))
-    for reg in (registry(log), registry(compact(log))):
-        assert atlantis(reg)[1] == "contract_history_broken"
-        assert any(b.startswith(f"{config_key(V1)}: ") for b in reg.breaks(LAYER))
+        key = write(log, V1, "enforcing", "retired", document=False)  # `contract retire`
+    return V1, key
+
+
+DAMAGE: dict[str, Callable[[], bytes | None]] = {
+    "tombstone": lambda: None,
+    "garbage": lambda: os.urandom(300),
+}
+STATES = ["enforcing", "observing", "superseded", "retired"]
+
+
+#: (state, where the damage lands): the document, and for the states reached by a state
+#: record, that record too
+WHERE = [(s, "document") for s in STATES] + [(s, "state record") for s in STATES[2:]]
+
+
+@pytest.mark.parametrize(("state", "where"), WHERE)
+@pytest.mark.parametrize("damage", DAMAGE)
+def test_damage_to_a_version_in_any_state_breaks_the_layer_live_and_after_compaction(
+    state: str, damage: str, where: str
+) -> None:
+    # DESIGN.md section 2: immutability survives compaction, and a tombstone never
+    # bypasses the retirement gate; a superseded or retired version's records are part of
+    # the layer's immutable history too, so damage to them fails closed like any other
+    log = demo()
+    version, latest = _lifecycle(log, state)
+    key = config_key(version) if where == "document" else latest
+    log.append((key, DAMAGE[damage]()))
+    live, fresh = registry(log), registry(compact(log))
+    for reg in (live, fresh):
+        assert atlantis(reg) == ("quarantined", "contract_history_broken")
+        assert reg.breaks(LAYER)[0].startswith(f"{key}: ")
+        assert key in reg.missing(LAYER)
+        assert reg.active(LAYER) == ()
+        assert [v.contract.version for v in reg.active(NYC.layer)] == ["v1.0"]  # untouched
+    assert live.breaks(LAYER) == fresh.breaks(LAYER)
+    assert live.missing(LAYER) == fresh.missing(LAYER)
+
+
+@pytest.mark.parametrize("state", ["enforcing", "superseded", "retired"])
+def test_a_tombstoned_document_stays_a_break_when_the_broker_drops_the_tombstone(
+    state: str,
+) -> None:
+    # after delete.retention.ms the cleaner drops the tombstone itself: the records that
+    # build on the document (or change its state) still name it
+    log = demo()
+    version, _ = _lifecycle(log, state)
+    log.append((config_key(version), None))
+    cleaned = [(k, v) for k, v in compact(log) if v is not None]
+    reg = registry(cleaned)
+    assert atlantis(reg) == ("quarantined", "contract_history_broken")
+    assert config_key(version) in reg.missing(LAYER)
 
 
 def test_a_state_record_without_its_document_and_a_missing_predecessor_are_breaks() -> None:

@@ -5,6 +5,13 @@
   compacted as Kafka compacts it (the newest record of every key, in offset order, copied
   to a fresh topic) and a fresh worker starts on the copy. The Atlantis batch must be
   quarantined (``contract_history_broken``), an NYC batch admitted.
+* **damage to a superseded or retired version, compacted**: v1.1 promoted (v1.0
+  superseded, the records ``contract promote`` writes), for *retired* v1.0 then retired;
+  a tombstone or 300 random bytes under v1.0's document key; compacted as above. DESIGN.md
+  section 2 (immutability survives compaction, a tombstone never bypasses the retirement
+  gate): the fresh worker fails closed as for an enforcing version, Atlantis quarantined
+  ``contract_history_broken``, an NYC batch admitted, and ``contract list`` on the
+  compacted topic shows the layer's BROKEN HISTORY.
 * **forged signature**: the demo's versions published signed with Ed25519 key A on a fresh
   config topic, then v1.0's document record demoted to observing, signed with key B; a
   worker given A's public key (``--verify-key``) must refuse it (``bad_signature`` in its
@@ -23,6 +30,7 @@ from datetime import datetime, timezone
 
 from tests.faults.suite import (
     RSS_CEILING_MIB,
+    Lab,
     Row,
     _judge,
     lab,
@@ -35,7 +43,18 @@ from worker.io.contract_files import load_contract
 from worker.kafka.admin import create_topics, produce_one, read_topic
 from worker.kafka.settings import Settings, Topics
 
-__all__ = ["compacted_history", "config_flood", "forged_signature"]
+__all__ = [
+    "compacted_damage",
+    "compacted_history",
+    "config_flood",
+    "forged_signature",
+    "promote_v11",
+    "retire_v1",
+]
+
+LAYER = "admin_boundaries"
+V1 = load_contract(data_file("contracts/admin_boundaries.v1.yaml"))
+V11 = load_contract(data_file("contracts/admin_boundaries.v1.1.yaml"))
 
 
 def _compact_into_fresh_topic(settings: Settings) -> str:
@@ -62,40 +81,96 @@ def _quarantine_reasons(settings: Settings) -> dict[tuple[int, int], str]:
     return out
 
 
+def promote_v11(settings: Settings) -> None:
+    """The demo's v1.1 promoted to enforcing, v1.0 superseded: the records
+    ``contract promote`` writes (without waiting a cadence cycle for evidence)."""
+    from worker.control.lifecycle import read_published, write_records
+    from worker.core.lifecycle.promotion import decide_promotion
+
+    registry = read_published(settings)
+    d = decide_promotion(V11.key, known=registry.published(LAYER), span_s=1e9, confirmed=True)
+    assert [(p.contract.version, p.state) for p in d.writes] == [
+        ("v1.1", "active"),
+        ("v1.0", "superseded"),
+    ], d.message
+    write_records(settings, d.writes, head=registry.head(LAYER))
+
+
+def retire_v1(settings: Settings) -> None:
+    """v1.0 retired: the record ``contract retire`` writes (its state alone changes)."""
+    from dataclasses import replace
+
+    from worker.control.lifecycle import read_published, write_records
+
+    registry = read_published(settings)
+    v1 = next(p for p in registry.published(LAYER) if p.contract.key == V1.key)
+    write_records(settings, (replace(v1, state="retired"),), head=registry.head(LAYER))
+
+
+def _fresh_worker_decides(row: Row, running: Lab) -> None:
+    """Compact the lab's config topic into a fresh one, start a fresh worker on it, send
+    it the Atlantis and an NYC batch, and judge ``row``: Atlantis must be quarantined
+    ``contract_history_broken``, NYC admitted, and ``contract list`` on the compacted
+    topic must show the layer's BROKEN HISTORY."""
+    from dataclasses import replace
+
+    from worker.control.lifecycle import list_versions
+
+    s, t = running.settings, running.settings.topics
+    compacted = _compact_into_fresh_topic(s)
+    worker = running.start_worker("fresh", "--contracts-topic", compacted)
+    now = datetime.now(timezone.utc)
+    atlantis = next(e for e in demo_events(now) if e.label == "ab-unknown-continent")
+    placed = [
+        produce_one(s, t.batches, atlantis.key, atlantis.value),
+        produce_one(s, t.batches, "nyc_boroughs", nyc_event("good")),
+    ]
+    got, row.decide_s = wait_decided(running, placed, 90)
+    row.peak_rss_mib = running.peak_rss_mib()
+    row.stayed_up = worker.alive()
+    _judge(row, placed, got)
+    reasons = _quarantine_reasons(s)
+    closed = reasons.get(placed[0]) == "contract_history_broken"
+    listed = list_versions(s.with_(topics=replace(t, contracts=compacted)), LAYER, now)
+    reported = f"BROKEN HISTORY: {LAYER}" in listed
+    row.ok = (
+        row.lost == 0
+        and row.stayed_up
+        and closed
+        and reported
+        and placed[1] not in reasons
+        and row.peak_rss_mib < RSS_CEILING_MIB
+    )
+    row.note = (
+        "Atlantis quarantined contract_history_broken"
+        + ("; contract list: BROKEN HISTORY" if reported else "; contract list: NO break shown")
+        if closed
+        else f"Atlantis: {reasons.get(placed[0], 'admitted')}"
+    )
+
+
 def compacted_history(bootstrap: str) -> Row:
     row = Row("config: tombstone + garbage under v1.0, compacted")
     with lab(bootstrap) as running:
         s, t = running.settings, running.settings.topics
-        v1 = load_contract(data_file("contracts/admin_boundaries.v1.yaml"))
-        produce_one(s, t.contracts, config_key(v1), None)
-        produce_one(s, t.contracts, config_key(v1), os.urandom(300))
-        compacted = _compact_into_fresh_topic(s)
-        worker = running.start_worker("fresh", "--contracts-topic", compacted)
-        atlantis = next(
-            e for e in demo_events(datetime.now(timezone.utc)) if e.label == "ab-unknown-continent"
-        )
-        placed = [
-            produce_one(s, t.batches, atlantis.key, atlantis.value),
-            produce_one(s, t.batches, "nyc_boroughs", nyc_event("good")),
-        ]
-        got, row.decide_s = wait_decided(running, placed, 90)
-        row.peak_rss_mib = running.peak_rss_mib()
-        row.stayed_up = worker.alive()
-        _judge(row, placed, got)
-        reasons = _quarantine_reasons(s)
-        closed = reasons.get(placed[0]) == "contract_history_broken"
-        row.ok = (
-            row.lost == 0
-            and row.stayed_up
-            and closed
-            and placed[1] not in reasons
-            and row.peak_rss_mib < RSS_CEILING_MIB
-        )
-        row.note = (
-            "Atlantis quarantined contract_history_broken"
-            if closed
-            else f"Atlantis: {reasons.get(placed[0], 'admitted')}"
-        )
+        produce_one(s, t.contracts, config_key(V1), None)
+        produce_one(s, t.contracts, config_key(V1), os.urandom(300))
+        _fresh_worker_decides(row, running)
+    return row
+
+
+def compacted_damage(bootstrap: str, state: str, damage: str) -> Row:
+    """A tombstone (``damage`` ``tombstone``) or 300 random bytes (``garbage``) under the
+    document key of v1.0 once it is ``superseded`` or ``retired``, compacted."""
+    row = Row(f"config: {damage} under {state} v1.0, compacted")
+    with lab(bootstrap) as running:
+        s, t = running.settings, running.settings.topics
+        promote_v11(s)
+        if state == "retired":
+            retire_v1(s)
+        value = None if damage == "tombstone" else os.urandom(300)
+        produce_one(s, t.contracts, config_key(V1), value)
+        _fresh_worker_decides(row, running)
     return row
 
 

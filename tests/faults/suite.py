@@ -509,6 +509,15 @@ def _config_history(bootstrap: str) -> Row:
     return compacted_history(bootstrap)
 
 
+def _compacted_damage(state: str, damage: str) -> Callable[[str], Row]:
+    def run(bootstrap: str) -> Row:
+        from tests.faults.config_history import compacted_damage
+
+        return compacted_damage(bootstrap, state, damage)
+
+    return run
+
+
 def _forged_signature(bootstrap: str) -> Row:
     from tests.faults.config_history import forged_signature
 
@@ -556,6 +565,11 @@ def scenarios(quick: bool) -> list[tuple[str, Callable[[str], Row]]]:
             ),
             ("FIFO", fifo_payload),
             ("two workers", lambda b: one_of_two_killed(b, 60)),
+        ]
+        runs += [  # issue 30; in CI as tests/integration/test_history_compaction.py
+            (f"config history {damage} {state}", _compacted_damage(state, damage))
+            for state in ("superseded", "retired")
+            for damage in ("tombstone", "garbage")
         ]
     if not quick:
         from tests.faults.broker_outage import broker_outage

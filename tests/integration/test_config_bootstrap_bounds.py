@@ -2,8 +2,9 @@
 
 30 records above the size bound (1.2 MiB each, 36 MiB in all) and 1,000 small invalid
 records follow a genuine version on a real broker; a fresh worker reads past them (the
-oversized ones are refused before they are decoded) and is ready within 10 s of reaching
-them, with the genuine version still enforcing.
+oversized ones are refused before they are decoded) and is ready (bootstrapped, without a
+stall, and a partition of the batches topic assigned) within 10 s of reaching them, with the
+genuine version still enforcing.
 """
 
 from __future__ import annotations
@@ -57,7 +58,7 @@ def test_a_fresh_worker_is_ready_within_10_s_of_30_oversized_and_1000_invalid_re
     produce_one(settings, settings.topics.contracts, config_key(v1), value)
     _flood(settings)
     metrics = _Rejections()
-    started = time.monotonic()
+    started = time.monotonic()  # the flood is the second record: the worker reaches it at once
     worker = start_worker(settings, metrics=metrics, config_timeout_s=10.0)
     bootstrapped = time.monotonic() - started
     pipeline: Pipeline = worker.pipeline
@@ -65,10 +66,9 @@ def test_a_fresh_worker_is_ready_within_10_s_of_30_oversized_and_1000_invalid_re
         time.sleep(0.1)
     ready = time.monotonic() - started
     print(f"bootstrap of 1031 records (36 MiB): {bootstrapped:.2f} s; ready after {ready:.2f} s")
-    assert pipeline.config.bootstrapped and bootstrapped < 10.0
-    # ready = bootstrapped and a partition assigned: the group join adds the session
-    # timeout on Tansu (6 s here, docs/design.md section 8)
-    assert pipeline.ready and ready < 10.0 + settings.session_timeout_ms / 1000
+    assert pipeline.config.bootstrapped and not pipeline.config.stalled
+    # ready = bootstrapped and a partition assigned (the group join included)
+    assert pipeline.ready and ready < 10.0, f"ready after {ready:.2f} s"
     assert metrics.reasons == {"oversized_record": 30, "invalid_record": 1000}
     active = pipeline.registry.active("admin_boundaries")
     assert [(v.contract.version, v.mode) for v in active] == [("v1.0", "enforcing")]

@@ -35,6 +35,11 @@ class FakeRegistry:
     def versions(self, layer: str | None = None) -> list[Any]:
         return self.versions_by_layer.get(layer or "", [])
 
+    def broken_layers(self) -> dict[str, tuple[str, ...]]:
+        return self.breaks
+
+    breaks: dict[str, tuple[str, ...]] = field(default_factory=dict)
+
 
 @dataclass
 class FakeState:
@@ -279,3 +284,39 @@ def test_a_client_that_resets_the_connection_leaves_no_traceback(
         server.close()
     assert "Traceback" not in capsys.readouterr().err
     assert any("went away" in r.getMessage() for r in caplog.records)
+
+
+def test_status_shows_a_broken_contract_history_with_its_fix() -> None:
+    from tests.core.test_history import LAYER, V1, V11, demo, registry
+    from worker.core.lifecycle.config_events import BROKEN_FIX
+    from worker.core.lifecycle.registry import config_key
+
+    log = demo()
+    whole = FakeState(config=SimpleNamespace(bootstrapped=True), registry=registry(log))
+    assert body(handle("/status", whole, now_monotonic=0))["history_breaks"] == {}
+    log.append((config_key(V1), None))  # a tombstone under the enforcing v1.0
+    broken = FakeState(config=SimpleNamespace(bootstrapped=True), registry=registry(log))
+    doc = body(handle("/status", broken, now_monotonic=0))
+    assert doc["history_breaks"] == {
+        LAYER: {
+            "breaks": [
+                f"{config_key(V1)}: a tombstone where a contract record was",
+                f"{config_key(V11)} builds on {config_key(V1)}, which is not on the topic",
+            ],
+            "more": 0,
+            "fix": BROKEN_FIX,
+        }
+    }
+
+
+def test_status_history_breaks_are_bounded() -> None:
+    lines = tuple(f"key{i}: " + "x" * 1000 for i in range(12))
+    fake = FakeRegistry(breaks={f"forged{n:02d}": lines for n in range(25)})
+    doc = body(handle("/status", FakeState(registry=fake), now_monotonic=0))
+    shown = doc["history_breaks"]
+    assert sorted(shown) == [f"forged{n:02d}" for n in range(20)]
+    assert shown["forged00"]["more"] == 2
+    assert [line.split(":")[0] for line in shown["forged00"]["breaks"]] == [
+        f"key{i}" for i in range(10)
+    ]
+    assert all(len(line) <= 340 for line in shown["forged19"]["breaks"])

@@ -9,7 +9,9 @@
   SDK's ``PrometheusMetricReader`` feeds it, see :func:`worker.ops.metrics.configure_sdk`).
 * ``/status``: JSON: readiness, versions per layer (mode, state and, when the state has
   ``metrics`` (a :class:`worker.ops.metrics.GateMetrics`), objective, attainment, error budget
-  remaining and verdicts in the SLO window), batch counts, the migration counts per major
+  remaining and verdicts in the SLO window), the layers whose contract history is broken
+  (``history_breaks``: every batch of them quarantined ``contract_history_broken``, issue 30),
+  batch counts, the migration counts per major
   (when a ``migration`` view source is given) and the last decisions (kept by a
   :class:`DecisionLog` fed by the pipeline's ``on_outcome``).
 
@@ -23,12 +25,14 @@ import re
 import threading
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any, Protocol
 
 from worker.core._util.jsonsafe import dumps_json
+from worker.core._util.text import clip
+from worker.core.lifecycle.config_events import BROKEN_FIX
 from worker.gate.route import Outcome
 
 __all__ = ["DEFAULT_MAX_POLL_INTERVAL_MS", "DecisionLog", "GateState", "Response", "handle"]
@@ -58,6 +62,8 @@ class _RegistryView(Protocol):
     def layers(self) -> Sequence[str]: ...
 
     def versions(self, layer: str | None = None) -> Sequence[_VersionView]: ...
+
+    def broken_layers(self) -> Mapping[str, Sequence[str]]: ...
 
 
 class GateState(Protocol):
@@ -196,6 +202,27 @@ def _slo_fields(state: GateState) -> dict[tuple[str, str, str], dict[str, Any]] 
     }
 
 
+#: ``/status`` ``history_breaks`` bounds, as ``contract list``'s: forged layers and keys
+#: cannot grow the document
+_MAX_BROKEN_LAYERS, _MAX_BREAK_LINES, _MAX_BREAK_CHARS = 20, 10, 300
+
+
+def history_breaks(registry: _RegistryView) -> dict[str, dict[str, Any]]:
+    """Layer -> ``{"breaks": [line, ...], "more": n, "fix": text}`` for every layer whose
+    contract history is broken (issue 30: the worker quarantines each of its batches
+    ``contract_history_broken``); at most 20 layers, 10 lines of 300 characters each,
+    ``more`` counting the lines left out. Empty when every history is whole."""
+    broken = sorted(registry.broken_layers().items())[:_MAX_BROKEN_LAYERS]
+    return {
+        layer: {
+            "breaks": [clip(line, _MAX_BREAK_CHARS) for line in lines[:_MAX_BREAK_LINES]],
+            "more": max(0, len(lines) - _MAX_BREAK_LINES),
+            "fix": BROKEN_FIX,
+        }
+        for layer, lines in broken
+    }
+
+
 def status(
     state: GateState,
     now_monotonic: float,
@@ -233,6 +260,7 @@ def status(
             "transactions_aborted": state.transactions_aborted,
             "decisions": counts,
             "layers": layers,
+            "history_breaks": history_breaks(state.registry),
             **extra,
             "last_decisions": last,
         },
