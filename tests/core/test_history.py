@@ -166,7 +166,7 @@ WHERE = [(s, "document") for s in STATES] + [(s, "state record") for s in STATES
 def test_damage_to_a_version_in_any_state_breaks_the_layer_live_and_after_compaction(
     state: str, damage: str, where: str
 ) -> None:
-    # DESIGN.md section 2: immutability survives compaction, and a tombstone never
+    # docs/design.md section 2: immutability survives compaction, and a tombstone never
     # bypasses the retirement gate; a superseded or retired version's records are part of
     # the layer's immutable history too, so damage to them fails closed like any other
     log = demo()

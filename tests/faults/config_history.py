@@ -7,7 +7,7 @@
   quarantined (``contract_history_broken``), an NYC batch admitted.
 * **damage to a superseded or retired version, compacted**: v1.1 promoted (v1.0
   superseded, the records ``contract promote`` writes), for *retired* v1.0 then retired;
-  a tombstone or 300 random bytes under v1.0's document key; compacted as above. DESIGN.md
+  a tombstone or 300 random bytes under v1.0's document key; compacted as above. docs/design.md
   section 2 (immutability survives compaction, a tombstone never bypasses the retirement
   gate): the fresh worker fails closed as for an enforcing version, Atlantis quarantined
   ``contract_history_broken``, an NYC batch admitted, and ``contract list`` on the

@@ -8,7 +8,7 @@ reports the break (the worker's registry, its history-break gauge, its ``/status
 
 Rows: the three of the issue's table, then a tombstone and 300 random bytes under a
 version that is superseded (v1.0 once v1.1 is promoted) and retired (then v1.0 retired).
-DESIGN.md section 2: immutability survives compaction and a tombstone never bypasses the
+docs/design.md section 2: immutability survives compaction and a tombstone never bypasses the
 retirement gate, so damage to a superseded or retired version's records breaks the
 layer's history as any other does (tests/core/test_history.py covers every state).
 """
