@@ -36,8 +36,8 @@ def _fraction_percent(text: str) -> float:
         value = float(text.rstrip("%"))
     except ValueError:
         raise argparse.ArgumentTypeError(f"{text!r} is not a percentage such as 5") from None
-    if not 0 <= value <= 100:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a percentage from 0 to 100")
+    if not 0 <= value <= 1000:
+        raise argparse.ArgumentTypeError(f"{text!r} is not a percentage from 0 to 1000")
     return value / 100
 
 
