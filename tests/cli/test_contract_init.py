@@ -144,6 +144,31 @@ def test_fiji_like_polygons_get_the_shortest_cover_across_the_antimeridian(
     _admits(capsys, sample, draft)
 
 
+def test_an_rfc_7946_geojson_sample_names_its_crs_as_the_format_default(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    features = [
+        {
+            "type": "Feature",
+            "geometry": {"type": "Point", "coordinates": [x, -17.0]},
+            "properties": {"kind": kind, "rank": rank},
+        }
+        for x, kind, rank in [(178.5, "NO", 1), (-179.5, "010", 2), (179.9, None, 2)]
+    ]
+    sample = tmp_path / "p.geojson"
+    sample.write_text(json.dumps({"type": "FeatureCollection", "features": features}))
+    draft = _draft(tmp_path, capsys, str(sample))
+    assert _clause(draft, "srid")["expect"] == "OGC:CRS84"
+    assert "the format's default (the file writes none): confirm it" in draft.read_text()
+    assert _clause(draft, "extent")["region"] == [178.4, -17.001, -179.4, -16.999]
+    assert _clause(draft, "domain_kind")["values"] == {
+        "010": "TODO: what 010 means",
+        "NO": "TODO: what NO means",
+    }
+    assert list(_clause(draft, "domain_rank")["values"]) == [1, 2]
+    _admits(capsys, str(sample), draft)
+
+
 def test_a_projected_sample_is_clipped_to_the_area_of_use(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:
@@ -273,3 +298,15 @@ def test_generated_point_batches_are_admitted_by_their_draft(
         sample = _geoparquet(Path(tmp) / "p.parquet", points, code=column)
         draft = _draft(Path(tmp), capsys, sample)
         _admits(capsys, sample, draft)
+
+
+def test_the_guide_shows_the_real_output_on_the_countries_file(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    guide = (ROOT / "docs" / "guides-first-contract.md").read_text(encoding="utf-8")
+    shown = guide.split("writes (real output):\n\n```yaml\n", 1)[1].split("```", 1)[0]
+    sample = "worker/data/admin_boundaries.parquet"
+    code, out, _ = _init(
+        capsys, sample, "--layer", "admin_boundaries", "--owner", "boundaries-team"
+    )
+    assert code == 0 and out == shown

@@ -54,6 +54,8 @@ def _crs_clauses(samples: Sequence[SampleInfo], crs: CRS | None) -> list[DraftCl
         ]
     orders = sorted({s.axis_order for s in samples})
     stated = f"stated by {'every sample' if n > 1 else 'the sample'}: {crs_label(crs)}"
+    if any(s.crs_by_format for s in samples):
+        stated = f"{crs_label(crs)}: the format's default (the file writes none): confirm it"
     return [
         DraftClause("srid", "crs", (("expect", _crs_text(crs), stated),)),
         DraftClause(
@@ -151,8 +153,8 @@ def _changelog(options: DraftOptions, samples: Sequence[SampleInfo]) -> str:
     names = ", ".join(s.name.rsplit("/", 1)[-1] for s in samples[:5])
     more = f" and {len(samples) - 5} more" if len(samples) > 5 else ""
     return (
-        f"First contract for {options.layer}, drafted by `contract-gate contract init` from "
-        f"{plural(len(samples), 'sample')} ({names}{more}); reviewed and edited by the owner."
+        f"First contract for {options.layer}, drafted from {plural(len(samples), 'sample')} "
+        f"({names}{more}) by `contract-gate contract init`."
     )
 
 

@@ -29,12 +29,15 @@ class DraftOptions:
 @dataclass(frozen=True)
 class SampleInfo:
     """One sample as read: its name (path or URI), the CRS its file states (text as
-    read, None when it states none), its axis order and its feature count."""
+    read, None when it states none), its axis order and its feature count;
+    ``crs_by_format`` when the CRS is its format's default (RFC 7946 GeoJSON, a GeoParquet
+    without ``crs``: OGC:CRS84) rather than written in the file."""
 
     name: str
     declared_crs: str | None
     axis_order: str
     features: int
+    crs_by_format: bool = False
 
 
 @dataclass(frozen=True)

@@ -104,6 +104,7 @@ def _read_sample(name: str, args: argparse.Namespace) -> tuple[SampleInfo, Profi
     from worker.core.chunks import ChunkedBatch
     from worker.core.contracts.draft_model import SampleInfo
     from worker.core.contracts.profile import profile_batch
+    from worker.io.formats.base import RFC7946_CRS, RFC7946_CRS_3D
     from worker.io.payloads import read_batch_file_chunked
 
     loaded = read_batch_file_chunked(name, layer=args.layer, policy=file_policy(args))
@@ -117,7 +118,8 @@ def _read_sample(name: str, args: argparse.Namespace) -> tuple[SampleInfo, Profi
             f"sample {name} holds no features: give samples with features (an empty batch "
             "says nothing about the layer)"
         )
-    info = SampleInfo(name, meta.declared_crs, meta.axis_order, profile.features)
+    by_format = meta.declared_crs in (RFC7946_CRS, RFC7946_CRS_3D)  # no CRS written
+    info = SampleInfo(name, meta.declared_crs, meta.axis_order, profile.features, by_format)
     return info, profile
 
 
@@ -193,8 +195,9 @@ def run(args: argparse.Namespace) -> int:
     if args.output:
         with open(args.output, "w", encoding="utf-8") as f:
             f.write(text)
+        n = len(samples)
         print(
-            f"wrote {args.output}: draft of {args.layer} v1 from {len(samples)} sample(s)",
+            f"wrote {args.output}: draft of {args.layer} v1 from {n} sample{'s' * (n != 1)}",
             file=sys.stderr,
         )
     else:
