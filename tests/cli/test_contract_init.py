@@ -248,6 +248,17 @@ def test_invalid_and_missing_geometries_warn_with_their_counts(
     _admits(capsys, sample, draft)
 
 
+def test_metres_labelled_as_degrees_get_no_extent_and_a_question(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    metres = [shapely.Point(500000.0, 5400000.0), shapely.Point(510000.0, 5410000.0)]
+    sample = _geoparquet(tmp_path / "m.parquet", metres, crs="EPSG:4326")
+    draft = _draft(tmp_path, capsys, sample)
+    assert _clause(draft, "extent") == {}
+    assert "(2 beyond the CRS's area of use: is the CRS right?)" in draft.read_text()
+    _admits(capsys, sample, draft)
+
+
 def test_several_samples_merge(tmp_path: Path, capsys: pytest.CaptureFixture[str]) -> None:
     a = _geoparquet(tmp_path / "a.parquet", [shapely.Point(1, 1)] * 4, k=pa.array(["x"] * 4))
     b = _geoparquet(tmp_path / "b.parquet", [shapely.Point(3, 2)] * 10, k=pa.array(["y"] * 10))
@@ -263,7 +274,8 @@ def test_several_samples_merge(tmp_path: Path, capsys: pytest.CaptureFixture[str
     [
         ("empty", "holds no features"),
         ("mixed", "give samples of one CRS"),
-        ("unreadable", "junk.parquet"),
+        ("unreadable", "cannot read sample"),
+        ("layer", "--layer 'a b' is not a layer name"),
     ],
 )
 def test_errors_are_one_line_naming_the_sample(
@@ -274,11 +286,14 @@ def test_errors_are_one_line_naming_the_sample(
         "empty": [_geoparquet(tmp_path / "empty.parquet", [])],
         "mixed": [a, _geoparquet(tmp_path / "m.parquet", [shapely.Point(1, 1)], crs="EPSG:3857")],
         "unreadable": [str(tmp_path / "junk.parquet")],
+        "layer": [a],
     }[case]
     (tmp_path / "junk.parquet").write_bytes(b"not a batch")
-    code, out, err = _init(capsys, *samples, "--layer", "t")
+    code, out, err = _init(capsys, *samples, "--layer", "a b" if case == "layer" else "t")
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and needle in err, err
+    named = {"empty": "empty.parquet", "mixed": "m.parquet", "unreadable": "junk.parquet"}
+    assert named.get(case, "--layer") in err
 
 
 @settings(

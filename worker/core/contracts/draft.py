@@ -68,7 +68,9 @@ def _crs_clauses(samples: Sequence[SampleInfo], crs: CRS | None) -> list[DraftCl
 
 def _extent_clause(profile: Profile, crs: CRS | None, margin: float) -> DraftClause | Note:
     if profile.bounds is None:
-        return Note(("extent: left out: no sample feature has a placeable geometry.",))
+        beyond = profile.outside_area
+        why = f" ({beyond} beyond the CRS's area of use: is the CRS right?)" if beyond else ""
+        return Note((f"extent: left out: no sample feature has a placeable geometry{why}.",))
     r = draft_region(profile.bounds, profile.lon, crs, margin)
     nums = " ".join(number_text(v, r.decimals + 2) for v in r.observed)
     comments = [f"observed bounds (minx miny maxx maxy): {nums}"]

@@ -17,8 +17,8 @@ import sys
 from typing import TYPE_CHECKING
 
 from worker.cli.payload_args import add_payload_args, file_policy
-from worker.core.errors import ContractGateError
-from worker.io.formats import formats_named
+from worker.core.errors import ContractGateError, PayloadError
+from worker.io.formats import formats_named, formats_read
 
 if TYPE_CHECKING:
     from pyproj import CRS
@@ -28,6 +28,7 @@ if TYPE_CHECKING:
 
 __all__ = ["register", "run"]
 
+_LAYER = re.compile(r"^[A-Za-z0-9._-]{1,200}$")
 _DURATION = re.compile(r"^P(?!$)(\d+[YMWD])*(T(?=\d)(\d+(\.\d+)?[HMS])+)?$")
 
 
@@ -107,10 +108,16 @@ def _read_sample(name: str, args: argparse.Namespace) -> tuple[SampleInfo, Profi
     from worker.io.formats.base import RFC7946_CRS, RFC7946_CRS_3D
     from worker.io.payloads import read_batch_file_chunked
 
-    loaded = read_batch_file_chunked(name, layer=args.layer, policy=file_policy(args))
-    meta = loaded.batch if isinstance(loaded, ChunkedBatch) else loaded
     show = _progress(name)
-    profile = profile_batch(loaded, max_codes=args.max_codes, on_chunk=show)  # type: ignore[arg-type]
+    try:
+        loaded = read_batch_file_chunked(name, layer=args.layer, policy=file_policy(args))
+        profile = profile_batch(loaded, max_codes=args.max_codes, on_chunk=show)  # type: ignore[arg-type]
+    except PayloadError as exc:
+        raise ContractGateError(
+            f"cannot read sample {exc}; give a batch file `contract-gate check` reads "
+            f"({formats_read()})"
+        ) from None
+    meta = loaded.batch if isinstance(loaded, ChunkedBatch) else loaded
     if show is not None:
         print(file=sys.stderr)
     if profile.features == 0:
@@ -147,7 +154,7 @@ def _common_crs(samples: list[SampleInfo]) -> CRS | None:
 
             raise ContractGateError(
                 f"sample {s.name} states {said(other)}, sample {first.name} {said(crs)}: give "
-                "samples of one CRS (reproject one, or draft from each CRS's samples apart)"
+                "samples of one CRS (reproject one, or draft from each CRS's samples separately)"
             )
     return crs
 
@@ -155,6 +162,11 @@ def _common_crs(samples: list[SampleInfo]) -> CRS | None:
 def _options(args: argparse.Namespace) -> DraftOptions:
     from worker.core.contracts.draft_model import DraftOptions
 
+    if not _LAYER.match(args.layer):
+        raise ContractGateError(
+            f"--layer {args.layer!r} is not a layer name: use letters, digits, '.', '_' and "
+            "'-' (at most 200), e.g. parcels_authoritative"
+        )
     if not _DURATION.match(args.cadence):
         raise ContractGateError(
             f"--cadence {args.cadence!r} is not an ISO 8601 duration such as PT6H"
