@@ -5,6 +5,7 @@ clauses carry the figures the samples hold."""
 from __future__ import annotations
 
 import json
+import sys
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -325,3 +326,14 @@ def test_the_guide_shows_the_real_output_on_the_countries_file(
         capsys, sample, "--layer", "admin_boundaries", "--owner", "boundaries-team"
     )
     assert code == 0 and out == shown
+
+
+def test_progress_is_shown_on_a_terminal_only(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    sample = str(ROOT / "worker/data/nyc_boroughs.parquet")
+    code, _, err = _init(capsys, sample, "--layer", "t")
+    assert code == 0 and "profiled" not in err
+    monkeypatch.setattr(sys.stderr, "isatty", lambda: True)
+    code, _, err = _init(capsys, sample, "--layer", "t")
+    assert code == 0 and f"\r{sample}: 5 features profiled\n" in err

@@ -21,6 +21,8 @@ from worker.core.errors import ContractGateError, PayloadError
 from worker.io.formats import formats_named, formats_read
 
 if TYPE_CHECKING:
+    from collections.abc import Callable
+
     from pyproj import CRS
 
     from worker.core.contracts.draft_model import DraftOptions, SampleInfo
@@ -89,7 +91,7 @@ def register(csub: argparse._SubParsersAction) -> None:
     add_payload_args(p, roots=False)
 
 
-def _progress(name: str) -> object:
+def _progress(name: str) -> Callable[[int], None] | None:
     """A callback printing ``name: N features`` on stderr when stderr is a terminal."""
     if not sys.stderr.isatty():
         return None
@@ -111,7 +113,7 @@ def _read_sample(name: str, args: argparse.Namespace) -> tuple[SampleInfo, Profi
     show = _progress(name)
     try:
         loaded = read_batch_file_chunked(name, layer=args.layer, policy=file_policy(args))
-        profile = profile_batch(loaded, max_codes=args.max_codes, on_chunk=show)  # type: ignore[arg-type]
+        profile = profile_batch(loaded, max_codes=args.max_codes, on_chunk=show)
     except PayloadError as exc:
         raise ContractGateError(
             f"cannot read sample {exc}; give a batch file `contract-gate check` reads "
