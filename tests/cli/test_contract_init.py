@@ -270,6 +270,26 @@ def test_several_samples_merge(tmp_path: Path, capsys: pytest.CaptureFixture[str
         _admits(capsys, sample, draft)
 
 
+def test_samples_with_different_columns_list_the_common_ones(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    a = _geoparquet(
+        tmp_path / "a.parquet",
+        [shapely.Point(1, 1)] * 3,
+        k=pa.array(["x"] * 3),
+        v=pa.array([1, 2, 3]),
+    )
+    b = _geoparquet(tmp_path / "b.parquet", [shapely.Point(2, 2)] * 3, v=pa.array([0.5, 1.0, 2.5]))
+    draft = _draft(tmp_path, capsys, a, b)
+    schema = _clause(draft, "schema")
+    assert schema["allow_extra"] is True
+    assert schema["fields"] == [{"name": "v", "type": "double", "nullable": False}]
+    assert "fields not listed, so allow_extra is true: k (in 1 of 2 samples)" in draft.read_text()
+    assert _clause(draft, "domain_k") == {} and "k (in 1 of 2 samples only)" in draft.read_text()
+    for sample in (a, b):
+        _admits(capsys, sample, draft)
+
+
 @pytest.mark.parametrize(
     ("case", "needle"),
     [
@@ -277,6 +297,7 @@ def test_several_samples_merge(tmp_path: Path, capsys: pytest.CaptureFixture[str
         ("mixed", "give samples of one CRS"),
         ("unreadable", "cannot read sample"),
         ("layer", "--layer 'a b' is not a layer name"),
+        ("badcrs", "states a CRS that does not resolve"),
     ],
 )
 def test_errors_are_one_line_naming_the_sample(
@@ -288,12 +309,33 @@ def test_errors_are_one_line_naming_the_sample(
         "mixed": [a, _geoparquet(tmp_path / "m.parquet", [shapely.Point(1, 1)], crs="EPSG:3857")],
         "unreadable": [str(tmp_path / "junk.parquet")],
         "layer": [a],
+        "badcrs": [str(tmp_path / "badcrs.geojson")],
     }[case]
+    (tmp_path / "badcrs.geojson").write_text(
+        json.dumps(
+            {
+                "type": "FeatureCollection",
+                "crs": {"type": "name", "properties": {"name": "urn:ogc:def:crs:EPSG::999999"}},
+                "features": [
+                    {
+                        "type": "Feature",
+                        "geometry": {"type": "Point", "coordinates": [1, 2]},
+                        "properties": {},
+                    }
+                ],
+            }
+        )
+    )
     (tmp_path / "junk.parquet").write_bytes(b"not a batch")
     code, out, err = _init(capsys, *samples, "--layer", "a b" if case == "layer" else "t")
     assert code == 2 and out == ""
     assert err.count("\n") == 1 and needle in err, err
-    named = {"empty": "empty.parquet", "mixed": "m.parquet", "unreadable": "junk.parquet"}
+    named = {
+        "empty": "empty.parquet",
+        "mixed": "m.parquet",
+        "unreadable": "junk.parquet",
+        "badcrs": "badcrs.geojson",
+    }
     assert named.get(case, "--layer") in err
 
 
@@ -303,7 +345,7 @@ def test_errors_are_one_line_naming_the_sample(
 @given(
     lons=st.lists(st.floats(-180, 180, allow_nan=False), min_size=1, max_size=20),
     lat=st.floats(-89, 89, allow_nan=False),
-    codes=st.lists(st.sampled_from(HOSTILE), min_size=1, max_size=20),
+    codes=st.lists(st.sampled_from(HOSTILE) | st.text(max_size=12), min_size=1, max_size=20),
 )
 def test_generated_point_batches_are_admitted_by_their_draft(
     lons: list[float], lat: float, codes: list[str], capsys: pytest.CaptureFixture[str]

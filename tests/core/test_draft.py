@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import shapely
 import yaml
-from hypothesis import given
+from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from worker.core.contracts.draft_yaml import scalar
@@ -91,3 +91,12 @@ def test_a_multipolygon_across_the_antimeridian_is_profiled_by_its_parts() -> No
     )
     bounds = np.asarray(shapely.bounds(shapely.get_parts(np.array([fiji]))))
     assert lon_cover_of(bounds).cover() == (177.0, -179.0)
+
+
+@settings(max_examples=300)
+@given(st.text(max_size=30))
+def test_any_text_written_as_a_code_is_read_back_by_the_contract_loader(text: str) -> None:
+    from worker.core.contracts.yaml_doc import load_document
+
+    doc = load_document(f"values:\n  {scalar(text)}: {scalar(text)}\n", "t")
+    assert doc == {"values": {text: text}}

@@ -132,20 +132,43 @@ def _read_sample(name: str, args: argparse.Namespace) -> tuple[SampleInfo, Profi
     return info, profile
 
 
+def _resolved(sample: SampleInfo) -> CRS | None:
+    """The sample's CRS, None when it states none.
+
+    Raises
+    ------
+    ContractGateError
+        The CRS it states does not resolve (the sample is named).
+    """
+    from worker.core.errors import CrsError
+    from worker.core.spatial import resolve_crs
+
+    if not sample.declared_crs:
+        return None
+    try:
+        return resolve_crs(sample.declared_crs)
+    except CrsError as exc:
+        raise ContractGateError(
+            f"sample {sample.name} states a CRS that does not resolve ({exc}): fix the "
+            "file's CRS, or reproject the sample to one pyproj knows"
+        ) from None
+
+
 def _common_crs(samples: list[SampleInfo]) -> CRS | None:
     """The CRS every sample states, None when none states one.
 
     Raises
     ------
     ContractGateError
-        Samples stating different CRSs, or some stating one and others none.
+        A CRS that does not resolve; samples stating different CRSs, or some stating one
+        and others none.
     """
-    from worker.core.spatial import crs_equivalent, crs_label, resolve_crs
+    from worker.core.spatial import crs_equivalent, crs_label
 
     first = samples[0]
-    crs = resolve_crs(first.declared_crs) if first.declared_crs else None
+    crs = _resolved(first)
     for s in samples[1:]:
-        other = resolve_crs(s.declared_crs) if s.declared_crs else None
+        other = _resolved(s)
         same = (crs is None and other is None) or (
             crs is not None and other is not None and crs_equivalent(crs, other)
         )
