@@ -125,6 +125,18 @@ def test_the_countries_draft_carries_the_observed_figures(
     assert [f["name"] for f in fields] == ["pop_est", "continent", "name", "iso_a3", "gdp_md_est"]
 
 
+def test_the_nyc_draft_is_in_us_survey_feet_clipped_to_the_area_of_use(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    draft = _draft(tmp_path, capsys, str(ROOT / "worker/data/nyc_boroughs.parquet"))
+    assert _clause(draft, "srid")["expect"] == "EPSG:2263"
+    # bounds x 913175.109..1067382.5084 padded by 5 % (7710.37 ft) on each side; the west
+    # side stops at EPSG:2263's area of use (909114.78), the others are padded only
+    assert _clause(draft, "extent")["region"] == [909114.78, 112485.76, 1075092.88, 280480.42]
+    assert list(_clause(draft, "domain_BoroCode")["values"]) == [1, 2, 3, 4, 5]
+    assert "clipped to the CRS's area of use (west)" in draft.read_text()
+
+
 def test_fiji_like_polygons_get_the_shortest_cover_across_the_antimeridian(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

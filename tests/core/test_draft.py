@@ -100,3 +100,9 @@ def test_any_text_written_as_a_code_is_read_back_by_the_contract_loader(text: st
 
     doc = load_document(f"values:\n  {scalar(text)}: {scalar(text)}\n", "t")
     assert doc == {"values": {text: text}}
+
+
+@given(st.floats(allow_nan=False, allow_infinity=False))
+def test_any_finite_number_reads_back_as_itself_in_yaml_1_1(value: float) -> None:
+    text = scalar(value)
+    assert "e" not in text.lower() and yaml.safe_load(text) == value

@@ -14,9 +14,9 @@ import math
 import re
 from typing import Any
 
+import numpy as np
 import yaml
 
-from worker.core.contracts.draft_extent import number_text
 from worker.core.contracts.draft_model import Codes, Draft, DraftClause, Fields, Note
 
 __all__ = ["render_draft", "scalar"]
@@ -28,7 +28,7 @@ COMMENT_COLUMN = 40
 
 def scalar(value: Any) -> str:
     """One YAML scalar: a string double-quoted, a bool ``true``/``false``, an int in
-    decimal, a float with at most 10 decimals (never an exponent).
+    decimal, a float in its shortest round-trip digits (never an exponent).
 
     Raises
     ------
@@ -42,7 +42,7 @@ def scalar(value: Any) -> str:
     if isinstance(value, float):
         if not math.isfinite(value):
             raise ValueError(f"non-finite number {value!r} in a draft")
-        text = number_text(value, 10)
+        text = np.format_float_positional(value, trim="-")  # shortest, never an exponent
         return text if "." in text else f"{text}.0"
     if isinstance(value, str):
         out = yaml.safe_dump(value, default_style='"', allow_unicode=True, width=math.inf)
