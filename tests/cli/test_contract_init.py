@@ -182,6 +182,27 @@ def test_an_rfc_7946_geojson_sample_names_its_crs_as_the_format_default(
     _admits(capsys, str(sample), draft)
 
 
+def test_odd_column_names_are_quoted_or_named_in_a_comment(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    props = {"": "a", "NO": "b", "line\nbreak": "c", "# hash": 1}
+    features = [
+        {
+            "type": "Feature",
+            "geometry": {"type": "Point", "coordinates": [1, 2]},
+            "properties": props,
+        }
+    ]
+    sample = tmp_path / "odd.geojson"
+    sample.write_text(json.dumps({"type": "FeatureCollection", "features": features}))
+    draft = _draft(tmp_path, capsys, str(sample))
+    schema = _clause(draft, "schema")
+    assert [f["name"] for f in schema["fields"]] == ["NO", "line\nbreak", "# hash"]
+    assert schema["allow_extra"] is True and " (an empty name)" in draft.read_text()
+    assert _clause(draft, "domain_line\nbreak")["column"] == "line\nbreak"
+    _admits(capsys, str(sample), draft)
+
+
 def test_a_projected_sample_is_clipped_to_the_area_of_use(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -33,8 +33,11 @@ def _sort_key(code: str | int) -> tuple[int, str | int]:
     return (0, code) if isinstance(code, int) else (1, code)
 
 
-def _why_no_domain(col: ColumnProfile, samples: int, max_codes: int) -> str | None:
-    """Why ``col`` gets no domain clause, or None when it gets one."""
+def _why_no_domain(name: str, col: ColumnProfile, samples: int, max_codes: int) -> str | None:
+    """Why column ``name`` gets no domain clause ("" when it gets one), None when it is
+    not a text or integer column (no reason is given)."""
+    if not name:
+        return "an empty name, which a contract cannot name"
     if col.type not in DOMAIN_TYPES:
         return None if col.type in FIELD_TYPES else f"type {col.type}"
     if col.present < samples:
@@ -68,7 +71,7 @@ def domain_clauses(profile: Profile, samples: int, max_codes: int) -> Iterator[D
     left_out: list[str] = []
     drafted = 0
     for name, col in profile.columns.items():
-        why = _why_no_domain(col, samples, max_codes)
+        why = _why_no_domain(name, col, samples, max_codes)
         if why is None:
             continue  # not a text or integer column: no domain is expected
         if why == "" and drafted < MAX_DOMAINS:
@@ -98,9 +101,9 @@ def schema_clause(profile: Profile, samples: int) -> DraftClause | Note:
     unlisted: list[str] = []
     for name, col in profile.columns.items():
         ftype = _field_type(col)
-        if ftype is None or col.present < samples:
+        if ftype is None or col.present < samples or not name:
             why = f"type {col.type}" if ftype is None else f"in {col.present} of {samples} samples"
-            unlisted.append(f"{clip(name, 60)} ({why})")
+            unlisted.append(f"{clip(name, 60)} ({why if name else 'an empty name'})")
             continue
         fields.append((name, ftype, col.nulls > 0, f"observed: {plural(col.nulls, 'null')}"))
     if not fields:
