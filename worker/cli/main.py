@@ -1,9 +1,9 @@
 """The ``contract-gate`` command line (also ``python -m worker``).
 
 Commands, one module each in :mod:`worker.cli.commands` (``COMMANDS``): ``check``
-(offline), ``run`` (the worker), ``topics create``, ``contract`` (publish, classify,
-evidence, promote, list, review, retire), ``consumers``, ``quarantine``, ``verify``,
-``broker`` (the embedded broker), ``batch publish``, ``demo``. Every command that talks
+(offline), ``run`` (the worker), ``topics create``, ``contract`` (init, publish,
+classify, evidence, promote, list, review, retire), ``consumers``, ``quarantine``,
+``verify``, ``broker`` (the embedded broker), ``batch publish``, ``demo``. Every command that talks
 to Kafka takes the same connection settings (flags or environment; secrets are never
 printed). Errors of this package are reported as one line on stderr with exit code 2.
 """

@@ -1,9 +1,10 @@
 """``contract-gate contract``: the lifecycle of contract versions, one module per action.
 
-``ACTIONS`` lists them in the order ``contract-gate contract --help`` shows them: publish
-(to the config topic), classify (offline), evidence, promote, list, review (offline),
-retire. Each action module exposes ``register(csub)`` and ``run(args) -> int`` as a
-command module does; :func:`run` hands the parsed arguments to the action named.
+``ACTIONS`` lists them in the order ``contract-gate contract --help`` shows them: init
+(a draft from sample batches, offline), publish (to the config topic), classify
+(offline), evidence, promote, list, review (offline), retire. Each action module exposes
+``register(csub)`` and ``run(args) -> int`` as a command module does; :func:`run` hands
+the parsed arguments to the action named.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from typing import TYPE_CHECKING
 from worker.cli.commands.contract import (
     classify,
     evidence,
+    init,
     list_versions,
     promote,
     publish,
@@ -27,6 +29,7 @@ if TYPE_CHECKING:
 __all__ = ["ACTIONS", "register", "run"]
 
 ACTIONS: dict[str, Command] = {
+    "init": init,
     "publish": publish,
     "classify": classify,
     "evidence": evidence,
@@ -41,7 +44,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     """Add ``contract`` and every action of ``ACTIONS`` under it."""
     p = sub.add_parser(
         "contract",
-        help="contract versions: publish, classify, review, evidence, promote, list, retire",
+        help="contract versions: init, publish, classify, review, evidence, promote, list, retire",
     )
     p.set_defaults(handler=run)
     csub = p.add_subparsers(dest="contract_command", required=True, metavar="ACTION")
