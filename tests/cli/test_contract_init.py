@@ -175,8 +175,8 @@ def test_an_rfc_7946_geojson_sample_names_its_crs_as_the_format_default(
     assert "the format's default (the file writes none): confirm it" in draft.read_text()
     assert _clause(draft, "extent")["region"] == [178.4, -17.001, -179.4, -16.999]
     assert _clause(draft, "domain_kind")["values"] == {
-        "010": "TODO: what 010 means",
-        "NO": "TODO: what NO means",
+        "010": "FILL IN: what 010 means",
+        "NO": "FILL IN: what NO means",
     }
     assert list(_clause(draft, "domain_rank")["values"]) == [1, 2]
     _admits(capsys, str(sample), draft)

@@ -182,7 +182,7 @@ def draft_contract(
         f"Draft contract for layer {options.layer}: written by `contract-gate contract init` "
         f"from {plural(len(samples), 'sample')}, {plural(profile.features, 'feature')}.",
         "Every figure derived from the samples is in a comment beside it. Review each clause,",
-        "fill in the domain meanings (TODO), then `contract-gate contract publish`.",
+        "fill in the domain meanings (FILL IN), then `contract-gate contract publish`.",
     )
     return Draft(
         header=header,

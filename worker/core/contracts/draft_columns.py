@@ -54,7 +54,7 @@ def _why_no_domain(name: str, col: ColumnProfile, samples: int, max_codes: int) 
 def _domain(name: str, col: ColumnProfile) -> DraftClause:
     codes = col.codes or {}
     entries = tuple(
-        (code, f"TODO: what {clip(str(code), 60)} means", f"observed: {plural(n, 'feature')}")
+        (code, f"FILL IN: what {clip(str(code), 60)} means", f"observed: {plural(n, 'feature')}")
         for code, n in sorted(codes.items(), key=lambda kv: _sort_key(kv[0]))
     )
     params = (

@@ -23,7 +23,7 @@ class DraftOptions:
     max_codes: int = 50
     cadence: str = "PT6H"
     objective: float = 0.99
-    owner: str = "TODO-owner"
+    owner: str = "unassigned"
 
 
 @dataclass(frozen=True)

@@ -87,7 +87,7 @@ def register(csub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--objective", type=float, default=0.99, help="share of batches admitted (default 0.99)"
     )
-    p.add_argument("--owner", default="TODO-owner", help="owning team (default TODO-owner)")
+    p.add_argument("--owner", default="unassigned", help="owning team (default unassigned)")
     add_payload_args(p, roots=False)
 
 
