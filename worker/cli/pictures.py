@@ -54,13 +54,15 @@ def write_pictures(args: argparse.Namespace, batch: Any, decision: Any, versions
     """``check --offenders FILE`` (GeoJSON) and ``--html FILE`` (the batch page)."""
     from pathlib import Path
 
-    from worker.io.reports.offenders import broken_clauses, offenders_collection
+    from worker.io.reports.offenders import broken_clauses, offenders_collection, unwritten_line
 
     if args.offenders:
-        doc = offenders_collection(batch, broken_clauses(decision), name=Path(args.batch).stem)
+        broken = broken_clauses(decision)
+        doc = offenders_collection(batch, broken, name=Path(args.batch).stem)
         write_output(args.offenders, dumps_json(doc, ensure_ascii=False, default=str))
         print(
-            f"wrote {offending_features(len(doc['features']))} to {args.offenders}",
+            f"wrote {offending_features(len(doc['features']))} to {args.offenders}"
+            + unwritten_line(broken),
             file=sys.stderr,
         )
     if getattr(args, "html", None):

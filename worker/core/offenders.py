@@ -5,16 +5,38 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, replace
 from typing import Any
 
-__all__ = ["MAX_OFFENDERS", "Offender", "Offenders"]
+__all__ = ["MAX_OFFENDERS", "Offender", "Offenders", "every_offender", "offender_limit"]
 
 
 #: How many offending features a clause result names (the first ones in batch order); the
 #: total is always counted.
 MAX_OFFENDERS = 100
+
+_LIMIT: ContextVar[int | None] = ContextVar("offender_limit", default=MAX_OFFENDERS)
+
+
+def offender_limit() -> int | None:
+    """How many offenders a clause result names in this context: :data:`MAX_OFFENDERS`,
+    or None (every one) inside :func:`every_offender`."""
+    return _LIMIT.get()
+
+
+@contextmanager
+def every_offender() -> Iterator[None]:
+    """Within it, clause results name every offending feature, not the first
+    :data:`MAX_OFFENDERS`: ``check --html`` and ``--offenders``, which hold the whole file,
+    draw and write every one (:meth:`Offenders.first` cuts them back for the records)."""
+    token = _LIMIT.set(None)
+    try:
+        yield
+    finally:
+        _LIMIT.reset(token)
 
 
 @dataclass(frozen=True)
@@ -45,6 +67,10 @@ class Offenders:
     total: int
     features: tuple[Offender, ...]
     measure: str
+
+    def first(self, n: int = MAX_OFFENDERS) -> Offenders:
+        """These offenders with only the first ``n`` features named (the total kept)."""
+        return self if len(self.features) <= n else replace(self, features=self.features[:n])
 
     def to_json(self) -> dict[str, Any]:
         """``{"total", "measure", "features": [{"index", "id", "value"}, ...]}``."""

@@ -9,6 +9,7 @@ offending features. Exit 0 when admitted, 1 when quarantined, 2 on bad input.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from dataclasses import replace
 from datetime import datetime, timezone
@@ -120,6 +121,7 @@ def run(args: argparse.Namespace) -> int:
     are read whole. Both give the same decision."""
     from worker.core.chunks import ChunkedBatch
     from worker.core.contracts.coherence import contradictions
+    from worker.core.evaluate import recorded
     from worker.core.model import ActiveVersion
     from worker.io.contract_files import load_contract
     from worker.io.reports.text import decision_to_json, render_decision
@@ -150,11 +152,12 @@ def run(args: argparse.Namespace) -> int:
             print(f"warning: {v.contract.key}: {problem}", file=sys.stderr)
     loaded = _read_batch(args, layers.pop(), versions)
     now = args.now or datetime.now(timezone.utc)
-    decision, count, claims = _evaluate_batch(loaded, versions, now)
+    decision, count, claims = _evaluate_batch(loaded, versions, now, every=_pictures(args))
     for line in claims:
         print(f"warning: {line}", file=sys.stderr)
     if not isinstance(loaded, ChunkedBatch):  # read whole for them (see _read_batch)
-        write_pictures(args, loaded, decision, versions)
+        write_pictures(args, loaded, decision, versions)  # every offender
+    decision = recorded(decision)  # the output names the first ones, as a record does
     if args.format == "json":
         print(dumps_json(decision_to_json(decision), indent=2, default=str))
     else:
@@ -177,8 +180,7 @@ def _read_batch(args: argparse.Namespace, layer: str, versions: Any) -> Batch | 
     from worker.core.chunks import ChunkedBatch
     from worker.io.payloads import read_batch_file, read_batch_file_chunked
 
-    pictures = bool(args.offenders or getattr(args, "html", None))
-    read = read_batch_file if pictures else read_batch_file_chunked
+    read = read_batch_file if _pictures(args) else read_batch_file_chunked
     loaded = read(
         args.batch,
         layer=layer,
@@ -222,8 +224,13 @@ def _with_id_column(loaded: Batch | ChunkedBatch, column: str) -> Batch | Chunke
     )
 
 
+def _pictures(args: argparse.Namespace) -> bool:
+    """``--offenders`` or ``--html`` asks for pictures of the features."""
+    return bool(args.offenders or getattr(args, "html", None))
+
+
 def _evaluate_batch(
-    loaded: Batch | ChunkedBatch, versions: Any, now: datetime
+    loaded: Batch | ChunkedBatch, versions: Any, now: datetime, *, every: bool = False
 ) -> tuple[Decision, int, list[str]]:
     """The decision on ``loaded``, its number of features and the sentences of its file's
     metadata claims that the geometries contradict (:mod:`worker.core.facts.claims`): chunk by
@@ -233,10 +240,12 @@ def _evaluate_batch(
     from worker.core.evaluate import evaluate
     from worker.core.facts.batch import BatchFacts
     from worker.core.facts.claims import claim_disagreements, claims_tally, disagreements_of
+    from worker.core.offenders import every_offender
 
     if not isinstance(loaded, ChunkedBatch):
         facts = BatchFacts(loaded)  # shared with the claims: the geometries are read once
-        decision = evaluate(loaded, versions, now=now, facts=facts)
+        with every_offender() if every else contextlib.nullcontext():
+            decision = evaluate(loaded, versions, now=now, facts=facts)
         return decision, len(loaded.geometries_wkb), claim_disagreements(facts)
     claims: list[Tally] = [{}]
 

@@ -153,16 +153,21 @@ def _replay_all(args: argparse.Namespace, settings: Any) -> int:
 def _write_pictures(args: argparse.Namespace, entry: Any) -> None:
     """``show --geojson FILE`` and ``--html FILE``: from the original event's features."""
     from worker.cli.args import settings_from_args
-    from worker.io.reports.offenders import offenders_collection, offenders_of_record
+    from worker.io.reports.offenders import (
+        offenders_collection,
+        offenders_of_record,
+        unwritten_line,
+    )
     from worker.ops.quarantine import entry_batch
 
     batch = entry_batch(entry, settings_from_args(args))
     reasons = entry.record["reasons"]
     if args.geojson:
-        doc = offenders_collection(batch, offenders_of_record(reasons), name=entry.batch_id)
+        broken = offenders_of_record(reasons)
+        doc = offenders_collection(batch, broken, name=entry.batch_id)
         write_output(args.geojson, dumps_json(doc, ensure_ascii=False, default=str))
         wrote = offending_features(len(doc["features"]))
-        print(f"wrote {wrote} to {args.geojson}", file=sys.stderr)
+        print(f"wrote {wrote} to {args.geojson}{unwritten_line(broken)}", file=sys.stderr)
     if args.html:
         from worker.io.reports.page import render_record_page
 

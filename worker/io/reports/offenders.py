@@ -34,7 +34,14 @@ from worker.core.offenders import Offenders
 from worker.core.spatial.crs import crs_equivalent, crs_label
 from worker.io.formats.wkb_writer import wkb_to_geojson
 
-__all__ = ["BrokenClause", "broken_clauses", "geometry_as_sent", "offenders_collection"]
+__all__ = [
+    "BrokenClause",
+    "broken_clauses",
+    "geometry_as_sent",
+    "offenders_collection",
+    "unrecorded",
+    "unwritten_line",
+]
 
 
 @dataclass(frozen=True)
@@ -61,6 +68,24 @@ def broken_clauses(decision: Decision) -> list[BrokenClause]:
         for c in v.clauses
         if c.broke and c.offenders is not None
     ]
+
+
+def unrecorded(b: BrokenClause, what: str) -> str | None:
+    """``"138 offend, 100 recorded, 38 <what>"`` when the offenders of ``b`` name fewer
+    features than its total (a record keeps the first 100, ``check`` names them all);
+    None when every offender is named."""
+    total = b.offenders.get("total")
+    named = len(b.offenders.get("features") or [])
+    if not isinstance(total, int) or total <= named:
+        return None
+    return f"{total} offend, {named} recorded, {total - named} {what}"
+
+
+def unwritten_line(broken: Sequence[BrokenClause]) -> str:
+    """``""``, or ``" (v1.0:europe: 138 offend, 100 recorded, 38 not written)"``: what an
+    offenders file leaves out, for the line that says it was written."""
+    cut = [f"{b.label}: {text}" for b in broken if (text := unrecorded(b, "not written"))]
+    return f" ({'; '.join(cut)})" if cut else ""
 
 
 def _crs_member(batch: Batch, facts: BatchFacts) -> dict[str, Any] | None:
@@ -128,8 +153,9 @@ def offenders_collection(
     """The offending features of ``broken`` as a GeoJSON FeatureCollection (a dict).
 
     Features are in batch order. A top-level ``contract_gate`` member says, per clause, how
-    many features broke it (``total``) and how many are written (the records keep the
-    first 100). Raises nothing for bad geometries (they are written as null).
+    many features broke it (``total``) and how many are written (``written``: the records
+    keep the first 100; then a ``note``, "138 offend, 100 recorded, 38 not written").
+    Raises nothing for bad geometries (they are written as null).
     """
     facts = BatchFacts(batch)
     by_index: dict[int, dict[str, Any]] = {}
@@ -183,6 +209,7 @@ def offenders_collection(
                 "mode": b.mode,
                 "total": b.offenders.get("total"),
                 "written": len(b.offenders.get("features") or []),
+                **({"note": note} if (note := unrecorded(b, "not written")) else {}),
                 "measure": b.offenders.get("measure"),
             }
             for b in broken
