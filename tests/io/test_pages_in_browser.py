@@ -192,12 +192,9 @@ def test_check_page_colours_every_offender_beyond_the_first_100(
 
 def test_record_page_says_how_many_offenders_the_record_leaves_out(tmp_path: Path) -> None:
     from worker.io.contract_files import load_contract
+    from worker.io.formats.offenders_file import offenders_collection
     from worker.io.payloads import read_batch_file
-    from worker.io.reports.offenders import (
-        offenders_collection,
-        offenders_of_record,
-        unwritten_line,
-    )
+    from worker.io.reports.offenders import offenders_of_record, unwritten_line
 
     contract = tmp_path / "europe.yaml"
     contract.write_text(EUROPE_ONLY, encoding="utf-8")

@@ -1,7 +1,8 @@
 """``contract-gate check``: evaluate a batch file offline against contract files.
 
 No Kafka: the versions are files (``--contract`` enforcing, ``--observing`` observing), the
-batch a GeoJSON, GeoParquet or (formats extra) OGR file, a local path or an S3 URI. Prints
+batch a file in a format of the reader registry (:data:`worker.io.formats.FORMATS`), a
+local path or an S3 URI. Prints
 the decision in words or JSON; ``--offenders`` and ``--html`` write pictures of the
 offending features. Exit 0 when admitted, 1 when quarantined, 2 on bad input.
 """
@@ -24,7 +25,7 @@ from worker.cli.payload_args import add_payload_args, file_policy
 from worker.cli.pictures import refuse_overwriting_inputs, write_pictures
 from worker.core._util.jsonsafe import dumps_json
 from worker.core.errors import ContractGateError
-from worker.io.formats import formats_named
+from worker.io.formats import OFFENDERS_FILE, formats_named
 
 if TYPE_CHECKING:
     from worker.core.chunks import ChunkedBatch
@@ -99,7 +100,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--offenders",
         metavar="FILE",
-        help="write the offending features as a GeoJSON FeatureCollection (the broken "
+        help=f"write the offending features as a {OFFENDERS_FILE.described} (the broken "
         "clauses as properties; open it in QGIS); the batch file is then read whole (a "
         f"{formats_named(chunked=True)} file is otherwise evaluated one chunk at a time, in "
         "bounded memory)",
@@ -115,10 +116,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """``check``: a GeoParquet file is evaluated chunk by chunk, as the worker evaluates a
-    by-reference payload (peak memory bounded by a chunk, not the file); other formats,
-    and any file when ``--offenders`` or ``--html`` asks for pictures of its features,
-    are read whole. Both give the same decision."""
+    """``check``: a file its reader reads in chunks is evaluated chunk by chunk, as the
+    worker evaluates a by-reference payload (peak memory bounded by a chunk, not the
+    file); other formats, and any file when ``--offenders`` or ``--html`` asks for
+    pictures of its features, are read whole. Both give the same decision."""
     from worker.core.chunks import ChunkedBatch
     from worker.core.contracts.coherence import contradictions
     from worker.core.evaluate import recorded
@@ -167,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _read_batch(args: argparse.Namespace, layer: str, versions: Any) -> Batch | ChunkedBatch:
     """The batch file of ``check``, with ``--crs``, ``--axis-order``, ``--data-time`` and
-    ``--id-column``: a GeoParquet file as chunks (its footer read here), unless
+    ``--id-column``: in chunks when its reader reads them (its footer read here), unless
     ``--offenders`` or ``--html`` need every geometry at once; other formats whole.
 
     Raises

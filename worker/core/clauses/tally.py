@@ -1,6 +1,6 @@
 """Mergeable partial facts: what a clause measures on one chunk of a batch (pure).
 
-A batch too large to hold is evaluated chunk by chunk (e.g. one Parquet row group at a
+A batch too large to hold is evaluated chunk by chunk (e.g. one row group at a
 time): each clause measures a *tally* of each chunk, the tallies are merged in batch
 order, and the clause's verdict is rendered from the merged tally
 (:mod:`worker.core.chunks`). A whole batch is the one-chunk case, so both paths run

@@ -21,7 +21,8 @@ from worker.core.model import Batch, Contract
 from worker.core.spatial.crs import crs_equivalent, crs_label, resolve_crs
 from worker.core.spatial.regions import region_geometry
 from worker.core.spatial.reproject import reproject
-from worker.io.reports.offenders import BrokenClause, geometry_as_sent, unrecorded
+from worker.io.formats.offenders_file import geometry_as_sent
+from worker.io.reports.offenders import BrokenClause, unrecorded
 from worker.io.reports.svg import PALETTE, MapRegion, svg_map
 
 __all__ = ["MAX_DRAWN_PASSING", "map_crs", "map_section"]
@@ -97,7 +98,8 @@ def _as_sent_lines(facts: BatchFacts, geoms: np.ndarray, crs: CRS | None) -> np.
 
 
 def _lines_of(geometry: Mapping[str, Any]) -> list[list[list[float]]]:
-    """Every line and ring of a GeoJSON geometry (collections walked)."""
+    """Every line and ring of a geometry mapping (``type``, ``coordinates``, as
+    :func:`geometry_as_sent` gives it; collections walked)."""
     kind = geometry.get("type")
     coords: Any = geometry.get("coordinates") or []
     if kind == "GeometryCollection":
