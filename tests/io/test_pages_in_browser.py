@@ -4,6 +4,7 @@ and takes a screenshot. Skipped, saying why, where chromium is not installed."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -165,6 +166,11 @@ def test_check_page_colours_every_offender_beyond_the_first_100(
     assert main([*argv, "--offenders", str(offenders), *TIMES]) == 1
     err = capsys.readouterr().err
     assert f"wrote 141 offending features to {offenders}\n" in err  # nothing left out
+    written = json.loads(offenders.read_text(encoding="utf-8"))["contract_gate"]["clauses"]
+    assert [(c["clause"], c["total"], c["written"], c.get("note")) for c in written] == [
+        ("v1.0:europe", 138, 138, None),
+        ("v1.0:continent", 47, 47, None),
+    ]
     # the offenders as the core finds them, every one, from the file read again
     batch = read_batch_file(countries, layer="admin_boundaries")
     v = ActiveVersion(load_contract(contract), "enforcing")
@@ -188,6 +194,8 @@ def test_check_page_colours_every_offender_beyond_the_first_100(
     assert len(rings) == 138 + 47  # one ring per broken clause of each feature
     assert "not drawn as offenders" not in dom and "grey features broke nothing," in dom
     assert len(re.findall(r'class="feature" data-index="\d+"', dom)) == 177 - 141
+    # the table lists the first 100 of a clause, the map every one
+    assert "... and 38 more (every one is on the map)" in dom
 
 
 def test_record_page_says_how_many_offenders_the_record_leaves_out(tmp_path: Path) -> None:
