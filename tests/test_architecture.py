@@ -11,6 +11,7 @@ are read with :mod:`ast` (every ``import`` statement, also inside functions and
 from __future__ import annotations
 
 import ast
+import re
 from pathlib import Path
 
 import pytest
@@ -151,6 +152,49 @@ def test_the_guard_sees_an_upward_import(tmp_path: Path) -> None:
     names = [n for n, _ in _imports(fake)]
     assert "worker.kafka.settings" in names
     assert _layer("worker.kafka.settings") > _layer("worker.core.model")  # type: ignore[operator]
+
+
+#: Names of file formats (issue 26: "grep finds no format name outside its reader module,
+#: the registry and the docs"). Only worker/io/formats (the readers, the offenders file
+#: writer, the registry) names them; help texts and messages take them from there.
+FORMAT_NAMES = re.compile(
+    r"geoparquet|geojson|parquet|shapefile|geopackage|gpkg|flatgeobuf|\bogr\b|\bfgb\b",
+    re.IGNORECASE,
+)
+FORMATS_PACKAGE = PACKAGE / "io" / "formats"
+
+
+def _format_names(path: Path) -> list[str]:
+    """``path:line: text`` of every line of ``path`` that names a file format."""
+    text = path.read_text(encoding="utf-8").splitlines()
+    where = path.relative_to(PACKAGE.parent) if PACKAGE in path.parents else path
+    return [
+        f"{where}:{n}: {line.strip()}"
+        for n, line in enumerate(text, 1)
+        if FORMAT_NAMES.search(line)
+    ]
+
+
+def test_no_module_outside_the_formats_package_names_a_format() -> None:
+    """Adding a reader is one module and one FORMATS line (docs/architecture-formats.md):
+    a format named anywhere else (a docstring, a default label, a help text) is a place
+    that format's facts would drift from its reader. No allow-list: a text that must name
+    one takes it from the registry (``formats_named()``, ``OFFENDERS_FILE``)."""
+    outside = [p for p in sorted(PACKAGE.rglob("*.py")) if FORMATS_PACKAGE not in p.parents]
+    assert len(outside) > 150
+    found = [hit for p in outside for hit in _format_names(p)]
+    assert found == [], "format names outside worker/io/formats:\n" + "\n".join(found)
+
+
+def test_the_format_guard_sees_a_format_name(tmp_path: Path) -> None:
+    """The guard itself works: each name in any case is found, words that merely contain
+    a short one (``fogr``, ``fgbx``) are not, and a reader module does name its format."""
+    fake = tmp_path / "m.py"
+    lines = ["a GeoParquet file", "read .PARQUET", "geojson", "Shapefile", "GeoPackage .gpkg"]
+    lines += ["FlatGeobuf", "through OGR", "a .fgb", "fogr fgbx"]
+    fake.write_text("\n".join(lines) + "\n")
+    assert [h.split(":")[1] for h in _format_names(fake)] == [str(n) for n in range(1, 9)]
+    assert len(_format_names(FORMATS_PACKAGE / "geojson.py")) > 5
 
 
 def test_the_planes_are_siblings() -> None:

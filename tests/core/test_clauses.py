@@ -785,7 +785,9 @@ def test_spherical_edges_are_honoured_by_the_extent() -> None:
     assert run(c, planar).result == "pass"
     r = run(c, replace(planar, edges="spherical", orientation="counterclockwise"))
     assert r.result == "break" and r.measured["bounds"][3] == pytest.approx(73.898, abs=1e-3)
-    assert "great-circle arcs (GeoParquet edges: spherical)" in r.message
+    assert "great-circle arcs (edges: spherical)" in r.message  # no metadata name
+    named = replace(planar, edges="spherical", metadata_name="GeoParquet")  # its reader's
+    assert "great-circle arcs (GeoParquet edges: spherical)" in run(c, named).message
     wide = clause("extent", "extent", region=[-70, 50, 70, 75])
     assert run(wide, replace(planar, edges="spherical")).result == "pass"
 

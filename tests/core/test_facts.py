@@ -253,7 +253,8 @@ def test_orientation_contradicting_the_declaration_is_invalid_with_its_reason() 
     ccw_hole = shapely.Polygon(CCW.exterior.coords, [CCW.interiors[0].coords[::-1]])
     multi = shapely.MultiPolygon([CCW, shapely.Polygon(shapely.box(10, 10, 11, 11).exterior)])
     geoms = [CCW, cw_shell, ccw_hole, multi, PARIS]
-    declared = BatchFacts(replace(batch_of(geoms), orientation="counterclockwise"))
+    batch = replace(batch_of(geoms), orientation="counterclockwise", metadata_name="GeoParquet")
+    declared = BatchFacts(batch)
     assert declared.orientation_contradicted.tolist() == [False, True, True, False, False]
     assert declared.is_valid.tolist() == [True, False, False, True, True]
     (i, reason), _ = declared.invalid_reasons

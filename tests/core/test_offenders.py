@@ -90,6 +90,37 @@ def test_offenders_are_capped_with_the_total_kept() -> None:
     assert Offenders.from_json(r.offenders.to_json()) == r.offenders
 
 
+def test_every_offender_names_them_all_and_recorded_cuts_them_back() -> None:
+    # check --html/--offenders: the whole file is at hand, every offender is drawn
+    from tests.catalogue import active
+    from worker.core.chunks import ChunkedBatch, evaluate_chunked
+    from worker.core.evaluate import evaluate, recorded
+    from worker.core.offenders import every_offender
+
+    n = MAX_OFFENDERS + 38
+    batch = batch_of([BOWTIE] * n)
+    versions = [active(contract_of(clause("valid", "validity")))]
+    with every_offender():
+        whole = evaluate(batch, versions, now=NOW)
+        meta = replace(batch, geometries_wkb=(), attributes=batch.attributes.slice(0, 0))
+        wkb, attrs = batch.geometries_wkb, batch.attributes
+        parts = [
+            replace(batch, geometries_wkb=wkb[i : i + 60], attributes=attrs.slice(i, 60))
+            for i in (0, 60, 120)
+        ]
+        chunked = evaluate_chunked(ChunkedBatch(meta, lambda: iter(parts)), versions, now=NOW)
+    for decision in (whole, chunked):
+        (c,) = decision.verdicts[0].clauses
+        assert c.offenders is not None and c.offenders.total == n
+        assert [o.index for o in c.offenders.features] == list(range(n))
+        cut = recorded(decision)
+        (r,) = cut.verdicts[0].clauses
+        assert r.offenders is not None and len(r.offenders.features) == MAX_OFFENDERS
+        assert r.offenders.total == n and cut.reasons[0].offenders == r.offenders
+    (default,) = evaluate(batch, versions, now=NOW).verdicts[0].clauses  # outside: capped
+    assert default.offenders is not None and len(default.offenders.features) == MAX_OFFENDERS
+
+
 def test_a_passing_clause_about_the_whole_batch_has_no_offenders() -> None:
     r = _run(clause("size", "feature_count", min=1), batch_of([VALID_POLYGON]))
     assert r.offenders is None

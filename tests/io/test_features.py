@@ -333,6 +333,28 @@ def test_a_spherical_file_is_judged_by_its_great_circle_edges(tmp_path: Path) ->
     assert evaluate(planar, [active(contract)], now=NOW).admitted
 
 
+def test_messages_name_the_metadata_by_its_reader(tmp_path: Path) -> None:
+    """The core names no format: the reader gives the batch its metadata's name, and the
+    messages read as before (issue 26: no format name outside worker/io/formats)."""
+    from tests.catalogue import NOW, active, clause, contract_of
+    from worker.core.evaluate import evaluate
+    from worker.core.facts.batch import BatchFacts
+
+    contract = contract_of(clause("extent", "extent", region=[-70, 50, 70, 62]))
+    spherical = read_batch_file(_geoparquet(tmp_path, [BAND], edges="spherical"), layer="x")
+    assert spherical.metadata_name == "GeoParquet"
+    (reason,) = evaluate(spherical, [active(contract)], now=NOW).reasons
+    assert reason.message.endswith("great-circle arcs (GeoParquet edges: spherical)")
+    cw = shapely.Polygon(BAND.exterior.coords[::-1])
+    path = _geoparquet(tmp_path, [cw], orientation="counterclockwise")
+    ((index, why),) = BatchFacts(read_batch_file(path, layer="x")).invalid_reasons
+    assert index == 0 and why.startswith(
+        "ring orientation contradicts the declared GeoParquet orientation 'counterclockwise'"
+    )
+    doc = _fc([_feature({"type": "Point", "coordinates": [1.0, 2.0]})])
+    assert read_batch_file(_write(tmp_path, doc), layer="x").metadata_name == ""
+
+
 @pytest.mark.parametrize(
     ("column", "message"),
     [

@@ -4,6 +4,7 @@ and takes a screenshot. Skipped, saying why, where chromium is not installed."""
 
 from __future__ import annotations
 
+import json
 import re
 import shutil
 import subprocess
@@ -17,6 +18,7 @@ import shapely
 from tests.catalogue import BOWTIE, NOW, PARIS, VALID_POLYGON, active, batch_of, clause, contract_of
 from worker.core.evaluate import evaluate
 from worker.core.lifecycle.evidence import summarise
+from worker.core.offenders import every_offender
 from worker.io import codec
 from worker.io.reports.evidence import render_evidence_html
 from worker.io.reports.page import render_batch_page, render_record_page
@@ -121,3 +123,117 @@ def test_evidence_page_shows_close_evaluations_apart_and_the_breach_rate(tmp_pat
     assert len(re.findall(r'class="bar"', dom)) >= 1
     assert "continent (domain, halts): column 'continent'" in dom
     assert len(png) > 5_000
+
+
+EUROPE_ONLY = """layer: admin_boundaries
+version: v1
+cadence: P1D
+objective: 0.99
+owner: qa
+changelog: the shipped 177 countries against a Europe-only box; Asia outside the domain
+clauses:
+  - {name: srid, kind: crs, expect: "EPSG:4326"}
+  - {name: europe, kind: extent, region: [-25, 34, 45, 72], min_fraction_inside: 1.0}
+  - name: continent
+    kind: domain
+    column: continent
+    values: {Africa: a, Europe: e, North America: n, Oceania: o, South America: s,
+             Antarctica: x, "Seven seas (open ocean)": y}
+"""
+COUNTRIES = str(Path(__file__).parents[2] / "worker" / "data" / "admin_boundaries.parquet")
+TIMES = ["--data-time", "2026-11-29T06:00:00Z", "--now", "2026-11-29T07:00:00Z"]
+
+
+def _offenders_drawn(dom: str) -> dict[int, str]:
+    found = re.findall(r'class="feature offender" data-index="(\d+)" data-clause="([^"]+)"', dom)
+    return {int(i): labels for i, labels in found}
+
+
+def test_check_page_colours_every_offender_beyond_the_first_100(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    from worker.cli.main import main
+    from worker.core.model import ActiveVersion
+    from worker.io.contract_files import load_contract
+    from worker.io.payloads import read_batch_file
+    from worker.io.reports.offenders import broken_clauses
+
+    contract = tmp_path / "europe.yaml"
+    contract.write_text(EUROPE_ONLY, encoding="utf-8")
+    countries = COUNTRIES
+    page, offenders = tmp_path / "check.html", tmp_path / "offenders.geojson"
+    argv = ["check", countries, "--contract", str(contract), "--html", str(page)]
+    assert main([*argv, "--offenders", str(offenders), *TIMES]) == 1
+    err = capsys.readouterr().err
+    assert f"wrote 141 offending features to {offenders}\n" in err  # nothing left out
+    written = json.loads(offenders.read_text(encoding="utf-8"))["contract_gate"]["clauses"]
+    assert [(c["clause"], c["total"], c["written"], c.get("note")) for c in written] == [
+        ("v1.0:europe", 138, 138, None),
+        ("v1.0:continent", 47, 47, None),
+    ]
+    # the offenders as the core finds them, every one, from the file read again
+    batch = read_batch_file(countries, layer="admin_boundaries")
+    v = ActiveVersion(load_contract(contract), "enforcing")
+    with every_offender():
+        decision = evaluate(batch, [v], now=NOW)
+    expected = {
+        b.label: {f["index"] for f in b.offenders["features"]} for b in broken_clauses(decision)
+    }
+    assert len(expected["v1.0:europe"]) == 138 and len(expected["v1.0:continent"]) == 47
+    australia = batch.attributes.column("name").to_pylist().index("Australia")
+    assert australia in expected["v1.0:europe"]
+    dom, _png = browse(page, tmp_path)
+    drawn = _offenders_drawn(dom)
+    assert len(drawn) == len(expected["v1.0:europe"] | expected["v1.0:continent"]) == 141
+    for label, indices in expected.items():
+        assert {i for i, labels in drawn.items() if label in labels.split()} == indices
+    both = expected["v1.0:europe"] & expected["v1.0:continent"]
+    assert len(both) == 44 and all(drawn[i] == "v1.0:europe v1.0:continent" for i in both)
+    assert drawn[australia] == "v1.0:europe"
+    rings = re.findall(r'class="marker" data-index="(\d+)" data-clause="([^"]+)"', dom)
+    assert len(rings) == 138 + 47  # one ring per broken clause of each feature
+    assert "not drawn as offenders" not in dom and "grey features broke nothing," in dom
+    assert len(re.findall(r'class="feature" data-index="\d+"', dom)) == 177 - 141
+    # the table lists the first 100 of a clause, the map every one
+    assert "... and 38 more (every one is on the map)" in dom
+
+
+def test_record_page_says_how_many_offenders_the_record_leaves_out(tmp_path: Path) -> None:
+    from worker.io.contract_files import load_contract
+    from worker.io.formats.offenders_file import offenders_collection
+    from worker.io.payloads import read_batch_file
+    from worker.io.reports.offenders import offenders_of_record, unwritten_line
+
+    contract = tmp_path / "europe.yaml"
+    contract.write_text(EUROPE_ONLY, encoding="utf-8")
+    batch = read_batch_file(COUNTRIES, layer="admin_boundaries")
+    decision = evaluate(batch, [active(load_contract(contract))], now=NOW)
+    data = codec.encode_quarantine(
+        decision,
+        batch_id="b-1",
+        layer="admin_boundaries",
+        source_topic="gis.batches",
+        source_partition=0,
+        source_offset=1,
+        original=codec.encode_batch(batch),
+        quarantined_at=NOW,
+        worker_id="w",
+    )
+    record = codec.decode_quarantine(data)
+    page = tmp_path / "record.html"
+    page.write_text(render_record_page(codec.decode_batch(record["original"]), record), "utf-8")
+    dom, _png = browse(page, tmp_path)
+    drawn = _offenders_drawn(dom)
+    europe = {i for i, labels in drawn.items() if "v1.0:europe" in labels.split()}
+    assert len(europe) == 100  # what the record holds
+    assert "v1.0:europe: 138 offend, 100 recorded, 38 not drawn as offenders" in dom
+    assert "grey features broke nothing recorded," in dom
+    assert "v1.0:continent: 47 offend," not in dom  # all 47 recorded
+    broken = offenders_of_record(record["reasons"])
+    doc = offenders_collection(batch, broken)
+    notes = {c["clause"]: c.get("note") for c in doc["contract_gate"]["clauses"]}
+    assert notes == {
+        "v1.0:europe": "138 offend, 100 recorded, 38 not written",
+        "v1.0:continent": None,
+    }
+    assert unwritten_line(broken) == " (v1.0:europe: 138 offend, 100 recorded, 38 not written)"

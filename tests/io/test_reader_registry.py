@@ -13,7 +13,7 @@ import pytest
 from worker.cli.main import build_parser
 from worker.cli.parser_tree import subcommands
 from worker.core.errors import PayloadCorrupt, PayloadTooLarge
-from worker.io.formats import FORMATS, FeatureData, canonical_table, formats_read
+from worker.io.formats import FORMATS, FeatureData, batch_files, canonical_table, formats_read
 from worker.io.formats.base import Source
 from worker.io.payloads import read_features
 from worker.io.payloads.base import sniff_format
@@ -29,6 +29,7 @@ class CsvPoints:
     title = "points text"
     described: tuple[str, ...] = ("points text (.pts)",)
     magic = "points text starts with #points"
+    suffixes: tuple[str, ...] = (".pts",)
     default_limit_bytes = 1000
     by_reference = True
     chunked = False
@@ -61,6 +62,8 @@ def test_a_new_reader_is_one_registry_line(tmp_path: Path, monkeypatch: pytest.M
     assert formats_read().endswith("FlatGeobuf (.fgb) and points text (.pts)")
     help_text = build_parser().format_help() + _check_help()
     assert "points=SIZE" in help_text and "points=1000" in help_text.replace("\n", "")
+    (tmp_path / "b.txt").write_text("not a batch file")
+    assert batch_files(tmp_path, "b") == [path]  # found by the reader's own suffixes
 
 
 def _check_help() -> str:
@@ -72,6 +75,9 @@ def test_every_reader_has_the_protocol_and_a_limit_name() -> None:
     for name, reader in FORMATS.items():
         assert reader.name == name and reader.default_limit_bytes > 0
         assert reader.described and reader.magic and reader.title
+        assert reader.suffixes and all(
+            s.startswith(".") and s == s.lower() for s in reader.suffixes
+        )
     assert list(parse_limits("1MiB")) == list(FORMATS)
     text = _check_help().replace("\n", " ")
     assert "parquet=SIZE,geojson=SIZE,ogr=SIZE" in " ".join(text.split())

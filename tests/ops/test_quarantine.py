@@ -203,7 +203,8 @@ def test_replay_headers_reads_the_copies_of_undecodable_entries(
 def test_show_names_offending_features_and_writes_them_as_geojson() -> None:
     import shapely
 
-    from worker.io.reports.offenders import offenders_collection, offenders_of_record
+    from worker.io.formats.offenders_file import offenders_collection
+    from worker.io.reports.offenders import offenders_of_record
     from worker.ops.quarantine import entry_batch
 
     bowtie = shapely.to_wkb(shapely.Polygon([(0, 0), (1, 1), (1, 0), (0, 1), (0, 0)]))

@@ -1,6 +1,6 @@
 """The pictures ``contract-gate check`` writes of a batch: ``--offenders FILE`` (the
-offending features as GeoJSON) and ``--html FILE`` (the batch page), never over one of
-its inputs.
+offending features, :data:`worker.io.formats.OFFENDERS_FILE`) and ``--html FILE`` (the
+batch page), never over one of its inputs.
 """
 
 from __future__ import annotations
@@ -51,16 +51,20 @@ def same_file(a: str, b: str) -> bool:
 
 
 def write_pictures(args: argparse.Namespace, batch: Any, decision: Any, versions: Any) -> None:
-    """``check --offenders FILE`` (GeoJSON) and ``--html FILE`` (the batch page)."""
+    """``check --offenders FILE`` (:data:`~worker.io.formats.OFFENDERS_FILE`) and ``--html
+    FILE`` (the batch page)."""
     from pathlib import Path
 
-    from worker.io.reports.offenders import broken_clauses, offenders_collection
+    from worker.io.formats import OFFENDERS_FILE
+    from worker.io.reports.offenders import broken_clauses, unwritten_line
 
     if args.offenders:
-        doc = offenders_collection(batch, broken_clauses(decision), name=Path(args.batch).stem)
+        broken = broken_clauses(decision)
+        doc = OFFENDERS_FILE.collection(batch, broken, name=Path(args.batch).stem)
         write_output(args.offenders, dumps_json(doc, ensure_ascii=False, default=str))
         print(
-            f"wrote {offending_features(len(doc['features']))} to {args.offenders}",
+            f"wrote {offending_features(len(doc['features']))} to {args.offenders}"
+            + unwritten_line(broken),
             file=sys.stderr,
         )
     if getattr(args, "html", None):

@@ -18,9 +18,11 @@ import numpy as np
 import pyarrow as pa
 import shapely
 
+from worker.core.errors import ContractGateError
 from worker.core.model import Batch
 from worker.core.spatial import cached_transformer
 from worker.io.codec import encode_batch
+from worker.io.formats import batch_files
 from worker.io.payloads import read_batch_file
 
 __all__ = ["DemoEvent", "contract_files", "data_file", "demo_events"]
@@ -47,6 +49,21 @@ class DemoEvent:
 def data_file(name: str) -> Path:
     """Path of a file shipped in ``worker/data``."""
     return Path(str(resources.files("worker.data").joinpath(name)))
+
+
+def shipped_batch(layer: str) -> Path:
+    """The batch file shipped in ``worker/data`` for ``layer``: the one named after it in
+    a format of the reader registry (:func:`worker.io.formats.batch_files`).
+
+    Raises
+    ------
+    ContractGateError
+        No such file is shipped (the package data is incomplete).
+    """
+    found = batch_files(data_file(""), layer)
+    if not found:
+        raise ContractGateError(f"no batch file for layer {layer!r} is shipped in worker/data")
+    return found[0]
 
 
 def contract_files() -> list[tuple[Path, str]]:
@@ -97,7 +114,7 @@ def demo_events(now: datetime) -> list[DemoEvent]:
     """The scenario's events, in publication order, with data times relative to ``now``."""
     fresh = now - timedelta(hours=1)
     world = read_batch_file(
-        data_file("admin_boundaries.parquet"),
+        shipped_batch("admin_boundaries"),
         layer="admin_boundaries",
         crs="EPSG:4326",
         axis_order="east_north",
@@ -106,7 +123,7 @@ def demo_events(now: datetime) -> list[DemoEvent]:
         producer="natural-earth-sync",
     )
     nyc = read_batch_file(
-        data_file("nyc_boroughs.parquet"),
+        shipped_batch("nyc_boroughs"),
         layer="nyc_boroughs",
         crs="EPSG:2263",
         axis_order="east_north",

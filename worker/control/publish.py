@@ -265,7 +265,8 @@ def publish_batch_file(
     policy: PayloadPolicy = UNRESTRICTED,
     warn: Callable[[str], None] | None = None,
 ) -> str:
-    """Read a GeoJSON/GeoParquet file and publish it as a batch-arrival event.
+    """Read a batch file (a format read by reference, see :mod:`worker.io.formats`) and
+    publish it as a batch-arrival event.
 
     ``path`` is a local path or a ``file://``/``s3://`` URI. ``by_reference`` sends a
     ``payload_uri`` instead of inline features: ``path``'s absolute ``file://`` URI (or
@@ -348,8 +349,8 @@ def unresolvable_crs(batch: Batch) -> str | None:
 def unwritten_geometries(errors: Mapping[int, str], shown: int = 3) -> str:
     """The warning for features whose geometry the reader could not write as WKB
     (``Batch.geometry_errors``, index -> reason): inline, such a geometry travels as null,
-    and the worker can only call it a missing geometry (a GeoJSON ``"type": "Circle"``
-    was reported as "missing geometry", while ``check`` names it)."""
+    and the worker can only call it a missing geometry (a text geometry of
+    ``"type": "Circle"`` was reported as "missing geometry", while ``check`` names it)."""
     first = sorted(errors)[:shown]
     reasons = "; ".join(f"feature {i}: {clip(errors[i], 200)}" for i in first)
     more = f"; and {len(errors) - shown} more" if len(errors) > shown else ""

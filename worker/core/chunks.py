@@ -1,7 +1,7 @@
 """Evaluate a batch too large to hold, chunk by chunk, in bounded memory (pure).
 
 A :class:`ChunkedBatch` is the batch's metadata plus a way to iterate its features in
-chunks (the io layer gives one chunk per Parquet record batch). Every clause of every
+chunks (the io layer gives one chunk per record batch of the file). Every clause of every
 active version measures a mergeable tally of each chunk (its kind's ``measure``,
 :data:`worker.core.clauses.KINDS`, :mod:`worker.core.clauses.tally`); the tallies are
 merged in batch order and each clause's result is rendered from its merged tally (its
@@ -10,7 +10,7 @@ verdicts are those of :func:`worker.core.evaluate.evaluate` on the whole batch: 
 batch is the one-chunk case of the same measure and render functions. Feature indices
 (offenders, invalid reasons) count over the whole batch.
 
-Passes over the chunks: one; plus a first one when a GeoParquet ``edges: spherical`` batch
+Passes over the chunks: one; plus a first one when an ``edges: spherical`` batch
 declares no CRS (whether every coordinate is longitude/latitude decides how all chunks are
 read), and a last one when an extent clause broke (its diagnoses reproject features from
 candidate CRSs, which is only worth doing for a broken clause; they read the batch's

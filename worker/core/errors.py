@@ -111,7 +111,7 @@ class PayloadUnavailable(PayloadError):
 
 class PayloadCorrupt(PayloadError):
     """The bytes are not a file of the claimed format: empty, truncated, wrong magic bytes,
-    not parseable as JSON or Parquet."""
+    not parseable in the format its magic bytes or name claim."""
 
     reason = "payload_corrupt"
 

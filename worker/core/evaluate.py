@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 from collections.abc import Sequence
+from dataclasses import replace
 from datetime import datetime
 
 from worker import __version__
@@ -30,7 +31,14 @@ from worker.core.model import (
 )
 from worker.core.vocab import ReasonCode
 
-__all__ = ["decide", "evaluate", "evaluate_clause", "evaluate_versions", "failed_result"]
+__all__ = [
+    "decide",
+    "evaluate",
+    "evaluate_clause",
+    "evaluate_versions",
+    "failed_result",
+    "recorded",
+]
 
 
 #: Clause kinds whose breaks lead the quarantine reasons, in this order (each kind's
@@ -184,4 +192,27 @@ def decide(verdicts: tuple[VersionVerdict, ...]) -> Decision:
         verdicts=verdicts,
         reasons=reasons,
         diagnoses=diagnoses,
+    )
+
+
+def recorded(decision: Decision) -> Decision:
+    """``decision`` as a record holds it: every clause result (and reason) names only the
+    first :data:`~worker.core.offenders.MAX_OFFENDERS` offenders, the totals kept; the
+    inverse of evaluating within :func:`~worker.core.offenders.every_offender`."""
+    verdicts = tuple(
+        replace(
+            v,
+            clauses=tuple(
+                replace(c, offenders=c.offenders.first() if c.offenders else None)
+                for c in v.clauses
+            ),
+        )
+        for v in decision.verdicts
+    )
+    return replace(decision, verdicts=verdicts, reasons=_reasons_cut(decision))
+
+
+def _reasons_cut(decision: Decision) -> tuple[QuarantineReason, ...]:
+    return tuple(
+        replace(r, offenders=r.offenders.first() if r.offenders else None) for r in decision.reasons
     )

@@ -1,7 +1,7 @@
-"""The geometry-type vocabulary of GeoParquet and WKB coordinate dimensions (pure).
+"""The geometry-type vocabulary of contracts and WKB coordinate dimensions (pure).
 
 Type names with their coordinate dimension (``Polygon``, ``Point Z``, ``MultiPolygon
-ZM``: GeoParquet 1.1 ``geometry_types``) from shapely type ids and dimension flags, by
+ZM``: the ``geometry_types`` names) from shapely type ids and dimension flags, by
 one table lookup per batch; the Z and M flags read from WKB headers (ISO 19125-1 and
 PostGIS EWKB) where shapely cannot tell.
 """
@@ -37,11 +37,12 @@ BASE_TYPES: tuple[str, ...] = (
     "GeometryCollection",
 )
 
-#: Coordinate dimension suffixes of the GeoParquet ``geometry_types`` vocabulary
-#: (GeoParquet 1.1, "Geometry types"): none = XY, `` Z`` = XYZ, `` M`` = XYM, `` ZM`` = XYZM.
+#: Coordinate dimension suffixes of the ``geometry_types`` vocabulary (the simple
+#: features type names of ISO 19125-1 with a dimension suffix): none = XY, `` Z`` = XYZ,
+#: `` M`` = XYM, `` ZM`` = XYZM.
 DIMENSIONS: tuple[str, ...] = ("", " Z", " M", " ZM")
 
-#: The GeoParquet ``geometry_types`` vocabulary: every base type with every dimension,
+#: The ``geometry_types`` vocabulary: every base type with every dimension,
 #: e.g. ``Polygon`` (XY only), ``Polygon Z``, ``Polygon M``, ``Polygon ZM``.
 GEOMETRY_TYPES: tuple[str, ...] = tuple(
     base + dim for base in dict.fromkeys(BASE_TYPES) for dim in DIMENSIONS
@@ -103,7 +104,7 @@ def geometry_type_index(type_ids: np.ndarray, has_z: np.ndarray, has_m: np.ndarr
 
 
 def geometry_type_names(type_ids: np.ndarray, has_z: np.ndarray, has_m: np.ndarray) -> np.ndarray:
-    """object (N,): the GeoParquet ``geometry_types`` name of each geometry, e.g.
+    """object (N,): the ``geometry_types`` name of each geometry, e.g.
     ``"Polygon"`` (XY), ``"Point Z"``, ``"MultiPolygon ZM"``; None where ``type_ids`` is -1
     (missing or unparseable). Inputs are the shapely type ids and dimension flags."""
     return TYPE_NAME_TABLE[geometry_type_index(type_ids, has_z, has_m)]

@@ -50,6 +50,7 @@ __all__ = [
     "FieldSpec",
     "QuarantineReason",
     "VersionVerdict",
+    "stated",
 ]
 
 
@@ -143,6 +144,13 @@ class ActiveVersion:
     state: State = "active"
 
 
+def stated(metadata_name: str, what: str) -> str:
+    """``what`` (``edges``, ``orientation``) of a batch's geometry column metadata as
+    messages name it: after its :attr:`Batch.metadata_name` (the reader's name for the
+    metadata, e.g. ``"X edges"``), or alone when the batch has none."""
+    return f"{metadata_name} {what}" if metadata_name else what
+
+
 @dataclass(frozen=True)
 class Batch:
     """A decoded batch: event metadata plus its features.
@@ -155,22 +163,23 @@ class Batch:
     feature whose geometry the reader could not write as WKB at all (its ``geometries_wkb``
     entry is None) to the parser's reason; such a feature counts as an invalid geometry.
 
-    The GeoParquet geometry column metadata that changes what the geometries mean rides
-    along (defaults: what GeoJSON and inline WKB mean): ``edges`` is ``planar`` (straight
-    lines in the CRS) or ``spherical`` (each edge the shorter great-circle arc, GeoParquet
-    1.1); ``orientation`` is None (no assertion) or ``counterclockwise`` (exterior rings
+    The geometry column metadata a file states that changes what the geometries mean
+    rides along (defaults: what inline WKB means), named for messages by
+    ``metadata_name`` (the reader's, see :mod:`worker.io.formats`): ``edges`` is ``planar``
+    (straight lines in the CRS) or ``spherical`` (each edge the shorter great-circle arc);
+    ``orientation`` is None (no assertion) or ``counterclockwise`` (exterior rings
     counterclockwise, interior rings clockwise); ``covering_bbox`` holds the file's bbox
-    covering column (GeoParquet 1.1 ``covering.bbox``), one ``(xmin, ymin, xmax, ymax)``
+    covering column (a ``covering.bbox`` of the file's metadata), one ``(xmin, ymin, xmax, ymax)``
     or None per feature, in the stored axis order, or None when the file has none.
 
     Feature ids name offending features in reports: ``id_column`` (a reader or CLI
     setting, ``check --id-column``) names an attribute column that holds them (it wins
     over the contract's ``id_column``); ``feature_ids`` are ids the file itself carries
-    (the GeoJSON ``id`` member, one per feature, None where absent).
+    (a feature's ``id`` member, one per feature, None where absent).
 
     ``coordinate_bounds`` is the envelope (minx, miny, maxx, maxy, stored order, NaN
     ignored) of every coordinate of the features, when a reader had it without parsing
-    geometries (a GeoParquet GeoArrow native column: min/max of its coordinate arrays);
+    geometries (a GeoArrow native column: min/max of its coordinate arrays);
     None when unknown. It may include values of null rows.
     """
 
@@ -196,10 +205,14 @@ class Batch:
     #: set by a payload loader when the payload file states a CRS that is not the event's
     #: ``declared_crs`` (the sentence saying both); the crs clause then breaks with it
     crs_conflict: str | None = None
-    #: what a file's metadata claims about its geometries, as written (GeoParquet ``geo``:
-    #: ``version``, the column's ``bbox`` and ``geometry_types``); no clause reads it,
-    #: ``check`` compares it with the geometries (:mod:`worker.core.facts.claims`)
+    #: what a file's metadata claims about its geometries, as written (``version``, the
+    #: column's ``bbox`` and ``geometry_types``); no clause reads it, ``check`` compares it
+    #: with the geometries (:mod:`worker.core.facts.claims`)
     file_claims: Mapping[str, Any] = field(default_factory=dict)
+    #: the name of the metadata the file states ``edges``, ``orientation``, the covering
+    #: column and ``file_claims`` in, from its reader, for messages ("<name> edges:
+    #: spherical"); "" when none does (inline features): messages then say "the file's"
+    metadata_name: str = ""
 
 
 @dataclass(frozen=True)

@@ -5,16 +5,54 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping
+from contextlib import contextmanager
+from contextvars import ContextVar
+from dataclasses import dataclass, replace
 from typing import Any
 
-__all__ = ["MAX_OFFENDERS", "Offender", "Offenders"]
+__all__ = [
+    "MAX_OFFENDERS",
+    "Offender",
+    "Offenders",
+    "every_offender",
+    "left_out",
+    "offender_limit",
+]
 
 
 #: How many offending features a clause result names (the first ones in batch order); the
 #: total is always counted.
 MAX_OFFENDERS = 100
+
+_LIMIT: ContextVar[int | None] = ContextVar("offender_limit", default=MAX_OFFENDERS)
+
+
+def offender_limit() -> int | None:
+    """How many offenders a clause result names in this context: :data:`MAX_OFFENDERS`,
+    or None (every one) inside :func:`every_offender`."""
+    return _LIMIT.get()
+
+
+def left_out(total: object, named: int, what: str) -> str | None:
+    """``"138 offend, 100 recorded, 38 <what>"`` when ``named`` offenders of a clause are
+    fewer than its ``total`` (a record keeps the first :data:`MAX_OFFENDERS`); None when
+    every one is named or the total is not a count."""
+    if not isinstance(total, int) or total <= named:
+        return None
+    return f"{total} offend, {named} recorded, {total - named} {what}"
+
+
+@contextmanager
+def every_offender() -> Iterator[None]:
+    """Within it, clause results name every offending feature, not the first
+    :data:`MAX_OFFENDERS`: ``check --html`` and ``--offenders``, which hold the whole file,
+    draw and write every one (:meth:`Offenders.first` cuts them back for the records)."""
+    token = _LIMIT.set(None)
+    try:
+        yield
+    finally:
+        _LIMIT.reset(token)
 
 
 @dataclass(frozen=True)
@@ -23,7 +61,7 @@ class Offender:
 
     ``index`` is the feature's row index in the batch (0-based, batch order); ``id`` its
     feature id: the value of the id column (``Batch.id_column``, else the contract's
-    ``id_column``), else the GeoJSON ``id`` member (RFC 7946 section 3.2), else None (the
+    ``id_column``), else the id the file gives the feature (``Batch.feature_ids``), else None (the
     index is then the only name). ``value`` is what the clause measured on that feature,
     JSON-compatible: a geometry type name, a GEOS validity reason, the offending code, the
     feature's bounds ``[minx, miny, maxx, maxy]``, ... (``Offenders.measure`` says which).
@@ -45,6 +83,10 @@ class Offenders:
     total: int
     features: tuple[Offender, ...]
     measure: str
+
+    def first(self, n: int = MAX_OFFENDERS) -> Offenders:
+        """These offenders with only the first ``n`` features named (the total kept)."""
+        return self if len(self.features) <= n else replace(self, features=self.features[:n])
 
     def to_json(self) -> dict[str, Any]:
         """``{"total", "measure", "features": [{"index", "id", "value"}, ...]}``."""

@@ -42,7 +42,7 @@ AXIS_ORDERS: tuple[str, ...] = ("east_north", "north_east")
 #: Arrow integer types of any width map to ``integer``, floating types to ``double``,
 #: string/large_string to ``string``; ``decimal``, ``time`` and ``duration`` are the arrow
 #: types of those names; ``struct``, ``list`` (list, large_list, fixed_size_list) and ``map``
-#: are nested columns (e.g. the GeoParquet 1.1 bbox covering column, a struct).
+#: are nested columns (e.g. a file's bbox covering column, a struct).
 FIELD_TYPES: tuple[str, ...] = (
     "string",
     "integer",

@@ -267,7 +267,8 @@ def _salvage(
 
 def payload_loader(settings: Settings) -> Callable[[str, Batch], Batch | ChunkedBatch]:
     """The worker's payload loader: by-reference payloads read under the configured roots
-    only (none: every URI refused), GeoParquet in bounded memory (chunks)."""
+    only (none: every URI refused), a format its reader reads in chunks in bounded
+    memory (see :mod:`worker.io.formats`)."""
     return functools.partial(load_payload_chunked, policy=settings.payload)
 
 

@@ -1,4 +1,4 @@
-"""Bytes and files to and from the core's model: Avro records, GeoJSON / GeoParquet, renderings.
+"""Bytes and files to and from the core's model: Avro records, batch files (formats), renderings.
 
 Imports only :mod:`worker.core`.
 """

@@ -1,7 +1,8 @@
 """``contract-gate check``: evaluate a batch file offline against contract files.
 
 No Kafka: the versions are files (``--contract`` enforcing, ``--observing`` observing), the
-batch a GeoJSON, GeoParquet or (formats extra) OGR file, a local path or an S3 URI. Prints
+batch a file in a format of the reader registry (:data:`worker.io.formats.FORMATS`), a
+local path or an S3 URI. Prints
 the decision in words or JSON; ``--offenders`` and ``--html`` write pictures of the
 offending features. Exit 0 when admitted, 1 when quarantined, 2 on bad input.
 """
@@ -9,6 +10,7 @@ offending features. Exit 0 when admitted, 1 when quarantined, 2 on bad input.
 from __future__ import annotations
 
 import argparse
+import contextlib
 import sys
 from dataclasses import replace
 from datetime import datetime, timezone
@@ -23,7 +25,7 @@ from worker.cli.payload_args import add_payload_args, file_policy
 from worker.cli.pictures import refuse_overwriting_inputs, write_pictures
 from worker.core._util.jsonsafe import dumps_json
 from worker.core.errors import ContractGateError
-from worker.io.formats import formats_named
+from worker.io.formats import OFFENDERS_FILE, formats_named
 
 if TYPE_CHECKING:
     from worker.core.chunks import ChunkedBatch
@@ -98,7 +100,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--offenders",
         metavar="FILE",
-        help="write the offending features as a GeoJSON FeatureCollection (the broken "
+        help=f"write the offending features as a {OFFENDERS_FILE.described} (the broken "
         "clauses as properties; open it in QGIS); the batch file is then read whole (a "
         f"{formats_named(chunked=True)} file is otherwise evaluated one chunk at a time, in "
         "bounded memory)",
@@ -114,12 +116,13 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    """``check``: a GeoParquet file is evaluated chunk by chunk, as the worker evaluates a
-    by-reference payload (peak memory bounded by a chunk, not the file); other formats,
-    and any file when ``--offenders`` or ``--html`` asks for pictures of its features,
-    are read whole. Both give the same decision."""
+    """``check``: a file its reader reads in chunks is evaluated chunk by chunk, as the
+    worker evaluates a by-reference payload (peak memory bounded by a chunk, not the
+    file); other formats, and any file when ``--offenders`` or ``--html`` asks for
+    pictures of its features, are read whole. Both give the same decision."""
     from worker.core.chunks import ChunkedBatch
     from worker.core.contracts.coherence import contradictions
+    from worker.core.evaluate import recorded
     from worker.core.model import ActiveVersion
     from worker.io.contract_files import load_contract
     from worker.io.reports.text import decision_to_json, render_decision
@@ -150,11 +153,12 @@ def run(args: argparse.Namespace) -> int:
             print(f"warning: {v.contract.key}: {problem}", file=sys.stderr)
     loaded = _read_batch(args, layers.pop(), versions)
     now = args.now or datetime.now(timezone.utc)
-    decision, count, claims = _evaluate_batch(loaded, versions, now)
+    decision, count, claims = _evaluate_batch(loaded, versions, now, every=_pictures(args))
     for line in claims:
         print(f"warning: {line}", file=sys.stderr)
     if not isinstance(loaded, ChunkedBatch):  # read whole for them (see _read_batch)
-        write_pictures(args, loaded, decision, versions)
+        write_pictures(args, loaded, decision, versions)  # every offender
+    decision = recorded(decision)  # the output names the first ones, as a record does
     if args.format == "json":
         print(dumps_json(decision_to_json(decision), indent=2, default=str))
     else:
@@ -164,7 +168,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _read_batch(args: argparse.Namespace, layer: str, versions: Any) -> Batch | ChunkedBatch:
     """The batch file of ``check``, with ``--crs``, ``--axis-order``, ``--data-time`` and
-    ``--id-column``: a GeoParquet file as chunks (its footer read here), unless
+    ``--id-column``: in chunks when its reader reads them (its footer read here), unless
     ``--offenders`` or ``--html`` need every geometry at once; other formats whole.
 
     Raises
@@ -177,8 +181,7 @@ def _read_batch(args: argparse.Namespace, layer: str, versions: Any) -> Batch | 
     from worker.core.chunks import ChunkedBatch
     from worker.io.payloads import read_batch_file, read_batch_file_chunked
 
-    pictures = bool(args.offenders or getattr(args, "html", None))
-    read = read_batch_file if pictures else read_batch_file_chunked
+    read = read_batch_file if _pictures(args) else read_batch_file_chunked
     loaded = read(
         args.batch,
         layer=layer,
@@ -222,8 +225,13 @@ def _with_id_column(loaded: Batch | ChunkedBatch, column: str) -> Batch | Chunke
     )
 
 
+def _pictures(args: argparse.Namespace) -> bool:
+    """``--offenders`` or ``--html`` asks for pictures of the features."""
+    return bool(args.offenders or getattr(args, "html", None))
+
+
 def _evaluate_batch(
-    loaded: Batch | ChunkedBatch, versions: Any, now: datetime
+    loaded: Batch | ChunkedBatch, versions: Any, now: datetime, *, every: bool = False
 ) -> tuple[Decision, int, list[str]]:
     """The decision on ``loaded``, its number of features and the sentences of its file's
     metadata claims that the geometries contradict (:mod:`worker.core.facts.claims`): chunk by
@@ -233,10 +241,12 @@ def _evaluate_batch(
     from worker.core.evaluate import evaluate
     from worker.core.facts.batch import BatchFacts
     from worker.core.facts.claims import claim_disagreements, claims_tally, disagreements_of
+    from worker.core.offenders import every_offender
 
     if not isinstance(loaded, ChunkedBatch):
         facts = BatchFacts(loaded)  # shared with the claims: the geometries are read once
-        decision = evaluate(loaded, versions, now=now, facts=facts)
+        with every_offender() if every else contextlib.nullcontext():
+            decision = evaluate(loaded, versions, now=now, facts=facts)
         return decision, len(loaded.geometries_wkb), claim_disagreements(facts)
     claims: list[Tally] = [{}]
 

@@ -1,7 +1,8 @@
 """``contract-gate quarantine tail|show|replay``: work the quarantine topic.
 
 One line per quarantined batch, the full record with measured versus expected (and its
-offending features as GeoJSON or one HTML page), and replay of the original event to the
+offending features as the offenders file of :data:`worker.io.formats.OFFENDERS_FILE` or
+one HTML page), and replay of the original event to the
 batches topic (:mod:`worker.ops.quarantine`). Errors of this package reach ``cli.main``.
 """
 
@@ -15,6 +16,7 @@ from worker.cli.args import add_kafka_args, offending_features, write_output
 from worker.cli.payload_args import add_payload_args
 from worker.core._util.jsonsafe import dumps_json
 from worker.core.errors import BrokerError, ContractGateError
+from worker.io.formats import OFFENDERS_FILE
 
 __all__ = ["register", "run"]
 
@@ -66,9 +68,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                 "--format", choices=["text", "json"], default="text", help="text (default) or json"
             )
             a.add_argument(
-                "--geojson",
+                OFFENDERS_FILE.flag,
+                dest="offenders_file",
                 metavar="FILE",
-                help="write the offending features as a GeoJSON FeatureCollection (the "
+                help=f"write the offending features as a {OFFENDERS_FILE.described} (the "
                 "broken clauses as properties; open it in QGIS)",
             )
             a.add_argument(
@@ -77,7 +80,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                 help="write one self-contained HTML page: a map of the batch with the "
                 "offending features by clause, the reasons in words, the offenders table",
             )
-            add_payload_args(a)  # --geojson/--html of a by-reference batch read its payload
+            add_payload_args(a)  # the pictures of a by-reference batch read its payload
             continue
         a.add_argument("batch", metavar="BATCH_ID", nargs="?", help="batch id, or PARTITION@OFFSET")
         a.add_argument(
@@ -151,18 +154,20 @@ def _replay_all(args: argparse.Namespace, settings: Any) -> int:
 
 
 def _write_pictures(args: argparse.Namespace, entry: Any) -> None:
-    """``show --geojson FILE`` and ``--html FILE``: from the original event's features."""
+    """``show`` writing the offenders file (:data:`~worker.io.formats.OFFENDERS_FILE`) and
+    ``--html FILE``: from the original event's features."""
     from worker.cli.args import settings_from_args
-    from worker.io.reports.offenders import offenders_collection, offenders_of_record
+    from worker.io.reports.offenders import offenders_of_record, unwritten_line
     from worker.ops.quarantine import entry_batch
 
     batch = entry_batch(entry, settings_from_args(args))
     reasons = entry.record["reasons"]
-    if args.geojson:
-        doc = offenders_collection(batch, offenders_of_record(reasons), name=entry.batch_id)
-        write_output(args.geojson, dumps_json(doc, ensure_ascii=False, default=str))
+    if args.offenders_file:
+        broken = offenders_of_record(reasons)
+        doc = OFFENDERS_FILE.collection(batch, broken, name=entry.batch_id)
+        write_output(args.offenders_file, dumps_json(doc, ensure_ascii=False, default=str))
         wrote = offending_features(len(doc["features"]))
-        print(f"wrote {wrote} to {args.geojson}", file=sys.stderr)
+        print(f"wrote {wrote} to {args.offenders_file}{unwritten_line(broken)}", file=sys.stderr)
     if args.html:
         from worker.io.reports.page import render_record_page
 
@@ -209,7 +214,7 @@ def run(args: argparse.Namespace) -> int:
             print(dumps_json(entry_to_json(entry), indent=2, default=str))
         else:
             print(render_entry(entry))
-        if args.geojson or args.html:
+        if args.offenders_file or args.html:
             _write_pictures(args, entry)
         return 0
     if not args.force:

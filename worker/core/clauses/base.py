@@ -22,7 +22,7 @@ from worker.core.clauses.diff import Diff
 from worker.core.clauses.tally import Tally
 from worker.core.facts.batch import BatchFacts
 from worker.core.model import Clause, ClauseResult, Contract
-from worker.core.offenders import MAX_OFFENDERS, Offender, Offenders
+from worker.core.offenders import Offender, Offenders, offender_limit
 from worker.core.spatial.units import coordinate_units
 
 __all__ = [
@@ -180,7 +180,8 @@ def offenders_of(
     measure: str,
 ) -> Offenders | None:
     """The offending features of ``mask`` (bool (N,)): the first :data:`MAX_OFFENDERS` in
-    batch order (indices counting from :attr:`BatchFacts.offset`) with their feature ids
+    batch order, every one within :func:`~worker.core.offenders.every_offender` (indices
+    counting from :attr:`BatchFacts.offset`) with their feature ids
     (:meth:`BatchFacts.feature_ids` with the contract's ``id_column``) and ``value(index)``
     (JSON-compatible; text clipped to :data:`MAX_OFFENDER_VALUE_CHARS`, and so is a text
     id: a producer's id of 100,000 characters was echoed whole into every report line and
@@ -190,7 +191,7 @@ def offenders_of(
         return None
     ids = facts.feature_ids(contract.id_column)
     feats = []
-    for i in idx[:MAX_OFFENDERS]:
+    for i in idx[: offender_limit()]:
         v = value(int(i))
         if isinstance(v, str):
             v = clip(v, MAX_OFFENDER_VALUE_CHARS)

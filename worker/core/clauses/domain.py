@@ -3,7 +3,7 @@ allowed (pure).
 
 Codes keep their YAML type and are never coerced: strings match string codes, integers
 integer codes, whole doubles integer codes too (JSON has one number type). A column read
-as text because its values mix JSON types (a GeoJSON property holding ``1`` in one feature
+as text because its values mix JSON types (a JSON property holding ``1`` in one feature
 and ``"A"`` in another) is compared as the producer wrote each value
 (:mod:`worker.core.clauses.domain_values`): compared as text, the number ``1`` matched the
 string code ``"1"``. An unknown value that equals a code after

@@ -5,7 +5,7 @@ inside: the empty point set lies in every region, and whether empties may be sen
 geometry_type clause's ``allow_empty``), when some coordinate lies outside the declared
 CRS's area of use (tested before reprojection: ``measured.outside_area_of_use``), or when
 it cannot be reprojected to the contract CRS (``measured.not_reprojectable``).
-``measured.bounds`` are in ``bounds_crs`` units. A GeoParquet bbox covering column that
+``measured.bounds`` are in ``bounds_crs`` units. A file's bbox covering column that
 does not bound its geometries is reported (``measured.covering_bbox_disagrees``) without
 breaking the clause. A broken clause takes a second pass for its diagnoses
 (:func:`measure_diagnosis`, on the batch's evenly spaced sample).
@@ -39,7 +39,7 @@ from worker.core.clauses.diff import Diff
 from worker.core.clauses.region import compare_region, contract_crs, unplaceable, whole_batch_break
 from worker.core.clauses.tally import Bounds, First, Tally
 from worker.core.facts.batch import BatchFacts
-from worker.core.model import Clause, ClauseResult, Contract
+from worker.core.model import Clause, ClauseResult, Contract, stated
 from worker.core.spatial import (
     area_of_use,
     covered_mask,
@@ -248,7 +248,8 @@ def render(
             f"{bounds[3]:.6g} ({unit})"
         )
     if facts.batch.edges == "spherical":
-        message += "; edges read as great-circle arcs (GeoParquet edges: spherical)"
+        edges = stated(facts.batch.metadata_name, "edges")
+        message += f"; edges read as great-circle arcs ({edges}: spherical)"
     declared_label = crs_label(src) if src is not None else ""
     if n_beyond:
         aou = area_of_use(src) if src is not None else None
@@ -268,7 +269,8 @@ def render(
         measured["covering_bbox_disagrees"] = n_disagree
         first = ", ".join(str(i) for i in tally["disagree_first"].items)
         message += (
-            f"; warning: the GeoParquet bbox covering column does not bound "
+            f"; warning: the {stated(facts.batch.metadata_name, 'bbox covering column')} "
+            "does not bound "
             f"{count_phrase(n_disagree, f'(index {first})')}: readers filtering "
             "by it would skip them"
         )

@@ -1,7 +1,7 @@
 """Kind ``geometry_type``: every geometry's type, with its coordinate dimension, is allowed
 (pure).
 
-Names are the GeoParquet 1.1 ``geometry_types`` vocabulary
+Names are the ``geometry_types`` vocabulary
 (:data:`worker.core.geometry_types.GEOMETRY_TYPES`): a bare name (``Polygon``) is XY only;
 ``Polygon Z``, ``Polygon M`` and ``Polygon ZM`` must be listed to be allowed. ``measured``
 maps each disallowed type name (same vocabulary; ``missing or unparseable`` for a feature
@@ -73,7 +73,7 @@ def measure(clause: Clause, contract: Contract, facts: BatchFacts, now: datetime
         return _MISSING_TYPE if names[i] is None else str(names[i])
 
     offenders = offenders_of(
-        facts, contract, ~type_ok | empty_bad, type_of, "geometry type (GeoParquet name)"
+        facts, contract, ~type_ok | empty_bad, type_of, "geometry type (geometry_types name)"
     )
     return {
         "types": Counts(tuple((str(k), int(c)) for k, c in zip(shown_names, counts, strict=True))),
@@ -123,7 +123,7 @@ def compare(old: Params, new: Params, diff: Diff) -> None:
 
 def _types_shown(changed: set[str], now_allowed: set[str], verb: str) -> str:
     """Changed geometry type names, each with its coordinate dimension and the dimensions
-    the new version still allows of the same base type (GeoParquet ``geometry_types``
+    the new version still allows of the same base type (``geometry_types``
     names: ``Polygon`` is XY only, ``Polygon Z`` XYZ): a dimension added is a type added,
     a dimension removed a type removed."""
     out = []

@@ -91,7 +91,7 @@ def unplaceable_break(
     measured = {"declared_crs": facts.batch.declared_crs, "features": count}
     message = (
         f"{why}: its coordinates cannot be placed in {label}, the CRS of the region; "
-        "declare the batch's CRS (GeoParquet `crs` in the geo metadata, `--crs`, or the "
+        "declare the batch's CRS (in the file's own metadata, `--crs`, or the "
         "event's declared_crs)"
     )
     return clause_result(clause, False, measured, expected, message)

@@ -36,7 +36,7 @@ class Params:
     allow_extra: bool = False
 
 
-#: (batch type, contract type) pairs accepted as matching: JSON (GeoJSON) does not tell
+#: (batch type, contract type) pairs accepted as matching: JSON does not tell
 #: 123456 from 123456.0, so an integer column satisfies a ``double`` field.
 _LOSSLESS_WIDENING = {("integer", "double")}
 
@@ -60,7 +60,7 @@ def _type_problem(name: str, got: str, want: str, table: pa.Table) -> str:
 
 
 def _only_nulls(table: pa.Table, name: str) -> bool:
-    """Column ``name`` has arrow type ``null`` (every value null, e.g. a GeoJSON property
+    """Column ``name`` has arrow type ``null`` (every value null, e.g. a JSON property
     null in every feature): it holds no value of a wrong type, whatever type it is given
     (``string``, :func:`worker.io.payloads.derive_schema`); its nulls are judged by the
     field's nullability. It was reported as "has type string, expected integer", a false

@@ -1,6 +1,6 @@
 """Mergeable partial facts: what a clause measures on one chunk of a batch (pure).
 
-A batch too large to hold is evaluated chunk by chunk (e.g. one Parquet row group at a
+A batch too large to hold is evaluated chunk by chunk (e.g. one row group at a
 time): each clause measures a *tally* of each chunk, the tallies are merged in batch
 order, and the clause's verdict is rendered from the merged tally
 (:mod:`worker.core.chunks`). A whole batch is the one-chunk case, so both paths run
@@ -28,7 +28,7 @@ from typing import Any
 import numpy as np
 import shapely
 
-from worker.core.offenders import MAX_OFFENDERS, Offenders
+from worker.core.offenders import Offenders, offender_limit
 
 __all__ = ["Bounds", "Counts", "Distinct", "Failed", "First", "Tally", "Union", "merge"]
 
@@ -145,7 +145,8 @@ def _merge_offenders(a: Offenders | None, b: Offenders | None) -> Offenders | No
         return b
     if b is None:
         return a
-    return replace(a, total=a.total + b.total, features=(a.features + b.features)[:MAX_OFFENDERS])
+    features = (a.features + b.features)[: offender_limit()]
+    return replace(a, total=a.total + b.total, features=features)
 
 
 def _merge_part(a: Any, b: Any) -> Any:

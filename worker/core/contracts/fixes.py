@@ -51,7 +51,7 @@ _FIXES: dict[str, str] = {
     "max_invalid_fraction": _FRACTION_FIX,
     "min_fraction": _FRACTION_FIX,
     "tolerance": "expected a number >= 0 in the units of the contract CRS",
-    "allowed": "expected a non-empty list of distinct GeoParquet geometry types: Point, "
+    "allowed": "expected a non-empty list of distinct geometry types: Point, "
     "LineString, Polygon, MultiPoint, MultiLineString, MultiPolygon, GeometryCollection, each "
     "XY only as a bare name, or with a space and Z, M or ZM for the other coordinate "
     "dimensions (e.g. 'Polygon Z')",

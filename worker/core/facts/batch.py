@@ -108,7 +108,7 @@ class BatchFacts(CrsFacts):
 
         The values of ``Batch.id_column``, else of ``column`` (the contract's
         ``id_column``), when the batch has that attribute column (non-finite floats and
-        nulls give None); else ``Batch.feature_ids`` (the GeoJSON ``id`` member); else all
+        nulls give None); else ``Batch.feature_ids`` (the ids the file gives); else all
         None (the row index is then the feature's only name).
         """
         out = np.full(self.count, None, dtype=object)

@@ -1,7 +1,7 @@
 """What a batch's metadata claims about its geometries, against the geometries (pure).
 
-A GeoParquet file states its ``version`` and, per geometry column, a ``bbox`` and the
-``geometry_types`` it holds (GeoParquet 1.1, https://geoparquet.org/releases/v1.1.0/);
+A file's metadata may state its ``version`` and, per geometry column, a ``bbox`` and the
+``geometry_types`` it holds (:attr:`~worker.core.model.Batch.file_claims`, from its reader);
 readers prune row groups and files by the bbox and choose a layer type by the types. No
 clause judges these claims (the verdict comes from the geometries), but a claim the data
 contradicts misleads every reader after the gate: a world of countries was admitted
@@ -23,11 +23,12 @@ from worker.core._util.text import clip
 from worker.core.clauses.tally import Bounds, Tally
 from worker.core.facts.batch import BatchFacts
 from worker.core.facts.wkb_header import ewkb_srid
+from worker.core.model import stated
 from worker.core.spatial.crs import crs_label
 
 __all__ = ["claim_disagreements", "claims_tally", "disagreements_of"]
 
-#: GeoParquet versions whose metadata this gate reads.
+#: Metadata versions this gate reads (the readers' ``file_claims`` ``version``).
 KNOWN_VERSIONS = ("1.0.0", "1.1.0")
 
 
@@ -65,7 +66,8 @@ def disagreements_of(tally: Tally, facts: BatchFacts) -> list[str]:
     version = claims.get("version")
     if version is not None and not str(version).startswith(("1.0.", "1.1.")):
         out.append(
-            f"the file says GeoParquet version {clip(repr(version), 40)}, which this gate "
+            f"the file says {stated(facts.batch.metadata_name, 'version')} "
+            f"{clip(repr(version), 40)}, which this gate "
             f"does not know ({', '.join(KNOWN_VERSIONS)}); its metadata was read as 1.1.0"
         )
     if (bbox := _bbox_disagreement(facts, tally["bounds"], claims.get("bbox"))) is not None:

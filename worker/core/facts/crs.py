@@ -76,7 +76,7 @@ class CrsFacts(GeometryFacts):
 
     @fact
     def covering_bbox_disagrees(self) -> np.ndarray:
-        """bool (N,): the file's bbox covering column (GeoParquet 1.1 ``covering.bbox``)
+        """bool (N,): the file's bbox covering column (its metadata's ``covering.bbox``)
         does not bound the feature's stored geometry: a geometry bound lies outside the
         row's (xmin, ymin, xmax, ymax), beyond float32 rounding (relative 1e-6), or the row
         has no bbox for a non-empty geometry. All False when the file has no such column.

@@ -22,6 +22,7 @@ from worker.core.geometry_types import (
 from worker.core.geometry_types import (
     has_m as m_flags,
 )
+from worker.core.model import stated
 
 __all__ = [
     "MAX_REASONS",
@@ -131,7 +132,7 @@ class GeometryFacts(ParsedFacts):
 
     @fact
     def type_names(self) -> np.ndarray:
-        """object (N,): GeoParquet ``geometry_types`` name with coordinate dimension
+        """object (N,): ``geometry_types`` name with coordinate dimension
         (``Point``, ``Point Z``, ``Polygon M``, ``MultiPolygon ZM``); None when missing or
         unparseable. See :func:`geometry_type_names`."""
         return TYPE_NAME_TABLE[self.type_name_index]
@@ -186,7 +187,7 @@ class GeometryFacts(ParsedFacts):
 
     @fact
     def orientation_contradicted(self) -> np.ndarray:
-        """bool (N,): the batch declares GeoParquet ``orientation: counterclockwise`` and a
+        """bool (N,): the batch declares ``orientation: counterclockwise`` and a
         polygon of the feature has a clockwise exterior ring or a counterclockwise interior
         ring (``shapely.is_ccw`` on :attr:`east_north`; all False without a declaration)."""
         out = np.zeros(self.count, dtype=bool)
@@ -252,7 +253,8 @@ class GeometryFacts(ParsedFacts):
             return "non-finite coordinate (NaN or inf)"
         if self.orientation_contradicted[idx]:
             return (
-                f"ring orientation contradicts the declared GeoParquet orientation "
+                f"ring orientation contradicts the declared "
+                f"{stated(self.batch.metadata_name, 'orientation')} "
                 f"{self.batch.orientation!r} (exterior rings counterclockwise, interior "
                 "rings clockwise)"
             )

@@ -21,7 +21,7 @@ from worker.core.facts.wkb_header import (
     simple_points_xy,
     wkb_headers,
 )
-from worker.core.model import Batch
+from worker.core.model import Batch, stated
 from worker.core.spatial.crs import crs_label, resolve_crs
 from worker.core.spatial.reproject import swap_xy
 from worker.core.spatial.spherical import densify_spherical
@@ -38,10 +38,11 @@ __all__ = [
 POINTS_WITHOUT_GEOMETRIES_MIN = 64
 
 
-def edges_problem(edges: str, crs: CRS | None, lonlat: bool) -> str | None:
-    """Why a batch's edge model cannot be honoured, or None.
+def edges_problem(edges: str, crs: CRS | None, lonlat: bool, name: str = "") -> str | None:
+    """Why a batch's edge model cannot be honoured, or None; ``name`` is the batch's
+    :attr:`~worker.core.model.Batch.metadata_name`, naming the statement in messages.
 
-    GeoParquet ``edges: spherical`` needs longitude/latitude coordinates: a geographic
+    ``edges: spherical`` needs longitude/latitude coordinates: a geographic
     declared ``crs``, or an undeclared one with features whose every coordinate is within
     ±180, ±90 (``lonlat``: :attr:`BatchFacts.lonlat_fits` of a batch with features). Any
     ``edges`` value other than ``planar`` or ``spherical`` is unsupported.
@@ -50,7 +51,7 @@ def edges_problem(edges: str, crs: CRS | None, lonlat: bool) -> str | None:
         return None
     if edges != "spherical":
         return (
-            f"GeoParquet edges {edges!r} is not supported (GeoParquet 1.1 defines "
+            f"{stated(name, 'edges')} {edges!r} is not supported (the edge models are "
             "'planar' and 'spherical'): the geometries cannot be evaluated"
         )
     if crs is not None and crs.is_geographic:
@@ -59,7 +60,7 @@ def edges_problem(edges: str, crs: CRS | None, lonlat: bool) -> str | None:
         return None
     where = crs_label(crs) if crs is not None else "an undeclared CRS"
     return (
-        f"GeoParquet edges 'spherical' (great-circle arcs) with coordinates in {where}: "
+        f"{stated(name, 'edges')} 'spherical' (great-circle arcs) with coordinates in {where}: "
         "spherical edges need longitude/latitude; write the file in a geographic CRS "
         "or with edges 'planar'"
     )
@@ -253,7 +254,7 @@ class ParsedFacts:
                 return (
                     f"non-finite coordinate (NaN or inf) in the WKB; GEOS says: {str(exc).strip()}"
                 )
-            # not "unparseable WKB": a GeoJSON or GeoArrow geometry (an open ring) reaches
+            # not "unparseable WKB": a text or GeoArrow geometry (an open ring) reaches
             # GEOS as the literal WKB the reader wrote, which its user never saw
             return f"GEOS cannot read the geometry: {str(exc).strip()}"
         return "GEOS cannot read the geometry"
@@ -268,7 +269,7 @@ class ParsedFacts:
 
     @fact
     def geometries(self) -> np.ndarray:
-        """The geometries every clause measures: :attr:`east_north`, and for GeoParquet
+        """The geometries every clause measures: :attr:`east_north`, and for a batch of
         ``edges: spherical`` densified along their great-circle edges
         (:func:`worker.core.spatial.densify_spherical`) so that planar predicates see the
         arcs (unless :attr:`edges_problem` says they cannot be honoured)."""
@@ -292,7 +293,7 @@ class ParsedFacts:
         lonlat = self.count > 0 and (
             self.batch.edges != "spherical" or self.declared_crs is not None or self.lonlat_fits
         )
-        return edges_problem(self.batch.edges, self.declared_crs, lonlat)
+        return edges_problem(self.batch.edges, self.declared_crs, lonlat, self.batch.metadata_name)
 
     @fact
     def bounds(self) -> np.ndarray:

@@ -59,7 +59,7 @@ def resolve_crs(text: CrsInput) -> CRS:
     ----------
     text : str, mapping or pyproj.CRS
         An authority code (``"EPSG:2263"``, ``"OGC:CRS84"``), WKT (OGC or ESRI, e.g. the text
-        of a shapefile's ``.prj``), or PROJJSON as a string or a dict.
+        of a ``.prj`` sidecar), or PROJJSON as a string or a dict.
 
     Returns
     -------

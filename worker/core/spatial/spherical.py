@@ -1,4 +1,4 @@
-"""Great-circle edges (GeoParquet ``edges: spherical``) densified for a planar lon/lat reading."""
+"""Great-circle edges (``edges: spherical``) densified for a planar lon/lat reading."""
 
 from __future__ import annotations
 
@@ -24,8 +24,8 @@ SPHERICAL_STEP_M = 10_000.0
 
 
 def densify_spherical(geoms: Any, step_m: float = SPHERICAL_STEP_M) -> np.ndarray:
-    """Densify lon/lat geometries whose edges are great-circle arcs (GeoParquet
-    ``edges: spherical``) so that their planar lon/lat reading follows the arcs.
+    """Densify lon/lat geometries whose edges are great-circle arcs
+    (``edges: spherical``) so that their planar lon/lat reading follows the arcs.
 
     Every edge longer than ``step_m`` gets intermediate points on its great circle
     (:meth:`pyproj.Geod.inv_intermediate` on a sphere; z, when present, is interpolated

@@ -7,17 +7,28 @@ Each module exposes a ``READER`` (:class:`~worker.io.formats.base.Reader`: magic
 and the "the formats read are ..." messages read this table: adding a format is one module
 and one line here. Every reader returns the canonical batch
 (:func:`~worker.io.formats.base.canonical_table`).
+
+Output formats are registered here too: :data:`OFFENDERS_FILE`, the writer of the
+offenders file (``check --offenders``, ``quarantine show``). Outside this package no
+module names a format (``tests/test_architecture.py`` greps for them); see
+``docs/architecture-formats.md``.
 """
 
 from __future__ import annotations
 
-from worker.io.formats import geojson, geoparquet, ogr
+from pathlib import Path
+
+from worker.io.formats import geojson, geoparquet, offenders_file, ogr
 from worker.io.formats.base import FeatureData, Reader, canonical_table, derive_schema
+from worker.io.formats.offenders_file import OffendersFile
 
 __all__ = [
     "FORMATS",
+    "OFFENDERS_FILE",
     "FeatureData",
+    "OffendersFile",
     "Reader",
+    "batch_files",
     "canonical_table",
     "derive_schema",
     "formats_named",
@@ -33,6 +44,16 @@ FORMATS: dict[str, Reader] = {
         ogr.READER,
     )
 }
+
+#: The writer of the offenders file (``check --offenders``, ``quarantine show``).
+OFFENDERS_FILE: OffendersFile = offenders_file.WRITER
+
+
+def batch_files(directory: Path, stem: str) -> list[Path]:
+    """The files of ``directory`` named ``stem`` with a suffix of a reader of
+    :data:`FORMATS` (e.g. a shipped batch file found by its layer's name), sorted."""
+    suffixes = {s for r in FORMATS.values() for s in r.suffixes}
+    return sorted(p for p in directory.glob(f"{stem}.*") if p.suffix.lower() in suffixes)
 
 
 def formats_named(

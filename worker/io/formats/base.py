@@ -74,6 +74,9 @@ class FeatureData:
     crs_source: str = ""
     #: the file's metadata claims about its geometries (see ``Batch.file_claims``)
     file_claims: Mapping[str, Any] = field(default_factory=dict)
+    #: how messages name the metadata ``edges``, ``orientation``, the covering column and
+    #: ``file_claims`` come from (see ``Batch.metadata_name``); "" when the file has none
+    metadata_name: str = ""
 
 
 class Source(Protocol):
@@ -142,6 +145,11 @@ class ChunkedFile(Protocol):
         """The file's metadata claims about its geometries."""
         ...
 
+    @property
+    def metadata_name(self) -> str:
+        """How messages name the file's metadata (as :attr:`FeatureData.metadata_name`)."""
+        ...
+
     def chunk_rows(self, rows: int, max_bytes: int) -> int:
         """Rows per chunk: at most ``rows``, fewer when they exceed ``max_bytes``."""
         ...
@@ -168,6 +176,9 @@ class Reader(Protocol):
     described: tuple[str, ...]
     #: how its first bytes look, for the message when no reader recognises a file
     magic: str
+    #: the file name suffixes of the format (lower case, with the dot), e.g. for finding
+    #: a shipped batch file by its stem
+    suffixes: tuple[str, ...]
     default_limit_bytes: int
     #: read as an event's by-reference payload (else only as an operator's local file)
     by_reference: bool

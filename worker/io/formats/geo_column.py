@@ -23,7 +23,12 @@ import pyarrow as pa
 from worker.io.formats.base import RFC7946_CRS, FeatureData, _fail, canonical_table, canonical_type
 from worker.io.formats.geoarrow import NATIVE_ENCODINGS, native_to_wkb
 
-__all__ = ["_GeoColumn", "_features", "_geo_column"]
+__all__ = ["METADATA_NAME", "_GeoColumn", "_features", "_geo_column"]
+
+#: How messages of the core name this metadata (``Batch.metadata_name``): "GeoParquet
+#: edges: spherical", "the declared GeoParquet orientation", "the file says GeoParquet
+#: version ...". GEOMETRY/GEOGRAPHY logical types are read into the same metadata.
+METADATA_NAME = "GeoParquet"
 
 
 def _parquet_crs(path: Path | str, meta: dict[str, Any]) -> str | None:
@@ -227,4 +232,5 @@ def _features(path: Path | str, table: pa.Table, geo: _GeoColumn) -> FeatureData
         crs_stated=geo.crs_stated,
         crs_source=geo.crs_source,
         file_claims=geo.claims,
+        metadata_name=METADATA_NAME,
     )

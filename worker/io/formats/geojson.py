@@ -222,6 +222,7 @@ class GeoJsonReader:
     title = "GeoJSON"
     described: tuple[str, ...] = ("GeoJSON",)
     magic = "GeoJSON is a JSON object starting with '{'"
+    suffixes: tuple[str, ...] = (".geojson", ".json")
     #: parsed whole, several times its size in memory
     default_limit_bytes = 256 * 1024**2
     by_reference = True

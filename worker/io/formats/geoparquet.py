@@ -35,7 +35,7 @@ from worker.io.formats.base import (
     canonical_table,
     scrub,
 )
-from worker.io.formats.geo_column import _features, _geo_column, _GeoColumn
+from worker.io.formats.geo_column import METADATA_NAME, _features, _geo_column, _GeoColumn
 from worker.io.formats.parquet_geo import logical_geo_columns
 
 
@@ -108,6 +108,10 @@ class GeoParquetChunks:
     @property
     def file_claims(self) -> dict[str, Any]:
         return self.geo.claims
+
+    @property
+    def metadata_name(self) -> str:
+        return METADATA_NAME
 
     def chunk_rows(self, rows: int, max_bytes: int) -> int:
         """Rows per chunk: ``rows``, fewer when that many rows of the file's average
@@ -213,6 +217,7 @@ class GeoParquetReader:
     title = "Parquet"
     described: tuple[str, ...] = ("GeoParquet",)
     magic = "Parquet starts and ends with the PAR1 magic bytes"
+    suffixes: tuple[str, ...] = (".parquet", ".geoparquet")
     default_limit_bytes = 2 * 1024**3
     by_reference = True
     chunked = True
@@ -227,7 +232,7 @@ class GeoParquetReader:
                     "with the PAR1 magic bytes but does not end with them)"
                 )
             return True
-        if name.lower().rstrip("/").endswith((".parquet", ".geoparquet")):
+        if name.lower().rstrip("/").endswith(self.suffixes):
             raise PayloadCorrupt(
                 f"{name}: not a Parquet file (the file does not start with the PAR1 magic bytes)"
             )

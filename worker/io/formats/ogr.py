@@ -224,6 +224,7 @@ class OgrReader:
         "a shapefile starts with the file code 9994, a zip with PK, a GeoPackage with "
         "'SQLite format 3', a FlatGeobuf with 'fgb'"
     )
+    suffixes: tuple[str, ...] = (".shp", ".zip", ".gpkg", ".fgb")
     default_limit_bytes = 2 * 1024**3
     by_reference = False
     chunked = False

@@ -11,8 +11,8 @@ and never by its full name again.
 (:mod:`worker.io.payloads.openat2`) where the kernel has it, else with a walk one component
 at a time (:mod:`worker.io.payloads.walk`); either way the file is confirmed to be a
 regular file on its descriptor and read within the size ``fstat`` gave
-(:mod:`worker.io.payloads.verified`). Readers that need a path (GDAL: a shapefile's
-sidecars, SQLite for a GeoPackage) get :func:`verified_copies`: private copies of the
+(:mod:`worker.io.payloads.verified`). Readers that need a path (GDAL: a format's
+sidecar files, or a database opened by name) get :func:`verified_copies`: private copies of the
 verified descriptors' bytes, bounded, in a directory only this process may read.
 
 Failures raise :class:`worker.core.errors.PayloadError` subclasses with the quarantine
@@ -195,7 +195,7 @@ def verified_copies(
         The file's path relative to it.
     sidecars : sequence of str
         Paths (relative to ``directory``) of the files the reader opens beside it (a
-        shapefile's ``.shx``, ``.dbf``, ``.prj``, ``.cpg``); a missing one is left out,
+        reader's ``sidecars``, see :mod:`worker.io.formats`); a missing one is left out,
         as the reader would find it.
     max_bytes : int
         Largest total of the copies (bytes): checked on the ``fstat`` sizes before any

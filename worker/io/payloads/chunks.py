@@ -170,6 +170,7 @@ def load_payload_chunked(
         geometry_errors={},
         edges=opened.edges,
         orientation=opened.orientation,
+        metadata_name=opened.metadata_name,
         covering_bbox=None,
         feature_ids=None,
         coordinate_bounds=None,
@@ -248,6 +249,7 @@ def read_batch_file_chunked(
         attributes=opened.attributes,
         edges=opened.edges,
         orientation=opened.orientation,
+        metadata_name=opened.metadata_name,
         file_claims=opened.file_claims,
         crs_conflict=crs_conflict(
             opened.declared_crs if opened.crs_stated else None,

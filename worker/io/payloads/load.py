@@ -56,8 +56,8 @@ def read_features(path: str | Path, *, policy: PayloadPolicy = UNRESTRICTED) -> 
     ------
     PayloadError
         ``PayloadNotAllowed``, ``PayloadUnavailable``, ``PayloadTooLarge``,
-        ``PayloadCorrupt`` (not JSON, not Parquet, truncated), or ``PayloadError`` itself:
-        not a FeatureCollection, no geometry column, a malformed CRS, an unsupported
+        ``PayloadCorrupt`` (not of the format it claims, truncated), or ``PayloadError`` itself:
+        not a collection of features, no geometry column, a malformed CRS, an unsupported
         encoding.
     """
     return _read_payload(str(path), policy)[0]
@@ -159,8 +159,9 @@ def read_batch_file(
 def _feature_fields(data: FeatureData, where: str) -> dict[str, Any]:
     """The :class:`Batch` fields a reader's :class:`FeatureData` determines: geometries,
     attributes and their schema (the file's, not a producer's declaration), reader errors,
-    the GeoParquet metadata that changes what the geometries mean, and feature ids. One
-    place, so a field the readers add reaches every batch built from a file."""
+    the file's geometry column metadata that changes what the geometries mean (and its
+    name, for messages), and feature ids. One place, so a field the readers add reaches
+    every batch built from a file."""
     try:
         fields = derive_schema(data.attributes)
     except ValueError as exc:
@@ -176,6 +177,7 @@ def _feature_fields(data: FeatureData, where: str) -> dict[str, Any]:
         "feature_ids": data.feature_ids,
         "coordinate_bounds": data.coordinate_bounds,
         "file_claims": data.file_claims,
+        "metadata_name": data.metadata_name,
     }
 
 
@@ -202,7 +204,7 @@ def load_payload(
         The decoded event (metadata, usually no inline features). When given, the result
         is the event with the file's geometries and attributes: the event's metadata wins
         (``declared_crs`` and ``axis_order`` are the producer's declaration; a file whose
-        GeoParquet metadata states another CRS gets :attr:`Batch.crs_conflict`, which breaks
+        own CRS statement says another CRS gets :attr:`Batch.crs_conflict`, which breaks
         the crs clause, see :func:`crs_conflict`; ``schema_fields`` are derived from the
         file's columns, whatever the event declared; ``feature_count`` stays the declared count).
     layer, crs, axis_order, data_time, batch_id, producer

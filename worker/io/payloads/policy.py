@@ -156,12 +156,13 @@ def parse_size(text: str) -> int:
 
 
 def limits_syntax() -> str:
-    """``parquet=SIZE,geojson=SIZE,...``: one ``NAME=SIZE`` per reader, in registry order."""
+    """``NAME=SIZE,NAME=SIZE,...``: one per reader of :data:`~worker.io.formats.FORMATS`,
+    in registry order."""
     return ",".join(f"{name}=SIZE" for name in FORMATS)
 
 
 def limits_text(limits: Mapping[str, int], sep: str = ",") -> str:
-    """``parquet=2GiB,geojson=256MiB,...`` (whole binary units where they divide)."""
+    """``NAME=2GiB,NAME=256MiB,...`` (whole binary units where they divide)."""
     return sep.join(f"{name}={_size_text(size)}" for name, size in limits.items())
 
 

@@ -21,7 +21,8 @@ from worker.core.model import Batch, Contract
 from worker.core.spatial.crs import crs_equivalent, crs_label, resolve_crs
 from worker.core.spatial.regions import region_geometry
 from worker.core.spatial.reproject import reproject
-from worker.io.reports.offenders import BrokenClause, geometry_as_sent
+from worker.io.formats.offenders_file import geometry_as_sent
+from worker.io.reports.offenders import BrokenClause, unrecorded
 from worker.io.reports.svg import PALETTE, MapRegion, svg_map
 
 __all__ = ["MAX_DRAWN_PASSING", "map_crs", "map_section"]
@@ -59,15 +60,19 @@ def map_crs(batch: Batch, contracts: Sequence[Contract], expected_crs: Sequence[
     return BatchFacts(batch).declared_crs
 
 
-def _colours(broken: Sequence[BrokenClause]) -> tuple[dict[int, tuple[str, str]], dict[str, str]]:
-    colour_of: dict[int, tuple[str, str]] = {}
+def _colours(
+    broken: Sequence[BrokenClause],
+) -> tuple[dict[int, list[tuple[str, str]]], dict[str, str]]:
+    """``(feature index -> [(clause label, colour)] of every clause it broke, clause label
+    -> colour)``."""
+    colour_of: dict[int, list[tuple[str, str]]] = {}
     legend: dict[str, str] = {}
     for n, b in enumerate(broken):
         legend[b.label] = PALETTE[n % len(PALETTE)]
         for f in b.offenders.get("features") or []:
             i = f.get("index")
             if isinstance(i, int):
-                colour_of.setdefault(i, (b.label, legend[b.label]))
+                colour_of.setdefault(i, []).append((b.label, legend[b.label]))
     return colour_of, legend
 
 
@@ -93,7 +98,8 @@ def _as_sent_lines(facts: BatchFacts, geoms: np.ndarray, crs: CRS | None) -> np.
 
 
 def _lines_of(geometry: Mapping[str, Any]) -> list[list[list[float]]]:
-    """Every line and ring of a GeoJSON geometry (collections walked)."""
+    """Every line and ring of a geometry mapping (``type``, ``coordinates``, as
+    :func:`geometry_as_sent` gives it; collections walked)."""
     kind = geometry.get("type")
     coords: Any = geometry.get("coordinates") or []
     if kind == "GeometryCollection":
@@ -113,7 +119,7 @@ MAX_DRAWN_PASSING = 20_000
 
 
 def _thinned(
-    usable: np.ndarray, colour_of: Mapping[int, tuple[str, str]]
+    usable: np.ndarray, colour_of: Mapping[int, Sequence[tuple[str, str]]]
 ) -> tuple[np.ndarray, int, int]:
     """``(features to draw, passing features left out, passing features)``: every
     offending feature, and :data:`MAX_DRAWN_PASSING` passing ones evenly spaced in batch
@@ -202,9 +208,18 @@ def map_section(
         )
     if skipped:
         notes.append("regions not drawn: " + esc(", ".join(skipped)))
+    cut = [(b.label, unrecorded(b, "not drawn as offenders")) for b in broken]
+    notes += [
+        f'<span class="unrecorded">{esc(label)}: {text}</span> (the record holds only the '
+        "first offenders: the others are drawn grey)"
+        for label, text in cut
+        if text
+    ]
+    cut = [c for c in cut if c[1]]
+    grey = "grey features broke nothing" + (" recorded" if cut else "")
     return (
-        f"<p>{facts.count} features in {esc(name)}; grey features broke nothing, coloured "
-        "ones broke the clause of their colour; dashed outlines are extent regions.</p>"
+        f"<p>{facts.count} features in {esc(name)}; {grey}, coloured ones broke the clause "
+        "of their colour (a ring per clause); dashed outlines are extent regions.</p>"
         + svg
         + (f"<ul>{items}</ul>" if items else "<p>No feature broke a clause.</p>")
         + "".join(f"<p class=note>{n}</p>" for n in notes)

@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from worker.core.model import Batch, Contract, Decision
+from worker.core.offenders import MAX_OFFENDERS
 from worker.io.reports.batch_map import map_crs, map_section
 from worker.io.reports.offenders import BrokenClause, broken_clauses, offenders_of_record
 from worker.io.reports.text import offender_value
@@ -29,10 +30,13 @@ __all__ = ["render_batch_page", "render_record_page"]
 
 
 def _offender_table(broken: Sequence[BrokenClause]) -> str:
+    """The offenders table: the first :data:`MAX_OFFENDERS` of each clause (``check``
+    names every one for the map, which the table need not repeat), then how many more."""
     esc = html.escape
     rows = []
     for b in broken:
-        feats = list(b.offenders.get("features") or [])
+        named = list(b.offenders.get("features") or [])
+        feats = named[:MAX_OFFENDERS]
         for f in feats:
             rows.append(
                 f"<tr><td>{esc(b.label)}</td><td>{f.get('index')}</td>"
@@ -41,9 +45,10 @@ def _offender_table(broken: Sequence[BrokenClause]) -> str:
             )
         total = b.offenders.get("total") or 0
         if isinstance(total, int) and total > len(feats):
+            kept = "every one is on the map" if len(named) >= total else "the first ones are kept"
             rows.append(
                 f'<tr><td>{esc(b.label)}</td><td colspan="3">... and {total - len(feats)} more '
-                "(the first ones are kept)</td></tr>"
+                f"({kept})</td></tr>"
             )
     if not rows:
         return "<p>No offending features.</p>"

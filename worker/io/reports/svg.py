@@ -64,7 +64,7 @@ def _points(geom: Any) -> list[tuple[float, float]]:
 def svg_map(
     geoms: np.ndarray,
     usable: np.ndarray,
-    colour_of: Mapping[int, tuple[str, str]],
+    colour_of: Mapping[int, Sequence[tuple[str, str]]],
     regions: Sequence[MapRegion],
     *,
     crs_name: str,
@@ -80,7 +80,9 @@ def svg_map(
     usable : ndarray of bool
         Features that can be drawn (finite, non-empty).
     colour_of : mapping
-        Feature index -> (clause label, colour) for offending features.
+        Feature index -> ``(clause label, colour)`` of each clause an offending feature
+        broke, in clause order: filled in the first one's colour, with one ring per clause
+        in its colour, and ``data-clause`` naming them all (space-separated).
     regions : sequence of MapRegion
         Extent regions in the map CRS.
     crs_name : str
@@ -137,41 +139,51 @@ def svg_map(
         geom = geoms[idx]
         if tolerance > 0 and shapely.get_type_id(geom) not in (0, 4):
             geom = shapely.simplify(geom, tolerance, preserve_topology=False) or geom
-        g = shapely.transform(geom, to_screen)
-        label, colour = colour_of.get(idx, ("", ""))
-        cls = "feature offender" if label else "feature"
-        fill = colour or "#c9c9c0"
-        stroke = "#222" if label else "#888"
-        attrs = f'class="{cls}" data-index="{idx}"' + (
-            f' data-clause="{html.escape(label)}"' if label else ""
-        )
-        title = f"<title>#{idx}{': broke ' + html.escape(label) if label else ''}</title>"
-        d = _path(g)
-        if d and shapely.get_type_id(geom) in (1, 2, 5):  # lines: a stroke, never a fill
-            parts.append(
-                f'<path {attrs} d="{d}" fill="none" stroke="{colour or stroke}" '
-                f'stroke-width="{2.5 if label else 1}">{title}</path>'
-            )
-        elif d:
-            parts.append(
-                f'<path {attrs} d="{d}" fill="{fill}" fill-opacity="{0.85 if label else 0.6}" '
-                f'fill-rule="evenodd" stroke="{stroke}" stroke-width="{1.2 if label else 0.5}">'
-                f"{title}</path>"
-            )
-        if label and d:  # a ring around every offender: a tiny one is still seen
-            c = shapely.get_coordinates(shapely.point_on_surface(g))
-            if len(c):
-                parts.append(
-                    f'<circle class="marker" data-index="{idx}" cx="{c[0][0]:.1f}" '
-                    f'cy="{c[0][1]:.1f}" r="8" fill="none" stroke="{fill}" stroke-width="2"/>'
-                )
-        for x, y in _points(g):
-            parts.append(
-                f'<circle {attrs} cx="{x:.1f}" cy="{y:.1f}" r="{5 if label else 3}" '
-                f'fill="{fill}" stroke="{stroke}">{title}</circle>'
-            )
+        parts += _feature(idx, shapely.transform(geom, to_screen), colour_of.get(idx, ()))
     parts.append(
         f'<text x="{pad}" y="{h - 5}" font-size="11" fill="#555">{html.escape(crs_name)}: x '
         f"{minx:.6g} .. {maxx:.6g}, y {miny:.6g} .. {maxy:.6g}</text></svg>"
     )
     return "".join(parts)
+
+
+def _feature(idx: int, g: Any, broke: Sequence[tuple[str, str]]) -> list[str]:
+    """The SVG elements of feature ``idx`` (``g`` in screen units): its path or points,
+    and for an offender one ring per clause it broke (a tiny one is still seen)."""
+    labels = " ".join(label for label, _ in broke)
+    colour = broke[0][1] if broke else ""
+    cls = "feature offender" if broke else "feature"
+    fill = colour or "#c9c9c0"
+    stroke = "#222" if broke else "#888"
+    attrs = f'class="{cls}" data-index="{idx}"' + (
+        f' data-clause="{html.escape(labels)}"' if broke else ""
+    )
+    names = ", ".join(label for label, _ in broke)
+    title = f"<title>#{idx}{': broke ' + html.escape(names) if broke else ''}</title>"
+    parts = []
+    d = _path(g)
+    if d and shapely.get_type_id(g) in (1, 2, 5):  # lines: a stroke, never a fill
+        parts.append(
+            f'<path {attrs} d="{d}" fill="none" stroke="{colour or stroke}" '
+            f'stroke-width="{2.5 if broke else 1}">{title}</path>'
+        )
+    elif d:
+        parts.append(
+            f'<path {attrs} d="{d}" fill="{fill}" fill-opacity="{0.85 if broke else 0.6}" '
+            f'fill-rule="evenodd" stroke="{stroke}" stroke-width="{1.2 if broke else 0.5}">'
+            f"{title}</path>"
+        )
+    c = shapely.get_coordinates(shapely.point_on_surface(g)) if broke and d else None
+    for n, (label, ring) in enumerate(broke if c is not None and len(c) else ()):
+        assert c is not None
+        parts.append(
+            f'<circle class="marker" data-index="{idx}" data-clause="{html.escape(label)}" '
+            f'cx="{c[0][0]:.1f}" cy="{c[0][1]:.1f}" r="{8 + 4 * n}" fill="none" '
+            f'stroke="{ring}" stroke-width="2"/>'
+        )
+    for x, y in _points(g):
+        parts.append(
+            f'<circle {attrs} cx="{x:.1f}" cy="{y:.1f}" r="{5 if broke else 3}" '
+            f'fill="{fill}" stroke="{stroke}">{title}</circle>'
+        )
+    return parts

@@ -15,6 +15,7 @@ from worker.core._util.jsonsafe import dumps_json
 from worker.core.clauses import KINDS, domain, feature_count, freshness
 from worker.core.model import ClauseResult, Decision
 from worker.core.offenders import Offenders
+from worker.io.formats import OFFENDERS_FILE
 
 __all__ = [
     "brief",
@@ -169,7 +170,8 @@ def offender_lines(
         recorded = len(feats)
         lines.append(
             f"  ... and {more} more ({recorded} recorded with their ids: see --format json, "
-            "or write them as GeoJSON: check --offenders FILE, quarantine show --geojson FILE)"
+            f"or write them as {OFFENDERS_FILE.title}: check --offenders FILE, quarantine show "
+            f"{OFFENDERS_FILE.flag} FILE)"
         )
     return lines
 
