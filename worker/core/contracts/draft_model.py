@@ -30,8 +30,9 @@ class DraftOptions:
 class SampleInfo:
     """One sample as read: its name (path or URI), the CRS its file states (text as
     read, None when it states none), its axis order and its feature count;
-    ``crs_by_format`` when the CRS is its format's default (RFC 7946 GeoJSON, a GeoParquet
-    without ``crs``: OGC:CRS84) rather than written in the file."""
+    ``crs_by_format`` when the CRS is its format's default (OGC:CRS84 where the format's
+    rules say so when the file states none; see worker.io.formats) rather than written in
+    the file."""
 
     name: str
     declared_crs: str | None
