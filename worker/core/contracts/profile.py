@@ -53,7 +53,8 @@ class ColumnProfile:
 class Profile:
     """What the draft needs to know of some features (counts are features).
 
-    ``types`` maps a geometry type name (OGC Simple Features) with dimensions (``MultiPolygon Z``) to its
+    ``types`` maps a geometry type name (OGC Simple Features) with dimensions
+    (``MultiPolygon Z``) to its
     count; ``missing`` counts features without a (readable) geometry, ``empty`` empty
     ones, ``invalid`` the ones the validity clause counts invalid, ``outside_area`` those
     with a coordinate beyond the declared CRS's area of use. ``bounds`` is the envelope
