@@ -49,9 +49,7 @@ def sources(declared: dict[str, str], reading: list[str], **kw) -> Sources:  # t
 
 
 def test_the_gate_counts_declared_and_unattributed_readers_and_opens_at_zero() -> None:
-    o = build_overview(
-        sources({"team-a": "v1.0", "team-b": "v2.0"}, ["etl-7"]), now=NOW
-    )
+    o = build_overview(sources({"team-a": "v1.0", "team-b": "v2.0"}, ["etl-7"]), now=NOW)
     (layer,) = o.layers
     v1, v2 = layer.gates
     assert (v1.declared, v1.unattributed, v1.count, v1.open) == (1, 1, 2, False)
