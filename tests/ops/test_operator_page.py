@@ -104,3 +104,10 @@ def test_routes_serve_the_page_the_json_and_refuse_unknown_batches() -> None:
     assert missing is not None and missing.status == 404  # only kept coordinates are read
     assert operator_response("/batch/../../etc", source).status == 404  # type: ignore[union-attr]
     assert operator_response("/status", source) is None  # left to the other handlers
+
+
+def test_every_version_colour_index_has_a_colour() -> None:
+    from worker.core.lifecycle.overview import PALETTE_SIZE
+    from worker.io.reports.overlap_svg import PALETTE
+
+    assert len(PALETTE) == PALETTE_SIZE == len(set(PALETTE))

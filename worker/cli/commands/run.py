@@ -91,7 +91,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--http-port",
         type=bounded_int(0, 65535),
         default=None,
-        help="port of /healthz, /readyz, /metrics, /status "
+        help="port of /healthz, /readyz, /metrics, /status and the operator page / "
         "(env CONTRACT_GATE_HTTP_PORT; default 8080; 0 disables the server)",
     )
     p.add_argument(

@@ -13,7 +13,7 @@ lists are capped, so the page has a known maximum size; escaping is the renderer
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import datetime
 
 from worker.core._util.text import clip
@@ -44,6 +44,8 @@ __all__ = [
 MAX_NAME_CHARS = 120
 #: Readers named per version in the retirement gate's line (the rest are counted).
 MAX_READERS_SHOWN = 12
+#: Colours the renderer has: version colours repeat after this many versions of a layer.
+PALETTE_SIZE = 8
 #: Count changes kept per version for the timeline's step line.
 MAX_HISTORY = 64
 #: Layers on the page (the registry holds only layers a config record named).
@@ -73,7 +75,8 @@ class VersionRow:
 
     ``age_cycles`` is its age since publication in its own cadence cycles; ``attainment``
     and ``budget_left`` are fractions 0..1 over the SLO window (None: nothing evaluated).
-    ``colour`` is the palette index of its major (the ``version`` label of the metrics).
+    ``colour`` is its palette index: one colour per version of the layer, the same wherever
+    the page names the version (its ``version`` label in the metrics).
     """
 
     version: str
@@ -88,10 +91,8 @@ class VersionRow:
     budget_left: float | None
     evaluated: int
     marks: tuple[Mark, ...]
-
-    @property
-    def colour(self) -> int:
-        return (self.major - 1) % 8
+    #: palette index: the version's rank in its layer, oldest first (a colour per version)
+    colour: int = 0
 
 
 @dataclass(frozen=True)
@@ -266,8 +267,11 @@ def layer_overview(layer: str, src: Sources, now: datetime) -> LayerOverview:
     series = {(s.key.version, s.key.mode): s for s in src.slo if s.key.layer == layer}
     superseded = _supersessions(known, stamps)
     rows = tuple(
-        _row(p, series, transition_marks(p, stamps, superseded.get(p.contract.key)), now)
-        for p in known
+        replace(
+            _row(p, series, transition_marks(p, stamps, superseded.get(p.contract.key)), now),
+            colour=i % PALETTE_SIZE,
+        )
+        for i, p in enumerate(known)
     )
     active = [p for p in known if p.state == "active"]
     migration = src.migration.layers.get(layer)
@@ -306,7 +310,6 @@ def overview_to_json(o: Overview) -> dict[str, object]:
         d = asdict(v)
         d["published_at"] = v.published_at.isoformat()
         d["marks"] = [{"event": m.event, "at": m.at and m.at.isoformat()} for m in v.marks]
-        d["colour"] = v.colour
         return d
 
     def gate(g: Gate) -> dict[str, object]:

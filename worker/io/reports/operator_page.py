@@ -91,10 +91,17 @@ def _layer(lo: LayerOverview, o: Overview) -> str:
         "<tr><th>version</th><th>mode</th><th>state</th><th>class</th><th>age (cycles)</th>"
         "<th>attainment / objective</th><th>error budget left</th><th>evaluated</th></tr>"
     )
+    first: dict[
+        str, str
+    ] = {}  # major -> colour of its oldest active revision (where its counter is drawn)
+    for v in lo.versions:
+        if v.state == "active":
+            first.setdefault(f"v{v.major}", PALETTE[v.colour])
     gates = "".join(
         f'<li class="gate {"open" if g.open else "closed"}" data-version="{_e(g.version)}" '
         f'data-count="{g.count}" data-declared="{g.declared}" '
-        f'data-unattributed="{g.unattributed}">{_e(g.line)}'
+        f'data-unattributed="{g.unattributed}"><span class="swatch" '
+        f'style="background:{first.get(g.version, "#888")}"></span>{_e(g.line)}'
         f"{f' ({g.stale} stale declaration(s), not counted)' if g.stale else ''}</li>"
         for g in lo.gates
     )
@@ -146,6 +153,16 @@ _WORKER_LABELS = (
 )
 
 
+_LEGEND = (
+    '<p class="muted legend">Timeline: a bar per version from publication to supersession or '
+    "retirement (pale: observing, solid: enforcing); &#9675; published, &#9632; promoted, "
+    "&#9671; superseded, &#215; retired (times of the config records). Under each active "
+    "major: its readers over time, declared (solid line) and unattributed (dashed), and the "
+    "count that gates its retirement. Each version keeps its colour across table, timeline "
+    "and gates.</p>"
+)
+
+
 def _worker(o: Overview) -> str:
     rows = []
     for key, label in _WORKER_LABELS:
@@ -163,6 +180,8 @@ def render_fragments(o: Overview) -> dict[str, str]:
     layers = "".join(_layer(lo, o) for lo in o.layers) or (
         '<p class="muted">no contract on the config topic yet</p>'
     )
+    if o.layers:
+        layers = _LEGEND + layers
     return {"worker": _worker(o), "layers": layers, "quarantine": _quarantine(o)}
 
 
