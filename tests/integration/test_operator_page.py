@@ -14,6 +14,8 @@ import subprocess
 import tempfile
 import threading
 import time
+import urllib.request
+import zlib
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from datetime import datetime, timedelta, timezone
@@ -42,6 +44,8 @@ FLAGS = ["--headless", "--no-sandbox", "--disable-gpu", "--no-first-run",
          "--disable-background-networking", "--disable-component-update", "--disable-sync",
          "--window-size=1280,1400"]  # fmt: skip
 LAYER = "nyc_boroughs"
+#: The status line as the page's script sets it after a poll of /overview.json.
+LIVE = re.compile(r'<span id="status" class="ok">live: updated \d{4}-\d\d-\d\dT')
 
 
 def chromium(url: str, tmp: Path, *extra: str, budget_ms: int = 4500) -> str:
@@ -97,6 +101,18 @@ def wait_for(predicate, timeout_s: float = 30.0) -> None:  # type: ignore[no-unt
         time.sleep(0.2)
 
 
+def ink_fraction(png: bytes) -> float:
+    """The fraction of non-white bytes in the PNG's decoded scanlines (0: blank page)."""
+    pos, idat = 8, b""
+    while pos < len(png):
+        length = int.from_bytes(png[pos : pos + 4], "big")
+        if png[pos + 4 : pos + 8] == b"IDAT":
+            idat += png[pos + 8 : pos + 8 + length]
+        pos += 12 + length
+    raw = zlib.decompress(idat)
+    return sum(1 for b in raw[::7] if b < 0xF0) / len(raw[::7])
+
+
 def v1_count(s: Served) -> int | None:
     row = s.exporter.view.count(LAYER, "v1")
     return None if row is None else row.count
@@ -127,17 +143,19 @@ def test_the_counter_steps_down_and_the_gate_opens_as_consumers_declare(
             declare(settings, name, LAYER, "v2")
             wait_for(lambda n=3 - step: v1_count(served) == n)
         dom = chromium(f"{served.url}/", tmp_path, "--dump-dom")
-        assert "live: updated" in dom  # the script polled /overview.json and redrew
+        assert LIVE.search(dom), dom[:400]  # the script polled /overview.json and redrew
         seen.append(gate_in_dom(dom))
         if step == 0:
             assert f"group unattributed:{silent}" in dom
             assert re.search(r'<tr data-version="v2.0" data-state="active">', dom)
     assert seen == [(3, "closed"), (2, "closed"), (1, "closed"), (0, "open")]
     assert "v1: no reader left: the retirement gate is open" in dom
+    assert dom.count('data-event="promoted"') == 2  # from the records' Kafka timestamps
     shot = tmp_path / "page.png"
     chromium(f"{served.url}/", tmp_path, f"--screenshot={shot}", budget_ms=500)
     png = shot.read_bytes()
-    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20_000  # drawn, not blank
+    assert png[:8] == b"\x89PNG\r\n\x1a\n" and len(png) > 20_000
+    assert ink_fraction(png) > 0.02  # drawn, not blank
 
 
 def test_a_quarantined_batch_links_to_its_map(
@@ -163,6 +181,14 @@ def test_a_quarantined_batch_links_to_its_map(
     assert "nyc-bad-codes" in dom and "v1.0:boro_code" in dom, dom[dom.find('id="quarantine"') :][
         :3000
     ]
+    assert LIVE.search(dom)
+    with urllib.request.urlopen(f"{served.url}/", timeout=10) as resp:  # what a browser
+        off = resp.read().decode()  # with JavaScript off shows: the server's first view
+    assert "nyc-bad-codes" in off and '<svg class="timeline"' in off and 'class="map"' in off
+    assert '<span id="status" class="muted">rendered ' in off and not LIVE.search(off)
+    pdf = tmp_path / "page.pdf"
+    chromium(f"{served.url}/", tmp_path, f"--print-to-pdf={pdf}", "--no-pdf-header-footer")
+    assert pdf.read_bytes()[:5] == b"%PDF-" and pdf.stat().st_size > 10_000  # prints
     link = re.search(r'<a class="map" href="([^"]+)">map</a>', dom)
     assert link is not None
     page = chromium(served.url + link[1], tmp_path, "--dump-dom", budget_ms=500)

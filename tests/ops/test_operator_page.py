@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import json
 import re
+from dataclasses import replace
 from datetime import timedelta
 from types import SimpleNamespace
 
@@ -73,6 +74,23 @@ def test_the_ring_keeps_the_last_quarantines_and_their_batch_links() -> None:
     kept = recent.find("gis.batches", 0, 4)
     assert kept is not None and kept.record["reasons"][0]["message"] == "broken"
     assert recent.events_per_s(window_s=60.0) == 5 / 60.0
+    assert kept.record["worker_id"] == "this worker"  # no record written: rebuilt
+
+
+def test_the_ring_keeps_the_record_the_worker_wrote() -> None:
+    from worker.gate.records import quarantine_record
+    from worker.kafka.settings import Topics
+
+    o = outcome(9)
+    written = quarantine_record(
+        o.source, o.layer, o.batch_id, o.decision, Topics(), NOW, "worker-7"
+    )
+    recent = RecentQuarantines(now=lambda: NOW)
+    recent(replace(o, records=(written,)))
+    kept = recent.find("gis.batches", 0, 9)
+    assert kept is not None
+    assert (kept.record["worker_id"], kept.record["original"]) == ("worker-7", b"")
+    assert kept.record["source_offset"] == 9
 
 
 def state() -> SimpleNamespace:

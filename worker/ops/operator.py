@@ -19,6 +19,7 @@ from typing import Any
 from urllib.parse import quote
 
 from worker.core._util.text import clip
+from worker.core.errors import DecodeError
 from worker.core.lifecycle.migration import MigrationView
 from worker.core.lifecycle.overview import (
     MAX_HISTORY,
@@ -104,9 +105,19 @@ class RecentQuarantines:
             if kept is not None:
                 self._kept.append(kept)
 
-    def _keep(self, outcome: Outcome) -> Kept:
+    def _record(self, outcome: Outcome) -> dict[str, Any]:
+        """The quarantine record the worker wrote for ``outcome`` (decoded, without its
+        original bytes); rebuilt from the decision when none is found."""
+        for out in outcome.records:
+            if any(k == "dlq.reason" for k, _v in out.headers):
+                try:
+                    record = codec.decode_quarantine(out.value)
+                except DecodeError:
+                    break
+                record["original"] = b""
+                return record
         s = outcome.source
-        record = codec.decode_quarantine(
+        return codec.decode_quarantine(
             codec.encode_quarantine(
                 outcome.decision,
                 batch_id=outcome.batch_id,
@@ -119,6 +130,10 @@ class RecentQuarantines:
                 worker_id="this worker",
             )
         )
+
+    def _keep(self, outcome: Outcome) -> Kept:
+        s = outcome.source
+        record = self._record(outcome)
         link = f"/batch/{quote(s.topic, safe='')}/{s.partition}/{s.offset}"
         row = {
             "at": self._now().strftime("%Y-%m-%d %H:%M:%S UTC"),

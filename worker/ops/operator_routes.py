@@ -19,11 +19,11 @@ from urllib.parse import unquote
 from worker.core._util.jsonsafe import dumps_json
 from worker.core.errors import ContractGateError
 from worker.core.lifecycle.overview import overview_to_json
-from worker.io import codec
 from worker.io.reports.operator_page import render_fragments, render_operator_page
 from worker.io.reports.page import render_record_page
 from worker.ops.http_handlers import Response, _json
 from worker.ops.operator import OverviewSource
+from worker.ops.quarantine import QuarantineEntry, entry_batch
 
 __all__ = ["OPERATOR_ENDPOINTS", "operator_response", "read_event"]
 
@@ -83,13 +83,13 @@ def _batch_page(source: OverviewSource, m: re.Match[str]) -> Response:
             f"consumed at {html.escape(topic)}[{partition}]@{offset} (it keeps the last few). "
             'Use <code>contract-gate quarantine show</code>. <a href="/">back</a></p>',
         )
+    settings = source.state.settings
     try:
-        original = read_event(source.state.settings, topic, partition, offset)
-        batch = codec.decode_batch(original)
-        if batch.payload_uri and not batch.geometries_wkb:
-            from worker.io.payloads import load_payload
-
-            batch = load_payload(batch.payload_uri, batch, policy=source.state.settings.payload)
+        original = read_event(settings, topic, partition, offset)
+        entry = QuarantineEntry(
+            topic, partition, offset, None, {}, kept.record | {"original": original}
+        )
+        batch = entry_batch(entry, settings)  # framed or plain, inline or by reference
     except ContractGateError as exc:
         return _html(
             200,
