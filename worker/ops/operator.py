@@ -231,7 +231,7 @@ class OverviewSource:
         assigned: Sequence[str] = sorted(f"{t}[{p}]" for t, p in s.assigned)
         return {
             "ready": bool(s.config.bootstrapped and s.assigned),
-            "config_bootstrapped": s.config.bootstrapped,
+            "config_bootstrapped": _bootstrap(s.config),
             "broker": "reachable"
             if down is None
             else f"unreachable for {max(0.0, time.monotonic() - down):.0f} s",
@@ -243,6 +243,14 @@ class OverviewSource:
             "transactions_aborted": s.transactions_aborted,
             "seconds_since_poll_loop": round(time.monotonic() - s.last_loop_monotonic, 1),
         }
+
+
+def _bootstrap(config: Any) -> bool | str:
+    """True once bootstrapped; else why not (the follower's stall reason), bounded."""
+    if config.bootstrapped:
+        return True
+    stalled = getattr(config, "stalled", None)
+    return clip(f"no: {stalled}", 400) if stalled else "no: reading the config topic"
 
 
 def _lag(state: Any) -> dict[tuple[str, int], int]:

@@ -18,10 +18,10 @@ from datetime import datetime
 
 from worker.core._util.text import clip
 from worker.core.lifecycle.escalations import escalations
-from worker.core.lifecycle.history import parse_history_key
 from worker.core.lifecycle.migration import MigrationView, VersionCount
 from worker.core.lifecycle.policy import Published
 from worker.core.lifecycle.slo import SloStatus
+from worker.core.lifecycle.transitions import Mark, supersessions, transition_marks
 from worker.core.lifecycle.versions import major_label, parse_version
 
 __all__ = [
@@ -51,22 +51,10 @@ MAX_HISTORY = 64
 #: Layers on the page (the registry holds only layers a config record named).
 MAX_LAYERS = 200
 
-#: Lifecycle events of a version, in the order they happen.
-EVENTS = ("published", "promoted", "superseded", "retired")
-
 
 def name(text: object) -> str:
     """``text`` as a string of at most :data:`MAX_NAME_CHARS` (+ the clip marker)."""
     return clip(str(text), MAX_NAME_CHARS)
-
-
-@dataclass(frozen=True)
-class Mark:
-    """One lifecycle event of a version: ``event`` (one of :data:`EVENTS`) at ``at`` (UTC),
-    or ``at`` None when the state says it happened but no record time is known."""
-
-    event: str
-    at: datetime | None
 
 
 @dataclass(frozen=True)
@@ -114,10 +102,12 @@ class Gate:
 
     @property
     def count(self) -> int:
+        """Declared + unattributed readers: zero opens the gate."""
         return self.declared + self.unattributed
 
     @property
     def open(self) -> bool:
+        """True when ``contract retire`` of this major would pass."""
         return self.retirable and self.count == 0
 
     @property
@@ -154,48 +144,6 @@ class Overview:
     layers: tuple[LayerOverview, ...]
     quarantined: tuple[Mapping[str, object], ...]
     worker: Mapping[str, object]
-
-
-def transition_marks(
-    published: Published, stamps: Mapping[str, datetime], superseded_at: datetime | None
-) -> tuple[Mark, ...]:
-    """The lifecycle marks of one version: publication from its record's ``published_at``,
-    promotion and retirement from the timestamps of its state records (``stamps``: config
-    key -> Kafka timestamp), supersession from the record that superseded it."""
-    vkey = published.contract.key
-    at: dict[str, datetime] = {}
-    for key, when in stamps.items():
-        hk = parse_history_key(key)
-        if hk is None or hk.vkey != vkey or hk.state is None:
-            continue
-        event = "retired" if hk.state == "retired" else None
-        if hk.state == "active" and hk.mode == "enforcing":
-            event = "promoted"
-        if event is not None and (event not in at or when < at[event]):
-            at[event] = when
-    marks = [Mark("published", published.published_at)]
-    if published.mode == "enforcing":
-        marks.append(Mark("promoted", at.get("promoted", published.published_at)))
-    if published.state == "superseded" or superseded_at is not None:
-        marks.append(Mark("superseded", superseded_at))
-    if published.state == "retired":
-        marks.append(Mark("retired", at.get("retired")))
-    return tuple(marks)
-
-
-def _supersessions(
-    known: Sequence[Published], stamps: Mapping[str, datetime]
-) -> dict[str, datetime]:
-    """``layer/version`` -> time of the record (of a later version) that superseded it."""
-    out: dict[str, datetime] = {}
-    for p in known:
-        if not p.supersedes:
-            continue
-        times = [t for k, t in stamps.items() if k.startswith(f"{p.contract.key}/")]
-        when = min(times) if times else p.published_at
-        for target in p.supersedes:
-            out[target] = min(when, out.get(target, when))
-    return out
 
 
 def _row(
@@ -265,7 +213,7 @@ def layer_overview(layer: str, src: Sources, now: datetime) -> LayerOverview:
     known = [p for p in src.published if p.contract.layer == layer]
     stamps = {k: t for k, t in src.stamps.items() if k.startswith(f"{layer}/")}
     series = {(s.key.version, s.key.mode): s for s in src.slo if s.key.layer == layer}
-    superseded = _supersessions(known, stamps)
+    superseded = supersessions(known, stamps)
     rows = tuple(
         replace(
             _row(p, series, transition_marks(p, stamps, superseded.get(p.contract.key)), now),
