@@ -61,6 +61,22 @@ def test_the_gate_counts_declared_and_unattributed_readers_and_opens_at_zero() -
     assert (v1.count, v1.open) == (0, True)
     assert v1.line == "v1: no reader left: the retirement gate is open"
     assert v2.count == 2
+    assert v2.line == "v2: 2 readers left: etl-7, team-a"  # retiring v2 would need them too
+
+
+def test_the_only_major_carries_its_readers() -> None:
+    only = build_view(
+        {"roads": ["v1.0"]},
+        [Declaration("team-a", "roads", "v1.0", NOW)],
+        [],
+        ["team-a"],
+        now=NOW,
+        stale_after=timedelta(days=30),
+    )
+    o = build_overview(Sources([published(V1)], {}, only), now=NOW)
+    (gate,) = o.layers[0].gates
+    assert (gate.count, gate.retirable, gate.open) == (1, False, False)
+    assert gate.line == "v1: 1 reader on it (no other enforcing major to retire it for): team-a"
 
 
 def test_versions_carry_age_in_cycles_slo_figures_and_record_times() -> None:

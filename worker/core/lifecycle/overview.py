@@ -117,10 +117,13 @@ class Gate:
             more = self.count - len(self.readers)
             tail = f" and {more} more" if more > 0 else ""
             noun = "reader" if self.count == 1 else "readers"
-            return f"{self.version}: {self.count} {noun} left: {', '.join(self.readers)}{tail}"
+            where = (
+                "left" if self.retirable else "on it (no other enforcing major to retire it for)"
+            )
+            return f"{self.version}: {self.count} {noun} {where}: {', '.join(self.readers)}{tail}"
         if self.retirable:
             return f"{self.version}: no reader left: the retirement gate is open"
-        return f"{self.version}: no reader left (the newest major: nothing to retire it for)"
+        return f"{self.version}: no reader left (no other enforcing major to retire it for)"
 
 
 @dataclass(frozen=True)
