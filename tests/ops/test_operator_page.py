@@ -73,7 +73,7 @@ def test_the_ring_keeps_the_last_quarantines_and_their_batch_links() -> None:
     assert recent.find("gis.batches", 0, 1) is None  # fell out of the ring
     kept = recent.find("gis.batches", 0, 4)
     assert kept is not None and kept.record["reasons"][0]["message"] == "broken"
-    assert recent.events_per_s(window_s=60.0) == 5 / 60.0
+    assert recent.events_per_s() == 5 / 60.0
     assert kept.record["worker_id"] == "this worker"  # no record written: rebuilt
 
 
@@ -129,3 +129,31 @@ def test_every_version_colour_index_has_a_colour() -> None:
     from worker.io.reports.overlap_svg import PALETTE
 
     assert len(PALETTE) == PALETTE_SIZE == len(set(PALETTE))
+
+
+def test_the_decision_rate_counts_the_last_minute_only() -> None:
+    t = [1000.0]
+    recent = RecentQuarantines(clock=lambda: t[0], now=lambda: NOW)
+    for _ in range(30):
+        recent(outcome(1))
+    t[0] = 1030.5
+    for _ in range(90):
+        recent(outcome(2))
+    assert recent.events_per_s() == 120 / 60
+    t[0] = 1061.0  # the first 30 are more than a minute old
+    assert recent.events_per_s() == 90 / 60
+
+
+def test_batch_pages_read_from_kafka_at_most_two_at_a_time() -> None:
+    from worker.ops import operator_routes
+
+    recent = RecentQuarantines(now=lambda: NOW)
+    recent(outcome(4))
+    source = OverviewSource(state(), recent)
+    held = [operator_routes._READS.acquire(blocking=False) for _ in range(2)]
+    try:
+        busy = operator_response("/batch/gis.batches/0/4", source)
+        assert held == [True, True] and busy is not None and busy.status == 503
+    finally:
+        for _ in held:
+            operator_routes._READS.release()

@@ -38,6 +38,8 @@ __all__ = ["Kept", "OverviewSource", "RecentQuarantines", "fan_out"]
 MAX_MEASURED_CHARS = 200
 #: Broken clauses listed per quarantined batch.
 MAX_BROKEN_SHOWN = 8
+#: Seconds over which the decision rate is measured.
+RATE_WINDOW_S = 60
 #: Count histories kept (layer, major): beyond, new ones are not remembered.
 MAX_SERIES = 512
 
@@ -90,7 +92,7 @@ class RecentQuarantines:
         now: Callable[[], datetime] = lambda: datetime.now(timezone.utc),
     ) -> None:
         self._kept: deque[Kept] = deque(maxlen=maxlen)
-        self._times: deque[float] = deque(maxlen=100_000)
+        self._per_s: deque[list[int]] = deque(maxlen=RATE_WINDOW_S + 1)  # [second, count]
         self._lock = threading.Lock()
         self._clock = clock
         self._now = now
@@ -101,7 +103,11 @@ class RecentQuarantines:
         if not outcome.decision.admitted:
             kept = self._keep(outcome)
         with self._lock:
-            self._times.append(t)
+            second = int(t)
+            if self._per_s and self._per_s[-1][0] == second:
+                self._per_s[-1][1] += 1
+            else:
+                self._per_s.append([second, 1])
             if kept is not None:
                 self._kept.append(kept)
 
@@ -156,12 +162,13 @@ class RecentQuarantines:
         with self._lock:
             return next((k for k in self._kept if k.source == (topic, partition, offset)), None)
 
-    def events_per_s(self, window_s: float = 60.0) -> float:
-        """Decisions committed per second over the last ``window_s`` seconds."""
-        since = self._clock() - window_s
+    def events_per_s(self) -> float:
+        """Decisions committed per second over the last :data:`RATE_WINDOW_S` seconds
+        (counted per whole second of the monotonic clock)."""
+        since = int(self._clock()) - RATE_WINDOW_S
         with self._lock:
-            n = sum(1 for t in self._times if t >= since)
-        return n / window_s
+            n = sum(count for second, count in self._per_s if second > since)
+        return n / RATE_WINDOW_S
 
 
 def _history_step(

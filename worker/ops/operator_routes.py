@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import html
 import re
+import threading
 from typing import Any
 from urllib.parse import unquote
 
@@ -32,6 +33,9 @@ OPERATOR_ENDPOINTS = ["/", "/overview.json", "/batch/<topic>/<partition>/<offset
 _BATCH = re.compile(r"^/batch/([^/]{1,400})/(\d{1,6})/(\d{1,19})$")
 #: Seconds a batch page waits for its original event.
 READ_TIMEOUT_S = 10.0
+#: Batch pages read from Kafka at once (each opens a reader); more get a 503 at once.
+MAX_CONCURRENT_READS = 2
+_READS = threading.BoundedSemaphore(MAX_CONCURRENT_READS)
 
 
 def _html(status: int, text: str) -> Response:
@@ -83,19 +87,23 @@ def _batch_page(source: OverviewSource, m: re.Match[str]) -> Response:
             f"consumed at {html.escape(topic)}[{partition}]@{offset} (it keeps the last few). "
             'Use <code>contract-gate quarantine show</code>. <a href="/">back</a></p>',
         )
-    settings = source.state.settings
+    if not _READS.acquire(blocking=False):
+        return _html(503, "<!doctype html><title>busy</title><p>Other batch pages are being "
+                     'read: try again in a few seconds. <a href="/">back</a></p>')  # fmt: skip
     try:
-        original = read_event(settings, topic, partition, offset)
+        original = read_event(source.state.settings, topic, partition, offset)
         entry = QuarantineEntry(
             topic, partition, offset, None, {}, kept.record | {"original": original}
         )
-        batch = entry_batch(entry, settings)  # framed or plain, inline or by reference
+        batch = entry_batch(entry, source.state.settings)  # framed or plain, by reference
     except ContractGateError as exc:
         return _html(
             200,
             "<!doctype html><title>no map</title><p>No map for this batch: "
             f'{html.escape(str(exc)[:2000])}</p><p><a href="/">back</a></p>',
         )
+    finally:
+        _READS.release()
     page = render_record_page(batch, kept.record)
     return _html(
         200, page.replace("<body>", '<body><p><a href="/">&larr; operator page</a></p>', 1)
