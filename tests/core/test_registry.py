@@ -235,3 +235,16 @@ def test_active_versions_follow_every_change_of_the_registry() -> None:
     apply_config_value(reg, V11.key, record(V11, mode="observing", state="retired"))
     assert [v.contract.version for v in reg.active("admin_boundaries")] == ["v1.0"]
     assert reg.active("roads") == ()
+
+
+def test_record_times_are_kept_only_for_keys_the_registry_holds() -> None:
+    from datetime import datetime, timezone
+
+    reg = Registry()
+    at = datetime(2026, 1, 2, 3, 4, 5, tzinfo=timezone.utc)
+    apply_config_value(reg, V1.key, record())
+    reg.stamp(V1.key, at)
+    reg.stamp("admin_boundaries/v9.0", at)  # no record under it: not kept
+    reg.stamp("other/v1.0", at)
+    assert reg.stamps("admin_boundaries") == {V1.key: at}
+    assert reg.stamps("other") == {}

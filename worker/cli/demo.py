@@ -175,8 +175,67 @@ def _print_tables(
         )
 
 
-def run_demo(*, timeout_s: float = 90.0, out: TextIO = sys.stdout) -> int:
-    """Run the demo end to end; returns 0 when every event got its decision."""
+class _Page:
+    """The worker's operator page during the demo: its HTTP server on a free loopback port
+    and the migration view refreshed every 2 s."""
+
+    def __init__(self, settings: Settings, out: TextIO) -> None:
+        from worker.ops.operator import RecentQuarantines
+
+        self.recent = RecentQuarantines()
+        self.settings = settings
+        self.out = out
+        self.server: Any = None
+        self.exporter: Any = None
+
+    def metrics(self) -> Any:
+        """The worker's metrics on a meter of the demo's own (SLO figures on the page)."""
+        from opentelemetry.sdk.metrics import MeterProvider
+
+        from worker.ops.metrics import GateMetrics
+
+        return GateMetrics(MeterProvider().get_meter("contract-gate-demo"))
+
+    def start(self, pipeline: Pipeline) -> None:
+        from worker.ops.http import GateHTTPServer
+        from worker.ops.migration_exporter import MigrationExporter
+        from worker.ops.operator import OverviewSource
+
+        self.exporter = MigrationExporter(self.settings, pipeline.registry, interval_s=2.0)
+        server = GateHTTPServer(pipeline, host="127.0.0.1", port=0)
+        server.migration = lambda: self.exporter.view
+        server.operator = OverviewSource(pipeline, self.recent, lambda: self.exporter.view)
+        self.server = server.start()
+        self.exporter.start()
+        print(f"operator page: http://127.0.0.1:{server.port}/", file=self.out)
+
+    def close(self) -> None:
+        if self.exporter is not None:
+            self.exporter.stop()
+        if self.server is not None:
+            self.server.close()
+
+
+def _linger(page: _Page, serve_s: float, out: TextIO) -> None:
+    """Keep the worker and its page up ``serve_s`` seconds (Ctrl-C ends it sooner)."""
+    if serve_s <= 0 or page.server is None:
+        return
+    print(
+        f"serving the operator page at http://127.0.0.1:{page.server.port}/ for "
+        f"{serve_s:.0f} s (Ctrl-C stops)",
+        file=out,
+    )
+    try:
+        time.sleep(serve_s)
+    except KeyboardInterrupt:
+        print("stopped", file=out)
+
+
+def run_demo(*, timeout_s: float = 90.0, out: TextIO = sys.stdout, serve_s: float = 0.0) -> int:
+    """Run the demo end to end; returns 0 when every event got its decision.
+
+    The worker's operator page is served on a free loopback port while the demo runs (its
+    address is printed), and ``serve_s`` seconds more after the results."""
     started = time.monotonic()
     print("contract-gate demo: real spatial batches through a contract gate on Kafka", file=out)
     broker = start_broker()
@@ -190,6 +249,7 @@ def run_demo(*, timeout_s: float = 90.0, out: TextIO = sys.stdout) -> int:
     )
     stop = threading.Event()
     worker_thread: threading.Thread | None = None
+    page = _Page(settings, out)
     try:
         print(
             "topics:", ", ".join(f"{k} ({v})" for k, v in create_topics(settings).items()), file=out
@@ -197,8 +257,9 @@ def run_demo(*, timeout_s: float = 90.0, out: TextIO = sys.stdout) -> int:
         # Contracts first, so the worker's bootstrap sees them; then the worker; then batches.
         print("contracts:", file=out)
         publish_demo_contracts(settings, out=out)
-        pipeline = Pipeline(settings)
+        pipeline = Pipeline(settings, metrics=page.metrics(), on_outcome=page.recent)
         pipeline.start(progress=lambda s: print(f"worker: {s}", file=out))
+        page.start(pipeline)
         worker_thread = threading.Thread(target=pipeline.run, args=(stop,), daemon=True)
         worker_thread.start()
         print("batches:", file=out)
@@ -222,8 +283,10 @@ def run_demo(*, timeout_s: float = 90.0, out: TextIO = sys.stdout) -> int:
         print(
             f"\ndemo finished in {elapsed:.1f} s: {len(placed)} events, every one decided", file=out
         )
+        _linger(page, serve_s, out)
         return 0
     finally:
+        page.close()
         stop.set()
         if worker_thread is not None:
             worker_thread.join(timeout=15)

@@ -24,6 +24,7 @@ import logging
 import os
 import time
 from collections.abc import Callable
+from datetime import datetime, timezone
 from typing import Any, TypeVar
 
 from worker.core._util.text import clip
@@ -70,6 +71,17 @@ def config_max_record_bytes(env: Any = None) -> int:
 
 
 log = logging.getLogger(__name__)
+
+
+def _stamp(registry: Registry, key: str | None, msg: Any) -> None:
+    """Keep the record's Kafka timestamp as the time of the change it made (the operator
+    page's overlap timeline); a record without a timestamp (0 or negative) is not kept."""
+    try:
+        _kind, ms = msg.timestamp()
+    except (AttributeError, TypeError, ValueError):
+        return
+    if key is not None and isinstance(ms, int) and ms > 0:
+        registry.stamp(key, datetime.fromtimestamp(ms / 1000.0, timezone.utc))
 
 
 class ConfigFollower:
@@ -250,6 +262,7 @@ class ConfigFollower:
             raw_key=raw_key,
         )  # fmt: skip
         self.records_read += 1
+        _stamp(self.registry, key, msg)
         if event.outcome == "rejected":
             log.log(
                 logging.DEBUG if self.quiet_rejections else logging.WARNING,

@@ -174,6 +174,11 @@ class GateGauges:
             for (key, _), (passed, age_s) in last.items()
         )
 
+    @property
+    def consumer_lag(self) -> Mapping[tuple[str, int], int]:
+        """The last measured lag per (topic, partition), in events (the operator page)."""
+        return self._lag
+
     def set_consumer_lag(self, lag: Mapping[tuple[str, int], int]) -> None:
         """Lag per assigned ``(topic, partition)``; replaces the previous mapping."""
         self._lag = dict(lag)

@@ -1,4 +1,4 @@
-"""The worker's HTTP server: /healthz, /readyz, /metrics, /status (stdlib, one daemon thread).
+"""The worker's HTTP server: /healthz, /readyz, /metrics, /status and the operator page (/).
 
 The endpoints are pure handlers in :mod:`worker.ops.http_handlers`; this module serves them
 (GET only) from a ``ThreadingHTTPServer`` whose handler threads only read state, and picks
@@ -26,6 +26,7 @@ from worker.ops.http_handlers import (
     _json,
     handle,
 )
+from worker.ops.operator_routes import operator_response
 
 __all__ = ["DEFAULT_HTTP_PORT", "GateHTTPServer", "http_port_from", "start_http_server"]
 
@@ -68,7 +69,8 @@ class GateHTTPServer:
         class _Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 try:
-                    r = handle(
+                    route = self.path.split("?", 1)[0].rstrip("/") or "/"
+                    r = operator_response(route, outer.operator) or handle(
                         self.path,
                         outer.state,
                         now_monotonic=time.monotonic(),
@@ -95,6 +97,9 @@ class GateHTTPServer:
         self.metrics_registry = metrics_registry
         #: Source of the migration view on /status (set it once the exporter exists).
         self.migration: Callable[[], Any] | None = None
+        #: The operator page's source (:class:`worker.ops.operator.OverviewSource`): serves
+        #: ``/``, ``/overview.json`` and ``/batch/...`` when set.
+        self.operator: Any = None
         self._server = _QuietServer((host, port), _Handler)
         self._server.daemon_threads = True
         self._thread = threading.Thread(

@@ -23,6 +23,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--timeout-s", type=float, default=90.0, help="give up after this long (default 90)"
     )
+    p.add_argument(
+        "--serve-s",
+        type=float,
+        default=0.0,
+        help="keep the worker and its operator page (address printed) up this many seconds "
+        "after the results (default 0: the page lives while the demo runs)",
+    )
     p.set_defaults(handler=run)
 
 
@@ -34,4 +41,4 @@ def run(args: argparse.Namespace) -> int:
         raise SystemExit(128 + signum)  # unwinds run_demo's finally: the broker is stopped
 
     signal.signal(signal.SIGTERM, _terminate)
-    return run_demo(timeout_s=args.timeout_s)
+    return run_demo(timeout_s=args.timeout_s, serve_s=args.serve_s)

@@ -1,7 +1,8 @@
 """``contract-gate run``: the worker, a member of the consumer group on the batches topic.
 
 Builds the pipeline (:mod:`worker.gate`) from the flags and the environment, serves
-/healthz, /readyz, /metrics and /status, and routes every batch until SIGTERM or Ctrl-C;
+/healthz, /readyz, /metrics, /status and the operator page (/), and routes every batch
+until SIGTERM or Ctrl-C;
 a stop not honoured within ``--stop-grace-s`` ends the process with status 143, a stuck
 client call with 75.
 """
@@ -90,7 +91,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--http-port",
         type=bounded_int(0, 65535),
         default=None,
-        help="port of /healthz, /readyz, /metrics, /status "
+        help="port of /healthz, /readyz, /metrics, /status and the operator page / "
         "(env CONTRACT_GATE_HTTP_PORT; default 8080; 0 disables the server)",
     )
     p.add_argument(
@@ -109,6 +110,7 @@ def run(args: argparse.Namespace) -> int:
     from worker.ops.http_handlers import DecisionLog
     from worker.ops.metrics import GateMetrics, configure_sdk
     from worker.ops.migration_exporter import MigrationExporter
+    from worker.ops.operator import OverviewSource, RecentQuarantines, fan_out
 
     settings = settings_from_args(args)
     provider = configure_sdk()
@@ -145,11 +147,16 @@ def run(args: argparse.Namespace) -> int:
         routing_threads=args.routing_threads,
         stop_grace_s=args.stop_grace_s,
     )
-    pipeline = Processor(config, settings, metrics=GateMetrics(), on_outcome=decisions)
+    recent = RecentQuarantines()  # the operator page's last quarantined batches, rates
+    pipeline = Processor(
+        config, settings, metrics=GateMetrics(), on_outcome=fan_out(decisions, recent)
+    )
     http = start_http_server(pipeline, settings, args.http_port, args.http_host, decisions)
     exporter = MigrationExporter(settings, pipeline.registry)  # unattributed groups, counts
     if http is not None:
         http.migration = lambda: exporter.view  # migration counts on /status
+        http.operator = OverviewSource(pipeline, recent, lambda: exporter.view)
+        print(f"operator page: http://{_page_host(args.http_host)}:{http.port}/", file=sys.stderr)
     try:
         pipeline.start(progress=lambda s: print(s, file=sys.stderr))
         exporter.start()
@@ -167,6 +174,11 @@ def run(args: argparse.Namespace) -> int:
         file=sys.stderr,
     )
     return 0
+
+
+def _page_host(host: str) -> str:
+    """The host to print in the page's address: a wildcard bind is reached on localhost."""
+    return "localhost" if host in ("0.0.0.0", "::", "") else host
 
 
 def _force_exit(message: str, status: int) -> None:

@@ -28,6 +28,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import replace
+from datetime import datetime
 from typing import Any
 
 from worker.core._util.text import clip
@@ -97,6 +98,7 @@ class Registry:
         self._versions: dict[str, ActiveVersion] = {}  # layer/version -> in force
         self._breaks: dict[str, tuple[str, ...]] = {}  # broken layers only
         self._heads: dict[str, str] = {}  # layer -> key of its last valid record
+        self._times: dict[str, datetime] = {}  # key -> its record's timestamp (see stamp)
         self._active_cache: (
             tuple[dict[str, ActiveVersion], dict[str, tuple[ActiveVersion, ...]]] | None
         ) = None
@@ -278,6 +280,21 @@ class Registry:
     def entries(self, layer: str) -> Mapping[str, Entry]:
         """The latest entry under each key of ``layer``."""
         return self._entries.get(layer, {})
+
+    def stamp(self, key: str, at: datetime) -> None:
+        """Keep ``at`` (the Kafka timestamp of the record applied under ``key``) as the time
+        of the change that record made: publication, promotion, supersession, retirement.
+        Only keys the registry holds a valid entry under are kept (bounded as the entries
+        are); the latest stamp under a key wins, as the latest record does."""
+        hk = parse_history_key(key)
+        entry = self._entries.get(hk.layer, {}).get(key) if hk is not None else None
+        if entry is not None and entry.kind != "bad":
+            self._times = {**self._times, key: at}
+
+    def stamps(self, layer: str) -> Mapping[str, datetime]:
+        """Key -> record timestamp of the valid records of ``layer`` (see :meth:`stamp`)."""
+        prefix = f"{layer}/"
+        return {k: t for k, t in self._times.items() if k.startswith(prefix)}
 
     def head(self, layer: str) -> str | None:
         """The key of the layer's last valid record (what a new record builds on)."""
