@@ -12,6 +12,7 @@ import sys
 from typing import Any
 
 from worker.cli.args import add_kafka_args, offending_features, write_output
+from worker.cli.output import add_format, print_json, wants_json
 from worker.cli.payload_args import add_payload_args
 from worker.core._util.jsonsafe import dumps_json
 from worker.core.errors import BrokerError, ContractGateError
@@ -60,6 +61,8 @@ def register(sub: argparse._SubParsersAction) -> None:
             ),
         )
         add_kafka_args(a)
+        if name == "replay":
+            add_format(a, "each batch replayed (from, to) and each not replayed (why)")
         if name == "show":
             a.add_argument("batch", metavar="BATCH_ID", help="batch id, or PARTITION@OFFSET")
             a.add_argument(
@@ -124,7 +127,9 @@ def _replay_all(args: argparse.Namespace, settings: Any) -> int:
     )
     digests: dict[str, str] = {}
     admitted = read_admitted(settings, digests=digests)
-    replayed = refused = 0
+    text = not wants_json(args)
+    replayed: list[dict[str, Any]] = []
+    refused: list[dict[str, Any]] = []
     for entry in selected:
         name = entry.batch_id or f"{entry.partition}@{entry.offset}"
         try:
@@ -134,20 +139,36 @@ def _replay_all(args: argparse.Namespace, settings: Any) -> int:
         except ContractGateError as exc:
             if isinstance(exc, BrokerError):
                 raise
-            refused += 1
-            print(f"not replayed {name}: {exc}")
+            refused.append({"batch": name, "from": entry.coordinates, "reason": str(exc)})
+            if text:
+                print(f"not replayed {name}: {exc}")
             continue
-        replayed += 1
-        print(
-            f"replayed {name} (from {entry.coordinates}) to "
-            f"{settings.topics.batches}[{partition}]@{offset}"
-        )
+        replayed.append(_replayed(settings, name, entry, partition, offset))
+        if text:
+            print(_replayed_line(replayed[-1]))
     scope = f" of layer {args.layer}" if args.layer else ""
-    print(
-        f"{replayed} batch(es){scope} quarantined since {args.all_since.isoformat()} replayed, "
-        f"{refused} not replayed; the worker re-evaluates them"
-    )
+    since = args.all_since.isoformat()
+    if text:
+        print(
+            f"{len(replayed)} batch(es){scope} quarantined since {since} replayed, "
+            f"{len(refused)} not replayed; the worker re-evaluates them"
+        )
+    else:
+        print_json({"since": since, "layer": args.layer, "replayed": replayed, "refused": refused})
     return 1 if refused else 0
+
+
+def _replayed(settings: Any, name: str, entry: Any, partition: int, offset: int) -> dict[str, Any]:
+    """One replayed batch as the JSON output shows it."""
+    to = {"topic": settings.topics.batches, "partition": partition, "offset": offset}
+    return {"batch": name, "from": entry.coordinates, **to}
+
+
+def _replayed_line(row: dict[str, Any]) -> str:
+    return (
+        f"replayed {row['batch']} (from {row['from']}) to "
+        f"{row['topic']}[{row['partition']}]@{row['offset']}"
+    )
 
 
 def _write_pictures(args: argparse.Namespace, entry: Any) -> None:
@@ -216,8 +237,9 @@ def run(args: argparse.Namespace) -> int:
         digests: dict[str, str] = {}
         check_not_admitted(entry, read_admitted(settings, digests=digests), digests)
     partition, offset = replay(settings, entry, force=args.force)
-    print(
-        f"replayed {entry.batch_id or args.batch} (from {entry.coordinates}) to "
-        f"{settings.topics.batches}[{partition}]@{offset}; the worker re-evaluates it"
-    )
+    row = _replayed(settings, entry.batch_id or args.batch, entry, partition, offset)
+    if wants_json(args):
+        print_json({**row, "replayed": True})
+    else:
+        print(_replayed_line(row) + "; the worker re-evaluates it")
     return 0

@@ -10,6 +10,7 @@ import argparse
 import sys
 
 from worker.cli.args import add_kafka_args, add_now, now_of, settings_from_args
+from worker.cli.output import add_format, lines_document, print_json, wants_json
 from worker.cli.signing_args import add_signing_args
 
 __all__ = ["register", "run"]
@@ -30,6 +31,7 @@ def register(csub: argparse._SubParsersAction) -> None:
     p.add_argument("version")
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     add_now(p)
+    add_format(p, "the version and the summary lines (evidence, promotion, records written)")
 
 
 def _ask(question: str) -> bool:
@@ -44,14 +46,16 @@ def run(args: argparse.Namespace) -> int:
     """Promote the version (after confirmation) and print the summary."""
     from worker.control.lifecycle import promote
 
-    print(
-        promote(
-            settings_from_args(args),
-            args.layer,
-            args.version,
-            now=now_of(args),
-            yes=args.yes,
-            confirm=_ask,
-        )
+    text = promote(
+        settings_from_args(args),
+        args.layer,
+        args.version,
+        now=now_of(args),
+        yes=args.yes,
+        confirm=_ask,
     )
+    if wants_json(args):
+        print_json(lines_document(args.layer, args.version, text))
+    else:
+        print(text)
     return 0
