@@ -191,11 +191,43 @@ def _write_pictures(args: argparse.Namespace, entry: Any) -> None:
         print(f"wrote {args.html}; open it in a browser", file=sys.stderr)
 
 
+def _show(args: argparse.Namespace, settings: Any) -> int:
+    """``show``: the quarantine record, and where the batch went when it was admitted
+    (never quarantined, or admitted after a replay): ``admitted: TOPIC[P]@O``."""
+    from worker.ops.quarantine import entry_to_json, find_entry
+    from worker.ops.quarantine_view import render_entry
+    from worker.ops.replay import where_admitted
+
+    try:
+        entry = find_entry(settings, args.batch)
+    except BrokerError:
+        raise
+    except ContractGateError:
+        admitted = where_admitted(settings, args.batch)
+        if admitted is None:
+            raise
+        if wants_json(args):
+            print_json({"batch": args.batch, "quarantined": False, "admitted": admitted})
+        else:
+            print(f"batch {args.batch} was admitted, not quarantined: {admitted}")
+        return 0
+    admitted = where_admitted(settings, entry.batch_id, missing_ok=True)
+    if wants_json(args):
+        print_json({**entry_to_json(entry), "quarantined": True, "admitted": admitted})
+    else:
+        print(render_entry(entry))
+        if admitted is not None:
+            print(f"  admitted: {admitted} (a later event of this batch, e.g. a replay)")
+    if args.geojson or args.html:
+        _write_pictures(args, entry)
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     """List, show or replay as ``args.quarantine_command`` says; returns the exit code."""
     from worker.cli.args import settings_from_args
     from worker.ops.quarantine import entry_to_json, find_entry, read_quarantine
-    from worker.ops.quarantine_view import render_entry, render_line, table_rows
+    from worker.ops.quarantine_view import follow_rows, table_rows
     from worker.ops.replay import check_not_admitted, read_admitted, replay
 
     settings = settings_from_args(args)
@@ -208,12 +240,15 @@ def run(args: argparse.Namespace) -> int:
             print(f"no quarantined batches{scope} on {settings.topics.quarantine}")
         return 0
     if args.quarantine_command == "tail":
+        entries = read_quarantine(settings, layer=args.layer, follow=args.follow)
+        lines = (
+            (dumps_json(entry_to_json(e), default=str) for e in entries)
+            if args.format == "json"
+            else follow_rows(entries)  # the table's header and columns, row by row
+        )
         try:
-            for entry in read_quarantine(settings, layer=args.layer, follow=args.follow):
-                if args.format == "json":
-                    print(dumps_json(entry_to_json(entry), default=str), flush=True)
-                else:
-                    print(render_line(entry), flush=True)
+            for line in lines:
+                print(line, flush=True)
         except KeyboardInterrupt:
             print("", file=sys.stderr)
         return 0
@@ -224,15 +259,9 @@ def run(args: argparse.Namespace) -> int:
             raise ContractGateError("--layer selects batches for --all-since only")
         if args.all_since is not None:
             return _replay_all(args, settings)
-    entry = find_entry(settings, args.batch)
     if args.quarantine_command == "show":
-        if args.format == "json":
-            print(dumps_json(entry_to_json(entry), indent=2, default=str))
-        else:
-            print(render_entry(entry))
-        if args.geojson or args.html:
-            _write_pictures(args, entry)
-        return 0
+        return _show(args, settings)
+    entry = find_entry(settings, args.batch)
     if not args.force:
         digests: dict[str, str] = {}
         check_not_admitted(entry, read_admitted(settings, digests=digests), digests)
