@@ -75,10 +75,14 @@ def print_json(doc: Any, *, indent: int | None = 2) -> None:
 
 
 def _fix_of(message: str) -> str | None:
-    """The fix a message states after its last ``"; "`` (this package's messages say what
-    is wrong, then what to do), or None."""
-    head, sep, tail = message.rpartition("; ")
-    return tail.strip() or None if sep and head else None
+    """The fix a message states after its last ``"; "`` outside brackets (this package's
+    messages say what is wrong, then what to do), or None."""
+    depth, cut = 0, -1
+    for i, ch in enumerate(message):
+        depth += (ch in "([{") - (ch in ")]}")
+        if depth == 0 and message.startswith("; ", i):
+            cut = i
+    return message[cut + 2 :].strip() or None if cut > 0 else None
 
 
 def error_document(exc: BaseException) -> dict[str, str | None]:
