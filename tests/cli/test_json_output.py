@@ -195,6 +195,17 @@ def test_runtime_errors_of_offline_commands_are_json_with_field_and_fix(
     )
 
 
+def test_a_client_setting_librdkafka_refuses_is_a_json_error(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    doc = _error(capsys, ["contract", "list", "--kafka-property", "bogus.prop=1"])
+    assert doc == {
+        "error": 'Kafka error: No such configuration property: "bogus.prop"',
+        "field": "--kafka-property",
+        "fix": "check --bootstrap-servers, --kafka-property and CONTRACT_GATE_KAFKA_* settings",
+    }
+
+
 def test_without_json_errors_stay_one_line_of_text(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

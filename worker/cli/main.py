@@ -125,7 +125,7 @@ def _report(args: argparse.Namespace, exc: ContractGateError) -> None:
         # librdkafka's text alone, e.g. an unknown --kafka-property refused when a client
         # is built
         fix = "check --bootstrap-servers, --kafka-property and CONTRACT_GATE_KAFKA_* settings"
-        doc = {"error": f"Kafka error: {exc}", "field": doc["field"], "fix": fix}
+        doc = {"error": f"Kafka error: {exc}", "field": "--kafka-property", "fix": fix}
         print_error(wants_json(args), doc, lambda: f"{name}: Kafka error: {exc}; {fix}")
         return
     print_error(wants_json(args), doc, lambda: f"{name}: error: {exc}")

@@ -34,11 +34,18 @@ def register(csub: argparse._SubParsersAction) -> None:
     add_format(p, "the version and the summary lines (evidence, promotion, records written)")
 
 
-def _ask(question: str) -> bool:
-    """``question`` answered yes on the terminal; without a terminal, no (pass --yes)."""
+def _ask(question: str, *, as_json: bool = False) -> bool:
+    """``question`` answered yes on the terminal; without a terminal, no (pass --yes).
+
+    With ``as_json`` stdout holds only the JSON document: the question goes to stderr
+    (and, without a terminal, only the error object says to pass --yes)."""
     if not sys.stdin.isatty():
-        print(question + "(no terminal to answer; pass --yes)", file=sys.stderr)
+        if not as_json:
+            print(question + "(no terminal to answer; pass --yes)", file=sys.stderr)
         return False
+    if as_json:
+        print(question, end="", file=sys.stderr, flush=True)
+        return sys.stdin.readline().strip().lower() in ("y", "yes")
     return input(question).strip().lower() in ("y", "yes")
 
 
@@ -52,7 +59,7 @@ def run(args: argparse.Namespace) -> int:
         args.version,
         now=now_of(args),
         yes=args.yes,
-        confirm=_ask,
+        confirm=lambda question: _ask(question, as_json=wants_json(args)),
     )
     if wants_json(args):
         print_json(lines_document(args.layer, args.version, text))
