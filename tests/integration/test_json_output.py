@@ -145,6 +145,11 @@ def _evidence(s: Settings, tmp: Path, capsys: Any) -> None:
     assert (doc["layer"], doc["version"]) == (LAYER, "v1.1")
     assert doc["enforcing"] is True and doc["evaluated"] >= 1
     assert "nyc-ok" in [p["batch_id"] for p in doc["evaluations"]]
+    target = tmp / "evidence.json"  # --output: the file is the document, stdout stays empty
+    argv = ["contract", "evidence", LAYER, "v1.1", "--format", "json", "--output", str(target)]
+    code, out, err = run_cli(s, capsys, *argv)
+    assert (code, out, err) == (0, "", f"wrote {target}\n")
+    assert json.loads(target.read_text())["evaluated"] == doc["evaluated"]
 
 
 def _promote(s: Settings, tmp: Path, capsys: Any) -> None:
