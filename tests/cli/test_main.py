@@ -162,7 +162,7 @@ def test_time_errors_suggest_a_form_that_parses(text: str, hint: str) -> None:
     [
         (["check", "batch.geojson", "--bogus"], "contract-gate check"),
         (["contract", "list", "--bogus"], "contract-gate contract list"),
-        (["consumers", "status", "--format", "json", "--bogus"], "contract-gate consumers status"),
+        (["consumers", "status", "--format", "text", "--bogus"], "contract-gate consumers status"),
     ],
 )
 def test_an_unknown_option_points_to_its_subcommand_help(
@@ -175,6 +175,21 @@ def test_an_unknown_option_points_to_its_subcommand_help(
     assert capsys.readouterr().err == (
         f"{where}: error: unrecognized arguments: --bogus (see `{where} --help`)\n"
     )
+
+
+def test_with_format_json_an_unknown_option_is_one_json_object(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    with pytest.raises(SystemExit) as stop:
+        main(["consumers", "status", "--format", "json", "--bogus"])
+    assert stop.value.code == 2
+    err = capsys.readouterr().err
+    assert err.count("\n") == 1
+    assert json.loads(err) == {
+        "error": "contract-gate consumers status: unrecognized arguments: --bogus",
+        "field": "--bogus",
+        "fix": "see `contract-gate consumers status --help`",
+    }
 
 
 def test_check_warns_of_file_metadata_its_geometries_contradict(

@@ -107,3 +107,28 @@ def test_promote_counts_the_span_to_the_last_evaluation_not_to_now(
             Settings(), "admin_boundaries", "v1.1", now=T0 + timedelta(days=2), yes=True
         )
     assert not faked
+
+
+def test_promote_json_keeps_stdout_one_document_and_stderr_one_error(
+    monkeypatch: pytest.MonkeyPatch, faked: list[Published], capsys: pytest.CaptureFixture[str]
+) -> None:
+    # issue 28 §2: the confirmation question must not reach stdout or stderr around the JSON
+    import json
+
+    records = [evaluation("b1", 0, True), evaluation("b2", 7, True)]
+    monkeypatch.setattr(worker.kafka.evaluations, "read_evaluations", lambda s, layer: records)
+    argv = ["contract", "promote", "admin_boundaries", "v1.1", "--now", "2026-11-29T08:00:00Z"]
+    argv += ["--format", "json"]
+    assert main(argv) == 2  # no terminal to answer on: not confirmed
+    captured = capsys.readouterr()
+    assert captured.out == "" and not faked
+    assert json.loads(captured.err) == {
+        "error": "admin_boundaries/v1.1: promotion not confirmed (answer y, or pass --yes)",
+        "field": "--yes",
+        "fix": None,
+    }
+    assert main([*argv, "--yes"]) == 0
+    doc = json.loads(capsys.readouterr().out)
+    assert (doc["layer"], doc["version"]) == ("admin_boundaries", "v1.1")
+    assert any("promoted to enforcing" in line for line in doc["lines"])
+    assert doc["lines"][-2:] == ["wrote admin_boundaries/v1.1", "wrote admin_boundaries/v1.0"]

@@ -108,8 +108,9 @@ def test_geometries_that_cannot_travel_as_wkb_are_named_before_publishing_inline
         publish, "publish_batch", lambda s, b, payload_uri: sent.append(payload_uri) or (0, 7)
     )
     warnings: list[str] = []
-    text = publish.publish_batch_file(Settings(), path, layer="cities", warn=warnings.append)
-    assert text.endswith("[0]@7") and sent == [None]
+    done = publish.publish_batch_file(Settings(), path, layer="cities", warn=warnings.append)
+    assert done.summary.endswith("[0]@7") and (done.partition, done.offset) == (0, 7)
+    assert sent == [None] and done.features == 2
     (line,) = warnings
     assert line.startswith("warning: 1 feature's geometry cannot be written as WKB")
     assert "feature 1: ParseException: Unknown geometry type" in line

@@ -159,3 +159,37 @@ def test_close_evaluations_stay_apart_and_labels_are_anchored_inside() -> None:
     bins = breach_rate_bins(e)
     assert sum(b[3] for b in bins) == 4 and sum(b[2] for b in bins) == 2
     assert 'class="breach-rate"' in page and page.count('class="bar"') == len(bins)
+
+
+def test_an_enforcing_version_calls_its_failures_its_own_quarantines() -> None:
+    # issue 28 §4: `contract evidence` of an enforcing version said its own quarantines
+    # were "not already quarantined by an enforcing version"
+    def mode(r: dict[str, Any], m: str) -> dict[str, Any]:
+        return {**r, "mode": m}
+
+    records = [
+        mode(record("b1", 0, False), "observing"),  # before promotion: a would-be rejection
+        mode(record("b2", 1, True), "enforcing"),
+        mode(record("b3", 2, False), "enforcing"),  # after: its own quarantine
+        mode(record("b4", 3, False), "enforcing"),
+    ]
+    e = summarise(V1_1, records, now=T0 + timedelta(hours=4))
+    assert e.enforcing and [p.batch_id for p in e.rejected_itself] == ["b3", "b4"]
+    assert [p.batch_id for p in e.newly_rejected] == ["b1"]
+    text = render_evidence_text(e)
+    assert (
+        "  quarantined 2 batch(es) itself while enforcing; while observing it would have "
+        "rejected 1, 1 of them not already quarantined by an enforcing version"
+    ) in text
+    assert "b3 (data time 2026-11-29T01:30:00+00:00, already quarantined by this version" in text
+    assert "b1 (data time 2026-11-28T23:30:00+00:00)" in text
+    page = render_evidence_html(e)
+    assert "Batches it rejected (quarantined 2 batch(es) itself while enforcing;" in page
+    assert page.count("<td>this version (enforcing)</td>") == 2
+    js = evidence_to_json(e)
+    assert (js["enforcing"], js["rejected_itself"], js["newly_rejected"]) == (True, 2, 1)
+    # every failure enforcing: no "would have rejected" sentence at all
+    only = summarise(V1_1, records[1:], now=T0 + timedelta(hours=4))
+    assert render_evidence_text(only).splitlines()[3] == (
+        "  quarantined 2 batch(es) itself while enforcing"
+    )

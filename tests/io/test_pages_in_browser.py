@@ -237,3 +237,52 @@ def test_record_page_says_how_many_offenders_the_record_leaves_out(tmp_path: Pat
         "v1.0:continent": None,
     }
     assert unwritten_line(broken) == " (v1.0:europe: 138 offend, 100 recorded, 38 not written)"
+
+
+#: Appended to a page under test: Chromium lays the page out, this script writes the
+#: bounding box of every timeline label into the DOM, and --dump-dom returns it.
+MEASURE = """<script>
+const boxes = {};
+for (const el of document.querySelectorAll("svg.timeline text[class^=label-]")) {
+  const r = el.getBoundingClientRect();
+  boxes[el.getAttribute("class")] = [r.left, r.top, r.right, r.bottom];
+}
+const out = document.createElement("pre");
+out.id = "boxes";
+out.textContent = JSON.stringify(boxes);
+document.body.appendChild(out);
+</script>"""
+
+
+def _intersect(a: list[float], b: list[float]) -> bool:
+    return a[0] < b[2] and b[0] < a[2] and a[1] < b[3] and b[1] < a[3]
+
+
+@pytest.mark.parametrize("after_s", [60.0, 3 * 3600.0, 6 * 3600.0, 9 * 3600.0])
+def test_evidence_page_now_label_overlaps_no_other_label(tmp_path: Path, after_s: float) -> None:
+    # issue 28 §4: with "now" just after the first evaluation the "now" label was drawn on
+    # the start date; measured here as Chromium lays the page out
+    import json
+
+    from tests.core.test_evidence import V1_1, record
+
+    records = [record("c0", 0.0, True), record("c1", 10 / 3600, False)]
+    now = records[0]["evaluated_at"] + timedelta(seconds=after_s)
+    page = tmp_path / "evidence.html"
+    html = render_evidence_html(summarise(V1_1, records, now=now))
+    page.write_text(html.replace("</body>", MEASURE + "</body>"), encoding="utf-8")
+    dom, _png = browse(page, tmp_path)
+    found = re.search(r'<pre id="boxes">([^<]*)</pre>', dom)
+    assert found is not None, "the measuring script did not run"
+    boxes = json.loads(found.group(1))
+    assert sorted(boxes) == ["label-cycle", "label-now", "label-start"]
+    assert all(b[2] - b[0] > 5 and b[3] - b[1] > 5 for b in boxes.values())  # drawn, not empty
+    assert not _intersect(boxes["label-now"], boxes["label-start"])
+    assert not _intersect(boxes["label-now"], boxes["label-cycle"])
+    # the label stays next to its line
+    now_x = float(re.search(r'<line x1="([\d.]+)"[^>]*stroke="#000"', dom).group(1))  # type: ignore[union-attr]
+    svg_left = boxes["label-start"][0] - 50  # the start label sits at the 50 px pad
+    near = min(
+        abs(boxes["label-now"][0] - svg_left - now_x), abs(boxes["label-now"][2] - svg_left - now_x)
+    )
+    assert near <= 6, (near, boxes)

@@ -329,3 +329,23 @@ def test_replay_refused_for_another_batch_under_the_same_id_says_so() -> None:
     message = str(refused.value)
     assert message.startswith("another event with batch id ab-stale was admitted (at adm[0]@3;")
     assert "publish the fixed batch under a new batch id" in message and "--force" in message
+
+
+def test_tail_follow_prints_the_tables_header_columns_and_measured_values() -> None:
+    # issue 28 §4: `tail --follow` printed bare lines (no header, no replay column, no
+    # measured values) while `tail` printed a table
+    from worker.ops.quarantine_view import FOLLOW_WIDTHS, follow_rows, table_rows
+
+    stale = entry_of(STALE, offset=3)
+    replayed = replace(entry_of(STALE, offset=4), headers={"replay-of": "ab-x"})
+    followed = list(follow_rows(iter([stale, replayed])))
+    table = table_rows([stale, replayed])
+    assert len(followed) == len(table) == 3
+    assert followed[0].split() == table[0].split()  # the same header, word for word
+    for got, want in zip(followed[1:], table[1:], strict=True):
+        assert got.split() == want.split()  # the same cells, padded to other widths
+        assert "v1.0:fresh (data time 2020-01-01T00:00:00+00:00 is 2524.5 days old)" in got
+    start = sum(FOLLOW_WIDTHS) + 2 * len(FOLLOW_WIDTHS)
+    assert followed[0].index("what broke") == start == followed[1].index("v1.0:fresh")
+    replay_at = followed[0].index("replay")
+    assert followed[2][replay_at:].startswith("replay ") and followed[1][replay_at] == " "

@@ -5,7 +5,10 @@ Commands, one module each in :mod:`worker.cli.commands` (``COMMANDS``): ``check`
 classify, evidence, promote, list, review, retire), ``consumers``, ``quarantine``,
 ``verify``, ``broker`` (the embedded broker), ``batch publish``, ``demo``. Every command that talks
 to Kafka takes the same connection settings (flags or environment; secrets are never
-printed). Errors of this package are reported as one line on stderr with exit code 2.
+printed). Errors of this package are reported as one line on stderr with exit code 2;
+with ``--format json`` as one JSON object ``{"error", "field", "fix"}`` instead
+(:mod:`worker.cli.output`), argument errors too. ``completion bash|zsh`` prints a shell
+completion script generated from this parser (:mod:`worker.cli.completion`).
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ import logging
 import os
 import sys
 from collections.abc import Sequence
+from contextvars import ContextVar
 from typing import Any, NoReturn
 
 from worker import __version__
@@ -26,10 +30,21 @@ from worker.cli.args import (
     log_level_everywhere,
 )
 from worker.cli.commands import COMMANDS
+from worker.cli.output import (
+    argument_error_document,
+    argv_wants_json,
+    error_document,
+    print_error,
+    wants_json,
+)
 from worker.core.errors import BrokerError, ContractGateError
 from worker.kafka.clients import map_kafka_errors
 
 __all__ = ["COMMANDS", "build_parser", "main"]
+
+#: Whether the arguments being parsed ask for ``--format json`` (argument errors are then
+#: one JSON object on stderr); set by :func:`main` before parsing.
+_JSON_ERRORS: ContextVar[bool] = ContextVar("json_errors", default=False)
 
 
 class GateParser(argparse.ArgumentParser):
@@ -37,6 +52,9 @@ class GateParser(argparse.ArgumentParser):
     (argparse's default prints the whole usage block first)."""
 
     def error(self, message: str) -> NoReturn:
+        if _JSON_ERRORS.get():
+            print_error(True, argument_error_document(self.prog, message), str)
+            self.exit(2)
         self.exit(2, f"{self.prog}: error: {message} (see `{self.prog} --help`)\n")
 
     def parse_known_args(  # type: ignore[override]
@@ -66,12 +84,18 @@ def build_parser() -> argparse.ArgumentParser:
     for command in COMMANDS.values():
         command.register(sub)
     log_level_everywhere(parser)
+    parser.set_defaults(root_parser=parser)  # `completion` writes the script of the tree
     return parser
 
 
 def main(argv: Sequence[str] | None = None) -> int:
     """Entry point of ``contract-gate``; returns the process exit code."""
-    args = build_parser().parse_args(argv)
+    raw = sys.argv[1:] if argv is None else list(argv)
+    token = _JSON_ERRORS.set(argv_wants_json(raw))
+    try:
+        args = build_parser().parse_args(raw)
+    finally:
+        _JSON_ERRORS.reset(token)
     level = (args.log_level or "WARNING").upper()
     logging.getLogger("librdkafka").setLevel(
         logging.DEBUG if level == "DEBUG" else logging.CRITICAL
@@ -82,19 +106,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     try:
         with map_kafka_errors():  # a client error nothing below gave context to
             return int(args.handler(args))
-    except BrokerError as exc:
-        if exc.detail is not None and str(exc) == exc.detail:  # librdkafka's text alone
-            # e.g. an unknown --kafka-property refused when a client is built
-            print(
-                f"contract-gate {args.command}: Kafka error: {exc}; check --bootstrap-servers, "
-                "--kafka-property and CONTRACT_GATE_KAFKA_* settings",
-                file=sys.stderr,
-            )
-        else:
-            print(f"contract-gate {args.command}: error: {exc}", file=sys.stderr)
-        return EXIT_BAD_INPUT
     except ContractGateError as exc:
-        print(f"contract-gate {args.command}: error: {exc}", file=sys.stderr)
+        _report(args, exc)
         return EXIT_BAD_INPUT
     except BrokenPipeError:
         # the reader of our output went away (e.g. `| head`): stop quietly, as a shell tool
@@ -102,6 +115,20 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_BROKEN_PIPE
+
+
+def _report(args: argparse.Namespace, exc: ContractGateError) -> None:
+    """The error on stderr: one line, or with ``--format json`` one JSON object."""
+    name = f"contract-gate {args.command}"
+    doc = error_document(exc)
+    if isinstance(exc, BrokerError) and exc.detail is not None and str(exc) == exc.detail:
+        # librdkafka's text alone, e.g. an unknown --kafka-property refused when a client
+        # is built
+        fix = "check --bootstrap-servers, --kafka-property and CONTRACT_GATE_KAFKA_* settings"
+        doc = {"error": f"Kafka error: {exc}", "field": "--kafka-property", "fix": fix}
+        print_error(wants_json(args), doc, lambda: f"{name}: Kafka error: {exc}; {fix}")
+        return
+    print_error(wants_json(args), doc, lambda: f"{name}: error: {exc}")
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -239,3 +239,43 @@ def list_versions(settings: Settings, layer: str | None, now: datetime) -> str:
             lines.append(f"  ... and {len(breaks) - 10} more")
         lines.append(f"  fix: {BROKEN_FIX}")
     return "\n".join(lines)
+
+
+def versions_to_json(settings: Settings, layer: str | None, now: datetime) -> dict[str, object]:
+    """``contract list --format json``: what :func:`list_versions` prints, as one document.
+
+    Returns
+    -------
+    dict
+        ``{"topic", "versions": [{"layer", "version", "mode", "state", "change_class",
+        "age_cycles", "published_by", "published_at"}], "escalations": [str],
+        "broken": {layer: [str]}}`` (``age_cycles`` in cadence cycles, 2 decimals).
+    """
+    from worker.core.lifecycle.escalations import escalations
+
+    registry = read_published(settings)
+    known = registry.published(layer)
+    broken = {
+        name: [clip(b, 300) for b in lines[:10]]
+        for name, lines in sorted(registry.broken_layers().items())
+        if layer is None or name == layer
+    }
+    versions = [
+        {
+            "layer": p.contract.layer,
+            "version": p.contract.version,
+            "mode": p.mode,
+            "state": p.state,
+            "change_class": p.change_class,
+            "age_cycles": round((now - p.published_at).total_seconds() / p.contract.cadence_s, 2),
+            "published_by": p.published_by,
+            "published_at": p.published_at.isoformat(),
+        }
+        for p in known
+    ]
+    return {
+        "topic": settings.topics.contracts,
+        "versions": versions,
+        "escalations": list(escalations(known, now)),
+        "broken": dict(list(broken.items())[:20]),
+    }

@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import getpass
 import re
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlparse
 
+from worker.control.published import BatchPublished, unwritten_geometries
 from worker.core._util.text import clip
 from worker.core.contracts.coherence import contradictions
 from worker.core.errors import (
@@ -32,6 +33,7 @@ from worker.kafka.config_writer import produce_config_record
 from worker.kafka.settings import Settings
 
 __all__ = [
+    "BatchPublished",
     "contract_record",
     "publish_batch",
     "publish_batch_file",
@@ -81,7 +83,9 @@ def publish_contract(
     dry_run: bool = False,
     now: datetime | None = None,
 ) -> str:
-    """Publish a contract file as a new version under the lifecycle policy; returns a report.
+    """Publish a contract file as a new version under the lifecycle policy; returns a report
+    (with a ``note:`` line per bbox region crossing the antimeridian, which a swapped
+    minx/maxx also produces: :func:`worker.core.clauses.region.antimeridian_notes`).
 
     The file is classified against the newest version of its layer on the config topic
     (docs/design.md sections 4 and 5,
@@ -101,13 +105,29 @@ def publish_contract(
     BrokerError
         The config topic cannot be read or written.
     """
-    from worker.control.lifecycle import read_published, write_records
-    from worker.core.lifecycle.publishing import decide_publish
+    from worker.core.clauses.region import antimeridian_notes
 
     contract = load_contract(path)
     problems = contradictions(contract)
     if problems:  # refused when published, never when read back: published ones keep loading
         raise ContractError(f"{path}: {contract.key}: " + "; ".join(problems))
+    report = _publish(settings, contract, path, mode, published_by, dry_run, now)
+    return "\n".join([report, *(f"note: {n}" for n in antimeridian_notes(contract))])
+
+
+def _publish(
+    settings: Settings,
+    contract: Contract,
+    path: str | Path,
+    mode: str | None,
+    published_by: str | None,
+    dry_run: bool,
+    now: datetime | None,
+) -> str:
+    """:func:`publish_contract` after the document is read: the policy and the writes."""
+    from worker.control.lifecycle import read_published, write_records
+    from worker.core.lifecycle.publishing import decide_publish
+
     registry = read_published(settings)
     restored = restore_history(settings, registry, contract, mode, dry_run)
     if restored is not None:
@@ -264,9 +284,10 @@ def publish_batch_file(
     upload: str | None = None,
     policy: PayloadPolicy = UNRESTRICTED,
     warn: Callable[[str], None] | None = None,
-) -> str:
+) -> BatchPublished:
     """Read a batch file (a format read by reference, see :mod:`worker.io.formats`) and
-    publish it as a batch-arrival event.
+    publish it as a batch-arrival event; returns where it went (:class:`BatchPublished`,
+    whose ``summary`` is the command's line).
 
     ``path`` is a local path or a ``file://``/``s3://`` URI. ``by_reference`` sends a
     ``payload_uri`` instead of inline features: ``path``'s absolute ``file://`` URI (or
@@ -323,10 +344,14 @@ def publish_batch_file(
     if warn is not None and not crs and (line := unresolvable_crs(batch)):
         warn(line)
     partition, offset = publish_batch(settings, batch, payload_uri=uri)
-    return (
-        f"published batch {batch.batch_id} ({len(batch.geometries_wkb)} features, layer {layer}) "
-        f"to {settings.topics.batches}[{partition}]@{offset}"
-        + (f" with payload_uri {uri}" if uri else "")
+    return BatchPublished(
+        batch.batch_id,
+        layer,
+        len(batch.geometries_wkb),
+        settings.topics.batches,
+        partition,
+        offset,
+        uri,
     )
 
 
@@ -344,24 +369,6 @@ def unresolvable_crs(batch: Batch) -> str | None:
             "coordinates as stored (give --crs to declare another)"
         )
     return None
-
-
-def unwritten_geometries(errors: Mapping[int, str], shown: int = 3) -> str:
-    """The warning for features whose geometry the reader could not write as WKB
-    (``Batch.geometry_errors``, index -> reason): inline, such a geometry travels as null,
-    and the worker can only call it a missing geometry (a text geometry of
-    ``"type": "Circle"`` was reported as "missing geometry", while ``check`` names it)."""
-    first = sorted(errors)[:shown]
-    reasons = "; ".join(f"feature {i}: {clip(errors[i], 200)}" for i in first)
-    more = f"; and {len(errors) - shown} more" if len(errors) > shown else ""
-    n = len(errors)
-    which = "1 feature's geometry" if n == 1 else f"{n} features' geometries"
-    return (
-        f"warning: {which} cannot be written as WKB: inline they travel as null, and the "
-        f"worker reports a missing geometry ({reasons}{more}); fix the file (`contract-gate "
-        "check` shows every reason), or publish with --by-reference or --upload so that the "
-        "worker reads the file and reports these reasons"
-    )
 
 
 def _reference_uri(text: str) -> str:

@@ -58,7 +58,25 @@ __all__ = [
 
 
 class ContractGateError(Exception):
-    """Root of every error raised on purpose by this package."""
+    """Root of every error raised on purpose by this package.
+
+    Parameters
+    ----------
+    *args
+        The message (one line for an operator: what is wrong, where, the fix), as for
+        :class:`Exception`.
+    field : str, optional
+        The field, flag or argument the error is about (``clauses[0].region``, ``--crs``),
+        when the raiser knows it; the command line's ``--format json`` error document
+        carries it (:mod:`worker.cli.errors_json`).
+    fix : str, optional
+        What to do about it, when the raiser states it apart from the message.
+    """
+
+    def __init__(self, *args: object, field: str | None = None, fix: str | None = None) -> None:
+        super().__init__(*args)
+        self.field = field
+        self.fix = fix
 
 
 class ContractError(ContractGateError):

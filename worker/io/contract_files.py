@@ -23,5 +23,8 @@ def load_contract(path: str | Path) -> Contract:
     try:
         text = p.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as exc:
-        raise ContractError(f"{p}: cannot read the contract file: {exc}") from None
+        raise ContractError(
+            f"{p}: cannot read the contract file: {exc}",
+            fix="give the path of a readable UTF-8 contract YAML file",
+        ) from None
     return parse_contract(text, source=str(p))

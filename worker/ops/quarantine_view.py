@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 import textwrap
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 from datetime import datetime, timezone
 from typing import Any
 
@@ -19,9 +19,13 @@ from worker.io.reports.text import brief, offender_lines
 from worker.ops.quarantine import QuarantineEntry, _when
 
 __all__ = [
+    "FOLLOW_WIDTHS",
     "MAX_CELL_CHARS",
+    "TABLE_HEAD",
+    "follow_rows",
     "render_entry",
     "render_line",
+    "table_row",
     "table_rows",
 ]
 
@@ -67,47 +71,62 @@ def _what(record: Mapping[str, Any]) -> str:
     return "; ".join(parts) or record["reason_code"]
 
 
-def table_rows(entries: Iterable[QuarantineEntry]) -> list[str]:
-    """``quarantine tail``'s lines for ``entries``: ordered by quarantine time across
-    partitions (records without a readable time last), columns aligned: time, layer,
-    batch id, ``replay`` when the batch is a replay (header ``replay-of``), record
-    coordinates ``partition@offset``, what broke in words, diagnoses."""
-    rows = []
-    for e in sorted(entries, key=_sort_key):
-        if e.record is None:
-            rows.append(
-                (
-                    "?",
-                    _text(e.layer or "-"),
-                    _text(e.batch_id or "-"),
-                    "",
-                    f"{e.partition}@{e.offset}",
-                    f"undecodable record: {e.error}",
-                )
-            )
-            continue
-        replay = "replay" if e.headers.get(REPLAY_OF) else ""
-        what = _what(e.record)
-        if e.record["diagnoses"]:
-            what += f"  [{'; '.join(e.record['diagnoses'])}]"
-        rows.append(
-            (
-                _when(e),
-                _text(e.layer or "-"),
-                _text(e.batch_id or "-"),
-                replay,
-                f"{e.partition}@{e.offset}",
-                what,
-            )
+#: The header of ``quarantine tail``'s table; the last column is never padded.
+TABLE_HEAD = ("quarantined at", "layer", "batch", "replay", "record", "what broke")
+#: Widths of the padded columns with ``--follow``, where rows print as records arrive and
+#: cannot be aligned to later ones: an ISO time to the second with offset, 24 characters
+#: of layer, a UUID, ``replay``, a partition@offset; a longer cell widens its own row only.
+FOLLOW_WIDTHS = (25, 24, 36, 6, 10)
+
+
+def table_row(e: QuarantineEntry) -> tuple[str, str, str, str, str, str]:
+    """One row of ``quarantine tail``'s table (columns of :data:`TABLE_HEAD`): time,
+    layer, batch id, ``replay`` when the batch is a replay (header ``replay-of``), record
+    coordinates ``partition@offset``, what broke in words with measured values, diagnoses."""
+    if e.record is None:
+        return (
+            "?",
+            _text(e.layer or "-"),
+            _text(e.batch_id or "-"),
+            "",
+            f"{e.partition}@{e.offset}",
+            f"undecodable record: {e.error}",
         )
+    replay = "replay" if e.headers.get(REPLAY_OF) else ""
+    what = _what(e.record)
+    if e.record["diagnoses"]:
+        what += f"  [{'; '.join(e.record['diagnoses'])}]"
+    return (
+        _when(e),
+        _text(e.layer or "-"),
+        _text(e.batch_id or "-"),
+        replay,
+        f"{e.partition}@{e.offset}",
+        what,
+    )
+
+
+def _joined(row: tuple[str, ...], widths: Iterable[int]) -> str:
+    return "  ".join(c.ljust(w) for c, w in zip(row[:5], widths, strict=True)) + "  " + row[5]
+
+
+def table_rows(entries: Iterable[QuarantineEntry]) -> list[str]:
+    """``quarantine tail``'s lines for ``entries``: a header, then one row per entry
+    (:func:`table_row`) ordered by quarantine time across partitions (records without a
+    readable time last), columns aligned; empty without entries."""
+    rows = [table_row(e) for e in sorted(entries, key=_sort_key)]
     if not rows:
         return []
-    head = ("quarantined at", "layer", "batch", "replay", "record", "what broke")
-    widths = [max(len(r[i]) for r in [head, *rows]) for i in range(5)]
-    return [
-        "  ".join(c.ljust(w) for c, w in zip(r[:5], widths, strict=True)) + "  " + r[5]
-        for r in [head, *rows]
-    ]
+    widths = [max(len(r[i]) for r in [TABLE_HEAD, *rows]) for i in range(5)]
+    return [_joined(r, widths) for r in [TABLE_HEAD, *rows]]
+
+
+def follow_rows(entries: Iterable[QuarantineEntry]) -> Iterator[str]:
+    """``quarantine tail --follow``'s lines: the same header and columns as
+    :func:`table_rows`, padded to :data:`FOLLOW_WIDTHS`, one row as each record arrives."""
+    yield _joined(TABLE_HEAD, FOLLOW_WIDTHS)
+    for e in entries:
+        yield _joined(table_row(e), FOLLOW_WIDTHS)
 
 
 #: Characters of a layer or batch id shown in a table cell (both are a producer's).

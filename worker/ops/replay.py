@@ -12,11 +12,12 @@ never duplicates an admitted batch: a batch whose id is already on the admitted 
 from __future__ import annotations
 
 import hashlib
+import re
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 
 from worker.core._util.text import clip
-from worker.core.errors import ContractGateError
+from worker.core.errors import BrokerError, ContractGateError
 from worker.gate.route import REPLAY_FORCE, REPLAY_OF
 from worker.kafka.admin import produce_one, read_topic
 from worker.kafka.settings import Settings
@@ -29,6 +30,7 @@ __all__ = [
     "read_admitted",
     "replay",
     "replay_headers",
+    "where_admitted",
 ]
 
 
@@ -153,6 +155,28 @@ def read_admitted(
             if digests is not None:
                 digests[batch_id] = hashlib.sha256(msg.value() or b"").hexdigest()
     return out
+
+
+def where_admitted(
+    settings: Settings, batch_id: str | None, *, missing_ok: bool = False
+) -> str | None:
+    """The coordinates (``TOPIC[P]@O``) of batch ``batch_id``'s latest record on the
+    admitted topic, or None (no such record, no batch id, or a ``PARTITION@OFFSET``).
+
+    Raises
+    ------
+    BrokerError
+        The admitted topic cannot be read (:func:`read_admitted`); with ``missing_ok`` the
+        answer is None instead (``quarantine show`` of a quarantined batch still shows it).
+    """
+    if not batch_id or re.fullmatch(r"\d+@\d+", batch_id):
+        return None
+    try:
+        return read_admitted(settings).get(batch_id)
+    except BrokerError:
+        if missing_ok:
+            return None
+        raise
 
 
 def check_not_admitted(

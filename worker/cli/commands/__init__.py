@@ -17,6 +17,7 @@ from worker.cli.commands import (
     batch,
     broker,
     check,
+    completion,
     consumers,
     contract,
     demo,
@@ -50,4 +51,5 @@ COMMANDS: dict[str, Command] = {
     "broker": broker,
     "batch": batch,
     "demo": demo,
+    "completion": completion,
 }

@@ -8,8 +8,10 @@ from __future__ import annotations
 
 import argparse
 import sys
+from dataclasses import asdict
 
 from worker.cli.args import add_kafka_args, parse_time, settings_from_args
+from worker.cli.output import add_format, print_json, wants_json
 from worker.cli.payload_args import add_payload_args, file_policy
 from worker.io.formats import formats_named
 
@@ -66,6 +68,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "first and announce that copy (implies --by-reference)",
     )
     add_payload_args(bp, roots=False)
+    add_format(bp, "the batch id, layer, feature count, topic, partition, offset, payload_uri")
     p.set_defaults(handler=run)
 
 
@@ -87,20 +90,22 @@ def run(args: argparse.Namespace) -> int:
     from worker.control.publish import publish_batch_file
 
     settings = settings_from_args(args)
-    print(
-        publish_batch_file(
-            settings,
-            args.file,
-            layer=args.layer,
-            crs=args.crs,
-            axis_order=args.axis_order,
-            data_time=args.data_time,
-            batch_id=args.batch_id,
-            producer=args.producer,
-            by_reference=args.by_reference,
-            upload=args.upload,
-            policy=file_policy(args),
-            warn=lambda line: print(line, file=sys.stderr),
-        )
+    published = publish_batch_file(
+        settings,
+        args.file,
+        layer=args.layer,
+        crs=args.crs,
+        axis_order=args.axis_order,
+        data_time=args.data_time,
+        batch_id=args.batch_id,
+        producer=args.producer,
+        by_reference=args.by_reference,
+        upload=args.upload,
+        policy=file_policy(args),
+        warn=lambda line: print(line, file=sys.stderr),
     )
+    if wants_json(args):
+        print_json(asdict(published))
+    else:
+        print(published.summary)
     return 0

@@ -125,7 +125,6 @@ def run(args: argparse.Namespace) -> int:
     from worker.core.evaluate import recorded
     from worker.core.model import ActiveVersion
     from worker.io.contract_files import load_contract
-    from worker.io.reports.text import decision_to_json, render_decision
 
     if not args.contract and not args.observing:
         raise ContractGateError("give at least one --contract FILE (or --observing FILE)")
@@ -151,7 +150,8 @@ def run(args: argparse.Namespace) -> int:
     for v in versions:
         for problem in contradictions(v.contract):
             print(f"warning: {v.contract.key}: {problem}", file=sys.stderr)
-    loaded = _read_batch(args, layers.pop(), versions)
+    layer = layers.pop()
+    loaded = _read_batch(args, layer, versions)
     now = args.now or datetime.now(timezone.utc)
     decision, count, claims = _evaluate_batch(loaded, versions, now, every=_pictures(args))
     for line in claims:
@@ -159,11 +159,37 @@ def run(args: argparse.Namespace) -> int:
     if not isinstance(loaded, ChunkedBatch):  # read whole for them (see _read_batch)
         write_pictures(args, loaded, decision, versions)  # every offender
     decision = recorded(decision)  # the output names the first ones, as a record does
+    _print_decision(args, layer, versions, count, decision)
+    return EXIT_ADMITTED if decision.admitted else EXIT_QUARANTINED
+
+
+def _print_decision(
+    args: argparse.Namespace, layer: str, versions: Any, count: int, decision: Decision
+) -> None:
+    """The result of ``check``: text with a ``note:`` line per region crossing the
+    antimeridian, or one JSON document (what was judged, the decision, the notes)."""
+    from worker.core.clauses.region import antimeridian_notes
+    from worker.io.reports.text import decision_to_json, render_decision
+
+    notes = [n for v in versions for n in antimeridian_notes(v.contract)]
     if args.format == "json":
-        print(dumps_json(decision_to_json(decision), indent=2, default=str))
+        doc = {**_judged(args, layer, versions, count), **decision_to_json(decision)}
+        print(dumps_json({**doc, "notes": notes}, indent=2, default=str))
     else:
         print(render_decision(decision, title=f"batch {args.batch}: {count} features"))
-    return EXIT_ADMITTED if decision.admitted else EXIT_QUARANTINED
+        for note in notes:
+            print(f"note: {note}")
+
+
+def _judged(args: argparse.Namespace, layer: str, versions: Any, count: int) -> dict[str, Any]:
+    """What ``check --format json`` judged: the layer, the batch file and its feature
+    count, and each contract file with the version it holds and its mode."""
+    files = [*args.contract, *args.observing]  # the order ``versions`` was loaded in
+    contracts = [
+        {"file": f, "version": v.contract.key, "mode": v.mode}
+        for f, v in zip(files, versions, strict=True)
+    ]
+    return {"layer": layer, "batch_file": args.batch, "features": count, "contracts": contracts}
 
 
 def _read_batch(args: argparse.Namespace, layer: str, versions: Any) -> Batch | ChunkedBatch:

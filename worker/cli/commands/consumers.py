@@ -10,6 +10,7 @@ from __future__ import annotations
 import argparse
 
 from worker.cli.args import add_kafka_args, add_stale, positive_int
+from worker.cli.output import add_format, print_json, wants_json
 from worker.core._util.jsonsafe import dumps_json
 
 __all__ = ["register", "run"]
@@ -36,6 +37,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         help="declare even if LAYER has no published version of VERSION's major on the "
         "config topic (refused otherwise)",
     )
+    add_format(d, "the declaration and where it was written (topic, partition, offset)")
 
     a = s.add_parser(
         "assert",
@@ -56,6 +58,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     a.add_argument("--partition", type=int, help="check the record at this partition ...")
     a.add_argument("--offset", type=int, help="... and this offset")
+    add_format(a, "the layer, the version, the records checked and the summary line")
 
     st = s.add_parser(
         "status",
@@ -77,6 +80,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(handler=run)
 
 
+def _version(args: argparse.Namespace) -> dict[str, str]:
+    return {"version": args.version}
+
+
 def run(args: argparse.Namespace) -> int:
     """Declare, assert or show the migration view as ``args.consumers_command`` says."""
     from worker.cli.args import settings_from_args
@@ -89,22 +96,30 @@ def run(args: argparse.Namespace) -> int:
         partition, offset = declare(
             settings, args.consumer, args.layer, args.version, force=args.force
         )
-        print(
-            f"declared {args.consumer} reads {args.layer} against {args.version} "
-            f"at {settings.topics.consumers}[{partition}]@{offset}"
-        )
+        where = {"topic": settings.topics.consumers, "partition": partition, "offset": offset}
+        if wants_json(args):
+            print_json({"consumer": args.consumer, "layer": args.layer, **_version(args), **where})
+        else:
+            print(
+                f"declared {args.consumer} reads {args.layer} against {args.version} "
+                f"at {settings.topics.consumers}[{partition}]@{offset}"
+            )
         return 0
     if args.consumers_command == "assert":
-        print(
-            check_admitted(
-                settings,
-                args.layer,
-                args.version,
-                last=args.last,
-                partition=args.partition,
-                offset=args.offset,
-            )
+        summary = check_admitted(
+            settings,
+            args.layer,
+            args.version,
+            last=args.last,
+            partition=args.partition,
+            offset=args.offset,
         )
+        if wants_json(args):  # a record not admitted under the version is an error (exit 2)
+            checked = int(summary.split(" ", 1)[0])
+            doc = {"layer": args.layer, **_version(args), "checked": checked, "passed": True}
+            print_json({**doc, "summary": summary})
+        else:
+            print(summary)
         return 0
     view = migration_view(settings, stale_after=args.stale_after, with_layers_read=True)
     if args.layer:

@@ -13,6 +13,7 @@ import sys
 from typing import Any
 
 from worker.cli.args import add_kafka_args, offending_features, write_output
+from worker.cli.output import add_format, print_json, wants_json
 from worker.cli.payload_args import add_payload_args
 from worker.core._util.jsonsafe import dumps_json
 from worker.core.errors import BrokerError, ContractGateError
@@ -62,6 +63,8 @@ def register(sub: argparse._SubParsersAction) -> None:
             ),
         )
         add_kafka_args(a)
+        if name == "replay":
+            add_format(a, "each batch replayed (from, to) and each not replayed (why)")
         if name == "show":
             a.add_argument("batch", metavar="BATCH_ID", help="batch id, or PARTITION@OFFSET")
             a.add_argument(
@@ -127,7 +130,9 @@ def _replay_all(args: argparse.Namespace, settings: Any) -> int:
     )
     digests: dict[str, str] = {}
     admitted = read_admitted(settings, digests=digests)
-    replayed = refused = 0
+    text = not wants_json(args)
+    replayed: list[dict[str, Any]] = []
+    refused: list[dict[str, Any]] = []
     for entry in selected:
         name = entry.batch_id or f"{entry.partition}@{entry.offset}"
         try:
@@ -137,20 +142,36 @@ def _replay_all(args: argparse.Namespace, settings: Any) -> int:
         except ContractGateError as exc:
             if isinstance(exc, BrokerError):
                 raise
-            refused += 1
-            print(f"not replayed {name}: {exc}")
+            refused.append({"batch": name, "from": entry.coordinates, "reason": str(exc)})
+            if text:
+                print(f"not replayed {name}: {exc}")
             continue
-        replayed += 1
-        print(
-            f"replayed {name} (from {entry.coordinates}) to "
-            f"{settings.topics.batches}[{partition}]@{offset}"
-        )
+        replayed.append(_replayed(settings, name, entry, partition, offset))
+        if text:
+            print(_replayed_line(replayed[-1]))
     scope = f" of layer {args.layer}" if args.layer else ""
-    print(
-        f"{replayed} batch(es){scope} quarantined since {args.all_since.isoformat()} replayed, "
-        f"{refused} not replayed; the worker re-evaluates them"
-    )
+    since = args.all_since.isoformat()
+    if text:
+        print(
+            f"{len(replayed)} batch(es){scope} quarantined since {since} replayed, "
+            f"{len(refused)} not replayed; the worker re-evaluates them"
+        )
+    else:
+        print_json({"since": since, "layer": args.layer, "replayed": replayed, "refused": refused})
     return 1 if refused else 0
+
+
+def _replayed(settings: Any, name: str, entry: Any, partition: int, offset: int) -> dict[str, Any]:
+    """One replayed batch as the JSON output shows it."""
+    to = {"topic": settings.topics.batches, "partition": partition, "offset": offset}
+    return {"batch": name, "from": entry.coordinates, **to}
+
+
+def _replayed_line(row: dict[str, Any]) -> str:
+    return (
+        f"replayed {row['batch']} (from {row['from']}) to "
+        f"{row['topic']}[{row['partition']}]@{row['offset']}"
+    )
 
 
 def _write_pictures(args: argparse.Namespace, entry: Any) -> None:
@@ -175,11 +196,43 @@ def _write_pictures(args: argparse.Namespace, entry: Any) -> None:
         print(f"wrote {args.html}; open it in a browser", file=sys.stderr)
 
 
+def _show(args: argparse.Namespace, settings: Any) -> int:
+    """``show``: the quarantine record, and where the batch went when it was admitted
+    (never quarantined, or admitted after a replay): ``admitted: TOPIC[P]@O``."""
+    from worker.ops.quarantine import entry_to_json, find_entry
+    from worker.ops.quarantine_view import render_entry
+    from worker.ops.replay import where_admitted
+
+    try:
+        entry = find_entry(settings, args.batch)
+    except BrokerError:
+        raise
+    except ContractGateError:
+        admitted = where_admitted(settings, args.batch)
+        if admitted is None:
+            raise
+        if wants_json(args):
+            print_json({"batch": args.batch, "quarantined": False, "admitted": admitted})
+        else:
+            print(f"batch {args.batch} was admitted, not quarantined: {admitted}")
+        return 0
+    admitted = where_admitted(settings, entry.batch_id, missing_ok=True)
+    if wants_json(args):
+        print_json({**entry_to_json(entry), "quarantined": True, "admitted": admitted})
+    else:
+        print(render_entry(entry))
+        if admitted is not None:
+            print(f"  admitted: {admitted} (a later event of this batch, e.g. a replay)")
+    if args.offenders_file or args.html:
+        _write_pictures(args, entry)
+    return 0
+
+
 def run(args: argparse.Namespace) -> int:
     """List, show or replay as ``args.quarantine_command`` says; returns the exit code."""
     from worker.cli.args import settings_from_args
     from worker.ops.quarantine import entry_to_json, find_entry, read_quarantine
-    from worker.ops.quarantine_view import render_entry, render_line, table_rows
+    from worker.ops.quarantine_view import follow_rows, table_rows
     from worker.ops.replay import check_not_admitted, read_admitted, replay
 
     settings = settings_from_args(args)
@@ -192,12 +245,15 @@ def run(args: argparse.Namespace) -> int:
             print(f"no quarantined batches{scope} on {settings.topics.quarantine}")
         return 0
     if args.quarantine_command == "tail":
+        entries = read_quarantine(settings, layer=args.layer, follow=args.follow)
+        lines = (
+            (dumps_json(entry_to_json(e), default=str) for e in entries)
+            if args.format == "json"
+            else follow_rows(entries)  # the table's header and columns, row by row
+        )
         try:
-            for entry in read_quarantine(settings, layer=args.layer, follow=args.follow):
-                if args.format == "json":
-                    print(dumps_json(entry_to_json(entry), default=str), flush=True)
-                else:
-                    print(render_line(entry), flush=True)
+            for line in lines:
+                print(line, flush=True)
         except KeyboardInterrupt:
             print("", file=sys.stderr)
         return 0
@@ -208,21 +264,16 @@ def run(args: argparse.Namespace) -> int:
             raise ContractGateError("--layer selects batches for --all-since only")
         if args.all_since is not None:
             return _replay_all(args, settings)
-    entry = find_entry(settings, args.batch)
     if args.quarantine_command == "show":
-        if args.format == "json":
-            print(dumps_json(entry_to_json(entry), indent=2, default=str))
-        else:
-            print(render_entry(entry))
-        if args.offenders_file or args.html:
-            _write_pictures(args, entry)
-        return 0
+        return _show(args, settings)
+    entry = find_entry(settings, args.batch)
     if not args.force:
         digests: dict[str, str] = {}
         check_not_admitted(entry, read_admitted(settings, digests=digests), digests)
     partition, offset = replay(settings, entry, force=args.force)
-    print(
-        f"replayed {entry.batch_id or args.batch} (from {entry.coordinates}) to "
-        f"{settings.topics.batches}[{partition}]@{offset}; the worker re-evaluates it"
-    )
+    row = _replayed(settings, entry.batch_id or args.batch, entry, partition, offset)
+    if wants_json(args):
+        print_json({**row, "replayed": True})
+    else:
+        print(_replayed_line(row) + "; the worker re-evaluates it")
     return 0

@@ -24,6 +24,7 @@ from worker.core.spatial import crs_label, region_geometry, resolve_crs
 
 __all__ = [
     "UNDECLARED_REGION_CRS",
+    "antimeridian_notes",
     "compare_region",
     "contract_crs",
     "edges_break",
@@ -156,3 +157,44 @@ def _regions_equal(a: Any, crs_a: Any, b: Any, crs_b: Any) -> bool:
     if ga is None or gb is None:
         return False
     return bool(ga.equals(gb))
+
+
+def antimeridian_notes(contract: Contract) -> list[str]:
+    """One sentence per bbox region of ``contract`` with ``minx > maxx`` in a geographic CRS.
+
+    Such a region crosses the antimeridian (:func:`worker.core.spatial.region_geometry`):
+    it is legal, and it is also what a swapped minx/maxx looks like, so ``check`` and
+    ``contract publish`` say so. A region whose CRS is undeclared (read in each batch's
+    CRS) is named when both longitudes lie within ±180. A region CRS that does not
+    resolve is left to the clause's own error.
+
+    Returns
+    -------
+    list[str]
+        ``"<layer/version>: clause <name>: region [..] has minx > maxx: in <CRS> it
+        crosses the antimeridian (a band <w>° wide from <minx> east to <maxx>); if that is
+        a typo, write [maxx, miny, minx, maxy]"``.
+    """
+    notes = []
+    for clause in contract.clauses:
+        region = clause.params.get("region")
+        if not isinstance(region, list | tuple) or len(region) != 4:
+            continue
+        minx, miny, maxx, maxy = region
+        if not minx > maxx:
+            continue
+        text = clause.params.get("crs") or expected_crs(contract)
+        try:
+            geographic = resolve_crs(text).is_geographic if text else abs(minx) <= 180
+        except ContractGateError:
+            continue
+        if not geographic or abs(maxx) > 180:
+            continue
+        where = text or "the batch's declared CRS (if geographic)"
+        notes.append(
+            f"{contract.key}: clause {clause.name}: region {list(region)} has minx > maxx: in "
+            f"{where} it crosses the antimeridian (a band {360 - (minx - maxx):g}° wide from "
+            f"{minx:g} east to {maxx:g}); if that is a typo, write "
+            f"[{maxx:g}, {miny:g}, {minx:g}, {maxy:g}]"
+        )
+    return notes

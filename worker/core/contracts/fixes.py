@@ -78,4 +78,5 @@ def _path(parts: Iterable[Any]) -> str:
 
 def _fail(source: str, path: Iterable[Any], what: str, fix: str | None = None) -> ContractError:
     tail = f"; {fix}" if fix else ""
-    return ContractError(f"{source}: {_path(path)}: {what}{tail}")
+    field = _path(path)
+    return ContractError(f"{source}: {field}: {what}{tail}", field=field, fix=fix)

@@ -107,7 +107,9 @@ def parse_contract(text: str, *, source: str = "<string>") -> Contract:
         first = _fail(source, *described[0])
         if len(described) > 1:
             more = "; ".join(str(_fail("", *d))[2:] for d in described[1:4])
-            first = ContractError(f"{first} (and {len(described) - 1} more: {more})")
+            first = ContractError(
+                f"{first} (and {len(described) - 1} more: {more})", field=first.field, fix=first.fix
+            )
         raise first
     cadence_s = _semantic_checks(doc, source)
     major_s, _, minor_s = doc["version"][1:].partition(".")

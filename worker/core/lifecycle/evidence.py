@@ -36,7 +36,9 @@ class EvaluationPoint:
 
     ``quarantined_by`` are the other versions that evaluated the same batch *enforcing*
     and failed it (their last evaluation of it): the batch was quarantined anyway, so
-    rejecting it is nothing new.
+    rejecting it is nothing new. ``mode`` is the mode this version evaluated it in (its
+    record's ``mode``): a failed evaluation in ``enforcing`` mode is a rejection the
+    version made itself, not a would-be one.
     """
 
     batch_id: str
@@ -45,6 +47,7 @@ class EvaluationPoint:
     passed: bool
     broken: tuple[BrokenClause, ...]
     quarantined_by: tuple[str, ...] = ()
+    mode: str = "observing"
 
 
 @dataclass(frozen=True)
@@ -87,9 +90,20 @@ class Evidence:
 
     @property
     def newly_rejected(self) -> tuple[EvaluationPoint, ...]:
-        """The would-be rejections an enforcing version did not quarantine already: what
-        promoting this version changes."""
-        return tuple(p for p in self.would_reject if not p.quarantined_by)
+        """The would-be rejections (evaluated observing) an enforcing version did not
+        quarantine already: what promoting this version changes."""
+        return tuple(p for p in self.would_reject if not p.quarantined_by and p.mode != "enforcing")
+
+    @property
+    def enforcing(self) -> bool:
+        """Whether the version's latest evaluation was enforcing (it is promoted, or was
+        published enforcing): its failed evaluations are its own quarantines."""
+        return bool(self.points) and self.points[-1].mode == "enforcing"
+
+    @property
+    def rejected_itself(self) -> tuple[EvaluationPoint, ...]:
+        """The batches it failed while enforcing (it quarantined them itself)."""
+        return tuple(p for p in self.would_reject if p.mode == "enforcing")
 
     @property
     def cycles(self) -> float:
@@ -133,7 +147,12 @@ def summarise(contract: Contract, records: Iterable[Mapping[str, Any]], now: dat
         )
         by_batch.pop(r["batch_id"], None)
         by_batch[r["batch_id"]] = EvaluationPoint(
-            r["batch_id"], r["data_time"], r["evaluated_at"], bool(r["passed"]), broken
+            r["batch_id"],
+            r["data_time"],
+            r["evaluated_at"],
+            bool(r["passed"]),
+            broken,
+            mode=str(r.get("mode") or "observing"),
         )
     points = tuple(
         replace(

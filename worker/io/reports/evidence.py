@@ -29,6 +29,26 @@ def _clause_line(c: BrokenClause) -> str:
     return f"{c.name} ({c.kind}, {effect}): {c.message or brief(c.kind, c.measured)}"
 
 
+def _rejections(e: Evidence) -> str:
+    """The rejections in words: an enforcing version's own quarantines are not called
+    "not already quarantined by an enforcing version" (issue 28 §4)."""
+    observing = len(e.would_reject) - len(e.rejected_itself)
+    newly = f"{len(e.newly_rejected)} of them not already quarantined by an enforcing version"
+    if not e.rejected_itself:
+        return f"would have rejected {observing} batch(es), {newly}"
+    line = f"quarantined {len(e.rejected_itself)} batch(es) itself while enforcing"
+    if observing:
+        line += f"; while observing it would have rejected {observing}, {newly}"
+    return line
+
+
+def _by(p: EvaluationPoint, lead: str) -> str:
+    """Who quarantined a rejected batch: this version (failed while enforcing) and the
+    other enforcing versions that failed it; empty when nobody did."""
+    who = (["this version (enforcing)"] if p.mode == "enforcing" else []) + list(p.quarantined_by)
+    return f"{lead}already quarantined by {', '.join(who)}" if who else ""
+
+
 def render_evidence_text(e: Evidence) -> str:
     """Readable summary: span vs cadence, counts, attainment, would-be rejections."""
     att = "n/a" if e.attainment is None else f"{e.attainment:.3f}"
@@ -40,14 +60,10 @@ def render_evidence_text(e: Evidence) -> str:
         + (f", {readable_duration(e.missing_s)} missing" if e.missing_s else ""),
         f"  batches evaluated {e.evaluated}, passed {e.passed}, attainment {att} "
         f"(objective {e.objective})",
-        f"  would have rejected {len(e.would_reject)} batch(es), {len(e.newly_rejected)} of "
-        "them not already quarantined by an enforcing version",
+        f"  {_rejections(e)}",
     ]
     for p in e.would_reject:
-        already = (
-            f", already quarantined by {', '.join(p.quarantined_by)}" if p.quarantined_by else ""
-        )
-        lines.append(f"    {p.batch_id} (data time {p.data_time.isoformat()}{already})")
+        lines.append(f"    {p.batch_id} (data time {p.data_time.isoformat()}{_by(p, ', ')})")
         lines += [f"      {_clause_line(c)}" for c in p.broken]
     return "\n".join(lines)
 
@@ -61,6 +77,7 @@ def evidence_to_json(e: Evidence) -> dict[str, Any]:
             "data_time": p.data_time.isoformat(),
             "evaluated_at": p.evaluated_at.isoformat(),
             "passed": p.passed,
+            "mode": p.mode,
             "quarantined_by": list(p.quarantined_by),
             "broken": [
                 {
@@ -92,6 +109,8 @@ def evidence_to_json(e: Evidence) -> dict[str, Any]:
         "objective": e.objective,
         "would_reject": [point(p) for p in e.would_reject],
         "newly_rejected": len(e.newly_rejected),
+        "enforcing": e.enforcing,
+        "rejected_itself": len(e.rejected_itself),
         "evaluations": [point(p) for p in e.points],
     }
 
@@ -137,10 +156,14 @@ def _svg_timeline(e: Evidence, width: int = 760, height: int = 130) -> str:
     def x(t: float) -> float:
         return pad + (t - start) * scale
 
-    def label(at: float, y: float, text: str, colour: str) -> str:
-        anchor = "end" if at > width - pad - 60 else ("start" if at < pad + 60 else "middle")
+    colours = {"label-cycle": "#36c", "label-now": "#000", "label-start": "#555"}
+
+    def label(at: float, y: float, text: str, cls: str, anchor: str = "") -> str:
+        colour = colours[cls]
+        if not anchor:
+            anchor = "end" if at > width - pad - 60 else ("start" if at < pad + 60 else "middle")
         return (
-            f'<text x="{at:.1f}" y="{y}" font-size="11" fill="{colour}" '
+            f'<text class="{cls}" x="{at:.1f}" y="{y}" font-size="11" fill="{colour}" '
             f'text-anchor="{anchor}">{html.escape(text)}</text>'
         )
 
@@ -153,10 +176,14 @@ def _svg_timeline(e: Evidence, width: int = 760, height: int = 130) -> str:
         f'<line x1="{pad}" y1="{mid}" x2="{width - pad}" y2="{mid}" stroke="#888"/>',
         f'<line x1="{cycle_x:.1f}" y1="14" x2="{cycle_x:.1f}" y2="{height - 22}" stroke="#36c" '
         'stroke-dasharray="4 3"/>',
-        label(cycle_x, 12, "end of one cadence cycle", "#36c"),
+        label(cycle_x, 12, "end of one cadence cycle", "label-cycle"),
         f'<line x1="{now_x:.1f}" y1="14" x2="{now_x:.1f}" y2="{height - 22}" stroke="#000"/>',
-        label(now_x, height - 8, "now", "#000"),
-        label(pad, height - 8, e.first_at.strftime("%Y-%m-%d %H:%M:%S"), "#555"),
+        # "now" in a row of its own, beside its line: under the cycle label, above the
+        # marks, never on the start date (now can be next to the first evaluation)
+        label(now_x + 4, 27, "now", "label-now", "start")
+        if now_x < width - pad - 30
+        else label(now_x - 4, 27, "now", "label-now", "end"),
+        label(pad, height - 8, e.first_at.strftime("%Y-%m-%d %H:%M:%S"), "label-start"),
     ]
     points = sorted(e.points, key=lambda p: p.evaluated_at)
     xs = spread([x(p.evaluated_at.timestamp()) for p in points], pad, width - pad)
@@ -241,6 +268,16 @@ def _svg_breach_rate(e: Evidence, width: int = 760, height: int = 150) -> str:
     return "".join(parts)
 
 
+def _rejected_heading(e: Evidence) -> str:
+    """The heading of the rejections table (HTML-escaped)."""
+    if e.rejected_itself:
+        return f"Batches it rejected ({html.escape(_rejections(e))})"
+    return (
+        f"Batches it would have rejected ({len(e.would_reject)}; {len(e.newly_rejected)} not "
+        "already\nquarantined by an enforcing version)"
+    )
+
+
 def render_evidence_html(e: Evidence) -> str:
     """One self-contained HTML page (inline CSS and SVG, no scripts, no network)."""
     esc = html.escape
@@ -249,7 +286,8 @@ def render_evidence_html(e: Evidence) -> str:
     rows = "".join(
         f"<tr><td>{esc(p.batch_id)}</td><td>{esc(p.data_time.isoformat())}</td><td>"
         + "<br>".join(esc(_clause_line(c)) for c in p.broken)
-        + f"</td><td>{esc(', '.join(p.quarantined_by)) or 'no: newly rejected'}</td></tr>"
+        + f"</td><td>{esc(_by(p, '')[len('already quarantined by ') :]) or 'no: newly rejected'}"
+        + "</td></tr>"
         for p in e.would_reject
     )
     title = f"{e.layer}/{e.version} observing evidence"
@@ -268,8 +306,7 @@ Batches evaluated {e.evaluated}, passed {e.passed}, attainment {att} (objective 
 {_svg_timeline(e)}
 <h2>Breach rate over time (share of evaluations it would have rejected)</h2>
 {_svg_breach_rate(e)}
-<h2>Batches it would have rejected ({len(e.would_reject)}; {len(e.newly_rejected)} not already
-quarantined by an enforcing version)</h2>
+<h2>{_rejected_heading(e)}</h2>
 <table><tr><th>batch</th><th>data time</th><th>broken clauses</th>
 <th>already quarantined by</th></tr>
 {rows}</table>

@@ -7,6 +7,7 @@ printed as text, JSON or one HTML page.
 from __future__ import annotations
 
 import argparse
+import sys
 
 from worker.cli.args import add_kafka_args, add_now, now_of, settings_from_args, write_output
 from worker.core._util.jsonsafe import dumps_json
@@ -53,7 +54,8 @@ def run(args: argparse.Namespace) -> int:
         text = render_evidence_text(evidence)
     if args.output:
         write_output(args.output, text)  # an unwritable --output was an OSError traceback
-        print(f"wrote {args.output}")
+        # with json, stdout holds JSON only: the file is the document, the line goes aside
+        print(f"wrote {args.output}", file=sys.stderr if args.format == "json" else sys.stdout)
     else:
         print(text)
     return 0

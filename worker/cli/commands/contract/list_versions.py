@@ -7,6 +7,7 @@ from __future__ import annotations
 import argparse
 
 from worker.cli.args import add_kafka_args, add_now, now_of, settings_from_args
+from worker.cli.output import add_format, print_json, wants_json
 
 __all__ = ["register", "run"]
 
@@ -20,11 +21,15 @@ def register(csub: argparse._SubParsersAction) -> None:
     add_kafka_args(p)
     p.add_argument("layer", nargs="?", help="only this layer")
     add_now(p)
+    add_format(p, "every version with mode, state, class, age; escalations; broken histories")
 
 
 def run(args: argparse.Namespace) -> int:
     """Print the contract versions of every layer, or of LAYER."""
-    from worker.control.lifecycle import list_versions
+    from worker.control.lifecycle import list_versions, versions_to_json
 
-    print(list_versions(settings_from_args(args), args.layer, now_of(args)))
+    if wants_json(args):
+        print_json(versions_to_json(settings_from_args(args), args.layer, now_of(args)))
+    else:
+        print(list_versions(settings_from_args(args), args.layer, now_of(args)))
     return 0

@@ -10,6 +10,7 @@ import argparse
 import sys
 
 from worker.cli.args import add_kafka_args, add_now, now_of, settings_from_args
+from worker.cli.output import add_format, lines_document, print_json, wants_json
 from worker.cli.signing_args import add_signing_args
 
 __all__ = ["register", "run"]
@@ -30,13 +31,21 @@ def register(csub: argparse._SubParsersAction) -> None:
     p.add_argument("version")
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     add_now(p)
+    add_format(p, "the version and the summary lines (evidence, promotion, records written)")
 
 
-def _ask(question: str) -> bool:
-    """``question`` answered yes on the terminal; without a terminal, no (pass --yes)."""
+def _ask(question: str, *, as_json: bool = False) -> bool:
+    """``question`` answered yes on the terminal; without a terminal, no (pass --yes).
+
+    With ``as_json`` stdout holds only the JSON document: the question goes to stderr
+    (and, without a terminal, only the error object says to pass --yes)."""
     if not sys.stdin.isatty():
-        print(question + "(no terminal to answer; pass --yes)", file=sys.stderr)
+        if not as_json:
+            print(question + "(no terminal to answer; pass --yes)", file=sys.stderr)
         return False
+    if as_json:
+        print(question, end="", file=sys.stderr, flush=True)
+        return sys.stdin.readline().strip().lower() in ("y", "yes")
     return input(question).strip().lower() in ("y", "yes")
 
 
@@ -44,14 +53,16 @@ def run(args: argparse.Namespace) -> int:
     """Promote the version (after confirmation) and print the summary."""
     from worker.control.lifecycle import promote
 
-    print(
-        promote(
-            settings_from_args(args),
-            args.layer,
-            args.version,
-            now=now_of(args),
-            yes=args.yes,
-            confirm=_ask,
-        )
+    text = promote(
+        settings_from_args(args),
+        args.layer,
+        args.version,
+        now=now_of(args),
+        yes=args.yes,
+        confirm=lambda question: _ask(question, as_json=wants_json(args)),
     )
+    if wants_json(args):
+        print_json(lines_document(args.layer, args.version, text))
+    else:
+        print(text)
     return 0

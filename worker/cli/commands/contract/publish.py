@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 
 from worker.cli.args import add_kafka_args, settings_from_args
+from worker.cli.output import add_format, lines_document, print_json, wants_json
 from worker.cli.signing_args import add_signing_args
 
 __all__ = ["register", "run"]
@@ -30,20 +31,26 @@ def register(csub: argparse._SubParsersAction) -> None:
     cp.add_argument(
         "--dry-run", action="store_true", help="classify and apply the policy, write nothing"
     )
+    add_format(cp, "the version, dry_run and the summary lines")
 
 
 def run(args: argparse.Namespace) -> int:
     """Publish (or with ``--dry-run`` only classify) the version and print the summary."""
     from worker.control.publish import publish_contract
+    from worker.io.contract_files import load_contract
 
     settings = settings_from_args(args)
-    print(
-        publish_contract(
-            settings,
-            args.file,
-            mode=args.mode,
-            published_by=args.published_by,
-            dry_run=args.dry_run,
-        )
+    text = publish_contract(
+        settings,
+        args.file,
+        mode=args.mode,
+        published_by=args.published_by,
+        dry_run=args.dry_run,
     )
+    if wants_json(args):
+        contract = load_contract(args.file)
+        doc = lines_document(contract.layer, contract.version, text)
+        print_json({"file": args.file, "dry_run": args.dry_run, **doc})
+    else:
+        print(text)
     return 0

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 
 from worker.cli.args import add_kafka_args, add_stale
+from worker.cli.output import add_format, lines_document, print_json, wants_json
 from worker.cli.signing_args import add_signing_args
 
 __all__ = ["register", "run"]
@@ -35,6 +36,7 @@ def register(csub: argparse._SubParsersAction) -> None:
         "ContractRecord has no field for who retired it)",
     )
     add_stale(r)
+    add_format(r, "the major retired and the summary line")
 
 
 def run(args: argparse.Namespace) -> int:
@@ -43,13 +45,15 @@ def run(args: argparse.Namespace) -> int:
     from worker.control.retirement import retire
 
     settings = settings_from_args(args)
-    print(
-        retire(
-            settings,
-            args.layer,
-            args.version,
-            retired_by=args.retired_by,
-            stale_after=args.stale_after,
-        )
+    text = retire(
+        settings,
+        args.layer,
+        args.version,
+        retired_by=args.retired_by,
+        stale_after=args.stale_after,
     )
+    if wants_json(args):
+        print_json(lines_document(args.layer, args.version, text))
+    else:
+        print(text)
     return 0

@@ -79,10 +79,15 @@ def run(args: argparse.Namespace) -> int:
     head = read_tree(args.head, contracts_dir, repo=args.repo)
     if not base.files and not head.files:
         # fail closed: a mistyped --contracts-dir would otherwise pass every review
+        fix = (
+            "give the directory that holds them with --contracts-dir (relative to the "
+            "repository root; default 'contracts')"
+        )
         raise ContractGateError(
             f"no contract files (*.yaml, *.yml) under {contracts_dir!r} at {base.label} nor "
-            f"at {head.label}: give the directory that holds them with --contracts-dir "
-            "(relative to the repository root; default 'contracts')"
+            f"at {head.label}: {fix}",
+            field="--contracts-dir",
+            fix=fix,
         )
     now: datetime = args.now or datetime.now(timezone.utc)
     result = review(base.files, head.files, now=now, dates=head.dates, read_evidence=head.read)

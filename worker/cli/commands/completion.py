@@ -1,0 +1,55 @@
+"""``contract-gate completion bash|zsh``: a shell completion script generated from the parser.
+
+The script is written by shtab (https://pypi.org/project/shtab/) from the same argparse
+tree every command registers in, so it cannot drift from the commands and flags. Install
+it with, e.g.::
+
+    contract-gate completion bash > ~/.local/share/bash-completion/completions/contract-gate
+    contract-gate completion zsh > "${fpath[1]}/_contract-gate"
+"""
+
+from __future__ import annotations
+
+import argparse
+
+__all__ = ["SHELLS", "register", "run", "script"]
+
+#: The shells a completion script is generated for.
+SHELLS = ("bash", "zsh")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    """Add ``completion SHELL``."""
+    p = sub.add_parser(
+        "completion",
+        help="print a bash or zsh completion script for contract-gate",
+        description="Print a completion script generated from the command line's parser "
+        "(every command, action and flag). bash: save it as "
+        "~/.local/share/bash-completion/completions/contract-gate, or `source` it; zsh: save "
+        "it as _contract-gate in a directory of $fpath.",
+    )
+    p.add_argument("shell", choices=SHELLS, help="the shell to complete in")
+    p.set_defaults(handler=run)
+
+
+def script(parser: argparse.ArgumentParser, shell: str) -> str:
+    """The completion script of ``parser`` for ``shell`` (one of :data:`SHELLS`).
+
+    Raises
+    ------
+    ValueError
+        ``shell`` is not one of :data:`SHELLS`.
+    """
+    import shtab
+
+    if shell not in SHELLS:
+        raise ValueError(f"{shell!r} is not one of {', '.join(SHELLS)}")
+    text: str = shtab.complete(parser, shell=shell)
+    return text
+
+
+def run(args: argparse.Namespace) -> int:
+    """Print the script for ``args.shell`` of the whole tree (``args.root_parser``, which
+    :func:`worker.cli.main.build_parser` sets, this command included)."""
+    print(script(args.root_parser, args.shell), end="")
+    return 0
