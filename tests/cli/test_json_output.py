@@ -52,6 +52,7 @@ NO_FORMAT = {
     "run": "the worker: logs, no result",
     "broker": "a foreground broker: prints the export line, then runs until stopped",
     "demo": "a walkthrough printed for a reader, ending in the demo's own summary",
+    "contract init": "prints a draft contract (YAML with comments), the input of publish",
     "completion": "prints a shell script",
 }
 

@@ -1,4 +1,4 @@
-"""The overlap timeline of one layer as inline SVG (DESIGN.md section 5's picture, live).
+"""The overlap timeline of one layer as inline SVG (docs/design.md section 5's picture, live).
 
 One lane per version, oldest first: a bar from its publication to its supersession or
 retirement (or now), pale while observing and solid once enforcing, with a marker per
