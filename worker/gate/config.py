@@ -9,7 +9,7 @@ Units are in the names: ``_s`` seconds, ``_ms`` milliseconds, ``_bytes`` bytes.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 __all__ = ["GateConfig"]
 
@@ -58,6 +58,9 @@ class GateConfig:
         Deadline of each of those two reads at start, seconds.
     close_flush_timeout_s : float
         Producer flush at close, seconds.
+    max_batch_wait_s : float
+        :attr:`max_batch_wait_ms` in seconds: computed once at construction (a plain field,
+        read per poll batch), not a constructor argument.
 
     Raises
     ------
@@ -88,6 +91,7 @@ class GateConfig:
     replay_restore_per_partition: int = 20_000
     restore_timeout_s: float = 30.0
     close_flush_timeout_s: float = 10.0
+    max_batch_wait_s: float = field(init=False)
 
     def __post_init__(self) -> None:
         if self.routing_threads < 1:
@@ -98,8 +102,4 @@ class GateConfig:
             raise ValueError(f"max_batch_attempts must be 1 or more, got {self.max_batch_attempts}")
         if self.max_batch_wait_ms < 0:
             raise ValueError(f"max_batch_wait_ms must be 0 or more, got {self.max_batch_wait_ms}")
-
-    @property
-    def max_batch_wait_s(self) -> float:
-        """:attr:`max_batch_wait_ms` in seconds."""
-        return self.max_batch_wait_ms / 1000.0
+        object.__setattr__(self, "max_batch_wait_s", self.max_batch_wait_ms / 1000.0)

@@ -21,6 +21,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from worker.core.chunks import ChunkedBatch, evaluate_chunked
+from worker.core.columns import derive_schema
 from worker.core.errors import DecodeError, PayloadError
 from worker.core.evaluate import evaluate
 from worker.core.lifecycle.read_paths import opts_in
@@ -39,7 +40,7 @@ from worker.gate.records import (
     records_of,
 )
 from worker.io import codec
-from worker.io.payloads import derive_schema, load_payload, load_payload_chunked
+from worker.io.payloads import load_payload, load_payload_chunked
 from worker.kafka.protocols import MessageLike
 from worker.kafka.settings import MAX_MESSAGE_BYTES, Settings, Topics
 
