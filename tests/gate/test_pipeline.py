@@ -175,7 +175,7 @@ def polling_pipeline(producer: FakeProducer, consumer: PollingConsumer, **kw: An
 def test_each_committed_poll_batch_logs_one_info_line(caplog: pytest.LogCaptureFixture) -> None:
     consumer = PollingConsumer(batches=[[_polled(1), _polled(2)]])
     p = polling_pipeline(FakeProducer(), consumer)
-    with caplog.at_level("INFO", logger="worker.gate.reporting"):
+    with caplog.at_level("INFO", logger="worker.gate.housekeeping"):
         assert p.step() == 2
         assert p.step() == 0  # nothing polled: no line
     lines = [r.getMessage() for r in caplog.records if r.getMessage().startswith("poll batch")]

@@ -1,10 +1,11 @@
 """The worker loop: poll a batch of events -> route each -> commit in Kafka transactions.
 
 One :meth:`Processor.step` is a list of named calls, each returning a value: the config
-topic's updates, one poll batch (:mod:`worker.gate.poll`), its runs routed in order and
-committed one transaction each (:mod:`worker.gate.schedule`, :mod:`worker.gate.route`,
-:mod:`worker.gate.checkpoint`), each committed run reported (metrics, ``on_outcome``), the
-rest rewound (:mod:`worker.gate.offsets`). Kafka callbacks only log or set flags.
+topic's updates, one poll batch (:func:`worker.gate.housekeeping.poll_batch`), its runs
+routed in order and committed one transaction each (:mod:`worker.gate.schedule`,
+:mod:`worker.gate.route`, :mod:`worker.gate.checkpoint`), each committed run reported
+(:mod:`worker.gate.housekeeping`: metrics, ``on_outcome``), the rest rewound
+(:mod:`worker.gate.offsets`). Kafka callbacks only log or set flags.
 """
 
 from __future__ import annotations
@@ -21,14 +22,21 @@ from worker.core.lifecycle.registry import RecordingRegistry
 from worker.core.replays import ReplayLedger
 from worker.gate.checkpoint import Checkpoint, Done
 from worker.gate.config import GateConfig
-from worker.gate.instruments import Instruments, NullInstruments
-from worker.gate.liveness import Assignment, Liveness, partition_lag
+from worker.gate.housekeeping import (
+    Assignment,
+    Instruments,
+    Liveness,
+    NullInstruments,
+    log_batch,
+    partition_lag,
+    poll_batch,
+    report_config_event,
+    report_decisions,
+)
 from worker.gate.offsets import rewind
-from worker.gate.poll import poll_batch
 from worker.gate.producing import Guard
 from worker.gate.records import Outcome
 from worker.gate.replays import restore_ledger
-from worker.gate.reporting import log_batch, report_config_event, report_decisions
 from worker.gate.route import Router
 from worker.gate.schedule import Runs, Schedule
 from worker.gate.startup import (
@@ -250,11 +258,11 @@ class Processor:
             for done in runs:  # in order; the next run is routed while one commits
                 decided += self._report(done)
         self._rewind(runs.result)  # the rest is consumed again
-        log_batch(decided, runs.result, started)
+        log_batch(decided, runs.result.transactions, started)
         return len(decided)
 
     def _poll(self) -> list[MessageLike]:
-        """One poll batch (:func:`worker.gate.poll.poll_batch`) less its error events."""
+        """One poll batch (:func:`~worker.gate.housekeeping.poll_batch`) less its error events."""
         c = self.gate_config
         msgs = poll_batch(self.consumer, c.max_batch_events, c.max_batch_wait_s,
                           ready_bytes=c.ready_bytes, keep_waiting=self.liveness.keep_waiting,
