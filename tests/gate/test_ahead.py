@@ -13,8 +13,8 @@ import pytest
 from tests.fakes import FakeRecord
 from tests.gate.test_pipeline import FakeProducer, PollingConsumer, polling_pipeline
 from tests.gate.test_route import NOW, V1, V11, WORLD
-from worker.gate.ahead import RouteAhead
 from worker.gate.route import Router, Source, route
+from worker.gate.schedule import RouteAhead
 from worker.io import codec
 from worker.kafka.settings import Settings, Topics
 
