@@ -14,7 +14,7 @@ from worker.core.evaluate import evaluate
 from worker.core.model import QuarantineReason
 from worker.core.offenders import MAX_OFFENDERS, Offender, Offenders
 from worker.io import codec
-from worker.io.codec.records import MAX_OFFENDER_CHARS
+from worker.io.codec.events import MAX_OFFENDER_CHARS
 from worker.io.reports.offenders import broken_clauses, offenders_collection, offenders_of_record
 
 T0 = datetime(2026, 11, 29, 6, 0, tzinfo=timezone.utc)

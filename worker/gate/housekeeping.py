@@ -84,36 +84,18 @@ def poll_batch(
     keep_waiting: Callable[[], bool] | None = None,
     take_revoked: Callable[[], frozenset[Partition]] | None = None,
 ) -> list[Any]:
-    """Consume the records of one poll batch (one transaction).
+    """The records of one poll batch (one transaction) from a subscribed ``consumer``
+    (:class:`~worker.kafka.protocols.ConsumerLike`), error events included (the caller
+    sorts them): those librdkafka had fetched (up to ``max_events`` >= 1), then, while
+    fewer than ``max_events`` records and ``ready_bytes`` bytes of values are held, those
+    that arrive within ``wait_s`` seconds (>= 0) of ``clock`` (monotonic). When nothing is
+    queued, the first record is awaited up to ``max(wait_s, IDLE_WAIT_S)``.
 
-    Parameters
-    ----------
-    consumer : worker.kafka.protocols.ConsumerLike
-        A subscribed consumer.
-    max_events : int
-        Most records returned (>= 1).
-    wait_s : float
-        Longest wait for a batch to fill, seconds from the call (>= 0).
-    ready_bytes : int
-        Bytes of record values at which the batch is taken without waiting for more.
-    clock : callable
-        Monotonic seconds (injectable for tests).
-    keep_waiting : callable, optional
-        Called between waits (every 10 ms at most); False ends the wait at once (the
-        worker stops). The worker also marks its loop alive there.
-    take_revoked : callable, optional
-        The ``(topic, partition)`` pairs revoked (by the consumer's ``on_revoke``) since
-        its last call, which forgets them. Records of those partitions returned by an
-        earlier ``consume()`` of this poll batch are dropped, and the batch ends.
-
-    Returns
-    -------
-    list of worker.kafka.protocols.MessageLike
-        The records librdkafka had fetched (up to ``max_events``), then, while fewer
-        than ``max_events`` records and fewer than ``ready_bytes`` bytes are held, those
-        that arrive within ``wait_s``; error events included (the caller sorts them).
-        When nothing is queued, the first record is awaited up to ``max(wait_s,
-        IDLE_WAIT_S)``: empty after that.
+    ``keep_waiting`` is called between waits (every 10 ms at most; the worker marks its
+    loop alive there): False ends the wait at once. ``take_revoked`` returns the
+    ``(topic, partition)`` pairs revoked since its last call (:meth:`Assignment.take_revoked`):
+    their records returned by an earlier ``consume()`` of this batch are dropped, and the
+    batch ends.
     """
     started = clock()
     if take_revoked is not None:
@@ -174,7 +156,7 @@ class Assignment:
         log.info("revoked %s", sorted(revoked))
 
     def take_revoked(self) -> frozenset[tuple[str, int]]:
-        """The partitions revoked since the last call (:func:`worker.gate.poll.poll_batch`
+        """The partitions revoked since the last call (:func:`poll_batch`
         drops the records of a revoked partition that it consumed before the rebalance)."""
         revoked, self._revoked = frozenset(self._revoked), set()
         return revoked
@@ -199,15 +181,11 @@ class Liveness:
 
 
 def partition_lag(consumer: Any, partitions: list[tuple[str, int]]) -> dict[tuple[str, int], int]:
-    """Lag per partition: high watermark minus the consumer's position (next offset).
-
-    Both figures are local to the client, no broker round trip: the position, and
-    ``get_watermark_offsets(cached=True)``, whose high watermark librdkafka updates from
-    every Fetch response. Partitions without a known watermark or position (nothing
-    fetched yet) are left out. A watermark from ListOffsets (``cached=False``) can be too
-    low on Tansu after multi-record produce batches, so lag computed from it would be
-    unreliable there; the Fetch-fed cached value is what is used here.
-    """
+    """Lag per partition: high watermark minus the consumer's position (next offset),
+    both local to the client: ``get_watermark_offsets(cached=True)`` is fed by every Fetch
+    response (a ListOffsets watermark, ``cached=False``, can be too low on Tansu after
+    multi-record produce batches). Partitions without a known watermark or position
+    (nothing fetched yet) are left out."""
     lag: dict[tuple[str, int], int] = {}
     try:
         with map_kafka_errors():
