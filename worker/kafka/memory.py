@@ -13,7 +13,15 @@ rebalancing, no retention. What it keeps of Kafka's semantics:
 - offsets sent to a transaction (``send_offsets_to_transaction``) become the group's
   committed offsets when the transaction commits, never on abort;
 - a second ``init_transactions`` with the same ``transactional.id`` aborts the first
-  producer's open transaction and fences it (its next call raises ``_FENCED``).
+  producer's open transaction and fences it (its next call raises ``_FENCED``);
+- a producer made with ``max_message_bytes`` refuses a larger record at ``produce`` with
+  ``MSG_SIZE_TOO_LARGE``, as librdkafka does against ``message.max.bytes``.
+
+Failure branches a real broker rarely produces on demand are armed by the test:
+``broker.fail_next("commit_transaction", BrokerFault.ABORTABLE)`` makes the next commit
+raise what librdkafka raises for an abortable error (:class:`BrokerFault`: ``ABORTABLE``,
+``RETRIABLE``, ``FENCED``, ``STATE``, ``TOO_LARGE``; calls: :data:`FAULTABLE`), and
+:attr:`MemoryBroker.calls` lists the client calls made, in order.
 
 Consumers are :class:`worker.kafka.memory_consumer.MemoryConsumer`. Failures are raised
 as confluent-kafka raises them (``KafkaException`` carrying a ``KafkaError``), so
@@ -29,6 +37,8 @@ from confluent_kafka import KafkaError
 
 from worker.kafka.memory_consumer import MemoryConsumer
 from worker.kafka.memory_log import (
+    FAULTABLE,
+    BrokerFault,
     MemoryLog,
     MemoryMessage,
     Txn,
@@ -36,7 +46,7 @@ from worker.kafka.memory_log import (
 )
 from worker.kafka.protocols import Headers, TopicPartition
 
-__all__ = ["MemoryBroker", "MemoryMessage", "MemoryProducer"]
+__all__ = ["FAULTABLE", "BrokerFault", "MemoryBroker", "MemoryMessage", "MemoryProducer"]
 
 
 class MemoryBroker(MemoryLog):
@@ -58,9 +68,12 @@ class MemoryBroker(MemoryLog):
         """A consumer of group ``group_id``; ``partition_eof`` reports each end reached."""
         return MemoryConsumer(self, group_id, read_committed, partition_eof)
 
-    def producer(self, transactional_id: str | None = None) -> MemoryProducer:
-        """A producer; with ``transactional_id`` it must ``init_transactions`` first."""
-        return MemoryProducer(self, transactional_id)
+    def producer(
+        self, transactional_id: str | None = None, *, max_message_bytes: int | None = None
+    ) -> MemoryProducer:
+        """A producer; with ``transactional_id`` it must ``init_transactions`` first; with
+        ``max_message_bytes`` it refuses a record whose key and value hold more bytes."""
+        return MemoryProducer(self, transactional_id, max_message_bytes)
 
     def _fence(self, transactional_id: str, producer: MemoryProducer) -> None:
         with self.lock:
@@ -79,9 +92,12 @@ class MemoryProducer:
     when produced. Delivery callbacks run in ``poll``, ``flush`` and at a transaction's end.
     """
 
-    def __init__(self, broker: MemoryBroker, transactional_id: str | None) -> None:
+    def __init__(
+        self, broker: MemoryBroker, transactional_id: str | None, max_message_bytes: int | None
+    ) -> None:
         self._broker = broker
         self.transactional_id = transactional_id
+        self._max_bytes = max_message_bytes
         self._txn: Txn | None = None
         self._ready = transactional_id is None
         self._fenced = False
@@ -107,7 +123,11 @@ class MemoryProducer:
         *,
         partition: int | None = None,
     ) -> None:
+        self._broker.trip("produce", topic)
         self._check(in_txn=True if self.transactional_id else None)
+        size = len(key or b"") + len(value or b"")
+        if self._max_bytes is not None and size > self._max_bytes:
+            raise fail(KafkaError.MSG_SIZE_TOO_LARGE, "Broker: Message size too large")
         msg = self._broker.append(topic, partition, key, value, headers, self._txn)
         if on_delivery is not None:
             self._reports.append((on_delivery, msg))
@@ -126,6 +146,7 @@ class MemoryProducer:
         return self._broker.metadata(topic)
 
     def init_transactions(self, timeout: float = -1) -> None:
+        self._broker.trip("init_transactions")
         if self.transactional_id is None:
             raise fail(KafkaError._NOT_CONFIGURED, "no transactional.id")
         self._check()
@@ -133,21 +154,25 @@ class MemoryProducer:
         self._ready = True
 
     def begin_transaction(self) -> None:
+        self._broker.trip("begin_transaction")
         self._check(in_txn=False)
         self._txn = self._broker.new_txn()
 
     def send_offsets_to_transaction(
         self, positions: Sequence[TopicPartition], group_metadata: Any, timeout: float = -1
     ) -> None:
+        self._broker.trip("send_offsets_to_transaction")
         self._check(in_txn=True)
         assert self._txn is not None
         self._txn.group = group_metadata.group_id
         self._txn.offsets.update({(tp.topic, tp.partition): tp.offset for tp in positions})
 
     def commit_transaction(self, timeout: float = -1) -> None:
+        self._broker.trip("commit_transaction")
         self._end(commit=True)
 
     def abort_transaction(self, timeout: float = -1) -> None:
+        self._broker.trip("abort_transaction")
         self._end(commit=False)
 
     def _end(self, *, commit: bool) -> None:
