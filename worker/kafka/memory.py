@@ -31,14 +31,14 @@ as confluent-kafka raises them (``KafkaException`` carrying a ``KafkaError``), s
 from __future__ import annotations
 
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from enum import Enum
 from typing import Any
 
-from confluent_kafka import KafkaError
+from confluent_kafka import KafkaError, KafkaException
 
 from worker.kafka.memory_consumer import MemoryConsumer
 from worker.kafka.memory_log import (
-    FAULTABLE,
-    BrokerFault,
     MemoryLog,
     MemoryMessage,
     Txn,
@@ -47,6 +47,45 @@ from worker.kafka.memory_log import (
 from worker.kafka.protocols import Headers, TopicPartition
 
 __all__ = ["FAULTABLE", "BrokerFault", "MemoryBroker", "MemoryMessage", "MemoryProducer"]
+
+
+class BrokerFault(Enum):
+    """A failure the memory broker's clients raise on demand (:meth:`MemoryBroker.fail_next`):
+    ``KafkaException`` wrapping the ``KafkaError`` (code and flags) librdkafka gives it."""
+
+    #: a transactional call failed; the transaction must be aborted (``txn_requires_abort``)
+    ABORTABLE = (KafkaError._TIMED_OUT, "txn_requires_abort")
+    #: a call timed out and may be called again (``retriable``: commit_transaction's contract)
+    RETRIABLE = (KafkaError._TIMED_OUT, "retriable")
+    #: a newer producer with the same ``transactional.id`` took over (``fatal``)
+    FENCED = (KafkaError._FENCED, "fatal")
+    #: the call is not valid in the client's state (e.g. a seek on a partition not assigned)
+    STATE = (KafkaError._STATE, "")
+    #: the record is larger than ``message.max.bytes`` (refused at ``produce``)
+    TOO_LARGE = (KafkaError.MSG_SIZE_TOO_LARGE, "")
+
+    def exception(self, call: str) -> KafkaException:
+        """The exception ``call`` raises for this fault."""
+        code, flag = self.value
+        flags = {flag: True} if flag else {}
+        return KafkaException(KafkaError(code, f"{call}: {self.name.lower()} (injected)", **flags))
+
+
+#: The client calls a fault can be armed for (:meth:`MemoryBroker.fail_next`).
+FAULTABLE = frozenset({"init_transactions", "begin_transaction", "produce",
+                       "send_offsets_to_transaction", "commit_transaction",
+                       "abort_transaction", "seek"})  # fmt: skip
+
+
+#: Most calls :attr:`MemoryBroker.calls` keeps (the latest), so a long run stays bounded.
+MAX_CALLS = 10_000
+
+
+@dataclass
+class _Armed:
+    fault: BrokerFault
+    after: int  # calls that pass first
+    times: int | None  # calls that fail then (None: every one)
 
 
 class MemoryBroker(MemoryLog):
@@ -61,6 +100,10 @@ class MemoryBroker(MemoryLog):
     def __init__(self, clock_ms: Callable[[], int] | None = None) -> None:
         super().__init__(clock_ms)
         self._owners: dict[str, MemoryProducer] = {}  # transactional.id -> current producer
+        self._armed: dict[str, list[_Armed]] = {}
+        #: every :data:`FAULTABLE` call of a client, in order, as attempted (those that
+        #: raised too): ``"produce out"``, ``"commit_transaction"``, ``"seek in[0]@7"``
+        self.calls: list[str] = []
 
     def consumer(
         self, group_id: str, *, read_committed: bool = True, partition_eof: bool = False
@@ -74,6 +117,46 @@ class MemoryBroker(MemoryLog):
         """A producer; with ``transactional_id`` it must ``init_transactions`` first; with
         ``max_message_bytes`` it refuses a record whose key and value hold more bytes."""
         return MemoryProducer(self, transactional_id, max_message_bytes)
+
+    def fail_next(
+        self, call: str, fault: BrokerFault, *, times: int | None = 1, after: int = 0
+    ) -> None:
+        """Arm ``fault`` for the client call named ``call`` (one of :data:`FAULTABLE`, on
+        any client of this broker): after ``after`` calls that pass, the next ``times``
+        calls (None: every one) raise it before doing anything. Faults armed for the same
+        call fire in the order armed.
+
+        Raises
+        ------
+        ValueError
+            ``call`` is not one of :data:`FAULTABLE`, ``times`` below 1, ``after`` below 0.
+        """
+        if call not in FAULTABLE:
+            raise ValueError(f"no fault can be armed for {call!r}: one of {sorted(FAULTABLE)}")
+        if (times is not None and times < 1) or after < 0:
+            raise ValueError(
+                f"times must be 1 or more (or None), after 0 or more: {times}, {after}"
+            )
+        with self.lock:
+            self._armed.setdefault(call, []).append(_Armed(fault, after, times))
+
+    def trip(self, call: str, detail: str = "") -> None:
+        """Record ``call`` in :attr:`calls`; raise the fault armed for it, if one fires."""
+        with self.lock:
+            self.calls.append(f"{call} {detail}".rstrip())
+            del self.calls[:-MAX_CALLS]  # bounded: the latest calls are kept
+            queue = self._armed.get(call)
+            if not queue:
+                return
+            armed = queue[0]
+            if armed.after > 0:
+                armed.after -= 1
+                return
+            if armed.times is not None:
+                armed.times -= 1
+                if armed.times == 0:
+                    queue.pop(0)
+        raise armed.fault.exception(call)
 
     def _fence(self, transactional_id: str, producer: MemoryProducer) -> None:
         with self.lock:

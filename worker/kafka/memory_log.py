@@ -3,10 +3,7 @@ committed offsets, transactions, and the records consumers get (:class:`MemoryMe
 
 Records of a transaction take offsets when produced; its commit or abort marks them and
 writes one control marker per partition it wrote (never delivered, as on a real broker).
-Failures are raised as confluent-kafka raises them: ``KafkaException(KafkaError(...))``,
-including those a test arms for the next client calls (:meth:`MemoryLog.fail_next`, one of
-the :class:`BrokerFault` kinds), so the adapter's error mapping
-(:func:`worker.kafka.clients.map_kafka_errors`) runs on them as on the real client's.
+Failures are raised as confluent-kafka raises them: ``KafkaException(KafkaError(...))``.
 """
 
 from __future__ import annotations
@@ -15,7 +12,6 @@ import threading
 import zlib
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from enum import Enum
 from types import SimpleNamespace
 from typing import Any
 
@@ -26,10 +22,8 @@ from worker.kafka.protocols import Headers
 __all__ = [
     "ABORTED",
     "COMMITTED",
-    "FAULTABLE",
     "MARKER",
     "OPEN",
-    "BrokerFault",
     "MemoryLog",
     "MemoryMessage",
     "Stored",
@@ -44,49 +38,6 @@ COMMITTED, OPEN, ABORTED, MARKER = "committed", "open", "aborted", "marker"
 def fail(code: int, text: str, *, fatal: bool = False) -> KafkaException:
     """The exception confluent-kafka raises for ``code`` (a ``KafkaError`` constant)."""
     return KafkaException(KafkaError(code, text, fatal=fatal))
-
-
-class BrokerFault(Enum):
-    """A failure the memory broker's clients raise on demand (:meth:`MemoryLog.fail_next`):
-    ``KafkaException`` wrapping the ``KafkaError`` (code and flags) librdkafka gives it."""
-
-    #: a transactional call failed; the transaction must be aborted (``txn_requires_abort``)
-    ABORTABLE = (KafkaError._TIMED_OUT, "txn_requires_abort")
-    #: a call timed out and may be called again (``retriable``: commit_transaction's contract)
-    RETRIABLE = (KafkaError._TIMED_OUT, "retriable")
-    #: a newer producer with the same ``transactional.id`` took over (``fatal``)
-    FENCED = (KafkaError._FENCED, "fatal")
-    #: the call is not valid in the client's state (e.g. a seek on a partition not assigned)
-    STATE = (KafkaError._STATE, "")
-    #: the record is larger than ``message.max.bytes`` (refused at ``produce``)
-    TOO_LARGE = (KafkaError.MSG_SIZE_TOO_LARGE, "")
-
-    def exception(self, call: str) -> KafkaException:
-        """The exception ``call`` raises for this fault."""
-        code, flag = self.value
-        flags = {flag: True} if flag else {}
-        return KafkaException(KafkaError(code, f"{call}: {self.name.lower()} (injected)", **flags))
-
-
-#: The client calls a fault can be armed for (:meth:`MemoryLog.fail_next`).
-FAULTABLE = frozenset(
-    {
-        "init_transactions",
-        "begin_transaction",
-        "produce",
-        "send_offsets_to_transaction",
-        "commit_transaction",
-        "abort_transaction",
-        "seek",
-    }
-)
-
-
-@dataclass
-class _Armed:
-    fault: BrokerFault
-    after: int  # calls that pass first
-    times: int | None  # calls that fail then (None: every one)
 
 
 @dataclass(frozen=True)
@@ -113,8 +64,7 @@ class MemoryMessage:
         value: bytes | None = None,
         headers: Headers | None = None,
     ) -> MemoryMessage:
-        """A record as a consumer gets it, built directly (for code that takes one record:
-        the config topic's ``apply``, offsets of a poll batch); a str key is UTF-8 encoded."""
+        """A record as a consumer gets it, built directly; a str key is UTF-8 encoded."""
         key = key.encode() if isinstance(key, str) else key
         return cls(topic, partition, offset, key, value, list(headers or []))
 
@@ -179,10 +129,6 @@ class MemoryLog:
         self._ticks = 0
         self._clock_ms = clock_ms
         self._txns = 0
-        self._armed: dict[str, list[_Armed]] = {}
-        #: every call of :data:`FAULTABLE` made by a client, in order, as attempted (those
-        #: that raised included): ``"produce out"``, ``"commit_transaction"``, ``"seek in[0]@7"``
-        self.calls: list[str] = []
 
     def create_topic(self, name: str, partitions: int = 1) -> None:
         """Create ``name`` with ``partitions`` empty partitions (an existing one is kept)."""
@@ -214,45 +160,10 @@ class MemoryLog:
                 )
             return SimpleNamespace(topics=topics, brokers={0: "memory"})
 
-    def fail_next(
-        self, call: str, fault: BrokerFault, *, times: int | None = 1, after: int = 0
-    ) -> None:
-        """Arm ``fault`` for the client call named ``call`` (one of :data:`FAULTABLE`, on
-        any client of this broker): after ``after`` calls that pass, the next ``times``
-        calls (None: every one) raise it before doing anything. Faults armed for the same
-        call fire in the order armed.
-
-        Raises
-        ------
-        ValueError
-            ``call`` is not one of :data:`FAULTABLE`, ``times`` below 1, ``after`` below 0.
-        """
-        if call not in FAULTABLE:
-            raise ValueError(f"no fault can be armed for {call!r}: one of {sorted(FAULTABLE)}")
-        if (times is not None and times < 1) or after < 0:
-            raise ValueError(
-                f"times must be 1 or more (or None), after 0 or more: {times}, {after}"
-            )
-        with self.lock:
-            self._armed.setdefault(call, []).append(_Armed(fault, after, times))
-
     # -- used by the clients of worker.kafka.memory --------------------------------------
     def trip(self, call: str, detail: str = "") -> None:
-        """Record ``call`` in :attr:`calls`; raise the fault armed for it, if one fires."""
-        with self.lock:
-            self.calls.append(f"{call} {detail}".rstrip())
-            queue = self._armed.get(call)
-            if not queue:
-                return
-            armed = queue[0]
-            if armed.after > 0:
-                armed.after -= 1
-                return
-            if armed.times is not None:
-                armed.times -= 1
-                if armed.times == 0:
-                    queue.pop(0)
-        raise armed.fault.exception(call)
+        """Called by a client before each call a fault can be armed for: nothing here;
+        :class:`worker.kafka.memory.MemoryBroker` journals it and raises an armed fault."""
 
     def log(self, topic: str, partition: int) -> list[Stored]:
         """The stored records of one partition (raises ``_UNKNOWN_PARTITION``)."""
