@@ -26,12 +26,15 @@ from worker.cli.scenario import data_file
 from worker.control.publish import contract_record, publish_contract
 from worker.core.contracts.parse import parse_contract
 from worker.core.lifecycle.registry import config_key
+from worker.gate.config import GateConfig
+from worker.gate.housekeeping import poll_batch
 from worker.gate.pipeline import Pipeline
-from worker.gate.poll import DEFAULT_MAX_BATCH_EVENTS, DEFAULT_MAX_BATCH_WAIT_MS, poll_batch
 from worker.io import codec
 from worker.io.codec.avro import BATCH_ARRIVAL_PLANAR
 from worker.kafka.admin import create_topics
 from worker.kafka.settings import Settings, Topics
+
+_GATE = GateConfig()
 
 PARTITIONS = 4
 V1 = data_file("contracts/admin_boundaries.v1.yaml")
@@ -100,7 +103,7 @@ def passthrough_events_s(settings: Settings, n: int, *, least_gate: bool = False
     """Events/s of a transactional copy (consume, produce each value to another topic,
     send the offsets, commit) of the same events on the same broker: the floor of any
     exactly-once worker. Poll batches are taken as the worker takes them
-    (:func:`worker.gate.poll.poll_batch`, with the worker's default bounds).
+    (:func:`worker.gate.housekeeping.poll_batch`, with the worker's default bounds).
 
     ``least_gate``: the copy also does what DESIGN.md makes every gate do per event and
     nothing else: the floor's work (decode the event with fastavro; parse, validity and
@@ -120,7 +123,7 @@ def passthrough_events_s(settings: Settings, n: int, *, least_gate: bool = False
     done = 0
     deadline = time.monotonic() + 600
     while done < n and time.monotonic() < deadline:
-        polled = poll_batch(consumer, DEFAULT_MAX_BATCH_EVENTS, DEFAULT_MAX_BATCH_WAIT_MS / 1000)
+        polled = poll_batch(consumer, _GATE.max_batch_events, _GATE.max_batch_wait_s)
         msgs = [m for m in polled if m.error() is None]
         if not msgs:
             continue

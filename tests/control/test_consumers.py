@@ -242,11 +242,11 @@ def test_an_undecodable_declaration_is_warned_about_once(monkeypatch, caplog) ->
     # worker's migration view and by every CLI command reading the topic
     import logging
 
-    from tests.fakes import FakeRecord
     from worker.control import attribution
+    from worker.kafka.memory import MemoryMessage
     from worker.kafka.settings import Settings
 
-    _junk = FakeRecord("gis.contract.consumers", 0, 7, key=b"junk\nkey", value=b"\x00junk")
+    _junk = MemoryMessage.of("gis.contract.consumers", 0, 7, key=b"junk\nkey", value=b"\x00junk")
     monkeypatch.setattr(attribution, "_REPORTED", set())
     monkeypatch.setattr(attribution, "read_topic", lambda *a, **k: iter([_junk]))
     with caplog.at_level(logging.DEBUG, logger="worker.control.attribution"):

@@ -5,7 +5,6 @@ from __future__ import annotations
 import logging
 from typing import Any
 
-from tests.fakes import FakeRecord
 from worker.cli.scenario import data_file
 from worker.control.publish import contract_record
 from worker.core.contracts.parse import parse_contract
@@ -13,6 +12,7 @@ from worker.core.lifecycle.registry import Registry
 from worker.io.codec import encode_contract_record
 from worker.io.config_records import apply_config_value
 from worker.io.contract_files import load_contract
+from worker.kafka.memory import MemoryMessage
 
 V1 = load_contract(data_file("contracts/admin_boundaries.v1.yaml"))
 V11 = load_contract(data_file("contracts/admin_boundaries.v1.1.yaml"))
@@ -215,8 +215,8 @@ def test_digest_keys_must_match_their_document_and_any_tombstone_breaks() -> Non
     assert reg.get(V11.key) is not None and reg.active("admin_boundaries") == ()
 
 
-def _rec(key: str, value: bytes | None) -> FakeRecord:
-    return FakeRecord(key=key, value=value)
+def _rec(key: str, value: bytes | None) -> MemoryMessage:
+    return MemoryMessage.of(key=key, value=value)
 
 
 def test_active_versions_follow_every_change_of_the_registry() -> None:

@@ -10,11 +10,10 @@ from datetime import datetime, timezone
 
 import pytest
 
-from tests.fakes import FakeRecord
-from tests.gate.test_pipeline import FakeProducer, PollingConsumer, polling_pipeline
 from tests.gate.test_route import NOW, V1, V11, WORLD
-from worker.gate.ahead import RouteAhead
+from tests.gate.world import world
 from worker.gate.route import Router, Source, route
+from worker.gate.schedule import RouteAhead
 from worker.io import codec
 from worker.kafka.settings import Settings, Topics
 
@@ -151,8 +150,6 @@ def test_a_poll_batch_of_large_events_is_routed_ahead_and_decided_in_order() -> 
     """Processor.step with two routing threads: events of 256 KiB and more go to the
     routers, every event is decided once, and the decisions are committed in order."""
     big = [b"\x00" * (300 * 1024) + bytes([i]) for i in range(4)]
-    polled = [FakeRecord("in", 0, 20 + i, key=b"roads", value=v) for i, v in enumerate(big)]
-    producer = FakeProducer()
     seen: list[tuple[int, str]] = []
     original = Router.for_settings(Settings(instance_id="pod-0"), lambda layer: (), utcnow)
 
@@ -161,17 +158,16 @@ def test_a_poll_batch_of_large_events_is_routed_ahead_and_decided_in_order() -> 
         return original(m)
 
     decided: list[int] = []
-    consumer = PollingConsumer(batches=[polled])
-    p = polling_pipeline(
-        producer, consumer, router=spy, on_outcome=lambda o: decided.append(o.source.offset)
-    )
-    assert p.gate_config.routing_threads == 2
-    assert p.step() == 4
-    assert sorted(offset for offset, _ in seen) == [20, 21, 22, 23]
+    w = world(partitions=1, router=spy, on_outcome=lambda o: decided.append(o.source.offset))
+    w.send(*[(0, v) for v in big])
+    assert w.p.gate_config.routing_threads == 2
+    assert w.p.step() == 4
+    assert sorted(offset for offset, _ in seen) == [0, 1, 2, 3]
     assert all(name.startswith("gate-route") for _, name in seen)
-    assert decided == [20, 21, 22, 23]
-    assert producer.produced == [Topics().quarantine] * 4  # undecodable: one record each
-    assert producer.offsets == [("in", 0, 24)]
+    assert decided == [0, 1, 2, 3]
+    produced = [c for c in w.broker.calls if c.startswith("produce")]
+    assert produced == [f"produce {Topics().quarantine}"] * 4  # undecodable: one record each
+    assert w.broker.committed(w.settings.group_id) == {(w.batches, 0): 4}
 
 
 def test_past_the_deadline_an_outcome_routed_ahead_is_taken_and_no_more_are_routed() -> None:

@@ -1,4 +1,4 @@
-"""The poll-batch policy (:func:`worker.gate.poll.poll_batch`) against a scripted
+"""The poll-batch policy (:func:`worker.gate.housekeeping.poll_batch`) against a scripted
 local queue: librdkafka's ``consume(n, timeout)`` semantics (return once ``n`` records
 are there or ``timeout`` has passed) on a simulated clock. The pipeline that calls it runs
 on a real broker in ``tests/integration``."""
@@ -9,7 +9,10 @@ from dataclasses import dataclass, field
 
 import pytest
 
-from worker.gate.poll import DEFAULT_READY_BYTES, IDLE_WAIT_S, poll_batch
+from worker.gate.config import GateConfig
+from worker.gate.housekeeping import IDLE_WAIT_S, poll_batch
+
+DEFAULT_READY_BYTES = GateConfig().ready_bytes
 
 
 @dataclass

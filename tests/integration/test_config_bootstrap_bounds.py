@@ -18,7 +18,7 @@ from typing import Any
 from worker.cli.scenario import data_file
 from worker.control.publish import contract_record
 from worker.core.lifecycle.registry import config_key
-from worker.gate.instruments import NullInstruments
+from worker.gate.housekeeping import NullInstruments
 from worker.gate.pipeline import Pipeline
 from worker.io.codec import encode_contract_record
 from worker.io.contract_files import load_contract

@@ -33,7 +33,7 @@ from worker.control.publish import publish_contract
 from worker.core.contracts.parse import parse_contract
 from worker.core.lifecycle.policy import Published
 from worker.core.lifecycle.registry import Registry, config_key
-from worker.gate.instruments import NullInstruments
+from worker.gate.housekeeping import NullInstruments
 from worker.gate.records import Outcome
 from worker.gate.route import Source, route
 from worker.io.contract_files import load_contract

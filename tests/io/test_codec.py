@@ -475,7 +475,7 @@ def test_naive_datetimes_are_read_as_utc() -> None:
 
 def test_echoed_values_are_bounded_and_stay_json() -> None:
     from worker.core.model import QuarantineReason
-    from worker.io.codec.records import MAX_MESSAGE_CHARS, MAX_VALUE_CHARS
+    from worker.io.codec.events import MAX_MESSAGE_CHARS, MAX_VALUE_CHARS
 
     huge = "x" * 10_000_000  # a 10 MB attribute value, as in issue 10 item 4
     reason = QuarantineReason(

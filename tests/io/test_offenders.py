@@ -14,7 +14,7 @@ from worker.core.evaluate import evaluate
 from worker.core.model import QuarantineReason
 from worker.core.offenders import MAX_OFFENDERS, Offender, Offenders
 from worker.io import codec
-from worker.io.codec.records import MAX_OFFENDER_CHARS
+from worker.io.codec.events import MAX_OFFENDER_CHARS
 from worker.io.formats.offenders_file import offenders_collection
 from worker.io.reports.offenders import broken_clauses, offenders_of_record
 

@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 
 from tests.core.test_history import LAYER, V1, Log, atlantis, compact, demo, write
-from tests.fakes import FakeRecord
 from tests.io.test_signing import ed25519_pair, hmac_file
 from worker.core.lifecycle.registry import Registry, config_key
 from worker.io.config_records import apply_config_value
 from worker.io.signing import RecordSigning, SigningKey, VerifyKey, load_signing_key
 from worker.io.signing import load_verify_key as verify_key_of
+from worker.kafka.memory import MemoryMessage
 from worker.kafka.settings import Settings, Topics
 
 TOPIC = Topics().contracts
@@ -126,11 +126,11 @@ def test_the_worker_logs_and_counts_a_bad_signature(
     metrics = GateMetrics(MeterProvider(metric_readers=[reader]).get_meter("test"))
     pipeline = Pipeline(Settings(signing=RecordSigning(verifier=verifier)), metrics=metrics)
     for key, value, headers in sign(demo(), a):
-        pipeline.config.apply(FakeRecord(TOPIC, key=key, value=value, headers=headers))
+        pipeline.config.apply(MemoryMessage.of(TOPIC, key=key, value=value, headers=headers))
     key, value = demo()[0]
     with caplog.at_level(logging.WARNING, logger="worker.kafka.config_topic"):
         event = pipeline.config.apply(
-            FakeRecord(TOPIC, key=key, value=value, headers=[b.header(TOPIC, key, value)])
+            MemoryMessage.of(TOPIC, key=key, value=value, headers=[b.header(TOPIC, key, value)])
         )
     assert (event.outcome, event.reason) == ("rejected", "bad_signature")
     # WARNING and above: an earlier test may have left the worker's loggers at INFO
@@ -157,6 +157,6 @@ def test_without_a_verify_key_the_follower_ignores_headers() -> None:
     pipeline = Pipeline(Settings())
     for key, value in demo():
         bogus = [("contract-gate-signature", b"ed25519:AAAA")]
-        assert pipeline.config.apply(FakeRecord(TOPIC, key=key, value=value, headers=bogus))
+        assert pipeline.config.apply(MemoryMessage.of(TOPIC, key=key, value=value, headers=bogus))
     assert atlantis(pipeline.registry) == ("quarantined", "contract_break")
     assert pipeline.registry.breaks(LAYER) == ()

@@ -9,7 +9,6 @@ import logging
 
 import pytest
 
-from tests.fakes import FakeRecord
 from worker.cli.scenario import data_file
 from worker.control.publish import contract_record
 from worker.core.contracts.parse import parse_contract
@@ -18,16 +17,16 @@ from worker.io.codec import encode_contract_record
 from worker.io.contract_files import load_contract
 from worker.kafka import config_topic
 from worker.kafka.config_topic import ConfigFollower
-from worker.kafka.memory import MemoryBroker
+from worker.kafka.memory import MemoryBroker, MemoryMessage
 from worker.kafka.settings import Settings
 
 
-def _rec(key: str, value: bytes | None) -> FakeRecord:
-    return FakeRecord(key=key, value=value)
+def _rec(key: str, value: bytes | None) -> MemoryMessage:
+    return MemoryMessage.of(key=key, value=value)
 
 
 def _read_through(
-    follower: ConfigFollower, records: list[FakeRecord], monkeypatch: pytest.MonkeyPatch
+    follower: ConfigFollower, records: list[MemoryMessage], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Apply ``records`` in order through the follower's public :meth:`bootstrap`, reading
     them from a :class:`MemoryBroker` instead of a real one."""
@@ -45,7 +44,7 @@ def _read_through(
     follower.bootstrap(timeout_s=5)
 
 
-def _edit_in_place() -> tuple[FakeRecord, FakeRecord]:
+def _edit_in_place() -> tuple[MemoryMessage, MemoryMessage]:
     v1 = load_contract(data_file("contracts/admin_boundaries.v1.yaml"))
     edited = parse_contract(v1.text.replace("changelog:", "changelog: edited"), source="e")
     assert edited.key == v1.key and edited.digest != v1.digest

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import pytest
+from confluent_kafka import KafkaError, KafkaException
 
-from worker.core.errors import BrokerError, InstanceFenced
+from worker.core.errors import BrokerError, BrokerTimeout, InstanceFenced
 from worker.kafka.clients import (
     OFFSET_BEGINNING,
     OFFSET_END,
@@ -12,7 +13,7 @@ from worker.kafka.clients import (
     PARTITION_EOF,
     map_kafka_errors,
 )
-from worker.kafka.memory import MemoryBroker, MemoryMessage
+from worker.kafka.memory import BrokerFault, MemoryBroker, MemoryMessage
 from worker.kafka.protocols import (
     ConsumerLike,
     MessageLike,
@@ -219,3 +220,89 @@ def test_misuse_is_refused_as_librdkafka_refuses_it() -> None:
         broker.producer().produce("nowhere", b"x")
     assert broker.metadata("nowhere").topics["nowhere"].error is not None
     assert sorted(broker.metadata().topics) == ["in", "out"]
+
+
+# -- faults armed by a test (fail_next) --------------------------------------------------
+
+
+@pytest.mark.parametrize(
+    ("fault", "kind", "flags"),
+    [
+        (BrokerFault.ABORTABLE, BrokerTimeout, (False, False, True)),
+        (BrokerFault.RETRIABLE, BrokerTimeout, (False, True, False)),
+        (BrokerFault.FENCED, InstanceFenced, (True, False, False)),
+        (BrokerFault.STATE, BrokerError, (False, False, False)),
+        (BrokerFault.TOO_LARGE, BrokerError, (False, False, False)),
+    ],
+)
+def test_an_armed_fault_is_raised_as_confluent_kafka_raises_it_and_mapped(
+    fault: BrokerFault, kind: type[BrokerError], flags: tuple[bool, bool, bool]
+) -> None:
+    broker = _broker()
+    producer = broker.producer("tx-1")
+    producer.init_transactions()
+    producer.begin_transaction()
+    broker.fail_next("commit_transaction", fault)
+    with pytest.raises(KafkaException) as raw:  # what the real client raises
+        producer.commit_transaction()
+    err = raw.value.args[0]
+    assert isinstance(err, KafkaError) and err.code() == fault.value[0]
+    assert (err.fatal(), err.retriable(), err.txn_requires_abort()) == flags
+    broker.fail_next("commit_transaction", fault)
+    with pytest.raises(BrokerError) as mapped, map_kafka_errors():  # what the gate sees
+        producer.commit_transaction()
+    assert type(mapped.value) is kind and mapped.value.code == fault.value[0]
+    assert (mapped.value.fatal, mapped.value.retriable) == flags[:2]
+    producer.commit_transaction()  # nothing armed any more: the open transaction commits
+    assert broker.calls.count("commit_transaction") == 3
+
+
+def test_after_and_times_choose_which_calls_fail() -> None:
+    broker = _broker()
+    producer = broker.producer("tx-1")
+    producer.init_transactions()
+    broker.fail_next("begin_transaction", BrokerFault.STATE, after=1, times=2)
+    outcomes = []
+    for _ in range(4):
+        try:
+            producer.begin_transaction()
+            producer.abort_transaction()
+            outcomes.append("ok")
+        except KafkaException:
+            outcomes.append("failed")
+    assert outcomes == ["ok", "failed", "failed", "ok"]
+    broker.fail_next("seek", BrokerFault.STATE, times=None)
+    consumer = broker.consumer("g")
+    consumer.assign([TopicPartition("in", 0, 0)])
+    for _ in range(3):
+        with pytest.raises(KafkaException):
+            consumer.seek(TopicPartition("in", 0, 0))
+    assert broker.calls[-3:] == ["seek in[0]@0"] * 3
+
+
+def test_fail_next_refuses_a_call_it_cannot_fail_and_bad_counts() -> None:
+    broker = _broker()
+    with pytest.raises(ValueError, match="no fault can be armed for 'flush'"):
+        broker.fail_next("flush", BrokerFault.STATE)
+    with pytest.raises(ValueError, match="times must be 1 or more"):
+        broker.fail_next("produce", BrokerFault.STATE, times=0)
+    with pytest.raises(ValueError, match="after 0 or more"):
+        broker.fail_next("produce", BrokerFault.STATE, after=-1)
+
+
+def test_a_producer_with_max_message_bytes_refuses_a_larger_record_at_produce() -> None:
+    broker = _broker()
+    producer = broker.producer(max_message_bytes=10)
+    producer.produce("in", b"12345", key=b"12345")  # 10 bytes: taken
+    with pytest.raises(KafkaException) as raw:
+        producer.produce("in", b"123456", key=b"12345")
+    assert raw.value.args[0].code() == KafkaError.MSG_SIZE_TOO_LARGE
+    consumer = broker.consumer("g")
+    consumer.subscribe(["in"])
+    assert _values(consumer.consume(10, timeout=0)) == [b"12345"]
+
+
+def test_memory_message_of_builds_a_bare_record() -> None:
+    m = MemoryMessage.of("in", 1, 7, key="k", value=b"v", headers=[("h", b"1")])
+    assert (m.topic(), m.partition(), m.offset(), m.key(), m.value()) == ("in", 1, 7, b"k", b"v")
+    assert m.headers() == [("h", b"1")] and m.error() is None

@@ -6,22 +6,16 @@ from __future__ import annotations
 import json
 import socket
 import uuid
-from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Any
 
 import pytest
 from confluent_kafka.schema_registry.avro import AvroDeserializer, AvroSerializer
 from confluent_kafka.serialization import MessageField, SerializationContext
 
-from tests.fakes import FakeRecord
-from tests.gate.test_pipeline import FakeConsumer
+from tests.gate.world import World, world
 from worker.cli.scenario import data_file
 from worker.core.errors import BrokerError, ContractGateError
 from worker.core.model import ActiveVersion
-from worker.gate.checkpoint import Run
-from worker.gate.config import GateConfig
-from worker.gate.processor import Processor
 from worker.gate.route import Outcome, Source, route
 from worker.gate.startup import register_schemas
 from worker.io import codec
@@ -185,38 +179,13 @@ def test_a_framed_record_that_is_not_a_batch_is_quarantined_with_its_ids() -> No
 # -- the pipeline frames its output records -----------------------------------------------
 
 
-@dataclass
-class RecordingProducer:
-    produced: list[tuple[str, bytes]] = field(default_factory=list)
-    calls: list[str] = field(default_factory=list)
-
-    def begin_transaction(self) -> None:
-        self.calls.append("begin")
-
-    def produce(
-        self, topic: str, *, key: Any, value: bytes, headers: Any, on_delivery: Any = None
-    ) -> None:
-        self.produced.append((topic, value))
-
-    def poll(self, timeout: float = 0) -> int:
-        return 0
-
-    def send_offsets_to_transaction(self, offsets: Any, meta: Any, timeout: float) -> None:
-        self.calls.append("offsets")
-
-    def commit_transaction(self, timeout: float) -> None:
-        self.calls.append("commit")
-
-    def abort_transaction(self, timeout: float) -> None:
-        self.calls.append("abort")
-
-
-def commit(s: Settings, outcomes: list[Outcome]) -> tuple[bool, RecordingProducer, Processor]:
-    producer, consumer = RecordingProducer(), FakeConsumer()
-    p = Processor(GateConfig(), s, consumer=consumer, producer=producer)  # type: ignore[arg-type]
-    events = [FakeRecord(TOPICS.batches, 2, 41 + i) for i in range(len(outcomes))]
-    done = p.checkpoint.commit(Run(events, outcomes))  # type: ignore[arg-type]
-    return done.complete, producer, p
+def commit(s: Settings, outcomes: list[Outcome]) -> tuple[bool, World]:
+    """One run of ``outcomes`` (for as many events consumed) committed by a processor on
+    the in-memory broker with settings ``s``."""
+    w = world(settings=s, partitions=1)
+    w.send(*[(0, b"e")] * len(outcomes))
+    done = w.commit(w.poll(), outcomes)
+    return done.complete, w
 
 
 def test_quarantine_and_evaluation_records_are_framed_admitted_ones_untouched() -> None:
@@ -224,11 +193,15 @@ def test_quarantine_and_evaluation_records_are_framed_admitted_ones_untouched() 
     event = framed(s, reader_schema("BatchArrival"), codec.decode_event(PLAIN))
     admitted, quarantined = go(s, event), go(s, PLAIN)
     register_schemas(codec_for(s), output_kinds(s.topics))
-    ok, producer, _ = commit(s, [admitted, quarantined])
-    assert ok and producer.calls == ["begin", "offsets", "commit"]
-    by_topic: dict[str, list[bytes]] = {}
-    for topic, value in producer.produced:
-        by_topic.setdefault(topic, []).append(value)
+    ok, w = commit(s, [admitted, quarantined])
+    calls = [c for c in w.broker.calls if not c.startswith("produce")]
+    assert ok and calls == [
+        "begin_transaction",
+        "send_offsets_to_transaction",
+        "commit_transaction",
+    ]
+    topics = (TOPICS.admitted, TOPICS.quarantine, TOPICS.evaluations)
+    by_topic = {t: [m.value() for m in w.read(t)] for t in topics}
     assert by_topic[TOPICS.admitted] == [event]
 
     client = registry_client(s.schema_registry)  # type: ignore[arg-type]
@@ -264,10 +237,13 @@ def test_a_dead_registry_stops_the_start_and_aborts_a_transaction() -> None:
         register_schemas(codec_for(dead), output_kinds(dead.topics))
     outcome = go(Settings(), PLAIN)  # admitted (plain Avro): its evaluation record is framed
     assert outcome.decision.admitted
-    ok, producer, p = commit(dead, [outcome])
-    assert not ok and producer.calls == ["begin", "abort"]  # nothing half-written
-    # (the step seeks back to offset 41, consumed again later: tests/gate/test_pipeline.py)
-    assert p.transactions_aborted == 1
+    ok, w = commit(dead, [outcome])
+    assert not ok and w.broker.calls == [
+        "begin_transaction",
+        "abort_transaction",
+    ]  # nothing half-written
+    # (the step seeks back to its offset, consumed again later: tests/gate/test_pipeline.py)
+    assert w.p.transactions_aborted == 1
 
 
 def test_quarantine_show_reads_the_features_of_a_framed_original() -> None:

@@ -9,10 +9,10 @@ from typing import Any
 
 import pytest
 
-from tests.fakes import FakeRecord
 from tests.gate.test_route import TOPICS, WORLD, go
 from worker.core.errors import ContractGateError
 from worker.io import codec
+from worker.kafka.memory import MemoryMessage
 from worker.kafka.settings import Settings
 from worker.ops import replay as quarantine_replay
 from worker.ops.quarantine import QuarantineEntry, entry_to_json
@@ -183,8 +183,8 @@ def test_replay_headers_reads_the_copies_of_undecodable_entries(
 ) -> None:
     legacy = replace(_quarantined_replay(b"\x00junk", 5, ()), headers={})  # no replay-of
 
-    def msg(offset: int, headers: list[tuple[str, bytes | None]]) -> FakeRecord:
-        return FakeRecord("gis.batches", 0, offset, headers=headers)
+    def msg(offset: int, headers: list[tuple[str, bytes | None]]) -> MemoryMessage:
+        return MemoryMessage.of("gis.batches", 0, offset, headers=headers)
 
     starts: list[Any] = []
 

@@ -11,11 +11,14 @@ from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import Any
 
+from worker.core._util.jsonsafe import json_text
+
 __all__ = [
     "MAX_OFFENDERS",
     "Offender",
     "Offenders",
     "every_offender",
+    "fit_offenders",
     "left_out",
     "offender_limit",
 ]
@@ -110,3 +113,19 @@ class Offenders:
         return cls(
             total if isinstance(total, int) else len(feats), feats, str(doc.get("measure", ""))
         )
+
+
+def fit_offenders(offenders: Offenders, max_chars: int) -> dict[str, Any]:
+    """``offenders.to_json()`` with as many of its first features as fit in ``max_chars``
+    characters of JSON text (:func:`~worker.core._util.jsonsafe.json_text`); the total is
+    kept, so a reader knows how many were left out."""
+    doc = offenders.to_json()
+    budget = max_chars - len(json_text({**doc, "features": []}) or "")
+    kept = []
+    for feature in doc["features"]:
+        budget -= len(json_text(feature) or "") + 2
+        if budget < 0:
+            break
+        kept.append(feature)
+    doc["features"] = kept
+    return doc

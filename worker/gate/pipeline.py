@@ -7,7 +7,7 @@ from collections.abc import Callable
 from datetime import datetime
 
 from worker.gate.config import GateConfig
-from worker.gate.instruments import Instruments
+from worker.gate.housekeeping import Instruments
 from worker.gate.processor import Processor, _utcnow
 from worker.gate.records import Outcome
 from worker.kafka.settings import Settings

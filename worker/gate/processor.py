@@ -1,10 +1,11 @@
 """The worker loop: poll a batch of events -> route each -> commit in Kafka transactions.
 
 One :meth:`Processor.step` is a list of named calls, each returning a value: the config
-topic's updates, one poll batch (:mod:`worker.gate.poll`), its runs routed in order and
-committed one transaction each (:mod:`worker.gate.schedule`, :mod:`worker.gate.route`,
-:mod:`worker.gate.checkpoint`), each committed run reported (metrics, ``on_outcome``), the
-rest rewound (:mod:`worker.gate.offsets`). Kafka callbacks only log or set flags.
+topic's updates, one poll batch (:func:`worker.gate.housekeeping.poll_batch`), its runs
+routed in order and committed one transaction each (:mod:`worker.gate.schedule`,
+:mod:`worker.gate.route`, :mod:`worker.gate.checkpoint`), each committed run reported
+(:mod:`worker.gate.housekeeping`: metrics, ``on_outcome``), the rest rewound
+(:mod:`worker.gate.offsets`). Kafka callbacks only log or set flags.
 """
 
 from __future__ import annotations
@@ -19,25 +20,16 @@ from worker.core.errors import BrokerError
 from worker.core.lifecycle.config_events import ConfigEvent
 from worker.core.lifecycle.registry import RecordingRegistry
 from worker.core.replays import ReplayLedger
+from worker.gate import housekeeping, startup
 from worker.gate.checkpoint import Checkpoint, Done
 from worker.gate.config import GateConfig
-from worker.gate.instruments import Instruments, NullInstruments
-from worker.gate.liveness import Assignment, Liveness, partition_lag
+from worker.gate.housekeeping import Instruments
 from worker.gate.offsets import rewind
-from worker.gate.poll import poll_batch
 from worker.gate.producing import Guard
 from worker.gate.records import Outcome
 from worker.gate.replays import restore_ledger
-from worker.gate.reporting import log_batch, report_config_event, report_decisions
 from worker.gate.route import Router
 from worker.gate.schedule import Runs, Schedule
-from worker.gate.startup import (
-    active_summary,
-    make_clients,
-    register_schemas,
-    restore_slo,
-    warn_missing_roots,
-)
 from worker.kafka.clients import PARTITION_EOF, map_kafka_errors
 from worker.kafka.config_topic import ConfigFollower
 from worker.kafka.health import BrokerHealth, Watchdog
@@ -92,13 +84,13 @@ class Processor:
     ) -> None:
         self.gate_config = config
         self.settings = settings
-        self.metrics: Instruments = metrics or NullInstruments()
+        self.metrics: Instruments = metrics or housekeeping.NullInstruments()
         self.clock = clock
         self.on_outcome = on_outcome
         self.registry = RecordingRegistry()  # keeps published_at, for escalation gauges
         self.config = ConfigFollower(settings, self.registry, self._on_config_event)
-        self.assignment = Assignment()
-        self.liveness = Liveness()
+        self.assignment = housekeeping.Assignment()
+        self.liveness = housekeeping.Liveness()
         self.health = BrokerHealth()
         self.guard = Guard()
         self.replays = ReplayLedger()  # originals admitted after a replay: admitted once
@@ -156,7 +148,7 @@ class Processor:
 
     def _on_config_event(self, event: ConfigEvent) -> None:
         bootstrap = (self.config.records_read, self.config.bootstrapped)
-        report_config_event(self.metrics, self.registry, event, bootstrap, self.clock)
+        housekeeping.report_config_event(self.metrics, self.registry, event, bootstrap, self.clock)
 
     # -- lifecycle ------------------------------------------------------------------------
     def start(self, progress: Callable[[str], None] | None = None) -> None:
@@ -169,22 +161,22 @@ class Processor:
             registered, the producer cannot initialise transactions or a topic is missing.
         """
         c, s = self.gate_config, self.settings
-        warn_missing_roots(s)
+        startup.warn_missing_roots(s)
         # a stalled bootstrap keeps the worker up and not ready (/readyz names the reason)
         n = self.config.bootstrap(c.config_timeout_s, progress, on_stall=progress or log.info)
         self.metrics.set_config_bootstrap(n, True)
         self.metrics.set_lifecycle(self.registry.published(), self.clock)
-        register_schemas(self.wire, self._framed)
+        startup.register_schemas(self.wire, self._framed)
         restore_ledger(self.replays, s, c.replay_restore_per_partition, c.restore_timeout_s)
-        restored = restore_slo(self.metrics, self.registry, s, c, self.clock())
+        restored = startup.restore_slo(self.metrics, self.registry, s, c, self.clock())
         if progress and restored:
             progress(f"SLO windows restored from {restored} evaluation records")
         if progress:
-            summary = active_summary(self.registry)
+            summary = startup.active_summary(self.registry)
             progress(f"config bootstrapped from {n} records; active versions: {summary}")
         if self._checkpoint is None:
             a = self.assignment
-            self._connect(*make_clients(s, c, self.health, a.on_assign, a.on_revoke))
+            self._connect(*startup.make_clients(s, c, self.health, a.on_assign, a.on_revoke))
 
     def _connect(self, consumer: ConsumerLike, producer: TransactionalProducerLike) -> None:
         self.consumer, self.producer = consumer, producer
@@ -250,15 +242,16 @@ class Processor:
             for done in runs:  # in order; the next run is routed while one commits
                 decided += self._report(done)
         self._rewind(runs.result)  # the rest is consumed again
-        log_batch(decided, runs.result, started)
+        housekeeping.log_batch(decided, runs.result.transactions, started)
         return len(decided)
 
     def _poll(self) -> list[MessageLike]:
-        """One poll batch (:func:`worker.gate.poll.poll_batch`) less its error events."""
+        """One poll batch (:func:`~worker.gate.housekeeping.poll_batch`) less its error events."""
         c = self.gate_config
-        msgs = poll_batch(self.consumer, c.max_batch_events, c.max_batch_wait_s,
-                          ready_bytes=c.ready_bytes, keep_waiting=self.liveness.keep_waiting,
-                          take_revoked=self.assignment.take_revoked)  # fmt: skip
+        msgs = housekeeping.poll_batch(self.consumer, c.max_batch_events, c.max_batch_wait_s,
+                                       ready_bytes=c.ready_bytes,
+                                       keep_waiting=self.liveness.keep_waiting,
+                                       take_revoked=self.assignment.take_revoked)  # fmt: skip
         events = []
         for m in msgs:
             err = m.error()
@@ -273,14 +266,16 @@ class Processor:
         now = self.liveness.last_monotonic
         if now - self._lag_at >= self.gate_config.lag_interval_s:
             self._lag_at = now
-            self.metrics.set_consumer_lag(partition_lag(self.consumer, sorted(self.assigned)))
+            self.metrics.set_consumer_lag(
+                housekeeping.partition_lag(self.consumer, sorted(self.assigned))
+            )
 
     def _report(self, done: Done) -> list[Outcome]:
         """The decisions of a fully committed run (metrics, ``on_outcome``); none for a
         run that failed part way (its committed events are not counted)."""
         if not done.complete:
             return []
-        report_decisions(self.metrics, self.registry, done.outcomes, self.on_outcome)
+        housekeeping.report_decisions(self.metrics, self.registry, done.outcomes, self.on_outcome)
         self.batches_committed += len(done.events)
         return done.outcomes
 

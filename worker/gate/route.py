@@ -1,14 +1,13 @@
 """Route one consumed event: decode -> load features -> evaluate -> output records.
 
-No Kafka client here: the input is a :class:`Source` (topic, partition, offset, key,
-value) and the output an :class:`Outcome` with the records the checkpoint writes in its
-transaction (built by :mod:`worker.gate.records`). Bad input never raises: an
-undecodable event, a payload that cannot be loaded and a layer without an active
-contract each become a quarantine record with a specific reason (``decode_error``;
-``payload_not_allowed``, ``payload_unavailable``, ``payload_corrupt``,
-``payload_too_large`` or else ``payload_error``; ``no_active_contract``;
-``contract_history_broken`` for a layer whose contract history on the config topic is
-broken: :class:`worker.core.lifecycle.config_events.BrokenLayer`).
+No Kafka client here: a :class:`Source` in, an :class:`Outcome` out, with the records the
+checkpoint writes in its transaction (built by :mod:`worker.gate.records`). Bad input
+never raises: an undecodable event, a payload that cannot be loaded and a layer without an
+active contract each become a quarantine record with a specific reason (``decode_error``;
+``payload_not_allowed``, ``payload_unavailable``, ``payload_corrupt``, ``payload_too_large``
+or else ``payload_error``; ``no_active_contract``; ``contract_history_broken`` for a layer
+whose contract history on the config topic is broken:
+:class:`worker.core.lifecycle.config_events.BrokenLayer`).
 """
 
 from __future__ import annotations
@@ -21,6 +20,7 @@ from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
 from worker.core.chunks import ChunkedBatch, evaluate_chunked
+from worker.core.columns import derive_schema
 from worker.core.errors import DecodeError, PayloadError
 from worker.core.evaluate import evaluate
 from worker.core.lifecycle.read_paths import opts_in
@@ -39,7 +39,7 @@ from worker.gate.records import (
     records_of,
 )
 from worker.io import codec
-from worker.io.payloads import derive_schema, load_payload, load_payload_chunked
+from worker.io.payloads import load_payload, load_payload_chunked
 from worker.kafka.protocols import MessageLike
 from worker.kafka.settings import MAX_MESSAGE_BYTES, Settings, Topics
 
@@ -64,11 +64,8 @@ def counted_layer(
     layer: str | None, key: bytes | None, active_versions: Callable[[str], Sequence[Any]]
 ) -> str:
     """The layer an outcome is counted under: the decoded layer, else (undecodable event)
-    the source key as ``quarantine tail`` shows it, when that layer has active contract
-    versions; else :data:`UNKNOWN_LAYER`.
-    Only layers the config topic gives a contract are labels: forged layers must not grow
-    the metric series and ``/status`` without bound.
-    """
+    the source key, when that layer has active contract versions; else
+    :data:`UNKNOWN_LAYER` (forged layers must not grow the metric series without bound)."""
     name = layer or (key.decode("utf-8", "replace") if key else None)
     return name if name and active_versions(name) else UNKNOWN_LAYER
 
@@ -99,19 +96,16 @@ def route(
     worker_id : str
         Written into quarantine records.
     payload_loader : callable, optional
-        ``(payload_uri, batch) -> batch with features``, or a
-        :class:`~worker.core.chunks.ChunkedBatch` evaluated chunk by chunk (the worker's:
-        :func:`payload_loader`); default :func:`worker.io.payloads.load_payload` with no
-        payload root, which refuses every URI (``payload_not_allowed``).
+        ``(payload_uri, batch) -> batch with features`` or a
+        :class:`~worker.core.chunks.ChunkedBatch` (the worker's: :func:`payload_loader`);
+        default :func:`worker.io.payloads.load_payload`, which refuses every URI.
     registry : RegistryCodec, optional
-        Read the event in the Schema Registry wire format (writer schema by id); a wrong
-        magic byte, an unknown id or a failed lookup is a ``decode_error``. Default: plain
-        Avro. Output records are framed by the pipeline when it produces them.
+        Read the event in the Schema Registry wire format (a wrong magic byte, an unknown
+        id or a failed lookup is a ``decode_error``); default plain Avro (output records
+        are framed by the checkpoint).
     max_record_bytes : int
-        Largest output record (key, value, headers), bytes: a batch whose records would
-        be larger is quarantined (``record_too_large``) with a record that fits
-        (:meth:`worker.kafka.settings.Settings.max_record_bytes`; default
-        :data:`~worker.kafka.settings.MAX_MESSAGE_BYTES`).
+        Largest output record (key, value, headers), bytes (:meth:`Settings.max_record_bytes`):
+        a batch whose records would be larger is quarantined (``record_too_large``).
 
     Returns
     -------

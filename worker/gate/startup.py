@@ -21,7 +21,7 @@ from worker.core.errors import BrokerError, ContractGateError
 from worker.core.lifecycle.registry import RecordingRegistry
 from worker.core.lifecycle.slo import DEFAULT_MAX_VERDICTS
 from worker.gate.config import GateConfig
-from worker.gate.instruments import Instruments, NullInstruments
+from worker.gate.housekeeping import Instruments, NullInstruments
 from worker.gate.topics import require_topics
 from worker.kafka.clients import make_consumer, make_transactional_producer, map_kafka_errors
 from worker.kafka.evaluations import read_recent_evaluations

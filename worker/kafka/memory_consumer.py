@@ -138,6 +138,7 @@ class MemoryConsumer:
     def seek(self, partition: TopicPartition) -> None:
         self._check()
         key = (partition.topic, partition.partition)
+        self._broker.trip("seek", f"{key[0]}[{key[1]}]@{partition.offset}")
         if key not in self._positions:
             raise fail(KafkaError._STATE, f"{key[0]} [{key[1]}] is not assigned")
         self._positions[key] = self._resolve(partition)

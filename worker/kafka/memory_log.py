@@ -53,6 +53,21 @@ class MemoryMessage:
     _timestamp_ms: int = 0
     _error: Any = None
 
+    @classmethod
+    def of(
+        cls,
+        topic: str = "t",
+        partition: int = 0,
+        offset: int = 0,
+        *,
+        key: str | bytes | None = None,
+        value: bytes | None = None,
+        headers: Headers | None = None,
+    ) -> MemoryMessage:
+        """A record as a consumer gets it, built directly; a str key is UTF-8 encoded."""
+        key = key.encode() if isinstance(key, str) else key
+        return cls(topic, partition, offset, key, value, list(headers or []))
+
     def topic(self) -> str | None:
         return self._topic
 
@@ -146,6 +161,10 @@ class MemoryLog:
             return SimpleNamespace(topics=topics, brokers={0: "memory"})
 
     # -- used by the clients of worker.kafka.memory --------------------------------------
+    def trip(self, call: str, detail: str = "") -> None:
+        """Called by a client before each call a fault can be armed for: nothing here;
+        :class:`worker.kafka.memory.MemoryBroker` journals it and raises an armed fault."""
+
     def log(self, topic: str, partition: int) -> list[Stored]:
         """The stored records of one partition (raises ``_UNKNOWN_PARTITION``)."""
         parts = self._logs.get(topic)

@@ -19,8 +19,7 @@ from typing import Any
 from worker.cli.args import add_kafka_args, bounded_int, positive_seconds, settings_from_args
 from worker.cli.payload_args import add_payload_args
 from worker.cli.signing_args import add_signing_args
-from worker.gate.config import GateConfig
-from worker.gate.poll import MAX_BATCH_WAIT_MS
+from worker.gate.config import MAX_BATCH_WAIT_MS, GateConfig
 
 __all__ = ["register", "run"]
 

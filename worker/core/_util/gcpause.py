@@ -32,8 +32,8 @@ def collector_paused() -> Iterator[None]:
     when the last open block ends (also on an exception).
 
     The collector is one switch for the whole process, and the worker routes large events
-    on two threads at once (:mod:`worker.gate.ahead`): blocks are counted across threads,
-    so a thread's block that ends while another thread's is still open leaves the
+    on two threads at once (:class:`worker.gate.schedule.RouteAhead`): blocks are counted
+    across threads, so a thread's block that ends while another thread's is still open leaves the
     collector paused, and the last block to end enables it again, exactly when the first
     found it enabled. A block entered while the collector was disabled by someone else
     (an application) leaves it alone."""

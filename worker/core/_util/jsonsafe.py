@@ -20,7 +20,9 @@ from typing import Any
 
 import numpy as np
 
-__all__ = ["dumps_json", "finite_json"]
+from worker.core._util.text import clip
+
+__all__ = ["bounded_json_text", "dumps_json", "finite_json", "json_text"]
 
 
 def _number(v: float) -> float | str:
@@ -74,3 +76,30 @@ def dumps_json(value: Any, **kwargs: Any) -> str:
     if default is not None:
         kwargs["default"] = lambda v: finite_json(default(v))
     return json.dumps(finite_json(value), allow_nan=False, **kwargs)
+
+
+def json_text(value: Any) -> str | None:
+    """Sorted-keys JSON text of ``value`` as records carry it (None stays None): plain
+    :func:`json.dumps` for the finite JSON types the core builds, else :func:`dumps_json`
+    with numpy scalars as Python numbers and anything else as its ``str``."""
+    if value is None:
+        return None
+    try:  # values built by the core are finite JSON types already (finite_json)
+        return json.dumps(value, sort_keys=True, ensure_ascii=False, allow_nan=False)
+    except (TypeError, ValueError):
+        pass
+
+    def fallback(v: Any) -> Any:
+        return v.item() if hasattr(v, "item") else str(v)  # numpy scalars, then anything
+
+    return dumps_json(value, sort_keys=True, ensure_ascii=False, default=fallback)
+
+
+def bounded_json_text(value: Any, max_chars: int) -> str | None:
+    """:func:`json_text` of ``value``, or when longer than ``max_chars`` the JSON *string*
+    of its clipped text (still valid JSON: it decodes to a str ending in the clip marker of
+    :func:`worker.core._util.text.clip`)."""
+    text = json_text(value)
+    if text is None or len(text) <= max_chars:
+        return text
+    return json.dumps(clip(text, max_chars))

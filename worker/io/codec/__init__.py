@@ -1,8 +1,9 @@
 """Avro encoding of every record (fastavro, schemaless; schemas in ``schemas/*.avsc``).
 
-Records (namespace ``gis.contract``; docs/design.md section 6): BatchArrival (:mod:`.events`,
-:mod:`.event_writer`), QuarantineRecord, ContractRecord, EvaluationRecord and
-ConsumerDeclaration (:mod:`.records`).
+Records (namespace ``gis.contract``; docs/design.md section 6): the data plane's in
+:mod:`.events` (BatchArrival decoded, QuarantineRecord and EvaluationRecord encoded; the
+BatchArrival encoder is :mod:`.event_writer`), the rest in :mod:`.records` (those two read
+back, ContractRecord, ConsumerDeclaration).
 Each schema is parsed once at import (:mod:`.avro`).
 
 Every decoder raises :class:`worker.core.errors.DecodeError` with a specific reason on any
@@ -12,7 +13,13 @@ mistyped column values); no other exception escapes. Encoders raise
 """
 
 from worker.io.codec.event_writer import encode_batch
-from worker.io.codec.events import batch_from_event, decode_batch, decode_event
+from worker.io.codec.events import (
+    batch_from_event,
+    decode_batch,
+    decode_event,
+    encode_evaluation,
+    encode_quarantine,
+)
 from worker.io.codec.records import (
     decode_consumer_declaration,
     decode_contract_record,
@@ -20,8 +27,6 @@ from worker.io.codec.records import (
     decode_quarantine,
     encode_consumer_declaration,
     encode_contract_record,
-    encode_evaluation,
-    encode_quarantine,
 )
 
 __all__ = [

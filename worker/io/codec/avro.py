@@ -18,7 +18,6 @@ from typing import Any
 import fastavro
 import fastavro.validation
 
-from worker.core._util.jsonsafe import dumps_json
 from worker.core.errors import DecodeError
 
 
@@ -138,20 +137,6 @@ def _read(schema: Any, data: bytes, what: str) -> dict[str, Any]:
 
 def _utc(value: datetime) -> datetime:
     return value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
-
-
-def _json(value: Any) -> str | None:
-    if value is None:
-        return None
-    try:  # values built by the core are finite JSON types already (finite_json)
-        return json.dumps(value, sort_keys=True, ensure_ascii=False, allow_nan=False)
-    except (TypeError, ValueError):
-        pass
-
-    def fallback(v: Any) -> Any:
-        return v.item() if hasattr(v, "item") else str(v)  # numpy scalars, then anything
-
-    return dumps_json(value, sort_keys=True, ensure_ascii=False, default=fallback)
 
 
 def _unjson(text: str | None, what: str) -> Any:

@@ -12,6 +12,7 @@ from typing import Any
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from worker.core.columns import TEXT_TYPES
 from worker.core.errors import BatchError
 from worker.core.model import Batch
 from worker.io.codec.avro import (
@@ -21,7 +22,7 @@ from worker.io.codec.avro import (
     _utc,
     _write,
 )
-from worker.io.codec.events import TEXT_TYPES, cap_feature_id
+from worker.io.codec.events import cap_feature_id
 
 __all__ = ["encode_batch"]
 

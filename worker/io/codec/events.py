@@ -1,71 +1,64 @@
-"""Avro BatchArrival events to :class:`worker.core.model.Batch`, and the column types.
+"""The event codec of the data plane: a BatchArrival in, its output records out.
 
-The encoder is :mod:`worker.io.codec.event_writer`.
+In: Avro BatchArrival bytes to a :class:`worker.core.model.Batch` (:func:`decode_batch`;
+the encoder is :mod:`worker.io.codec.event_writer`). Inline attribute columns carry a
+logical ``type`` and typed values, never coerced (:func:`worker.core.columns.typed_column`):
+types without an Avro counterpart (``decimal``, ``time``, ``struct``, ``mixed``, ...)
+travel as JSON text, decoded as a ``string`` column whose field metadata keeps the logical
+type, so the schema clause judges the same field type inline as in the file.
 
-Inline attribute columns carry a logical ``type`` (:data:`worker.core.vocab.FIELD_TYPES`)
-and typed values, never coerced: ``integer`` -> int64, ``double`` -> float64, ``string``,
-``boolean``, ``binary``; ``timestamp`` -> long microseconds since the epoch, decoded as
-``timestamp[us, tz=UTC]``; ``date`` -> long days since the epoch, decoded as ``date32``.
-Every other logical type (``decimal``, ``time``, ``duration``, the nested ``struct``,
-``list`` and ``map``, and the batch-only ``mixed`` and ``other``) travels as text: each value
-as JSON (a string column read as text, e.g. ``mixed``, as it is), decoded as a ``string``
-column whose field metadata keeps the logical type, so the schema clause judges the same
-field type inline as in the file.
-Decoders raise :class:`worker.core.errors.DecodeError`;
-:func:`worker.io.codec.event_writer.encode_batch` raises :class:`worker.core.errors.BatchError`.
+Out: the QuarantineRecord and EvaluationRecords of a decided event
+(:func:`encode_quarantine`, :func:`encode_evaluation`; read back by
+:mod:`worker.io.codec.records`). ``measured``/``expected`` travel as JSON text (sorted
+keys), bounded; timestamps are ``timestamp-millis`` (naive datetimes read as UTC).
+
+The Avro layer behind both, schemas and checked read/write, is :mod:`worker.io.codec.avro`.
+Decoders raise :class:`worker.core.errors.DecodeError`; encoders
+:class:`worker.core.errors.ContractGateError`.
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from datetime import datetime
 from typing import Any
 
 import pyarrow as pa
 
+from worker.core._util.jsonsafe import bounded_json_text
+from worker.core._util.jsonsafe import json_text as _json
 from worker.core._util.text import clip
-from worker.core.errors import DecodeError
-from worker.core.model import Batch, FieldSpec
-from worker.core.vocab import BATCH_ONLY_FIELD_TYPES, FIELD_TYPES, LOGICAL_TYPE_KEY
+from worker.core.columns import typed_column
+from worker.core.errors import ContractGateError, DecodeError
+from worker.core.model import Batch, Decision, FieldSpec, QuarantineReason, VersionVerdict
+from worker.core.offenders import Offenders, fit_offenders
 from worker.io.codec.avro import (
     BATCH_ARRIVAL,
     BATCH_ARRIVAL_EDGES,
     BATCH_ARRIVAL_PLANAR,
+    EVALUATION_RECORD,
+    QUARANTINE_RECORD,
     _read,
+    _unjson,
+    _utc,
+    _write,
 )
 
 __all__ = [
     "MAX_FEATURE_ID_CHARS",
-    "TEXT_TYPES",
+    "MAX_MESSAGE_CHARS",
+    "MAX_OFFENDER_CHARS",
+    "MAX_VALUE_CHARS",
     "batch_from_event",
     "cap_feature_id",
     "decode_batch",
     "decode_event",
+    "encode_evaluation",
+    "encode_quarantine",
 ]
 
 #: Longest feature id carried in an event, in characters (longer ones are clipped).
 MAX_FEATURE_ID_CHARS = 256
-
-_ARROW = {
-    "integer": pa.int64(),
-    "double": pa.float64(),
-    "string": pa.string(),
-    "boolean": pa.bool_(),
-    "binary": pa.binary(),
-    "timestamp": pa.int64(),
-    "date": pa.int32(),
-}
-_PYTHON: dict[str, type] = {
-    "integer": int,
-    "double": float,
-    "string": str,
-    "boolean": bool,
-    "binary": bytes,
-    "timestamp": int,
-    "date": int,
-}
-
-#: Logical types carried as JSON text (see the module docstring).
-TEXT_TYPES = frozenset(FIELD_TYPES + BATCH_ONLY_FIELD_TYPES) - set(_ARROW)
 
 
 def decode_event(data: bytes) -> dict[str, Any]:
@@ -90,31 +83,6 @@ def decode_event(data: bytes) -> dict[str, Any]:
             return _read(BATCH_ARRIVAL, data, what)
         except DecodeError:
             raise planar from None
-
-
-def _column(col: Mapping[str, Any], n: int) -> tuple[pa.Field, pa.Array]:
-    name, logical, values = col["name"], col["type"], col["values"]
-    if logical not in _ARROW and logical not in TEXT_TYPES:
-        raise DecodeError(f"column {name!r} has unknown logical type {logical!r}")
-    if len(values) != n:
-        raise DecodeError(f"column {name!r} has {len(values)} values for {n} geometries")
-    want = str if logical in TEXT_TYPES else _PYTHON[logical]
-    kinds = set(map(type, values))  # one pass in C; the row is looked for only if wrong
-    kinds.discard(type(None))
-    if kinds - {want}:
-        i, v = next((i, v) for i, v in enumerate(values) if v is not None and type(v) is not want)
-        raise DecodeError(
-            f"column {name!r} of type {logical} holds a {type(v).__name__} at row {i}"
-        )
-    if logical in TEXT_TYPES:
-        meta = {LOGICAL_TYPE_KEY: logical.encode()}
-        return pa.field(name, pa.string(), metadata=meta), pa.array(values, pa.string())
-    arr = pa.array(values, _ARROW[logical])
-    if logical == "timestamp":
-        arr = arr.cast(pa.timestamp("us", tz="UTC"))
-    elif logical == "date":
-        arr = arr.cast(pa.date32())
-    return pa.field(name, arr.type), arr
 
 
 #: Longest batch id an event may carry (characters).
@@ -163,7 +131,10 @@ def batch_from_event(record: Mapping[str, Any]) -> Batch:
         if len(set(names)) != len(names):
             raise DecodeError(f"duplicate column names in {names}")
         if names:
-            fields, arrays = zip(*(_column(c, n) for c in feats["columns"]), strict=True)
+            columns = feats["columns"]
+            fields, arrays = zip(
+                *(typed_column(c["name"], c["type"], c["values"], n) for c in columns), strict=True
+            )
             table = pa.Table.from_arrays(list(arrays), schema=pa.schema(fields))
         else:
             table = pa.table({"_": pa.nulls(n)}).drop_columns(["_"])
@@ -205,19 +176,9 @@ def _feature_ids(value: Any, n: int) -> tuple[str | int | float | None, ...] | N
 
 
 def cap_feature_id(text: str) -> str:
-    """A feature id cut to at most :data:`MAX_FEATURE_ID_CHARS` characters.
-
-    Parameters
-    ----------
-    text : str
-        A feature id as sent or read (untrusted).
-
-    Returns
-    -------
-    str
-        ``text``, or its start with the cut marked by a final "…" (idempotent: a capped id
-        read back stays as it is).
-    """
+    """A feature id as sent or read (untrusted) cut to at most
+    :data:`MAX_FEATURE_ID_CHARS` characters, the cut marked by a final "…" (idempotent: a
+    capped id read back stays as it is)."""
     if len(text) <= MAX_FEATURE_ID_CHARS:
         return text
     return text[: MAX_FEATURE_ID_CHARS - 1] + "…"
@@ -254,3 +215,138 @@ def decode_batch(data: bytes) -> Batch:
         raise
     except Exception as exc:  # e.g. pyarrow refusing a value
         raise DecodeError(f"not a usable BatchArrival: {type(exc).__name__}: {exc}") from None
+
+
+# -- the records of a decided event: QuarantineRecord, EvaluationRecord --------------------
+
+
+#: Longest JSON text of one echoed ``measured`` / ``expected`` value, in characters.
+MAX_VALUE_CHARS = 4000
+#: Longest echoed message, in characters.
+MAX_MESSAGE_CHARS = 2000
+#: Longest JSON text of one reason's offending features, in characters: a reason carries
+#: the first offenders that fit (at most ``MAX_OFFENDERS`` = 100) and their total, so a
+#: quarantine record of R reasons stays below R x (4000 + 12000) characters of JSON.
+MAX_OFFENDER_CHARS = 12000
+
+
+def _bounded_json(value: Any) -> str | None:
+    return bounded_json_text(value, MAX_VALUE_CHARS)
+
+
+def _measured_json(measured: Any, offenders: Offenders | None) -> str | None:
+    """The reason's ``measured`` JSON text; with offenders, a mapping that adds them under
+    ``"offenders"`` (a measured value clipped to :data:`MAX_VALUE_CHARS` goes under
+    ``"clipped_measured"``). :func:`decode_quarantine` splits them out again."""
+    text = _bounded_json(measured)
+    if offenders is None:
+        return text
+    fitted = fit_offenders(offenders, MAX_OFFENDER_CHARS)
+    if isinstance(measured, Mapping) and "offenders" not in measured and text and text[0] == "{":
+        return _json({**measured, "offenders": fitted})
+    return _json({"clipped_measured": _unjson(text, "measured"), "offenders": fitted})
+
+
+def encode_quarantine(
+    decision: Decision | Sequence[QuarantineReason],
+    *,
+    batch_id: str | None,
+    layer: str | None,
+    source_topic: str,
+    source_partition: int,
+    source_offset: int,
+    original: bytes,
+    quarantined_at: datetime,
+    worker_id: str,
+    diagnoses: Sequence[str] | None = None,
+    reason_code: str | None = None,
+) -> bytes:
+    """Encode a QuarantineRecord from a :class:`Decision` (or its reasons).
+
+    ``reason_code`` defaults to the first reason's code (``contract_break`` when there is
+    none); ``diagnoses`` default to the decision's. Each reason carries its clause's
+    ``kind`` (:attr:`QuarantineReason.kind`, from the broken ClauseResult). ``measured``,
+    ``expected`` and ``message`` are bounded (:data:`MAX_VALUE_CHARS`,
+    :data:`MAX_MESSAGE_CHARS`): a 10 MB attribute value is echoed as its head and its
+    length, never in full.
+    """
+    reasons = decision.reasons if isinstance(decision, Decision) else tuple(decision)
+    if diagnoses is None:
+        diagnoses = decision.diagnoses if isinstance(decision, Decision) else ()
+    record = {
+        "batch_id": batch_id,
+        "layer": layer,
+        "reason_code": reason_code or (reasons[0].code if reasons else "contract_break"),
+        "reasons": [
+            {
+                "code": r.code,
+                "version": r.version,
+                "mode": r.mode,
+                "clause": r.clause,
+                "measured": _measured_json(r.measured, r.offenders),
+                "expected": _bounded_json(r.expected),
+                "message": clip(r.message, MAX_MESSAGE_CHARS),
+                "kind": r.kind,
+            }
+            for r in reasons
+        ],
+        "diagnoses": list(diagnoses),
+        "source_topic": source_topic,
+        "source_partition": source_partition,
+        "source_offset": source_offset,
+        "original": bytes(original),
+        "quarantined_at": _utc(quarantined_at),
+        "worker_id": worker_id,
+    }
+    return _write(QUARANTINE_RECORD, record, "QuarantineRecord", ContractGateError)
+
+
+def encode_evaluation(
+    verdict: VersionVerdict,
+    *,
+    batch_id: str,
+    data_time: datetime,
+    evaluated_at: datetime,
+    source_topic: str,
+    source_partition: int,
+    source_offset: int,
+    diagnoses: Sequence[str] | None = None,
+) -> bytes:
+    """Encode an EvaluationRecord: one batch against one version, every clause result.
+
+    ``measured`` and ``message`` are bounded (:func:`_bounded_json`, :func:`clip`);
+    ``expected`` is null: the clause's parameters are those of the named, immutable
+    version (readers such as :func:`worker.core.lifecycle.evidence.summarise` take them from it).
+
+    ``diagnoses`` default to those of the verdict's broken clauses, deduplicated in order.
+    """
+    if diagnoses is None:
+        diagnoses = list(dict.fromkeys(d for c in verdict.clauses if c.broke for d in c.diagnoses))
+    record = {
+        "batch_id": batch_id,
+        "layer": verdict.layer,
+        "version": verdict.version,
+        "mode": verdict.mode,
+        "passed": verdict.passed,
+        "evaluated_at": _utc(evaluated_at),
+        "data_time": _utc(data_time),
+        "source_topic": source_topic,
+        "source_partition": source_partition,
+        "source_offset": source_offset,
+        "clauses": [
+            {
+                "name": c.name,
+                "kind": c.kind,
+                "result": c.result,
+                "on_break": c.on_break,
+                "measured": _bounded_json(c.measured),
+                # contract parameters are never copied: the version names them (a
+                # 100,000-code domain clause would make every record megabytes long)
+                "expected": None,
+                "message": clip(c.message, MAX_MESSAGE_CHARS),
+            }
+            for c in verdict.clauses
+        ],
+        "diagnoses": list(diagnoses),
+    }
+    return _write(EVALUATION_RECORD, record, f"EvaluationRecord {batch_id}", ContractGateError)

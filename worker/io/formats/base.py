@@ -1,4 +1,8 @@
-"""What every reader returns (:class:`FeatureData`) and the logical schema of attribute columns."""
+"""What every reader returns (:class:`FeatureData`) and the text columns of attributes.
+
+The logical schema of attribute columns is :func:`worker.core.columns.derive_schema`
+(re-exported here and by :mod:`worker.io.payloads`).
+"""
 
 from __future__ import annotations
 
@@ -14,8 +18,9 @@ import pyarrow as pa
 import shapely
 
 from worker.core._util.text import clip
+from worker.core.columns import derive_schema
 from worker.core.errors import PayloadError
-from worker.core.model import LOGICAL_TYPE_KEY, VALUE_KINDS_KEY, VALUE_TYPES_KEY, FieldSpec
+from worker.core.model import LOGICAL_TYPE_KEY, VALUE_KINDS_KEY, VALUE_TYPES_KEY
 from worker.io.formats.canonical import UndecodableText, canonical_table, canonical_type
 
 __all__ = [
@@ -211,71 +216,6 @@ def scrub(exc: BaseException) -> str:
         if secret and len(secret) >= 4:
             text = text.replace(secret, "***")
     return clip(text, 300)
-
-
-def derive_schema(table: pa.Table) -> tuple[FieldSpec, ...]:
-    """Logical schema of an attribute table (:data:`worker.core.model.FIELD_TYPES`).
-
-    Integer types of any width -> ``integer``; floating -> ``double``; string,
-    large_string and string_view -> ``string``; bool -> ``boolean``; timestamp ->
-    ``timestamp``; date32/64 -> ``date``; binary types -> ``binary``; decimal -> ``decimal``;
-    time32/64 -> ``time``; duration -> ``duration``; struct -> ``struct``; list,
-    large_list and fixed_size_list -> ``list``; map -> ``map``; dictionary types map by
-    their value type; an all-null column (arrow type ``null``) -> ``string``; any other type
-    (union, interval, extension...) -> ``other``. A column whose field metadata carries
-    :data:`~worker.core.model.LOGICAL_TYPE_KEY` (a column read as text, see
-    :func:`text_column`) has that type, e.g. ``mixed``. ``nullable`` is True when the column
-    holds a null. Never raises: every column a reader could read has a logical type.
-    """
-    out = []
-    for f, col in zip(table.schema, table.columns, strict=True):
-        t = f.type.value_type if pa.types.is_dictionary(f.type) else f.type
-        tagged = (f.metadata or {}).get(LOGICAL_TYPE_KEY)
-        logical = tagged.decode("utf-8", "replace") if tagged else _logical(t)
-        out.append(FieldSpec(f.name, logical, col.null_count > 0))
-    return tuple(out)
-
-
-def _logical(t: pa.DataType) -> str:
-    checks = [
-        (pa.types.is_boolean, "boolean"),
-        (pa.types.is_integer, "integer"),
-        (pa.types.is_floating, "double"),
-        (_is_string, "string"),
-        (pa.types.is_timestamp, "timestamp"),
-        (pa.types.is_date, "date"),
-        (_is_binary, "binary"),
-        (pa.types.is_decimal, "decimal"),
-        (pa.types.is_time, "time"),
-        (pa.types.is_duration, "duration"),
-        (pa.types.is_struct, "struct"),
-        (pa.types.is_map, "map"),
-        (_is_list, "list"),
-        (pa.types.is_null, "string"),
-    ]
-    for check, logical in checks:
-        if check(t):
-            return logical
-    return "other"
-
-
-def _is_string(t: pa.DataType) -> bool:
-    return bool(pa.types.is_string(t) or pa.types.is_large_string(t) or _is(t, "string_view"))
-
-
-def _is_binary(t: pa.DataType) -> bool:
-    kinds = ("binary", "large_binary", "fixed_size_binary", "binary_view")
-    return any(_is(t, k) for k in kinds)
-
-
-def _is_list(t: pa.DataType) -> bool:
-    kinds = ("list", "large_list", "fixed_size_list", "list_view", "large_list_view")
-    return any(_is(t, k) for k in kinds)
-
-
-def _is(t: pa.DataType, kind: str) -> bool:
-    check = getattr(pa.types, f"is_{kind}", None)  # the *_view types are pyarrow >= 16
-    return bool(check(t)) if check is not None else False
 
 
 _JSON_TYPES = {bool: "boolean", int: "integer", float: "double", str: "string"}
