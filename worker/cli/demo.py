@@ -19,6 +19,7 @@ from typing import Any, TextIO
 
 from worker.cli.scenario import DemoEvent, contract_files, demo_events
 from worker.control.publish import publish_contract
+from worker.core.errors import ContractGateError
 from worker.gate.pipeline import Pipeline
 from worker.io import codec
 from worker.io.reports.text import brief
@@ -29,12 +30,17 @@ from worker.kafka.settings import Settings, Topics
 
 __all__ = [
     "DemoResult",
+    "DemoTimedOut",
     "collect_results",
     "expected_evaluations",
     "publish_demo_contracts",
     "publish_demo_events",
     "run_demo",
 ]
+
+
+#: Seconds the demo waits for its worker thread to leave the group before the broker stops.
+STOP_WORKER_S = 5.0
 
 
 @dataclass
@@ -175,11 +181,24 @@ def _print_tables(
         )
 
 
+class DemoTimedOut(ContractGateError):
+    """The demo did not finish within its ``--timeout-s`` (raised by the command's timer)."""
+
+
 def run_demo(*, timeout_s: float = 90.0, out: TextIO = sys.stdout) -> int:
-    """Run the demo end to end; returns 0 when every event got its decision."""
+    """Run the demo end to end; returns 0 when every event got its decision.
+
+    ``timeout_s`` bounds the broker start and the wait for decisions; the command adds a
+    timer over the whole run (:class:`DemoTimedOut`). Whatever ends the run (the timer,
+    Ctrl-C, an error), the worker thread is stopped before the broker it uses.
+    """
     started = time.monotonic()
+
+    def remaining_s() -> float:
+        return max(1.0, timeout_s - (time.monotonic() - started))
+
     print("contract-gate demo: real spatial batches through a contract gate on Kafka", file=out)
-    broker = start_broker()
+    broker = start_broker(timeout_s=remaining_s())
     print(f"broker: {broker.kind} at {broker.bootstrap_servers}", file=out)
     prefix = "" if broker.kind != "external" else f"demo-{uuid.uuid4().hex[:6]}."
     settings = Settings(
@@ -210,9 +229,7 @@ def run_demo(*, timeout_s: float = 90.0, out: TextIO = sys.stdout) -> int:
         print(
             f"  waiting for {len(placed)} decisions and {n_eval} evaluation records ...", file=out
         )
-        result = collect_results(
-            settings, len(placed), n_eval, max(10.0, timeout_s - (time.monotonic() - started))
-        )
+        result = collect_results(settings, len(placed), n_eval, remaining_s())
         _print_tables(placed, result, out)
         missing = [e.label for e, c in placed if c not in result.decisions]
         elapsed = time.monotonic() - started
@@ -224,7 +241,9 @@ def run_demo(*, timeout_s: float = 90.0, out: TextIO = sys.stdout) -> int:
         )
         return 0
     finally:
-        stop.set()
-        if worker_thread is not None:
-            worker_thread.join(timeout=15)
-        broker.stop()
+        try:
+            stop.set()  # the worker first, while its broker still answers
+            if worker_thread is not None:
+                worker_thread.join(timeout=STOP_WORKER_S)
+        finally:
+            broker.stop()

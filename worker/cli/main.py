@@ -26,6 +26,7 @@ from worker.cli.args import (
     log_level_everywhere,
 )
 from worker.cli.commands import COMMANDS
+from worker.cli.interrupt import Interrupts
 from worker.core.errors import BrokerError, ContractGateError
 from worker.kafka.clients import map_kafka_errors
 
@@ -70,7 +71,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``contract-gate``; returns the process exit code."""
+    """Entry point of ``contract-gate``; returns the process exit code.
+
+    Ctrl-C ends any command but ``broker`` (whose normal stop it is) with the one line
+    ``interrupted`` and status 130 (:mod:`worker.cli.interrupt`).
+    """
     args = build_parser().parse_args(argv)
     level = (args.log_level or "WARNING").upper()
     logging.getLogger("librdkafka").setLevel(
@@ -79,10 +84,32 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.log_level is None and args.command == "run":
         logging.getLogger("worker").setLevel(logging.INFO)  # the worker's operational lines
+    if getattr(args, "stops_on_sigint", False):
+        return _run(args, None)
+    stops = Interrupts()
+    args.interrupts = stops
+    with stops.watching():
+        try:
+            code = _run(args, stops)
+        except BaseException as exc:  # Ctrl-C, or whatever a C call raised because of it
+            status = stops.exit_status(exc)
+            if status is None:
+                raise
+            return status
+        status = stops.exit_status(None)  # a command that stopped quietly on SIGINT
+        return code if status is None else status
+
+
+def _run(args: argparse.Namespace, stops: Interrupts | None) -> int:
+    """The command's handler, its errors as one line on stderr (none after Ctrl-C: the
+    caller prints ``interrupted``)."""
     try:
         with map_kafka_errors():  # a client error nothing below gave context to
+            _require_broker(args)
             return int(args.handler(args))
     except BrokerError as exc:
+        if stops is not None and stops.received.is_set():
+            raise
         if exc.detail is not None and str(exc) == exc.detail:  # librdkafka's text alone
             # e.g. an unknown --kafka-property refused when a client is built
             print(
@@ -94,6 +121,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             print(f"contract-gate {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except ContractGateError as exc:
+        if stops is not None and stops.received.is_set():
+            raise
         print(f"contract-gate {args.command}: error: {exc}", file=sys.stderr)
         return EXIT_BAD_INPUT
     except BrokenPipeError:
@@ -102,6 +131,24 @@ def main(argv: Sequence[str] | None = None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_BROKEN_PIPE
+
+
+def _require_broker(args: argparse.Namespace) -> None:
+    """For a command with the Kafka connection flags: fail within
+    :data:`~worker.kafka.reach.REACH_TIMEOUT_S` seconds, with one line naming the bootstrap
+    servers and where they came from, when no broker answers."""
+    if "bootstrap_servers" not in vars(args):
+        return
+    from worker.cli.args import settings_from_args
+    from worker.kafka.reach import require_broker
+
+    if args.bootstrap_servers:
+        source = "--bootstrap-servers"
+    elif os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "").strip():
+        source = "KAFKA_BOOTSTRAP_SERVERS"
+    else:
+        source = ""  # the default, localhost:9092
+    require_broker(settings_from_args(args), source=source)
 
 
 if __name__ == "__main__":  # pragma: no cover
