@@ -11,6 +11,7 @@ import sys
 
 from worker.cli.args import add_kafka_args, parse_time, settings_from_args
 from worker.cli.payload_args import add_payload_args, file_policy
+from worker.cli.progress import add_quiet_arg, shows_progress, stage_line
 from worker.io.formats import formats_named
 
 __all__ = ["register", "run"]
@@ -66,6 +67,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "first and announce that copy (implies --by-reference)",
     )
     add_payload_args(bp, roots=False)
+    add_quiet_arg(bp)
     p.set_defaults(handler=run)
 
 
@@ -87,6 +89,9 @@ def run(args: argparse.Namespace) -> int:
     from worker.control.publish import publish_batch_file
 
     settings = settings_from_args(args)
+    progress = shows_progress(args)  # stage lines on a terminal's stderr
+    if progress:
+        print(f"batch publish: reading {args.file} ...", file=sys.stderr, flush=True)
     print(
         publish_batch_file(
             settings,
@@ -101,6 +106,11 @@ def run(args: argparse.Namespace) -> int:
             upload=args.upload,
             policy=file_policy(args),
             warn=lambda line: print(line, file=sys.stderr),
+            on_stage=(
+                (lambda what, n, t0: stage_line(sys.stderr, f"batch publish: {what}", n, t0))
+                if progress
+                else (lambda *_: None)
+            ),
         )
     )
     return 0

@@ -21,6 +21,7 @@ from worker.cli.args import (
 )
 from worker.cli.payload_args import add_payload_args, file_policy
 from worker.cli.pictures import refuse_overwriting_inputs, write_pictures
+from worker.cli.progress import add_quiet_arg, chunks_with_progress, shows_progress
 from worker.core._util.jsonsafe import dumps_json
 from worker.core.errors import ContractGateError
 from worker.io.formats import formats_named
@@ -110,6 +111,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "with the offending features by clause, the verdicts in words, the offenders table; "
         "the batch file is then read whole, as with --offenders",
     )
+    add_quiet_arg(p)
     p.set_defaults(handler=run)
 
 
@@ -148,7 +150,7 @@ def run(args: argparse.Namespace) -> int:
     for v in versions:
         for problem in contradictions(v.contract):
             print(f"warning: {v.contract.key}: {problem}", file=sys.stderr)
-    loaded = _read_batch(args, layers.pop(), versions)
+    loaded = _with_progress(args, _read_batch(args, layers.pop(), versions))
     now = args.now or datetime.now(timezone.utc)
     decision, count, claims = _evaluate_batch(loaded, versions, now)
     for line in claims:
@@ -206,6 +208,16 @@ def _read_batch(args: argparse.Namespace, layer: str, versions: Any) -> Batch | 
                 "another column)",
                 file=sys.stderr,
             )
+    return loaded
+
+
+def _with_progress(args: argparse.Namespace, loaded: Batch | ChunkedBatch) -> Batch | ChunkedBatch:
+    """``loaded`` drawing a progress bar on stderr as its chunks are read, when stderr is a
+    terminal and ``--quiet`` was not given (:mod:`worker.cli.progress`)."""
+    from worker.core.chunks import ChunkedBatch
+
+    if shows_progress(args) and isinstance(loaded, ChunkedBatch):
+        return chunks_with_progress(loaded, "check", sys.stderr)
     return loaded
 
 
