@@ -105,7 +105,6 @@ def _run(args: argparse.Namespace, stops: Interrupts | None) -> int:
     caller prints ``interrupted``)."""
     try:
         with map_kafka_errors():  # a client error nothing below gave context to
-            _require_broker(args)
             return int(args.handler(args))
     except BrokerError as exc:
         if stops is not None and stops.received.is_set():
@@ -131,24 +130,6 @@ def _run(args: argparse.Namespace, stops: Interrupts | None) -> int:
         devnull = os.open(os.devnull, os.O_WRONLY)
         os.dup2(devnull, sys.stdout.fileno())
         return EXIT_BROKEN_PIPE
-
-
-def _require_broker(args: argparse.Namespace) -> None:
-    """For a command with the Kafka connection flags: fail within
-    :data:`~worker.kafka.reach.REACH_TIMEOUT_S` seconds, with one line naming the bootstrap
-    servers and where they came from, when no broker answers."""
-    if "bootstrap_servers" not in vars(args):
-        return
-    from worker.cli.args import settings_from_args
-    from worker.kafka.reach import require_broker
-
-    if args.bootstrap_servers:
-        source = "--bootstrap-servers"
-    elif os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "").strip():
-        source = "KAFKA_BOOTSTRAP_SERVERS"
-    else:
-        source = ""  # the default, localhost:9092
-    require_broker(settings_from_args(args), source=source)
 
 
 if __name__ == "__main__":  # pragma: no cover

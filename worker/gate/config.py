@@ -58,6 +58,9 @@ class GateConfig:
         Deadline of each of those two reads at start, seconds.
     close_flush_timeout_s : float
         Producer flush at close, seconds.
+    config_check_interval_s : float
+        Seconds between two checks that the config topic still holds what was read from
+        it (:mod:`worker.kafka.config_integrity`).
 
     Raises
     ------
@@ -88,6 +91,7 @@ class GateConfig:
     replay_restore_per_partition: int = 20_000
     restore_timeout_s: float = 30.0
     close_flush_timeout_s: float = 10.0
+    config_check_interval_s: float = 5.0
 
     def __post_init__(self) -> None:
         if self.routing_threads < 1:

@@ -9,12 +9,15 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from worker.cli.args import add_kafka_args, offending_features, write_output
 from worker.cli.payload_args import add_payload_args
 from worker.core._util.jsonsafe import dumps_json
 from worker.core.errors import BrokerError, ContractGateError
+
+if TYPE_CHECKING:
+    from worker.kafka.settings import Settings
 
 __all__ = ["register", "run"]
 
@@ -150,13 +153,12 @@ def _replay_all(args: argparse.Namespace, settings: Any) -> int:
     return 1 if refused else 0
 
 
-def _write_pictures(args: argparse.Namespace, entry: Any) -> None:
+def _write_pictures(args: argparse.Namespace, entry: Any, settings: Settings) -> None:
     """``show --geojson FILE`` and ``--html FILE``: from the original event's features."""
-    from worker.cli.args import settings_from_args
     from worker.io.reports.offenders import offenders_collection, offenders_of_record
     from worker.ops.quarantine import entry_batch
 
-    batch = entry_batch(entry, settings_from_args(args))
+    batch = entry_batch(entry, settings)
     reasons = entry.record["reasons"]
     if args.geojson:
         doc = offenders_collection(batch, offenders_of_record(reasons), name=entry.batch_id)
@@ -177,6 +179,11 @@ def run(args: argparse.Namespace) -> int:
     from worker.ops.quarantine_view import render_entry, render_line, table_rows
     from worker.ops.replay import check_not_admitted, read_admitted, replay
 
+    if args.quarantine_command == "replay":  # bad arguments before any broker round trip
+        if (args.batch is None) == (args.all_since is None):
+            raise ContractGateError("give either BATCH_ID or --all-since TIME (not both)")
+        if args.layer and args.all_since is None:
+            raise ContractGateError("--layer selects batches for --all-since only")
     settings = settings_from_args(args)
     if args.quarantine_command == "tail" and not args.follow and args.format == "text":
         rows = table_rows(read_quarantine(settings, layer=args.layer))
@@ -186,23 +193,15 @@ def run(args: argparse.Namespace) -> int:
             scope = f" of layer {args.layer}" if args.layer else ""
             print(f"no quarantined batches{scope} on {settings.topics.quarantine}")
         return 0
-    if args.quarantine_command == "tail":
-        try:
-            for entry in read_quarantine(settings, layer=args.layer, follow=args.follow):
-                if args.format == "json":
-                    print(dumps_json(entry_to_json(entry), default=str), flush=True)
-                else:
-                    print(render_line(entry), flush=True)
-        except KeyboardInterrupt:
-            print("", file=sys.stderr)
+    if args.quarantine_command == "tail":  # --follow ends on Ctrl-C: `interrupted`, 130
+        for entry in read_quarantine(settings, layer=args.layer, follow=args.follow):
+            if args.format == "json":
+                print(dumps_json(entry_to_json(entry), default=str), flush=True)
+            else:
+                print(render_line(entry), flush=True)
         return 0
-    if args.quarantine_command == "replay":
-        if (args.batch is None) == (args.all_since is None):
-            raise ContractGateError("give either BATCH_ID or --all-since TIME (not both)")
-        if args.layer and args.all_since is None:
-            raise ContractGateError("--layer selects batches for --all-since only")
-        if args.all_since is not None:
-            return _replay_all(args, settings)
+    if args.quarantine_command == "replay" and args.all_since is not None:
+        return _replay_all(args, settings)
     entry = find_entry(settings, args.batch)
     if args.quarantine_command == "show":
         if args.format == "json":
@@ -210,7 +209,7 @@ def run(args: argparse.Namespace) -> int:
         else:
             print(render_entry(entry))
         if args.geojson or args.html:
-            _write_pictures(args, entry)
+            _write_pictures(args, entry, settings)
         return 0
     if not args.force:
         digests: dict[str, str] = {}
