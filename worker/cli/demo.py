@@ -40,7 +40,10 @@ __all__ = [
 
 
 #: Seconds the demo waits for its worker thread to leave the group before the broker stops.
-STOP_WORKER_S = 5.0
+STOP_WORKER_S = 2.0
+#: Seconds the demo's broker (in-memory: nothing to save) has to exit on SIGTERM before
+#: it is killed; Tansu takes several seconds with clients still connected.
+STOP_BROKER_S = 1.0
 
 
 @dataclass
@@ -246,4 +249,4 @@ def run_demo(*, timeout_s: float = 90.0, out: TextIO = sys.stdout) -> int:
             if worker_thread is not None:
                 worker_thread.join(timeout=STOP_WORKER_S)
         finally:
-            broker.stop()
+            broker.stop(STOP_BROKER_S)

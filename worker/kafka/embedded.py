@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from worker.core.errors import BrokerUnavailable
+from worker.core.errors import BrokerUnavailable, ContractGateError
 from worker.kafka.clients import make_admin
 
 __all__ = [
@@ -115,6 +115,8 @@ def wait_for_broker(
             wait_s = max(0.1, min(2.0, deadline - time.monotonic()))
             admin.list_topics(timeout=wait_s)
             return
+        except ContractGateError:  # a bad setting, or a caller's deadline (demo --timeout-s)
+            raise
         except Exception as exc:  # confluent_kafka.KafkaException and friends: retried
             last = exc.args[0] if exc.args and hasattr(exc.args[0], "str") else exc
             time.sleep(0.2)
@@ -264,10 +266,15 @@ class RunningBroker:
     kind: str  # "external" | "testcontainers" | "embedded"
     handle: Any = None
 
-    def stop(self) -> None:
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """Stop the broker this started (none for an external one); an embedded broker
+        has ``timeout_s`` seconds to exit on SIGTERM before it is killed."""
         if self.handle is not None:
             with contextlib.suppress(Exception):
-                self.handle.stop()
+                if isinstance(self.handle, EmbeddedBroker):
+                    self.handle.stop(timeout_s)
+                else:
+                    self.handle.stop()
             self.handle = None
 
 
