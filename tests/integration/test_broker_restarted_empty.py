@@ -18,6 +18,7 @@ import pytest
 from worker.control.publish import publish_contract
 from worker.gate.pipeline import Pipeline
 from worker.kafka.admin import create_topics
+from worker.kafka.clients import make_producer
 from worker.kafka.embedded import EmbeddedBroker, free_port
 from worker.kafka.settings import Settings, Topics
 from worker.ops.http_handlers import readyz, status
@@ -34,6 +35,15 @@ def _until(condition: Callable[[], bool], timeout_s: float) -> float:
         assert time.monotonic() - started < timeout_s, f"not within {timeout_s} s"
         time.sleep(0.2)
     return time.monotonic() - started
+
+
+def _junk_batch(settings: Settings, n: int) -> None:
+    """``n`` records the follower refuses (not contract documents), produced in one batch:
+    Tansu's ListOffsets watermark is then too low, the Fetch-fed one is not."""
+    producer = make_producer(settings)
+    for i in range(n):
+        producer.produce(settings.topics.contracts, key=f"junk/{i}".encode(), value=b"not json")
+    producer.flush(10)
 
 
 @pytest.mark.parametrize("topics_again", [False, True], ids=["empty", "topics-recreated"])
@@ -57,6 +67,8 @@ def test_a_broker_restarted_empty_makes_the_worker_not_ready(topics_again: bool)
         pipeline.start()
         thread.start()
         _until(lambda: pipeline.ready, 60)
+        _junk_batch(settings, 20)  # one produce batch of 20 records: still intact
+        _until(lambda: pipeline.config.read_up_to.get(0, 0) >= 21, 30)
         time.sleep(3)  # a few integrity checks on the intact topic: still ready
         assert pipeline.ready and pipeline.config.lost is None
         assert readyz(pipeline).status == 200
@@ -69,7 +81,7 @@ def test_a_broker_restarted_empty_makes_the_worker_not_ready(topics_again: bool)
 
         lost = pipeline.config.lost
         assert lost is not None and settings.topics.contracts in lost
-        expected = "ends at offset 0, below the 1" if topics_again else "no longer exists"
+        expected = "ends at offset 0, below the 21" if topics_again else "no longer exists"
         assert expected in lost, lost
         assert not pipeline.ready
         ready = readyz(pipeline)

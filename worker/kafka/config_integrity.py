@@ -54,10 +54,13 @@ def lost_reason(
     if missing:
         return f"config topic {topic} lost partitions {missing} (recreated with fewer)"
     for partition, offset in sorted(read_up_to.items()):
+        # the high watermark of the reader's last Fetch response, not ListOffsets': Tansu
+        # answers ListOffsets with a watermark too low after a multi-record produce batch
+        # (50 records in one batch: 1), which would read as a loss here
         try:
             with map_kafka_errors():
                 _, high = consumer.get_watermark_offsets(
-                    TopicPartition(topic, partition), timeout=timeout_s, cached=False
+                    TopicPartition(topic, partition), cached=True
                 )
         except BrokerError as exc:
             log.debug("config topic check skipped: %s", exc)
