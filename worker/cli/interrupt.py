@@ -103,6 +103,9 @@ class Interrupts:
             writer.close()
             yield self
             return
+        previous_handler = signal.getsignal(signal.SIGINT)
+        if previous_handler is signal.default_int_handler:
+            signal.signal(signal.SIGINT, self._on_sigint)
         done = threading.Event()
         watcher = threading.Thread(
             target=self._watch, args=(reader, done), name="sigint-watcher", daemon=True
@@ -112,6 +115,8 @@ class Interrupts:
             yield self
         finally:
             signal.set_wakeup_fd(previous)
+            if signal.getsignal(signal.SIGINT) == self._on_sigint:
+                signal.signal(signal.SIGINT, previous_handler)
             if not self.received.is_set():  # else the watcher keeps its deadline (above)
                 done.set()
                 with contextlib.suppress(OSError):
@@ -119,6 +124,13 @@ class Interrupts:
                 watcher.join(timeout=1.0)
                 writer.close()
                 reader.close()
+
+    def _on_sigint(self, signum: int, frame: object) -> None:
+        """Python's own SIGINT handler, which also marks the run as interrupted first, so
+        an exception a C call makes of the KeyboardInterrupt (``SystemError: ... returned
+        NULL``) still maps to status 130 whatever the watcher thread has seen yet."""
+        self.mark()
+        raise KeyboardInterrupt
 
     def _watch(self, reader: socket.socket, done: threading.Event) -> None:
         """Wait for SIGINT's byte on the wake-up socket, then for the grace period."""
