@@ -71,7 +71,7 @@ class FakeConfig:
 
 
 def test_declare_refuses_a_version_never_published_unless_forced(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], no_broker_probe: None
 ) -> None:
     # found by a fresh-user session: `consumers declare` accepted layers and versions that
     # were never published
@@ -221,7 +221,7 @@ def test_last_n_means_the_last_n_records_of_the_layer(monkeypatch: pytest.Monkey
 
 
 def test_assert_at_coordinates_refuses_a_record_of_another_layer(
-    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str], no_broker_probe: None
 ) -> None:
     # found by a fresh-user session: the record of admin_boundaries at 1@0 "passed" for
     # nyc_boroughs v1

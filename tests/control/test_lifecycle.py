@@ -21,7 +21,9 @@ V1_1 = load_contract(data_file("contracts/admin_boundaries.v1.1.yaml"))  # caden
 T0 = datetime(2026, 1, 5, 0, 0, tzinfo=timezone.utc)
 
 
-def test_promote_refuses_now_in_the_future(capsys: pytest.CaptureFixture[str]) -> None:
+def test_promote_refuses_now_in_the_future(
+    capsys: pytest.CaptureFixture[str], no_broker_probe: None
+) -> None:
     # found by a fresh-user session: --now a day ahead made any evidence a full cycle
     future = (datetime.now(timezone.utc) + timedelta(hours=1)).isoformat()
     argv = ["contract", "promote", "admin_boundaries", "v1.1", "--yes", "--now", future]

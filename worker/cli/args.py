@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import argparse
 import math
+import os
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 
@@ -234,6 +235,32 @@ def add_kafka_args(p: argparse.ArgumentParser) -> None:
 
 
 def settings_from_args(args: argparse.Namespace) -> Settings:
+    """Settings from the environment, overridden by the flags that were given, once the
+    broker they name has answered a metadata request.
+
+    Every Kafka command starts here, so a broker that is down is one line within
+    :data:`~worker.kafka.reach.REACH_TIMEOUT_S` seconds naming the bootstrap servers and
+    where they came from, whatever the command would have done next.
+
+    Raises
+    ------
+    BrokerUnavailable
+        No broker answered (:func:`worker.kafka.reach.require_broker`).
+    """
+    from worker.kafka.reach import require_broker
+
+    settings = _settings(args)
+    if args.bootstrap_servers:
+        source = "--bootstrap-servers"
+    elif os.environ.get("KAFKA_BOOTSTRAP_SERVERS", "").strip():
+        source = "KAFKA_BOOTSTRAP_SERVERS"
+    else:
+        source = ""  # the default, localhost:9092
+    require_broker(settings, source=source)
+    return settings
+
+
+def _settings(args: argparse.Namespace) -> Settings:
     """Settings from the environment, overridden by the flags that were given."""
     topics = Topics(**{k: getattr(args, f"topic_{k}") for k in Topics().__dict__})
     return Settings.from_env(

@@ -19,6 +19,7 @@ from typing import Any, TextIO
 
 from worker.cli.scenario import DemoEvent, contract_files, demo_events
 from worker.control.publish import publish_contract
+from worker.core.errors import ContractGateError
 from worker.gate.pipeline import Pipeline
 from worker.io import codec
 from worker.io.reports.text import brief
@@ -29,12 +30,20 @@ from worker.kafka.settings import Settings, Topics
 
 __all__ = [
     "DemoResult",
+    "DemoTimedOut",
     "collect_results",
     "expected_evaluations",
     "publish_demo_contracts",
     "publish_demo_events",
     "run_demo",
 ]
+
+
+#: Seconds the demo waits for its worker thread to leave the group before the broker stops.
+STOP_WORKER_S = 2.0
+#: Seconds the demo's broker (in-memory: nothing to save) has to exit on SIGTERM before
+#: it is killed; Tansu takes several seconds with clients still connected.
+STOP_BROKER_S = 1.0
 
 
 @dataclass
@@ -231,14 +240,26 @@ def _linger(page: _Page, serve_s: float, out: TextIO) -> None:
         print("stopped", file=out)
 
 
+class DemoTimedOut(ContractGateError):
+    """The demo did not finish within its ``--timeout-s`` (raised by the command's timer)."""
+
+
 def run_demo(*, timeout_s: float = 90.0, out: TextIO = sys.stdout, serve_s: float = 0.0) -> int:
     """Run the demo end to end; returns 0 when every event got its decision.
 
-    The worker's operator page is served on a free loopback port while the demo runs (its
-    address is printed), and ``serve_s`` seconds more after the results."""
+    ``timeout_s`` bounds the broker start and the wait for decisions; the command adds a
+    timer over the whole run (:class:`DemoTimedOut`). Whatever ends the run (the timer,
+    Ctrl-C, an error), the worker thread is stopped before the broker it uses. The worker's
+    operator page is served on a free loopback port while the demo runs (its address is
+    printed), and ``serve_s`` seconds more after the results.
+    """
     started = time.monotonic()
+
+    def remaining_s() -> float:
+        return max(1.0, timeout_s - (time.monotonic() - started))
+
     print("contract-gate demo: real spatial batches through a contract gate on Kafka", file=out)
-    broker = start_broker()
+    broker = start_broker(timeout_s=remaining_s())
     print(f"broker: {broker.kind} at {broker.bootstrap_servers}", file=out)
     prefix = "" if broker.kind != "external" else f"demo-{uuid.uuid4().hex[:6]}."
     settings = Settings(
@@ -271,9 +292,7 @@ def run_demo(*, timeout_s: float = 90.0, out: TextIO = sys.stdout, serve_s: floa
         print(
             f"  waiting for {len(placed)} decisions and {n_eval} evaluation records ...", file=out
         )
-        result = collect_results(
-            settings, len(placed), n_eval, max(10.0, timeout_s - (time.monotonic() - started))
-        )
+        result = collect_results(settings, len(placed), n_eval, remaining_s())
         _print_tables(placed, result, out)
         missing = [e.label for e, c in placed if c not in result.decisions]
         elapsed = time.monotonic() - started
@@ -286,8 +305,10 @@ def run_demo(*, timeout_s: float = 90.0, out: TextIO = sys.stdout, serve_s: floa
         _linger(page, serve_s, out)
         return 0
     finally:
-        page.close()
-        stop.set()
-        if worker_thread is not None:
-            worker_thread.join(timeout=15)
-        broker.stop()
+        try:
+            page.close()
+            stop.set()  # the worker first, while its broker still answers
+            if worker_thread is not None:
+                worker_thread.join(timeout=STOP_WORKER_S)
+        finally:
+            broker.stop(STOP_BROKER_S)

@@ -30,6 +30,7 @@ from worker.cli.args import (
     log_level_everywhere,
 )
 from worker.cli.commands import COMMANDS
+from worker.cli.interrupt import Interrupts
 from worker.cli.output import (
     argument_error_document,
     argv_wants_json,
@@ -89,7 +90,11 @@ def build_parser() -> argparse.ArgumentParser:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    """Entry point of ``contract-gate``; returns the process exit code."""
+    """Entry point of ``contract-gate``; returns the process exit code.
+
+    Ctrl-C ends any command but ``broker`` (whose normal stop it is) with the one line
+    ``interrupted`` and status 130 (:mod:`worker.cli.interrupt`).
+    """
     raw = sys.argv[1:] if argv is None else list(argv)
     token = _JSON_ERRORS.set(argv_wants_json(raw))
     try:
@@ -103,10 +108,31 @@ def main(argv: Sequence[str] | None = None) -> int:
     logging.basicConfig(level=level, format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.log_level is None and args.command == "run":
         logging.getLogger("worker").setLevel(logging.INFO)  # the worker's operational lines
+    if getattr(args, "stops_on_sigint", False):
+        return _run(args, None)
+    stops = Interrupts()
+    args.interrupts = stops
+    with stops.watching():
+        try:
+            code = _run(args, stops)
+        except BaseException as exc:  # Ctrl-C, or whatever a C call raised because of it
+            status = stops.exit_status(exc)
+            if status is None:
+                raise
+            return status
+        status = stops.exit_status(None)  # a command that stopped quietly on SIGINT
+        return code if status is None else status
+
+
+def _run(args: argparse.Namespace, stops: Interrupts | None) -> int:
+    """The command's handler, its errors as one line on stderr (none after Ctrl-C: the
+    caller prints ``interrupted``)."""
     try:
         with map_kafka_errors():  # a client error nothing below gave context to
             return int(args.handler(args))
-    except ContractGateError as exc:
+    except ContractGateError as exc:  # BrokerError included
+        if stops is not None and stops.received.is_set():
+            raise
         _report(args, exc)
         return EXIT_BAD_INPUT
     except BrokenPipeError:

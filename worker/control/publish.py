@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import getpass
 import re
+import time
 from collections.abc import Callable
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
@@ -284,6 +285,7 @@ def publish_batch_file(
     upload: str | None = None,
     policy: PayloadPolicy = UNRESTRICTED,
     warn: Callable[[str], None] | None = None,
+    on_stage: Callable[[str, int, float], None] = lambda what, count, started: None,
 ) -> BatchPublished:
     """Read a batch file (a format read by reference, see :mod:`worker.io.formats`) and
     publish it as a batch-arrival event; returns where it went (:class:`BatchPublished`,
@@ -296,7 +298,10 @@ def publish_batch_file(
     ``<batch id>/<file name>`` before the event is published. The workers read it only
     under their payload roots. ``warn`` is given one line when features inline have a
     geometry the reader could not write as WKB (:func:`unwritten_geometries`), and when the
-    file declares a CRS that cannot be resolved.
+    file declares a CRS that cannot be resolved. ``on_stage`` (progress) is called with
+    ``("read", features, started)`` once the file is read and ``("sent", features,
+    started)`` once the event is published (``started``: ``time.monotonic()`` of the
+    stage's start).
 
     Raises
     ------
@@ -318,6 +323,7 @@ def publish_batch_file(
             f"--batch-id {batch_id!r} reads as PARTITION@OFFSET, which `quarantine show` and "
             "`replay` take as record coordinates; choose an id with another form"
         )
+    started = time.monotonic()
     batch = read_batch_file(
         path,
         layer=layer,
@@ -328,6 +334,7 @@ def publish_batch_file(
         producer=producer,
         policy=policy,
     )
+    on_stage("read", len(batch.geometries_wkb), started)
     if batch.crs_conflict:  # the file's own CRS contradicts --crs (issue 26, T09 kind)
         raise ContractGateError(f"{path}: {batch.crs_conflict}")
     uri: str | None = None
@@ -343,7 +350,9 @@ def publish_batch_file(
         warn(unwritten_geometries(batch.geometry_errors))
     if warn is not None and not crs and (line := unresolvable_crs(batch)):
         warn(line)
+    started = time.monotonic()
     partition, offset = publish_batch(settings, batch, payload_uri=uri)
+    on_stage("sent", len(batch.geometries_wkb), started)
     return BatchPublished(
         batch.batch_id,
         layer,

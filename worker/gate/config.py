@@ -69,6 +69,9 @@ class GateConfig:
     max_batch_wait_s : float
         :attr:`max_batch_wait_ms` in seconds: computed once at construction (a plain field,
         read per poll batch), not a constructor argument.
+    config_check_interval_s : float
+        Seconds between two checks that the config topic still holds what was read from
+        it (:mod:`worker.kafka.config_integrity`).
 
     Raises
     ------
@@ -99,6 +102,7 @@ class GateConfig:
     replay_restore_per_partition: int = 20_000
     restore_timeout_s: float = 30.0
     close_flush_timeout_s: float = 10.0
+    config_check_interval_s: float = 5.0
     max_batch_wait_s: float = field(init=False)
 
     def __post_init__(self) -> None:

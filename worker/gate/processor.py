@@ -101,6 +101,7 @@ class Processor:
         self.schedule = Schedule(config)
         self.batches_committed = 0
         self._lag_at = 0.0
+        self._checked_at = time.monotonic()
         self.consumer = consumer
         self.producer = producer
         self._checkpoint: Checkpoint | None = None
@@ -130,8 +131,8 @@ class Processor:
 
     @property
     def ready(self) -> bool:
-        """Config bootstrapped and at least one input partition assigned."""
-        return self.config.bootstrapped and bool(self.assigned)
+        """Config bootstrapped and intact, and at least one input partition assigned."""
+        return self.config.bootstrapped and self.config.lost is None and bool(self.assigned)
 
     @property
     def checkpoint(self) -> Checkpoint:
@@ -230,6 +231,11 @@ class Processor:
             transaction and those after it are consumed again).
         """
         self.liveness.beat()
+        if self._config_lost():  # no batch is decided on versions the broker lost
+            stop = self.liveness.stop
+            if stop is not None:
+                stop.wait(0.5)
+            return 0
         self.config.poll_updates()  # contract changes apply between poll batches
         events = self._poll()  # list[MessageLike]; error events logged, not returned
         self._refresh_lag()
@@ -244,6 +250,20 @@ class Processor:
         self._rewind(runs.result)  # the rest is consumed again
         housekeeping.log_batch(decided, runs.result.transactions, started)
         return len(decided)
+
+    def _config_lost(self) -> bool:
+        """True once the config topic lost what the worker read (checked at most every
+        ``config_check_interval_s``; sticky: :meth:`ConfigFollower.check_intact`)."""
+        if self.config.lost is not None:
+            return True
+        now = time.monotonic()
+        if now - self._checked_at < self.gate_config.config_check_interval_s:
+            return False
+        self._checked_at = now
+        if self.config.check_intact() is None:
+            return False
+        self.metrics.set_config_bootstrap(self.config.records_read, False)
+        return True
 
     def _poll(self) -> list[MessageLike]:
         """One poll batch (:func:`~worker.gate.housekeeping.poll_batch`) less its error events."""

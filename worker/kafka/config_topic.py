@@ -39,6 +39,7 @@ from worker.kafka.clients import (
     make_consumer,
     map_kafka_errors,
 )
+from worker.kafka.config_integrity import lost_reason
 from worker.kafka.protocols import ConsumerLike, TopicPartition
 from worker.kafka.settings import Settings
 
@@ -122,6 +123,11 @@ class ConfigFollower:
         self.records_read = 0
         self.partitions_total = 0
         self.partitions_at_eof = 0
+        #: partition -> next offset after what was read (a record, or the end at EOF)
+        self.read_up_to: dict[int, int] = {}
+        #: why the topic no longer holds what was read (sticky: see :meth:`check_intact`)
+        self.lost: str | None = None
+        self._suspect: str | None = None
         self._consumer: ConsumerLike | None = None
 
     def _open(self) -> ConsumerLike:
@@ -204,6 +210,7 @@ class ConfigFollower:
                 if err.code() == PARTITION_EOF:
                     last_progress = time.monotonic()
                     at_eof.add(int(msg.partition() or 0))
+                    self._read_to(msg, int(msg.offset() or 0))
                     self.partitions_at_eof = len(at_eof)
                     continue
                 if on_stall is None or err.fatal():
@@ -263,6 +270,7 @@ class ConfigFollower:
         )  # fmt: skip
         self.records_read += 1
         _stamp(self.registry, key, msg)
+        self._read_to(msg, int(msg.offset() or 0) + 1)
         if event.outcome == "rejected":
             log.log(
                 logging.DEBUG if self.quiet_rejections else logging.WARNING,
@@ -289,6 +297,32 @@ class ConfigFollower:
         if self.on_event is not None:
             self.on_event(event)
         return event
+
+    def _read_to(self, msg: Any, offset: int) -> None:
+        partition = int(msg.partition() or 0)
+        self.read_up_to[partition] = max(self.read_up_to.get(partition, 0), offset)
+
+    def check_intact(self, timeout_s: float = 1.0) -> str | None:
+        """After the bootstrap: the reason the config topic lost what was read from it, or
+        None (:func:`worker.kafka.config_integrity.lost_reason`). A loss counts once seen
+        on two checks in a row (a watermark read during a broker's start can lag); it is
+        then kept in :attr:`lost` for good: the registry holds versions the broker no
+        longer has, so the worker stays not ready until it is restarted on a restored
+        topic. Logged at ERROR once."""
+        if self.lost is not None or self._consumer is None or not self.bootstrapped:
+            return self.lost
+        reason = lost_reason(
+            self._consumer, self.settings.topics.contracts, self.read_up_to, timeout_s
+        )
+        if reason is not None and self._suspect is not None:
+            self.lost = reason
+            log.error(
+                "%s; not ready: the worker enforces versions the broker no longer holds. "
+                "Restore the topic (or publish the contracts again) and restart the worker",
+                reason,
+            )
+        self._suspect = reason
+        return self.lost
 
     def close(self) -> None:
         """Close the reader (idempotent)."""

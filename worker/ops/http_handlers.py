@@ -169,6 +169,9 @@ def readyz(state: GateState) -> Response:
             if stalled
             else "config bootstrap (the config topic is not read to its end yet)"
         )
+    lost = getattr(state.config, "lost", None)
+    if lost:
+        missing.append(f"config topic intact ({lost})")
     if not state.assigned:
         missing.append("partition assignment (no input partition assigned to this worker)")
     down_since = getattr(state, "broker_unreachable_since", None)
@@ -244,6 +247,7 @@ def status(
             for v in state.registry.versions(layer)
         ]
     last, counts = decisions.snapshot() if decisions is not None else ([], {})
+    lost = getattr(state.config, "lost", None)
     extra: dict[str, Any] = {}
     if migration is not None:
         from worker.core.lifecycle.migration import view_to_json
@@ -252,8 +256,9 @@ def status(
     return _json(
         200,
         {
-            "ready": state.config.bootstrapped and bool(state.assigned),
+            "ready": state.config.bootstrapped and not lost and bool(state.assigned),
             "config_bootstrapped": state.config.bootstrapped,
+            "config_lost": lost,
             "partitions_assigned": sorted(f"{t}[{p}]" for t, p in state.assigned),
             "seconds_since_poll_loop": round(now_monotonic - state.last_loop_monotonic, 3),
             "batches_committed": state.batches_committed,

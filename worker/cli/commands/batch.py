@@ -13,6 +13,7 @@ from dataclasses import asdict
 from worker.cli.args import add_kafka_args, parse_time, settings_from_args
 from worker.cli.output import add_format, print_json, wants_json
 from worker.cli.payload_args import add_payload_args, file_policy
+from worker.cli.progress import add_quiet_arg, shows_progress, stage_line
 from worker.io.formats import formats_named
 
 __all__ = ["register", "run"]
@@ -69,6 +70,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     add_payload_args(bp, roots=False)
     add_format(bp, "the batch id, layer, feature count, topic, partition, offset, payload_uri")
+    add_quiet_arg(bp)
     p.set_defaults(handler=run)
 
 
@@ -90,6 +92,9 @@ def run(args: argparse.Namespace) -> int:
     from worker.control.publish import publish_batch_file
 
     settings = settings_from_args(args)
+    progress = shows_progress(args)  # stage lines on a terminal's stderr
+    if progress:
+        print(f"batch publish: reading {args.file} ...", file=sys.stderr, flush=True)
     published = publish_batch_file(
         settings,
         args.file,
@@ -103,6 +108,11 @@ def run(args: argparse.Namespace) -> int:
         upload=args.upload,
         policy=file_policy(args),
         warn=lambda line: print(line, file=sys.stderr),
+        on_stage=(
+            (lambda what, n, t0: stage_line(sys.stderr, f"batch publish: {what}", n, t0))
+            if progress
+            else (lambda *_: None)
+        ),
     )
     if wants_json(args):
         print_json(asdict(published))

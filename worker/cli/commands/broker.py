@@ -67,7 +67,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=3,
         help="partitions of the data topics with --create-topics (default 3)",
     )
-    p.set_defaults(handler=run)
+    # Ctrl-C is this command's normal stop (exit 0 after "broker stopped"), not an interrupt
+    p.set_defaults(handler=run, stops_on_sigint=True)
 
 
 def run(args: argparse.Namespace) -> int:

@@ -23,6 +23,7 @@ from worker.cli.args import (
 )
 from worker.cli.payload_args import add_payload_args, file_policy
 from worker.cli.pictures import refuse_overwriting_inputs, write_pictures
+from worker.cli.progress import add_quiet_arg, chunks_with_progress, shows_progress
 from worker.core._util.jsonsafe import dumps_json
 from worker.core.errors import ContractGateError
 from worker.io.formats import OFFENDERS_FILE, formats_named
@@ -112,6 +113,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "with the offending features by clause, the verdicts in words, the offenders table; "
         "the batch file is then read whole, as with --offenders",
     )
+    add_quiet_arg(p)
     p.set_defaults(handler=run)
 
 
@@ -151,7 +153,7 @@ def run(args: argparse.Namespace) -> int:
         for problem in contradictions(v.contract):
             print(f"warning: {v.contract.key}: {problem}", file=sys.stderr)
     layer = layers.pop()
-    loaded = _read_batch(args, layer, versions)
+    loaded = _with_progress(args, _read_batch(args, layer, versions))
     now = args.now or datetime.now(timezone.utc)
     decision, count, claims = _evaluate_batch(loaded, versions, now, every=_pictures(args))
     for line in claims:
@@ -235,6 +237,16 @@ def _read_batch(args: argparse.Namespace, layer: str, versions: Any) -> Batch | 
                 "another column)",
                 file=sys.stderr,
             )
+    return loaded
+
+
+def _with_progress(args: argparse.Namespace, loaded: Batch | ChunkedBatch) -> Batch | ChunkedBatch:
+    """``loaded`` drawing a progress bar on stderr as its chunks are read, when stderr is a
+    terminal and ``--quiet`` was not given (:mod:`worker.cli.progress`)."""
+    from worker.core.chunks import ChunkedBatch
+
+    if shows_progress(args) and isinstance(loaded, ChunkedBatch):
+        return chunks_with_progress(loaded, "check", sys.stderr)
     return loaded
 
 

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import argparse
 import sys
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from worker.cli.args import add_kafka_args, offending_features, write_output
 from worker.cli.output import add_format, print_json, wants_json
@@ -18,6 +18,9 @@ from worker.cli.payload_args import add_payload_args
 from worker.core._util.jsonsafe import dumps_json
 from worker.core.errors import BrokerError, ContractGateError
 from worker.io.formats import OFFENDERS_FILE
+
+if TYPE_CHECKING:
+    from worker.kafka.settings import Settings
 
 __all__ = ["register", "run"]
 
@@ -174,14 +177,13 @@ def _replayed_line(row: dict[str, Any]) -> str:
     )
 
 
-def _write_pictures(args: argparse.Namespace, entry: Any) -> None:
+def _write_pictures(args: argparse.Namespace, entry: Any, settings: Settings) -> None:
     """``show`` writing the offenders file (:data:`~worker.io.formats.OFFENDERS_FILE`) and
     ``--html FILE``: from the original event's features."""
-    from worker.cli.args import settings_from_args
     from worker.io.reports.offenders import offenders_of_record, unwritten_line
     from worker.ops.quarantine import entry_batch
 
-    batch = entry_batch(entry, settings_from_args(args))
+    batch = entry_batch(entry, settings)
     reasons = entry.record["reasons"]
     if args.offenders_file:
         broken = offenders_of_record(reasons)
@@ -224,7 +226,7 @@ def _show(args: argparse.Namespace, settings: Any) -> int:
         if admitted is not None:
             print(f"  admitted: {admitted} (a later event of this batch, e.g. a replay)")
     if args.offenders_file or args.html:
-        _write_pictures(args, entry)
+        _write_pictures(args, entry, settings)
     return 0
 
 
@@ -235,6 +237,11 @@ def run(args: argparse.Namespace) -> int:
     from worker.ops.quarantine_view import follow_rows, table_rows
     from worker.ops.replay import check_not_admitted, read_admitted, replay
 
+    if args.quarantine_command == "replay":  # bad arguments before any broker round trip
+        if (args.batch is None) == (args.all_since is None):
+            raise ContractGateError("give either BATCH_ID or --all-since TIME (not both)")
+        if args.layer and args.all_since is None:
+            raise ContractGateError("--layer selects batches for --all-since only")
     settings = settings_from_args(args)
     if args.quarantine_command == "tail" and not args.follow and args.format == "text":
         rows = table_rows(read_quarantine(settings, layer=args.layer))
@@ -244,26 +251,18 @@ def run(args: argparse.Namespace) -> int:
             scope = f" of layer {args.layer}" if args.layer else ""
             print(f"no quarantined batches{scope} on {settings.topics.quarantine}")
         return 0
-    if args.quarantine_command == "tail":
+    if args.quarantine_command == "tail":  # --follow ends on Ctrl-C: `interrupted`, 130
         entries = read_quarantine(settings, layer=args.layer, follow=args.follow)
         lines = (
             (dumps_json(entry_to_json(e), default=str) for e in entries)
             if args.format == "json"
             else follow_rows(entries)  # the table's header and columns, row by row
         )
-        try:
-            for line in lines:
-                print(line, flush=True)
-        except KeyboardInterrupt:
-            print("", file=sys.stderr)
+        for line in lines:
+            print(line, flush=True)
         return 0
-    if args.quarantine_command == "replay":
-        if (args.batch is None) == (args.all_since is None):
-            raise ContractGateError("give either BATCH_ID or --all-since TIME (not both)")
-        if args.layer and args.all_since is None:
-            raise ContractGateError("--layer selects batches for --all-since only")
-        if args.all_since is not None:
-            return _replay_all(args, settings)
+    if args.quarantine_command == "replay" and args.all_since is not None:
+        return _replay_all(args, settings)
     if args.quarantine_command == "show":
         return _show(args, settings)
     entry = find_entry(settings, args.batch)

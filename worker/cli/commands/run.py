@@ -2,9 +2,10 @@
 
 Builds the pipeline (:mod:`worker.gate`) from the flags and the environment, serves
 /healthz, /readyz, /metrics, /status and the operator page (/), and routes every batch
-until SIGTERM or Ctrl-C;
-a stop not honoured within ``--stop-grace-s`` ends the process with status 143, a stuck
-client call with 75.
+until SIGTERM or Ctrl-C; a SIGTERM not honoured within ``--stop-grace-s`` ends the process
+with status 143, a stuck client call with 75. Ctrl-C (SIGINT) is an interactive stop: the
+same clean stop, but bounded by :data:`worker.cli.interrupt.INTERRUPT_GRACE_S`, then the
+line ``interrupted`` and status 130.
 """
 
 from __future__ import annotations
@@ -82,9 +83,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--stop-grace-s",
         type=positive_seconds,
         default=GATE.stop_grace_s,
-        help="after SIGTERM or Ctrl-C, seconds to finish the open transaction and leave the "
+        help="after SIGTERM, seconds to finish the open transaction and leave the "
         "group before the process exits anyway with status 143 (default 30; keep it below "
-        "the pod's terminationGracePeriodSeconds)",
+        "the pod's terminationGracePeriodSeconds). Ctrl-C stops the same way within 1.5 s, "
+        "then prints `interrupted` and exits 130",
     )
     p.add_argument(
         "--http-port",
@@ -115,7 +117,9 @@ def run(args: argparse.Namespace) -> int:
     provider = configure_sdk()
     stop = threading.Event()
 
-    def on_signal(*_: Any) -> None:
+    def on_signal(signum: int, _frame: Any) -> None:
+        if signum == signal.SIGINT and getattr(args, "interrupts", None) is not None:
+            args.interrupts.mark()  # Ctrl-C: `interrupted`, status 130, within 2 s
         if stop.is_set():
             return
         stop.set()
