@@ -112,7 +112,10 @@ def test_promote_counts_the_span_to_the_last_evaluation_not_to_now(
 
 
 def test_promote_json_keeps_stdout_one_document_and_stderr_one_error(
-    monkeypatch: pytest.MonkeyPatch, faked: list[Published], capsys: pytest.CaptureFixture[str]
+    monkeypatch: pytest.MonkeyPatch,
+    faked: list[Published],
+    capsys: pytest.CaptureFixture[str],
+    no_broker_probe: None,
 ) -> None:
     # issue 28 §2: the confirmation question must not reach stdout or stderr around the JSON
     import json
