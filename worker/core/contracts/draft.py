@@ -17,6 +17,13 @@ from collections.abc import Sequence
 
 from pyproj import CRS
 
+from worker.core.clauses import axis_order as axis_order_kind
+from worker.core.clauses import crs as crs_kind
+from worker.core.clauses import extent as extent_kind
+from worker.core.clauses import feature_count as feature_count_kind
+from worker.core.clauses import freshness as freshness_kind
+from worker.core.clauses import geometry_type as geometry_type_kind
+from worker.core.clauses import validity as validity_kind
 from worker.core.contracts.draft_columns import domain_clauses, plural, schema_clause
 from worker.core.contracts.draft_extent import draft_region, number_text
 from worker.core.contracts.draft_model import Draft, DraftClause, DraftOptions, Note, SampleInfo
@@ -57,10 +64,10 @@ def _crs_clauses(samples: Sequence[SampleInfo], crs: CRS | None) -> list[DraftCl
     if any(s.crs_by_format for s in samples):
         stated = f"{crs_label(crs)}: the format's default (the file writes none): confirm it"
     return [
-        DraftClause("srid", "crs", (("expect", _crs_text(crs), stated),)),
+        DraftClause("srid", crs_kind.KIND.name, (("expect", _crs_text(crs), stated),)),
         DraftClause(
             "axis_order",
-            "axis_order",
+            axis_order_kind.KIND.name,
             (("expect", orders[0], "as the format stores x and y (x east/longitude)"),),
         ),
     ]
@@ -95,7 +102,7 @@ def _extent_clause(profile: Profile, crs: CRS | None, margin: float) -> DraftCla
         ("min_fraction_inside", 1.0, None),
         ("tolerance", tolerance, "one unit of the last decimal: absorbs coordinate rounding"),
     )
-    return DraftClause("extent", "extent", params, tuple(comments), on_break)
+    return DraftClause("extent", extent_kind.KIND.name, params, tuple(comments), on_break)
 
 
 def _geometry_clause(profile: Profile) -> DraftClause | Note:
@@ -114,20 +121,24 @@ def _geometry_clause(profile: Profile) -> DraftClause | Note:
         ("allowed", sorted(profile.types), None),
         ("allow_empty", profile.empty > 0, f"observed: {profile.empty} empty"),
     )
-    return DraftClause("geometry_types", "geometry_type", params, tuple(comments), on_break)
+    return DraftClause(
+        "geometry_types", geometry_type_kind.KIND.name, params, tuple(comments), on_break
+    )
 
 
 def _validity_clause(profile: Profile) -> DraftClause:
     n = profile.invalid
     if not n:
         return DraftClause(
-            "valid", "validity", (("max_invalid_fraction", 0.0, "observed: 0 invalid"),)
+            "valid",
+            validity_kind.KIND.name,
+            (("max_invalid_fraction", 0.0, "observed: 0 invalid"),),
         )
     share = number_text(100 * n / max(profile.features, 1), 3)
     comment = f"observed: {n} of {profile.features} features invalid ({share} %)"
     return DraftClause(
         "valid",
-        "validity",
+        validity_kind.KIND.name,
         (("max_invalid_fraction", 0.0, comment),),
         (
             "the samples hold invalid features: on_break warn until you decide (fix them, or "
@@ -145,7 +156,7 @@ def _size_clause(profile: Profile) -> DraftClause:
     )
     return DraftClause(
         "size",
-        "feature_count",
+        feature_count_kind.KIND.name,
         (("min", low // 2, None), ("max", max(2 * high, 1), None)),
         (comment,),
     )
@@ -175,7 +186,9 @@ def draft_contract(
     clauses.append(_validity_clause(profile))
     clauses.extend(domain_clauses(profile, len(samples), options.max_codes))
     fresh = f"the cadence ({options.cadence}): a batch is stale after one cycle"
-    clauses.append(DraftClause("fresh", "freshness", (("max_age", options.cadence, fresh),)))
+    clauses.append(
+        DraftClause("fresh", freshness_kind.KIND.name, (("max_age", options.cadence, fresh),))
+    )
     clauses.append(schema_clause(profile, len(samples)))
     clauses.append(_size_clause(profile))
     header = (

@@ -12,6 +12,8 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from worker.core._util.text import clip
+from worker.core.clauses import domain as domain_kind
+from worker.core.clauses import schema as schema_kind
 from worker.core.contracts.draft_model import Codes, DraftClause, Fields, Note
 from worker.core.contracts.profile import DOMAIN_TYPES, ColumnProfile, Profile
 from worker.core.vocab import FIELD_TYPES
@@ -62,7 +64,7 @@ def _domain(name: str, col: ColumnProfile) -> DraftClause:
         ("values", Codes(entries), None),
         ("allow_null", col.nulls > 0, f"observed: {plural(col.nulls, 'null')}"),
     )
-    return DraftClause(f"domain_{name}", "domain", params)
+    return DraftClause(f"domain_{name}", domain_kind.KIND.name, params)
 
 
 def domain_clauses(profile: Profile, samples: int, max_codes: int) -> Iterator[DraftClause | Note]:
@@ -119,4 +121,4 @@ def schema_clause(profile: Profile, samples: int) -> DraftClause | Note:
         ("allow_extra", bool(unlisted), None),
         ("fields", Fields(tuple(fields)), None),
     )
-    return DraftClause("schema", "schema", params, comments)
+    return DraftClause("schema", schema_kind.KIND.name, params, comments)
