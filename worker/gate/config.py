@@ -33,6 +33,10 @@ class GateConfig:
         Events routed at once, >= 1 (1: every event on the loop's thread).
     min_ahead_bytes : int
         Least bytes of an event for it to be routed ahead on a routing thread.
+    eval_threads : int
+        Threads measuring the chunks of a by-reference GeoParquet payload, >= 1, also the
+        most chunks held at once (:func:`worker.core.chunks.evaluate_chunked`; 1: one
+        chunk at a time on the routing thread). The same decision whatever the value.
     min_run_bytes, min_run_route_s : int, float
         Least bytes of events, and least routing seconds, of a run before it gets a
         transaction of its own (committed while the next run is routed).
@@ -63,7 +67,7 @@ class GateConfig:
     ------
     ValueError
         A count below its least value (``max_batch_events``, ``routing_threads``,
-        ``max_batch_attempts`` below 1, ``max_batch_wait_ms`` below 0).
+        ``eval_threads``, ``max_batch_attempts`` below 1, ``max_batch_wait_ms`` below 0).
     """
 
     max_batch_events: int = 500
@@ -72,6 +76,7 @@ class GateConfig:
     batch_deadline_s: float = 60.0
     routing_threads: int = 2
     min_ahead_bytes: int = 256 * 1024
+    eval_threads: int = 2
     min_run_bytes: int = 1024 * 1024
     min_run_route_s: float = 0.05
     config_timeout_s: float = 60.0
@@ -92,6 +97,8 @@ class GateConfig:
     def __post_init__(self) -> None:
         if self.routing_threads < 1:
             raise ValueError(f"routing_threads must be 1 or more, got {self.routing_threads}")
+        if self.eval_threads < 1:
+            raise ValueError(f"eval_threads must be 1 or more, got {self.eval_threads}")
         if self.max_batch_events < 1:
             raise ValueError(f"max_batch_events must be 1 or more, got {self.max_batch_events}")
         if self.max_batch_attempts < 1:

@@ -19,13 +19,15 @@ from worker.cli.args import (
     EXIT_QUARANTINED,
     parse_time,
 )
-from worker.cli.payload_args import add_payload_args, file_policy
+from worker.cli.payload_args import add_eval_threads, add_payload_args, eval_pool, file_policy
 from worker.cli.pictures import refuse_overwriting_inputs, write_pictures
 from worker.core._util.jsonsafe import dumps_json
 from worker.core.errors import ContractGateError
 from worker.io.formats import formats_named
 
 if TYPE_CHECKING:
+    from concurrent.futures import Executor
+
     from worker.core.chunks import ChunkedBatch
     from worker.core.model import Batch, Decision
 
@@ -53,6 +55,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         f"{formats_named(local_only=True)} from a local path, with the formats extra",
     )
     add_payload_args(p, roots=False)
+    add_eval_threads(p)
     p.add_argument(
         "--contract",
         action="append",
@@ -150,7 +153,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"warning: {v.contract.key}: {problem}", file=sys.stderr)
     loaded = _read_batch(args, layers.pop(), versions)
     now = args.now or datetime.now(timezone.utc)
-    decision, count, claims = _evaluate_batch(loaded, versions, now)
+    with eval_pool(args.eval_threads) as pool:
+        decision, count, claims = _evaluate_batch(loaded, versions, now, pool, args.eval_threads)
     for line in claims:
         print(f"warning: {line}", file=sys.stderr)
     if not isinstance(loaded, ChunkedBatch):  # read whole for them (see _read_batch)
@@ -223,11 +227,16 @@ def _with_id_column(loaded: Batch | ChunkedBatch, column: str) -> Batch | Chunke
 
 
 def _evaluate_batch(
-    loaded: Batch | ChunkedBatch, versions: Any, now: datetime
+    loaded: Batch | ChunkedBatch,
+    versions: Any,
+    now: datetime,
+    pool: Executor | None = None,
+    threads: int = 1,
 ) -> tuple[Decision, int, list[str]]:
     """The decision on ``loaded``, its number of features and the sentences of its file's
     metadata claims that the geometries contradict (:mod:`worker.core.facts.claims`): chunk by
-    chunk for a :class:`ChunkedBatch` (claims tallied per chunk and merged), else whole."""
+    chunk for a :class:`ChunkedBatch` (claims tallied per chunk and merged), its chunks
+    measured on ``pool``'s ``threads`` threads when given, else whole."""
     from worker.core.chunks import ChunkedBatch, evaluate_chunked
     from worker.core.clauses.tally import Tally, merge
     from worker.core.evaluate import evaluate
@@ -243,6 +252,8 @@ def _evaluate_batch(
     def tally_claims(facts: BatchFacts) -> None:
         claims[0] = merge(claims[0], claims_tally(facts))
 
-    decision = evaluate_chunked(loaded, versions, now=now, on_chunk=tally_claims)
+    decision = evaluate_chunked(
+        loaded, versions, now=now, on_chunk=tally_claims, executor=pool, in_flight=threads
+    )
     meta = BatchFacts(loaded.batch)
     return decision, loaded.batch.feature_count, disagreements_of(claims[0], meta)
