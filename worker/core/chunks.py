@@ -166,8 +166,10 @@ def _numbered(chunks: Iterable[Batch]) -> Iterator[tuple[Batch, int]]:
     """Each chunk with the index in the whole batch of its first feature."""
     offset = 0
     for chunk in chunks:
+        count = len(chunk.geometries_wkb)
         yield chunk, offset
-        offset += len(chunk.geometries_wkb)
+        del chunk  # not held while the next chunk is read: it is the pool's now
+        offset += count
 
 
 @dataclass(frozen=True)
