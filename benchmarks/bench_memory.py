@@ -8,9 +8,10 @@ each evaluation in a fresh child process that reports its peak RSS (``VmHWM`` of
 ``/proc/self/status``: the high-water mark of the child's own address space; ``ru_maxrss``
 would carry over the parent's peak across ``exec`` on Linux) and its decision. Prints file
 size, rows, and peak RSS chunked (:func:`worker.io.payloads.load_payload_chunked`, the
-worker's path) vs whole (:func:`worker.io.payloads.load_payload`). Run:
+worker's path; one thread, and ``threads``: the chunks measured on
+:data:`EVAL_THREADS` threads) vs whole (:func:`worker.io.payloads.load_payload`). Run:
 ``python benchmarks/bench_memory.py [--mb 400] [--whole]``. The child mode
-(``--evaluate PATH --mode chunked|whole``) prints one JSON line; the test
+(``--evaluate PATH --mode chunked|threads|whole``) prints one JSON line; the test
 ``tests/io/test_chunked_memory.py`` uses it.
 """
 
@@ -23,6 +24,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
@@ -35,6 +37,8 @@ REPO = Path(__file__).resolve().parents[1]
 SOURCE = REPO / "worker" / "data" / "nyc_boroughs.parquet"
 CONTRACT = REPO / "worker" / "data" / "contracts" / "nyc_boroughs.v1.yaml"
 ROW_GROUP_ROWS = 100
+#: Threads (and chunks in flight) of the ``threads`` mode: ``GateConfig().eval_threads``.
+EVAL_THREADS = 2
 NOW = datetime(2026, 11, 29, 7, 0, tzinfo=timezone.utc)
 
 
@@ -109,10 +113,12 @@ def _evaluate(path: Path, mode: str, region: bool) -> dict[str, object]:
     )
     policy = PayloadPolicy.from_strings([str(path.parent)], max_payload_bytes="2GB")
     started = time.perf_counter()
-    if mode == "chunked":
+    if mode in ("chunked", "threads"):
         loaded = load_payload_chunked(path.as_uri(), event, policy=policy)
         assert isinstance(loaded, ChunkedBatch)
-        decision = evaluate_chunked(loaded, versions, now=NOW)
+        threads = EVAL_THREADS if mode == "threads" else 1
+        with ThreadPoolExecutor(threads) as pool:
+            decision = evaluate_chunked(loaded, versions, now=NOW, executor=pool, in_flight=threads)
     else:
         decision = evaluate(load_payload(path.as_uri(), event, policy=policy), versions, now=NOW)
     seconds = time.perf_counter() - started
@@ -158,7 +164,7 @@ def main() -> None:
         "slow: GEOS overlays coincident polygons; about 100 s for 400 MB)",
     )
     ap.add_argument("--evaluate", type=Path, help=argparse.SUPPRESS)
-    ap.add_argument("--mode", choices=("chunked", "whole"), default="chunked")
+    ap.add_argument("--mode", choices=("chunked", "threads", "whole"), default="chunked")
     args = ap.parse_args()
     if args.evaluate is not None:
         print(json.dumps(_evaluate(args.evaluate, args.mode, args.region)))
@@ -172,7 +178,7 @@ def main() -> None:
             f"generated {size / 1e6:.0f} MB, {rows} rows, {groups} row groups in "
             f"{time.perf_counter() - started:.1f} s"
         )
-        for mode in ("chunked", "whole") if args.whole else ("chunked",):
+        for mode in ("chunked", "threads", "whole") if args.whole else ("chunked", "threads"):
             r = run_child(path, mode, args.region)
             print(
                 f"{mode:8s} peak RSS {r['peak_rss_mb']} MB (before evaluating "

@@ -181,3 +181,33 @@ def test_check_of_the_shipped_batches_equals_the_whole_decision(
     expected, claims = _whole(path, spec)
     assert doc == expected and code == (0 if expected["decision"] == "admitted" else 1)
     assert warnings == claims
+
+
+@pytest.mark.parametrize("threads", ["1", "3"])
+def test_check_on_threads_prints_what_one_thread_prints(
+    tmp_path: Path,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+    threads: str,
+) -> None:
+    """``--eval-threads`` changes who measures the chunks, not the output (issue 27)."""
+    batch = _parcels(tmp_path / "parcels.parquet", group_rows=100)
+    contract = tmp_path / "parcels.yaml"
+    contract.write_text(CONTRACT.replace("[0, 40, 10, 50]", "[40, 0, 50, 10]"))
+    monkeypatch.setattr(diagnose_readings, "DIAGNOSIS_SAMPLE", 10)
+    args = (str(batch), "--contract", str(contract), "--id-column", "parcel_id")
+    code, doc, warnings = _check(capsys, *args, "--eval-threads", threads)
+    assert (code, doc, warnings) == _check(capsys, *args, "--eval-threads", "2")
+    assert code == 1 and doc == _whole(batch, contract, id_column="parcel_id")[0]
+    assert doc["diagnoses"][0].startswith("axis order looks swapped")
+    assert len(warnings) == 2  # the claims, tallied in batch order on the caller's thread
+
+
+@pytest.mark.parametrize("bad", ["0", "9", "two"])
+def test_check_refuses_an_eval_threads_outside_1_to_8(
+    bad: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exc:
+        main(["check", "x.parquet", "--contract", "c.yaml", "--eval-threads", bad])
+    assert exc.value.code == 2
+    assert "--eval-threads" in capsys.readouterr().err

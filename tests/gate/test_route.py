@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import replace
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
@@ -138,6 +139,13 @@ def test_chunked_payload_is_evaluated_as_the_whole_one(tmp_path: Path) -> None:
     )
     assert chunked.decision == whole.decision
     assert [r.value for r in chunked.records] == [r.value for r in whole.records]
+    with ThreadPoolExecutor(2) as pool:  # the chunks measured on two threads (issue 27)
+        threaded = go(
+            event,
+            loader=lambda uri, b: load_payload_chunked(uri, b, policy=policy, chunk_rows=10),
+            chunk_pool=(pool, 2),
+        )
+    assert [r.value for r in threaded.records] == [r.value for r in whole.records]
 
     # the same file with its data pages overwritten, footer intact
     bad = tmp_path / "world.parquet"

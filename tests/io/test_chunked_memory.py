@@ -24,19 +24,24 @@ def _bench() -> ModuleType:
     return module
 
 
-@pytest.mark.parametrize("row_group_rows", [100, 1720], ids=["row-groups-24MB", "one-row-group"])
+@pytest.mark.parametrize(
+    ("row_group_rows", "mode"),
+    [(100, "chunked"), (1720, "chunked"), (100, "threads")],
+    ids=["row-groups-24MB", "one-row-group", "row-groups-24MB-two-threads"],
+)
 def test_a_400_mb_payload_is_evaluated_under_the_memory_ceiling(
-    tmp_path: Path, row_group_rows: int
+    tmp_path: Path, row_group_rows: int, mode: str
 ) -> None:
     """Row groups of 100 features (24 MB) or the whole file as one row group (pages are
-    streamed, not read a column chunk at a time)."""
+    streamed, not read a column chunk at a time); ``threads``: the chunks measured on two
+    threads, two chunks in flight (issue 27), under the same ceiling."""
     bench = _bench()
     path = tmp_path / "big.parquet"
     rows, size = bench.write_big_geoparquet(path, 400, row_group_rows)
     assert size > 400_000_000 and rows == 1720
-    report = bench.run_child(path, "chunked", timeout_s=55)  # bounds the test's time
+    report = bench.run_child(path, mode, timeout_s=55)  # bounds the test's time
     print(
-        f"\n{size / 1e6:.0f} MB, {rows} rows, {row_group_rows} rows per row group: chunked "
+        f"\n{size / 1e6:.0f} MB, {rows} rows, {row_group_rows} rows per row group: {mode} "
         f"peak RSS {report['peak_rss_mb']} MB (before evaluating {report['rss_before_mb']} "
         f"MB), {report['seconds']} s"
     )

@@ -1,5 +1,5 @@
 """Payload flags shared by the command modules: ``--payload-root``, ``--max-payload-bytes``,
-and the policy of an operator's own batch file.
+``--eval-threads``, and the policy of an operator's own batch file.
 
 Command modules (:mod:`worker.cli.commands`) import these, never :mod:`worker.cli.main`.
 """
@@ -7,13 +7,21 @@ Command modules (:mod:`worker.cli.commands`) import these, never :mod:`worker.cl
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+from collections.abc import Iterator
+from concurrent.futures import Executor, ThreadPoolExecutor
 from dataclasses import replace
 
+from worker.cli.args import bounded_int
 from worker.core.errors import ContractGateError
+from worker.gate.config import GateConfig
 from worker.io.payloads.policy import PayloadPolicy, default_limits, limits_syntax, limits_text
 
-__all__ = ["add_payload_args", "file_policy"]
+__all__ = ["add_eval_threads", "add_payload_args", "eval_pool", "file_policy"]
+
+#: Most threads of ``--eval-threads``.
+MAX_EVAL_THREADS = 8
 
 
 def add_payload_args(p: argparse.ArgumentParser, *, roots: bool = True) -> None:
@@ -59,3 +67,29 @@ def file_policy(args: argparse.Namespace) -> PayloadPolicy:
     except ValueError as exc:
         raise ContractGateError(f"{exc} (--max-payload-bytes)") from None
     return replace(policy, roots=None)
+
+
+def add_eval_threads(p: argparse.ArgumentParser) -> None:
+    """``--eval-threads N`` (1..:data:`MAX_EVAL_THREADS`, default
+    :attr:`GateConfig.eval_threads <worker.gate.config.GateConfig>`)."""
+    default = GateConfig().eval_threads
+    p.add_argument(
+        "--eval-threads",
+        type=bounded_int(1, MAX_EVAL_THREADS),
+        default=default,
+        metavar="N",
+        help=f"threads measuring the chunks of a GeoParquet batch, 1..{MAX_EVAL_THREADS}, "
+        "while GEOS releases the GIL (a second core helps): also the most chunks held at "
+        f"once; the decision is the same whatever N (1: one thread; default {default})",
+    )
+
+
+@contextlib.contextmanager
+def eval_pool(threads: int, name: str = "eval") -> Iterator[Executor | None]:
+    """A pool of ``threads`` threads for :func:`worker.core.chunks.evaluate_chunked` (None
+    for 1 thread), shut down when the block ends (waiting for its work)."""
+    if threads <= 1:
+        yield None
+        return
+    with ThreadPoolExecutor(max_workers=threads, thread_name_prefix=name) as pool:
+        yield pool

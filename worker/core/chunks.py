@@ -18,11 +18,22 @@ evenly spaced sample,
 :data:`worker.core.clauses.diagnose_readings.DIAGNOSIS_SAMPLE` features at most, whose
 indices the first pass's feature count decides): the kind's
 :attr:`~worker.core.clauses.base.ClauseKind.second_pass`, for every kind that has one.
+
+Both cores: given an executor (a pool of threads the caller owns), the chunks of the
+measuring passes are measured on its threads while the caller's thread reads the next
+ones (shapely 2's vectorized functions and pyarrow release the GIL), at most
+``in_flight`` chunks at a time (read, being measured or waiting to be merged), so peak
+memory stays about ``in_flight`` chunks. The tallies are still merged in batch order on
+the caller's thread, and a chunk's tally depends on that chunk alone (its offset comes
+from the chunks before it, counted as they are read), so the decision is the one of one
+thread, value for value.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterable, Sequence
+from collections import deque
+from collections.abc import Callable, Iterable, Iterator, Sequence
+from concurrent.futures import Executor, Future, wait
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -34,7 +45,7 @@ from worker.core.evaluate import decide, evaluate_clause, failed_result, version
 from worker.core.facts.batch import BatchFacts, edges_problem
 from worker.core.model import ActiveVersion, Batch, Clause, ClauseResult, Decision
 
-__all__ = ["ChunkedBatch", "evaluate_chunked"]
+__all__ = ["ChunkedBatch", "evaluate_chunked", "in_order"]
 
 
 @dataclass(frozen=True)
@@ -110,6 +121,74 @@ def _edges_problem(source: ChunkedBatch) -> str | None:
     return edges_problem(source.batch.edges, None, count > 0 and fits)
 
 
+def in_order(
+    fn: Callable[[Any], Any],
+    items: Iterable[Any],
+    executor: Executor | None = None,
+    in_flight: int = 1,
+) -> Iterator[Any]:
+    """``fn(item)`` of every item, yielded in the order of ``items``.
+
+    Without ``executor`` (or with ``in_flight`` <= 1), one item at a time on the
+    caller's thread. With one, ``fn`` runs on the executor's threads while the next items
+    are taken from ``items`` on the caller's thread, with at most ``in_flight`` items
+    taken and not yet yielded (the item being taken counts): what bounds memory when an
+    item is a chunk of a batch. When the caller stops early or ``items`` raises, the
+    items not started are cancelled and the running ones waited for before the error
+    propagates, so no work outlives the call. Raises what ``items`` or ``fn`` raises.
+    """
+    if executor is None or in_flight <= 1:
+        yield from map(fn, items)
+        return
+    pending: deque[Future[Any]] = deque()
+    source = iter(items)
+    try:
+        while True:
+            while len(pending) >= in_flight:
+                yield pending.popleft().result()
+            item = next(source, _END)
+            if item is _END:
+                break
+            pending.append(executor.submit(fn, item))
+            del item
+        while pending:
+            yield pending.popleft().result()
+    finally:
+        for f in pending:
+            f.cancel()
+        wait(pending)
+
+
+_END = object()
+
+
+def _numbered(chunks: Iterable[Batch]) -> Iterator[tuple[Batch, int]]:
+    """Each chunk with the index in the whole batch of its first feature."""
+    offset = 0
+    for chunk in chunks:
+        count = len(chunk.geometries_wkb)
+        yield chunk, offset
+        del chunk  # not held while the next chunk is read: it is the pool's now
+        offset += count
+
+
+@dataclass(frozen=True)
+class _Pass:
+    """One pass's measuring of one chunk (run on any thread: it reads only its chunk)."""
+
+    jobs: Sequence[_Job]
+    edges: tuple[str | None]
+    now: datetime
+    total: int | None
+    keep_facts: bool
+
+    def __call__(self, item: tuple[Batch, int]) -> tuple[list[Any], BatchFacts | None]:
+        with collector_paused():  # the chunk's geometries are built and freed within
+            facts = BatchFacts(item[0], item[1], self.edges)
+            tallies = [_measure(j, facts, self.now, self.total) for j in self.jobs]
+        return tallies, (facts if self.keep_facts else None)
+
+
 def _tallies(
     source: ChunkedBatch,
     jobs: Sequence[_Job],
@@ -117,22 +196,22 @@ def _tallies(
     now: datetime,
     total: int | None = None,
     on_chunk: Callable[[BatchFacts], None] | None = None,
+    pool: tuple[Executor | None, int] = (None, 1),
 ) -> list[Tally | Failed]:
     """One pass: every job's tally, merged over the chunks (starting from the tally of no
     features, so an empty batch is judged as the whole-batch path judges it); with
     ``total`` (the batch's feature count, known after a first pass), the tallies of the
     jobs' second passes (the extent diagnoses, on the batch's evenly spaced sample).
-    ``on_chunk`` is called with each chunk's facts once the jobs measured them."""
+    ``on_chunk`` is called with each chunk's facts once the jobs measured them, in batch
+    order on the caller's thread. ``pool``: (executor, in_flight), as :func:`in_order`."""
     acc = [_measure(j, BatchFacts(source.batch, 0, edges), now, total) for j in jobs]
-    offset = 0
-    for chunk in source.chunks():
-        with collector_paused():  # the chunk's geometries are built and freed within
-            facts = BatchFacts(chunk, offset, edges)
-            acc = [merge(a, _measure(j, facts, now, total)) for a, j in zip(acc, jobs, strict=True)]
-            if on_chunk is not None:
+    measure = _Pass(jobs, edges, now, total, on_chunk is not None)
+    for tallies, facts in in_order(measure, _numbered(source.chunks()), *pool):
+        acc = [merge(a, t) for a, t in zip(acc, tallies, strict=True)]
+        if on_chunk is not None and facts is not None:
+            with collector_paused():
                 on_chunk(facts)
-            offset += facts.count
-            del facts
+        del tallies, facts
     return acc
 
 
@@ -142,6 +221,8 @@ def evaluate_chunked(
     *,
     now: datetime,
     on_chunk: Callable[[BatchFacts], None] | None = None,
+    executor: Executor | None = None,
+    in_flight: int = 2,
 ) -> Decision:
     """Evaluate a chunked batch against every active version and decide its route.
 
@@ -151,6 +232,10 @@ def evaluate_chunked(
     ``on_chunk``, when given, is called with the facts of every chunk once, in batch
     order, while that chunk is held (e.g. to tally what no clause measures:
     :func:`worker.core.facts.claims.claims_tally`); it must keep no reference to them.
+    ``executor``, when given (a thread pool the caller owns and shuts down), measures the
+    chunks on its threads, at most ``in_flight`` chunks at a time (the pool's thread
+    count; 1: one chunk at a time on the caller's thread): the same decision as
+    without it, in about ``in_flight`` chunks of memory (:func:`in_order`).
 
     Raises
     ------
@@ -161,14 +246,15 @@ def evaluate_chunked(
     jobs = [_Job(v, c) for v in active for c in v.contract.clauses]
     edges = (_edges_problem(source),)
     meta = BatchFacts(source.batch, 0, edges)
-    tallies = _tallies(source, jobs, edges, now, on_chunk=on_chunk) if jobs or on_chunk else []
+    pool = (executor, in_flight)
+    tallies = _tallies(source, jobs, edges, now, None, on_chunk, pool) if jobs or on_chunk else []
     broken = [
         i for i, (j, t) in enumerate(zip(jobs, tallies, strict=True)) if _wants_second_pass(j, t)
     ]
     if broken:
         # a kind with a second pass counts its features (SecondPass)
         total = int(tallies[broken[0]]["count"])  # type: ignore[index]
-        extra = _tallies(source, [jobs[i] for i in broken], edges, now, total)
+        extra = _tallies(source, [jobs[i] for i in broken], edges, now, total, pool=pool)
         for i, t in zip(broken, extra, strict=True):
             tallies[i] = t if isinstance(t, Failed) else {**tallies[i], **t}  # type: ignore[dict-item]
     results = iter([_render(j, meta, t, now) for j, t in zip(jobs, tallies, strict=True)])

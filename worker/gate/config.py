@@ -41,6 +41,10 @@ class GateConfig:
         countries, admin_boundaries v1): events of 100 features (120 kB) 0.95x the
         events/s, 300 features (325 kB) 1.06x and 1.21x, 1,000 features (1 MB) 1.17x and
         1.18x; offline, events of 30 features (24 kB) took 1.16x as long.
+    eval_threads : int
+        Threads measuring the chunks of a by-reference payload read in chunks, >= 1, also the
+        most chunks held at once (:func:`worker.core.chunks.evaluate_chunked`; 1: one
+        chunk at a time on the routing thread). The same decision whatever the value.
     min_run_bytes, min_run_route_s : int, float
         Least bytes of events, and least routing seconds, of a run before it gets a
         transaction of its own (committed while the next run is routed).
@@ -77,7 +81,7 @@ class GateConfig:
     ------
     ValueError
         A count below its least value (``max_batch_events``, ``routing_threads``,
-        ``max_batch_attempts`` below 1, ``max_batch_wait_ms`` below 0).
+        ``eval_threads``, ``max_batch_attempts`` below 1, ``max_batch_wait_ms`` below 0).
     """
 
     max_batch_events: int = 500
@@ -86,6 +90,7 @@ class GateConfig:
     batch_deadline_s: float = 60.0
     routing_threads: int = 2
     min_ahead_bytes: int = 256 * 1024
+    eval_threads: int = 2
     min_run_bytes: int = 1024 * 1024
     min_run_route_s: float = 0.05
     config_timeout_s: float = 60.0
@@ -108,6 +113,8 @@ class GateConfig:
     def __post_init__(self) -> None:
         if self.routing_threads < 1:
             raise ValueError(f"routing_threads must be 1 or more, got {self.routing_threads}")
+        if self.eval_threads < 1:
+            raise ValueError(f"eval_threads must be 1 or more, got {self.eval_threads}")
         if self.max_batch_events < 1:
             raise ValueError(f"max_batch_events must be 1 or more, got {self.max_batch_events}")
         if self.max_batch_attempts < 1:

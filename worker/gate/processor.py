@@ -14,6 +14,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable
+from concurrent.futures import ThreadPoolExecutor
 from datetime import datetime, timezone
 
 from worker.core.errors import BrokerError
@@ -97,7 +98,11 @@ class Processor:
         #: Schema Registry wire format (``settings.schema_registry``), else plain Avro
         self.wire = codec_for(settings)
         self._framed = output_kinds(settings.topics)
-        self.route = router or Router.for_settings(settings, self.registry.active, clock, self.wire)
+        n = config.eval_threads  # the chunks of a by-reference payload, measured on n threads
+        self._eval_pool = ThreadPoolExecutor(n, "gate-eval") if n > 1 else None
+        self.route = router or Router.for_settings(
+            settings, self.registry.active, clock, self.wire, (self._eval_pool, n)
+        )
         self.schedule = Schedule(config)
         self.batches_committed = 0
         self._lag_at = 0.0
@@ -208,6 +213,8 @@ class Processor:
     def close(self) -> None:
         """Leave the group, flush the producer, close the config reader."""
         self.schedule.close()
+        if self._eval_pool is not None:
+            self._eval_pool.shutdown(wait=True)
         if self.consumer is not None:
             self.consumer.close()
             self.consumer = None

@@ -15,6 +15,7 @@ from __future__ import annotations
 import functools
 import time
 from collections.abc import Callable, Mapping, Sequence
+from concurrent.futures import Executor
 from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
@@ -80,6 +81,7 @@ def route(
     payload_loader: Callable[[str, Batch], Batch | ChunkedBatch] | None = None,
     registry: RegistryCodec | None = None,
     max_record_bytes: int = MAX_MESSAGE_BYTES,
+    chunk_pool: tuple[Executor | None, int] = (None, 1),
 ) -> Outcome:
     """Decide one event and build its output records.
 
@@ -104,8 +106,13 @@ def route(
         id or a failed lookup is a ``decode_error``); default plain Avro (output records
         are framed by the checkpoint).
     max_record_bytes : int
-        Largest output record (key, value, headers), bytes (:meth:`Settings.max_record_bytes`):
-        a batch whose records would be larger is quarantined (``record_too_large``).
+        Largest output record (key, value, headers), bytes: a batch whose records would
+        be larger is quarantined (``record_too_large``) with a record that fits
+        (:meth:`worker.kafka.settings.Settings.max_record_bytes`; default
+        :data:`~worker.kafka.settings.MAX_MESSAGE_BYTES`).
+    chunk_pool : (Executor or None, int)
+        The threads measuring a chunked payload's chunks and the most chunks in flight
+        (:func:`~worker.core.chunks.evaluate_chunked`); default: the routing thread alone.
 
     Returns
     -------
@@ -168,7 +175,10 @@ def route(
             )
         elif chunked is not None:
             try:
-                decision = evaluate_chunked(chunked, versions, now=now)
+                pool, in_flight = chunk_pool
+                decision = evaluate_chunked(
+                    chunked, versions, now=now, executor=pool, in_flight=in_flight
+                )
                 per_major = opts_in(v.contract for v in versions)
             except PayloadError as exc:
                 decision = failed(
@@ -276,6 +286,7 @@ class Router:
     wire: RegistryCodec | None = None
     loader: Callable[[str, Batch], Batch | ChunkedBatch] | None = None
     max_record_bytes: int = MAX_MESSAGE_BYTES
+    chunk_pool: tuple[Executor | None, int] = (None, 1)  # as route()'s
 
     @classmethod
     def for_settings(
@@ -284,11 +295,13 @@ class Router:
         active_versions: Callable[[str], Sequence[ActiveVersion]],
         clock: Callable[[], datetime],
         wire: RegistryCodec | None = None,
+        chunk_pool: tuple[Executor | None, int] = (None, 1),
     ) -> Router:
-        """Payloads read under ``settings.payload``, records bounded by the producer's
-        ``message.max.bytes`` (:meth:`Settings.max_record_bytes`)."""
+        """Payloads read under ``settings.payload`` (chunks measured on ``chunk_pool``, as
+        :func:`route`'s), records bounded by the producer's ``message.max.bytes``
+        (:meth:`Settings.max_record_bytes`)."""
         return cls(settings, active_versions, clock, wire, payload_loader(settings),
-                   settings.max_record_bytes())  # fmt: skip
+                   settings.max_record_bytes(), chunk_pool)  # fmt: skip
 
     def __call__(self, m: MessageLike) -> Outcome:
         """The :class:`Outcome` of the consumed record ``m``."""
@@ -297,4 +310,5 @@ class Router:
                         tuple(m.headers() or ()))  # fmt: skip
         return route(source, self.active_versions, s.topics, now=self.clock(),
                      worker_id=s.instance_id, payload_loader=self.loader, registry=self.wire,
-                     max_record_bytes=self.max_record_bytes)  # fmt: skip
+                     max_record_bytes=self.max_record_bytes,
+                     chunk_pool=self.chunk_pool)  # fmt: skip

@@ -21,7 +21,7 @@ from worker.cli.args import (
     EXIT_QUARANTINED,
     parse_time,
 )
-from worker.cli.payload_args import add_payload_args, file_policy
+from worker.cli.payload_args import add_eval_threads, add_payload_args, eval_pool, file_policy
 from worker.cli.pictures import refuse_overwriting_inputs, write_pictures
 from worker.cli.progress import add_quiet_arg, chunks_with_progress, shows_progress
 from worker.core._util.jsonsafe import dumps_json
@@ -29,6 +29,8 @@ from worker.core.errors import ContractGateError
 from worker.io.formats import OFFENDERS_FILE, formats_named
 
 if TYPE_CHECKING:
+    from concurrent.futures import Executor
+
     from worker.core.chunks import ChunkedBatch
     from worker.core.model import Batch, Decision
 
@@ -56,6 +58,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         f"{formats_named(local_only=True)} from a local path, with the formats extra",
     )
     add_payload_args(p, roots=False)
+    add_eval_threads(p)
     p.add_argument(
         "--contract",
         action="append",
@@ -155,7 +158,10 @@ def run(args: argparse.Namespace) -> int:
     layer = layers.pop()
     loaded = _with_progress(args, _read_batch(args, layer, versions))
     now = args.now or datetime.now(timezone.utc)
-    decision, count, claims = _evaluate_batch(loaded, versions, now, every=_pictures(args))
+    with eval_pool(args.eval_threads) as pool:
+        decision, count, claims = _evaluate_batch(
+            loaded, versions, now, (pool, args.eval_threads), every=_pictures(args)
+        )
     for line in claims:
         print(f"warning: {line}", file=sys.stderr)
     if not isinstance(loaded, ChunkedBatch):  # read whole for them (see _read_batch)
@@ -269,11 +275,18 @@ def _pictures(args: argparse.Namespace) -> bool:
 
 
 def _evaluate_batch(
-    loaded: Batch | ChunkedBatch, versions: Any, now: datetime, *, every: bool = False
+    loaded: Batch | ChunkedBatch,
+    versions: Any,
+    now: datetime,
+    chunk_pool: tuple[Executor | None, int] = (None, 1),
+    *,
+    every: bool = False,
 ) -> tuple[Decision, int, list[str]]:
     """The decision on ``loaded``, its number of features and the sentences of its file's
     metadata claims that the geometries contradict (:mod:`worker.core.facts.claims`): chunk by
-    chunk for a :class:`ChunkedBatch` (claims tallied per chunk and merged), else whole."""
+    chunk for a :class:`ChunkedBatch` (claims tallied per chunk and merged), its chunks
+    measured on ``chunk_pool`` (an executor and its thread count) when given, else whole;
+    ``every`` names every offender (for the pictures), not the first ones."""
     from worker.core.chunks import ChunkedBatch, evaluate_chunked
     from worker.core.clauses.tally import Tally, merge
     from worker.core.evaluate import evaluate
@@ -291,6 +304,13 @@ def _evaluate_batch(
     def tally_claims(facts: BatchFacts) -> None:
         claims[0] = merge(claims[0], claims_tally(facts))
 
-    decision = evaluate_chunked(loaded, versions, now=now, on_chunk=tally_claims)
+    decision = evaluate_chunked(
+        loaded,
+        versions,
+        now=now,
+        on_chunk=tally_claims,
+        executor=chunk_pool[0],
+        in_flight=chunk_pool[1],
+    )
     meta = BatchFacts(loaded.batch)
     return decision, loaded.batch.feature_count, disagreements_of(claims[0], meta)

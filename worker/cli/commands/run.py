@@ -18,7 +18,7 @@ import threading
 from typing import Any
 
 from worker.cli.args import add_kafka_args, bounded_int, positive_seconds, settings_from_args
-from worker.cli.payload_args import add_payload_args
+from worker.cli.payload_args import add_eval_threads, add_payload_args
 from worker.cli.signing_args import add_signing_args
 from worker.gate.config import MAX_BATCH_WAIT_MS, GateConfig
 
@@ -64,6 +64,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "smaller events and 1 route on the poll loop's thread alone "
         f"(default {GATE.routing_threads})",
     )
+    add_eval_threads(p)
     p.add_argument(
         "--batch-deadline-s",
         type=positive_seconds,
@@ -148,6 +149,7 @@ def run(args: argparse.Namespace) -> int:
         batch_deadline_s=args.batch_deadline_s,
         config_timeout_s=args.config_timeout_s,
         routing_threads=args.routing_threads,
+        eval_threads=args.eval_threads,
         stop_grace_s=args.stop_grace_s,
     )
     recent = RecentQuarantines()  # the operator page's last quarantined batches, rates
