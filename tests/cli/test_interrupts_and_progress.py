@@ -8,6 +8,8 @@ from __future__ import annotations
 import json
 import os
 import pty
+import select
+import signal
 import subprocess
 import sys
 import time
@@ -19,7 +21,7 @@ import pyarrow.parquet as pq
 import pytest
 import shapely
 
-from tests.cli.interrupts import ROOT, Command, assert_interrupted
+from tests.cli.interrupts import ROOT, Interrupted, assert_interrupted
 
 CONTRACT = """layer: points
 version: v1
@@ -61,10 +63,49 @@ def _check_argv(big: tuple[Path, Path], *extra: str) -> list[str]:
 
 
 def test_ctrl_c_in_check_mid_read_is_one_line_and_130(big: tuple[Path, Path]) -> None:
-    cmd = Command(*_check_argv(big))
-    time.sleep(2.5)  # interpreter start, footer read: the chunks are being read now
-    assert cmd.proc.poll() is None, "check ended before the interrupt: make the file larger"
-    result = cmd.interrupt()
+    # stderr on a terminal: the progress line says the chunks are being read, and Ctrl-C
+    # comes then (a fixed sleep raced a fast read: 1,500,000 points on two threads)
+    leader, follower = pty.openpty()
+    env = {**os.environ, "PYTHONPATH": str(ROOT)}
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "worker", *_check_argv(big, "--eval-threads", "1")],
+        stdout=subprocess.PIPE,
+        stderr=follower,
+        env=env,
+        start_new_session=True,  # its own group: SIGINT to the group is a terminal's ^C
+    )
+    os.close(follower)
+    err = b""
+    try:
+        while b"check: " not in err:  # the first progress line: reading has begun
+            ready, _, _ = select.select([leader], [], [], 60)
+            assert ready, f"no progress line within 60 s: {err[-500:]!r}"
+            err += os.read(leader, 65536)
+        started = time.monotonic()
+        os.killpg(proc.pid, signal.SIGINT)
+        status = proc.wait(timeout=10)
+        seconds = time.monotonic() - started
+        while True:
+            try:
+                data = os.read(leader, 65536)
+            except OSError:  # EIO: the process closed the terminal
+                break
+            if not data:
+                break
+            err += data
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait(timeout=10)
+        os.close(leader)
+    assert proc.stdout is not None
+    with proc.stdout:
+        stdout = proc.stdout.read().decode()
+    text = err.decode("utf-8", "replace").replace("\r\n", "\n")
+    # what the terminal shows: the last redraw of each line, erased by CR and EL
+    shown = [s.split("\r")[-1].replace("\x1b[K", "") for s in text.split("\n")]
+    lines = [s.strip() for s in shown]
+    result = Interrupted(status, seconds, stdout, "\n".join(lines))
     assert_interrupted(result)
     assert result.stdout == ""  # no half decision on stdout
 

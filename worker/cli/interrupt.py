@@ -70,7 +70,9 @@ class Interrupts:
             self._said = True
         stream = self.stream or sys.stderr
         with contextlib.suppress(Exception):  # stderr closed: the status still says it
-            print(LINE, file=stream, flush=True)
+            # on a terminal, a progress line may be half drawn: erase it (ECMA-48 EL)
+            start = "\r\x1b[K" if stream.isatty() else ""
+            print(start + LINE, file=stream, flush=True)
 
     def exit_status(self, exc: BaseException | None) -> int | None:
         """130 (after printing the line) when ``exc`` is a :class:`KeyboardInterrupt`, or
