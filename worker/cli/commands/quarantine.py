@@ -259,9 +259,17 @@ def run(args: argparse.Namespace) -> int:
         return 0
     if args.quarantine_command == "replay":
         if (args.batch is None) == (args.all_since is None):
-            raise ContractGateError("give either BATCH_ID or --all-since TIME (not both)")
+            raise ContractGateError(
+                "give either BATCH_ID or --all-since TIME (not both)",
+                field="--all-since",
+                fix="give either BATCH_ID or --all-since TIME (not both)",
+            )
         if args.layer and args.all_since is None:
-            raise ContractGateError("--layer selects batches for --all-since only")
+            raise ContractGateError(
+                "--layer selects batches for --all-since only",
+                field="--layer",
+                fix="leave --layer out, or replay with --all-since TIME",
+            )
         if args.all_since is not None:
             return _replay_all(args, settings)
     if args.quarantine_command == "show":
