@@ -315,24 +315,45 @@ def test_json_output_parses(command: str, scene: Any, capsys: Any) -> None:
 
 
 @pytest.mark.parametrize(
-    ("argv", "field", "says"),
+    ("argv", "field", "fix", "says"),
     [
-        (["quarantine", "show", "nope"], None, "no quarantined batch 'nope'"),
+        (
+            ["quarantine", "show", "nope"],
+            "BATCH_ID",
+            "list them with `contract-gate quarantine tail` (undecodable events: use "
+            "PARTITION@OFFSET)",
+            "no quarantined batch 'nope'",
+        ),
         (
             ["contract", "promote", LAYER, "v9", "--yes"],
             "version",
+            f"give one of the published versions of {LAYER}: v1.0, v1.1, v2.0",
             f"{LAYER}/v9.0 is not published",
         ),
-        (["consumers", "assert", "no_such_layer", "v1"], None, "no admitted record of no_such"),
-        (["quarantine", "replay", "nyc-5", "--layer", LAYER], "--layer", "--layer selects"),
+        (
+            ["consumers", "assert", "no_such_layer", "v1"],
+            "layer",
+            "check the layer name, or check again once a batch of it is admitted",
+            "no admitted record of no_such",
+        ),
+        (
+            ["quarantine", "replay", "nyc-5", "--layer", LAYER],
+            "--layer",
+            "leave --layer out, or replay with --all-since TIME",
+            "--layer selects",
+        ),
     ],
 )
 def test_kafka_command_errors_are_one_json_object_with_exit_2(
-    argv: list[str], field: str | None, says: str, scene: Any, capsys: Any
+    argv: list[str], field: str, fix: str, says: str, scene: Any, capsys: Any
 ) -> None:
+    # issue 28 §2: field and fix are the ones the raise site states, not guessed
     settings, _tmp, _worker = scene
     code, out, err = run_cli(settings, capsys, *argv, "--format", "json")
     assert (code, out) == (2, "")
     doc = json.loads(err)
     assert set(doc) == {"error", "field", "fix"} and says in doc["error"]
-    assert doc["field"] == field
+    assert (doc["field"], doc["fix"]) == (field, fix)
+    # the text line is the message as before
+    code, _, text = run_cli(settings, capsys, *argv)
+    assert (code, text) == (2, f"contract-gate {argv[0]}: error: {doc['error']}\n")
