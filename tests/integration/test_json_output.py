@@ -161,6 +161,9 @@ def _publish(s: Settings, tmp: Path, capsys: Any) -> None:
     # once more: the same document is a no-op that writes nothing
     doc = _json(s, capsys, ["contract", "publish", str(tmp / "pacific.yaml")])
     assert (doc["outcome"], doc["records"], doc["change_class"]) == ("no-op", [], None)
+    assert doc["dry_run"] is False
+    doc = _json(s, capsys, ["contract", "publish", str(tmp / "pacific.yaml"), "--dry-run"])
+    assert (doc["outcome"], doc["dry_run"], doc["records"]) == ("no-op", True, [])
 
 
 def _evidence(s: Settings, tmp: Path, capsys: Any) -> None:

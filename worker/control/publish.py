@@ -120,7 +120,13 @@ def publish_contract(
         )
     result = _publish(settings, contract, path, mode, published_by, dry_run, now)
     crossing = tuple(antimeridian_notes(contract))
-    return replace(result, file=str(path), notes=(*result.notes, *crossing), antimeridian=crossing)
+    return replace(
+        result,
+        file=str(path),
+        dry_run=dry_run,
+        notes=(*result.notes, *crossing),
+        antimeridian=crossing,
+    )
 
 
 def _publish(

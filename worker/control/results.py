@@ -45,15 +45,18 @@ class PublishResult:
     """The outcome of ``contract publish`` (:func:`worker.control.publish.publish_contract`).
 
     ``outcome`` is ``published``, ``no-op`` (same version, same document), ``dry-run``
-    (``--dry-run``: ``records`` empty), ``restored`` (records of this document a broken
-    history missed, written again) or ``dry-run-restore``; a refusal is raised
+    (``--dry-run`` of a publication: ``records`` empty), ``restored`` (records of this
+    document a broken history missed, written again) or ``dry-run-restore``; a refusal is raised
     (:class:`worker.core.errors.PolicyError`), never returned. ``change_class`` is
     ``major``/``tightening``/``minor``/``none`` against ``predecessor``, ``first`` for the
     layer's first version, None for a no-op or a restore. ``supersedes`` lists the
     versions (``vM.N``) it supersedes (or would, in a dry run). ``message`` is the policy's
     text (classification, then what happens; ``note:``/``warning:`` lines included);
+    ``dry_run`` whether ``--dry-run`` was asked (nothing is written, whatever the outcome);
     ``notes`` the ``note:`` lines (superseded trials, then regions crossing the
-    antimeridian) and ``warnings`` the ``warning:`` lines, without their prefix.
+    antimeridian) and ``warnings`` the ``warning:`` lines, without their prefix;
+    ``antimeridian`` the notes of regions crossing the antimeridian alone (the text output
+    prints them last).
     """
 
     file: str
