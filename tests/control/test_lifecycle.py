@@ -8,9 +8,11 @@ from typing import Any
 import pytest
 
 import worker.kafka.evaluations
+from worker.cli.lifecycle_output import promote_text
 from worker.cli.main import main
 from worker.cli.scenario import data_file
 from worker.control import lifecycle
+from worker.control.results import RecordWritten
 from worker.core.errors import PolicyError
 from worker.core.lifecycle.policy import Published
 from worker.io.contract_files import load_contract
@@ -63,11 +65,17 @@ def faked(monkeypatch: pytest.MonkeyPatch) -> list[Published]:
     written: list[Published] = []
     monkeypatch.setattr(lifecycle, "read_published", lambda settings: FakeRegistry())
 
-    def write(settings: Settings, records: tuple[Published, ...], **kw: Any) -> list[str]:
+    def write(
+        settings: Settings, records: tuple[Published, ...], **kw: Any
+    ) -> tuple[RecordWritten, ...]:
+        start = len(written)
         written.extend(records)
-        return [f"wrote {p.contract.key}" for p in records]
+        return tuple(
+            RecordWritten(f"{p.contract.key}/x", p.contract.key, p.mode, p.state, "t", 0, start + i)
+            for i, p in enumerate(records)
+        )
 
-    monkeypatch.setattr(lifecycle, "write_records", write)
+    monkeypatch.setattr(lifecycle, "produce_records", write)
     return written
 
 
@@ -92,10 +100,26 @@ def test_promote_warns_before_confirmation_when_attainment_is_below_objective(
     assert "0.667 (2/3), below its objective 0.99" in lines[warning]
     assert lines[-1].startswith("promote admin_boundaries/v1.1 to enforcing?")
     assert warning < len(lines) - 1
-    out = lifecycle.promote(
+    result = lifecycle.promote(
         Settings(), "admin_boundaries", "v1.1", now=T0 + timedelta(hours=8), yes=True
     )
+    out = promote_text(result)
     assert out.index("WARNING:") < out.index("promoted to enforcing")
+    assert result.warning is not None and "0.667 (2/3)" in result.warning
+    assert (result.outcome, result.from_mode, result.to_mode) == (
+        "promoted",
+        "observing",
+        "enforcing",
+    )
+    assert result.evidence is not None and (result.evidence.evaluated, result.evidence.passed) == (
+        3,
+        2,
+    )
+    assert result.supersedes == ("v1.0",)
+    assert [(r.version, r.state, r.offset) for r in result.records] == [
+        ("admin_boundaries/v1.1", "active", 0),
+        ("admin_boundaries/v1.0", "superseded", 1),
+    ]
     assert [p.contract.key for p in faked] == ["admin_boundaries/v1.1", "admin_boundaries/v1.0"]
 
 
@@ -130,10 +154,24 @@ def test_promote_json_keeps_stdout_one_document_and_stderr_one_error(
     assert json.loads(captured.err) == {
         "error": "admin_boundaries/v1.1: promotion not confirmed (answer y, or pass --yes)",
         "field": "--yes",
-        "fix": None,
+        "fix": "answer y, or pass --yes",
     }
     assert main([*argv, "--yes"]) == 0
     doc = json.loads(capsys.readouterr().out)
     assert (doc["layer"], doc["version"]) == ("admin_boundaries", "v1.1")
     assert any("promoted to enforcing" in line for line in doc["lines"])
-    assert doc["lines"][-2:] == ["wrote admin_boundaries/v1.1", "wrote admin_boundaries/v1.0"]
+    assert doc["lines"][-2:] == [
+        "wrote admin_boundaries/v1.1 enforcing/active at t[0]@0",
+        "wrote admin_boundaries/v1.0 enforcing/superseded at t[0]@1",
+    ]
+    assert (doc["outcome"], doc["from_mode"], doc["to_mode"]) == (
+        "promoted",
+        "observing",
+        "enforcing",
+    )
+    assert doc["evidence"]["evaluated"] == 2 and doc["evidence"]["span_s"] == 7 * 3600
+    assert doc["supersedes"] == ["v1.0"]
+    assert [(r["version"], r["state"], r["topic"], r["offset"]) for r in doc["records"]] == [
+        ("admin_boundaries/v1.1", "active", "t", 0),
+        ("admin_boundaries/v1.0", "superseded", "t", 1),
+    ]

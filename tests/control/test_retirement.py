@@ -7,8 +7,10 @@ from typing import Any
 
 import pytest
 
+from worker.cli.lifecycle_output import retire_text
 from worker.cli.scenario import data_file
 from worker.control import retirement
+from worker.control.results import RecordWritten
 from worker.control.retirement import retire, retirement_targets
 from worker.core.contracts.classify import Difference
 from worker.core.contracts.parse import parse_contract
@@ -89,13 +91,22 @@ def test_retirement_rewrite_keeps_class_differences_and_provenance(
     written: list[Published] = []
     _layer_state(monkeypatch, known)
 
-    def fake_write(settings: Settings, records: tuple[Published, ...], **kw: Any) -> list[str]:
+    def fake_write(
+        settings: Settings, records: tuple[Published, ...], **kw: Any
+    ) -> tuple[RecordWritten, ...]:
         written.extend(records)
-        return []
+        return tuple(
+            RecordWritten("k", p.contract.key, p.mode, p.state, "t", 0, 7) for p in records
+        )
 
-    monkeypatch.setattr(retirement, "write_records", fake_write)
-    out = retire(Settings(), "admin_boundaries", "v1", retired_by="ops")
-    assert out.startswith("retired admin_boundaries v1 (v1.1) by ops")
+    monkeypatch.setattr(retirement, "produce_records", fake_write)
+    result = retire(Settings(), "admin_boundaries", "v1", retired_by="ops")
+    assert retire_text(result).startswith("retired admin_boundaries v1 (v1.1) by ops")
+    assert (result.major, result.retired, result.readers_left) == ("v1", ("v1.1",), 0)
+    assert result.read_path is None and result.retired_by == "ops"
+    assert [(r.version, r.state, r.offset) for r in result.records] == [
+        ("admin_boundaries/v1.1", "retired", 7)
+    ]
     assert len(written) == 1
     record = written[0].to_record()
     assert record["state"] == "retired" and record["mode"] == "enforcing"
@@ -113,7 +124,7 @@ def test_retirement_refusal_gives_every_reason_at_once(monkeypatch: pytest.Monke
 
     known = [pub(V1_1, "enforcing", "tightening"), pub(V2, "observing", "major")]
     _layer_state(monkeypatch, known, Declaration("atlas-app", "admin_boundaries", "v1.1", AT))
-    monkeypatch.setattr(retirement, "write_records", lambda settings, records: [])
+    monkeypatch.setattr(retirement, "produce_records", lambda settings, records, **kw: ())
     with pytest.raises(PolicyError) as err:
         retire(Settings(), "admin_boundaries", "v1")
     first, second = str(err.value).split("\nand: ")

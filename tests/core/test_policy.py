@@ -48,6 +48,7 @@ def test_same_digest_noop_other_digest_edit_in_place() -> None:
     edited = parse_contract(V1.text.replace("max_age: PT6H", "max_age: PT1H"))
     d = decide(edited, "enforcing", pub(V1))
     assert d.action == "refuse" and "edit in place" in d.message
+    assert (d.field, d.fix) == ("version", "give the change a new version number")
 
 
 def test_same_document_in_another_mode_is_refused_not_a_noop() -> None:
@@ -63,6 +64,7 @@ def test_same_document_in_another_mode_is_refused_not_a_noop() -> None:
 def test_tightening_only_observing_and_carries_its_class() -> None:
     d = decide(V1_1, "enforcing", pub(V1))
     assert d.action == "refuse" and "--mode observing" in d.message
+    assert d.field == "--mode" and d.fix is not None and d.fix.startswith("publish it --mode obs")
     assert "change class tightening" in d.message
     ok = decide(V1_1, "observing", pub(V1))
     assert ok.action == "write" and len(ok.writes) == 1
@@ -114,6 +116,7 @@ def test_promotion_needs_one_cadence_and_confirmation_then_supersedes() -> None:
     short = decide_promotion(V1_1.key, known=known, span_s=2 * 3600, confirmed=True)
     assert short.action == "refuse"
     assert "4.0 h missing" in short.message  # cadence PT6H
+    assert (short.field, short.fix) == ("version", "promote it once its evidence spans 4.0 h more")
     unconfirmed = decide_promotion(V1_1.key, known=known, span_s=6 * 3600, confirmed=False)
     assert unconfirmed.action == "refuse" and "--yes" in unconfirmed.message
     ok = decide_promotion(V1_1.key, known=known, span_s=6 * 3600, confirmed=True)
@@ -229,6 +232,10 @@ def test_superseding_an_observing_trial_says_that_its_evaluation_ends() -> None:
         ("v1.1", "superseded"),
     ]
     assert "note: v1.1 was observing (a change on trial) and is no longer evaluated" in d.message
+    # the same note as a value, without its prefix, and the message carries it as a line
+    (note,) = d.notes
+    assert note.startswith("v1.1 was observing (a change on trial)") and not d.warnings
+    assert f"\nnote: {note}" in d.message
     plain = decide(
         variant(V1, "v1.1", ("owner: boundaries-team", "owner: x")), "enforcing", pub(V1)
     )
@@ -266,6 +273,8 @@ def test_a_major_enforcing_beside_another_on_the_shared_topic_is_warned_about() 
     d = decide(sneak, "enforcing", pub(V1))
     assert d.classification is not None and d.classification.class_ == "major"
     assert "it also tightens continent without observing evidence" in d.message
+    (warning,) = d.warnings
+    assert "it also tightens continent" in warning and d.message.endswith(f"\nwarning: {warning}")
     # observing, or beside an observing old major, or with per-major paths: nothing to say
     assert "warning" not in decide(crs_major, "observing", pub(V1)).message
     assert "warning" not in decide(crs_major, "enforcing", pub(V1, "observing")).message
@@ -292,6 +301,8 @@ def test_an_observing_version_of_a_layer_without_an_enforcing_one_is_warned_abou
     first = decide(V1, "observing")
     assert first.action == "write"
     assert "warning: layer admin_boundaries has no enforcing version" in first.message
+    assert first.warnings == (first.message.split("\nwarning: ")[1],)
+    assert first.warnings[0].startswith("layer admin_boundaries has no enforcing version")
     assert "warning" not in decide(V1, "enforcing").message
     trial = variant(V1, "v1.1", ("owner: boundaries-team", "owner: geo-team"))
     beside = decide(trial, "observing", pub(V1))  # an enforcing v1.0 is in force

@@ -27,6 +27,7 @@ from typing import Any
 import pytest
 
 from tests.faults.config_history import promote_v11, retire_v1
+from worker.cli.lifecycle_output import publish_text
 from worker.cli.scenario import data_file, demo_events
 from worker.control.lifecycle import list_versions, read_published, write_records
 from worker.control.publish import publish_contract
@@ -203,7 +204,12 @@ def test_republishing_the_genuine_document_restores_the_layer(settings: Settings
     _tombstone_v1(settings)
     assert read_config(settings, Registry()).breaks(LAYER)
     out = publish_contract(settings, V1_FILE, mode="enforcing")
-    assert out.startswith(f"restored {config_key(V1)} at ")
+    assert publish_text(out).startswith(f"restored {config_key(V1)} at ")
+    assert (out.outcome, out.records[0].key, out.records[0].mode) == (
+        "restored",
+        config_key(V1),
+        "enforcing",
+    )
     for reg in (
         read_config(settings, Registry()),
         read_config(_compacted_copy(settings), Registry()),
@@ -220,7 +226,8 @@ def test_republishing_restores_a_retired_version_retired(settings: Settings) -> 
     _publish_demo(settings)
     _then(promote_v11, retire_v1, _tombstone_v1)(settings)
     out = publish_contract(settings, V1_FILE)
-    assert out.startswith(f"restored {config_key(V1)} at ")
+    assert publish_text(out).startswith(f"restored {config_key(V1)} at ")
+    assert out.outcome == "restored" and out.records[0].key == config_key(V1)
     reg = read_config(_compacted_copy(settings), Registry())
     assert reg.breaks(LAYER) == ()
     assert _decision(reg) == ("quarantined", "contract_break")  # v1.1 enforces

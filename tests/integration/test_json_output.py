@@ -136,8 +136,34 @@ def _publish(s: Settings, tmp: Path, capsys: Any) -> None:
         "that is a typo, write [-170, -50, 170, -30]"
     )
     assert doc["lines"][-1] == note
+    assert (doc["outcome"], doc["change_class"], doc["mode"]) == ("dry-run", "first", "enforcing")
+    assert doc["records"] == [] and doc["notes"] == [note.removeprefix("note: ")]
+    assert (
+        doc["key"] == "pacific_islands/v1.0"
+        and doc["digest"] == load_contract(tmp / "pacific.yaml").digest
+    )
     code, out, _ = run_cli(s, capsys, "contract", "publish", str(tmp / "pacific.yaml"), "--dry-run")
     assert code == 0 and out.splitlines()[-1] == note
+    # published for real: the record written, where the broker put it
+    doc = _json(s, capsys, ["contract", "publish", str(tmp / "pacific.yaml")])
+    assert (doc["outcome"], doc["change_class"], doc["predecessor"]) == ("published", "first", None)
+    [record] = doc["records"]
+    assert (record["version"], record["mode"], record["state"], record["topic"]) == (
+        "pacific_islands/v1.0",
+        "enforcing",
+        "active",
+        s.topics.contracts,
+    )
+    assert record["key"] == f"pacific_islands/v1.0/{doc['digest']}"
+    assert doc["lines"][-2] == "wrote pacific_islands/v1.0 enforcing/active at " + (
+        f"{s.topics.contracts}[{record['partition']}]@{record['offset']}"
+    )
+    # once more: the same document is a no-op that writes nothing
+    doc = _json(s, capsys, ["contract", "publish", str(tmp / "pacific.yaml")])
+    assert (doc["outcome"], doc["records"], doc["change_class"]) == ("no-op", [], None)
+    assert doc["dry_run"] is False
+    doc = _json(s, capsys, ["contract", "publish", str(tmp / "pacific.yaml"), "--dry-run"])
+    assert (doc["outcome"], doc["dry_run"], doc["records"]) == ("no-op", True, [])
 
 
 def _evidence(s: Settings, tmp: Path, capsys: Any) -> None:
@@ -154,8 +180,10 @@ def _evidence(s: Settings, tmp: Path, capsys: Any) -> None:
 
 def _promote(s: Settings, tmp: Path, capsys: Any) -> None:
     doc = _json(s, capsys, ["contract", "promote", LAYER, "v1.1", "--yes"])
-    assert (doc["layer"], doc["version"]) == (LAYER, "v1.1")
-    assert len(doc["lines"]) == 1 and "enforcing" in doc["lines"][0]
+    assert (doc["layer"], doc["version"], doc["key"]) == (LAYER, "v1.1", f"{LAYER}/v1.1")
+    assert doc["lines"] == [f"{LAYER}/v1.1 is already enforcing (no-op)"]
+    assert (doc["outcome"], doc["from_mode"], doc["to_mode"]) == ("no-op", "enforcing", "enforcing")
+    assert (doc["evidence"], doc["records"], doc["supersedes"]) == (None, [], [])
 
 
 def _list(s: Settings, tmp: Path, capsys: Any) -> None:
@@ -168,8 +196,16 @@ def _list(s: Settings, tmp: Path, capsys: Any) -> None:
 
 def _retire(s: Settings, tmp: Path, capsys: Any) -> None:
     doc = _json(s, capsys, ["contract", "retire", LAYER, "v1"])
-    assert (doc["layer"], doc["version"]) == (LAYER, "v1")
-    assert doc["lines"][0].startswith(f"retired {LAYER} v1 (")
+    assert (doc["layer"], doc["version"], doc["retired"]) == (LAYER, "v1", ["v1.1"])
+    assert doc["lines"] == [f"retired {LAYER} v1 (v1.1): no consumer reads against it"]
+    assert (doc["readers_left"], doc["stale"], doc["read_path"]) == (0, [], None)
+    [record] = doc["records"]
+    assert (record["version"], record["mode"], record["state"], record["topic"]) == (
+        f"{LAYER}/v1.1",
+        "enforcing",
+        "retired",
+        s.topics.contracts,
+    )
 
 
 def _declare(s: Settings, tmp: Path, capsys: Any) -> None:
@@ -282,20 +318,45 @@ def test_json_output_parses(command: str, scene: Any, capsys: Any) -> None:
 
 
 @pytest.mark.parametrize(
-    ("argv", "field", "says"),
+    ("argv", "field", "fix", "says"),
     [
-        (["quarantine", "show", "nope"], None, "no quarantined batch 'nope'"),
-        (["contract", "promote", LAYER, "v9", "--yes"], None, f"{LAYER}/v9.0 is not published"),
-        (["consumers", "assert", "no_such_layer", "v1"], None, "no admitted record of no_such"),
-        (["quarantine", "replay", "nyc-5", "--layer", LAYER], "--layer", "--layer selects"),
+        (
+            ["quarantine", "show", "nope"],
+            "BATCH_ID",
+            "list them with `contract-gate quarantine tail` (undecodable events: use "
+            "PARTITION@OFFSET)",
+            "no quarantined batch 'nope'",
+        ),
+        (
+            ["contract", "promote", LAYER, "v9", "--yes"],
+            "version",
+            f"give one of the published versions of {LAYER}: v1.0, v1.1, v2.0",
+            f"{LAYER}/v9.0 is not published",
+        ),
+        (
+            ["consumers", "assert", "no_such_layer", "v1"],
+            "layer",
+            "check the layer name, or check again once a batch of it is admitted",
+            "no admitted record of no_such",
+        ),
+        (
+            ["quarantine", "replay", "nyc-5", "--layer", LAYER],
+            "--layer",
+            "leave --layer out, or replay with --all-since TIME",
+            "--layer selects",
+        ),
     ],
 )
 def test_kafka_command_errors_are_one_json_object_with_exit_2(
-    argv: list[str], field: str | None, says: str, scene: Any, capsys: Any
+    argv: list[str], field: str, fix: str, says: str, scene: Any, capsys: Any
 ) -> None:
+    # issue 28 §2: field and fix are the ones the raise site states, not guessed
     settings, _tmp, _worker = scene
     code, out, err = run_cli(settings, capsys, *argv, "--format", "json")
     assert (code, out) == (2, "")
     doc = json.loads(err)
     assert set(doc) == {"error", "field", "fix"} and says in doc["error"]
-    assert doc["field"] == field
+    assert (doc["field"], doc["fix"]) == (field, fix)
+    # the text line is the message as before
+    code, _, text = run_cli(settings, capsys, *argv)
+    assert (code, text) == (2, f"contract-gate {argv[0]}: error: {doc['error']}\n")

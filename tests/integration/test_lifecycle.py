@@ -19,6 +19,7 @@ from opentelemetry.sdk.metrics import MeterProvider
 from opentelemetry.sdk.metrics.export import InMemoryMetricReader
 
 from tests.integration.cli import kafka_argv
+from worker.cli.lifecycle_output import promote_text
 from worker.cli.main import main
 from worker.cli.scenario import data_file
 from worker.control.lifecycle import gather_evidence, promote
@@ -97,11 +98,15 @@ def test_full_tightening_cycle(
     capsys: pytest.CaptureFixture[str],
 ) -> None:
     clock = Clock(T0)
-    print(publish_contract(settings, V1, mode="enforcing", now=T0))
+    assert publish_contract(settings, V1, mode="enforcing", now=T0).change_class == "first"
     with pytest.raises(PolicyError, match="must be published --mode observing"):
         publish_contract(settings, V1_1, mode="enforcing", now=T0)
     out = publish_contract(settings, V1_1, mode="observing", now=T0)
-    assert "change class tightening" in out and "domain codes removed" in out
+    assert "change class tightening" in out.message and "domain codes removed" in out.message
+    assert (out.change_class, out.mode, out.predecessor) == ("tightening", "observing", "v1.0")
+    assert [(r.version, r.mode, r.state) for r in out.records] == [
+        ("admin_boundaries/v1.1", "observing", "active")
+    ]
     worker = start_worker(settings, clock=clock)
 
     publish_batch(settings, world("b1-real", T0))
@@ -143,7 +148,15 @@ def test_full_tightening_cycle(
     assert wait_evidence(settings, "v1.1", 4, clock.now).span_s == 6 * 3600
     with pytest.raises(PolicyError, match="not confirmed"):
         promote(settings, "admin_boundaries", "v1.1", now=T0 + timedelta(hours=7))
-    report = promote(settings, "admin_boundaries", "v1.1", now=T0 + timedelta(hours=7), yes=True)
+    result = promote(settings, "admin_boundaries", "v1.1", now=T0 + timedelta(hours=7), yes=True)
+    assert result.evidence is not None
+    assert (result.evidence.evaluated, result.evidence.passed) == (4, 2)
+    assert result.evidence.span_s == 6 * 3600 and result.supersedes == ("v1.0",)
+    assert [(r.version, r.mode, r.state) for r in result.records] == [
+        ("admin_boundaries/v1.1", "enforcing", "active"),
+        ("admin_boundaries/v1.0", "enforcing", "superseded"),
+    ]
+    report = promote_text(result)
     assert "promoted to enforcing; supersedes v1.0" in report
     assert "b1-real" in report
     assert "WARNING: admin_boundaries/v1.1 attainment over the evidence is 0.500" in report
@@ -234,11 +247,13 @@ def test_identical_twin_matches_and_stricter_version_breaches_while_admitted(
     clock = Clock(T0)
     publish_contract(settings, V1, mode="enforcing", now=T0)
     twin = variant(V1, tmp_path, "v1.1", ("First contract", "Identical twin of the first contract"))
-    assert "change class minor" in publish_contract(settings, twin, mode="observing", now=T0)
-    stricter = variant(V1_1, tmp_path, "v1.2")
-    assert "change class tightening" in publish_contract(
-        settings, stricter, mode="observing", now=T0
+    assert (
+        "change class minor" in publish_contract(settings, twin, mode="observing", now=T0).message
     )
+    stricter = variant(V1_1, tmp_path, "v1.2")
+    tightened = publish_contract(settings, stricter, mode="observing", now=T0)
+    assert "change class tightening" in tightened.message
+    assert tightened.change_class == "tightening"
     worker = start_worker(settings, clock=clock)
     batches = [
         world("w1", T0),

@@ -101,7 +101,12 @@ def test_replay_after_contract_fix_is_admitted(
 
     # the fix: v1.1 loosens the bound (a minor change), enforcing, superseding v1.0
     report = publish_contract(settings, contract_with_max(tmp_path, "v1.1", 10), published_by="t")
-    assert "minor" in report, report
+    assert (report.change_class, report.outcome, report.supersedes) == (
+        "minor",
+        "published",
+        ("v1.0",),
+    ), report
+    assert "minor" in report.message
     deadline = time.monotonic() + 30
     while [v.contract.version for v in worker.pipeline.registry.active("nyc_boroughs")] != ["v1.1"]:
         assert time.monotonic() < deadline, "worker did not pick up v1.1"

@@ -41,9 +41,11 @@ def test_verify_overlap_on_a_live_cluster(
     now = datetime.now(timezone.utc)
     publish_contract(settings, V1, mode="enforcing")
     twin = variant(V1, tmp_path, "v1.1", ("First contract", "Identical twin of the first contract"))
-    assert "change class minor" in publish_contract(settings, twin, mode="observing")
+    assert "change class minor" in publish_contract(settings, twin, mode="observing").message
     stricter = variant(V1_1, tmp_path, "v1.2")
-    assert "change class tightening" in publish_contract(settings, stricter, mode="observing")
+    assert (
+        "change class tightening" in publish_contract(settings, stricter, mode="observing").message
+    )
     publish_contract(settings, data_file("contracts/nyc_boroughs.v1.yaml"), mode="enforcing")
 
     code, out = verify(settings, capsys, "roads")

@@ -293,4 +293,8 @@ def write_output(path: str, text: str) -> None:
         with open(path, "w", encoding="utf-8") as fh:
             fh.write(text)
     except OSError as exc:
-        raise ContractGateError(f"cannot write {path}: {exc.strerror or exc}") from None
+        raise ContractGateError(
+            f"cannot write {path}: {exc.strerror or exc}",
+            field="--output",
+            fix="give a path in a directory you can write to",
+        ) from None

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, TextIO
 
+from worker.cli.lifecycle_output import publish_text
 from worker.cli.scenario import DemoEvent, contract_files, demo_events
 from worker.control.publish import publish_contract
 from worker.core.errors import ContractGateError
@@ -103,7 +104,7 @@ def collect_results(
 def publish_demo_contracts(settings: Settings, *, out: TextIO = sys.stdout) -> None:
     """Publish the demo contracts (v1 enforcing, v1.1 observing, nyc v1 enforcing)."""
     for path, mode in contract_files():
-        summary = publish_contract(settings, path, mode=mode, published_by="demo")
+        summary = publish_text(publish_contract(settings, path, mode=mode, published_by="demo"))
         print("\n".join(f"  {line}" for line in summary.splitlines()), file=out)
 
 

@@ -26,7 +26,6 @@ __all__ = [
     "argument_error_document",
     "argv_wants_json",
     "error_document",
-    "lines_document",
     "print_error",
     "print_json",
     "wants_json",
@@ -89,16 +88,16 @@ def error_document(exc: BaseException) -> dict[str, str | None]:
     """The ``{"error", "field", "fix"}`` object of an error of this package.
 
     ``field`` and ``fix`` are the error's own (:class:`worker.core.errors.ContractGateError`
-    ``field=``/``fix=``) when it states them; else ``field`` is the first ``--flag`` the
-    message names and ``fix`` the clause after its last ``"; "``; each None when there is
-    none.
+    ``field=``/``fix=``, set where it is raised; either may be None). Only an error that
+    states neither gets guessed ones, as a fallback: ``field`` the first ``--flag`` its
+    message names and ``fix`` the clause after its last ``"; "`` outside brackets, each
+    None when there is none.
     """
     message = str(exc)
-    field = getattr(exc, "field", None)
-    if field is None:
+    field, fix = getattr(exc, "field", None), getattr(exc, "fix", None)
+    if field is None and fix is None:
         flag = _FLAG.search(message)
-        field = flag.group(1) if flag else None
-    fix = getattr(exc, "fix", None) or _fix_of(message)
+        field, fix = (flag.group(1) if flag else None), _fix_of(message)
     return {"error": message, "field": field, "fix": fix}
 
 
@@ -114,14 +113,3 @@ def print_error(as_json: bool, doc: dict[str, str | None], line: Callable[[], st
     """Print an error on stderr: ``doc`` as one JSON line when ``as_json``, else ``line()``."""
     text = dumps_json(doc) if as_json else line()
     print(text, file=sys.stderr, flush=True)
-
-
-def lines_document(layer: str, version: str, text: str) -> dict[str, Any]:
-    """The JSON document of a lifecycle action whose result is a text summary
-    (``contract publish|promote|retire``): ``{"layer", "version", "lines"}``, ``lines``
-    every non-empty line of the text output, in order."""
-    return {
-        "layer": layer,
-        "version": version,
-        "lines": [line for line in text.splitlines() if line.strip()],
-    }

@@ -65,7 +65,11 @@ def file_policy(args: argparse.Namespace) -> PayloadPolicy:
     try:
         policy = PayloadPolicy.from_strings((), limit)
     except ValueError as exc:
-        raise ContractGateError(f"{exc} (--max-payload-bytes)") from None
+        raise ContractGateError(
+            f"{exc} (--max-payload-bytes)",
+            field="--max-payload-bytes",
+            fix="give a size in bytes, e.g. 268435456 or 256MiB",
+        ) from None
     return replace(policy, roots=None)
 
 

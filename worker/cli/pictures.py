@@ -32,7 +32,9 @@ def refuse_overwriting_inputs(args: argparse.Namespace) -> None:
             if same_file(path, other):
                 raise ContractGateError(
                     f"{flag} {path} is {what}: it would be overwritten; write the output "
-                    "to another path"
+                    "to another path",
+                    field=flag,
+                    fix="write the output to another path",
                 )
 
 

@@ -62,7 +62,11 @@ def shipped_batch(layer: str) -> Path:
     """
     found = batch_files(data_file(""), layer)
     if not found:
-        raise ContractGateError(f"no batch file for layer {layer!r} is shipped in worker/data")
+        raise ContractGateError(
+            f"no batch file for layer {layer!r} is shipped in worker/data",
+            field="layer",
+            fix="give a layer whose batch file is shipped in worker/data",
+        )
     return found[0]
 
 

@@ -93,7 +93,11 @@ def declare(
         The config topic cannot be read, or the declaration was not delivered.
     """
     if not consumer or not layer:
-        raise ContractGateError("a declaration needs a consumer (its group id) and a layer")
+        raise ContractGateError(
+            "a declaration needs a consumer (its group id) and a layer",
+            field="layer" if consumer else "consumer",
+            fix="give the consumer (its group id) and the layer",
+        )
     major, minor = parse_version(version)
     version = f"v{major}.{minor}"
     if not force:
@@ -103,7 +107,9 @@ def declare(
             raise PolicyError(
                 f"{layer} v{major} is not published on {settings.topics.contracts} "
                 f"(versions of {layer}: {listed or 'none'}); declare a published version, "
-                "or pass --force (force=True) to declare it anyway"
+                "or pass --force (force=True) to declare it anyway",
+                field="version",
+                fix="declare a published version, or pass --force to declare it anyway",
             )
     at = now or datetime.now(timezone.utc)
     value = encode_consumer_declaration(consumer, layer, version, at)
@@ -146,7 +152,9 @@ def assert_admitted_under(headers: Any, version: str) -> tuple[str, ...]:
     parse_version(version)
     if ENFORCED_HEADER not in h:
         raise VersionMismatchError(
-            f"record has no {ENFORCED_HEADER} header: it is not a record of the admitted topic"
+            f"record has no {ENFORCED_HEADER} header: it is not a record of the admitted topic",
+            field="--partition",
+            fix="check records of the admitted topic",
         )
     enforced = tuple(v for v in h[ENFORCED_HEADER].split(",") if v)
     if not any(version_covers(e, version) for e in enforced):
@@ -159,7 +167,9 @@ def assert_admitted_under(headers: Any, version: str) -> tuple[str, ...]:
             f"{what} was admitted under {', '.join(enforced) or 'no enforcing version'}, "
             f"not under {version} that this reader was built for; its meaning may have "
             "changed: migrate the reader and declare the new version "
-            "(contract-gate consumers declare)"
+            "(contract-gate consumers declare)",
+            field="version",
+            fix="migrate the reader and declare the new version (contract-gate consumers declare)",
         )
     return enforced
 
@@ -215,32 +225,50 @@ def check_admitted(
     selected: list[Any]
     if partition is not None:
         if offset is None:
-            raise ContractGateError("give --offset with --partition")
+            raise ContractGateError(
+                "give --offset with --partition",
+                field="--offset",
+                fix="give --offset with --partition",
+            )
         found = [
             m
             for m in read_topic(settings, topic, start={partition: offset}, tail=0)
             if m.partition() == partition and m.offset() == offset
         ]
         if not found:
-            raise ContractGateError(f"no admitted record at {topic}[{partition}]@{offset}")
+            raise ContractGateError(
+                f"no admitted record at {topic}[{partition}]@{offset}",
+                field="--offset",
+                fix="give the coordinates of a record of the admitted topic",
+            )
         actual = _key(found[0]) or _header_map(found[0].headers()).get("layer", "")
         if actual != layer:
             raise ContractGateError(
                 f"the record at {topic}[{partition}]@{offset} is of layer "
-                f"{actual or '(no key)'}, not {layer}: check the layer or the coordinates"
+                f"{actual or '(no key)'}, not {layer}: check the layer or the coordinates",
+                field="layer",
+                fix="check the layer or the coordinates",
             )
         selected = found[:1]
     else:
         if last < 1:
-            raise ContractGateError(f"--last must be at least 1 (got {last})")
+            raise ContractGateError(
+                f"--last must be at least 1 (got {last})",
+                field="--last",
+                fix="give --last 1 or more",
+            )
         selected = latest_of_layer(settings, layer, last)
         if not selected:
             raise ContractGateError(
-                f"no admitted record of {layer} found on {topic}: nothing to check"
+                f"no admitted record of {layer} found on {topic}: nothing to check",
+                field="layer",
+                fix="check the layer name, or check again once a batch of it is admitted",
             )
     for m in selected:
         try:
             assert_admitted_under(m.headers(), version)
         except VersionMismatchError as exc:
-            raise VersionMismatchError(f"{topic}[{m.partition()}]@{m.offset()}: {exc}") from None
+            raise VersionMismatchError(
+                f"{topic}[{m.partition()}]@{m.offset()}: {exc}", field=exc.field, fix=exc.fix
+            ) from None
     return f"{len(selected)} admitted record(s) of {layer} checked: all admitted under {version}"

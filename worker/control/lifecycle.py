@@ -7,6 +7,7 @@ from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING, Any
 
+from worker.control.results import PromoteResult, RecordWritten
 from worker.core._util.text import clip
 from worker.core.errors import PolicyError
 from worker.core.lifecycle.policy import Published
@@ -24,6 +25,7 @@ __all__ = [
     "canonical_version",
     "gather_evidence",
     "list_versions",
+    "produce_records",
     "promote",
     "read_published",
     "write_records",
@@ -73,29 +75,47 @@ def write_records(
     head: str | None = None,
     documents: frozenset[str] = frozenset(),
 ) -> list[str]:
-    """Produce each record to the config topic in order; one summary line per record.
+    """:func:`produce_records`, one summary line per record
+    (``wrote layer/vM.N mode/state at TOPIC[P]@O``)."""
+    written = produce_records(settings, records, head=head, documents=documents)
+    return [f"wrote {r.version} {r.mode}/{r.state} at {r.at}" for r in written]
+
+
+def produce_records(
+    settings: Settings,
+    records: tuple[Published, ...],
+    *,
+    head: str | None = None,
+    documents: frozenset[str] = frozenset(),
+) -> tuple[RecordWritten, ...]:
+    """Produce each record to the config topic in order; returns where each one went.
 
     A record whose ``layer/version`` is in ``documents`` is written as the version's
     document record, every other one as a state record of its document
     (:func:`lifecycle_record`); the first builds on ``head`` (the key of the layer's last
     record, :meth:`~worker.core.lifecycle.registry.Registry.head`), each next one on the
     record before it.
+
+    Raises
+    ------
+    BrokerError
+        A record is not delivered.
     """
     import getpass
 
     now, by = datetime.now(timezone.utc), getpass.getuser()
-    lines = []
+    written = []
     for p in records:
         key, record = lifecycle_record(
             p, document=p.contract.key in documents, builds_on=head, now=now, by=by
         )
         partition, offset = produce_config_record(settings, key, encode_contract_record(record))
         head = key
-        lines.append(
-            f"wrote {p.contract.key} {p.mode}/{p.state} at "
-            f"{settings.topics.contracts}[{partition}]@{offset}"
+        topic = settings.topics.contracts
+        written.append(
+            RecordWritten(key, p.contract.key, p.mode, p.state, topic, partition, offset)
         )
-    return lines
+    return tuple(written)
 
 
 def canonical_version(text: str) -> str:
@@ -110,7 +130,11 @@ def canonical_version(text: str) -> str:
 
     m = re.fullmatch(r"v?(\d+)(?:\.(\d+))?", text.strip())
     if m is None:
-        raise PolicyError(f"{text!r} is not a version; write v<major>.<minor>, e.g. v7.1")
+        raise PolicyError(
+            f"{text!r} is not a version; write v<major>.<minor>, e.g. v7.1",
+            field="version",
+            fix="write v<major>.<minor>, e.g. v7.1",
+        )
     return f"v{int(m.group(1))}.{int(m.group(2) or 0)}"
 
 
@@ -119,7 +143,11 @@ def _find(registry: RecordingRegistry, layer: str, version: str) -> Published:
     found = next((p for p in registry.published(layer) if p.contract.key == key), None)
     if found is None:
         known = ", ".join(p.contract.version for p in registry.published(layer)) or "none"
-        raise PolicyError(f"{key} is not published (versions of {layer}: {known})")
+        raise PolicyError(
+            f"{key} is not published (versions of {layer}: {known})",
+            field="version",
+            fix=f"give one of the published versions of {layer}: {known}",
+        )
     return found
 
 
@@ -142,15 +170,16 @@ def promote(
     now: datetime,
     yes: bool = False,
     confirm: Callable[[str], bool] | None = None,
-) -> str:
-    """Promote an observing version to enforcing (docs/design.md section 5).
+) -> PromoteResult:
+    """Promote an observing version to enforcing (docs/design.md section 5); returns what
+    it did (:class:`~worker.control.results.PromoteResult`: the evidence, the records).
 
     Refused while its evidence (first to last evaluation) spans less than one cadence
     cycle (the message says how much is missing), and when ``now`` is more than
     :data:`MAX_NOW_AHEAD` ahead of the wall clock (``--now`` is for tests and replays of
-    the past, not for skipping the wait). Shows the batches it would have rejected, a
-    warning line when its attainment is below its objective, and asks ``confirm`` (a
-    question -> bool) unless ``yes``; then writes it enforcing and supersedes the earlier
+    the past, not for skipping the wait). Asks ``confirm`` (a question: the evidence, the
+    batches it would have rejected, a warning line when its attainment is below its
+    objective -> bool) unless ``yes``; then writes it enforcing and supersedes the earlier
     active revisions of its major.
 
     Raises
@@ -169,33 +198,52 @@ def promote(
         raise PolicyError(
             f"--now {now.isoformat()} is {(now - wall).total_seconds() / 3600:.1f} h ahead of "
             f"the wall clock ({wall.isoformat(timespec='seconds')}): refused for promote; "
-            "--now is for tests and replays of the past"
+            "--now is for tests and replays of the past",
+            field="--now",
+            fix="leave --now out, or give a time no later than the wall clock",
         )
 
     registry = read_published(settings)
     target = _find(registry, layer, version)
+    key = target.contract.key
     known = registry.published(layer)
     if target.mode == "enforcing" or target.state != "active":
-        d = decide_promotion(target.contract.key, known=known, span_s=0, confirmed=False)
+        d = decide_promotion(key, known=known, span_s=0, confirmed=False)
         if d.action == "noop":
-            return d.message
-        raise PolicyError(d.message)
+            return PromoteResult(
+                layer, target.contract.version, key, "no-op", "enforcing", "enforcing", d.message
+            )
+        raise PolicyError(d.message, field=d.field, fix=d.fix)
     evidence = summarise(target.contract, read_evaluations(settings, layer), now)
     report = render_evidence_text(evidence)
     warning = attainment_warning(evidence)
     if warning:
         report += "\n" + warning
-    d = decide_promotion(target.contract.key, known=known, span_s=evidence.span_s, confirmed=True)
+    d = decide_promotion(key, known=known, span_s=evidence.span_s, confirmed=True)
     if d.action == "refuse":
-        raise PolicyError(f"{d.message}\n{report}")
+        raise PolicyError(f"{d.message}\n{report}", field=d.field, fix=d.fix)
     if not yes:
-        question = f"{report}\npromote {target.contract.key} to enforcing? [y/N] "
+        question = f"{report}\npromote {key} to enforcing? [y/N] "
         if confirm is None or not confirm(question):
             raise PolicyError(
-                f"{target.contract.key}: promotion not confirmed (answer y, or pass --yes)"
+                f"{key}: promotion not confirmed (answer y, or pass --yes)",
+                field="--yes",
+                fix="answer y, or pass --yes",
             )
-    lines = write_records(settings, d.writes, head=registry.head(layer))
-    return "\n".join([report, d.message, *lines])
+    written = produce_records(settings, d.writes, head=registry.head(layer))
+    return PromoteResult(
+        layer,
+        target.contract.version,
+        key,
+        "promoted",
+        target.mode,
+        "enforcing",
+        d.message,
+        evidence,
+        warning,
+        tuple(p.contract.version for p in d.writes[1:]),
+        written,
+    )
 
 
 def list_versions(settings: Settings, layer: str | None, now: datetime) -> str:

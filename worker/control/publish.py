@@ -6,11 +6,14 @@ import getpass
 import re
 import time
 from collections.abc import Callable
+from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlparse
 
+from worker.control.publish_history import publish_result, restore_history
 from worker.control.published import BatchPublished, unwritten_geometries
+from worker.control.results import PublishResult
 from worker.core._util.text import clip
 from worker.core.contracts.coherence import contradictions
 from worker.core.errors import (
@@ -30,7 +33,6 @@ from worker.io.payloads.policy import UNRESTRICTED, PayloadPolicy
 from worker.io.payloads.upload import upload_payload
 from worker.kafka.admin import produce_one
 from worker.kafka.config_topic import read_config
-from worker.kafka.config_writer import produce_config_record
 from worker.kafka.settings import Settings
 
 __all__ = [
@@ -83,10 +85,11 @@ def publish_contract(
     published_by: str | None = None,
     dry_run: bool = False,
     now: datetime | None = None,
-) -> str:
-    """Publish a contract file as a new version under the lifecycle policy; returns a report
-    (with a ``note:`` line per bbox region crossing the antimeridian, which a swapped
-    minx/maxx also produces: :func:`worker.core.clauses.region.antimeridian_notes`).
+) -> PublishResult:
+    """Publish a contract file as a new version under the lifecycle policy; returns what it
+    did (:class:`~worker.control.results.PublishResult`: the class, the outcome, the records
+    written, the notes, among them one per bbox region crossing the antimeridian, which a
+    swapped minx/maxx also produces: :func:`worker.core.clauses.region.antimeridian_notes`).
 
     The file is classified against the newest version of its layer on the config topic
     (docs/design.md sections 4 and 5,
@@ -111,9 +114,20 @@ def publish_contract(
     contract = load_contract(path)
     problems = contradictions(contract)
     if problems:  # refused when published, never when read back: published ones keep loading
-        raise ContractError(f"{path}: {contract.key}: " + "; ".join(problems))
-    report = _publish(settings, contract, path, mode, published_by, dry_run, now)
-    return "\n".join([report, *(f"note: {n}" for n in antimeridian_notes(contract))])
+        raise ContractError(
+            f"{path}: {contract.key}: " + "; ".join(problems),
+            field="clauses",
+            fix="make the clauses agree with each other, then publish again",
+        )
+    result = _publish(settings, contract, path, mode, published_by, dry_run, now)
+    crossing = tuple(antimeridian_notes(contract))
+    return replace(
+        result,
+        file=str(path),
+        dry_run=dry_run,
+        notes=(*result.notes, *crossing),
+        antimeridian=crossing,
+    )
 
 
 def _publish(
@@ -124,41 +138,48 @@ def _publish(
     published_by: str | None,
     dry_run: bool,
     now: datetime | None,
-) -> str:
+) -> PublishResult:
     """:func:`publish_contract` after the document is read: the policy and the writes."""
-    from worker.control.lifecycle import read_published, write_records
+    from worker.control.lifecycle import produce_records, read_published
     from worker.core.lifecycle.publishing import decide_publish
 
     registry = read_published(settings)
+    wanted_mode = mode or contract.declared_mode or "enforcing"
     restored = restore_history(settings, registry, contract, mode, dry_run)
     if restored is not None:
-        return restored
+        outcome = "dry-run-restore" if dry_run else "restored"
+        message = restored if isinstance(restored, str) else ""
+        records = () if isinstance(restored, str) else restored
+        return publish_result(contract, (outcome, message), wanted_mode, records=records)
     breaks = registry.breaks(contract.layer)
     if breaks:  # the policy cannot be checked against a history that is not whole
         raise PolicyError(
             f"{contract.layer}: the contract history on {settings.topics.contracts} is broken "
             f"({clip(breaks[0], 300)}); `contract-gate contract list {contract.layer}` shows "
-            "every break; publish the genuine documents it names first"
+            "every break; publish the genuine documents it names first",
+            field="file",
+            fix="publish the genuine documents `contract list` names first",
         )
     known = registry.published(contract.layer)
     decision = decide_publish(
         contract,
-        mode=mode or contract.declared_mode or "enforcing",
+        mode=wanted_mode,
         known=known,
         published_by=published_by or getpass.getuser(),
         now=now or datetime.now(timezone.utc),
     )
     if decision.action == "refuse":
-        raise PolicyError(decision.message)
+        raise PolicyError(decision.message, field=decision.field or "file", fix=decision.fix)
     if decision.action == "noop" or dry_run:
+        message, outcome = decision.message, "no-op"
         if dry_run and decision.action == "write":
             # say what would happen, never that it happened
             would = re.sub(r"\bpublished\b", "would be published", decision.message)
             would = re.sub(r"\bsupersedes\b", "would supersede", would)
             would = re.sub(r"\boverlap begins\b", "an overlap would begin", would)
-            return "dry run (nothing written): " + would
-        return decision.message
-    lines = write_records(
+            message, outcome = "dry run (nothing written): " + would, "dry-run"
+        return publish_result(contract, (outcome, message), wanted_mode, decision=decision)
+    records = produce_records(
         settings,
         decision.writes,
         head=registry.head(contract.layer),
@@ -183,61 +204,13 @@ def _publish(
             f"(digest {(other.digest or '')[:12]}, published by {clip(str(by), 80)}; this file "
             f"{contract.digest[:12]}); the workers refuse both and quarantine the layer's "
             "batches (contract_history_broken) until the topic is rebuilt from git: give "
-            "your change the next version number"
+            "your change the next version number",
+            field="version",
+            fix="give your change the next version number",
         )
-    return "\n".join([decision.message, *lines])
-
-
-def restore_history(
-    settings: Settings, registry: Registry, contract: Contract, mode: str | None, dry_run: bool
-) -> str | None:
-    """Write the records of ``contract``'s document that its layer's broken history misses
-    (issue 30); None when nothing of this document is missing (an ordinary publication).
-
-    The document record goes back under ``layer/version/digest`` (mode ``mode``, else the
-    document's, else ``enforcing``; a surviving state record of it still says how far its
-    lifecycle went), and each missing state record of it under its own key, rebuilt from
-    the key (``.../mode-state``). Only the genuine document restores: its digest is in the
-    key.
-    """
-    from worker.control.lifecycle import lifecycle_record
-    from worker.core.lifecycle.history import parse_history_key
-    from worker.core.lifecycle.policy import Published
-    from worker.core.lifecycle.registry import config_key
-    from worker.io.codec import encode_contract_record
-
-    doc_key = config_key(contract)
-    wanted = [
-        k
-        for k in registry.missing(contract.layer)
-        if k == doc_key or k.startswith(doc_key + "/") or k == contract.key
-    ]
-    if not wanted:
-        return None
-    if dry_run:
-        return "dry run (nothing written): would restore " + ", ".join(wanted)
-    now, by = datetime.now(timezone.utc), getpass.getuser()
-    head = registry.head(contract.layer)
-    lines = []
-    for key in [doc_key, *(k for k in wanted if k != doc_key)]:
-        hk = parse_history_key(key)
-        document = hk is None or hk.mode is None
-        p = Published(
-            contract,
-            (hk.mode if hk and hk.mode else None) or mode or contract.declared_mode or "enforcing",
-            (hk.state if hk and hk.state else None) or "active",
-            None,
-            (),
-            now,
-            by,
-        )
-        written, record = lifecycle_record(p, document=document, builds_on=head, now=now, by=by)
-        if key == contract.key:  # a key of the oldest form (no digest): a legacy record
-            written, record = key, p.to_record()
-        partition, offset = produce_config_record(settings, written, encode_contract_record(record))
-        head = written
-        lines.append(f"restored {written} at {settings.topics.contracts}[{partition}]@{offset}")
-    return "\n".join(lines)
+    return publish_result(
+        contract, ("published", decision.message), wanted_mode, decision=decision, records=records
+    )
 
 
 def publish_batch(
@@ -266,7 +239,9 @@ def publish_batch(
             raise BrokerError(
                 f"{exc}: the event with its {len(batch.geometries_wkb)} features inline is "
                 f"{len(value)} bytes; send the features by reference instead (--by-reference "
-                "for a file the workers can read, or --upload s3://bucket/prefix/)"
+                "for a file the workers can read, or --upload s3://bucket/prefix/)",
+                field="--by-reference",
+                fix="send the features by reference (--by-reference, or --upload s3://bucket/prefix/)",
             ) from None
         raise
 
@@ -313,7 +288,11 @@ def publish_batch_file(
         ``crs`` cannot be resolved (pyproj).
     """
     if batch_id is not None and not batch_id.strip():
-        raise ContractGateError("--batch-id is empty: give the batch an id, or leave it out")
+        raise ContractGateError(
+            "--batch-id is empty: give the batch an id, or leave it out",
+            field="--batch-id",
+            fix="give the batch an id, or leave it out",
+        )
     if crs:
         resolve_crs(crs)  # as `check --crs`: a CRS that does not resolve is bad input
     if batch_id is not None and re.fullmatch(r"\d+@\d+", batch_id.strip()):
@@ -321,7 +300,9 @@ def publish_batch_file(
         # show or replay another batch
         raise ContractGateError(
             f"--batch-id {batch_id!r} reads as PARTITION@OFFSET, which `quarantine show` and "
-            "`replay` take as record coordinates; choose an id with another form"
+            "`replay` take as record coordinates; choose an id with another form",
+            field="--batch-id",
+            fix="choose an id with another form",
         )
     started = time.monotonic()
     batch = read_batch_file(
@@ -336,14 +317,22 @@ def publish_batch_file(
     )
     on_stage("read", len(batch.geometries_wkb), started)
     if batch.crs_conflict:  # the file's own CRS contradicts --crs (issue 26, T09 kind)
-        raise ContractGateError(f"{path}: {batch.crs_conflict}")
+        raise ContractGateError(
+            f"{path}: {batch.crs_conflict}",
+            field="--crs",
+            fix="leave --crs out, or give the CRS the file declares",
+        )
     uri: str | None = None
     if upload:
         name = f"{batch.batch_id}/{PurePosixPath(str(path)).name}"
         try:
             uri = upload_payload(path, upload, name, policy)
         except ValueError as exc:
-            raise ContractGateError(f"--upload {upload}: {exc}") from None
+            raise ContractGateError(
+                f"--upload {upload}: {exc}",
+                field="--upload",
+                fix="give s3://bucket/prefix/ or file:///dir/",
+            ) from None
     elif by_reference:
         uri = _reference_uri(str(path))
     if uri is None and warn is not None and batch.geometry_errors:

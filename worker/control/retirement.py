@@ -18,7 +18,8 @@ from dataclasses import replace
 from datetime import timedelta
 
 from worker.control.attribution import DEFAULT_STALE_AFTER, migration_view
-from worker.control.lifecycle import read_published, write_records
+from worker.control.lifecycle import produce_records, read_published
+from worker.control.results import RetireResult
 from worker.core.errors import PolicyError
 from worker.core.lifecycle.policy import Published
 from worker.core.lifecycle.read_paths import opts_in
@@ -43,12 +44,18 @@ def retirement_targets(active: Sequence[Published], layer: str, major: int) -> l
     targets = [p for p in active if p.contract.major == major]
     if not targets:
         listed = ", ".join(p.contract.version for p in active) or "none"
-        raise PolicyError(f"{layer} {label} is not active (active versions: {listed})")
+        raise PolicyError(
+            f"{layer} {label} is not active (active versions: {listed})",
+            field="version",
+            fix=f"give an active major of {layer} ({listed})",
+        )
     rest = [p for p in active if p.contract.major != major]
     if not rest:
         raise PolicyError(
             f"{layer} {label} is the only active major of {layer}; publish its successor "
-            "and migrate the consumers before retiring it"
+            "and migrate the consumers before retiring it",
+            field="version",
+            fix="publish its successor and migrate the consumers before retiring it",
         )
     if not any(p.mode == "enforcing" for p in rest):
         successor = max(rest, key=lambda p: (p.contract.major, p.contract.minor))
@@ -57,7 +64,10 @@ def retirement_targets(active: Sequence[Published], layer: str, major: int) -> l
             f"retirement of {layer} {label} refused: it would leave {layer} without an "
             f"active enforcing version (left: {left}) and every later batch would be "
             "admitted unchecked; promote the new major first: "
-            f"contract-gate contract promote {layer} {successor.contract.version}"
+            f"contract-gate contract promote {layer} {successor.contract.version}",
+            field="version",
+            fix="promote the new major first: contract-gate contract promote "
+            f"{layer} {successor.contract.version}",
         )
     return targets
 
@@ -69,10 +79,12 @@ def retire(
     *,
     retired_by: str | None = None,
     stale_after: timedelta = DEFAULT_STALE_AFTER,
-) -> str:
+) -> RetireResult:
     """Retire every active revision of the major of ``version`` (``v1`` or ``v1.1``: major 1).
 
-    Returns a one-line summary. ``retired_by`` only appears in that summary: the
+    Returns what it did (:class:`~worker.control.results.RetireResult`: the revisions
+    retired, the retirement gate's state, the records). ``retired_by`` only appears in
+    that result: the
     ContractRecord has no field for it, so the rewritten record keeps its original
     provenance (and its change class and differences); only ``state`` changes.
 
@@ -91,12 +103,14 @@ def retire(
     registry = read_published(settings)
     active = [p for p in registry.published(layer) if p.state == "active"]
     refusals: list[str] = []
+    fixes: list[str] = []
     try:
         targets = retirement_targets(active, layer, major)
     except PolicyError as exc:
         if not any(p.contract.major == major for p in active):
             raise  # not active: nothing else to say about it
         targets, refusals = [], [str(exc)]
+        fixes += [exc.fix] if exc.fix else []
     view = migration_view(settings, registry=registry, stale_after=stale_after)
     row = view.count(layer, label)
     if row is not None and row.count:
@@ -109,24 +123,23 @@ def retire(
             "(contract-gate consumers declare CONSUMER LAYER VERSION); there is no "
             "date-based retirement"
         )
+        fixes.append(
+            "move each consumer to a newer version and declare it (contract-gate consumers "
+            "declare CONSUMER LAYER VERSION)"
+        )
     if refusals:  # every reason at once: fixing one must not reveal the next
-        raise PolicyError("\nand: ".join(refusals))
-    write_records(
+        raise PolicyError("\nand: ".join(refusals), field="version", fix="; then ".join(fixes))
+    written = produce_records(
         settings, tuple(replace(p, state="retired") for p in targets), head=registry.head(layer)
     )
-    retired = [p.contract.version for p in targets]
-    stale = ""
-    if row is not None and row.stale:
-        stale = f" ({len(row.stale)} stale declaration(s) shown in consumers status)"
-    by = f" by {retired_by}" if retired_by else ""
-    path = ""
-    if opts_in(p.contract for p in active):
-        topic = settings.topics.admitted_for(layer, major)
-        path = (
-            f"; its per-major read path {topic} is no longer written (the topic is kept: "
-            "delete it with your Kafka tooling when nothing needs its records)"
-        )
-    return (
-        f"retired {layer} {label} ({', '.join(retired)}){by}: no consumer reads against "
-        f"it{stale}{path}"
+    per_major = opts_in(p.contract for p in active)
+    return RetireResult(
+        layer,
+        label,
+        tuple(p.contract.version for p in targets),
+        row.count if row is not None else 0,
+        tuple(r.name for r in row.stale) if row is not None else (),
+        settings.topics.admitted_for(layer, major) if per_major else None,
+        retired_by,
+        written,
     )

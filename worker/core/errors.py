@@ -68,7 +68,8 @@ class ContractGateError(Exception):
     field : str, optional
         The field, flag or argument the error is about (``clauses[0].region``, ``--crs``),
         when the raiser knows it; the command line's ``--format json`` error document
-        carries it (:mod:`worker.cli.errors_json`).
+        carries it (:func:`worker.cli.output.error_document`); the message text is the
+        same with or without it.
     fix : str, optional
         What to do about it, when the raiser states it apart from the message.
     """
@@ -122,8 +123,15 @@ class PayloadUnavailable(PayloadError):
 
     reason = "payload_unavailable"
 
-    def __init__(self, message: str, *, transient: bool = False) -> None:
-        super().__init__(message)
+    def __init__(
+        self,
+        message: str,
+        *,
+        transient: bool = False,
+        field: str | None = None,
+        fix: str | None = None,
+    ) -> None:
+        super().__init__(message, field=field, fix=fix)
         self.transient = transient
 
 
@@ -174,6 +182,8 @@ class BrokerError(ContractGateError):
     fatal, retriable, txn_requires_abort : bool
         As librdkafka flags the error: the client is unusable; the operation may be
         retried; the open transaction must be aborted (and may then be retried).
+    field, fix : str, optional
+        As for :class:`ContractGateError`.
     """
 
     def __init__(
@@ -185,8 +195,10 @@ class BrokerError(ContractGateError):
         fatal: bool = False,
         retriable: bool = False,
         txn_requires_abort: bool = False,
+        field: str | None = None,
+        fix: str | None = None,
     ) -> None:
-        super().__init__(message)
+        super().__init__(message, field=field, fix=fix)
         self.code = code
         self.detail = detail
         self.fatal = fatal

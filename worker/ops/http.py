@@ -144,7 +144,9 @@ def http_port_from(flag: int | None, env: Mapping[str, str] | None = None) -> in
         port = -1
     if not 0 <= port <= 65535:
         raise ContractGateError(
-            f"HTTP port {text!r} is not a port number 0..65535 (0 disables the server)"
+            f"HTTP port {text!r} is not a port number 0..65535 (0 disables the server)",
+            field="--http-port",
+            fix="give a port number 0..65535 (0 disables the server)",
         )
     return port
 
@@ -170,6 +172,10 @@ def start_http_server(
             state, host=host, port=port, max_poll_interval_ms=interval, decisions=decisions
         )
     except OSError as exc:
-        raise ContractGateError(f"cannot serve HTTP on {host}:{port}: {exc.strerror}") from exc
+        raise ContractGateError(
+            f"cannot serve HTTP on {host}:{port}: {exc.strerror}",
+            field="--http-port",
+            fix="give a free port, or 0 to disable the server",
+        ) from exc
     log.info("HTTP endpoints on %s:%d: %s", host, server.port, ", ".join(ENDPOINTS))
     return server.start()

@@ -73,7 +73,8 @@ def read_event(settings: Any, topic: str, partition: int, offset: int) -> bytes:
     raise ContractGateError(
         f"the original event {topic}[{partition}]@{offset} was not read within "
         f"{READ_TIMEOUT_S:.0f} s (deleted by the topic's retention, or the broker is away); "
-        "`contract-gate quarantine show --html` draws it from the quarantine record"
+        "`contract-gate quarantine show --html` draws it from the quarantine record",
+        fix="draw it from the quarantine record: `contract-gate quarantine show --html`",
     )
 
 

@@ -134,7 +134,10 @@ def find_entry(settings: Settings, ref: str, *, timeout_s: float = 30.0) -> Quar
         raise ContractGateError(
             f"no quarantined batch {ref!r} on {settings.topics.quarantine}; list them with "
             "`contract-gate quarantine tail` (undecodable events have no batch id: use "
-            "PARTITION@OFFSET)"
+            "PARTITION@OFFSET)",
+            field="BATCH_ID",
+            fix="list them with `contract-gate quarantine tail` (undecodable events: use "
+            "PARTITION@OFFSET)",
         )
     return found
 
@@ -164,7 +167,9 @@ def entry_batch(entry: QuarantineEntry, settings: Settings | None = None) -> Bat
     if r is None or not r["original"]:
         raise ContractGateError(
             f"{entry.coordinates} carries no original event bytes, so its features cannot "
-            "be shown (the source coordinates locate the event)"
+            "be shown (the source coordinates locate the event)",
+            field="BATCH_ID",
+            fix="read the event at its source coordinates",
         )
     try:
         registry = codec_for(settings) if settings is not None else None
@@ -176,7 +181,8 @@ def entry_batch(entry: QuarantineEntry, settings: Settings | None = None) -> Bat
     except DecodeError as exc:
         raise ContractGateError(
             f"{entry.coordinates}: the original event does not decode, it has no features "
-            f"to show ({exc})"
+            f"to show ({exc})",
+            field="BATCH_ID",
         ) from None
     if batch.payload_uri and not batch.geometries_wkb:
         from worker.io.payloads import load_payload

@@ -207,11 +207,16 @@ def check_not_admitted(
             f"{admitted[batch_id]}; its bytes differ from this record's original): a batch "
             "id names one batch. If it is this batch published again, it is admitted "
             "already; if not, publish the fixed batch under a new batch id (`batch publish "
-            "--batch-id`). Not replayed; use --force to replay it anyway"
+            "--batch-id`). Not replayed; use --force to replay it anyway",
+            field="--force",
+            fix="publish the fixed batch under a new batch id (`batch publish --batch-id`), or "
+            "use --force",
         )
     raise ContractGateError(
         f"batch {batch_id} was already admitted (at {admitted[batch_id]}); "
-        "replaying it would admit it twice. Not replayed; use --force to replay it anyway"
+        "replaying it would admit it twice. Not replayed; use --force to replay it anyway",
+        field="--force",
+        fix="use --force to replay it anyway",
     )
 
 
@@ -239,7 +244,9 @@ def replay(settings: Settings, entry: QuarantineEntry, *, force: bool = False) -
                 f"[{entry.record['source_partition']}]@{entry.record['source_offset']}"
                 if entry.record
                 else ""
-            )
+            ),
+            field="BATCH_ID",
+            fix="republish the event from its source coordinates",
         )
     r = entry.record
     headers: list[tuple[str, str | bytes | None]] = [

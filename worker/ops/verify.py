@@ -132,7 +132,11 @@ def verify_overlap(settings: Settings, layer: str, *, timeout_s: float = 60.0) -
     active = registry.active(layer)
     if not active:
         known = ", ".join(registry.layers()) or "none"
-        raise ContractGateError(f"layer {layer!r} has no active contract version (layers: {known})")
+        raise ContractGateError(
+            f"layer {layer!r} has no active contract version (layers: {known})",
+            field="layer",
+            fix="give a layer with an active contract version",
+        )
     records = read_evaluations(settings, layer, timeout_s)
     checks: list[CheckResult] = []
 

@@ -132,7 +132,11 @@ def run(args: argparse.Namespace) -> int:
     from worker.io.contract_files import load_contract
 
     if not args.contract and not args.observing:
-        raise ContractGateError("give at least one --contract FILE (or --observing FILE)")
+        raise ContractGateError(
+            "give at least one --contract FILE (or --observing FILE)",
+            field="--contract",
+            fix="give at least one --contract FILE (or --observing FILE)",
+        )
     refuse_overwriting_inputs(args)
     if args.crs:
         from worker.core.spatial import resolve_crs
@@ -145,12 +149,16 @@ def run(args: argparse.Namespace) -> int:
     if twice:
         raise ContractGateError(
             f"{', '.join(twice)} given more than once; pass each version once (a version is "
-            "one document: two files with the same layer/version are an edit in place)"
+            "one document: two files with the same layer/version are an edit in place)",
+            field="--contract",
+            fix="pass each version once",
         )
     layers = {v.contract.layer for v in versions}
     if len(layers) > 1:
         raise ContractGateError(
-            f"contracts are for different layers {sorted(layers)}; check one layer at a time"
+            f"contracts are for different layers {sorted(layers)}; check one layer at a time",
+            field="--contract",
+            fix="check one layer at a time",
         )
     for v in versions:
         for problem in contradictions(v.contract):
@@ -230,7 +238,9 @@ def _read_batch(args: argparse.Namespace, layer: str, versions: Any) -> Batch | 
         if args.id_column not in columns:
             raise ContractGateError(
                 f"--id-column {args.id_column!r} is not a column of {args.batch} (columns: "
-                f"{', '.join(columns) or 'none'})"
+                f"{', '.join(columns) or 'none'})",
+                field="--id-column",
+                fix="name a column of the batch file, or leave --id-column out",
             )
         return _with_id_column(loaded, args.id_column)
     for v in versions:  # the contract's own id column: named by index when absent

@@ -239,9 +239,17 @@ def run(args: argparse.Namespace) -> int:
 
     if args.quarantine_command == "replay":  # bad arguments before any broker round trip
         if (args.batch is None) == (args.all_since is None):
-            raise ContractGateError("give either BATCH_ID or --all-since TIME (not both)")
+            raise ContractGateError(
+                "give either BATCH_ID or --all-since TIME (not both)",
+                field="--all-since",
+                fix="give either BATCH_ID or --all-since TIME (not both)",
+            )
         if args.layer and args.all_since is None:
-            raise ContractGateError("--layer selects batches for --all-since only")
+            raise ContractGateError(
+                "--layer selects batches for --all-since only",
+                field="--layer",
+                fix="leave --layer out, or replay with --all-since TIME",
+            )
     settings = settings_from_args(args)
     if args.quarantine_command == "tail" and not args.follow and args.format == "text":
         rows = table_rows(read_quarantine(settings, layer=args.layer))

@@ -119,7 +119,9 @@ def classify(old: Contract, new: Contract) -> Classification:
     if old.layer != new.layer:
         raise ContractGateError(
             f"different layers: {old.layer} vs {new.layer}; classification compares "
-            "versions of one layer"
+            "versions of one layer",
+            field="layer",
+            fix="compare two versions of one layer",
         )
     if old.digest == new.digest:
         return Classification("none", ())

@@ -190,7 +190,9 @@ def load_document(text: str, source: str) -> Any:
         raise ContractError(
             f"{source}: (document): {size} bytes, more than the {MAX_DOCUMENT_BYTES} a contract "
             "may have; a contract is a short YAML file (move large regions to a simpler "
-            "polygon or a bbox)"
+            "polygon or a bbox)",
+            field="(document)",
+            fix="keep the contract short: move large regions to a simpler polygon or a bbox",
         )
     fast = _load_with_libyaml(text, source)
     if fast is not _NOT_FAST:
@@ -198,17 +200,22 @@ def load_document(text: str, source: str) -> Any:
     try:  # the reader refuses control characters already here, in the constructor
         loader = _UniqueKeyLoader(text)
     except yaml.YAMLError as exc:
-        raise ContractError(f"{source}: {_yaml_problem(exc)}") from None
+        raise ContractError(
+            f"{source}: {_yaml_problem(exc)}", fix="correct the YAML at the place named"
+        ) from None
     try:
         root = loader.get_single_node()
         _check_domain_nodes(root, source)
         return None if root is None else loader.construct_document(root)
     except yaml.YAMLError as exc:
-        raise ContractError(f"{source}: {_yaml_problem(exc)}") from None
+        raise ContractError(
+            f"{source}: {_yaml_problem(exc)}", fix="correct the YAML at the place named"
+        ) from None
     except (ValueError, OverflowError) as exc:  # e.g. `2026-13-45`, a YAML timestamp
         raise ContractError(
             f"{source}: not readable as YAML: a value cannot be constructed ({exc}); quote "
-            "it if it is text"
+            "it if it is text",
+            fix="quote the value if it is text",
         ) from None
     finally:
         loader.dispose()

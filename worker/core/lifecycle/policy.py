@@ -95,7 +95,10 @@ class PolicyDecision:
     ``superseded`` record for each of them (their own keys then say so too, so the state
     outlives the superseding record, and readers of the earlier schema learn it);
     ``message`` is readable text (several lines: the class and differences, then what
-    happens).
+    happens). ``notes`` and ``warnings`` are the ``note:`` and ``warning:`` lines of
+    ``message`` without their prefix, for structured output (``contract publish --format
+    json``). A refusal names the ``field`` (flag, argument or contract field) to change
+    and the ``fix``, for :class:`~worker.core.errors.PolicyError`'s own attributes.
     """
 
     action: str
@@ -103,6 +106,10 @@ class PolicyDecision:
     classification: Classification | None = None
     predecessor: Published | None = None
     writes: tuple[Published, ...] = ()
+    notes: tuple[str, ...] = ()
+    warnings: tuple[str, ...] = ()
+    field: str | None = None
+    fix: str | None = None
 
 
 def newest(versions: Iterable[Published]) -> Published | None:

@@ -38,11 +38,16 @@ def decide_promotion(
     """
     target = next((p for p in known if p.contract.key == key), None)
     if target is None:
-        return PolicyDecision("refuse", f"{key} is not published")
+        return PolicyDecision(
+            "refuse", f"{key} is not published", field="version", fix="give a published version"
+        )
     c = target.contract
     if target.state != "active":
         return PolicyDecision(
-            "refuse", f"{key} is {target.state}; only an active version can be promoted"
+            "refuse",
+            f"{key} is {target.state}; only an active version can be promoted",
+            field="version",
+            fix="promote an active observing version",
         )
     if target.mode == "enforcing":
         return PolicyDecision("noop", f"{key} is already enforcing (no-op)")
@@ -59,10 +64,15 @@ def decide_promotion(
             "refuse",
             f"{key}: observing evidence spans {_hours(span_s)}, shorter than one cadence cycle "
             f"({cycle.cadence} = {_hours(cycle.cadence_s)}{whose}); {_hours(missing)} missing",
+            field="version",
+            fix=f"promote it once its evidence spans {_hours(missing)} more",
         )
     if not confirmed:
         return PolicyDecision(
-            "refuse", f"{key}: promotion not confirmed (answer yes, or pass --yes)"
+            "refuse",
+            f"{key}: promotion not confirmed (answer yes, or pass --yes)",
+            field="--yes",
+            fix="answer yes, or pass --yes",
         )
     layer = [p for p in known if p.contract.layer == c.layer]
     superseded = supersede(layer, c.major, c.minor, key)

@@ -26,7 +26,13 @@ from worker.core.lifecycle.policy import (
 )
 from worker.core.model import Contract
 
-__all__ = ["decide_publish", "shared_gate_warning", "unchecked_warning"]
+__all__ = [
+    "decide_publish",
+    "shared_gate_text",
+    "shared_gate_warning",
+    "unchecked_text",
+    "unchecked_warning",
+]
 
 
 def decide_publish(
@@ -55,6 +61,8 @@ def decide_publish(
                     "refuse",
                     f"{new.key} is already published {same.mode} ({same.state}); publishing "
                     f"cannot change its mode to {mode}: use {how}",
+                    field="--mode",
+                    fix=f"use {how}",
                 )
             return PolicyDecision(
                 "noop", f"{new.key} is already published with this document (no-op)"
@@ -64,6 +72,8 @@ def decide_publish(
             f"{new.key} is already published with another document (digest "
             f"{same.contract.digest[:12]}, this file {new.digest[:12]}): edit in place "
             "refused; give the change a new version number",
+            field="version",
+            fix="give the change a new version number",
         )
     # a revision is classified against the newest revision of its own major (during an
     # overlap the older major can still get a v1.2 after v2.0); a version of a major not
@@ -80,6 +90,9 @@ def decide_publish(
             f"reads against it any more); a retired major is not revised: publish the change "
             f"as a revision of the current major ({', '.join(live) or 'none active'}) or as a "
             "new major",
+            field="version",
+            fix="publish it as a revision of the current major "
+            f"({', '.join(live) or 'none active'}) or as a new major",
         )
     # a new major follows the newest version still in force (a retired major is no one's
     # predecessor: after v2 was retired beside v1, v3.0 was classified against v2.0)
@@ -88,32 +101,41 @@ def decide_publish(
     )
     if predecessor is None:
         record = Published(new, mode, "active", None, (), now, published_by)
+        first_warned = _present(unchecked_text(new, mode, layer))
         return PolicyDecision(
             "write",
             f"{new.key}: first version of layer {new.layer}, published {mode}"
-            + unchecked_warning(new, mode, layer),
+            + "".join(f"\nwarning: {w}" for w in first_warned),
             writes=(record,),
+            warnings=first_warned,
         )
     result = classify(predecessor.contract, new)
     head = render_classification(result, f"{predecessor.contract.version} -> {new.version}")
     numbering_class = "minor" if result.class_ == "none" else result.class_
     want = expected_version(numbering_class, predecessor.contract, layer)
 
-    def refuse(why: str) -> PolicyDecision:
-        return PolicyDecision("refuse", f"{head}\nrefused: {why}", result, predecessor)
+    def refuse(why: str, field: str, fix: str) -> PolicyDecision:
+        message = f"{head}\nrefused: {why}"
+        return PolicyDecision("refuse", message, result, predecessor, field=field, fix=fix)
 
     if new.version != want:
         return refuse(
             f"a {numbering_class} change must be {want}, not {new.version} "
-            f"(after {predecessor.contract.version})"
+            f"(after {predecessor.contract.version})",
+            "version",
+            f"number the change {want}",
         )
     if result.class_ == "tightening" and mode != "observing":
         return refuse(
             "a tightening must be published --mode observing, then promoted with "
-            "`contract-gate contract promote` after one cadence cycle of evidence"
+            "`contract-gate contract promote` after one cadence cycle of evidence",
+            "--mode",
+            "publish it --mode observing, then promote it after one cadence cycle of evidence",
         )
     record = Published(new, mode, "active", result.class_, result.differences, now, published_by)
     writes: tuple[Published, ...] = (record,)
+    notes: tuple[str, ...] = ()
+    warned: tuple[str, ...] = ()
     if result.class_ in ("minor", "none") and mode == "enforcing":
         enforcing = newest(
             p
@@ -126,7 +148,9 @@ def decide_publish(
                 return refuse(
                     f"as enforcing, {new.version} would enforce a {behind.class_} change against "
                     f"{enforcing.contract.version} (the enforcing revision) without evidence; "
-                    "publish it --mode observing and promote it"
+                    "publish it --mode observing and promote it",
+                    "--mode",
+                    "publish it --mode observing and promote it",
                 )
         superseded = supersede(layer, new.major, new.minor, new.key)
         writes = (replace(record, supersedes=supersession_keys(layer, new)), *superseded)
@@ -135,40 +159,69 @@ def decide_publish(
             if superseded
             else f"published {mode}"
         )
-        trials = [p.contract.version for p in superseded if p.mode == "observing"]
-        if trials:
-            # said outright: superseding ends an observing trial, and its evidence with it
-            tail += (
-                f"\nnote: {', '.join(trials)} {'was' if len(trials) == 1 else 'were'} observing "
-                f"(a change on trial) and {'is' if len(trials) == 1 else 'are'} no longer "
-                f"evaluated; to go on trialling it, publish it again on top of {new.version} "
-                "with --mode observing"
-            )
+        notes = _present(_trial_note(new, superseded))
+        tail += "".join(f"\nnote: {n}" for n in notes)
     elif result.class_ == "major":
         old = [p.contract.version for p in layer if p.state == "active"]
         tail = f"published {mode}; overlap begins with {', '.join(old) or 'no active version'}"
-        tail += shared_gate_warning(new, mode, layer, result)
+        warned = _present(shared_gate_text(new, mode, layer, result))
     else:
         tail = f"published {mode}"
-    tail += unchecked_warning(new, mode, layer)
-    return PolicyDecision("write", f"{head}\n{new.key}: {tail}", result, predecessor, writes)
+    warned = (*warned, *_present(unchecked_text(new, mode, layer)))
+    tail += "".join(f"\nwarning: {w}" for w in warned)
+    return PolicyDecision(
+        "write", f"{head}\n{new.key}: {tail}", result, predecessor, writes, notes, warned
+    )
+
+
+def _present(text: str) -> tuple[str, ...]:
+    """``(text,)``, or ``()`` when it is empty."""
+    return (text,) if text else ()
+
+
+def _trial_note(new: Contract, superseded: Sequence[Published]) -> str:
+    """The note for observing revisions a publication supersedes (their trial ends, and
+    their evidence with it), or empty."""
+    trials = [p.contract.version for p in superseded if p.mode == "observing"]
+    if not trials:
+        return ""
+    return (
+        f"{', '.join(trials)} {'was' if len(trials) == 1 else 'were'} observing "
+        f"(a change on trial) and {'is' if len(trials) == 1 else 'are'} no longer "
+        f"evaluated; to go on trialling it, publish it again on top of {new.version} "
+        "with --mode observing"
+    )
 
 
 def unchecked_warning(new: Contract, mode: str, layer: Sequence[Published]) -> str:
+    """:func:`unchecked_text` as a ``\\nwarning: ...`` line of a message, or empty."""
+    text = unchecked_text(new, mode, layer)
+    return f"\nwarning: {text}" if text else ""
+
+
+def shared_gate_warning(
+    new: Contract, mode: str, layer: Sequence[Published], result: Classification
+) -> str:
+    """:func:`shared_gate_text` as a ``\\nwarning: ...`` line of a message, or empty."""
+    text = shared_gate_text(new, mode, layer, result)
+    return f"\nwarning: {text}" if text else ""
+
+
+def unchecked_text(new: Contract, mode: str, layer: Sequence[Published]) -> str:
     """The warning for an observing version of a layer with no enforcing version in force:
     its batches are admitted whatever they measure (a layer of one observing version
-    admitted a broken batch, and publish said nothing)."""
+    admitted a broken batch, and publish said nothing); empty otherwise."""
     enforcing = [p for p in layer if p.state == "active" and p.mode == "enforcing"]
     if mode != "observing" or enforcing:
         return ""
     return (
-        f"\nwarning: layer {new.layer} has no enforcing version: every batch is admitted, "
+        f"layer {new.layer} has no enforcing version: every batch is admitted, "
         f"measured by {new.version} but never quarantined for it, until an enforcing version "
         f"is published (or {new.version} promoted)"
     )
 
 
-def shared_gate_warning(
+def shared_gate_text(
     new: Contract, mode: str, layer: Sequence[Published], result: Classification
 ) -> str:
     """The warning for a major published enforcing beside another enforcing major of a
@@ -196,7 +249,7 @@ def shared_gate_warning(
     else:
         what = "a batch that passes one but not the other"
     return (
-        f"\nwarning: {new.version} enforces beside {', '.join(others)} on the shared admitted "
+        f"{new.version} enforces beside {', '.join(others)} on the shared admitted "
         f"topic, where a batch must pass both: {what} will be quarantined from now on; "
         "publish a major --mode observing and promote it, or give the layer "
         "`read_paths: per_major` so each major gates its own topic"

@@ -73,7 +73,8 @@ class OpenedPayload:
             ) from None
         if len(data) < self.size:
             raise PayloadCorrupt(
-                f"{self.uri}: truncated while being read ({len(data)} of {self.size} bytes)"
+                f"{self.uri}: truncated while being read ({len(data)} of {self.size} bytes)",
+                fix="read the file again once it is written whole",
             )
         return bytes(data)
 
@@ -104,7 +105,8 @@ def sniff_format(head: bytes, tail: bytes, size: int, name: str) -> str:
         return claims[0]
     magic = "; ".join(r.magic for r in FORMATS.values())
     raise PayloadCorrupt(
-        f"{name}: not a JSON document nor any other format read ({magic}); {formats_read()}"
+        f"{name}: not a JSON document nor any other format read ({magic}); {formats_read()}",
+        fix=f"give a batch file in a format read: {formats_read()}",
     )
 
 
@@ -113,7 +115,9 @@ def _check_size_and_format(name: str, size: int, file: pa.NativeFile, policy: Pa
     bytes."""
     largest = max(policy.limits.values())
     if size == 0:
-        raise PayloadCorrupt(f"{name}: an empty file (0 bytes)")
+        raise PayloadCorrupt(
+            f"{name}: an empty file (0 bytes)", fix="give a batch file with features"
+        )
     try:
         file.seek(0)
         head = file.read(min(size, _HEAD_BYTES))
@@ -128,11 +132,19 @@ def _check_size_and_format(name: str, size: int, file: pa.NativeFile, policy: Pa
         fmt = sniff_format(bytes(head), bytes(tail), size, name)
     except PayloadCorrupt:
         if size > largest:  # neither format: the size is the plainer reason
-            raise PayloadTooLarge(f"{name}: {_too_large(size, largest, 'any payload')}") from None
+            raise PayloadTooLarge(
+                f"{name}: {_too_large(size, largest, 'any payload')}",
+                field="--max-payload-bytes",
+                fix=_TOO_LARGE_FIX,
+            ) from None
         raise
     limit = policy.limit(fmt)
     if size > limit:
-        raise PayloadTooLarge(f"{name}: {_too_large(size, limit, FORMATS[fmt].title)}")
+        raise PayloadTooLarge(
+            f"{name}: {_too_large(size, limit, FORMATS[fmt].title)}",
+            field="--max-payload-bytes",
+            fix=_TOO_LARGE_FIX,
+        )
     return fmt
 
 
@@ -144,6 +156,10 @@ def _bytes(size: int) -> str:
         if size >= scale:
             return f"{size} bytes ({size / scale:.1f} {unit})"
     return f"{size} bytes"
+
+
+#: The fix of a payload above its size limit (:class:`PayloadTooLarge`).
+_TOO_LARGE_FIX = "raise --max-payload-bytes (CONTRACT_GATE_MAX_PAYLOAD_BYTES) or split the batch"
 
 
 def _too_large(size: int, limit: int, what: str) -> str:

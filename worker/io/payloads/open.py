@@ -87,7 +87,9 @@ def open_payload(uri: str, policy: PayloadPolicy) -> Iterator[OpenedPayload]:
     if parsed.username or parsed.password:
         raise PayloadNotAllowed(
             f"{name}: credentials in a payload URI are not accepted (the worker uses the "
-            "AWS environment's)"
+            "AWS environment's)",
+            field="payload_uri",
+            fix="remove the credentials from the URI: the worker uses the AWS environment's",
         )
     if parsed.scheme == "s3":
         opened = _open_s3(name, parsed.netloc, unquote(parsed.path).lstrip("/"), policy)
@@ -142,16 +144,24 @@ def _local_path(name: str, uri: str, policy: PayloadPolicy) -> str:
         path = unquote(parsed.path)
     elif parsed.scheme and len(parsed.scheme) > 1:  # one letter: a Windows drive
         raise PayloadNotAllowed(
-            f"{name}: unsupported payload URI scheme {parsed.scheme!r}: use file:// or s3://"
+            f"{name}: unsupported payload URI scheme {parsed.scheme!r}: use file:// or s3://",
+            field="payload_uri",
+            fix="use file:// or s3://",
         )
     else:
         path = uri
     if "\x00" in path or not path:
-        raise PayloadNotAllowed(f"{name}: an empty path or one with a NUL byte")
+        raise PayloadNotAllowed(
+            f"{name}: an empty path or one with a NUL byte",
+            field="payload_uri",
+            fix="give the path of the file",
+        )
     if policy.roots is not None and not os.path.isabs(path):
         raise PayloadNotAllowed(
             f"{name}: a relative path; payload URIs must be absolute (file:///dir/file or "
-            "s3://bucket/key) and under a payload root"
+            "s3://bucket/key) and under a payload root",
+            field="payload_uri",
+            fix="give an absolute path (file:///dir/file) or s3://bucket/key under a payload root",
         )
     try:
         real = os.path.realpath(path)
@@ -163,7 +173,12 @@ def _local_path(name: str, uri: str, policy: PayloadPolicy) -> str:
             "never read"
         )
     if policy.roots is not None and not any(r.covers_path(real) for r in policy.roots):
-        raise PayloadNotAllowed(f"{name}: {_outside(policy)}")
+        raise PayloadNotAllowed(
+            f"{name}: {_outside(policy)}",
+            field="--payload-root",
+            fix="put the file under a payload root, or add its directory with --payload-root "
+            "(CONTRACT_GATE_PAYLOAD_ROOTS)",
+        )
     return real
 
 

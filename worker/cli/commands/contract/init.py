@@ -117,7 +117,9 @@ def _read_sample(name: str, args: argparse.Namespace) -> tuple[SampleInfo, Profi
     except PayloadError as exc:
         raise ContractGateError(
             f"cannot read sample {exc}; give a batch file `contract-gate check` reads "
-            f"({formats_read()})"
+            f"({formats_read()})",
+            field="SAMPLE",
+            fix=f"give a batch file `contract-gate check` reads ({formats_read()})",
         ) from None
     meta = loaded.batch if isinstance(loaded, ChunkedBatch) else loaded
     if show is not None:
@@ -125,7 +127,9 @@ def _read_sample(name: str, args: argparse.Namespace) -> tuple[SampleInfo, Profi
     if profile.features == 0:
         raise ContractGateError(
             f"sample {name} holds no features: give samples with features (an empty batch "
-            "says nothing about the layer)"
+            "says nothing about the layer)",
+            field="SAMPLE",
+            fix="give samples with features",
         )
     by_format = meta.declared_crs in (RFC7946_CRS, RFC7946_CRS_3D)  # no CRS written
     info = SampleInfo(name, meta.declared_crs, meta.axis_order, profile.features, by_format)
@@ -150,7 +154,9 @@ def _resolved(sample: SampleInfo) -> CRS | None:
     except CrsError as exc:
         raise ContractGateError(
             f"sample {sample.name} states a CRS that does not resolve ({exc}): fix the "
-            "file's CRS, or reproject the sample to one pyproj knows"
+            "file's CRS, or reproject the sample to one pyproj knows",
+            field="SAMPLE",
+            fix="fix the file's CRS, or reproject the sample to one pyproj knows",
         ) from None
 
 
@@ -179,7 +185,10 @@ def _common_crs(samples: list[SampleInfo]) -> CRS | None:
 
             raise ContractGateError(
                 f"sample {s.name} states {said(other)}, sample {first.name} {said(crs)}: give "
-                "samples of one CRS (reproject one, or draft from each CRS's samples separately)"
+                "samples of one CRS (reproject one, or draft from each CRS's samples separately)",
+                field="SAMPLE",
+                fix="give samples of one CRS (reproject one, or draft from each CRS's samples "
+                "separately)",
             )
     return crs
 
@@ -190,14 +199,22 @@ def _options(args: argparse.Namespace) -> DraftOptions:
     if not _LAYER.match(args.layer):
         raise ContractGateError(
             f"--layer {args.layer!r} is not a layer name: use letters, digits, '.', '_' and "
-            "'-' (at most 200), e.g. parcels_authoritative"
+            "'-' (at most 200), e.g. parcels_authoritative",
+            field="--layer",
+            fix="use letters, digits, '.', '_' and '-' (at most 200), e.g. parcels_authoritative",
         )
     if not _DURATION.match(args.cadence):
         raise ContractGateError(
-            f"--cadence {args.cadence!r} is not an ISO 8601 duration such as PT6H"
+            f"--cadence {args.cadence!r} is not an ISO 8601 duration such as PT6H",
+            field="--cadence",
+            fix="give an ISO 8601 duration such as PT6H",
         )
     if not 0 < args.objective <= 1:
-        raise ContractGateError(f"--objective {args.objective} is not a fraction in (0, 1]")
+        raise ContractGateError(
+            f"--objective {args.objective} is not a fraction in (0, 1]",
+            field="--objective",
+            fix="give a fraction in (0, 1], e.g. 0.99",
+        )
     return DraftOptions(
         layer=args.layer,
         margin=args.margin,

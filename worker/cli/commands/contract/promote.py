@@ -10,7 +10,7 @@ import argparse
 import sys
 
 from worker.cli.args import add_kafka_args, add_now, now_of, settings_from_args
-from worker.cli.output import add_format, lines_document, print_json, wants_json
+from worker.cli.output import add_format, print_json, wants_json
 from worker.cli.signing_args import add_signing_args
 
 __all__ = ["register", "run"]
@@ -31,7 +31,7 @@ def register(csub: argparse._SubParsersAction) -> None:
     p.add_argument("version")
     p.add_argument("--yes", action="store_true", help="do not ask for confirmation")
     add_now(p)
-    add_format(p, "the version and the summary lines (evidence, promotion, records written)")
+    add_format(p, "the version, the evidence summary, the modes, the records written")
 
 
 def _ask(question: str, *, as_json: bool = False) -> bool:
@@ -51,9 +51,10 @@ def _ask(question: str, *, as_json: bool = False) -> bool:
 
 def run(args: argparse.Namespace) -> int:
     """Promote the version (after confirmation) and print the summary."""
+    from worker.cli.lifecycle_output import promote_json, promote_text
     from worker.control.lifecycle import promote
 
-    text = promote(
+    result = promote(
         settings_from_args(args),
         args.layer,
         args.version,
@@ -62,7 +63,7 @@ def run(args: argparse.Namespace) -> int:
         confirm=lambda question: _ask(question, as_json=wants_json(args)),
     )
     if wants_json(args):
-        print_json(lines_document(args.layer, args.version, text))
+        print_json(promote_json(result))
     else:
-        print(text)
+        print(promote_text(result))
     return 0

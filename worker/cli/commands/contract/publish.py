@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 
 from worker.cli.args import add_kafka_args, settings_from_args
-from worker.cli.output import add_format, lines_document, print_json, wants_json
+from worker.cli.output import add_format, print_json, wants_json
 from worker.cli.signing_args import add_signing_args
 
 __all__ = ["register", "run"]
@@ -31,16 +31,16 @@ def register(csub: argparse._SubParsersAction) -> None:
     cp.add_argument(
         "--dry-run", action="store_true", help="classify and apply the policy, write nothing"
     )
-    add_format(cp, "the version, dry_run and the summary lines")
+    add_format(cp, "the version, its class, the outcome, the records written, notes, warnings")
 
 
 def run(args: argparse.Namespace) -> int:
     """Publish (or with ``--dry-run`` only classify) the version and print the summary."""
+    from worker.cli.lifecycle_output import publish_json, publish_text
     from worker.control.publish import publish_contract
-    from worker.io.contract_files import load_contract
 
     settings = settings_from_args(args)
-    text = publish_contract(
+    result = publish_contract(
         settings,
         args.file,
         mode=args.mode,
@@ -48,9 +48,7 @@ def run(args: argparse.Namespace) -> int:
         dry_run=args.dry_run,
     )
     if wants_json(args):
-        contract = load_contract(args.file)
-        doc = lines_document(contract.layer, contract.version, text)
-        print_json({"file": args.file, "dry_run": args.dry_run, **doc})
+        print_json(publish_json(result))
     else:
-        print(text)
+        print(publish_text(result))
     return 0

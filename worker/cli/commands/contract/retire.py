@@ -9,7 +9,7 @@ from __future__ import annotations
 import argparse
 
 from worker.cli.args import add_kafka_args, add_stale
-from worker.cli.output import add_format, lines_document, print_json, wants_json
+from worker.cli.output import add_format, print_json, wants_json
 from worker.cli.signing_args import add_signing_args
 
 __all__ = ["register", "run"]
@@ -36,16 +36,17 @@ def register(csub: argparse._SubParsersAction) -> None:
         "ContractRecord has no field for who retired it)",
     )
     add_stale(r)
-    add_format(r, "the major retired and the summary line")
+    add_format(r, "the major retired, the readers left, the records written")
 
 
 def run(args: argparse.Namespace) -> int:
     """Retire the major and print the summary (refusals raise, exit 2)."""
     from worker.cli.args import settings_from_args
+    from worker.cli.lifecycle_output import retire_json, retire_text
     from worker.control.retirement import retire
 
     settings = settings_from_args(args)
-    text = retire(
+    result = retire(
         settings,
         args.layer,
         args.version,
@@ -53,7 +54,7 @@ def run(args: argparse.Namespace) -> int:
         stale_after=args.stale_after,
     )
     if wants_json(args):
-        print_json(lines_document(args.layer, args.version, text))
+        print_json(retire_json(result))
     else:
-        print(text)
+        print(retire_text(result))
     return 0
