@@ -16,6 +16,7 @@ from dataclasses import replace
 from worker.cli.args import bounded_int
 from worker.core.errors import ContractGateError
 from worker.gate.config import GateConfig
+from worker.io.formats import formats_named
 from worker.io.payloads.policy import PayloadPolicy, default_limits, limits_syntax, limits_text
 
 __all__ = ["add_eval_threads", "add_payload_args", "eval_pool", "file_policy"]
@@ -82,7 +83,8 @@ def add_eval_threads(p: argparse.ArgumentParser) -> None:
         type=bounded_int(1, MAX_EVAL_THREADS),
         default=default,
         metavar="N",
-        help=f"threads measuring the chunks of a GeoParquet batch, 1..{MAX_EVAL_THREADS}, "
+        help=f"threads measuring the chunks of a {formats_named(chunked=True)} batch, "
+        f"1..{MAX_EVAL_THREADS}, "
         "while GEOS releases the GIL (a second core helps): also the most chunks held at "
         f"once; the decision is the same whatever N (1: one thread; default {default})",
     )
