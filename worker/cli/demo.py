@@ -24,8 +24,8 @@ from worker.gate.pipeline import Pipeline
 from worker.io import codec
 from worker.io.reports.text import brief
 from worker.kafka.admin import create_topics, produce_one
+from worker.kafka.broker_route import start_broker
 from worker.kafka.clients import make_consumer
-from worker.kafka.embedded import start_broker
 from worker.kafka.settings import Settings, Topics
 
 __all__ = [
