@@ -12,7 +12,7 @@ import time
 
 from benchmarks import broker, offline
 from benchmarks.common import Row, render
-from worker.kafka.embedded import start_broker
+from worker.kafka.broker_route import start_broker
 
 #: Group name -> what it measures (``--help``) and how it runs.
 HELP = {

@@ -139,7 +139,7 @@ def test_would_be_rejections_say_how_many_were_not_quarantined_already() -> None
 
 
 def test_close_evaluations_stay_apart_and_labels_are_anchored_inside() -> None:
-    from worker.io.reports.evidence import MIN_GAP_PX, breach_rate_bins, spread
+    from worker.io.reports.evidence_svg import MIN_GAP_PX, breach_rate_bins, spread
 
     # 4 evaluations 11 s apart on a 6 h axis: four marks, at least MIN_GAP_PX apart
     records = [record(f"c{i}", i * 11 / 3600, i % 2 == 0) for i in range(4)]

@@ -12,7 +12,7 @@ import sys
 import time
 
 from tests.faults.suite import render, scenarios
-from worker.kafka.embedded import start_broker
+from worker.kafka.broker_route import start_broker
 
 
 def main() -> int:

@@ -16,7 +16,7 @@ import pytest
 
 from worker.gate.pipeline import Pipeline
 from worker.kafka.admin import create_topics
-from worker.kafka.embedded import RunningBroker, start_broker
+from worker.kafka.broker_route import RunningBroker, start_broker
 from worker.kafka.settings import Settings, Topics
 
 

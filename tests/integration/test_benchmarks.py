@@ -15,7 +15,7 @@ import sys
 from pathlib import Path
 
 from benchmarks.common import NAME_WIDTH
-from worker.kafka.embedded import RunningBroker
+from worker.kafka.broker_route import RunningBroker
 
 ROOT = Path(__file__).resolve().parents[2]
 ONE_FEATURE = "worker on the broker, 60 events of 1 feature(s)"

@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from tests.faults.suite import render, scenarios
-from worker.kafka.embedded import RunningBroker
+from worker.kafka.broker_route import RunningBroker
 
 
 @pytest.mark.integration

@@ -29,7 +29,7 @@ from worker.io.codec import encode_batch, encode_contract_record
 from worker.io.contract_files import load_contract
 from worker.io.payloads import read_batch_file
 from worker.kafka.admin import create_topics, produce_one
-from worker.kafka.embedded import RunningBroker
+from worker.kafka.broker_route import RunningBroker
 from worker.kafka.settings import Settings, Topics
 from worker.ops.quarantine import read_quarantine
 from worker.ops.replay import where_admitted

@@ -22,8 +22,8 @@ from prometheus_client.parser import text_string_to_metric_families
 from tests.integration.test_http import get, wait_for
 from worker.cli.demo import publish_demo_contracts, publish_demo_events
 from worker.kafka.settings import Settings
+from worker.ops.decision_log import DecisionLog
 from worker.ops.http import GateHTTPServer
-from worker.ops.http_handlers import DecisionLog
 from worker.ops.metrics import GateMetrics
 
 Samples = dict[str, dict[frozenset[tuple[str, str]], float]]

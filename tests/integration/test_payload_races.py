@@ -12,7 +12,7 @@ import pytest
 
 from tests.faults.payload_race import KINDS, race_kind
 from tests.faults.suite import lab, render
-from worker.kafka.embedded import RunningBroker
+from worker.kafka.broker_route import RunningBroker
 
 #: Batches per kind (each race about 25-40 s here, with the worker's start).
 BATCHES = 300

@@ -37,8 +37,8 @@ from worker.io.payloads import read_batch_file
 from worker.kafka.admin import produce_one
 from worker.kafka.embedded import free_port
 from worker.kafka.settings import Settings
+from worker.ops.decision_log import DecisionLog
 from worker.ops.http import GateHTTPServer
-from worker.ops.http_handlers import DecisionLog
 from worker.ops.metrics import GateMetrics
 
 PROMETHEUS = shutil.which("prometheus") or (

@@ -21,7 +21,7 @@ from worker.cli.scenario import data_file
 from worker.io.codec import encode_batch
 from worker.io.payloads import read_batch_file
 from worker.kafka.admin import produce_one
-from worker.kafka.embedded import RunningBroker
+from worker.kafka.broker_route import RunningBroker
 from worker.kafka.settings import Settings
 
 

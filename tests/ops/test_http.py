@@ -20,8 +20,9 @@ from tests.gate.test_route import WORLD, go
 from worker.core.errors import ContractGateError
 from worker.core.lifecycle.slo import SeriesKey
 from worker.io import codec
+from worker.ops.decision_log import DecisionLog
 from worker.ops.http import GateHTTPServer, http_port_from
-from worker.ops.http_handlers import DecisionLog, handle
+from worker.ops.http_handlers import handle
 from worker.ops.metrics import GateMetrics
 
 

@@ -17,6 +17,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from typing import Any, TextIO
 
+from worker.cli.demo_page import DemoPage, linger
 from worker.cli.lifecycle_output import publish_text
 from worker.cli.scenario import DemoEvent, contract_files, demo_events
 from worker.control.publish import publish_contract
@@ -25,8 +26,8 @@ from worker.gate.pipeline import Pipeline
 from worker.io import codec
 from worker.io.reports.text import brief
 from worker.kafka.admin import create_topics, produce_one
+from worker.kafka.broker_route import start_broker
 from worker.kafka.clients import make_consumer
-from worker.kafka.embedded import start_broker
 from worker.kafka.settings import Settings, Topics
 
 __all__ = [
@@ -185,62 +186,6 @@ def _print_tables(
         )
 
 
-class _Page:
-    """The worker's operator page during the demo: its HTTP server on a free loopback port
-    and the migration view refreshed every 2 s."""
-
-    def __init__(self, settings: Settings, out: TextIO) -> None:
-        from worker.ops.operator import RecentQuarantines
-
-        self.recent = RecentQuarantines()
-        self.settings = settings
-        self.out = out
-        self.server: Any = None
-        self.exporter: Any = None
-
-    def metrics(self) -> Any:
-        """The worker's metrics on a meter of the demo's own (SLO figures on the page)."""
-        from opentelemetry.sdk.metrics import MeterProvider
-
-        from worker.ops.metrics import GateMetrics
-
-        return GateMetrics(MeterProvider().get_meter("contract-gate-demo"))
-
-    def start(self, pipeline: Pipeline) -> None:
-        from worker.ops.http import GateHTTPServer
-        from worker.ops.migration_exporter import MigrationExporter
-        from worker.ops.operator import OverviewSource
-
-        self.exporter = MigrationExporter(self.settings, pipeline.registry, interval_s=2.0)
-        server = GateHTTPServer(pipeline, host="127.0.0.1", port=0)
-        server.migration = lambda: self.exporter.view
-        server.operator = OverviewSource(pipeline, self.recent, lambda: self.exporter.view)
-        self.server = server.start()
-        self.exporter.start()
-        print(f"operator page: http://127.0.0.1:{server.port}/", file=self.out)
-
-    def close(self) -> None:
-        if self.exporter is not None:
-            self.exporter.stop()
-        if self.server is not None:
-            self.server.close()
-
-
-def _linger(page: _Page, serve_s: float, out: TextIO) -> None:
-    """Keep the worker and its page up ``serve_s`` seconds (Ctrl-C ends it sooner)."""
-    if serve_s <= 0 or page.server is None:
-        return
-    print(
-        f"serving the operator page at http://127.0.0.1:{page.server.port}/ for "
-        f"{serve_s:.0f} s (Ctrl-C stops)",
-        file=out,
-    )
-    try:
-        time.sleep(serve_s)
-    except KeyboardInterrupt:
-        print("stopped", file=out)
-
-
 class DemoTimedOut(ContractGateError):
     """The demo did not finish within its ``--timeout-s`` (raised by the command's timer)."""
 
@@ -271,7 +216,7 @@ def run_demo(*, timeout_s: float = 90.0, out: TextIO = sys.stdout, serve_s: floa
     )
     stop = threading.Event()
     worker_thread: threading.Thread | None = None
-    page = _Page(settings, out)
+    page = DemoPage(settings, out)
     try:
         print(
             "topics:", ", ".join(f"{k} ({v})" for k, v in create_topics(settings).items()), file=out
@@ -303,7 +248,7 @@ def run_demo(*, timeout_s: float = 90.0, out: TextIO = sys.stdout, serve_s: floa
         print(
             f"\ndemo finished in {elapsed:.1f} s: {len(placed)} events, every one decided", file=out
         )
-        _linger(page, serve_s, out)
+        linger(page, serve_s, out)
         return 0
     finally:
         try:

@@ -18,10 +18,10 @@ from typing import Any
 
 from worker.core.errors import ContractGateError
 from worker.kafka.settings import Settings
+from worker.ops.decision_log import DecisionLog
 from worker.ops.http_handlers import (
     DEFAULT_MAX_POLL_INTERVAL_MS,
     ENDPOINTS,
-    DecisionLog,
     GateState,
     _json,
     handle,

@@ -13,7 +13,7 @@
   (``history_breaks``: every batch of them quarantined ``contract_history_broken``, issue 30),
   batch counts, the migration counts per major
   (when a ``migration`` view source is given) and the last decisions (kept by a
-  :class:`DecisionLog` fed by the pipeline's ``on_outcome``).
+  :class:`worker.ops.decision_log.DecisionLog` fed by the pipeline's ``on_outcome``).
 
 :class:`GateState` is anything shaped like :class:`worker.gate.pipeline.Pipeline`; the
 handlers are unit-tested with plain values.
@@ -22,20 +22,17 @@ handlers are unit-tested with plain values.
 from __future__ import annotations
 
 import re
-import threading
 import time
-from collections import Counter, deque
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass
-from datetime import datetime, timezone
 from typing import Any, Protocol
 
 from worker.core._util.jsonsafe import dumps_json
 from worker.core._util.text import clip
 from worker.core.lifecycle.config_events import BROKEN_FIX
-from worker.gate.route import Outcome
+from worker.ops.decision_log import DecisionLog
 
-__all__ = ["DEFAULT_MAX_POLL_INTERVAL_MS", "DecisionLog", "GateState", "Response", "handle"]
+__all__ = ["DEFAULT_MAX_POLL_INTERVAL_MS", "GateState", "Response", "handle"]
 #: librdkafka's default ``max.poll.interval.ms``: the loop is unhealthy past this silence.
 DEFAULT_MAX_POLL_INTERVAL_MS = 300_000
 
@@ -99,51 +96,6 @@ class Response:
 
 def _json(status: int, doc: Any) -> Response:
     return Response(status, JSON_TYPE, (dumps_json(doc, indent=2, default=str) + "\n").encode())
-
-
-class DecisionLog:
-    """The last ``maxlen`` committed decisions and counts per (layer, decision).
-
-    Pass an instance as the pipeline's ``on_outcome``: it is called in the pipeline
-    thread after each commit; :meth:`snapshot` is called from HTTP threads (a lock
-    guards both). Entries hold a batch id, so they stay out of metric attributes.
-    """
-
-    def __init__(
-        self, maxlen: int = 50, clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc)
-    ) -> None:
-        self._entries: deque[dict[str, Any]] = deque(maxlen=maxlen)
-        self._counts: Counter[tuple[str, str]] = Counter()
-        self._lock = threading.Lock()
-        self._clock = clock
-
-    def __call__(self, outcome: Outcome) -> None:
-        d = outcome.decision
-        broken = sorted(
-            {f"{r.version}:{r.clause}" for r in d.reasons if r.clause}
-            | {f"{v.version}:{c.name}" for v in d.verdicts for c in v.broken}
-        )
-        entry = {
-            "time": self._clock().isoformat(),
-            "batch_id": outcome.batch_id,
-            "layer": outcome.layer_label,
-            "decision": d.decision,
-            "broken": broken,
-            "reasons": sorted({r.code for r in d.reasons}),
-            "diagnoses": list(d.diagnoses),
-        }
-        with self._lock:
-            self._entries.append(entry)
-            self._counts[(outcome.layer_label, d.decision)] += 1
-
-    def snapshot(self) -> tuple[list[dict[str, Any]], dict[str, dict[str, int]]]:
-        """``(last decisions newest first, {layer: {decision: count}})``."""
-        with self._lock:
-            entries = list(reversed(self._entries))
-            counts: dict[str, dict[str, int]] = {}
-            for (layer, decision), n in sorted(self._counts.items()):
-                counts.setdefault(layer, {})[decision] = n
-        return entries, counts
 
 
 def healthz(state: GateState, now_monotonic: float, max_poll_interval_ms: int) -> Response:

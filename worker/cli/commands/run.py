@@ -108,8 +108,8 @@ def run(args: argparse.Namespace) -> int:
     """Run the worker until a stop signal; returns 0 after a clean stop."""
     from worker.gate.processor import Processor
     from worker.kafka.redaction import describe_settings
+    from worker.ops.decision_log import DecisionLog
     from worker.ops.http import start_http_server
-    from worker.ops.http_handlers import DecisionLog
     from worker.ops.metrics import GateMetrics, configure_sdk
     from worker.ops.migration_exporter import MigrationExporter
     from worker.ops.operator import OverviewSource, RecentQuarantines, fan_out

@@ -8,7 +8,8 @@ it cannot be reprojected to the contract CRS (``measured.not_reprojectable``).
 ``measured.bounds`` are in ``bounds_crs`` units. A file's bbox covering column that
 does not bound its geometries is reported (``measured.covering_bbox_disagrees``) without
 breaking the clause. A broken clause takes a second pass for its diagnoses
-(:func:`measure_diagnosis`, on the batch's evenly spaced sample).
+(:func:`measure_diagnosis`, on the batch's evenly spaced sample). The wording of the span
+and of these notes is :mod:`worker.core.clauses.diagnose_notes`.
 """
 
 from __future__ import annotations
@@ -27,23 +28,21 @@ from worker.core.clauses.base import (
     ClauseKind,
     SecondPass,
     clause_result,
-    count_phrase,
     crs_units,
     offenders_of,
     percents,
     round10,
 )
 from worker.core.clauses.diagnose import diagnoses_of
+from worker.core.clauses.diagnose_notes import placement_notes, shown_span
 from worker.core.clauses.diagnose_readings import diagnose_tally
 from worker.core.clauses.diff import Diff
 from worker.core.clauses.region import compare_region, contract_crs, unplaceable, whole_batch_break
 from worker.core.clauses.tally import Bounds, First, Tally
 from worker.core.facts.batch import BatchFacts
-from worker.core.model import Clause, ClauseResult, Contract, stated
+from worker.core.model import Clause, ClauseResult, Contract
 from worker.core.spatial import (
-    area_of_use,
     covered_mask,
-    crs_equivalent,
     crs_label,
     region_geometry,
 )
@@ -207,28 +206,10 @@ def render(
         return whole
     if "inside" not in tally:  # an unplaceable batch without features
         tally = {**tally, **_EMPTY_EXTENT}
-    src = facts.declared_crs
-    moved = crs is not None and src is not None and not crs_equivalent(src, crs)
     frac = float(tally["inside"]) / count if count else 1.0
     ok = frac >= min_frac
     outside = count - round(frac * count)
-    bounds = tally["bounds"].box
-    bounds_crs = label
-    # the features whose span is shown: without those beyond the declared CRS's area of
-    # use ("the features span x -179 .. 179" left a point at 180.5 out)
-    spanned = (
-        f"the features within the area of use of {crs_label(src)} span"
-        if tally["beyond"] and src is not None
-        else "the features span"
-    )
-    if bounds is None and tally["raw_bounds"].box is not None:
-        # reprojection from the declared CRS failed (e.g. feet declared as degrees) or
-        # every feature is beyond the CRS's area of use: the raw bounds as declared
-        # still tell what the batch holds
-        bounds = tally["raw_bounds"].box
-        bounds_crs = crs_label(src) if src is not None else "as declared"
-        spanned = "the features span"  # every usable feature, as declared
-    n_beyond, n_failed, n_disagree = tally["beyond"], tally["failed"], tally["disagree"]
+    bounds, bounds_crs, spanned = shown_span(tally, facts.declared_crs, label)
     measured: dict[str, Any] = {
         "fraction_inside": frac,
         "features": count,
@@ -247,33 +228,7 @@ def render(
             f"; {spanned} x {bounds[0]:.6g} .. {bounds[2]:.6g}, y {bounds[1]:.6g} .. "
             f"{bounds[3]:.6g} ({unit})"
         )
-    if facts.batch.edges == "spherical":
-        edges = stated(facts.batch.metadata_name, "edges")
-        message += f"; edges read as great-circle arcs ({edges}: spherical)"
-    declared_label = crs_label(src) if src is not None else ""
-    if n_beyond:
-        aou = area_of_use(src) if src is not None else None
-        where = f" ({aou.text})" if aou is not None else ""
-        measured["outside_area_of_use"] = n_beyond
-        message += (
-            f"; {count_phrase(n_beyond, 'outside the area of use of')} {declared_label}"
-            f"{where}, counted outside" + (" whatever reprojection makes of them" if moved else "")
-        )
-    if n_failed:
-        measured["not_reprojectable"] = n_failed
-        message += (
-            f"; {count_phrase(n_failed, 'could not be reprojected')} from {declared_label} "
-            f"to {label} (non-finite result), counted outside"
-        )
-    if n_disagree:
-        measured["covering_bbox_disagrees"] = n_disagree
-        first = ", ".join(str(i) for i in tally["disagree_first"].items)
-        message += (
-            f"; warning: the {stated(facts.batch.metadata_name, 'bbox covering column')} "
-            "does not bound "
-            f"{count_phrase(n_disagree, f'(index {first})')}: readers filtering "
-            "by it would skip them"
-        )
+    message += placement_notes(facts, tally, crs, label, measured)
     diagnoses: list[str] = []
     if not ok and "diagnosis" in tally:
         region = _extent_region(clause, crs)

@@ -33,8 +33,8 @@ from pyproj import CRS
 
 from worker.core._util.memo import fact
 from worker.core.facts.crs import CrsFacts
+from worker.core.facts.edges import edges_problem
 from worker.core.facts.geometry import MAX_REASONS, nonfinite_mask
-from worker.core.facts.parse import edges_problem
 from worker.core.model import Batch
 
 __all__ = [

@@ -2,8 +2,9 @@
 
 The first layer of :class:`worker.core.facts.batch.BatchFacts`: WKB headers, the structural
 pre-check (:mod:`worker.core.facts.wkb_check`), GEOS's strict parse, the stored and the
-``east_north`` geometries, the declared CRS and the edge model they are read in, and their
-envelopes. Missing (None) and unparseable WKB give a ``None`` geometry.
+``east_north`` geometries, the declared CRS and the edge model they are read in
+(:func:`worker.core.facts.edges.edges_problem`), and their envelopes. Missing (None) and
+unparseable WKB give a ``None`` geometry.
 """
 
 from __future__ import annotations
@@ -14,6 +15,7 @@ from pyproj import CRS
 
 from worker.core._util.memo import fact
 from worker.core.errors import CrsError
+from worker.core.facts.edges import edges_problem
 from worker.core.facts.wkb_check import wkb_has_nonfinite, wkb_problem
 from worker.core.facts.wkb_header import (
     curve_type_name,
@@ -21,49 +23,20 @@ from worker.core.facts.wkb_header import (
     simple_points_xy,
     wkb_headers,
 )
-from worker.core.model import Batch, stated
-from worker.core.spatial.crs import crs_label, resolve_crs
+from worker.core.model import Batch
+from worker.core.spatial.crs import resolve_crs
 from worker.core.spatial.reproject import swap_xy
 from worker.core.spatial.spherical import densify_spherical
 
 __all__ = [
     "POINTS_WITHOUT_GEOMETRIES_MIN",
     "ParsedFacts",
-    "edges_problem",
 ]
 
 
 #: Fewest features for which a batch of 2D points is read without geometry objects
 #: (:attr:`BatchFacts._points_xy`); below it the general path costs as little.
 POINTS_WITHOUT_GEOMETRIES_MIN = 64
-
-
-def edges_problem(edges: str, crs: CRS | None, lonlat: bool, name: str = "") -> str | None:
-    """Why a batch's edge model cannot be honoured, or None; ``name`` is the batch's
-    :attr:`~worker.core.model.Batch.metadata_name`, naming the statement in messages.
-
-    ``edges: spherical`` needs longitude/latitude coordinates: a geographic
-    declared ``crs``, or an undeclared one with features whose every coordinate is within
-    ±180, ±90 (``lonlat``: :attr:`BatchFacts.lonlat_fits` of a batch with features). Any
-    ``edges`` value other than ``planar`` or ``spherical`` is unsupported.
-    """
-    if edges == "planar":
-        return None
-    if edges != "spherical":
-        return (
-            f"{stated(name, 'edges')} {edges!r} is not supported (the edge models are "
-            "'planar' and 'spherical'): the geometries cannot be evaluated"
-        )
-    if crs is not None and crs.is_geographic:
-        return None
-    if crs is None and lonlat:
-        return None
-    where = crs_label(crs) if crs is not None else "an undeclared CRS"
-    return (
-        f"{stated(name, 'edges')} 'spherical' (great-circle arcs) with coordinates in {where}: "
-        "spherical edges need longitude/latitude; write the file in a geographic CRS "
-        "or with edges 'planar'"
-    )
 
 
 class ParsedFacts:

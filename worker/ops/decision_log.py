@@ -1,0 +1,63 @@
+"""The last decisions the gate committed, for ``/status`` (:class:`DecisionLog`).
+
+The pipeline's ``on_outcome`` sink: it keeps the last committed decisions and the counts
+per (layer, decision) in memory, read by :func:`worker.ops.http_handlers.status` from the
+HTTP threads.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import Counter, deque
+from collections.abc import Callable
+from datetime import datetime, timezone
+from typing import Any
+
+from worker.gate.route import Outcome
+
+__all__ = ["DecisionLog"]
+
+
+class DecisionLog:
+    """The last ``maxlen`` committed decisions and counts per (layer, decision).
+
+    Pass an instance as the pipeline's ``on_outcome``: it is called in the pipeline
+    thread after each commit; :meth:`snapshot` is called from HTTP threads (a lock
+    guards both). Entries hold a batch id, so they stay out of metric attributes.
+    """
+
+    def __init__(
+        self, maxlen: int = 50, clock: Callable[[], datetime] = lambda: datetime.now(timezone.utc)
+    ) -> None:
+        self._entries: deque[dict[str, Any]] = deque(maxlen=maxlen)
+        self._counts: Counter[tuple[str, str]] = Counter()
+        self._lock = threading.Lock()
+        self._clock = clock
+
+    def __call__(self, outcome: Outcome) -> None:
+        d = outcome.decision
+        broken = sorted(
+            {f"{r.version}:{r.clause}" for r in d.reasons if r.clause}
+            | {f"{v.version}:{c.name}" for v in d.verdicts for c in v.broken}
+        )
+        entry = {
+            "time": self._clock().isoformat(),
+            "batch_id": outcome.batch_id,
+            "layer": outcome.layer_label,
+            "decision": d.decision,
+            "broken": broken,
+            "reasons": sorted({r.code for r in d.reasons}),
+            "diagnoses": list(d.diagnoses),
+        }
+        with self._lock:
+            self._entries.append(entry)
+            self._counts[(outcome.layer_label, d.decision)] += 1
+
+    def snapshot(self) -> tuple[list[dict[str, Any]], dict[str, dict[str, int]]]:
+        """``(last decisions newest first, {layer: {decision: count}})``."""
+        with self._lock:
+            entries = list(reversed(self._entries))
+            counts: dict[str, dict[str, int]] = {}
+            for (layer, decision), n in sorted(self._counts.items()):
+                counts.setdefault(layer, {})[decision] = n
+        return entries, counts
