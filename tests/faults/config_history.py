@@ -114,7 +114,7 @@ def _fresh_worker_decides(row: Row, running: Lab) -> None:
     topic must show the layer's BROKEN HISTORY."""
     from dataclasses import replace
 
-    from worker.control.lifecycle import list_versions
+    from worker.control.listing import list_versions
 
     s, t = running.settings, running.settings.topics
     compacted = _compact_into_fresh_topic(s)

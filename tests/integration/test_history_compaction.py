@@ -29,7 +29,8 @@ import pytest
 from tests.faults.config_history import promote_v11, retire_v1
 from worker.cli.lifecycle_output import publish_text
 from worker.cli.scenario import data_file, demo_events
-from worker.control.lifecycle import list_versions, read_published, write_records
+from worker.control.lifecycle import read_published, write_records
+from worker.control.listing import list_versions
 from worker.control.publish import publish_contract
 from worker.core.contracts.parse import parse_contract
 from worker.core.lifecycle.policy import Published

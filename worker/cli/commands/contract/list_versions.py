@@ -26,7 +26,7 @@ def register(csub: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     """Print the contract versions of every layer, or of LAYER."""
-    from worker.control.lifecycle import list_versions, versions_to_json
+    from worker.control.listing import list_versions, versions_to_json
 
     if wants_json(args):
         print_json(versions_to_json(settings_from_args(args), args.layer, now_of(args)))
