@@ -171,7 +171,13 @@ def batch_file(folder: Path, what: str, n: int) -> tuple[Path, Truth]:
 
 
 def measure(folder: Path, what: str, n: int, rounds: int) -> tuple[dict[str, Runs], Truth]:
-    """Every available tool on one batch, ``rounds`` interleaved rounds."""
+    """Every available tool on one batch, ``rounds`` interleaved rounds.
+
+    Raises
+    ------
+    RuntimeError
+        A tool failed (:func:`run_process`), or counted differently in two rounds.
+    """
     path, truth = batch_file(folder, what, n)
     allowed = "Polygon" if what == "polygons" else "Point"
     contracts = {}
@@ -184,6 +190,8 @@ def measure(folder: Path, what: str, n: int, rounds: int) -> tuple[dict[str, Run
         for tool in tools:
             wall_s, rss, counts = run_process(_argv(tool, path, allowed, contracts))
             got = runs.setdefault(tool, Runs([], [], counts))
+            if counts != got.counts:  # the same file, the same tool: a bug, not a figure
+                raise RuntimeError(f"{tool} counted {counts} in round {r + 1}, {got.counts} before")
             got.seconds.append(wall_s)
             got.rss_kib.append(rss)
             print(f"  {what} round {r + 1}: {tool} {wall_s:.2f} s, {rss / 1024:.0f} MiB",
