@@ -6,11 +6,12 @@ Exit 0 when every target is met, 1 when one is missed (the table says which).
 from __future__ import annotations
 
 import argparse
+import os
 import platform
 import sys
 import time
 
-from benchmarks import broker, offline
+from benchmarks import broker, offline, peers
 from benchmarks.common import Row, render
 from worker.kafka.broker_route import start_broker
 
@@ -22,6 +23,7 @@ HELP = {
     "scale-out": "2 worker processes / 1 in one consumer group",
     "startup": "start-up with 1,000 contract versions on the config topic",
     "rss": "peak RSS at event 200,000 / at event 10,000 of a paced stream",
+    "peers": "check and the streamed worker path vs DuckDB spatial, geopandas, a shapely loop",
 }
 GROUPS = {
     "evaluate": lambda b, q: offline.evaluate_vs_floor(q),
@@ -30,6 +32,7 @@ GROUPS = {
     "scale-out": broker.scale_out,
     "startup": broker.startup,
     "rss": broker.rss_over_stream,
+    "peers": lambda b, q: peers.run(q),
 }
 
 
@@ -55,8 +58,28 @@ def main(argv: list[str] | None = None) -> int:
         metavar="GROUP",
         help=f"groups to run (default all): {', '.join(GROUPS)}",
     )
+    parser.add_argument(
+        "--peers-features",
+        type=int,
+        default=int(os.environ.get("BENCH_PEERS_FEATURES", "0")) or None,
+        metavar="N",
+        help=f"features in each peers batch (env BENCH_PEERS_FEATURES; default "
+        f"{peers.FEATURES:,}, --quick {peers.QUICK_FEATURES:,}); env {peers.DATA_DIR_ENV}=DIR "
+        "keeps the generated files there between runs",
+    )
+    parser.add_argument(
+        "--peers-rounds",
+        type=int,
+        default=None,
+        metavar="N",
+        help="interleaved rounds of the peers group (default 3, --quick 1)",
+    )
     args = parser.parse_args(argv)
     names = args.only or list(GROUPS)
+    groups = {
+        **GROUPS,
+        "peers": lambda b, q: peers.run(q, args.peers_features, args.peers_rounds),
+    }
     print(
         f"machine: {platform.machine()}, {_cores()} cores, Python {platform.python_version()}"
         + (" (quick: sizes too small for the figures to mean anything)" if args.quick else ""),
@@ -70,7 +93,7 @@ def main(argv: list[str] | None = None) -> int:
         for name in names:
             t0 = time.monotonic()
             print(f"running {name} ...", file=sys.stderr, flush=True)
-            got = GROUPS[name](running.bootstrap_servers if running else "", args.quick)
+            got = groups[name](running.bootstrap_servers if running else "", args.quick)
             rows += got
             for line in render(got).splitlines()[2:]:  # every row of the group, no header
                 print(f"  {line}", file=sys.stderr)
@@ -85,8 +108,6 @@ def main(argv: list[str] | None = None) -> int:
 
 
 def _cores() -> int:
-    import os
-
     return len(os.sched_getaffinity(0))
 
 

@@ -1,0 +1,285 @@
+"""The ``peers`` group (issue 27): the gate against what a data engineer runs instead.
+
+On the seeded GeoParquet batches of :mod:`benchmarks.peers_data` (polygons and points, the
+extent broken by 1% of the features), each tool of :mod:`benchmarks.peers_tools` runs the
+same five checks as a whole process of its own, in interleaved rounds (every tool once per
+round, so a slow spell of the shared machine falls on all of them): DuckDB with the spatial
+extension, geopandas, a per-feature shapely loop, the gate's ``check`` command and the
+worker's streamed payload path, each of the last two also with a contract whose extent
+allows 2% outside (passes: no diagnosis). Per tool: the median wall time (s), the largest
+peak RSS of the process (MiB, ``ru_maxrss`` from ``wait4``), the ratio to DuckDB's time
+and its counts; every tool's counts must equal the generator's (the truth: a feature on the
+extent's edge is inside). Targets: the gate's time at most 1.0x DuckDB's on the polygons
+and 1.2x on the points, peak RSS at most 400 MiB, a broken extent at most 1.1x a passing one.
+
+A peer whose package is not installed (``pip install -e '.[bench]'``) is skipped with a
+line that says so, and the rows that compare with it are left out; the gate's own rows
+(counts, RSS, broken / passing) are always there.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import statistics
+import subprocess
+import sys
+import tempfile
+import time
+from dataclasses import dataclass
+from importlib.util import find_spec
+from pathlib import Path
+
+from benchmarks.common import Row
+from benchmarks.peers_data import CODES, EXTENT, Truth, write_batch
+
+#: Default number of features of each batch (issue 27's 1,000,000), and the quick one.
+FEATURES = 1_000_000
+QUICK_FEATURES = 3_000
+#: Where full-size batches are kept between runs (regenerated when absent).
+DATA_DIR_ENV = "BENCH_PEERS_DIR"
+MIB = 1024 * 1024
+#: Peer tools and the packages each needs (the bench extra).
+NEEDS = {"duckdb": ("duckdb", "duckdb_extension_spatial"), "geopandas": ("geopandas",)}
+TARGET_TIME = {"polygons": 1.0, "points": 1.2}
+TARGET_RSS_MIB = 400.0
+TARGET_BROKEN = 1.1
+
+
+def contract_text(allowed: str, min_fraction_inside: float) -> str:
+    """The layer owner's contract: the five checks, the clauses named as
+    :func:`benchmarks.peers_tools.gate_counts` reads them."""
+    codes = ", ".join(f"{c}: {c}" for c in CODES)
+    return f"""layer: parcels
+version: v1
+cadence: PT6H
+objective: 0.99
+owner: bench
+changelog: the peers benchmark's contract (issue 27)
+clauses:
+  - {{name: extent, kind: extent, region: {list(EXTENT)},
+     min_fraction_inside: {min_fraction_inside}}}
+  - {{name: geometry_types, kind: geometry_type, allowed: [{allowed}]}}
+  - {{name: valid, kind: validity, max_invalid_fraction: 0.0}}
+  - {{name: code, kind: domain, column: code, values: {{{codes}}}}}
+  - {{name: size, kind: feature_count, min: 1, max: 100000000}}
+"""
+
+
+@dataclass
+class Runs:
+    """One tool's runs on one batch: wall times (s), peak RSS (KiB), its counts."""
+
+    seconds: list[float]
+    rss_kib: list[int]
+    counts: dict[str, int]
+
+    @property
+    def median_s(self) -> float:
+        return statistics.median(self.seconds)
+
+    @property
+    def rss_mib(self) -> float:
+        return max(self.rss_kib) / 1024
+
+
+#: Runs one command and writes its wall time (s) and peak RSS (KiB) to a file. A process
+#: spawned by this benchmark's own (large) Python process would report that process's RSS
+#: as its peak when it is smaller (Linux keeps ``ru_maxrss`` across the fork and exec), so
+#: a small launcher spawns it: the peak it reports is the tool's (at least the launcher's
+#: own 10 MiB).
+LAUNCHER = """import os, sys, time
+t0 = time.perf_counter()
+pid = os.posix_spawn(sys.argv[2], sys.argv[2:], os.environ)
+_, status, usage = os.wait4(pid, 0)
+with open(sys.argv[1], "w") as out:
+    out.write(f"{time.perf_counter() - t0} {usage.ru_maxrss}")
+sys.exit(os.waitstatus_to_exitcode(status))
+"""
+
+
+def run_process(argv: list[str]) -> tuple[float, int, dict[str, int]]:
+    """Run ``argv`` as a process of its own; its wall time (s), peak RSS (KiB,
+    ``ru_maxrss`` of that process alone, through :data:`LAUNCHER`) and the JSON object its
+    stdout ends with.
+
+    Raises
+    ------
+    RuntimeError
+        The process exited 2 or more (``check`` exits 1 for a quarantined batch), or
+        printed no JSON; its stderr's tail is in the message.
+    """
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    with tempfile.TemporaryDirectory(prefix="peers-run-") as scratch:
+        figures = Path(scratch) / "figures"
+        launch = [sys.executable, "-S", "-c", LAUNCHER, str(figures), *argv]
+        run = subprocess.run(launch, env=env, capture_output=True, text=True, check=False)
+        text = figures.read_text() if figures.is_file() else ""
+    if run.returncode not in (0, 1) or not text or not run.stdout.strip():
+        raise RuntimeError(f"{' '.join(argv[1:5])} exited {run.returncode}: {run.stderr[-2000:]}")
+    wall_s, rss_kib = text.split()
+    return float(wall_s), int(rss_kib), _last_json(run.stdout)
+
+
+def _last_json(text: str) -> dict[str, int]:
+    """Counts in the last JSON document of ``text``: a tool's line, or check's decision."""
+    from benchmarks.peers_tools import gate_counts
+
+    start = text.find("{")
+    doc = json.loads(text[start:])
+    return gate_counts(doc) if "versions" in doc else doc
+
+
+def _argv(name: str, path: Path, allowed: str, contracts: dict[str, Path]) -> list[str]:
+    contract = contracts["passing" if name.endswith(" passing") else "broken"]
+    py = sys.executable
+    tool = name.removesuffix(" passing")
+    if tool == "check":
+        cli = [py, "-m", "worker.cli.main", "check", str(path), "--contract", str(contract)]
+        return [*cli, "--format", "json"]
+    if tool == "gate-stream":
+        return [py, "-m", "benchmarks.peers_tools", tool, str(path), allowed, str(contract)]
+    return [py, "-m", "benchmarks.peers_tools", tool, str(path), allowed]
+
+
+def tools_available() -> tuple[list[str], list[str]]:
+    """The tools to run, and a line per peer skipped because its package is missing."""
+    tools, skipped = [], []
+    for tool in ("duckdb", "geopandas", "shapely-loop"):
+        missing = [m for m in NEEDS.get(tool, ()) if find_spec(m) is None]
+        if missing:
+            skipped.append(f"skipped {tool}: {', '.join(missing)} not installed "
+                           "(pip install -e '.[bench]')")  # fmt: skip
+        else:
+            tools.append(tool)
+    return [*tools, "check", "check passing", "gate-stream", "gate-stream passing"], skipped
+
+
+def batch_file(folder: Path, what: str, n: int) -> tuple[Path, Truth]:
+    """The seeded batch (``polygons`` or ``points``) of ``n`` features in ``folder``,
+    written unless a previous run left it (with its truth beside it)."""
+    path = folder / f"peers-{what}-{n}.parquet"
+    truth_file = path.with_suffix(".truth.json")
+    if path.is_file() and truth_file.is_file():
+        return path, Truth(**json.loads(truth_file.read_text("utf-8")))
+    t0 = time.monotonic()
+    truth = write_batch(path, n, polygons=what == "polygons")
+    truth_file.write_text(json.dumps(truth.__dict__), "utf-8")
+    size_mib = path.stat().st_size / MIB
+    print(f"  wrote {path} ({size_mib:.0f} MiB) in {time.monotonic() - t0:.0f} s", file=sys.stderr)
+    return path, truth
+
+
+def measure(folder: Path, what: str, n: int, rounds: int) -> tuple[dict[str, Runs], Truth]:
+    """Every available tool on one batch, ``rounds`` interleaved rounds.
+
+    Raises
+    ------
+    RuntimeError
+        A tool failed (:func:`run_process`), or counted differently in two rounds.
+    """
+    path, truth = batch_file(folder, what, n)
+    allowed = "Polygon" if what == "polygons" else "Point"
+    contracts = {}
+    for name, fraction in (("broken", 1.0), ("passing", 0.98)):
+        contracts[name] = folder / f"peers-{what}-{name}.yaml"
+        contracts[name].write_text(contract_text(allowed, fraction), "utf-8")
+    tools, _ = tools_available()
+    runs: dict[str, Runs] = {}
+    for r in range(rounds):
+        for tool in tools:
+            wall_s, rss, counts = run_process(_argv(tool, path, allowed, contracts))
+            got = runs.setdefault(tool, Runs([], [], counts))
+            if counts != got.counts:  # the same file, the same tool: a bug, not a figure
+                raise RuntimeError(f"{tool} counted {counts} in round {r + 1}, {got.counts} before")
+            got.seconds.append(wall_s)
+            got.rss_kib.append(rss)
+            print(f"  {what} round {r + 1}: {tool} {wall_s:.2f} s, {rss / 1024:.0f} MiB",
+                  file=sys.stderr, flush=True)  # fmt: skip
+    return runs, truth
+
+
+def _differences(counts: dict[str, int], truth: Truth) -> list[str]:
+    """What a tool's counts get wrong, in words (the truth: an edge feature is inside)."""
+    out = []
+    for key, want in truth.checks().items():
+        got = counts.get(key)
+        if got == want:
+            continue
+        why = ""
+        if key == "outside" and got == want + truth.edge:
+            why = f": it counts the {truth.edge} features on the extent's edge, which are inside"
+        out.append(f"{key} {got}, truth {want}{why}")
+    return out
+
+
+def report(what: str, n: int, runs: dict[str, Runs], truth: Truth) -> str:
+    """The table of one batch: per tool, median wall time, ratio to DuckDB, peak RSS and
+    counts; then the truth and every disagreement in words."""
+    keys = list(truth.checks())
+    duck = runs.get("duckdb")
+    head = f"{'tool':<22} {'wall s':>8} {'/DuckDB':>8} {'RSS MiB':>8} " + " ".join(
+        f"{k:>10}" for k in keys
+    )
+    lines = [f"peers, {n} {what}:", head, "-" * len(head)]
+    notes = []
+    for tool, r in [*runs.items(), ("truth (generator)", None)]:
+        counts = truth.checks() if r is None else r.counts
+        cells = " ".join(f"{counts[k]:>10}" for k in keys)
+        if r is None:
+            lines.append(f"{tool:<22} {'':>8} {'':>8} {'':>8} {cells}")
+            continue
+        ratio = f"{r.median_s / duck.median_s:8.2f}" if duck else f"{'-':>8}"
+        lines.append(f"{tool:<22} {r.median_s:8.2f} {ratio} {r.rss_mib:8.0f} {cells}")
+        notes += [f"  {tool} disagrees: {d}" for d in _differences(r.counts, truth)]
+    return "\n".join([*lines, *(notes or ["  every tool finds the truth's counts"])])
+
+
+def rows(what: str, n: int, runs: dict[str, Runs], truth: Truth) -> list[Row]:
+    """The targets of one batch as rows (those against DuckDB only when it ran)."""
+    out = []
+    duck = runs.get("duckdb")
+    for tool, label in (("check", "gate check"), ("gate-stream", "gate streamed")):
+        r, passing = runs[tool], runs[f"{tool} passing"]
+        if duck is not None:
+            name = f"peers: {label} / DuckDB spatial, {n} {what}"
+            out.append(Row(name, r.median_s, duck.median_s, "s", TARGET_TIME[what],
+                           higher_is_better=False))  # fmt: skip
+        rss = max(r.rss_mib, passing.rss_mib)
+        out.append(Row(f"peers: {label} peak RSS, {n} {what}", rss, None, "MiB",
+                       TARGET_RSS_MIB, higher_is_better=False))  # fmt: skip
+        out.append(Row(f"peers: broken/passing extent, {label}, {n} {what}", r.median_s,
+                       passing.median_s, "s", TARGET_BROKEN, higher_is_better=False))  # fmt: skip
+    wrong = [t for t, r in runs.items() if _differences(r.counts, truth)]
+    out.append(Row(f"peers: tools whose counts differ from the truth, {what}", len(wrong), None,
+                   "tools", 0, higher_is_better=False, note=", ".join(wrong)))  # fmt: skip
+    return out
+
+
+def run(quick: bool, features: int | None = None, rounds: int | None = None) -> list[Row]:
+    """The ``peers`` group: both batches of ``features`` (default :data:`FEATURES`, quick
+    :data:`QUICK_FEATURES`) in ``rounds`` interleaved rounds (default 3, quick 1); prints
+    each batch's table and the machine's load averages; returns the target rows."""
+    n = features or (QUICK_FEATURES if quick else FEATURES)
+    rounds = rounds or (1 if quick else 3)
+    _, skipped = tools_available()
+    for line in skipped:
+        print(f"peers: {line}", flush=True)
+    out: list[Row] = []
+    with tempfile.TemporaryDirectory(prefix="peers-") as scratch:
+        kept = os.environ.get(DATA_DIR_ENV)
+        folder = Path(scratch if quick or not kept else kept)
+        folder.mkdir(parents=True, exist_ok=True)
+        for what in ("polygons", "points"):
+            before = os.getloadavg()
+            runs, truth = measure(folder, what, n, rounds)
+            after = os.getloadavg()
+            print(report(what, n, runs, truth))
+            print(f"  {rounds} round(s); load average (1, 5, 15 min) before "
+                  f"{_load(before)}, after {_load(after)}", flush=True)  # fmt: skip
+            out += rows(what, n, runs, truth)
+    return out
+
+
+def _load(avg: tuple[float, float, float]) -> str:
+    return " ".join(f"{a:.2f}" for a in avg)

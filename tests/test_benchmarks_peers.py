@@ -1,0 +1,139 @@
+"""The ``peers`` benchmark group (issue 27): its seeded batches and a smoke run at a tiny size.
+
+The smoke run (``python -m benchmarks --quick --only peers``) needs no broker. The gate's
+side (``check`` and the streamed worker path, their counts against the generator's truth,
+peak RSS, broken / passing extent) is tested everywhere; the peers (DuckDB spatial,
+geopandas) are in the ``bench`` extra, which CI does not install: without it the run must
+say they were skipped and leave out the rows that compare with them, and the test that
+needs them is skipped. Figures mean nothing at this size: PASS/FAIL of a timing is not
+asserted, the agreement of the counts is.
+"""
+
+from __future__ import annotations
+
+import math
+import subprocess
+import sys
+from importlib.util import find_spec
+from pathlib import Path
+
+import numpy as np
+import pyarrow.parquet as pq
+import pytest
+import shapely
+
+from benchmarks.common import NAME_WIDTH
+from benchmarks.peers_data import CODES, EXTENT, write_batch
+
+ROOT = Path(__file__).resolve().parents[1]
+FEATURES = 1_000
+BENCH = all(find_spec(m) is not None for m in ("duckdb", "duckdb_extension_spatial", "geopandas"))
+
+
+@pytest.mark.parametrize("polygons", [True, False])
+def test_the_truth_is_what_the_file_holds(tmp_path: Path, polygons: bool) -> None:
+    path = tmp_path / "batch.parquet"
+    truth = write_batch(path, 70_000, polygons=polygons)  # two row groups
+    file = pq.ParquetFile(path)
+    assert file.metadata.num_row_groups == 2 and file.metadata.num_rows == 70_000
+    assert b"geo" in file.schema_arrow.metadata
+    table = file.read()
+    assert table.column_names == ["id", "code", "name", "population", "measured_m", "geometry"]
+    geoms = shapely.from_wkb(table.column("geometry").to_numpy(zero_copy_only=False))
+    x0, y0, x1, y1 = EXTENT
+    b = shapely.bounds(geoms)
+    inside = (b[:, 0] >= x0) & (b[:, 1] >= y0) & (b[:, 2] <= x1) & (b[:, 3] <= y1)
+    allowed_id = shapely.GeometryType.POLYGON if polygons else shapely.GeometryType.POINT
+    codes = np.isin(table.column("code").to_numpy(zero_copy_only=False), CODES)
+    assert truth.checks() == {
+        "count": 70_000,
+        "invalid": int((~shapely.is_valid(geoms)).sum()),
+        "wrong_type": int((shapely.get_type_id(geoms) != allowed_id).sum()),
+        "outside": int((~inside).sum()),
+        "bad_code": int((~codes).sum()),
+    }
+    assert truth.edge == int((b[:, 2] == x1).sum()) > 0  # inside, on the edge exactly
+    assert 0.005 < truth.outside / truth.count < 0.015 and truth.bad_code > 0
+    if polygons:
+        assert 0.02 < truth.invalid / truth.count < 0.04 and truth.wrong_type > 0
+        single = geoms[shapely.get_type_id(geoms) == allowed_id]
+        vertices = shapely.get_num_coordinates(shapely.get_exterior_ring(single))
+        assert vertices.min() == 21 and vertices.max() == 81  # 20-80 and the closing one
+
+
+@pytest.fixture(scope="module")
+def smoke() -> subprocess.CompletedProcess[str]:
+    argv = [sys.executable, "-m", "benchmarks", "--quick", "--only", "peers"]
+    argv += ["--peers-features", str(FEATURES)]
+    return subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=600)
+
+
+def _row(lines: list[str], name: str) -> str:
+    row = next((ln for ln in lines if ln.startswith(name)), None)
+    assert row is not None, f"no row {name!r} in:\n" + "\n".join(lines)
+    return row
+
+
+def test_quick_peers_gate_side(smoke: subprocess.CompletedProcess[str]) -> None:
+    assert smoke.returncode == 0, smoke.stderr[-3000:]
+    lines = smoke.stdout.splitlines()
+    assert lines.count("  every tool finds the truth's counts") == 2, smoke.stdout
+    for what in ("polygons", "points"):
+        for label in ("gate check", "gate streamed"):
+            for name in (f"{label} peak RSS", f"broken/passing extent, {label}"):
+                row = _row(lines, f"peers: {name}, {FEATURES} {what}")
+                figure = float(row[NAME_WIDTH:].split()[0])
+                assert math.isfinite(figure) and figure > 0, row
+        agree = _row(lines, f"peers: tools whose counts differ from the truth, {what}")
+        assert agree[NAME_WIDTH:].split()[0] == "0.0" and agree.endswith("PASS"), agree
+        table = lines.index(f"peers, {FEATURES} {what}:")
+        tools = [ln.split()[0] for ln in lines[table + 3 : table + 12]]
+        assert {"shapely-loop", "check", "gate-stream"} <= set(tools), tools
+    if not BENCH:
+        assert any(ln.startswith("peers: skipped duckdb: ") for ln in lines), smoke.stdout
+        assert not [ln for ln in lines if "/ DuckDB spatial" in ln]
+
+
+@pytest.mark.skipif(not BENCH, reason="the peers are in the bench extra: pip install -e '.[bench]'")
+def test_quick_peers_with_duckdb_and_geopandas(smoke: subprocess.CompletedProcess[str]) -> None:
+    assert smoke.returncode == 0, smoke.stderr[-3000:]
+    lines = smoke.stdout.splitlines()
+    assert not [ln for ln in lines if ln.startswith("peers: skipped")]
+    for what in ("polygons", "points"):
+        table = lines.index(f"peers, {FEATURES} {what}:")
+        tools = [ln.split()[0] for ln in lines[table + 3 : table + 12]]
+        assert tools[:2] == ["duckdb", "geopandas"], tools
+        for label in ("gate check", "gate streamed"):
+            row = _row(lines, f"peers: {label} / DuckDB spatial, {FEATURES} {what}")
+            assert math.isfinite(float(row[NAME_WIDTH:].split()[1])), row
+
+
+def test_a_missing_peer_is_skipped_and_a_miscount_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    from benchmarks import peers
+    from benchmarks.peers_data import Truth
+
+    def only_the_gate(name: str) -> object:
+        return None if name in ("duckdb", "geopandas") else find_spec(name)
+
+    monkeypatch.setattr(peers, "find_spec", only_the_gate)
+    tools, skipped = peers.tools_available()
+    assert tools == ["shapely-loop", "check", "check passing", "gate-stream", "gate-stream passing"]
+    assert skipped == [
+        "skipped duckdb: duckdb not installed (pip install -e '.[bench]')",
+        "skipped geopandas: geopandas not installed (pip install -e '.[bench]')",
+    ]
+    truth = Truth(count=100, invalid=3, wrong_type=1, outside=2, bad_code=1, edge=4)
+    strict = {**truth.checks(), "outside": 6}  # a `x < xmax` tool: the edge counted outside
+    runs = {t: peers.Runs([2.0], [300 * 1024], truth.checks()) for t in tools}
+    runs["shapely-loop"] = peers.Runs([1.0], [100 * 1024], strict)
+    rows = {r.name: r for r in peers.rows("polygons", 100, runs, truth)}
+    assert not [name for name in rows if "DuckDB" in name]
+    wrong = rows["peers: tools whose counts differ from the truth, polygons"]
+    assert (wrong.value, wrong.passed, wrong.note) == (1, False, "shapely-loop")
+    rss = rows["peers: gate check peak RSS, 100 polygons"]
+    assert (rss.value, rss.passed) == (300.0, True)
+    text = peers.report("polygons", 100, runs, truth)
+    assert (
+        "  shapely-loop disagrees: outside 6, truth 2: it counts the 4 features on the "
+        "extent's edge, which are inside"
+    ) in text.splitlines()
