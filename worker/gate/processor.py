@@ -273,7 +273,11 @@ class Processor:
         return True
 
     def _poll(self) -> list[MessageLike]:
-        """One poll batch (:func:`~worker.gate.housekeeping.poll_batch`) less its error events."""
+        """One poll batch (:func:`~worker.gate.housekeeping.poll_batch`) less its error events.
+
+        The loop is marked alive as the poll starts: the config checks before it can take a
+        broker round trip, and a poll that finds a full batch queued returns at once."""
+        self.liveness.beat()
         c = self.gate_config
         msgs = housekeeping.poll_batch(self.consumer, c.max_batch_events, c.max_batch_wait_s,
                                        ready_bytes=c.ready_bytes,
