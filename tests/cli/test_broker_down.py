@@ -92,3 +92,38 @@ def test_the_demo_with_an_unreachable_cluster_fails_fast_without_install_advice(
 
 def test_module_paths_exist() -> None:
     assert Path(CONTRACT).is_file() and Path(BATCH).is_file()
+
+
+def test_a_refused_address_fails_in_about_a_second(
+    closed_port: int, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # nothing listens: librdkafka reports "all brokers down" and the probe stops after
+    # REFUSED_AFTER_S rather than its whole timeout
+    from worker.kafka.reach import REACH_TIMEOUT_S, REFUSED_AFTER_S
+
+    started = time.monotonic()
+    assert main(["contract", "list", "--bootstrap-servers", f"127.0.0.1:{closed_port}"]) == 2
+    seconds = time.monotonic() - started
+    assert REFUSED_AFTER_S <= seconds < REACH_TIMEOUT_S, seconds
+    assert "every server refused the connection" in capsys.readouterr().err
+
+
+def test_an_address_that_accepts_but_never_answers_takes_the_whole_timeout(
+    capsys: pytest.CaptureFixture[str],
+) -> None:
+    # a listening socket whose connections are never served (the kernel completes the
+    # handshake from the backlog): no refusal, so the probe waits REACH_TIMEOUT_S
+    import socket
+
+    from worker.kafka.reach import REACH_TIMEOUT_S
+
+    with socket.socket() as silent:
+        silent.bind(("127.0.0.1", 0))
+        silent.listen(8)
+        port = silent.getsockname()[1]
+        started = time.monotonic()
+        assert main(["contract", "list", "--bootstrap-servers", f"127.0.0.1:{port}"]) == 2
+        seconds = time.monotonic() - started
+    assert REACH_TIMEOUT_S <= seconds < REACH_TIMEOUT_S + 6, seconds
+    err = capsys.readouterr().err
+    assert f"no answer within {REACH_TIMEOUT_S:g} s" in err and "Traceback" not in err

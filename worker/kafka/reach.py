@@ -8,14 +8,24 @@ that retries for ``message.timeout.ms``, a read that waits per topic).
 
 from __future__ import annotations
 
+import threading
+import time
+from typing import Any
+
 from worker.core.errors import BrokerError, BrokerUnavailable
-from worker.kafka.clients import make_admin, map_kafka_errors
+from worker.kafka.clients import ALL_BROKERS_DOWN, make_admin, map_kafka_errors
 from worker.kafka.settings import Settings
 
-__all__ = ["REACH_TIMEOUT_S", "require_broker"]
+__all__ = ["REACH_TIMEOUT_S", "REFUSED_AFTER_S", "require_broker"]
 
 #: Seconds the metadata request may take before the broker counts as unreachable.
 REACH_TIMEOUT_S = 6.0
+#: Seconds after which "all brokers down" (every bootstrap server refused the connection:
+#: nothing listens there) ends the wait early, rather than at :data:`REACH_TIMEOUT_S`; a
+#: server that drops packets still takes the full timeout.
+REFUSED_AFTER_S = 1.0
+#: Slice of one metadata request while waiting, seconds.
+_SLICE_S = 0.25
 
 
 def require_broker(
@@ -49,13 +59,32 @@ def require_broker(
         else "check that a broker is up there, or set --bootstrap-servers or "
         "KAFKA_BOOTSTRAP_SERVERS"
     )
-    admin = make_admin(settings)
-    try:
-        with map_kafka_errors():
-            admin.list_topics(timeout=timeout_s)
-    except BrokerError as exc:
-        raise BrokerUnavailable(
-            f"cannot reach Kafka at {where} within {timeout_s:g} s ({exc.detail or exc}); {fix}",
-            code=exc.code,
-            detail=exc.detail,
-        ) from None
+    down = threading.Event()  # librdkafka's error callback: every broker refused
+
+    def on_error(err: Any) -> None:
+        if err.code() == ALL_BROKERS_DOWN:
+            down.set()
+
+    admin = make_admin({**settings.base(), "error_cb": on_error})
+    started = time.monotonic()
+    while True:
+        left_s = timeout_s - (time.monotonic() - started)
+        try:
+            with map_kafka_errors():
+                admin.list_topics(timeout=max(0.01, min(_SLICE_S, left_s)))
+            return
+        except BrokerError as exc:
+            admin.poll(0)  # serves the error callback
+            waited_s = time.monotonic() - started
+            refused = down.is_set() and waited_s >= min(REFUSED_AFTER_S, timeout_s)
+            if refused or waited_s >= timeout_s:
+                why = (
+                    "every server refused the connection"
+                    if refused
+                    else f"no answer within {timeout_s:g} s ({exc.detail or exc})"
+                )
+                raise BrokerUnavailable(
+                    f"cannot reach Kafka at {where}: {why}; {fix}",
+                    code=exc.code,
+                    detail=exc.detail,
+                ) from None
