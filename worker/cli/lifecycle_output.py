@@ -90,20 +90,14 @@ def promote_text(r: PromoteResult) -> str:
 def promote_json(r: PromoteResult) -> dict[str, Any]:
     """The JSON document of ``contract promote``: ``evidence`` is None for a no-op, else
     its summary (span and cycles in seconds and cadence cycles, counts, attainment)."""
+    from worker.io.reports.evidence import evidence_counts
+
     e = r.evidence
     evidence = None
     if e is not None:
         evidence = {
             "cadence": e.cadence,
-            "span_s": e.span_s,
-            "cycles": e.cycles,
-            "missing_s": e.missing_s,
-            "first_evaluated_at": e.first_at.isoformat() if e.first_at else None,
-            "last_evaluated_at": e.last_at.isoformat() if e.last_at else None,
-            "evaluated": e.evaluated,
-            "passed": e.passed,
-            "attainment": e.attainment,
-            "objective": e.objective,
+            **evidence_counts(e),
             "would_reject": [p.batch_id for p in e.would_reject],
         }
     return {

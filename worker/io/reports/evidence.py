@@ -15,6 +15,7 @@ from worker.io.reports.evidence_svg import MIN_GAP_PX, svg_breach_rate, svg_time
 from worker.io.reports.text import brief
 
 __all__ = [
+    "evidence_counts",
     "evidence_to_json",
     "render_evidence_html",
     "render_evidence_text",
@@ -97,6 +98,21 @@ def evidence_to_json(e: Evidence) -> dict[str, Any]:
         "now": e.now.isoformat(),
         "cadence": e.cadence,
         "cadence_s": e.cadence_s,
+        **evidence_counts(e),
+        "would_reject": [point(p) for p in e.would_reject],
+        "newly_rejected": len(e.newly_rejected),
+        "enforcing": e.enforcing,
+        "rejected_itself": len(e.rejected_itself),
+        "evaluations": [point(p) for p in e.points],
+    }
+
+
+def evidence_counts(e: Evidence) -> dict[str, Any]:
+    """The span and counts of an evidence summary, as the JSON of ``contract evidence`` and
+    ``contract promote`` share them: ``span_s``, ``cycles`` (cadence cycles), ``missing_s``,
+    the first and last evaluation times (ISO 8601 or None), ``evaluated``, ``passed``,
+    ``attainment`` and ``objective``."""
+    return {
         "span_s": e.span_s,
         "cycles": e.cycles,
         "missing_s": e.missing_s,
@@ -106,11 +122,6 @@ def evidence_to_json(e: Evidence) -> dict[str, Any]:
         "passed": e.passed,
         "attainment": e.attainment,
         "objective": e.objective,
-        "would_reject": [point(p) for p in e.would_reject],
-        "newly_rejected": len(e.newly_rejected),
-        "enforcing": e.enforcing,
-        "rejected_itself": len(e.rejected_itself),
-        "evaluations": [point(p) for p in e.points],
     }
 
 
