@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import io
 import json
+import os
 import re
 import signal
 import subprocess
@@ -191,12 +192,14 @@ def _wait_committed(members: list[WorkerProcess], total: int, timeout_s: float =
     raise AssertionError(f"only {sum(m.committed() for m in members)} of {total} committed")
 
 
-@pytest.mark.xfail(
-    strict=False,
-    reason="intermittent on the embedded broker: batches of the last phase, after a member "
-    "is replaced, not collected within 90 s (2 of 7 full runs on 2026-12-03, one of them on "
-    "the moves-only commit); open, see the closing note of stop 32",
-)
+#: The three-process soak runs only when asked (3-4 minutes; CONTRACT_GATE_SOAK=1): it was an
+#: xfail that could not fail, intermittent on the embedded broker (batches of the last phase,
+#: after a member is replaced, not collected within 90 s in 2 of 7 full runs on 2026-12-03).
+#: Asked for, it fails like any test.
+SOAK = os.environ.get("CONTRACT_GATE_SOAK") == "1"
+
+
+@pytest.mark.skipif(not SOAK, reason="soak test: set CONTRACT_GATE_SOAK=1 to run it (3-4 min)")
 def test_three_processes_over_six_partitions_one_replaced_midway(
     broker: Any, tmp_path: Path
 ) -> None:

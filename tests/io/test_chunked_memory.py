@@ -39,7 +39,9 @@ def test_a_400_mb_payload_is_evaluated_under_the_memory_ceiling(
     path = tmp_path / "big.parquet"
     rows, size = bench.write_big_geoparquet(path, 400, row_group_rows)
     assert size > 400_000_000 and rows == 1720
-    report = bench.run_child(path, mode, timeout_s=55)  # bounds the test's time
+    report = bench.run_child(
+        path, mode, timeout_s=150
+    )  # bounds the test's time (loaded CI: 58 s seen)
     print(
         f"\n{size / 1e6:.0f} MB, {rows} rows, {row_group_rows} rows per row group: {mode} "
         f"peak RSS {report['peak_rss_mb']} MB (before evaluating {report['rss_before_mb']} "
