@@ -30,8 +30,6 @@ from tests.faults.suite import (
 from worker.kafka.admin import produce_one, read_topic
 from worker.kafka.settings import Settings
 
-#: session.timeout.ms of the workers (``Lab.start_worker``).
-SESSION_TIMEOUT_MS = 6000
 #: How long the static-membership run waits for the survivor before restarting the
 #: killed instance (Tansu 0.6 never hands a dead static member's partitions over).
 STATIC_WAIT_S = 15.0

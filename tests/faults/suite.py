@@ -35,6 +35,7 @@ from pathlib import Path
 
 import shapely
 
+from tests.broker_timing import SESSION_TIMEOUT_MS
 from tests.faults.fuzz import FULL_EXAMPLES, QUICK_EXAMPLES
 from worker.cli.demo import publish_demo_contracts
 from worker.cli.scenario import data_file
@@ -122,7 +123,7 @@ class Lab:
             "--bootstrap-servers", self.settings.bootstrap_servers,
             "--group-id", self.settings.group_id,
             "--instance-id", instance,
-            "--session-timeout-ms", "6000",
+            "--session-timeout-ms", str(SESSION_TIMEOUT_MS),
             "--max-batch-events", str(MAX_BATCH_EVENTS),
             "--batches-topic", t.batches, "--admitted-topic", t.admitted,
             "--quarantine-topic", t.quarantine, "--contracts-topic", t.contracts,
@@ -156,7 +157,7 @@ def lab(bootstrap_servers: str) -> Iterator[Lab]:
         bootstrap_servers=bootstrap_servers,
         group_id=f"{prefix}gate",
         topics=Topics().with_prefix(prefix),
-        session_timeout_ms=6000,
+        session_timeout_ms=SESSION_TIMEOUT_MS,
         instance_id=f"{prefix}cli",
     )
     create_topics(settings, partitions=PARTITIONS)
@@ -387,9 +388,10 @@ def sigkill(bootstrap: str, kills: int, events: int) -> Row:
 
     The events are produced while the workers run, ``events // kills`` in each worker's
     life (the rest before the last one), so every kill meets events still arriving; the
-    kill comes 8, 4 or 10 s after the start (Tansu completes a join after
-    ``session.timeout.ms``, 6 s: two kills in three while the worker routes, one while it
-    starts or joins, interrupting fencing, the join or the config bootstrap).
+    kill comes 8, 4 or 10 s after the start (a worker process takes 2-3 s to start, and
+    Tansu completes its join about half a ``session.timeout.ms`` later, tests/broker_timing.py:
+    two kills in three while the worker routes, one while it starts or joins, interrupting
+    fencing, the join or the config bootstrap).
     """
     row = Row(f"SIGKILL x{kills}, stable instance id", runs=kills)
     per_life = events // kills

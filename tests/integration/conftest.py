@@ -14,6 +14,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from tests.broker_timing import SESSION_TIMEOUT_MS
 from worker.gate.pipeline import Pipeline
 from worker.kafka.admin import create_topics
 from worker.kafka.broker_route import RunningBroker, start_broker
@@ -35,7 +36,7 @@ def settings(broker: RunningBroker) -> Settings:
         bootstrap_servers=broker.bootstrap_servers,
         group_id=f"{prefix}gate",
         topics=Topics().with_prefix(prefix),
-        session_timeout_ms=6000,
+        session_timeout_ms=SESSION_TIMEOUT_MS,
     )
     create_topics(s, partitions=3)
     return s

@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.broker_timing import SESSION_TIMEOUT_MS
 from worker.control.publish import publish_contract
 from worker.gate.pipeline import Pipeline
 from worker.kafka.admin import create_topics
@@ -55,7 +56,7 @@ def test_a_broker_restarted_empty_makes_the_worker_not_ready(topics_again: bool)
         bootstrap_servers=broker.bootstrap_servers,
         group_id=f"{prefix}gate",
         topics=Topics().with_prefix(prefix),
-        session_timeout_ms=6000,
+        session_timeout_ms=SESSION_TIMEOUT_MS,
     )
     create_topics(settings, partitions=1)
     publish_contract(settings, CONTRACT, mode="enforcing", published_by="test")

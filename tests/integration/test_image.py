@@ -23,6 +23,7 @@ from typing import Any
 
 import pytest
 
+from tests.broker_timing import SESSION_TIMEOUT_MS
 from tests.integration.container import (
     Container,
     build_image,
@@ -99,7 +100,12 @@ def test_image_entry_point_decides_a_batch(image: Any, settings: Settings) -> No
     ]
     entry = list(image_config(image.ref)["Entrypoint"])  # type: ignore[call-overload]
     container = Container(image.ref)
-    argv = [*entry, "--session-timeout-ms=6000", "--http-host=127.0.0.1", *topic_flags]
+    argv = [
+        *entry,
+        f"--session-timeout-ms={SESSION_TIMEOUT_MS}",
+        "--http-host=127.0.0.1",
+        *topic_flags,
+    ]
     env = {  # as deploy/k8s passes them: the environment, not flags
         "KAFKA_BOOTSTRAP_SERVERS": settings.bootstrap_servers,
         "CONTRACT_GATE_GROUP_ID": settings.group_id,

@@ -20,6 +20,7 @@ from typing import Any
 
 import pytest
 
+from tests.broker_timing import SESSION_TIMEOUT_MS
 from tests.cli.test_json_output import KAFKA_COMMANDS
 from tests.integration.cli import run_cli
 from tests.integration.conftest import RunningWorker
@@ -84,7 +85,7 @@ def scene(broker: RunningBroker, tmp_path_factory: pytest.TempPathFactory) -> It
         bootstrap_servers=broker.bootstrap_servers,
         group_id=f"{prefix}gate",
         topics=Topics().with_prefix(prefix),
-        session_timeout_ms=6000,
+        session_timeout_ms=SESSION_TIMEOUT_MS,
     )
     create_topics(settings, partitions=3)
     publish_contract(settings, _contract(tmp, "v1", 3), published_by="t")

@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from tests.broker_timing import SESSION_TIMEOUT_MS
 from tests.s3server import ACCESS_KEY, SECRET_KEY, make_bucket, moto_server, s3_env
 from worker.cli.demo import collect_results, publish_demo_contracts
 from worker.cli.main import main
@@ -37,7 +38,7 @@ def _worker(settings: Settings, roots: list[str], log: Path) -> subprocess.Popen
         sys.executable, "-m", "worker", "--log-level", "DEBUG", "run",
         "--bootstrap-servers", settings.bootstrap_servers,
         "--group-id", settings.group_id, "--instance-id", "payload-1",
-        "--session-timeout-ms", "6000", "--max-batch-events", "5",
+        "--session-timeout-ms", str(SESSION_TIMEOUT_MS), "--max-batch-events", "5",
         "--batches-topic", t.batches, "--admitted-topic", t.admitted,
         "--quarantine-topic", t.quarantine, "--contracts-topic", t.contracts,
         "--consumers-topic", t.consumers, "--evaluations-topic", t.evaluations,

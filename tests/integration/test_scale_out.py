@@ -19,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from tests.broker_timing import SESSION_TIMEOUT_MS
 from worker.cli.demo import collect_results, publish_demo_contracts
 from worker.cli.scenario import data_file
 from worker.io.codec import encode_batch
@@ -83,7 +84,7 @@ class WorkerProcess:
             f"--bootstrap-servers={settings.bootstrap_servers}",
             f"--group-id={settings.group_id}",
             f"--instance-id={instance_id}",
-            "--session-timeout-ms=6000",
+            f"--session-timeout-ms={SESSION_TIMEOUT_MS}",
             f"--http-port={self.port}",
             "--http-host=127.0.0.1",
             *(f"--{name}-topic={value}" for name, value in t.__dict__.items()),
@@ -208,7 +209,7 @@ def test_three_processes_over_six_partitions_one_replaced_midway(
         bootstrap_servers=broker.bootstrap_servers,
         group_id=f"{prefix}gate",
         topics=Topics().with_prefix(prefix),
-        session_timeout_ms=6000,
+        session_timeout_ms=SESSION_TIMEOUT_MS,
     )
     create_topics(settings, partitions=PARTITIONS)
     publish_demo_contracts(settings, out=io.StringIO())

@@ -16,6 +16,7 @@ from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
 
+from tests.broker_timing import SESSION_TIMEOUT_MS
 from worker.cli.demo import collect_results, publish_demo_contracts
 from worker.cli.scenario import data_file
 from worker.io.codec import encode_batch
@@ -33,7 +34,7 @@ def worker_process(settings: Settings, instance: str, log: Path) -> subprocess.P
         "--bootstrap-servers", settings.bootstrap_servers,
         "--group-id", settings.group_id,
         "--instance-id", instance,
-        "--session-timeout-ms", "6000",
+        "--session-timeout-ms", str(SESSION_TIMEOUT_MS),
         "--max-batch-events", "5",
         "--batches-topic", t.batches, "--admitted-topic", t.admitted,
         "--quarantine-topic", t.quarantine, "--contracts-topic", t.contracts,
