@@ -44,6 +44,10 @@ MAX_CONFIG_RECORD_BYTES = 1 << 20
 PARSE_BUDGET_S = 2.0
 
 
+#: Seconds between repeated alarms once a parse is over its budget (:func:`parse_budget`).
+REALARM_S = 0.05
+
+
 class _OverBudget(Exception):
     """Raised by the interval timer inside a parse that ran out of time."""
 
@@ -66,19 +70,27 @@ def parse_budget(seconds: float, what: str = "document") -> Iterator[None]:
         yield
         return
 
+    active = [True]
+
     def on_alarm(signum: int, frame: FrameType | None) -> None:
-        raise _OverBudget
+        if active[0]:
+            raise _OverBudget
 
     previous = signal.signal(signal.SIGALRM, on_alarm)
-    signal.setitimer(signal.ITIMER_REAL, seconds)
+    # Repeating every REALARM_S: a raise that lands where Python swallows exceptions (a
+    # garbage-collector callback, a __del__ method) is only reported as unraisable, so
+    # the next alarm raises again until one reaches the parse.
+    signal.setitimer(signal.ITIMER_REAL, seconds, REALARM_S)
     try:
         yield
     except _OverBudget:
+        active[0] = False
         raise ContractError(
             f"{what}: document not parsed within {seconds:g} s (the config record parse budget); "
             "a contract is a short YAML file"
         ) from None
     finally:
+        active[0] = False
         signal.setitimer(signal.ITIMER_REAL, 0)
         signal.signal(signal.SIGALRM, previous)
 
