@@ -223,9 +223,11 @@ class Registry:
         """Keep :meth:`layers` sorted with ``layer`` in it when ``listed``, else out."""
         if listed == (layer in self._layer_set):
             return
-        names = [n for n in self._layers if n != layer]
+        names = list(self._layers)
         if listed:
             bisect.insort(names, layer)
+        else:
+            names.remove(layer)
         self._layers = tuple(names)
         self._layer_set = frozenset(names)
 
