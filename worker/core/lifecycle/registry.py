@@ -104,7 +104,7 @@ class Registry:
         # so applying it costs that layer's size, not the registry's (1,000 layers: O(n^2))
         self._by_layer: dict[str, dict[str, ActiveVersion]] = {}
         self._layers: tuple[str, ...] = ()
-        self._layer_set: frozenset[str] = frozenset()
+        self._layer_set: set[str] = set()
         self._heads: dict[str, str] = {}  # layer -> key of its last valid record
         self._times: dict[str, datetime] = {}  # key -> its record's timestamp (see stamp)
         self._active_cache: (
@@ -226,10 +226,11 @@ class Registry:
         names = list(self._layers)
         if listed:
             bisect.insort(names, layer)
+            self._layer_set.add(layer)  # the writer's own: readers see the tuple only
         else:
             names.remove(layer)
+            self._layer_set.discard(layer)
         self._layers = tuple(names)
-        self._layer_set = frozenset(names)
 
     # -- reading ------------------------------------------------------------------------
     def active(self, layer: str) -> tuple[ActiveVersion, ...]:
