@@ -217,6 +217,41 @@ def test_libyaml_path_leaves_anchors_depth_and_errors_to_the_python_path() -> No
         parse_contract_text("layer: x\nlayer: y\n")
 
 
+def _typed(value: object) -> object:
+    """``value`` with every scalar tagged by its type (1, 1.0 and True differ)."""
+    if isinstance(value, dict):
+        return {(type(k).__name__, k): _typed(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_typed(v) for v in value]
+    return (type(value).__name__, value)
+
+
+def test_the_libyaml_path_builds_the_same_values_and_types_as_pyyaml() -> None:
+    # issue 27: the fast path resolves short scalars through a cache and builds strings,
+    # lists and mappings itself; every other tag is PyYAML's constructor
+    from worker.core.contracts.parse import parse_contract  # registers the mapping constructor
+    from worker.core.contracts.yaml_doc import _NOT_FAST, _load_with_libyaml, _UniqueKeyLoader
+
+    assert parse_contract
+    text = (
+        "a: 1\nb: 1.5\nc: true\nd: ~\ne: '010'\nf: 010\ng: 2026-12-03\nh: 1_000\ni: yes\n"
+        "j: [1, '1', 1.0, [x, {k: v}], {}]\nk: {1: one, '1': text, 1.5: f, null: n}\n"
+        "l: 0x1A\nm: 1:30\nn: é ü\no: .inf\np: -.5e+3\nq: ''\nr: |\n  block\n  text\n"
+    )
+    for doc in (text, text * 1 + "s: " + "x" * 200 + "\n", "[a, b]\n", "plain\n", "7\n"):
+        fast = _load_with_libyaml(doc, "t")
+        assert fast is not _NOT_FAST
+        loader = _UniqueKeyLoader(doc)
+        try:
+            slow = loader.construct_document(loader.get_single_node())
+        finally:
+            loader.dispose()
+        assert _typed(fast) == _typed(slow)
+    # refused alike: a duplicate key, an unhashable key, a merge key (no constructor)
+    for doc in ("a: 1\nb: {x: 1, x: 2}\n", "? [a]\n: 1\n", "a: {<<: {b: 1}}\n"):
+        assert _load_with_libyaml(doc, "t") is _NOT_FAST
+
+
 def parse_contract_text(text: str) -> object:
     from worker.core.contracts.parse import parse_contract
 
@@ -331,3 +366,28 @@ def test_vectorized_headers_take_bytearray_and_memoryview_values() -> None:
     cols = [c.tolist() for c in wkb_headers(values)]
     assert list(zip(*cols, strict=True)) == [_header(v) for v in values]
     assert cols[2].count(True) == 1
+
+
+def test_top_level_schema_check_field_by_field_agrees_with_the_whole_validator() -> None:
+    # issue 27: the top level is checked field by field with valid scalars remembered;
+    # every verdict must be the whole-document validator's, cached or not
+    from worker.core.contracts.schema import _split_validators, _top_valid
+
+    top = _split_validators()[0]
+    base = {"layer": "roads", "version": "v1.2", "cadence": "PT6H", "objective": 0.99,
+            "owner": "team", "changelog": "first", "clauses": [{}]}  # fmt: skip
+    edits: list[dict[str, object]] = [
+        {}, {"layer": "bad layer"}, {"layer": 7}, {"version": "v01"}, {"version": "v1.2"},
+        {"cadence": "6 hours"}, {"objective": 0}, {"objective": True}, {"objective": "0.9"},
+        {"objective": 1}, {"objective": 1.5}, {"owner": ""}, {"changelog": " "},
+        {"changelog": "x" * 300}, {"changelog": "y" * 300 + " "}, {"clauses": []},
+        {"clauses": "all"}, {"change": "major"}, {"change": "huge"}, {"mode": "observing"},
+        {"read_paths": "per_major"}, {"read_paths": None}, {"id_column": ""},
+        {"evidence": ["a"]}, {"typo": 1},
+    ]  # fmt: skip
+    docs: list[object] = [{**base, **e} for e in edits]
+    docs += [{k: v for k, v in base.items() if k != "owner"}, ["layer"], "layer: x", None]
+    verdicts = [top.is_valid(d) for d in docs]
+    assert sum(verdicts) == 8  # the base, 2 versions, objective 1, long changelog, 3 enums
+    for _ in range(2):  # cold, then with the valid scalars remembered
+        assert [_top_valid(top, d) for d in docs] == verdicts

@@ -248,3 +248,43 @@ def test_record_times_are_kept_only_for_keys_the_registry_holds() -> None:
     reg.stamp("other/v1.0", at)
     assert reg.stamps("admin_boundaries") == {V1.key: at}
     assert reg.stamps("other") == {}
+
+
+def test_layers_versions_and_active_stay_per_layer_over_many_layers() -> None:
+    # issue 27: layers(), active() and versions() are kept per layer (1,000 layers took
+    # O(layers^2) to bootstrap); each answer must equal what the whole state says
+    reg = Registry()
+    text = V1.text
+    contracts = [
+        parse_contract(text.replace("layer: admin_boundaries", f"layer: l{i:02d}"))
+        for i in (3, 1, 2)
+    ]
+    for c in contracts:
+        apply_config_value(reg, f"{c.key}/{c.digest}", record(c))
+    apply_config_value(reg, V1.key, record())
+    apply_config_value(reg, V11.key, record(V11, mode="observing"))
+    assert reg.layers() == ("admin_boundaries", "l01", "l02", "l03")
+    assert [v.contract.key for v in reg.versions("l02")] == ["l02/v1.0"]
+    assert len(reg.versions()) == 5 and len(reg.snapshot()) == 5
+    # a tombstone over l02's only record breaks it: no version, no document, not listed
+    apply_config_value(reg, f"{contracts[2].key}/{contracts[2].digest}", None)
+    assert reg.active("l02") == () and reg.breaks("l02") != ()
+    assert reg.layers() == _layers_from_state(reg) == ("admin_boundaries", "l01", "l03")
+    apply_config_value(reg, f"{contracts[2].key}/{contracts[2].digest}", record(contracts[2]))
+    assert reg.layers() == _layers_from_state(reg) == ("admin_boundaries", "l01", "l02", "l03")
+    assert [v.contract.key for v in reg.active("l02")] == ["l02/v1.0"]
+    apply_config_value(reg, V11.key, record(V11, mode="observing", state="retired"))
+    assert [v.contract.version for v in reg.active("admin_boundaries")] == ["v1.0"]
+    assert [(v.contract.version, v.state) for v in reg.versions("admin_boundaries")] == [
+        ("v1.0", "active"),
+        ("v1.1", "retired"),
+    ]
+    assert sorted({k.split("/")[0] for k in reg.snapshot()}) == list(_layers_from_state(reg))
+
+
+def _layers_from_state(reg: Registry) -> tuple[str, ...]:
+    """layers() as the whole state defines it: a version, or a document entry."""
+    names = {v.contract.layer for v in reg.snapshot().values()}
+    names |= {n for n in ("admin_boundaries", "l01", "l02", "l03") if any(
+        e.kind in ("document", "legacy") for e in reg.entries(n).values())}  # fmt: skip
+    return tuple(sorted(names))

@@ -168,6 +168,8 @@ class Processor:
         """
         c, s = self.gate_config, self.settings
         startup.warn_missing_roots(s)
+        # made now, initialised after the config is read: it connects meanwhile
+        producer = startup.new_producer(s, self.health) if self._checkpoint is None else None
         # a stalled bootstrap keeps the worker up and not ready (/readyz names the reason)
         n = self.config.bootstrap(c.config_timeout_s, progress, on_stall=progress or log.info)
         self.metrics.set_config_bootstrap(n, True)
@@ -182,7 +184,8 @@ class Processor:
             progress(f"config bootstrapped from {n} records; active versions: {summary}")
         if self._checkpoint is None:
             a = self.assignment
-            self._connect(*startup.make_clients(s, c, self.health, a.on_assign, a.on_revoke))
+            rebalance = (a.on_assign, a.on_revoke)
+            self._connect(*startup.make_clients(s, c, self.health, rebalance, producer))
 
     def _connect(self, consumer: ConsumerLike, producer: TransactionalProducerLike) -> None:
         self.consumer, self.producer = consumer, producer

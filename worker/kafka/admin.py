@@ -31,6 +31,7 @@ from worker.kafka.settings import MAX_MESSAGE_BYTES, Settings
 
 __all__ = [
     "NOT_COMPACTED",
+    "READ_TO_END_FETCH_WAIT_MS",
     "create_topics",
     "produce_one",
     "read_topic",
@@ -101,6 +102,9 @@ def create_topics(
 
 #: Marks a topic that exists but is not compacted in :func:`create_topics`' answer.
 NOT_COMPACTED = "NOT compacted"
+#: ``fetch.wait.max.ms`` of :func:`read_topic`'s reads to the end (librdkafka: 500): an
+#: empty partition's EOF came after a whole wait, 0.5 s of a worker's start per topic read.
+READ_TO_END_FETCH_WAIT_MS = 50
 
 
 def _compaction_problem(admin: Any, name: str, timeout_s: float) -> str:
@@ -212,7 +216,11 @@ def read_topic(
         The topic does not exist, a read fails, or EOF is not reached on every partition
         within ``timeout_s`` seconds (without ``follow``).
     """
-    consumer = make_consumer(settings, reader=True)
+    # a read to the end: the broker answers a fetch at the end of a partition after
+    # fetch.wait.max.ms (librdkafka's 500 ms), and that answer is the partition's EOF;
+    # a follower keeps the default (fewer idle fetches)
+    waits = {} if follow else {"fetch.wait.max.ms": READ_TO_END_FETCH_WAIT_MS}
+    consumer = make_consumer(settings, reader=True, **waits)
     try:
         with map_kafka_errors(f"reading {topic} failed"):
             meta = consumer.list_topics(topic, timeout=10).topics.get(topic)

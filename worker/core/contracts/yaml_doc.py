@@ -13,6 +13,7 @@ from typing import Any
 import yaml
 
 from worker.core.contracts.fixes import _fail
+from worker.core.contracts.yaml_fast import _construct, _FastLoader, _node_depth
 from worker.core.errors import ContractError
 
 __all__ = [
@@ -222,7 +223,6 @@ def load_document(text: str, source: str) -> Any:
 
 
 _NOT_FAST = object()
-_CSafeLoader: Any = getattr(yaml, "CSafeLoader", None)
 
 
 def _load_with_libyaml(text: str, source: str) -> Any:
@@ -237,9 +237,9 @@ def _load_with_libyaml(text: str, source: str) -> Any:
     constructor (duplicate keys, domain node checks). Any YAML error goes to the Python
     path, so messages are the same whichever path read the document.
     """
-    if _CSafeLoader is None or "&" in text or "*" in text:
+    if _FastLoader is None or "&" in text or "*" in text:
         return _NOT_FAST
-    loader = _CSafeLoader(text)
+    loader = _FastLoader(text)
     loader.yaml_constructors = _UniqueKeyLoader.yaml_constructors
     try:
         root = loader.get_single_node()
@@ -248,23 +248,8 @@ def _load_with_libyaml(text: str, source: str) -> Any:
         if _node_depth(root) > MAX_DEPTH:
             return _NOT_FAST  # the Python composer names where
         _check_domain_nodes(root, source)
-        return loader.construct_document(root)
+        return _construct(loader, root)
     except (yaml.YAMLError, ValueError, OverflowError):  # e.g. an impossible timestamp
         return _NOT_FAST
     finally:
         loader.dispose()
-
-
-def _node_depth(root: yaml.Node) -> int:
-    """Deepest nesting of collection nodes under ``root`` (a scalar root is depth 1)."""
-    deepest, stack = 0, [(root, 1)]
-    while stack:
-        node, depth = stack.pop()
-        deepest = max(deepest, depth)
-        if isinstance(node, yaml.SequenceNode):
-            stack.extend((child, depth + 1) for child in node.value)
-        elif isinstance(node, yaml.MappingNode):
-            for key, value in node.value:
-                stack.append((key, depth + 1))
-                stack.append((value, depth + 1))
-    return deepest

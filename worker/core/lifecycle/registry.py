@@ -26,6 +26,7 @@ Rejections never raise: :meth:`Registry.apply` returns a
 
 from __future__ import annotations
 
+import bisect
 from collections.abc import Mapping
 from dataclasses import replace
 from datetime import datetime
@@ -74,6 +75,8 @@ def _layer_of(key: str) -> str | None:
 #: Layers without active versions whose (empty) answer is kept: event keys come from
 #: producers, so the cache must not grow with every name they send.
 _ACTIVE_CACHE_LAYERS = 1024
+#: Entry kinds that carry a document (a layer with one is listed by :meth:`Registry.layers`).
+_DOCS = ("document", "legacy")
 
 
 def _effective(view: LayerView) -> dict[str, ActiveVersion]:
@@ -97,10 +100,15 @@ class Registry:
         self._views: dict[str, LayerView] = {}
         self._versions: dict[str, ActiveVersion] = {}  # layer/version -> in force
         self._breaks: dict[str, tuple[str, ...]] = {}  # broken layers only
+        # the same versions by layer, and the sorted layers(): a record changes one layer,
+        # so applying it costs that layer's size, not the registry's (1,000 layers: O(n^2))
+        self._by_layer: dict[str, dict[str, ActiveVersion]] = {}
+        self._layers: tuple[str, ...] = ()
+        self._layer_set: set[str] = set()
         self._heads: dict[str, str] = {}  # layer -> key of its last valid record
         self._times: dict[str, datetime] = {}  # key -> its record's timestamp (see stamp)
         self._active_cache: (
-            tuple[dict[str, ActiveVersion], dict[str, tuple[ActiveVersion, ...]]] | None
+            tuple[dict[str, dict[str, ActiveVersion]], dict[str, tuple[ActiveVersion, ...]]] | None
         ) = None
 
     # -- applying records ---------------------------------------------------------------
@@ -193,18 +201,36 @@ class Registry:
         """Put ``entry`` under its key, rebuild the layer's view, say what changed."""
         entries = {**self._entries.get(layer, {}), entry.key: entry}
         view = layer_view(entries.values())
-        before = {k: v for k, v in self._versions.items() if k.startswith(f"{layer}/")}
+        before = self._by_layer.get(layer, {})
         after = _effective(view)
         self._entries = {**self._entries, layer: entries}
         self._views = {**self._views, layer: view}
-        others = {k: v for k, v in self._versions.items() if k not in before}
-        self._versions = {**others, **after}
+        versions = dict(self._versions)  # copied, then replaced whole (readers' threads)
+        for k in before:
+            del versions[k]
+        versions.update(after)
+        self._versions = versions
+        self._by_layer = {**self._by_layer, layer: after}
+        self._list_layer(layer, bool(after) or any(e.kind in _DOCS for e in entries.values()))
         self._breaks = {k: v for k, v in self._breaks.items() if k != layer}
         if view.breaks:
             self._breaks[layer] = view.breaks
         if entry.kind != "bad":
             self._heads = {**self._heads, layer: entry.key}
         return installed_event(layer, entry, message, reason, tombstone, before, after, view)
+
+    def _list_layer(self, layer: str, listed: bool) -> None:
+        """Keep :meth:`layers` sorted with ``layer`` in it when ``listed``, else out."""
+        if listed == (layer in self._layer_set):
+            return
+        names = list(self._layers)
+        if listed:
+            bisect.insort(names, layer)
+            self._layer_set.add(layer)  # the writer's own: readers see the tuple only
+        else:
+            names.remove(layer)
+            self._layer_set.discard(layer)
+        self._layers = tuple(names)
 
     # -- reading ------------------------------------------------------------------------
     def active(self, layer: str) -> tuple[ActiveVersion, ...]:
@@ -216,20 +242,16 @@ class Registry:
         breaks = self._breaks.get(layer)
         if breaks:
             return broken_layer(layer, breaks)
-        versions = self._versions
+        by_layer = self._by_layer  # read once: the answer and its cache key agree
         cache = self._active_cache
-        if cache is None or cache[0] is not versions:
-            cache = (versions, {})
+        if cache is None or cache[0] is not by_layer:
+            cache = (by_layer, {})
             self._active_cache = cache  # one assignment: other threads see old or new
         hit = cache[1].get(layer)
         if hit is None:
             hit = tuple(
                 sorted(
-                    (
-                        v
-                        for v in versions.values()
-                        if v.contract.layer == layer and v.state == "active"
-                    ),
+                    (v for v in by_layer.get(layer, {}).values() if v.state == "active"),
                     key=lambda v: (v.contract.major, v.contract.minor),
                 )
             )
@@ -239,13 +261,12 @@ class Registry:
 
     def versions(self, layer: str | None = None) -> tuple[ActiveVersion, ...]:
         """Every known version (any state), optionally of one layer, oldest first."""
+        versions = self._versions if layer is None else self._by_layer.get(layer, {})
         return tuple(
-            v
-            for v in sorted(
-                self._versions.values(),
+            sorted(
+                versions.values(),
                 key=lambda v: (v.contract.layer, v.contract.major, v.contract.minor),
             )
-            if layer is None or v.contract.layer == layer
         )
 
     def snapshot(self) -> Mapping[str, ActiveVersion]:
@@ -257,12 +278,7 @@ class Registry:
 
     def layers(self) -> tuple[str, ...]:
         """Layers with a version, or with a valid document whose history is broken."""
-        documented = {
-            layer
-            for layer, entries in self._entries.items()
-            if any(e.kind in ("document", "legacy") for e in entries.values())
-        }
-        return tuple(sorted(documented | {v.contract.layer for v in self._versions.values()}))
+        return self._layers
 
     def breaks(self, layer: str) -> tuple[str, ...]:
         """The breaks of ``layer``'s history, one line each (empty: whole)."""
