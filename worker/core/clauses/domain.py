@@ -76,7 +76,7 @@ def measure(clause: Clause, contract: Contract, facts: BatchFacts, now: datetime
     else:
         bad, unknown = _unknown_arrow(col, values, family)
     n_unknown = int(np.count_nonzero(bad))
-    if not allow_null:
+    if not allow_null and col.null_count:  # no null: the mask is unchanged
         bad = bad | np.asarray(pc.is_null(col).to_numpy(zero_copy_only=False), dtype=bool)
     raw = (mixed.values if mixed is not None else col.to_pylist()) if bad.any() else []
     offenders = offenders_of(
