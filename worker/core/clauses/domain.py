@@ -22,6 +22,7 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from worker.core._util.jsonsafe import finite_json
 from worker.core._util.memo import identity_memo
 from worker.core._util.text import clip
 from worker.core.clauses.base import ClauseKind, clause_result, offenders_of
@@ -76,7 +77,7 @@ def measure(clause: Clause, contract: Contract, facts: BatchFacts, now: datetime
     else:
         bad, unknown = _unknown_arrow(col, values, family)
     n_unknown = int(np.count_nonzero(bad))
-    if not allow_null:
+    if not allow_null and col.null_count:  # no null: the mask is unchanged
         bad = bad | np.asarray(pc.is_null(col).to_numpy(zero_copy_only=False), dtype=bool)
     raw = (mixed.values if mixed is not None else col.to_pylist()) if bad.any() else []
     offenders = offenders_of(
@@ -116,22 +117,18 @@ def render(
     a missing column breaks the clause naming the batch's columns."""
     p: Params = KIND.params(clause)
     column, values, allow_null = p.column, p.values, bool(p.allow_null)
-    expected = {"column": column, "values": list(values), "allow_null": allow_null}
+    expected = _expected(clause)
     table = facts.batch.attributes
     if column not in table.column_names:
         measured = {"missing_column": column, "columns": list(table.column_names)}
         msg = f"domain column {column!r} is missing from the batch attributes"
-        return clause_result(clause, False, measured, expected, msg)
+        return clause_result(clause, False, measured, expected, msg, expected_is_finite=True)
     n_unknown, n_null = tally["unknown_count"], tally["null_count"]
     distinct = tally["unknown"]
     unknown = list(distinct.items)
     col_type = tally.get("type") or str(_domain_column(facts, column).type)
     ok = n_unknown == 0 and (allow_null or n_null == 0)
     measured = {"unknown": unknown, "unknown_count": n_unknown, "null_count": n_null}
-    codes = list(values)
-    shown_codes = ", ".join(_spelled(c) for c in codes[:10]) + (
-        f", ... ({len(codes)} codes)" if len(codes) > 10 else ""
-    )
     null_rule = "allowed" if allow_null else "not allowed"
     nulls = f"{n_null} {'null' if n_null == 1 else 'nulls'} ({null_rule})"
     if ok:
@@ -139,6 +136,10 @@ def render(
     else:
         # "..." only when distinct values may have been left out (the sample is full), not
         # because one value occurs in several rows: ('Atlantis', ...) for two Atlantis rows
+        codes = list(values)
+        shown_codes = ", ".join(_spelled(c) for c in codes[:10]) + (
+            f", ... ({len(codes)} codes)" if len(codes) > 10 else ""
+        )
         found = ", ".join(clip(_spelled(u), 80) for u in unknown) + (
             ", ..." if len(unknown) >= distinct.cap and n_unknown > len(unknown) else ""
         )
@@ -151,7 +152,18 @@ def render(
     near = normalisation_mismatches(unknown, values)
     if near:
         message += "; " + "; ".join(near)
-    return clause_result(clause, ok, measured, expected, message, near, tally["offenders"])
+    return clause_result(
+        clause, ok, measured, expected, message, near, tally["offenders"], expected_is_finite=True
+    )
+
+
+@identity_memo(maxsize=64)  # each entry holds a list of every code: keep few
+def _expected(clause: Clause) -> dict[str, Any]:
+    """The ``expected`` value of ``clause``'s results as finite JSON, built once per clause
+    and shared (read only) by every result."""
+    p: Params = KIND.params(clause)
+    values = list(p.values)
+    return finite_json({"column": p.column, "values": values, "allow_null": bool(p.allow_null)})
 
 
 def _form(text: str) -> str:
@@ -172,6 +184,8 @@ def normalisation_mismatches(unknown: Any, codes: Any) -> list[str]:
     identical but are different strings (Unicode Standard Annex #15); the message names both
     forms and their code points, and the fix. Only string values and string codes compare.
     """
+    if not any(isinstance(value, str) for value in unknown):  # nothing to compare
+        return []
     by_nfc: dict[str, str] = {}
     for code in codes:
         if isinstance(code, str):

@@ -18,6 +18,7 @@ from typing import Any
 
 import numpy as np
 
+from worker.core._util.memo import identity_memo
 from worker.core.clauses.base import ClauseKind, clause_result, offenders_of
 from worker.core.clauses.diff import Diff
 from worker.core.clauses.tally import Counts, Tally
@@ -39,6 +40,22 @@ class Params:
     allow_empty: bool = False
 
 
+@identity_memo(maxsize=256)  # per contract clause: the same for every event
+def _allowed_rows(clause: Clause) -> np.ndarray:
+    """bool (len(TYPE_NAME_TABLE),): the rows of the type-name table ``clause`` allows
+    (read only).
+
+    Raises
+    ------
+    ValueError
+        An ``allowed`` name outside the vocabulary (see :func:`_allowed_types`).
+    """
+    allowed = _allowed_types(clause)
+    rows = np.array([name in allowed for name in TYPE_NAME_TABLE], dtype=bool)
+    rows.flags.writeable = False
+    return rows
+
+
 def _allowed_types(clause: Clause) -> list[str]:
     allowed = list(KIND.params(clause).allowed)
     unknown = [a for a in allowed if a not in GEOMETRY_TYPES]
@@ -55,13 +72,12 @@ def measure(clause: Clause, contract: Contract, facts: BatchFacts, now: datetime
     ValueError
         An ``allowed`` name outside the vocabulary (a clause built by hand).
     """
-    allowed = _allowed_types(clause)
+    allowed_rows = _allowed_rows(clause)
     allow_empty = bool(KIND.params(clause).allow_empty)
     names = facts.type_names
     if facts.curve_type_names:  # refused before parsing, but their header names them
         names = names.copy()
         names[list(facts.curve_type_names)] = list(facts.curve_type_names.values())
-    allowed_rows = np.array([name in allowed for name in TYPE_NAME_TABLE], dtype=bool)
     type_ok = allowed_rows[facts.type_name_index]
     bad = np.asarray([_MISSING_TYPE if n is None else n for n in names[~type_ok]], dtype=object)
     shown_names, counts = np.unique(bad, return_counts=True) if bad.size else ((), ())

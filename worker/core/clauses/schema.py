@@ -17,6 +17,8 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
+from worker.core._util.jsonsafe import finite_json
+from worker.core._util.memo import identity_memo
 from worker.core.clauses.base import ClauseKind, clause_result, offenders_of
 from worker.core.clauses.diff import Diff
 from worker.core.clauses.tally import Tally
@@ -130,14 +132,17 @@ def render(
         extra = sorted(set(have) - {w[0] for w in wanted})
         problems.extend(f"extra field {name!r}" for name in extra)
     measured = {"fingerprint": facts.schema_fingerprint, "problems": problems}
-    expected = {
-        "fields": [{"name": n, "type": t, "nullable": b} for n, t, b in wanted],
-        "allow_extra": allow_extra,
-    }
     message = "schema matches" if not problems else "schema differs: " + "; ".join(problems[:5])
-    return clause_result(
-        clause, not problems, measured, expected, message, offenders=tally["offenders"]
-    )
+    return clause_result(clause, not problems, measured, _expected(clause), message,
+                         offenders=tally["offenders"], expected_is_finite=True)  # fmt: skip
+
+
+@identity_memo(maxsize=256)  # per contract clause: the same for every event
+def _expected(clause: Clause) -> dict[str, Any]:
+    """The ``expected`` value of ``clause``'s results as finite JSON, built once per clause
+    and shared (read only) by every result."""
+    fields = [{"name": n, "type": t, "nullable": b} for n, t, b in _schema_wanted(clause)]
+    return finite_json({"fields": fields, "allow_extra": bool(KIND.params(clause).allow_extra)})
 
 
 def compare(old: Params, new: Params, diff: Diff) -> None:
