@@ -18,7 +18,7 @@ from typing import Any
 import pyarrow as pa
 
 from worker.core._util.text import clip
-from worker.core.errors import PayloadCorrupt
+from worker.core.errors import PayloadCorrupt, PayloadTooLarge
 from worker.io.formats.base import (
     RFC7946_CRS,
     RFC7946_CRS_3D,
@@ -128,6 +128,11 @@ def _properties_table(props: Sequence[dict[str, Any]]) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
 
+#: Largest GeoJSON read whole (parsed in memory, several times its size): a file the
+#: stream gives back (:mod:`.geojson_stream`), or one read for ``--offenders``/``--html``.
+WHOLE_READ_BYTES = 256 * 1024**2
+
+
 class GeoJsonReader:
     """The registry entry (:class:`~worker.io.formats.base.Reader`) of GeoJSON: a JSON
     text starting with ``{`` or ``[`` (after an optional UTF-8 BOM and whitespace),
@@ -139,8 +144,8 @@ class GeoJsonReader:
     described: tuple[str, ...] = ("GeoJSON",)
     magic = "GeoJSON is a JSON object starting with '{'"
     suffixes: tuple[str, ...] = (".geojson", ".json")
-    #: parsed whole, several times its size in memory
-    default_limit_bytes = 256 * 1024**2
+    #: streamed in bounded memory (issue 27); read whole only up to WHOLE_READ_BYTES
+    default_limit_bytes = 2 * 1024**3
     by_reference = True
     chunked = True
 
@@ -149,6 +154,19 @@ class GeoJsonReader:
         return text[:1] in (b"{", b"[") or (not text and len(head) >= 4096)
 
     def read(self, src: Source) -> FeatureData:
+        """The whole file, parsed strictly in memory; refused above
+        :data:`WHOLE_READ_BYTES` (raises PayloadTooLarge)."""
+        size = src.file.size()
+        if size > WHOLE_READ_BYTES:
+            raise PayloadTooLarge(
+                f"{src.uri}: {size} bytes ({size / 1024**2:.1f} MiB), above the limit of "
+                f"{WHOLE_READ_BYTES} bytes ({WHOLE_READ_BYTES / 1024**2:.1f} MiB) for GeoJSON "
+                "read whole (a file is read whole when it cannot be streamed: not strict "
+                "JSON, or a top level whose features array was not found; and for "
+                "--offenders or --html)",
+                field="--max-payload-bytes",
+                fix="write strict JSON (RFC 8259) or split the batch",
+            )
         return _read_geojson(src.uri, src.read_all())
 
     def chunks(self, src: Source, count_nulls: bool = True) -> ChunkedFile | None:

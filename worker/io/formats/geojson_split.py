@@ -35,7 +35,7 @@ __all__ = [
 #: Bytes at each end of the file searched for the start and the end of the features array.
 EDGE_BYTES = 1024 * 1024
 #: Bytes of the file parsed at a time (about; a piece ends between two features).
-PIECE_BYTES = 16 * 1024 * 1024
+PIECE_BYTES = 2 * 1024 * 1024
 #: A piece grows past this size without a boundary between features: read whole.
 MAX_PIECE_BYTES = 256 * 1024 * 1024
 #: Candidate cuts tried per piece before it grows.

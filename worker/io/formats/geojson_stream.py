@@ -107,7 +107,7 @@ class GeoJsonChunks:
         """The features, ``rows`` at a time (the last chunk may hold fewer), in file
         order, from row ``start_row``. Raises PayloadError when the spool is gone."""
         try:
-            source = pa.memory_map(self.spool)
+            source = pa.OSFile(self.spool)  # not mapped: pages read stay out of RSS
         except OSError as exc:
             raise PayloadError(f"{self.path}: the spool of the read is gone ({exc})") from None
         with source:
