@@ -247,3 +247,18 @@ def test_a_feature_collection_split_in_the_wrong_place_is_read_whole(tmp_path: P
         and len(chunks[0].geometries_wkb) == 3
         and re.fullmatch("OGC:CRS84", opened.declared_crs or "")
     )
+
+
+def test_a_refused_piece_stops_growing_and_the_file_is_read_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """NaN in the 4th of 60 features: no cut parses, the piece grows to MAX_PIECE_BYTES
+    and the file goes to the whole read, which names the value."""
+    monkeypatch.setattr(geojson_split, "PIECE_BYTES", 300)
+    monkeypatch.setattr(geojson_split, "MAX_PIECE_BYTES", 1200)
+    path = _write(tmp_path / "b.geojson", _features(60))
+    path.write_text(path.read_text().replace('"n": 3,', '"n": NaN,', 1))
+    with open_payload(str(path), UNRESTRICTED) as src:
+        assert FORMATS[src.format].chunks(src) is None
+    with pytest.raises(PayloadCorrupt, match=r"features\[3\]\.properties\.n: NaN"):
+        read_batch_file(path, layer="l")

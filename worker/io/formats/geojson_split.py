@@ -36,8 +36,10 @@ __all__ = [
 EDGE_BYTES = 1024 * 1024
 #: Bytes of the file parsed at a time (about; a piece ends between two features).
 PIECE_BYTES = 2 * 1024 * 1024
-#: A piece grows past this size without a boundary between features: read whole.
-MAX_PIECE_BYTES = 256 * 1024 * 1024
+#: A piece grows past this without a cut that parses (one feature this large, or a piece
+#: simdjson refuses: NaN, a number out of range...): the file is read whole (refused above
+#: 256 MiB). Bounds the parses a refused piece costs.
+MAX_PIECE_BYTES = 32 * 1024 * 1024
 #: Candidate cuts tried per piece before it grows.
 CUT_TRIES = 8
 
