@@ -11,7 +11,7 @@ import platform
 import sys
 import time
 
-from benchmarks import broker, offline, peers
+from benchmarks import broker, geojson_read, offline, peers
 from benchmarks.common import Row, render
 from worker.kafka.broker_route import start_broker
 
@@ -24,6 +24,7 @@ HELP = {
     "startup": "start-up with 1,000 contract versions on the config topic",
     "rss": "peak RSS at event 200,000 / at event 10,000 of a paced stream",
     "peers": "check and the streamed worker path vs DuckDB spatial, geopandas, a shapely loop",
+    "geojson": "the streamed GeoJSON read vs pyogrio.read_arrow (GDAL), 190,000 polygons",
 }
 GROUPS = {
     "evaluate": lambda b, q: offline.evaluate_vs_floor(q),
@@ -33,6 +34,7 @@ GROUPS = {
     "startup": broker.startup,
     "rss": broker.rss_over_stream,
     "peers": lambda b, q: peers.run(q),
+    "geojson": lambda b, q: geojson_read.run(q),
 }
 
 

@@ -20,6 +20,7 @@ import shapely
 from worker.cli.main import main
 from worker.core.chunks import ChunkedBatch
 from worker.core.clauses import diagnose_readings
+from worker.core.errors import PayloadCorrupt
 from worker.core.evaluate import evaluate
 from worker.core.facts.batch import BatchFacts
 from worker.core.facts.claims import claim_disagreements
@@ -118,7 +119,12 @@ def test_a_geoparquet_file_is_read_in_chunks(tmp_path: Path) -> None:
     assert sizes == [100, 100, 50] * 4 + [100, 100]  # chunks never span the 250-row groups
     geojson = tmp_path / "one.geojson"
     geojson.write_text('{"type": "FeatureCollection", "features": []}')
-    assert not isinstance(read_batch_file_chunked(geojson, layer="parcels"), ChunkedBatch)
+    empty = read_batch_file_chunked(geojson, layer="parcels")  # GeoJSON too (issue 27)
+    assert isinstance(empty, ChunkedBatch) and empty.batch.feature_count == 0
+    assert list(empty.chunks()) == []
+    geojson.write_text('{"type": "FeatureCollection", "features": [], "features": []}')
+    with pytest.raises(PayloadCorrupt, match="appears more than once"):  # read whole
+        read_batch_file_chunked(geojson, layer="parcels")
 
 
 def test_check_of_a_multi_row_group_file_equals_the_whole_decision(

@@ -190,18 +190,28 @@ def test_a_file_changed_between_passes_is_corrupt(tmp_path: Path) -> None:
         list(chunked.chunks())
 
 
-def test_geojson_payload_is_read_whole(tmp_path: Path) -> None:
+def test_a_geojson_payload_is_read_in_chunks(tmp_path: Path) -> None:
+    """Issue 27: GeoJSON is streamed too; a file the stream cannot vouch for (NaN) is read
+    whole, so it is refused as it always was."""
     path = tmp_path / "b.geojson"
-    path.write_text(
-        '{"type": "FeatureCollection", "features": [{"type": "Feature", "properties": {},'
-        ' "geometry": {"type": "Point", "coordinates": [1, 2]}}]}'
+    features = ",".join(
+        f'{{"type": "Feature", "properties": {{"n": {i}}},'
+        f' "geometry": {{"type": "Point", "coordinates": [{i}, 2]}}}}'
+        for i in range(5)
     )
+    path.write_text(f'{{"type": "FeatureCollection", "features": [{features}]}}')
+    policy = PayloadPolicy.from_strings([str(tmp_path)])
     got = load_payload_chunked(
-        path.as_uri(),
-        _event(ADMIN_BOUNDARIES, "x"),
-        policy=PayloadPolicy.from_strings([str(tmp_path)]),
+        path.as_uri(), _event(ADMIN_BOUNDARIES, "x"), policy=policy, chunk_rows=2
     )
-    assert isinstance(got, Batch) and got.geometries_wkb == (shapely.Point(1, 2).wkb,)
+    assert isinstance(got, ChunkedBatch)
+    chunks = list(got.chunks())
+    assert [len(c.geometries_wkb) for c in chunks] == [2, 2, 1]
+    assert chunks[2].geometries_wkb == (shapely.Point(4, 2).wkb,)
+    assert chunks[1].attributes.column("n").to_pylist() == [2, 3]
+    path.write_text(path.read_text().replace('"n": 3', '"n": NaN'))
+    with pytest.raises(PayloadCorrupt, match=r"features\[3\]\.properties\.n: NaN"):
+        load_payload_chunked(path.as_uri(), _event(ADMIN_BOUNDARIES, "x"), policy=policy)
 
 
 def test_a_transient_read_error_resumes_at_the_chunk_that_failed(

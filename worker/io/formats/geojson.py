@@ -15,24 +15,23 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pyarrow as pa
-import shapely
 
 from worker.core._util.text import clip
-from worker.core.errors import PayloadCorrupt
+from worker.core.errors import PayloadCorrupt, PayloadTooLarge
 from worker.io.formats.base import (
     RFC7946_CRS,
     RFC7946_CRS_3D,
+    ChunkedFile,
     FeatureData,
     Source,
     _fail,
-    _to_wkb,
     canonical_table,
     text_column,
 )
+from worker.io.formats.geojson_geos import geometries_from_texts, legacy_crs, too_deep
+from worker.io.formats.geojson_stream import open_geojson_chunks
 from worker.io.formats.strict_json import NotStrictJson, loads_strict
-from worker.io.formats.wkb_writer import geojson_to_wkb
 
 
 def _read_geojson(path: Path | str, data: bytes | None = None) -> FeatureData:
@@ -83,7 +82,7 @@ def _read_geojson(path: Path | str, data: bytes | None = None) -> FeatureData:
         g, p = feat.get("geometry"), feat.get("properties")
         if p is not None and not isinstance(p, dict):
             raise _fail(path, f"features[{i}].properties is not an object or null")
-        refused = _too_deep(g)
+        refused = too_deep(g)
         geoms.append(json.dumps(g) if g is not None and not refused else None)
         props.append(p or {})
         if refused:
@@ -92,9 +91,9 @@ def _read_geojson(path: Path | str, data: bytes | None = None) -> FeatureData:
         # RFC 7946 section 3.2: a string or a number; anything else names no feature
         ok_id = isinstance(fid, str | int | float) and not isinstance(fid, bool)
         ids.append(fid if ok_id else None)
-    wkb, errors, heights = _geometries(geoms)
+    wkb, errors, heights = geometries_from_texts(geoms)
     errors.update(refused_before_geos)
-    legacy = _legacy_crs(path, doc)
+    legacy = legacy_crs(path, doc)
     return FeatureData(
         wkb,
         canonical_table(_properties_table(props), path),
@@ -104,90 +103,6 @@ def _read_geojson(path: Path | str, data: bytes | None = None) -> FeatureData:
         geometry_errors=errors,
         feature_ids=tuple(ids) if any(i is not None for i in ids) else None,
     )
-
-
-def _geometries(
-    texts: Sequence[str | None],
-) -> tuple[tuple[bytes | None, ...], dict[int, str], bool]:
-    """WKB per feature (None when the geometry is null or cannot be written as WKB), for
-    the latter GEOS's reason, and whether a position has a third element (a height, RFC
-    7946 section 3.1.1: the file is then in OGC:CRS84h, see :func:`_read_geojson`).
-
-    GEOS's GeoJSON reader parses the batch in one vectorized call; a geometry it refuses
-    (an open ring: "Points of LinearRing do not form a closed linestring") is written as
-    literal WKB by :func:`geojson_to_wkb`, so the defect travels unrepaired to validity (and
-    through inline events) and GEOS's WKB reader reports it there. Only an object that is
-    not a geometry at all (unknown type, coordinates of the wrong nesting) has no WKB: its
-    feature carries GEOS's reason in ``errors`` and counts as an invalid geometry.
-    """
-    parsed = shapely.from_geojson(np.asarray(texts, dtype=object), on_invalid="ignore")
-    heights = bool(len(parsed)) and bool(shapely.has_z(parsed).any())
-    wkb = list(_to_wkb(parsed))
-    errors: dict[int, str] = {}
-    missing = shapely.is_missing(parsed)
-    for i in np.flatnonzero(missing | _padded_z(parsed)):
-        idx, text = int(i), texts[int(i)]
-        if text is None:
-            continue
-        try:
-            wkb[idx] = geojson_to_wkb(json.loads(text))
-        except ValueError as exc:
-            wkb[idx] = None
-            errors[idx] = f"{_geos_reason(text)} ({exc})" if missing[idx] else str(exc)
-    return tuple(wkb), errors, heights
-
-
-def _padded_z(parsed: np.ndarray) -> np.ndarray:
-    """bool (N,): a 3D geometry with a NaN Z. GEOS's GeoJSON reader takes positions of 2
-    and 3 numbers mixed in one geometry (RFC 7946 3.1.1 gives every position of a geometry
-    the same dimension) and pads the 2D ones with a NaN Z: read literally instead, such a
-    geometry is refused with the reason, not reported as a 3D geometry with non-finite
-    coordinates. (A NaN written as such is not JSON: the strict reading refuses the
-    file.)"""
-    out = np.zeros(len(parsed), dtype=bool)
-    for i in np.flatnonzero(shapely.has_z(parsed)):
-        z = shapely.get_coordinates(parsed[i], include_z=True)[:, 2]
-        out[i] = bool(np.isnan(z).any())
-    return out
-
-
-#: Deepest GeometryCollection nesting handed to GEOS (as for WKB, worker.core.facts.wkb_check).
-MAX_GEOMETRY_DEPTH = 32
-
-
-def _too_deep(geometry: Any) -> str | None:
-    """A reason when a GeoJSON geometry nests collections deeper than
-    :data:`MAX_GEOMETRY_DEPTH` (GEOS parses recursively: deep nesting overflows its stack),
-    else None. Iterative, so any depth Python's JSON reader produced is safe to walk."""
-    stack = [(geometry, 1)]
-    while stack:
-        node, depth = stack.pop()
-        if depth > MAX_GEOMETRY_DEPTH:
-            return f"GeometryCollection nests deeper than {MAX_GEOMETRY_DEPTH} levels"
-        if isinstance(node, dict) and isinstance(node.get("geometries"), list):
-            stack.extend((child, depth + 1) for child in node["geometries"])
-    return None
-
-
-def _geos_reason(text: str) -> str:
-    try:
-        shapely.from_geojson(text)
-    except shapely.errors.GEOSException as exc:
-        return str(exc)
-    return "GEOS could not read the geometry"
-
-
-def _legacy_crs(path: Path | str, doc: dict[str, Any]) -> str | None:
-    """The name in the legacy 2008 ``crs`` member (``{"type": "name", "properties":
-    {"name": ...}}``; RFC 7946 section 4 removed it, GDAL and others still write it), or
-    None when the file has none (it is then RFC 7946 GeoJSON)."""
-    crs = doc.get("crs")
-    if crs is None:
-        return None
-    name = crs.get("properties", {}).get("name") if isinstance(crs, dict) else None
-    if not isinstance(name, str) or not name:
-        raise _fail(path, "bad CRS: the legacy 'crs' member has no properties.name string")
-    return name
 
 
 def _properties_table(props: Sequence[dict[str, Any]]) -> pa.Table:
@@ -213,30 +128,49 @@ def _properties_table(props: Sequence[dict[str, Any]]) -> pa.Table:
     return pa.Table.from_arrays(arrays, schema=pa.schema(fields))
 
 
+#: Largest GeoJSON read whole (parsed in memory, several times its size): a file the
+#: stream gives back (:mod:`.geojson_stream`), or one read for ``--offenders``/``--html``.
+WHOLE_READ_BYTES = 256 * 1024**2
+
+
 class GeoJsonReader:
     """The registry entry (:class:`~worker.io.formats.base.Reader`) of GeoJSON: a JSON
     text starting with ``{`` or ``[`` (after an optional UTF-8 BOM and whitespace),
-    parsed whole and strictly (:mod:`.strict_json`)."""
+    parsed whole and strictly (:mod:`.strict_json`), or streamed in bounded pieces for
+    chunked evaluation (:mod:`.geojson_stream`)."""
 
     name = "geojson"
     title = "GeoJSON"
     described: tuple[str, ...] = ("GeoJSON",)
     magic = "GeoJSON is a JSON object starting with '{'"
     suffixes: tuple[str, ...] = (".geojson", ".json")
-    #: parsed whole, several times its size in memory
-    default_limit_bytes = 256 * 1024**2
+    #: streamed in bounded memory (issue 27); read whole only up to WHOLE_READ_BYTES
+    default_limit_bytes = 2 * 1024**3
     by_reference = True
-    chunked = False
+    chunked = True
 
     def sniff(self, head: bytes, tail: bytes, name: str) -> bool:
         text = head.removeprefix(b"\xef\xbb\xbf").lstrip(b" \t\r\n")
         return text[:1] in (b"{", b"[") or (not text and len(head) >= 4096)
 
     def read(self, src: Source) -> FeatureData:
+        """The whole file, parsed strictly in memory; refused above
+        :data:`WHOLE_READ_BYTES` (raises PayloadTooLarge)."""
+        size = src.file.size()
+        if size > WHOLE_READ_BYTES:
+            raise PayloadTooLarge(
+                f"{src.uri}: {size} bytes ({size / 1024**2:.1f} MiB), above the limit of "
+                f"{WHOLE_READ_BYTES} bytes ({WHOLE_READ_BYTES / 1024**2:.1f} MiB) for GeoJSON "
+                "read whole (a file is read whole when it cannot be streamed: not strict "
+                "JSON, or a top level whose features array was not found; and for "
+                "--offenders or --html)",
+                field="--max-payload-bytes",
+                fix="write strict JSON (RFC 8259) or split the batch",
+            )
         return _read_geojson(src.uri, src.read_all())
 
-    def chunks(self, src: Source, count_nulls: bool = True) -> None:
-        return None
+    def chunks(self, src: Source, count_nulls: bool = True) -> ChunkedFile | None:
+        return open_geojson_chunks(src, count_nulls)
 
 
 READER = GeoJsonReader()

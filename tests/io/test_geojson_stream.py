@@ -1,0 +1,264 @@
+"""GeoJSON streamed in bounded pieces (issue 27): the same features, findings, attributes,
+ids and CRS as the whole read, piece by piece, and the same decisions through ``check``;
+what the stream cannot vouch for goes to the whole read (its messages)."""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime, timezone
+from pathlib import Path
+
+import pyarrow as pa
+import pytest
+import shapely
+
+from worker.cli.main import main
+from worker.core.errors import PayloadCorrupt
+from worker.core.evaluate import evaluate
+from worker.core.model import VALUE_KINDS_KEY, ActiveVersion
+from worker.io.contract_files import load_contract
+from worker.io.formats import FORMATS, geojson_split, geojson_stream
+from worker.io.payloads import read_batch_file
+from worker.io.payloads.open import open_payload
+from worker.io.payloads.policy import UNRESTRICTED
+from worker.io.reports.text import decision_to_json
+
+CASES = Path(__file__).resolve().parents[1] / "cases"
+SHIPPED = sorted(CASES.glob("*/batch.geojson"))
+
+SQUARE = [[0, 0], [1, 0], [1, 1], [0, 1], [0, 0]]
+BOWTIE = [[0, 0], [1, 1], [1, 0], [0, 1], [0, 0]]
+GEOMETRIES = [
+    {"type": "Polygon", "coordinates": [SQUARE]},
+    {"type": "Polygon", "coordinates": [BOWTIE]},  # invalid: kept as written
+    {"type": "Polygon", "coordinates": [SQUARE[:-1]]},  # open ring: literal WKB
+    {"type": "Polygon", "coordinates": []},  # empty
+    {"type": "Polygon", "coordinates": [[[0, 0, 5], [1, 0], [1, 1, 5], [0, 0, 5]]]},  # mixed
+    {"type": "MultiPolygon", "coordinates": [[SQUARE], [[[5, 5], [6, 5], [6, 6], [5, 5]]]]},
+    {"type": "Point", "coordinates": [3, 4]},
+    {"type": "Point", "coordinates": [3, True]},  # not a number
+    {"type": "LineString", "coordinates": [[0, 0], [2, 2]]},
+    {"type": "GeometryCollection", "geometries": [{"type": "Point", "coordinates": [1, 1]}]},
+    {"type": "Polygon", "coordinates": [[[[0, 0]], [[1, 0]], [[1, 1]], [[0, 0]]]]},  # nesting
+    {"type": "Polygon", "coordinates": [[7, [[1, 2, 3]], [1, 1], [7, 7]]]},
+    {"type": "Triangle", "coordinates": [1]},  # not a geometry: a finding
+    None,
+]
+
+
+def _features(n: int, z: bool = False) -> list[dict]:
+    out = []
+    for i in range(n):
+        g = GEOMETRIES[i % len(GEOMETRIES)]
+        if z and g is not None and g["type"] == "Point":
+            g = {"type": "Point", "coordinates": [3, 4, 9]}
+        props: dict = {"n": i, "code": "a},{b" if i % 3 else None}
+        if i >= n // 2:
+            props["n"] = i + 0.5  # integers in the first pieces, doubles later
+            props["late"] = {"k": [i]}
+        out.append(
+            {"type": "Feature", "id": i if i % 4 else None, "properties": props, "geometry": g}
+        )
+    return out
+
+
+def _write(path: Path, features: list[dict], **members: object) -> Path:
+    doc = {"type": "FeatureCollection", **members, "features": features}
+    path.write_text(json.dumps(doc, indent=1 if len(features) % 2 else None))
+    return path
+
+
+def _text(path: Path, text: str) -> Path:
+    path.write_text(text)
+    return path
+
+
+GENERATED = {
+    "edge cases": lambda p: _write(p, _features(60)),
+    "heights": lambda p: _write(p, _features(30, z=True)),
+    "legacy crs": lambda p: _write(
+        p, _features(5), crs={"type": "name", "properties": {"name": "EPSG:3857"}}
+    ),
+    "members after": lambda p: _text(
+        p,
+        '{"type": "FeatureCollection", "features": '
+        + json.dumps(_features(9))
+        + ', "bbox": [[0, 0], [1, 1]], "crs": {"type": "name", "properties": '
+        + '{"name": "EPSG:4326"}}}',
+    ),
+    "empty": lambda p: _write(p, []),
+    "no properties": lambda p: _write(
+        p, [{"type": "Feature", "properties": None, "geometry": g} for g in GEOMETRIES]
+    ),
+}
+
+
+def _meta(field: pa.Field) -> dict:
+    """Field metadata less the per-row JSON kinds (compared over the chunks)."""
+    return {k: v for k, v in (field.metadata or {}).items() if k != VALUE_KINDS_KEY}
+
+
+def _whole(path: Path):
+    with open_payload(str(path), UNRESTRICTED) as src:
+        return FORMATS[src.format].read(src)
+
+
+def _streamed(path: Path, rows: int):
+    with open_payload(str(path), UNRESTRICTED) as src:
+        opened = FORMATS[src.format].chunks(src)
+    assert opened is not None
+    return opened, list(opened.chunks(rows))
+
+
+@pytest.mark.parametrize(
+    "source", [*(str(p) for p in SHIPPED), *GENERATED], ids=lambda s: Path(s).parent.name or s
+)
+def test_streamed_read_equals_the_whole_read(
+    source: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # pieces of about 300 bytes: many cuts, some inside features (refused, moved back)
+    monkeypatch.setattr(geojson_split, "PIECE_BYTES", 300)
+    monkeypatch.setattr(geojson_stream, "PARSE_ROWS", 4)
+    path = GENERATED[source](tmp_path / "b.geojson") if source in GENERATED else Path(source)
+    if "NaN" in path.read_text():
+        pytest.skip("not strict JSON: tested below")
+    whole = _whole(path)
+    opened, chunks = _streamed(path, rows=3)
+    assert opened.rows == len(whole.geometries_wkb)
+    assert [len(c.geometries_wkb) for c in chunks] == [
+        min(3, opened.rows - i) for i in range(0, opened.rows, 3)
+    ]
+    assert sum((c.geometries_wkb for c in chunks), ()) == whole.geometries_wkb
+    errors = {i + 3 * n: e for n, c in enumerate(chunks) for i, e in c.geometry_errors.items()}
+    assert errors == dict(whole.geometry_errors)
+    assert (opened.declared_crs, opened.crs_stated) == (whole.declared_crs, whole.crs_stated)
+    ids = None if whole.feature_ids is None else sum((c.feature_ids for c in chunks), ())
+    assert ids == whole.feature_ids
+    assert opened.attributes.schema.names == whole.attributes.schema.names
+    for name in whole.attributes.column_names:
+        if source == "edge cases" and name == "late":
+            continue  # a struct whose list differs by piece: text here (the module's known gap)
+        want = whole.attributes.schema.field(name)
+        assert _meta(opened.attributes.schema.field(name)) == _meta(want)
+        assert opened.attributes.schema.field(name).type == want.type
+        got = pa.chunked_array([c.attributes.column(name) for c in chunks], want.type)
+        assert got.to_pylist() == whole.attributes.column(name).to_pylist()
+        kinds = b"".join(
+            (c.attributes.schema.field(name).metadata or {}).get(VALUE_KINDS_KEY, b"")
+            for c in chunks
+        )
+        assert kinds == (want.metadata or {}).get(VALUE_KINDS_KEY, b"")
+    nulls = {n: whole.attributes.column(n).null_count for n in whole.attributes.column_names}
+    assert opened.null_counts == nulls
+
+
+def test_the_edge_cases_keep_their_findings(tmp_path: Path) -> None:
+    path = _write(tmp_path / "b.geojson", _features(14))
+    opened, chunks = _streamed(path, rows=100)
+    (chunk,) = chunks
+    wkb = chunk.geometries_wkb
+    assert wkb[1] == shapely.Polygon(BOWTIE).wkb and not shapely.is_valid(shapely.from_wkb(wkb[1]))
+    assert wkb[2] is not None and 2 not in chunk.geometry_errors  # open ring, literal WKB
+    assert set(chunk.geometry_errors) == {4, 7, 10, 11, 12}
+    assert wkb[13] is None and 13 not in chunk.geometry_errors  # a null geometry
+    assert opened.attributes.column_names == ["n", "code", "late"]
+    assert opened.null_counts == {"n": 0, "code": 5, "late": 7}
+
+
+def test_check_decides_as_on_the_whole_file(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str]
+) -> None:
+    contract = tmp_path / "c.yaml"
+    contract.write_text(
+        "layer: l\nversion: v1\ncadence: P1D\nobjective: 0.99\nowner: qa\nchangelog: t\n"
+        "clauses:\n  - {name: extent, kind: extent, region: [0, 0, 4, 4]}\n"
+        "  - {name: types, kind: geometry_type, allowed: [Polygon]}\n"
+        "  - {name: valid, kind: validity, max_invalid_fraction: 0.0}\n"
+    )
+    path = _write(tmp_path / "b.geojson", _features(40))
+    times = ["--data-time", "2026-11-29T06:00:00Z", "--now", "2026-11-29T07:00:00Z"]
+    code = main(["check", str(path), "--contract", str(contract), "--format", "json", *times])
+    doc = json.loads(capsys.readouterr().out)
+    versions = [ActiveVersion(load_contract(contract), "enforcing")]
+    whole = read_batch_file(
+        path, layer="l", data_time=datetime(2026, 11, 29, 6, tzinfo=timezone.utc)
+    )
+    decision = evaluate(whole, versions, now=datetime(2026, 11, 29, 7, tzinfo=timezone.utc))
+    expected = json.loads(json.dumps(decision_to_json(decision), default=str))
+    assert code == 1
+    assert doc["versions"] == expected["versions"] and doc["decision"] == expected["decision"]
+
+
+@pytest.mark.parametrize(
+    ("text", "message"),
+    [
+        (
+            '{"type": "Feature", "type": "Feature", "properties": {}, "geometry": null}',
+            r"features\[1\]: the member name 'type' appears more than once",
+        ),
+        (
+            '{"type": "Feature", "properties": {"a": {"b": 1, "b": 2}}, "geometry": null}',
+            r"features\[1\]\.properties\.a: the member name 'b'",
+        ),
+        (
+            '{"type": "Feature", "properties": {"a": NaN}, "geometry": null}',
+            r"features\[1\]\.properties\.a: NaN is not a JSON number",
+        ),
+        (
+            '{"type": "Feature", "properties": {"a": "\\ud800"}, "geometry": null}',
+            r"features\[1\]\.properties\.a: a lone UTF-16 surrogate",
+        ),
+        (
+            '{"type": "Feature", "properties": {"a": 1e400}, "geometry": null}',
+            r"features\[1\]\.properties\.a: 1e400 is beyond double precision",
+        ),
+        (
+            '{"type": "Feature", "properties": {}, "geometry": {"type": "Point", '
+            '"coordinates": [1, 2], "coordinates": [3, 4]}}',
+            r"features\[1\]\.geometry: the member name 'coordinates'",
+        ),
+    ],
+)
+def test_what_the_stream_cannot_vouch_for_is_refused_as_the_whole_read_refuses_it(
+    tmp_path: Path, text: str, message: str
+) -> None:
+    ok = '{"type": "Feature", "properties": {}, "geometry": null}'
+    path = tmp_path / "b.geojson"
+    path.write_text(f'{{"type": "FeatureCollection", "features": [{ok}, {text}]}}')
+    with open_payload(str(path), UNRESTRICTED) as src:
+        assert FORMATS[src.format].chunks(src) is None  # read whole instead
+    with pytest.raises(PayloadCorrupt, match=message):
+        read_batch_file(path, layer="l")
+
+
+def test_a_feature_collection_split_in_the_wrong_place_is_read_whole(tmp_path: Path) -> None:
+    """A '"features": [' inside a string before the real array: the split is only taken
+    when both ends read as strict JSON, so the real array is found."""
+    path = tmp_path / "b.geojson"
+    path.write_text(
+        '{"name": "x\\"features\\": [", "type": "FeatureCollection", "features": '
+        + json.dumps(_features(3))
+        + "}"
+    )
+    opened, chunks = _streamed(path, rows=10)
+    assert (
+        opened.rows == 3
+        and len(chunks[0].geometries_wkb) == 3
+        and re.fullmatch("OGC:CRS84", opened.declared_crs or "")
+    )
+
+
+def test_a_refused_piece_stops_growing_and_the_file_is_read_whole(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """NaN in the 4th of 60 features: no cut parses, the piece grows to MAX_PIECE_BYTES
+    and the file goes to the whole read, which names the value."""
+    monkeypatch.setattr(geojson_split, "PIECE_BYTES", 300)
+    monkeypatch.setattr(geojson_split, "MAX_PIECE_BYTES", 1200)
+    path = _write(tmp_path / "b.geojson", _features(60))
+    path.write_text(path.read_text().replace('"n": 3,', '"n": NaN,', 1))
+    with open_payload(str(path), UNRESTRICTED) as src:
+        assert FORMATS[src.format].chunks(src) is None
+    with pytest.raises(PayloadCorrupt, match=r"features\[3\]\.properties\.n: NaN"):
+        read_batch_file(path, layer="l")
