@@ -90,9 +90,10 @@ def with_id_column(loaded: Batch | ChunkedBatch, column: str) -> Batch | Chunked
     if not isinstance(loaded, ChunkedBatch):
         return replace(loaded, id_column=column)
     chunks = loaded.chunks
-    return ChunkedBatch(
-        replace(loaded.batch, id_column=column),
-        lambda: (replace(c, id_column=column) for c in chunks()),
+    return replace(
+        loaded,
+        batch=replace(loaded.batch, id_column=column),
+        chunks=lambda: (replace(c, id_column=column) for c in chunks()),
     )
 
 
