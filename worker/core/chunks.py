@@ -52,7 +52,7 @@ from worker.core.evaluate import decide, evaluate_clause, failed_result, version
 from worker.core.facts.batch import BatchFacts, edges_problem
 from worker.core.model import ActiveVersion, Batch, Clause, ClauseResult, Decision
 
-__all__ = ["ChunkedBatch", "evaluate_chunked", "in_order"]
+__all__ = ["ChunkHook", "ChunkedBatch", "evaluate_chunked", "in_order"]
 
 
 @dataclass(frozen=True)
@@ -74,6 +74,18 @@ class ChunkedBatch:
     batch: Batch
     chunks: Callable[[], Iterable[Batch]]
     rows: int | None = None
+
+
+@dataclass(frozen=True)
+class ChunkHook:
+    """What a caller measures of every chunk beside the clauses: ``measure(facts)`` with
+    the chunk's facts, on the thread that measures the chunk (any thread: it reads only
+    those facts and keeps no reference to them), and ``take(result)`` with what it gave,
+    once per chunk, in batch order on the caller's thread (e.g. merging
+    :func:`worker.core.facts.claims.claims_tally`)."""
+
+    measure: Callable[[BatchFacts], Any]
+    take: Callable[[Any], None]
 
 
 @dataclass(frozen=True)
@@ -148,6 +160,10 @@ def _numbered(chunks: Iterable[Batch]) -> Iterator[Item]:
         offset += count
 
 
+#: Kinds whose measure asks for every feature's GEOS validity (:class:`_Pass`).
+_GEOS_FIRST = frozenset({"validity"})
+
+
 @dataclass(frozen=True)
 class _Pass:
     """One pass's measuring of one chunk (run on any thread: it reads only its chunk)."""
@@ -156,23 +172,32 @@ class _Pass:
     edges: tuple[str | None]
     now: datetime
     total: int | None
-    keep_facts: bool
+    hook: Callable[[BatchFacts], Any] | None = None
     keep: Keep | None = None
 
-    def __call__(self, item: Item) -> tuple[list[Any], BatchFacts | None, Item | None]:
+    def __call__(self, item: Item) -> tuple[list[Any], Any, Item | None]:
         chunk, offset, of = item
         with collector_paused():  # the chunk's geometries are built and freed within
             facts = BatchFacts(chunk, offset, self.edges)
+            if self.total is None and any(j.clause.kind in _GEOS_FIRST for j in self.jobs):
+                # GEOS's validity first (a validity clause asks for it anyway): emptiness
+                # and non-finite coordinates are then read from it, not from every
+                # coordinate (GeometryFacts.is_empty, has_nonfinite; the same values)
+                facts.geos_valid  # noqa: B018
             tallies = [_measure(j, facts, self.now, self.total, of) for j in self.jobs]
+            extra = None if self.hook is None else self.hook(facts)
+            # the chunk's geometries are freed here, on the measuring thread, not on the
+            # caller's, which reads the next chunks meanwhile
+            del facts
         kept = None if self.keep is None else self.keep(chunk, offset)
-        return tallies, (facts if self.keep_facts else None), kept
+        return tallies, extra, kept
 
 
 def _tallies(
     items: Iterable[Item],
     meta: Batch,
     measure: _Pass,
-    on_chunk: Callable[[BatchFacts], None] | None = None,
+    take: Callable[[Any], None] | None = None,
     pool: tuple[Executor | None, int] = (None, 1),
     kept: Kept | None = None,
 ) -> list[Tally | Failed]:
@@ -180,20 +205,18 @@ def _tallies(
     the tally of no features, ``meta``, so an empty batch is judged as the whole-batch
     path judges it); with ``measure.total`` (the batch's feature count, known after a
     first pass), the tallies of the jobs' second passes (the extent diagnoses, on the
-    batch's evenly spaced sample). ``on_chunk`` is called with each chunk's facts once
-    the jobs measured them, and the rows ``measure.keep`` took are added to ``kept``, in
-    batch order on the caller's thread. ``pool``: (executor, in_flight), as
-    :func:`in_order`."""
+    batch's evenly spaced sample). ``take`` is given what ``measure.hook`` gave of each
+    chunk, and the rows ``measure.keep`` took are added to ``kept``, in batch order on the
+    caller's thread. ``pool``: (executor, in_flight), as :func:`in_order`."""
     empty = BatchFacts(meta, 0, measure.edges)
     acc = [_measure(j, empty, measure.now, measure.total) for j in measure.jobs]
-    for tallies, facts, part in in_order(measure, items, *pool):
+    for tallies, extra, part in in_order(measure, items, *pool):
         acc = [merge(a, t) for a, t in zip(acc, tallies, strict=True)]
-        if on_chunk is not None and facts is not None:
-            with collector_paused():
-                on_chunk(facts)
+        if take is not None:
+            take(extra)
         if kept is not None and part is not None:
             kept.add(part)
-        del tallies, facts, part
+        del tallies, extra, part
     return acc
 
 
@@ -208,7 +231,7 @@ def _second_pass(
     """The second-pass tallies of ``jobs`` in a batch of ``total`` features: on the rows
     the first pass ``kept`` when it kept them all for a batch of that count, else over the
     batch read again."""
-    measure = _Pass(jobs, first.edges, first.now, total, False)
+    measure = _Pass(jobs, first.edges, first.now, total)
     items: Iterable[Item] | None = None
     if kept is not None and first.keep is not None and first.keep.total == total:
         items = kept.items
@@ -222,7 +245,7 @@ def evaluate_chunked(
     versions: Sequence[ActiveVersion],
     *,
     now: datetime,
-    on_chunk: Callable[[BatchFacts], None] | None = None,
+    on_chunk: ChunkHook | None = None,
     executor: Executor | None = None,
     in_flight: int = 2,
 ) -> Decision:
@@ -231,9 +254,8 @@ def evaluate_chunked(
     Parameters and result as :func:`worker.core.evaluate.evaluate`, whose decision on the
     whole batch this equals (the coverage clause's covered area is the union of the
     chunks' covered parts: equal up to floating-point rounding of the union).
-    ``on_chunk``, when given, is called with the facts of every chunk once, in batch
-    order, while that chunk is held (e.g. to tally what no clause measures:
-    :func:`worker.core.facts.claims.claims_tally`); it must keep no reference to them.
+    ``on_chunk``, when given, measures what no clause measures of every chunk
+    (:class:`ChunkHook`, e.g. :func:`worker.core.facts.claims.claims_tally`).
     ``executor``, when given (a thread pool the caller owns and shuts down), measures the
     chunks on its threads, at most ``in_flight`` chunks at a time (the pool's thread
     count; 1: one chunk at a time on the caller's thread): the same decision as
@@ -249,18 +271,13 @@ def evaluate_chunked(
     edges = (_edges_problem(source),)
     meta = BatchFacts(source.batch, 0, edges)
     pool = (executor, in_flight)
-    first = _Pass(
-        jobs,
-        edges,
-        now,
-        None,
-        on_chunk is not None,
-        keep_for([KINDS.get(j.clause.kind) for j in jobs], source.rows),
-    )
-    kept = Kept() if first.keep is not None else None
+    keep = keep_for([KINDS.get(j.clause.kind) for j in jobs], source.rows)
+    hook, take = (on_chunk.measure, on_chunk.take) if on_chunk is not None else (None, None)
+    first = _Pass(jobs, edges, now, None, hook, keep)
+    kept = Kept() if keep is not None else None
     tallies: list[Tally | Failed] = []
     if jobs or on_chunk:
-        tallies = _tallies(_numbered(source.chunks()), source.batch, first, on_chunk, pool, kept)
+        tallies = _tallies(_numbered(source.chunks()), source.batch, first, take, pool, kept)
     broken = [
         i for i, (j, t) in enumerate(zip(jobs, tallies, strict=True)) if _wants_second_pass(j, t)
     ]
