@@ -29,7 +29,7 @@ Item = tuple[Batch, int, "int | None"]
 
 #: Most bytes (WKB and attribute values) of the rows the first pass keeps for a second
 #: pass (:class:`Kept`); beyond it the second pass reads the batch again. Read at call time.
-KEEP_SAMPLE_BYTES = 64 * 1024 * 1024
+KEEP_SAMPLE_BYTES = 32 * 1024 * 1024
 
 
 @dataclass(frozen=True)
