@@ -70,6 +70,14 @@ def main(argv: list[str] | None = None) -> int:
         "keeps the generated files there between runs",
     )
     parser.add_argument(
+        "--peers-batches",
+        nargs="+",
+        choices=list(peers.BATCHES),
+        default=None,
+        metavar="BATCH",
+        help=f"peers batches to run (default both): {', '.join(peers.BATCHES)}",
+    )
+    parser.add_argument(
         "--peers-rounds",
         type=int,
         default=None,
@@ -80,7 +88,9 @@ def main(argv: list[str] | None = None) -> int:
     names = args.only or list(GROUPS)
     groups = {
         **GROUPS,
-        "peers": lambda b, q: peers.run(q, args.peers_features, args.peers_rounds),
+        "peers": lambda b, q: peers.run(
+            q, args.peers_features, args.peers_rounds, args.peers_batches
+        ),
     }
     print(
         f"machine: {platform.machine()}, {_cores()} cores, Python {platform.python_version()}"

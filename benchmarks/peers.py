@@ -35,6 +35,8 @@ from benchmarks.peers_data import CODES, EXTENT, Truth, write_batch
 
 #: Default number of features of each batch (issue 27's 1,000,000), and the quick one.
 FEATURES = 1_000_000
+#: The batches, in the order they run.
+BATCHES = ("polygons", "points")
 QUICK_FEATURES = 3_000
 #: Where full-size batches are kept between runs (regenerated when absent).
 DATA_DIR_ENV = "BENCH_PEERS_DIR"
@@ -256,10 +258,16 @@ def rows(what: str, n: int, runs: dict[str, Runs], truth: Truth) -> list[Row]:
     return out
 
 
-def run(quick: bool, features: int | None = None, rounds: int | None = None) -> list[Row]:
-    """The ``peers`` group: both batches of ``features`` (default :data:`FEATURES`, quick
-    :data:`QUICK_FEATURES`) in ``rounds`` interleaved rounds (default 3, quick 1); prints
-    each batch's table and the machine's load averages; returns the target rows."""
+def run(
+    quick: bool,
+    features: int | None = None,
+    rounds: int | None = None,
+    batches: list[str] | None = None,
+) -> list[Row]:
+    """The ``peers`` group: ``batches`` (default both of :data:`BATCHES`) of ``features``
+    (default :data:`FEATURES`, quick :data:`QUICK_FEATURES`) in ``rounds`` interleaved
+    rounds (default 3, quick 1); prints each batch's table and the machine's load
+    averages; returns the target rows."""
     n = features or (QUICK_FEATURES if quick else FEATURES)
     rounds = rounds or (1 if quick else 3)
     _, skipped = tools_available()
@@ -270,7 +278,7 @@ def run(quick: bool, features: int | None = None, rounds: int | None = None) -> 
         kept = os.environ.get(DATA_DIR_ENV)
         folder = Path(scratch if quick or not kept else kept)
         folder.mkdir(parents=True, exist_ok=True)
-        for what in ("polygons", "points"):
+        for what in [b for b in BATCHES if batches is None or b in batches]:
             before = os.getloadavg()
             runs, truth = measure(folder, what, n, rounds)
             after = os.getloadavg()

@@ -13,7 +13,8 @@ their counts (keys of :meth:`benchmarks.peers_data.Truth.checks`). The parent
 - ``shapely-loop``: per-feature shapely objects, one Parquet row group at a time;
 - ``gate-stream``: the worker's by-reference payload path
   (:func:`worker.io.payloads.load_payload_chunked` and
-  :func:`worker.core.chunks.evaluate_chunked`) with CONTRACT (the gate's ``check`` is run as
+  :func:`worker.core.chunks.evaluate_chunked` on the worker's evaluation pool of
+  ``GateConfig().eval_threads`` threads) with CONTRACT (the gate's ``check`` is run as
   its own CLI command, and :func:`gate_counts` reads its JSON).
 """
 
@@ -131,12 +132,14 @@ def gate_counts(decision_json: dict[str, Any]) -> dict[str, int]:
 
 
 def _gate_stream(path: str, contract: str) -> dict[str, int]:
+    from concurrent.futures import ThreadPoolExecutor
     from datetime import datetime, timezone
 
     import pyarrow as pa
 
     from worker.core.chunks import ChunkedBatch, evaluate_chunked
     from worker.core.model import ActiveVersion, Batch
+    from worker.gate.config import GateConfig
     from worker.io.contract_files import load_contract
     from worker.io.payloads import load_payload_chunked
     from worker.io.payloads.policy import PayloadPolicy
@@ -154,7 +157,10 @@ def _gate_stream(path: str, contract: str) -> dict[str, int]:
     loaded = load_payload_chunked(uri, event, policy=policy)
     assert isinstance(loaded, ChunkedBatch), "a GeoParquet payload is read in chunks"
     versions = [ActiveVersion(load_contract(Path(contract)), "enforcing")]
-    decision = evaluate_chunked(loaded, versions, now=now)
+    # the worker's evaluation pool: GateConfig().eval_threads threads (worker.gate.processor)
+    threads = GateConfig().eval_threads
+    with ThreadPoolExecutor(threads, "gate-eval") as pool:
+        decision = evaluate_chunked(loaded, versions, now=now, executor=pool, in_flight=threads)
     return gate_counts(decision_to_json(decision))
 
 

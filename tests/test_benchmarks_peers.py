@@ -16,6 +16,7 @@ import subprocess
 import sys
 from importlib.util import find_spec
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -140,3 +141,21 @@ def test_a_missing_peer_is_skipped_and_a_miscount_named(monkeypatch: pytest.Monk
         "  shapely-loop disagrees: outside 6, truth 2: it counts the 4 features on the "
         "extent's edge, which are inside"
     ) in text.splitlines()
+
+
+def test_peers_batches_runs_the_batches_named(monkeypatch: pytest.MonkeyPatch) -> None:
+    """``--peers-batches points`` measures the points alone (the polygons take minutes)."""
+    from benchmarks import peers
+
+    measured: list[str] = []
+
+    def measure(folder: Path, what: str, n: int, rounds: int) -> tuple[dict[str, Any], Any]:
+        measured.append(what)
+        return {}, None
+
+    monkeypatch.setattr(peers, "measure", measure)
+    monkeypatch.setattr(peers, "report", lambda *a: "")
+    monkeypatch.setattr(peers, "rows", lambda what, *a: [what])
+    assert peers.run(True, 10, 1, ["points"]) == ["points"] and measured == ["points"]
+    measured.clear()
+    assert peers.run(True, 10, 1) == ["polygons", "points"] == measured

@@ -38,7 +38,7 @@ from tests.catalogue import (
 from tests.core.test_chunked import EVERYTHING, split
 from tests.core.test_kinds import BATCH, VERSIONS
 from worker.core.chunks import ChunkedBatch, evaluate_chunked, in_order
-from worker.core.clauses import CLAUSE_KINDS
+from worker.core.clauses import CLAUSE_KINDS, diagnose_readings
 from worker.core.model import ActiveVersion, Decision
 from worker.io.payloads import read_batch_file_chunked
 
@@ -72,17 +72,27 @@ def test_every_kind_on_threads_equals_one_thread(rows: int, threads: int) -> Non
     assert any(r.offenders for v in decision.verdicts for r in v.clauses)
 
 
+@pytest.mark.parametrize("known", [False, True], ids=["read-again", "kept"])
 @pytest.mark.parametrize("rows", [1, 13])
-def test_a_diagnosed_extent_on_threads_equals_one_thread(rows: int) -> None:
-    """The second pass (the extent's diagnosis on the evenly spaced sample) on threads."""
+def test_a_diagnosed_extent_on_threads_equals_one_thread(
+    rows: int, known: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The second pass (the extent's diagnosis on the evenly spaced sample) on threads:
+    over the batch read again, or over the rows the first pass kept (the feature count
+    known before reading); a sample of 50 of the 177 features, so rows are chosen."""
+    monkeypatch.setattr(diagnose_readings, "DIAGNOSIS_SAMPLE", 50)
     _, table, wkb = read_geoparquet(ADMIN_BOUNDARIES)
     batch = dataclasses.replace(batch_of(wkb, attributes=table), axis_order="north_east")
     c = contract_of(
         clause("ext", "extent", region=[-10.0, 35.0, 40.0, 70.0], min_fraction_inside=0.15),
         clause("dom", "domain", column="continent", values=["Europe"]),
     )
-    decision = _both(split(batch, rows), [active(c)], 2)
+    source = dataclasses.replace(split(batch, rows), rows=len(wkb) if known else None)
+    decision = _both(source, [active(c)], 2)
     assert decision.diagnoses[0].startswith("axis order looks swapped")
+    assert decision.diagnoses[0].endswith(
+        f"(from an evenly spaced sample of 45 of {len(wkb)} features)"
+    )
 
 
 @pytest.mark.parametrize("path", SHIPPED, ids=lambda p: p.name)

@@ -5,6 +5,7 @@ the full set in a clear case; chunked, the sample is the same features as whole.
 from __future__ import annotations
 
 import dataclasses
+from collections.abc import Iterator
 
 import numpy as np
 import pyarrow as pa
@@ -14,7 +15,8 @@ from pyproj import Transformer
 
 from tests.catalogue import NOW, active, batch_of, clause, contract_of
 from tests.core.test_chunked import split
-from worker.core.chunks import evaluate_chunked
+from worker.core import chunk_sample
+from worker.core.chunks import ChunkedBatch, evaluate_chunked
 from worker.core.clauses import diagnose_readings
 from worker.core.clauses.diagnose import SWAPPED_OR_REGION, diagnoses_of
 from worker.core.clauses.diagnose_readings import diagnose_tally
@@ -150,3 +152,61 @@ def test_chunked_diagnosis_of_a_sample_equals_whole(
         f"{SWAPPED_OR_REGION} (from an evenly spaced sample of 9 of 60 features)",
     )
     assert evaluate_chunked(split(batch, rows), [active(c)], now=NOW) == whole
+
+
+def _counted(source: ChunkedBatch, rows: int | None) -> tuple[ChunkedBatch, list[int]]:
+    """``source`` with ``rows`` (the count known before reading, or None) and the
+    features every pass over its chunks read, one entry per pass."""
+    passes: list[int] = []
+    chunks = source.chunks
+
+    def counting() -> Iterator[Batch]:
+        passes.append(0)
+        for chunk in chunks():
+            passes[-1] += len(chunk.geometries_wkb)
+            yield chunk
+
+    return dataclasses.replace(source, chunks=counting, rows=rows), passes
+
+
+@pytest.mark.parametrize("rows", [1, 6, 13, 100])
+def test_a_sample_kept_by_the_first_pass_equals_a_second_read(
+    rows: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The feature count known before reading (a file's footer): the first pass keeps the
+    sampled rows of each chunk and the diagnosis reads them, not the batch again; the
+    decision is the whole batch's, the sample and its diagnosis included."""
+    swapped = _swapped_batch(60).geometries_wkb
+    right = batch_of(_lonlat_boxes(60)).geometries_wkb
+    wkb = [r if i % 7 == 3 else s for i, (s, r) in enumerate(zip(swapped, right, strict=True))]
+    table = pa.table({"code": [f"c{i}" for i in range(60)]})
+    batch = batch_of(wkb, attributes=table)
+    c = contract_of(clause("ext", "extent", region=FRANCE, min_fraction_inside=0.9))
+    monkeypatch.setattr(diagnose_readings, "DIAGNOSIS_SAMPLE", 9)
+    whole = evaluate(batch, [active(c)], now=NOW)
+    assert whole.diagnoses == (
+        f"{SWAPPED_OR_REGION} (from an evenly spaced sample of 9 of 60 features)",
+    )
+    kept, passes = _counted(split(batch, rows), 60)
+    assert evaluate_chunked(kept, [active(c)], now=NOW) == whole
+    assert passes == [60]  # one pass: the diagnosis read the kept sample
+    again, passes = _counted(split(batch, rows), None)
+    assert evaluate_chunked(again, [active(c)], now=NOW) == whole
+    assert passes == [60, 60]  # the count unknown before reading: the batch read again
+
+
+def test_a_sample_too_large_to_keep_is_read_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Kept rows beyond KEEP_SAMPLE_BYTES are dropped and the batch is read again; a
+    footer count that the pass contradicts (a file changed) reads it again too."""
+    batch = _swapped_batch(40)
+    c = contract_of(clause("ext", "extent", region=FRANCE))
+    whole = evaluate(batch, [active(c)], now=NOW)
+    assert whole.diagnoses == (SWAPPED_OR_REGION,)
+    monkeypatch.setattr(chunk_sample, "KEEP_SAMPLE_BYTES", 1_000)  # 93 bytes of WKB a feature
+    large, passes = _counted(split(batch, 4), 40)
+    assert evaluate_chunked(large, [active(c)], now=NOW) == whole
+    assert passes == [40, 40]
+    monkeypatch.setattr(chunk_sample, "KEEP_SAMPLE_BYTES", 64 * 1024 * 1024)
+    wrong, passes = _counted(split(batch, 4), 41)
+    assert evaluate_chunked(wrong, [active(c)], now=NOW) == whole
+    assert passes == [40, 40]

@@ -90,9 +90,10 @@ def with_id_column(loaded: Batch | ChunkedBatch, column: str) -> Batch | Chunked
     if not isinstance(loaded, ChunkedBatch):
         return replace(loaded, id_column=column)
     chunks = loaded.chunks
-    return ChunkedBatch(
-        replace(loaded.batch, id_column=column),
-        lambda: (replace(c, id_column=column) for c in chunks()),
+    return replace(
+        loaded,
+        batch=replace(loaded.batch, id_column=column),
+        chunks=lambda: (replace(c, id_column=column) for c in chunks()),
     )
 
 
@@ -114,7 +115,7 @@ def evaluate_batch(
     chunk for a :class:`ChunkedBatch` (claims tallied per chunk and merged), its chunks
     measured on ``chunk_pool`` (an executor and its thread count) when given, else whole;
     ``every`` names every offender (for the pictures), not the first ones."""
-    from worker.core.chunks import ChunkedBatch, evaluate_chunked
+    from worker.core.chunks import ChunkedBatch, ChunkHook, evaluate_chunked
     from worker.core.clauses.tally import Tally, merge
     from worker.core.evaluate import evaluate
     from worker.core.facts.batch import BatchFacts
@@ -128,14 +129,14 @@ def evaluate_batch(
         return decision, len(loaded.geometries_wkb), claim_disagreements(facts)
     claims: list[Tally] = [{}]
 
-    def tally_claims(facts: BatchFacts) -> None:
-        claims[0] = merge(claims[0], claims_tally(facts))
+    def merge_claims(tally: Tally) -> None:
+        claims[0] = merge(claims[0], tally)
 
     decision = evaluate_chunked(
         loaded,
         versions,
         now=now,
-        on_chunk=tally_claims,
+        on_chunk=ChunkHook(claims_tally, merge_claims),
         executor=chunk_pool[0],
         in_flight=chunk_pool[1],
     )

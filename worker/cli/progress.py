@@ -9,6 +9,7 @@ Nothing is printed when stderr is not a terminal (a pipe, a log file, CI) or wit
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import sys
 import time
 from collections.abc import Iterator
@@ -45,8 +46,6 @@ def chunks_with_progress(loaded: ChunkedBatch, label: str, stream: TextIO) -> Ch
     """``loaded`` whose every pass over its chunks redraws one status line on ``stream``
     (at most every :data:`REDRAW_S` seconds): features read of the file's count, chunks so
     far, features per second; the line is cleared when the pass ends."""
-    from worker.core.chunks import ChunkedBatch
-
     chunks = loaded.chunks
     total = loaded.batch.feature_count
     passes = [0]
@@ -63,7 +62,7 @@ def chunks_with_progress(loaded: ChunkedBatch, label: str, stream: TextIO) -> Ch
         finally:
             line.clear()
 
-    return ChunkedBatch(loaded.batch, with_line)
+    return dataclasses.replace(loaded, chunks=with_line)
 
 
 #: Seconds between two redraws of a status line.

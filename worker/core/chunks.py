@@ -18,6 +18,12 @@ evenly spaced sample,
 :data:`worker.core.clauses.diagnose_readings.DIAGNOSIS_SAMPLE` features at most, whose
 indices the first pass's feature count decides): the kind's
 :attr:`~worker.core.clauses.base.ClauseKind.second_pass`, for every kind that has one.
+That last pass reads the batch again only when the batch's feature count was not known
+before the first (:attr:`ChunkedBatch.rows`) or its sample is too large to keep
+(:data:`~worker.core.chunk_sample.KEEP_SAMPLE_BYTES`): otherwise the first pass keeps the
+sampled rows of each chunk (:attr:`~worker.core.clauses.base.SecondPass.rows`,
+:mod:`worker.core.chunk_sample`) and the last pass measures those alone, with the same
+tallies.
 
 Both cores: given an executor (a pool of threads the caller owns), the chunks of the
 measuring passes are measured on its threads while the caller's thread reads the next
@@ -31,21 +37,22 @@ thread, value for value.
 
 from __future__ import annotations
 
-from collections import deque
 from collections.abc import Callable, Iterable, Iterator, Sequence
-from concurrent.futures import Executor, Future, wait
+from concurrent.futures import Executor
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from worker.core._util.gcpause import collector_paused
+from worker.core._util.ordered import in_order
+from worker.core.chunk_sample import Item, Keep, Kept, keep_for
 from worker.core.clauses import KINDS
 from worker.core.clauses.tally import Failed, Tally, merge
 from worker.core.evaluate import decide, evaluate_clause, failed_result, version_verdict
 from worker.core.facts.batch import BatchFacts, edges_problem
 from worker.core.model import ActiveVersion, Batch, Clause, ClauseResult, Decision
 
-__all__ = ["ChunkedBatch", "evaluate_chunked", "in_order"]
+__all__ = ["ChunkHook", "ChunkedBatch", "evaluate_chunked", "in_order"]
 
 
 @dataclass(frozen=True)
@@ -58,11 +65,27 @@ class ChunkedBatch:
     its ``geometries_wkb`` are empty and its ``attributes`` an empty table with the
     attribute schema. ``chunks()`` starts a new pass over the features: Batches with the
     same metadata, each holding consecutive features, in batch order (may raise the
-    reader's errors, e.g. :class:`worker.core.errors.PayloadError`).
+    reader's errors, e.g. :class:`worker.core.errors.PayloadError`). ``rows``, when known
+    before reading (a file's footer), is the number of features every pass yields (a
+    reader whose pass yields another number raises): with it, the first pass keeps the
+    rows a second pass reads (:func:`evaluate_chunked`).
     """
 
     batch: Batch
     chunks: Callable[[], Iterable[Batch]]
+    rows: int | None = None
+
+
+@dataclass(frozen=True)
+class ChunkHook:
+    """What a caller measures of every chunk beside the clauses: ``measure(facts)`` with
+    the chunk's facts, on the thread that measures the chunk (any thread: it reads only
+    those facts and keeps no reference to them), and ``take(result)`` with what it gave,
+    once per chunk, in batch order on the caller's thread (e.g. merging
+    :func:`worker.core.facts.claims.claims_tally`)."""
+
+    measure: Callable[[BatchFacts], Any]
+    take: Callable[[Any], None]
 
 
 @dataclass(frozen=True)
@@ -71,16 +94,22 @@ class _Job:
     clause: Clause
 
 
-def _measure(job: _Job, facts: BatchFacts, now: datetime, total: int | None = None) -> Any:
+def _measure(
+    job: _Job, facts: BatchFacts, now: datetime, total: int | None = None, of: int | None = None
+) -> Any:
     """The job's tally of ``facts`` (its kind's ``measure``; an unknown kind's is empty),
     or :class:`Failed` when measuring raised; with ``total`` (the batch's feature count),
-    the tally of its kind's second pass instead."""
+    the tally of its kind's second pass instead (``of``: ``facts`` are the rows kept of a
+    chunk of ``of`` features, :class:`Keep`)."""
     kind = KINDS.get(job.clause.kind)
     try:
         if kind is None:
             return {}  # rendered as the break of an unknown kind
-        if total is not None and kind.second_pass is not None:
-            return kind.second_pass.measure(job.clause, job.version.contract, facts, now, total)
+        second, contract = kind.second_pass, job.version.contract
+        if total is not None and second is not None:
+            if of is not None and second.measure_rows is not None:
+                return second.measure_rows(job.clause, contract, facts, now, of)
+            return second.measure(job.clause, contract, facts, now, total)
         return kind.measure(job.clause, job.version.contract, facts, now)
     except Exception as exc:  # last resort, as evaluate_clause: one clause, not the batch
         return Failed(f"{type(exc).__name__}: {exc}")
@@ -121,55 +150,18 @@ def _edges_problem(source: ChunkedBatch) -> str | None:
     return edges_problem(source.batch.edges, None, count > 0 and fits)
 
 
-def in_order(
-    fn: Callable[[Any], Any],
-    items: Iterable[Any],
-    executor: Executor | None = None,
-    in_flight: int = 1,
-) -> Iterator[Any]:
-    """``fn(item)`` of every item, yielded in the order of ``items``.
-
-    Without ``executor`` (or with ``in_flight`` <= 1), one item at a time on the
-    caller's thread. With one, ``fn`` runs on the executor's threads while the next items
-    are taken from ``items`` on the caller's thread, with at most ``in_flight`` items
-    taken and not yet yielded (the item being taken counts): what bounds memory when an
-    item is a chunk of a batch. When the caller stops early or ``items`` raises, the
-    items not started are cancelled and the running ones waited for before the error
-    propagates, so no work outlives the call. Raises what ``items`` or ``fn`` raises.
-    """
-    if executor is None or in_flight <= 1:
-        yield from map(fn, items)
-        return
-    pending: deque[Future[Any]] = deque()
-    source = iter(items)
-    try:
-        while True:
-            while len(pending) >= in_flight:
-                yield pending.popleft().result()
-            item = next(source, _END)
-            if item is _END:
-                break
-            pending.append(executor.submit(fn, item))
-            del item
-        while pending:
-            yield pending.popleft().result()
-    finally:
-        for f in pending:
-            f.cancel()
-        wait(pending)
-
-
-_END = object()
-
-
-def _numbered(chunks: Iterable[Batch]) -> Iterator[tuple[Batch, int]]:
+def _numbered(chunks: Iterable[Batch]) -> Iterator[Item]:
     """Each chunk with the index in the whole batch of its first feature."""
     offset = 0
     for chunk in chunks:
         count = len(chunk.geometries_wkb)
-        yield chunk, offset
+        yield chunk, offset, None
         del chunk  # not held while the next chunk is read: it is the pool's now
         offset += count
+
+
+#: Kinds whose measure asks for every feature's GEOS validity (:class:`_Pass`).
+_GEOS_FIRST = frozenset({"validity"})
 
 
 @dataclass(frozen=True)
@@ -180,39 +172,72 @@ class _Pass:
     edges: tuple[str | None]
     now: datetime
     total: int | None
-    keep_facts: bool
+    hook: Callable[[BatchFacts], Any] | None = None
+    keep: Keep | None = None
 
-    def __call__(self, item: tuple[Batch, int]) -> tuple[list[Any], BatchFacts | None]:
+    def __call__(self, item: Item) -> tuple[list[Any], Any, Item | None]:
+        chunk, offset, of = item
         with collector_paused():  # the chunk's geometries are built and freed within
-            facts = BatchFacts(item[0], item[1], self.edges)
-            tallies = [_measure(j, facts, self.now, self.total) for j in self.jobs]
-        return tallies, (facts if self.keep_facts else None)
+            facts = BatchFacts(chunk, offset, self.edges)
+            if self.total is None and any(j.clause.kind in _GEOS_FIRST for j in self.jobs):
+                # GEOS's validity first (a validity clause asks for it anyway): emptiness
+                # and non-finite coordinates are then read from it, not from every
+                # coordinate (GeometryFacts.is_empty, has_nonfinite; the same values)
+                facts.geos_valid  # noqa: B018
+            tallies = [_measure(j, facts, self.now, self.total, of) for j in self.jobs]
+            extra = None if self.hook is None else self.hook(facts)
+            # the chunk's geometries are freed here, on the measuring thread, not on the
+            # caller's, which reads the next chunks meanwhile
+            del facts
+        kept = None if self.keep is None else self.keep(chunk, offset)
+        return tallies, extra, kept
 
 
 def _tallies(
+    items: Iterable[Item],
+    meta: Batch,
+    measure: _Pass,
+    take: Callable[[Any], None] | None = None,
+    pool: tuple[Executor | None, int] = (None, 1),
+    kept: Kept | None = None,
+) -> list[Tally | Failed]:
+    """One pass over ``items`` (:data:`Item`): every job's tally, merged (starting from
+    the tally of no features, ``meta``, so an empty batch is judged as the whole-batch
+    path judges it); with ``measure.total`` (the batch's feature count, known after a
+    first pass), the tallies of the jobs' second passes (the extent diagnoses, on the
+    batch's evenly spaced sample). ``take`` is given what ``measure.hook`` gave of each
+    chunk, and the rows ``measure.keep`` took are added to ``kept``, in batch order on the
+    caller's thread. ``pool``: (executor, in_flight), as :func:`in_order`."""
+    empty = BatchFacts(meta, 0, measure.edges)
+    acc = [_measure(j, empty, measure.now, measure.total) for j in measure.jobs]
+    for tallies, extra, part in in_order(measure, items, *pool):
+        acc = [merge(a, t) for a, t in zip(acc, tallies, strict=True)]
+        if take is not None:
+            take(extra)
+        if kept is not None and part is not None:
+            kept.add(part)
+        del tallies, extra, part
+    return acc
+
+
+def _second_pass(
     source: ChunkedBatch,
     jobs: Sequence[_Job],
-    edges: tuple[str | None],
-    now: datetime,
-    total: int | None = None,
-    on_chunk: Callable[[BatchFacts], None] | None = None,
-    pool: tuple[Executor | None, int] = (None, 1),
+    first: _Pass,
+    total: int,
+    kept: Kept | None,
+    pool: tuple[Executor | None, int],
 ) -> list[Tally | Failed]:
-    """One pass: every job's tally, merged over the chunks (starting from the tally of no
-    features, so an empty batch is judged as the whole-batch path judges it); with
-    ``total`` (the batch's feature count, known after a first pass), the tallies of the
-    jobs' second passes (the extent diagnoses, on the batch's evenly spaced sample).
-    ``on_chunk`` is called with each chunk's facts once the jobs measured them, in batch
-    order on the caller's thread. ``pool``: (executor, in_flight), as :func:`in_order`."""
-    acc = [_measure(j, BatchFacts(source.batch, 0, edges), now, total) for j in jobs]
-    measure = _Pass(jobs, edges, now, total, on_chunk is not None)
-    for tallies, facts in in_order(measure, _numbered(source.chunks()), *pool):
-        acc = [merge(a, t) for a, t in zip(acc, tallies, strict=True)]
-        if on_chunk is not None and facts is not None:
-            with collector_paused():
-                on_chunk(facts)
-        del tallies, facts
-    return acc
+    """The second-pass tallies of ``jobs`` in a batch of ``total`` features: on the rows
+    the first pass ``kept`` when it kept them all for a batch of that count, else over the
+    batch read again."""
+    measure = _Pass(jobs, first.edges, first.now, total)
+    items: Iterable[Item] | None = None
+    if kept is not None and first.keep is not None and first.keep.total == total:
+        items = kept.items
+    if items is None:
+        items = _numbered(source.chunks())
+    return _tallies(items, source.batch, measure, pool=pool)
 
 
 def evaluate_chunked(
@@ -220,7 +245,7 @@ def evaluate_chunked(
     versions: Sequence[ActiveVersion],
     *,
     now: datetime,
-    on_chunk: Callable[[BatchFacts], None] | None = None,
+    on_chunk: ChunkHook | None = None,
     executor: Executor | None = None,
     in_flight: int = 2,
 ) -> Decision:
@@ -229,9 +254,8 @@ def evaluate_chunked(
     Parameters and result as :func:`worker.core.evaluate.evaluate`, whose decision on the
     whole batch this equals (the coverage clause's covered area is the union of the
     chunks' covered parts: equal up to floating-point rounding of the union).
-    ``on_chunk``, when given, is called with the facts of every chunk once, in batch
-    order, while that chunk is held (e.g. to tally what no clause measures:
-    :func:`worker.core.facts.claims.claims_tally`); it must keep no reference to them.
+    ``on_chunk``, when given, measures what no clause measures of every chunk
+    (:class:`ChunkHook`, e.g. :func:`worker.core.facts.claims.claims_tally`).
     ``executor``, when given (a thread pool the caller owns and shuts down), measures the
     chunks on its threads, at most ``in_flight`` chunks at a time (the pool's thread
     count; 1: one chunk at a time on the caller's thread): the same decision as
@@ -247,14 +271,20 @@ def evaluate_chunked(
     edges = (_edges_problem(source),)
     meta = BatchFacts(source.batch, 0, edges)
     pool = (executor, in_flight)
-    tallies = _tallies(source, jobs, edges, now, None, on_chunk, pool) if jobs or on_chunk else []
+    keep = keep_for([KINDS.get(j.clause.kind) for j in jobs], source.rows)
+    hook, take = (on_chunk.measure, on_chunk.take) if on_chunk is not None else (None, None)
+    first = _Pass(jobs, edges, now, None, hook, keep)
+    kept = Kept() if keep is not None else None
+    tallies: list[Tally | Failed] = []
+    if jobs or on_chunk:
+        tallies = _tallies(_numbered(source.chunks()), source.batch, first, take, pool, kept)
     broken = [
         i for i, (j, t) in enumerate(zip(jobs, tallies, strict=True)) if _wants_second_pass(j, t)
     ]
     if broken:
         # a kind with a second pass counts its features (SecondPass)
         total = int(tallies[broken[0]]["count"])  # type: ignore[index]
-        extra = _tallies(source, [jobs[i] for i in broken], edges, now, total, pool=pool)
+        extra = _second_pass(source, [jobs[i] for i in broken], first, total, kept, pool)
         for i, t in zip(broken, extra, strict=True):
             tallies[i] = t if isinstance(t, Failed) else {**tallies[i], **t}  # type: ignore[dict-item]
     results = iter([_render(j, meta, t, now) for j, t in zip(jobs, tallies, strict=True)])

@@ -68,10 +68,20 @@ class SecondPass:
     ``measure(clause, contract, facts, now, total)`` gives the tally of one chunk, merged
     into the first pass's tally before rendering; ``total`` is the batch's feature count,
     which the first pass's tally holds as ``count``.
+
+    A kind whose second pass reads only some rows (the extent's evenly spaced sample) may
+    name them, so that the first pass keeps them while it holds each chunk and the batch
+    is not read again (:mod:`worker.core.chunks`): ``rows(offset, count, total)`` gives
+    those of a chunk (int (M,), ascending, 0-based within the chunk of ``count`` features
+    starting at batch index ``offset``), and ``measure_rows(clause, contract, facts, now,
+    of)`` the chunk's tally from ``facts`` holding those rows alone, of a chunk of ``of``
+    features: the tally ``measure`` gives on the whole chunk.
     """
 
     wanted: Callable[[Clause, Tally], bool]
     measure: Callable[[Clause, Contract, BatchFacts, datetime, int], Tally]
+    rows: Callable[[int, int, int], np.ndarray] | None = None
+    measure_rows: Callable[[Clause, Contract, BatchFacts, datetime, int], Tally] | None = None
 
 
 @dataclass(frozen=True)

@@ -34,7 +34,7 @@ from worker.core.spatial import (
     swap_xy,
 )
 
-__all__ = ["DIAGNOSIS_SAMPLE", "diagnose_tally"]
+__all__ = ["DIAGNOSIS_SAMPLE", "diagnose_tally", "sampled_rows", "sampled_tally"]
 
 _DIAGNOSIS_CANDIDATES = ("EPSG:3857", "EPSG:4326")
 
@@ -58,6 +58,14 @@ def _candidates(facts: BatchFacts, crs: CRS) -> list[CRS]:
         for c in candidates
         if not crs_equivalent(c, crs) and not (declared is not None and crs_equivalent(c, declared))
     ]
+
+
+def sampled_rows(offset: int, count: int, total: int) -> np.ndarray:
+    """int (M,), ascending: the rows of a chunk (``count`` features from batch index
+    ``offset``, in a batch of ``total``) that :func:`diagnose_tally` reads: the batch's
+    evenly spaced sample of at most :data:`DIAGNOSIS_SAMPLE` features
+    (:func:`worker.core.clauses.sample.sample_rows`)."""
+    return sample_rows(offset, count, total, DIAGNOSIS_SAMPLE)
 
 
 def diagnose_tally(
@@ -87,6 +95,14 @@ def diagnose_tally(
     if rows.size < of:
         edges = (facts.edges_problem,)
         facts = BatchFacts(take_features(facts.batch, rows), facts.offset, edges)
+    return {"of": of, **_readings(facts, region, crs)}
+
+
+def sampled_tally(
+    facts: BatchFacts, region: shapely.Geometry, crs: CRS | None, of: int
+) -> dict[str, int | bool]:
+    """:func:`diagnose_tally` of a chunk of ``of`` features from ``facts`` holding its
+    sampled rows alone (:func:`sampled_rows`, taken while the first pass held the chunk)."""
     return {"of": of, **_readings(facts, region, crs)}
 
 

@@ -35,7 +35,7 @@ from worker.core.clauses.base import (
 )
 from worker.core.clauses.diagnose import diagnoses_of
 from worker.core.clauses.diagnose_notes import placement_notes, shown_span
-from worker.core.clauses.diagnose_readings import diagnose_tally
+from worker.core.clauses.diagnose_readings import diagnose_tally, sampled_rows, sampled_tally
 from worker.core.clauses.diff import Diff
 from worker.core.clauses.region import compare_region, contract_crs, unplaceable, whole_batch_break
 from worker.core.clauses.tally import Bounds, First, Tally
@@ -47,7 +47,7 @@ from worker.core.spatial import (
     region_geometry,
 )
 
-__all__ = ["KIND", "Params", "measure_diagnosis", "needs_diagnosis"]
+__all__ = ["KIND", "Params", "measure_diagnosis", "measure_sampled", "needs_diagnosis"]
 
 
 @dataclass(frozen=True)
@@ -186,6 +186,16 @@ def measure_diagnosis(
     return {"diagnosis": diagnose_tally(facts, region, crs, total=total)}
 
 
+def measure_sampled(
+    clause: Clause, contract: Contract, facts: BatchFacts, now: datetime, of: int
+) -> Tally:
+    """:func:`measure_diagnosis` of a chunk of ``of`` features from ``facts`` holding its
+    sampled rows alone (:func:`~worker.core.clauses.diagnose_readings.sampled_rows`)."""
+    crs, _ = contract_crs(KIND.params(clause).crs, contract, facts)
+    region = _extent_region(clause, crs)
+    return {"diagnosis": sampled_tally(facts, region, crs, of)}
+
+
 def render(
     clause: Clause, contract: Contract, facts: BatchFacts, tally: Tally, now: datetime
 ) -> ClauseResult:
@@ -277,5 +287,5 @@ KIND = ClauseKind(
     render,
     compare,
     brief,
-    second_pass=SecondPass(needs_diagnosis, measure_diagnosis),
+    second_pass=SecondPass(needs_diagnosis, measure_diagnosis, sampled_rows, measure_sampled),
 )

@@ -123,7 +123,7 @@ def _chunked(
                 f"{opened.rows}: the file changed while being evaluated"
             )
 
-    return ChunkedBatch(meta, chunks)
+    return ChunkedBatch(meta, chunks, opened.rows)
 
 
 def load_payload_chunked(
