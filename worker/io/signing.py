@@ -30,14 +30,11 @@ from __future__ import annotations
 
 import base64
 import binascii
+import contextlib
 import hashlib
 import hmac
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
-
-from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
-from cryptography.hazmat.primitives import serialization
-from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey, Ed25519PublicKey
 
 from worker.core.errors import SigningKeyError
 
@@ -143,8 +140,7 @@ class VerifyKey:
             )
         if len(found) > 1:
             return "bad_signature", f"{len(found)} {SIGNATURE_HEADER} headers (one is written)"
-        raw = found[0]
-        raw = raw.encode("utf-8", "replace") if isinstance(raw, str) else (raw or b"")
+        raw = found[0].encode("utf-8", "replace") if isinstance(found[0], str) else found[0] or b""
         algorithm, sep, text = raw.partition(b":")
         if not sep or algorithm.decode("ascii", "replace") != self.algorithm:
             shown = algorithm.decode("ascii", "replace")[:20] if sep else "no algorithm"
@@ -240,6 +236,10 @@ def load_signing_key(path: str, flag: str = SIGNING_FLAG) -> SigningKey:
         return SigningKey(
             "hmac-sha256", path, lambda m: hmac.new(secret, m, hashlib.sha256).digest()
         )
+    from cryptography.exceptions import UnsupportedAlgorithm  # here: 70 ms of every start-up
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PrivateKey
+
     try:
         private = serialization.load_pem_private_key(data, password=None)
     except (TypeError, ValueError, UnsupportedAlgorithm) as exc:
@@ -280,6 +280,10 @@ def load_verify_key(path: str, flag: str = VERIFY_FLAG) -> VerifyKey:
             f"{flag}: {path} is a private key; give workers the public key only "
             "(`openssl pkey -in publisher.pem -pubout -out publisher.pub.pem`)"
         )
+    from cryptography.exceptions import InvalidSignature, UnsupportedAlgorithm
+    from cryptography.hazmat.primitives import serialization
+    from cryptography.hazmat.primitives.asymmetric.ed25519 import Ed25519PublicKey
+
     try:
         public = serialization.load_pem_public_key(data)
     except (ValueError, UnsupportedAlgorithm):
@@ -289,10 +293,8 @@ def load_verify_key(path: str, flag: str = VERIFY_FLAG) -> VerifyKey:
     ed_key = public
 
     def check_ed25519(signature: bytes, message: bytes) -> bool:
-        try:
-            ed_key.verify(signature, message)
-        except InvalidSignature:
-            return False
-        return True
+        with contextlib.suppress(InvalidSignature):
+            return ed_key.verify(signature, message) is None  # raises when it does not verify
+        return False
 
     return VerifyKey("ed25519", path, check_ed25519)
