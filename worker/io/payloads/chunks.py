@@ -37,8 +37,11 @@ from worker.io.payloads.policy import UNRESTRICTED, PayloadPolicy
 __all__ = ["CHUNK_BYTES", "CHUNK_ROWS", "load_payload_chunked", "read_batch_file_chunked"]
 
 #: Features per chunk when a payload or batch file is evaluated in chunks
-#: (:func:`load_payload_chunked`, :func:`read_batch_file_chunked`), at most.
-CHUNK_ROWS = 4096
+#: (:func:`load_payload_chunked`, :func:`read_batch_file_chunked`), at most: a GeoParquet
+#: row group as most writers cut them. :data:`CHUNK_BYTES` bounds memory; each chunk costs
+#: about 15 ms of fixed work (facts, six clauses' tallies, their merge): at 4,096 rows that
+#: was 3.6 of the 4.5 s of `check` on 1,000,000 points (issue 27).
+CHUNK_ROWS = 65_536
 #: Uncompressed bytes per chunk, about (the file's average row size decides the rows):
 #: with the row group being read, what bounds the worker's memory.
 CHUNK_BYTES = 16 * 1024 * 1024
