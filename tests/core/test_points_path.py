@@ -137,3 +137,62 @@ def test_extreme_finite_coordinates_give_no_numpy_warning() -> None:
     extent = next(r for r in decision.verdicts[0].clauses if r.kind == "extent")
     assert extent.result == "break" and extent.offenders is not None
     assert extent.offenders.total == 1
+
+
+def _mixed_values(n: int = 300) -> list[bytes | None]:
+    """Plain points in both byte orders, and among them what sent a batch of points down
+    the general path: a MultiPoint, POINT EMPTY, a NaN point, a missing value, a Z point,
+    an EWKB point with an SRID, a bowtie polygon (invalid) and bytes GEOS refuses."""
+    rng = np.random.default_rng(34)
+    xy = np.column_stack((rng.uniform(-190, 190, n), rng.uniform(-95, 95, n)))
+    values: list[bytes | None] = [*_points(xy[: n // 2]), *_points(xy[n // 2 :], byte_order=0)]
+    odd = [
+        shapely.to_wkb(shapely.MultiPoint([(1, 2), (3, 4)])),
+        shapely.to_wkb(shapely.Point()),
+        struct.pack("<BIdd", 1, 1, float("nan"), 1.0),
+        None,
+        shapely.to_wkb(shapely.Point(1, 2, 3)),
+        shapely.to_wkb(
+            shapely.set_srid(shapely.Point(5, 6), 4326), include_srid=True, flavor="extended"
+        ),
+        shapely.to_wkb(shapely.Polygon([(0, 0), (1, 1), (1, 0), (0, 1), (0, 0)])),
+        b"\x01\x02\x00\x00\x00\xff\xff\xff\x7f",
+    ]  # fmt: skip
+    for k, value in enumerate(odd):
+        values[7 + 31 * k] = value
+    return values
+
+
+@pytest.mark.parametrize("axis_order", ["east_north", "north_east"])
+@pytest.mark.parametrize("crs", ["EPSG:4326", "EPSG:3857", None])
+def test_points_among_other_values_keep_the_points_path_with_the_general_facts(
+    axis_order: str, crs: str | None, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    batch = batch_of(_mixed_values(), crs=crs, axis_order=axis_order)
+    fast = BatchFacts(batch)
+    assert fast.points_xy is None  # not every feature a plain point
+    _same(fast, _general(batch, monkeypatch))
+    assert "raw_geometries" not in fast.__dict__  # no geometry built (the general path builds all)
+    assert fast.is_valid[[7, 38]].all() and not fast.is_valid[[69, 100, 193, 224]].any()
+    assert fast.type_names[7] == "MultiPoint" and fast.is_empty[38] and fast.missing[100]
+    assert fast.invalid_count == 4  # NaN, missing, bowtie, refused: no plain point
+    # a clause that asks for the geometries gets those of the general path
+    general = _general(batch, monkeypatch)
+    assert [g if g is None else g.wkb for g in fast.geometries] == [
+        g if g is None else g.wkb for g in general.geometries
+    ]
+
+
+def test_points_among_other_values_decide_as_the_general_path(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    contract = parse_contract(V1.replace("[Polygon, MultiPolygon]", "[Point]"))
+    versions = [ActiveVersion(contract, "enforcing")]
+    batch = replace(batch_of(_mixed_values()), layer="admin_boundaries")
+    fast = evaluate(batch, versions, now=NOW)
+    monkeypatch.setattr(facts_module, "POINTS_WITHOUT_GEOMETRIES_MIN", 10**9)
+    general = evaluate(batch, versions, now=NOW)
+    assert fast == general
+    kinds = {r.kind: r for r in fast.verdicts[0].clauses}
+    assert kinds["extent"].result == "break" and kinds["geometry_type"].result == "break"
+    assert kinds["validity"].offenders is not None and kinds["validity"].offenders.total >= 3

@@ -37,8 +37,8 @@ from worker.io.payloads.policy import UNRESTRICTED, PayloadPolicy
 __all__ = ["CHUNK_BYTES", "CHUNK_ROWS", "load_payload_chunked", "read_batch_file_chunked"]
 
 #: Features per chunk when a payload or batch file is evaluated in chunks
-#: (:func:`load_payload_chunked`, :func:`read_batch_file_chunked`), at most: a GeoParquet
-#: row group as most writers cut them. :data:`CHUNK_BYTES` bounds memory; each chunk costs
+#: (:func:`load_payload_chunked`, :func:`read_batch_file_chunked`), at most: a row group
+#: as most writers cut them. :data:`CHUNK_BYTES` bounds memory; each chunk costs
 #: about 15 ms of fixed work (facts, six clauses' tallies, their merge): at 4,096 rows that
 #: was 3.6 of the 4.5 s of `check` on 1,000,000 points (issue 27).
 CHUNK_ROWS = 65_536
