@@ -70,19 +70,19 @@ def main(argv: list[str] | None = None) -> int:
         "keeps the generated files there between runs",
     )
     parser.add_argument(
-        "--peers-batches",
-        nargs="+",
-        choices=list(peers.BATCHES),
-        default=None,
-        metavar="BATCH",
-        help=f"peers batches to run (default both): {', '.join(peers.BATCHES)}",
-    )
-    parser.add_argument(
         "--peers-rounds",
         type=int,
         default=None,
         metavar="N",
         help="interleaved rounds of the peers group (default 3, --quick 1)",
+    )
+    parser.add_argument(
+        "--peers-batches",
+        nargs="+",
+        choices=list(peers.BATCHES),
+        default=list(peers.BATCHES),
+        metavar="BATCH",
+        help=f"batches of the peers group (default both): {', '.join(peers.BATCHES)}",
     )
     args = parser.parse_args(argv)
     names = args.only or list(GROUPS)

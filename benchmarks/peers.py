@@ -26,6 +26,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Sequence
 from dataclasses import dataclass
 from importlib.util import find_spec
 from pathlib import Path
@@ -35,8 +36,6 @@ from benchmarks.peers_data import CODES, EXTENT, Truth, write_batch
 
 #: Default number of features of each batch (issue 27's 1,000,000), and the quick one.
 FEATURES = 1_000_000
-#: The batches, in the order they run.
-BATCHES = ("polygons", "points")
 QUICK_FEATURES = 3_000
 #: Where full-size batches are kept between runs (regenerated when absent).
 DATA_DIR_ENV = "BENCH_PEERS_DIR"
@@ -44,6 +43,8 @@ MIB = 1024 * 1024
 #: Peer tools and the packages each needs (the bench extra).
 NEEDS = {"duckdb": ("duckdb", "duckdb_extension_spatial"), "geopandas": ("geopandas",)}
 TARGET_TIME = {"polygons": 1.0, "points": 1.2}
+#: The batches, in the order they run (``--peers-batches`` picks some).
+BATCHES = ("polygons", "points")
 TARGET_RSS_MIB = 400.0
 TARGET_BROKEN = 1.1
 
@@ -262,12 +263,12 @@ def run(
     quick: bool,
     features: int | None = None,
     rounds: int | None = None,
-    batches: list[str] | None = None,
+    batches: Sequence[str] = BATCHES,
 ) -> list[Row]:
-    """The ``peers`` group: ``batches`` (default both of :data:`BATCHES`) of ``features``
+    """The ``peers`` group: the ``batches`` (default both, :data:`BATCHES`) of ``features``
     (default :data:`FEATURES`, quick :data:`QUICK_FEATURES`) in ``rounds`` interleaved
     rounds (default 3, quick 1); prints each batch's table and the machine's load
-    averages; returns the target rows."""
+    averages; returns the target rows (of the batches run)."""
     n = features or (QUICK_FEATURES if quick else FEATURES)
     rounds = rounds or (1 if quick else 3)
     _, skipped = tools_available()
@@ -278,7 +279,7 @@ def run(
         kept = os.environ.get(DATA_DIR_ENV)
         folder = Path(scratch if quick or not kept else kept)
         folder.mkdir(parents=True, exist_ok=True)
-        for what in [b for b in BATCHES if batches is None or b in batches]:
+        for what in [b for b in BATCHES if b in batches]:
             before = os.getloadavg()
             runs, truth = measure(folder, what, n, rounds)
             after = os.getloadavg()

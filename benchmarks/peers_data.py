@@ -28,10 +28,10 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import shapely
 
-#: The contract's extent: (xmin, ymin, xmax, ymax), degrees.
-EXTENT = (-10.0, 35.0, 30.0, 70.0)
-#: Allowed values of the ``code`` column.
-CODES = ("residential", "commercial", "industrial", "agricultural", "forest", "water")
+from benchmarks.peers_spec import CODES, EXTENT
+
+__all__ = ["CODES", "EXTENT", "Truth", "write_batch"]
+
 ROW_GROUP = 65_536
 BOWTIE_FRACTION = 0.03
 MULTI_FRACTION = 0.005

@@ -1,8 +1,8 @@
 """One tool of the ``peers`` benchmark on one batch file, as a whole process of its own.
 
 ``python -m benchmarks.peers_tools TOOL FILE ALLOWED_TYPE [CONTRACT]`` runs the five checks
-(validity, geometry type, bounds inside :data:`~benchmarks.peers_data.EXTENT`, ``code NOT
-IN`` :data:`~benchmarks.peers_data.CODES`, count) with TOOL and prints one JSON line of
+(validity, geometry type, bounds inside :data:`~benchmarks.peers_spec.EXTENT`, ``code NOT
+IN`` :data:`~benchmarks.peers_spec.CODES`, count) with TOOL and prints one JSON line of
 their counts (keys of :meth:`benchmarks.peers_data.Truth.checks`). The parent
 (:mod:`benchmarks.peers`) measures the process's wall time and peak RSS. Tools:
 
@@ -13,8 +13,8 @@ their counts (keys of :meth:`benchmarks.peers_data.Truth.checks`). The parent
 - ``shapely-loop``: per-feature shapely objects, one Parquet row group at a time;
 - ``gate-stream``: the worker's by-reference payload path
   (:func:`worker.io.payloads.load_payload_chunked` and
-  :func:`worker.core.chunks.evaluate_chunked` on the worker's evaluation pool of
-  ``GateConfig().eval_threads`` threads) with CONTRACT (the gate's ``check`` is run as
+  :func:`worker.core.chunks.evaluate_chunked` on the worker's default pool of
+  ``eval_threads`` threads) with CONTRACT (the gate's ``check`` is run as
   its own CLI command, and :func:`gate_counts` reads its JSON).
 """
 
@@ -25,7 +25,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from benchmarks.peers_data import CODES, EXTENT
+from benchmarks.peers_spec import CODES, EXTENT
 
 
 def spatial_extension() -> Path:
@@ -159,8 +159,7 @@ def _gate_stream(path: str, contract: str) -> dict[str, int]:
     loaded = load_payload_chunked(uri, event, policy=policy)
     assert isinstance(loaded, ChunkedBatch), "a GeoParquet payload is read in chunks"
     versions = [ActiveVersion(load_contract(Path(contract)), "enforcing")]
-    # the worker's evaluation pool: GateConfig().eval_threads threads (worker.gate.processor)
-    threads = GateConfig().eval_threads
+    threads = GateConfig().eval_threads  # the worker's default pool (`run --eval-threads`)
     with ThreadPoolExecutor(threads, "gate-eval") as pool:
         decision = evaluate_chunked(loaded, versions, now=now, executor=pool, in_flight=threads)
     return gate_counts(decision_to_json(decision))

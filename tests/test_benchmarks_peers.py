@@ -16,7 +16,6 @@ import subprocess
 import sys
 from importlib.util import find_spec
 from pathlib import Path
-from typing import Any
 
 import numpy as np
 import pyarrow.parquet as pq
@@ -143,19 +142,13 @@ def test_a_missing_peer_is_skipped_and_a_miscount_named(monkeypatch: pytest.Monk
     ) in text.splitlines()
 
 
-def test_peers_batches_runs_the_batches_named(monkeypatch: pytest.MonkeyPatch) -> None:
-    """``--peers-batches points`` measures the points alone (the polygons take minutes)."""
-    from benchmarks import peers
-
-    measured: list[str] = []
-
-    def measure(folder: Path, what: str, n: int, rounds: int) -> tuple[dict[str, Any], Any]:
-        measured.append(what)
-        return {}, None
-
-    monkeypatch.setattr(peers, "measure", measure)
-    monkeypatch.setattr(peers, "report", lambda *a: "")
-    monkeypatch.setattr(peers, "rows", lambda what, *a: [what])
-    assert peers.run(True, 10, 1, ["points"]) == ["points"] and measured == ["points"]
-    measured.clear()
-    assert peers.run(True, 10, 1) == ["polygons", "points"] == measured
+def test_peers_batches_runs_only_the_batches_named() -> None:
+    argv = [sys.executable, "-m", "benchmarks", "--quick", "--only", "peers"]
+    argv += ["--peers-features", "300", "--peers-batches", "points"]
+    run = subprocess.run(argv, cwd=ROOT, capture_output=True, text=True, timeout=600)
+    assert run.returncode == 0, run.stderr[-3000:]
+    lines = run.stdout.splitlines()
+    assert "peers, 300 points:" in lines and "peers, 300 polygons:" not in lines
+    assert lines.count("  every tool finds the truth's counts") == 1, run.stdout
+    assert [ln for ln in lines if ln.startswith("peers: gate check peak RSS, 300 points")]
+    assert not [ln for ln in lines if ln.startswith("peers: ") and "polygons" in ln]
