@@ -14,6 +14,7 @@ from __future__ import annotations
 import dataclasses
 
 import numpy as np
+import pyarrow as pa
 
 from worker.core.model import Batch
 
@@ -53,7 +54,7 @@ def take_features(batch: Batch, rows: np.ndarray) -> Batch:
     return dataclasses.replace(
         batch,
         geometries_wkb=tuple(batch.geometries_wkb[i] for i in idx),
-        attributes=batch.attributes.take(np.asarray(idx, dtype=np.int64)),
+        attributes=batch.attributes.take(pa.array(idx, type=pa.int64())),  # numpy: imports np.ma
         geometry_errors={k: errors[i] for k, i in enumerate(idx) if i in errors},
         covering_bbox=(
             None if batch.covering_bbox is None else tuple(batch.covering_bbox[i] for i in idx)
