@@ -13,7 +13,7 @@ from typing import Any
 import yaml
 
 from worker.core.contracts.fixes import _fail
-from worker.core.contracts.yaml_fast import _construct, _FastLoader, _node_depth
+from worker.core.contracts.yaml_fast import _construct, _FastLoader, _node_depth, unique_mapping
 from worker.core.errors import ContractError
 
 __all__ = [
@@ -92,21 +92,7 @@ class _UniqueKeyLoader(yaml.SafeLoader):
 
 
 def _construct_mapping(loader: _UniqueKeyLoader, node: yaml.MappingNode) -> dict[Any, Any]:
-    mapping: dict[Any, Any] = {}
-    for key_node, value_node in node.value:
-        key = loader.construct_object(key_node, deep=True)
-        try:
-            hash(key)
-        except TypeError:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"a mapping key is a {type(key).__name__}", key_node.start_mark
-            ) from None
-        if key in mapping:
-            raise yaml.constructor.ConstructorError(
-                None, None, f"duplicate key {key!r}", key_node.start_mark
-            )
-        mapping[key] = loader.construct_object(value_node, deep=True)
-    return mapping
+    return unique_mapping(node, lambda child: loader.construct_object(child, deep=True))
 
 
 def _child(node: Any, key: str) -> Any:

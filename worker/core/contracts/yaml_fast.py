@@ -5,11 +5,12 @@ contracts, and PyYAML's Python resolver and generic constructor were half of a p
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from typing import Any
 
 import yaml
 
-__all__: list[str] = []
+__all__ = ["unique_mapping"]
 
 _CSafeLoader: Any = getattr(yaml, "CSafeLoader", None)
 _STR_TAG = "tag:yaml.org,2002:str"
@@ -57,9 +58,21 @@ def _construct(loader: Any, node: yaml.Node) -> Any:
         return [_construct(loader, child) for child in node.value]
     if tag != _MAP_TAG or not isinstance(node, yaml.MappingNode):
         return loader.construct_document(node)
+    return unique_mapping(node, lambda child: _construct(loader, child))
+
+
+def unique_mapping(node: yaml.MappingNode, construct: Callable[[yaml.Node], Any]) -> dict[Any, Any]:
+    """The dict of a mapping node, each key and value built by ``construct``.
+
+    Raises
+    ------
+    yaml.constructor.ConstructorError
+        A key that is unhashable (a list or mapping) or repeated: YAML 1.2 section 3.2.1.1
+        requires unique keys, and PyYAML keeps the last silently.
+    """
     mapping: dict[Any, Any] = {}
     for key_node, value_node in node.value:
-        key = _construct(loader, key_node)
+        key = construct(key_node)
         try:
             hash(key)
         except TypeError:
@@ -70,7 +83,7 @@ def _construct(loader: Any, node: yaml.Node) -> Any:
             raise yaml.constructor.ConstructorError(
                 None, None, f"duplicate key {key!r}", key_node.start_mark
             )
-        mapping[key] = _construct(loader, value_node)
+        mapping[key] = construct(value_node)
     return mapping
 
 
