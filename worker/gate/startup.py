@@ -115,14 +115,21 @@ def restore_slo(
     return metrics.restore_slo(records, objectives, now)
 
 
-def active_summary(registry: RecordingRegistry) -> str:
-    """``layer: version/mode ...`` of every layer with active versions, or ``none``."""
-    layers = ", ".join(
-        f"{layer}: " + " ".join(f"{v.contract.version}/{v.mode}" for v in active)
-        for layer in registry.layers()
-        if (active := registry.active(layer))
+#: Layers the start-up line names one by one; the rest are counted ("and 990 more layers").
+SUMMARY_LAYERS = 10
+
+
+def active_summary(registry: RecordingRegistry, most: int = SUMMARY_LAYERS) -> str:
+    """``layer: version/mode ...`` of the first ``most`` layers with active versions (in the
+    registry's sorted order), then ``and N more layers``; ``none`` when no layer has one.
+    A config topic with 1,000 layers made a start-up line of 1,000 entries."""
+    active = [(layer, found) for layer in registry.layers() if (found := registry.active(layer))]
+    named = ", ".join(
+        f"{layer}: " + " ".join(f"{v.contract.version}/{v.mode}" for v in versions)
+        for layer, versions in active[:most]
     )
-    return layers or "none"
+    rest = len(active) - most
+    return (named + (f" and {rest} more layers" if rest > 0 else "")) or "none"
 
 
 def new_producer(settings: Settings, health: BrokerHealth) -> TransactionalProducerLike:
