@@ -25,14 +25,12 @@ import shapely
 
 from worker.core._util.memo import fact
 from worker.core.facts.geometry import GeometryFacts
+from worker.core.facts.wkb_header import POINT_WKB_BYTES
 
 if TYPE_CHECKING:
     from worker.core.facts.parse import ParsedFacts
 
 __all__ = ["MixedPoints", "MixedPointsFacts", "mixed_points", "plain_points_xy"]
-
-#: Bytes of a 2D WKB Point: byte order, type code 1, x, y (OGC 06-103r4 section 8.2).
-_POINT_BYTES = 21
 
 
 def _lengths(values: np.ndarray) -> np.ndarray:
@@ -58,14 +56,14 @@ def plain_points_xy(values: np.ndarray, least: int) -> np.ndarray | None:
     rows; None when fewer than ``least`` rows or fewer than half of them are such points.
     One length pass and one concatenation of the 21-byte values, read with numpy."""
     n = len(values)
-    candidates = np.flatnonzero(_lengths(values) == _POINT_BYTES)
+    candidates = np.flatnonzero(_lengths(values) == POINT_WKB_BYTES)
     if candidates.size < max(least, 1) or 2 * candidates.size < n:
         return None
     try:
         joined = b"".join(values[candidates].tolist())
     except TypeError:  # a value of 21 characters that is not bytes
         return None
-    raw = np.frombuffer(joined, dtype=np.uint8).reshape(-1, _POINT_BYTES)
+    raw = np.frombuffer(joined, dtype=np.uint8).reshape(-1, POINT_WKB_BYTES)
     flag = raw[:, 0]
     big = flag == 0
     code = _words(raw, 1, 5, "<u4", big)

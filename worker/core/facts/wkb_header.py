@@ -18,6 +18,7 @@ import shapely
 
 __all__ = [
     "EWKB_SRID_FLAG",
+    "POINT_WKB_BYTES",
     "curve_type_name",
     "empty_ring_polygons",
     "ewkb_srid",
@@ -212,7 +213,7 @@ def may_nest_many(values: Sequence[bytes | None] | np.ndarray) -> np.ndarray:
 
 
 #: Bytes of a 2D WKB Point: byte order, type code 1, x, y (OGC 06-103r4 section 8.2).
-_POINT_WKB_BYTES = 21
+POINT_WKB_BYTES = 21
 
 
 def simple_points_xy(values: Sequence[bytes | None] | np.ndarray) -> np.ndarray | None:
@@ -230,13 +231,13 @@ def simple_points_xy(values: Sequence[bytes | None] | np.ndarray) -> np.ndarray 
     if not n:
         return None
     first = values[0]
-    if type(first) is not bytes or len(first) != _POINT_WKB_BYTES or first[0] > 1:
+    if type(first) is not bytes or len(first) != POINT_WKB_BYTES or first[0] > 1:
         return None
     try:
         lengths = np.fromiter(map(len, values), dtype=np.int64, count=n)
     except TypeError:  # a None value
         return None
-    if not bool((lengths == _POINT_WKB_BYTES).all()):
+    if not bool((lengths == POINT_WKB_BYTES).all()):
         return None
     order = "<" if first[0] == 1 else ">"
     layout = np.dtype(
