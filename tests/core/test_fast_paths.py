@@ -185,20 +185,27 @@ def test_small_column_domain_path_equals_the_arrow_path(
         assert small_unknown == arrow_unknown
 
 
+def _python_path(text: str) -> object:
+    """``text`` read by PyYAML's Python composer and the contract constructors (the slow path)."""
+    from worker.core.contracts.yaml_doc import _UniqueKeyLoader
+
+    loader = _UniqueKeyLoader(text)
+    try:
+        return loader.construct_document(loader.get_single_node())
+    finally:
+        loader.dispose()
+
+
 def test_libyaml_and_python_composers_read_every_shipped_contract_alike() -> None:
     from worker.core.contracts.parse import parse_contract  # registers the mapping constructor
-    from worker.core.contracts.yaml_doc import _NOT_FAST, _load_with_libyaml, _UniqueKeyLoader
+    from worker.core.contracts.yaml_doc import _NOT_FAST, _load_with_libyaml
 
     assert parse_contract  # the import's side effect is what this test needs
     for path in sorted(data_file("contracts").iterdir()):
         text = path.read_text("utf-8")
         fast = _load_with_libyaml(text, path.name)
         assert fast is not _NOT_FAST
-        loader = _UniqueKeyLoader(text)
-        try:
-            slow = loader.construct_document(loader.get_single_node())
-        finally:
-            loader.dispose()
+        slow = _python_path(text)
         assert fast == slow and fast["layer"] in ("admin_boundaries", "nyc_boroughs")
 
 
@@ -230,7 +237,7 @@ def test_the_libyaml_path_builds_the_same_values_and_types_as_pyyaml() -> None:
     # issue 27: the fast path resolves short scalars through a cache and builds strings,
     # lists and mappings itself; every other tag is PyYAML's constructor
     from worker.core.contracts.parse import parse_contract  # registers the mapping constructor
-    from worker.core.contracts.yaml_doc import _NOT_FAST, _load_with_libyaml, _UniqueKeyLoader
+    from worker.core.contracts.yaml_doc import _NOT_FAST, _load_with_libyaml
 
     assert parse_contract
     text = (
@@ -241,11 +248,7 @@ def test_the_libyaml_path_builds_the_same_values_and_types_as_pyyaml() -> None:
     for doc in (text, text * 1 + "s: " + "x" * 200 + "\n", "[a, b]\n", "plain\n", "7\n"):
         fast = _load_with_libyaml(doc, "t")
         assert fast is not _NOT_FAST
-        loader = _UniqueKeyLoader(doc)
-        try:
-            slow = loader.construct_document(loader.get_single_node())
-        finally:
-            loader.dispose()
+        slow = _python_path(doc)
         assert _typed(fast) == _typed(slow)
     # refused alike: a duplicate key, an unhashable key, a merge key (no constructor)
     for doc in ("a: 1\nb: {x: 1, x: 2}\n", "? [a]\n: 1\n", "a: {<<: {b: 1}}\n"):
