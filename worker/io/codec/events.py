@@ -36,12 +36,12 @@ from worker.io.codec.avro import (
     BATCH_ARRIVAL,
     BATCH_ARRIVAL_EDGES,
     BATCH_ARRIVAL_PLANAR,
+    EVALUATION_RECORD,
     QUARANTINE_RECORD,
     _read,
     _unjson,
     _utc,
     _write,
-    write_evaluation,
 )
 
 __all__ = [
@@ -349,4 +349,4 @@ def encode_evaluation(
         ],
         "diagnoses": list(diagnoses),
     }
-    return write_evaluation(record, f"EvaluationRecord {batch_id}", ContractGateError)
+    return _write(EVALUATION_RECORD, record, f"EvaluationRecord {batch_id}", ContractGateError)
