@@ -62,17 +62,33 @@ class Interrupts:
         """Record that SIGINT arrived (a command's own SIGINT handler calls this)."""
         self.received.set()
 
-    def say(self) -> None:
-        """Print the line, once per run whoever calls it first (main thread or watcher)."""
-        with self._lock:
-            if self._said:
+    def say(self, wait_s: float | None = None) -> None:
+        """Print the line, once per run whoever calls it first (main thread or watcher).
+
+        The line is printed while the lock is held, so a caller that finds it already
+        said knows it is out: the watcher, which ends the process with ``os._exit`` right
+        after, must not end it between the main thread's claim and its print (seen once
+        under load: status 130 and no line). ``wait_s`` bounds the wait for the lock; a
+        print stuck longer than that (stderr blocked) is bypassed by writing the line
+        straight to file descriptor 2.
+        """
+        acquired = self._lock.acquire(timeout=-1 if wait_s is None else wait_s)
+        try:
+            if self._said and acquired:
                 return
             self._said = True
-        stream = self.stream or sys.stderr
-        with contextlib.suppress(Exception):  # stderr closed: the status still says it
-            # on a terminal, a progress line may be half drawn: erase it (ECMA-48 EL)
-            start = "\r\x1b[K" if stream.isatty() else ""
-            print(start + LINE, file=stream, flush=True)
+            if not acquired:
+                with contextlib.suppress(OSError):
+                    os.write(2, (LINE + "\n").encode())
+                return
+            stream = self.stream or sys.stderr
+            with contextlib.suppress(Exception):  # stderr closed: the status still says it
+                # on a terminal, a progress line may be half drawn: erase it (ECMA-48 EL)
+                start = "\r\x1b[K" if stream.isatty() else ""
+                print(start + LINE, file=stream, flush=True)
+        finally:
+            if acquired:
+                self._lock.release()
 
     def exit_status(self, exc: BaseException | None) -> int | None:
         """130 (after printing the line) when ``exc`` is a :class:`KeyboardInterrupt`, or
@@ -155,7 +171,7 @@ class Interrupts:
 
         with contextlib.suppress(Exception):
             stop_started_brokers(timeout_s=0.3)
-        self.say()
+        self.say(wait_s=0.3)  # returns once the line is out, whoever printed it
         with contextlib.suppress(Exception):
             sys.stdout.flush()
         os._exit(EXIT_INTERRUPTED)
