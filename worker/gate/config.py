@@ -41,6 +41,10 @@ class GateConfig:
         countries, admin_boundaries v1): events of 100 features (120 kB) 0.95x the
         events/s, 300 features (325 kB) 1.06x and 1.21x, 1,000 features (1 MB) 1.17x and
         1.18x; offline, events of 30 features (24 kB) took 1.16x as long.
+    group_events : int
+        Most small events (under ``min_ahead_bytes``) of a poll batch routed together, >= 1:
+        their facts computed once over all their features, each decided as alone
+        (:mod:`worker.gate.route_group`); 1: one event at a time.
     eval_threads : int
         Threads measuring the chunks of a by-reference payload read in chunks, >= 1, also the
         most chunks held at once (:func:`worker.core.chunks.evaluate_chunked`; 1: one
@@ -81,7 +85,8 @@ class GateConfig:
     ------
     ValueError
         A count below its least value (``max_batch_events``, ``routing_threads``,
-        ``eval_threads``, ``max_batch_attempts`` below 1, ``max_batch_wait_ms`` below 0).
+        ``group_events``, ``eval_threads``, ``max_batch_attempts`` below 1,
+        ``max_batch_wait_ms`` below 0).
     """
 
     max_batch_events: int = 500
@@ -90,6 +95,7 @@ class GateConfig:
     batch_deadline_s: float = 60.0
     routing_threads: int = 2
     min_ahead_bytes: int = 256 * 1024
+    group_events: int = 64
     eval_threads: int = 2
     min_run_bytes: int = 1024 * 1024
     min_run_route_s: float = 0.05
@@ -113,6 +119,8 @@ class GateConfig:
     def __post_init__(self) -> None:
         if self.routing_threads < 1:
             raise ValueError(f"routing_threads must be 1 or more, got {self.routing_threads}")
+        if self.group_events < 1:
+            raise ValueError(f"group_events must be 1 or more, got {self.group_events}")
         if self.eval_threads < 1:
             raise ValueError(f"eval_threads must be 1 or more, got {self.eval_threads}")
         if self.max_batch_events < 1:

@@ -123,12 +123,40 @@ def route(
         ``topics.admitted_for(layer, major)`` for every enforcing major that passed.
     """
     started = time.perf_counter()
+    decoded = decode_source(source, payload_loader, registry)
+    versions: Sequence[ActiveVersion] = ()
+    if decoded.failed is None and decoded.batch is not None:
+        versions = active_versions(decoded.batch.layer)
+    decision, per_major = decide_alone(decoded, versions, now, chunk_pool)
+    return outcome_of(source, decoded, decision, per_major, versions, active_versions, topics,
+                      now=now, worker_id=worker_id, max_record_bytes=max_record_bytes,
+                      duration_s=time.perf_counter() - started)  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Decoded:
+    """What decoding one consumed record gave (:func:`decode_source`): the batch (with
+    features, or None when undecodable), its chunks when read by reference, the layer,
+    the batch id, and the failure decision when the event cannot be evaluated."""
+
+    batch: Batch | None
+    chunked: ChunkedBatch | None
+    layer: str | None
+    batch_id: str | None
+    failed: Decision | None
+
+
+def decode_source(
+    source: Source,
+    payload_loader: Callable[[str, Batch], Batch | ChunkedBatch] | None = None,
+    registry: RegistryCodec | None = None,
+) -> Decoded:
+    """Decode ``source`` and load its payload (see :func:`route`); never raises: an
+    undecodable event or a payload that cannot be loaded gives :attr:`Decoded.failed`."""
     batch: Batch | None = None
     chunked: ChunkedBatch | None = None
-    per_major = False
     layer: str | None = None
     salvaged_id: str | None = None
-    versions: Sequence[ActiveVersion] = ()
     try:
         if source.value is None:
             raise DecodeError("event has no value (null record)")
@@ -152,6 +180,7 @@ def route(
             source.value,
             codec.decode_event if registry is None else registry.event_decoder(source.topic),
         )
+        return Decoded(None, None, layer, salvaged_id, decision)
     except PayloadError as exc:  # its reason code; the message names the URI, not content
         decision = failed(
             exc.reason,
@@ -163,37 +192,81 @@ def route(
             f"payload of batch {batch.batch_id if batch else '?'} cannot be loaded: {exc}",
         )
     else:
-        versions = active_versions(batch.layer)
-        history_break = getattr(versions, "history_break", None)  # a BrokenLayer: fail closed
-        if history_break:
-            decision = failed("contract_history_broken", history_break)
-        elif not versions:
-            decision = failed(
-                "no_active_contract",
-                f"layer {batch.layer!r} has no active contract version; publish one with "
-                "`contract-gate contract publish`",
-            )
-        elif chunked is not None:
-            try:
-                pool, in_flight = chunk_pool
-                decision = evaluate_chunked(
-                    chunked, versions, now=now, executor=pool, in_flight=in_flight
-                )
-                per_major = opts_in(v.contract for v in versions)
-            except PayloadError as exc:
-                decision = failed(
-                    exc.reason, f"payload of batch {batch.batch_id} cannot be read: {exc}"
-                )
-            except Exception as exc:  # reading the payload must never crash the worker
-                decision = failed(
-                    "payload_error", f"payload of batch {batch.batch_id} cannot be read: {exc}"
-                )
-        else:
-            decision = evaluate(batch, versions, now=now)
-            per_major = opts_in(v.contract for v in versions)
-    batch_id = batch.batch_id if batch else salvaged_id
-    duration_s = time.perf_counter() - started
+        return Decoded(batch, chunked, layer, batch.batch_id, None)
+    return Decoded(batch, None, layer, batch.batch_id if batch else None, decision)
 
+
+def refusal(batch: Batch, versions: Sequence[ActiveVersion]) -> Decision | None:
+    """The decision of a batch whose layer cannot be evaluated (a broken contract
+    history, no active version), else None."""
+    history_break = getattr(versions, "history_break", None)  # a BrokenLayer: fail closed
+    if history_break:
+        return failed("contract_history_broken", history_break)
+    if not versions:
+        return failed(
+            "no_active_contract",
+            f"layer {batch.layer!r} has no active contract version; publish one with "
+            "`contract-gate contract publish`",
+        )
+    return None
+
+
+def decide_alone(
+    decoded: Decoded,
+    versions: Sequence[ActiveVersion],
+    now: datetime,
+    chunk_pool: tuple[Executor | None, int] = (None, 1),
+) -> tuple[Decision, bool]:
+    """The decision of one decoded event against its layer's ``versions`` (see
+    :func:`route`), and whether its admitted copies go to the per-major topics too."""
+    batch, chunked = decoded.batch, decoded.chunked
+    if decoded.failed is not None or batch is None:
+        return decoded.failed or failed("decode_error", "undecodable batch-arrival event"), False
+    decision = refusal(batch, versions)
+    if decision is not None:
+        return decision, False
+    if chunked is not None:
+        decision, read = _evaluate_chunked(batch, chunked, versions, now, chunk_pool)
+        return decision, read and opts_in(v.contract for v in versions)
+    return evaluate(batch, versions, now=now), opts_in(v.contract for v in versions)
+
+
+def _evaluate_chunked(
+    batch: Batch,
+    chunked: ChunkedBatch,
+    versions: Sequence[ActiveVersion],
+    now: datetime,
+    chunk_pool: tuple[Executor | None, int],
+) -> tuple[Decision, bool]:
+    """The decision of a payload read in chunks, and whether it could be read."""
+    try:
+        pool, in_flight = chunk_pool
+        d = evaluate_chunked(chunked, versions, now=now, executor=pool, in_flight=in_flight)
+        return d, True
+    except PayloadError as exc:
+        return failed(exc.reason, f"payload of batch {batch.batch_id} cannot be read: {exc}"), False
+    except Exception as exc:  # reading the payload must never crash the worker
+        why = f"payload of batch {batch.batch_id} cannot be read: {exc}"
+        return failed("payload_error", why), False
+
+
+def outcome_of(
+    source: Source,
+    decoded: Decoded,
+    decision: Decision,
+    per_major: bool,
+    versions: Sequence[ActiveVersion],
+    active_versions: Callable[[str], Sequence[ActiveVersion]],
+    topics: Topics,
+    *,
+    now: datetime,
+    worker_id: str,
+    max_record_bytes: int,
+    duration_s: float,
+) -> Outcome:
+    """The :class:`Outcome` of ``source`` decided ``decision`` (see :func:`route`): its
+    records built, a record too large for the broker quarantined instead."""
+    batch, layer, batch_id = decoded.batch, decoded.layer, decoded.batch_id
     if decision.admitted and source.value is not None and len(source.value) > max_record_bytes:
         decision = Decision(
             "quarantined",

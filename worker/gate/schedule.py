@@ -39,6 +39,8 @@ from typing import Any, Generic, Protocol, TypeVar
 from worker.gate.checkpoint import Done, Run
 from worker.gate.config import GateConfig
 from worker.gate.records import Outcome
+from worker.gate.route import Router
+from worker.gate.route_group import GroupedRoute
 from worker.kafka.protocols import MessageLike
 
 __all__ = [
@@ -301,6 +303,11 @@ class RouteAhead(Generic[E, O]):
                 future.exception()  # waits; a routing error is dropped with the outcome
 
 
+def _either(first: Callable[[E], bool], second: Callable[[E], bool] | None) -> Callable[[E], bool]:
+    """``ready`` asking ``first`` (always: it learns the deadline passed), then ``second``."""
+    return first if second is None else (lambda e: first(e) or second(e))
+
+
 def event_bytes(m: Any) -> int:
     """Bytes of a consumed record's value (0 for a tombstone)."""
     return len(m.value() or b"")
@@ -338,12 +345,18 @@ class Schedule:
         every routed event.
         """
         c = self.config
-        ready = None
+        ready: Callable[[MessageLike], bool] | None = None
         close: Callable[[], None] = lambda: None  # noqa: E731
+        # small events in windows (a lone event has nothing to share its facts with)
+        if c.group_events > 1 and len(events) > 1 and isinstance(route, Router):
+            grouped = GroupedRoute(events, route, group_events=c.group_events,
+                                   min_bytes=c.min_ahead_bytes, size=event_bytes)  # fmt: skip
+            route, ready = grouped, grouped.ready
         if self._routers is not None:  # large events routed ahead, results in order
             ahead = RouteAhead(events, route, self._routers, size=event_bytes,
                                depth=c.routing_threads, min_bytes=c.min_ahead_bytes)  # fmt: skip
-            route, ready, close = ahead, ahead.ready, ahead.close
+            route, close = ahead, ahead.close
+            ready = _either(ahead.ready, ready)
 
         def submit(events: list[MessageLike], outcomes: list[Outcome]) -> Future[Done]:
             return self._committer.submit(commit, Run(events, outcomes))

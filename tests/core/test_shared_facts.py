@@ -1,0 +1,125 @@
+"""Small batches evaluated as one group (core.evaluate_group, core.facts.shared): every
+batch's decision, and every fact it reads, is what it gives evaluated alone, over every
+clause kind, bad geometries of every sort, two axis orders, a reprojection and a clause
+that raises."""
+
+from __future__ import annotations
+
+import dataclasses
+from datetime import timedelta
+
+import numpy as np
+import pyarrow as pa
+import pytest
+import shapely
+
+from tests.catalogue import (
+    BOWTIE,
+    EMPTY_POLYGON,
+    NAN_VERTEX_WKB,
+    NOW,
+    PARIS,
+    UNPARSEABLE_WKB,
+    VALID_POLYGON,
+    active,
+    batch_of,
+    clause,
+    contract_of,
+)
+from worker.core.clauses import KINDS
+from worker.core.columns import derive_schema
+from worker.core.evaluate import evaluate
+from worker.core.evaluate_group import evaluate_group
+from worker.core.facts.batch import BatchFacts
+from worker.core.facts.shared import PER_FEATURE, SharedFacts, group_key
+from worker.core.model import Batch
+
+EVERYTHING = contract_of(
+    clause("srid", "crs", expect="EPSG:4326"),
+    clause("axes", "axis_order", expect="east_north"),
+    clause("ext", "extent", region=[-5.0, -5.0, 5.0, 50.0], min_fraction_inside=0.6),
+    clause("ext_m", "extent", region=[-6e5, -6e5, 6e5, 6.5e6], crs="EPSG:3857"),
+    clause("types", "geometry_type", allowed=["Polygon"], allow_empty=False),
+    clause("valid", "validity"),
+    clause("dom", "domain", column="code", values=["a", "b"]),
+    clause("fresh", "freshness", max_age="PT1H"),
+    clause("cov", "coverage", region=[-1.0, -1.0, 2.0, 2.0], min_fraction=0.5),
+    clause("schema", "schema", fields=[{"name": n, "type": "string"} for n in ("code", "fid")]),
+    clause("count", "feature_count", min=1, max=2),
+    clause("bad", "geometry_type", allowed=["Triangle"]),
+)
+GEOMS = [VALID_POLYGON, BOWTIE, None, UNPARSEABLE_WKB, EMPTY_POLYGON, NAN_VERTEX_WKB, PARIS,
+         shapely.box(3.0, 3.0, 4.0, 4.0), shapely.box(100.0, 0.0, 101.0, 1.0)]  # fmt: skip
+CODES = ["a", "z", None, "b", "a", "y", "a", "\u00e9", "a"]
+
+
+def _batches(axis_order: str = "east_north") -> list[Batch]:
+    """One batch per geometry of :data:`GEOMS`, then one of three and one of two."""
+    spans = [(i, i + 1) for i in range(len(GEOMS))] + [(0, 3), (5, 7)]
+    out = []
+    for n, (a, z) in enumerate(spans):
+        table = pa.table({"code": CODES[a:z], "fid": [f"f{i}" for i in range(a, z)]})
+        b = batch_of(GEOMS[a:z], attributes=table, axis_order=axis_order,
+                     data_time=NOW - timedelta(minutes=50 + 5 * n),
+                     schema_fields=derive_schema(table))  # fmt: skip
+        out.append(dataclasses.replace(b, batch_id=f"b{n}", id_column="fid"))
+    return out
+
+
+def test_every_clause_kind_is_in_the_contract() -> None:
+    assert {c.kind for c in EVERYTHING.clauses} == set(KINDS)
+
+
+@pytest.mark.parametrize("axis_order", ["east_north", "north_east"])
+def test_a_group_decides_each_batch_as_alone(axis_order: str) -> None:
+    batches = _batches(axis_order)
+    versions = [active(EVERYTHING), active(EVERYTHING, mode="observing")]
+    alone = [evaluate(b, versions, now=NOW) for b in batches]
+    assert evaluate_group(batches, versions, now=NOW) == alone
+    # the group is not trivially equal: the batches differ, and so do their decisions
+    broken = [{r.name for r in d.verdicts[0].clauses if r.broke} for d in alone]
+    axes = {"axes"} if axis_order == "north_east" else set()
+    assert broken[0] == {"bad", "cov"} | axes
+    both = {"bad", "cov", "dom", "ext_m", "types", "valid", "schema"} | axes
+    assert broken[2] == both | {"ext"}
+    assert broken[-2] == both | {"count", "fresh"}
+    assert {d.decision for d in alone} == {"quarantined"}  # "bad" raises: a gate error
+    valid = {r.name: r for r in alone[1].verdicts[0].clauses}["valid"]
+    assert valid.broke and valid.offenders is not None
+    assert [(o.index, o.id) for o in valid.offenders.features] == [(0, "f1")]
+
+
+def test_primed_facts_equal_those_computed_alone() -> None:
+    batches = _batches()
+    versions = [active(EVERYTHING)]
+    first = BatchFacts(batches[0])
+    evaluate(batches[0], versions, now=NOW, facts=first)
+    shared = SharedFacts(batches)
+    shared.compute(first)
+    primed_names = [n for n in PER_FEATURE if n in shared.facts.__dict__]
+    assert {"is_valid", "bounds", "type_ids", "outside_area_of_use"} <= set(primed_names)
+    for i, b in enumerate(batches):
+        primed = shared.prime(i, BatchFacts(b))
+        alone = BatchFacts(b)
+        for name in primed_names:
+            got, want = primed.__dict__[name], getattr(alone, name)
+            if got.dtype == object:
+                assert [shapely.to_wkb(g) if isinstance(g, shapely.Geometry) else g
+                        for g in got] == [shapely.to_wkb(g) if isinstance(g, shapely.Geometry)
+                                          else g for g in want], name  # fmt: skip
+            else:
+                np.testing.assert_array_equal(got, want, err_msg=name)
+        assert primed.curve_type_names == alone.curve_type_names
+        assert primed.invalid_reasons == alone.invalid_reasons
+
+
+def test_batches_that_cannot_share_facts_are_refused() -> None:
+    one = batch_of([VALID_POLYGON])
+    assert group_key(one) == ("EPSG:4326", "east_north", None, "")
+    assert group_key(dataclasses.replace(one, edges="spherical")) is None
+    assert group_key(dataclasses.replace(one, geometry_errors={0: "x"})) is None
+    assert group_key(batch_of([VALID_POLYGON] * 64)) is None  # the points fast path's size
+    with pytest.raises(ValueError, match="one non-None group_key"):
+        SharedFacts([one, batch_of([VALID_POLYGON], crs="EPSG:3857")])
+    with pytest.raises(ValueError, match="two or more"):
+        SharedFacts([one])

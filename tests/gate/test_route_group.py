@@ -1,0 +1,131 @@
+"""Small events routed in groups (gate.route_group): on the in-memory broker, a worker
+that evaluates a poll batch's small events of one layer together writes exactly the
+records, decisions, offsets and counts of one that routes them one by one: mixed poll
+batches of several layers, a version set per layer, an undecodable event and a null one
+in the middle, a layer without a contract, an event over the group size, every clause
+kind, bad geometries of every sort."""
+
+from __future__ import annotations
+
+import dataclasses
+from collections.abc import Sequence
+from datetime import timedelta
+from typing import Any
+
+import pyarrow as pa
+import pytest
+import shapely
+
+from tests.catalogue import NOW, active, batch_of, clause, contract_of
+from tests.core.test_shared_facts import CODES, EVERYTHING, GEOMS
+from tests.gate.world import UNDECODABLE, world
+from worker.core import evaluate_group as group_module
+from worker.core.columns import derive_schema
+from worker.core.model import ActiveVersion
+from worker.gate.config import GateConfig
+from worker.gate.records import Outcome
+from worker.gate.route import Router
+from worker.io import codec
+
+ROADS = contract_of(
+    clause("srid", "crs", expect="EPSG:4326"),
+    clause("ext", "extent", region=[-10.0, -10.0, 10.0, 60.0]),
+    clause("valid", "validity", on_break="warn"),
+    version="v2.0",
+    layer="roads",
+)
+#: every kind but coverage, and no clause that raises: valid small parcels pass
+ENFORCED = contract_of(*(c for c in EVERYTHING.clauses if c.name not in ("bad", "cov")))
+VERSIONS: dict[str, Sequence[ActiveVersion]] = {
+    "parcels": (active(ENFORCED), active(dataclasses.replace(EVERYTHING, version="v2.0",
+                                                               major=2), mode="observing")),
+    "roads": (active(ROADS),),
+}  # fmt: skip
+
+
+def _event(layer: str, n: int, geoms: list[Any], codes: list[Any]) -> bytes:
+    table = pa.table({"code": pa.array(codes, pa.string()),
+                      "fid": [f"{layer}-{n}-{i}" for i in range(len(geoms))]})  # fmt: skip
+    b = batch_of(geoms, attributes=table, data_time=NOW - timedelta(minutes=50 + n),
+                 schema_fields=derive_schema(table))  # fmt: skip
+    return codec.encode_batch(dataclasses.replace(b, layer=layer, batch_id=f"{layer}-{n}"))
+
+
+def _poll_batch() -> list[tuple[bytes | None, bytes]]:
+    """``(value, key)`` of a mixed poll batch: one-feature events of every sort of
+    geometry, events of two or three, an undecodable and a null event, a layer without a
+    contract, an event of 70 features (over the group size)."""
+    out: list[tuple[bytes | None, bytes]] = []
+    for n, (g, code) in enumerate(zip(GEOMS, CODES, strict=True)):
+        out.append((_event("parcels", n, [g], [code]), b"parcels"))
+        out.append((_event("roads", n, [shapely.Point(3 * n, n)], ["x"]), b"roads"))
+        if n == 3:
+            out += [(UNDECODABLE, b"parcels"), (None, b"parcels")]
+            out.append((_event("ghosts", n, [g], [code]), b"ghosts"))
+        if n == 5:
+            big = [shapely.box(i, 0.0, i + 0.5, 0.5) for i in range(70)]
+            out.append((_event("parcels", 100, big, ["a"] * 70), b"parcels"))
+    out.append((_event("parcels", 101, GEOMS[:3], CODES[:3]), b"parcels"))
+    out.append((_event("parcels", 102, GEOMS[5:7], CODES[5:7]), b"parcels"))
+    return out
+
+
+def _run(group_events: int) -> tuple[list[Any], list[tuple[Any, ...]], list[Any]]:
+    """The committed records of every output topic, the outcomes (less their routing
+    time) and the consumer's positions after one worker took the poll batch."""
+    outcomes: list[Outcome] = []
+    config = GateConfig(lag_interval_s=float("inf"), group_events=group_events)
+    w = world(config=config, on_outcome=outcomes.append)
+    w.p.route = Router.for_settings(w.settings, lambda layer: VERSIONS.get(layer, ()),
+                                    lambda: NOW)  # fmt: skip
+    plain = w.broker.producer()
+    for i, (value, key) in enumerate(_poll_batch()):
+        plain.produce(w.batches, value=value, key=key, partition=i % 2)
+    done = 0
+    while done < len(_poll_batch()):
+        done += w.p.step()
+    t = w.settings.topics
+    records = [
+        (topic, m.partition(), m.offset(), m.key(), m.value(), m.headers())
+        for topic in (t.admitted, t.quarantine, t.evaluations)
+        for m in w.read(topic)
+    ]
+    positions = w.positions()
+    w.p.close()
+    return records, [dataclasses.replace(o, duration_s=0.0) for o in outcomes], positions
+
+
+def test_grouped_routing_writes_what_one_by_one_writes(monkeypatch: pytest.MonkeyPatch) -> None:
+    sizes: list[int] = []
+    evaluate_group = group_module.evaluate_group
+
+    def counted(batches: Any, *args: Any, **kw: Any) -> Any:
+        sizes.append(len(batches))
+        return evaluate_group(batches, *args, **kw)
+
+    monkeypatch.setattr("worker.gate.route_group.evaluate_group", counted)
+    grouped = _run(64)
+    # the poll batch's small events were one window (under 64): one group per layer
+    assert sorted(sizes) == [9, 11]
+    alone = _run(1)
+    assert grouped == alone
+    records, outcomes, positions = grouped
+    assert len(outcomes) == len(_poll_batch()) == 24
+    assert positions == [(0, 12), (1, 12)]
+    decided = {o.batch_id: (o.decision.decision, o.layer_label) for o in outcomes}
+    assert decided["roads-3"] == ("admitted", "roads")
+    assert decided["roads-4"] == ("quarantined", "roads")  # outside its extent
+    assert decided["ghosts-3"] == ("quarantined", "unknown")
+    assert decided["parcels-100"][0] == "quarantined"
+    assert decided["parcels-0"] == ("admitted", "parcels")
+    codes = [o.decision.reasons[0].code for o in outcomes if o.decision.reasons]
+    assert set(codes) == {"decode_error", "no_active_contract", "contract_break"}
+    observed = {r.name: r for r in outcomes[0].decision.verdicts[1].clauses}
+    assert observed["bad"].gate_error is not None and observed["cov"].broke
+    assert len({r[0] for r in records}) == 3
+    assert sum(1 for r in records if r[0].endswith("evaluations")) >= 20
+
+
+def test_group_events_below_one_is_refused() -> None:
+    with pytest.raises(ValueError, match="group_events must be 1 or more, got 0"):
+        GateConfig(group_events=0)

@@ -1,0 +1,50 @@
+"""Evaluate a group of small batches of one layer together, one decision each (pure).
+
+The batches' facts are computed once over all their features
+(:class:`~worker.core.facts.shared.SharedFacts`); every batch is then measured and decided
+on its own facts, exactly as :func:`worker.core.evaluate.evaluate` decides it alone. The
+first batch is evaluated alone first: the facts its clauses read are those the group
+computes (the same contract versions read the same facts), so the group computes no fact
+that no batch needs.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from datetime import datetime
+
+from worker.core._util.gcpause import collector_paused
+from worker.core.evaluate import decide, evaluate_versions
+from worker.core.facts.batch import BatchFacts
+from worker.core.facts.shared import SharedFacts, group_key
+from worker.core.model import ActiveVersion, Batch, Decision
+
+__all__ = ["evaluate_group", "group_key"]
+
+
+def evaluate_group(
+    batches: Sequence[Batch], versions: Sequence[ActiveVersion], *, now: datetime
+) -> list[Decision]:
+    """The decision of each of ``batches`` against ``versions``, in order: what
+    :func:`worker.core.evaluate.evaluate` gives for each alone.
+
+    Parameters
+    ----------
+    batches : sequence of Batch
+        Batches of one layer with one non-None :func:`group_key` (else
+        :class:`ValueError`); a single batch is evaluated alone.
+    versions : sequence of ActiveVersion
+        The layer's versions (those in state ``active`` are evaluated).
+    now : datetime
+        Timezone-aware evaluation time, the same for every batch.
+    """
+    own = [BatchFacts(b) for b in batches]
+    with collector_paused():  # the batches' geometries are built and freed within
+        decisions = [decide(evaluate_versions(f, versions, now)) for f in own[:1]]
+        if len(own) < 2:
+            return decisions
+        shared = SharedFacts(batches)
+        shared.compute(own[0])
+        for i, f in enumerate(own[1:], start=1):
+            decisions.append(decide(evaluate_versions(shared.prime(i, f), versions, now)))
+    return decisions

@@ -1,0 +1,131 @@
+"""The facts of several small batches computed once over their concatenation (pure).
+
+A poll batch of one-feature events paid GEOS's per-call overhead, numpy's dispatch and
+the facts' Python once per event for every fact (parse, validity, types, bounds, area of
+use, reprojection): about 30% of routing such an event. :class:`SharedFacts` builds one
+:class:`~worker.core.facts.batch.BatchFacts` over the features of a group of batches
+whose facts may be computed together (:func:`group_key`: the same geometry metadata, no
+reader errors, no points fast path), and hands each batch its own ``BatchFacts`` with the
+per-feature facts already in place, cut from the group's arrays (:meth:`SharedFacts.prime`).
+
+Only facts that are one value per feature, computed from that feature and the batch's
+shared metadata alone, are cut (:data:`PER_FEATURE`); whole-batch facts (the feature
+count, ``lonlat_fits``, ``edges_problem``, ``invalid_reasons``) stay each batch's own and
+are computed from its features as before. A fact the group has not computed is not
+primed: the batch computes it itself. So every fact a batch reads is the value it would
+compute alone (``tests/core/test_shared_facts.py`` compares them fact by fact).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Hashable, Sequence
+from dataclasses import replace
+from typing import Any
+
+import numpy as np
+import pyarrow as pa
+
+from worker.core.facts.batch import BatchFacts
+from worker.core.facts.parse import POINTS_WITHOUT_GEOMETRIES_MIN
+from worker.core.model import Batch
+
+__all__ = ["PER_FEATURE", "SharedFacts", "group_key"]
+
+#: Facts holding one array entry per feature (first axis), cut per batch.
+PER_FEATURE = (
+    "_wkb_array", "_unbuilt", "missing", "_strict", "_strict_missing", "_refused_mask",
+    "unparseable", "parsed", "east_north", "geometries", "bounds", "type_ids", "has_z",
+    "has_m", "type_name_index", "type_names", "_geos_valid", "is_empty", "has_nonfinite",
+    "orientation_contradicted", "usable", "is_valid", "outside_area_of_use",
+)  # fmt: skip
+#: Facts holding ``{feature index: value}``, re-indexed per batch.
+PER_FEATURE_DICTS = ("_refused_before_parse", "_refused", "curve_type_names")
+#: Facts of the group's shared metadata, the same object for every batch.
+SHARED = ("_crs_resolution",)
+#: Per-feature facts cut by :meth:`SharedFacts.prime` on their own (a tuple of arrays; an
+#: array that may be the very ``_strict`` array).
+_PARSE = ("_headers", "raw_geometries")
+#: The empty attribute table of the group's own batch (its facts read no attribute).
+_NO_ATTRIBUTES = pa.table({})
+
+
+def group_key(batch: Batch) -> Hashable | None:
+    """What the facts of ``batch`` read besides its features, as a hashable key: batches
+    with equal keys may share :class:`SharedFacts`. None for a batch whose facts cannot be
+    shared: reader errors, a covering bbox column or coordinate bounds (file readers'),
+    spherical edges (their edge model is judged on the whole batch), or as many features
+    as the points fast path takes (:data:`POINTS_WITHOUT_GEOMETRIES_MIN`)."""
+    if (
+        batch.geometry_errors
+        or batch.covering_bbox is not None
+        or batch.coordinate_bounds is not None
+        or batch.edges != "planar"
+        or len(batch.geometries_wkb) >= POINTS_WITHOUT_GEOMETRIES_MIN
+    ):
+        return None
+    return (batch.declared_crs, batch.axis_order, batch.orientation, batch.metadata_name)
+
+
+class SharedFacts:
+    """The facts of ``batches`` (two or more, equal non-None :func:`group_key`) computed
+    once over all their features.
+
+    Raises
+    ------
+    ValueError
+        Fewer than two batches, or batches whose :func:`group_key` differ or is None.
+    """
+
+    def __init__(self, batches: Sequence[Batch]) -> None:
+        keys = {group_key(b) for b in batches}
+        if len(batches) < 2 or len(keys) != 1 or None in keys:
+            raise ValueError("SharedFacts takes two or more batches of one non-None group_key")
+        counts = np.fromiter((len(b.geometries_wkb) for b in batches), dtype=np.int64)
+        #: int (B + 1,): feature offsets of each batch in the concatenation
+        self.starts = np.concatenate(([0], np.cumsum(counts)))
+        wkb = tuple(w for b in batches for w in b.geometries_wkb)
+        whole = replace(batches[0], geometries_wkb=wkb, feature_count=len(wkb),
+                        attributes=_NO_ATTRIBUTES, feature_ids=None, schema_fields=())  # fmt: skip
+        self.facts = BatchFacts(whole)
+        # the group has as many features as the points fast path takes, its batches not:
+        # the group computes their way (the same values, the same path)
+        self.facts.__dict__.update(_points_xy=None, _mixed=None)
+
+    def compute(self, like: BatchFacts) -> None:
+        """Compute over the group the shareable facts ``like`` (a batch's facts, evaluated
+        already) has computed, and the reprojections it made; whatever the group cannot
+        compute (GEOS raised on some feature) is left to each batch."""
+        for name in (*PER_FEATURE, *_PARSE, *PER_FEATURE_DICTS, *SHARED):
+            if name in like.__dict__:
+                try:
+                    getattr(self.facts, name)
+                except Exception:  # that batch's own evaluation meets it, as alone
+                    self.facts.__dict__.pop(name, None)
+        for dst, _, _ in list(like._reprojected.values()):
+            try:
+                self.facts.in_crs(dst)
+            except Exception:
+                self.facts._reprojected.pop(id(dst), None)
+
+    def prime(self, i: int, facts: BatchFacts) -> BatchFacts:
+        """``facts`` (of batch ``i``) with the group's computed facts cut to its features;
+        returns it."""
+        a, z = int(self.starts[i]), int(self.starts[i + 1])
+        have, own = self.facts.__dict__, facts.__dict__
+        own.update(_points_xy=None, _mixed=None)
+        own.update((n, have[n][a:z].copy()) for n in PER_FEATURE if n in have)
+        own.update((n, _cut(have[n], a, z)) for n in PER_FEATURE_DICTS if n in have)
+        own.update((n, have[n]) for n in SHARED if n in have)
+        if "_headers" in have:
+            own["_headers"] = tuple(h[a:z].copy() for h in have["_headers"])
+        if "raw_geometries" in have:
+            same = have["raw_geometries"] is have.get("_strict")  # then the same objects
+            own["raw_geometries"] = own["_strict"] if same else have["raw_geometries"][a:z].copy()
+        for dst, geoms, usable in self.facts._reprojected.values():
+            facts._reprojected[id(dst)] = (dst, geoms[a:z].copy(), usable[a:z].copy())
+        return facts
+
+
+def _cut(by_index: dict[int, Any], a: int, z: int) -> dict[int, Any]:
+    """The entries of ``by_index`` at indices ``a`` to ``z`` - 1, re-indexed from 0."""
+    return {i - a: v for i, v in by_index.items() if a <= i < z}

@@ -1,0 +1,146 @@
+"""Route the small events of a poll batch in groups: their facts computed together.
+
+A one-feature event paid GEOS's per-call overhead and the facts' Python once per event
+(parse, validity, types, bounds, area of use: about 30% of routing it). :func:`route_group`
+decodes a window of events, evaluates those of one layer, one set of active versions and
+one geometry metadata (:func:`worker.core.evaluate_group.group_key`) as one group
+(:func:`worker.core.evaluate_group.evaluate_group`: the facts over all their features,
+each event measured and decided on its own), and builds each event's records. Every
+outcome is the one :func:`worker.gate.route.route` gives the event alone (the same
+decision, records, reasons; a test compares them on mixed poll batches): undecodable
+events, layers without a contract, events read by reference and events of 64 features or
+more are decided alone, in place.
+
+:class:`GroupedRoute` is the schedule's ``route`` for one poll batch: asked for an event
+it routes the window of up to ``group_events`` small events from there, in one call, and
+hands their outcomes out in order. A window ends after the first event read by reference,
+so a poll batch's deadline is overrun by at most one such payload, as one by one.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from collections.abc import Callable, Sequence
+from datetime import datetime
+
+from worker.core.evaluate_group import evaluate_group, group_key
+from worker.core.lifecycle.read_paths import opts_in
+from worker.core.model import ActiveVersion, Decision
+from worker.gate.records import Outcome, Source
+from worker.gate.route import Decoded, Router, decide_alone, decode_source, outcome_of, refusal
+from worker.kafka.protocols import MessageLike
+
+__all__ = ["GroupedRoute", "route_group"]
+
+
+def route_group(router: Router, sources: Sequence[Source], *, now: datetime) -> list[Outcome]:
+    """The outcomes of ``sources`` (in order) routed by ``router``'s settings at ``now``:
+    those of a prefix of ``sources`` that ends with the first event read by reference
+    (all of them when none is). Never raises for bad input (see :func:`route`)."""
+    decoded: list[Decoded] = []
+    for source in sources:
+        decoded.append(decode_source(source, router.loader, router.wire))
+        batch = decoded[-1].batch
+        if batch is not None and (decoded[-1].chunked is not None or batch.payload_uri):
+            break
+    started = time.perf_counter()
+    decided = _decide(router, decoded, now)
+    each_s = (time.perf_counter() - started) / len(decoded)
+    s, out = router.settings, []
+    # a prefix of sources was decoded
+    for source, d, (decision, per_major, versions) in zip(sources, decoded, decided, strict=False):
+        out.append(outcome_of(source, d, decision, per_major, versions, router.active_versions,
+                              s.topics, now=now, worker_id=s.instance_id,
+                              max_record_bytes=router.max_record_bytes,
+                              duration_s=each_s))  # fmt: skip
+    return out
+
+
+Decided = tuple[Decision, bool, Sequence[ActiveVersion]]
+
+
+def _decide(router: Router, decoded: list[Decoded], now: datetime) -> list[Decided]:
+    """``(decision, per-major copies, versions)`` of each decoded event: alone, or in the
+    group of its layer, versions and :func:`group_key`."""
+    out: dict[int, Decided] = {}
+    groups: dict[tuple[object, ...], tuple[Sequence[ActiveVersion], list[int]]] = {}
+    for i, d in enumerate(decoded):
+        versions: Sequence[ActiveVersion] = ()
+        if d.failed is None and d.batch is not None:
+            versions = router.active_versions(d.batch.layer)
+        key = _group(d, versions)
+        if key is None:
+            out[i] = (*decide_alone(d, versions, now, router.chunk_pool), versions)
+        else:
+            groups.setdefault(key, (versions, []))[1].append(i)
+    for versions, members in groups.values():
+        batches = [b for b in (decoded[i].batch for i in members) if b is not None]
+        per_major = opts_in(v.contract for v in versions)
+        for i, decision in zip(members, evaluate_group(batches, versions, now=now), strict=True):
+            out[i] = (decision, per_major, versions)
+    return [out[i] for i in range(len(decoded))]
+
+
+def _group(d: Decoded, versions: Sequence[ActiveVersion]) -> tuple[object, ...] | None:
+    """The group of a decoded event, or None when it is decided alone."""
+    batch = d.batch
+    if d.failed is not None or batch is None or d.chunked is not None or batch.payload_uri:
+        return None
+    if refusal(batch, versions) is not None:
+        return None
+    key = group_key(batch)
+    if key is None:
+        return None
+    return (batch.layer, key, *(id(v) for v in versions))
+
+
+class GroupedRoute:
+    """``route`` of one poll batch's ``events`` for :func:`worker.gate.schedule.route_in_runs`,
+    routing its small events in windows (:func:`route_group`).
+
+    Events of ``min_bytes`` or more (routed ahead on threads) and events not of this poll
+    batch are routed alone by ``router``, on the caller's thread (safe from several
+    threads); small events are asked for in order, from the loop's thread.
+    """
+
+    def __init__(
+        self,
+        events: Sequence[MessageLike],
+        router: Router,
+        *,
+        group_events: int,
+        min_bytes: int,
+        size: Callable[[MessageLike], int],
+    ) -> None:
+        self._events = events
+        self._router = router
+        self._most = group_events
+        self._small = [size(e) < min_bytes for e in events]
+        self._index = {id(e): i for i, e in enumerate(events)}
+        self._done: dict[int, Outcome] = {}
+
+    def __call__(self, event: MessageLike) -> Outcome:
+        i = self._index.get(id(event))
+        if i is None or not self._small[i] or self._events[i] is not event:
+            return self._router(event)
+        out = self._done.pop(i, None)
+        if out is None:
+            small = (j for j in range(i, len(self._events)) if self._small[j])
+            window = list(itertools.islice(small, self._most))
+            sources = [_source(self._events[j]) for j in window]
+            outcomes = route_group(self._router, sources, now=self._router.clock())
+            self._done.update(zip(window[1:], outcomes[1:], strict=False))
+            out = outcomes[0]
+        return out
+
+    def ready(self, event: MessageLike) -> bool:
+        """Whether the outcome of ``event`` is computed already (in a window routed)."""
+        i = self._index.get(id(event))
+        return i is not None and i in self._done
+
+
+def _source(m: MessageLike) -> Source:
+    """The :class:`Source` of a consumed record (as :class:`Router` builds it)."""
+    return Source(m.topic(), m.partition(), m.offset(), m.key(), m.value(),  # type: ignore[arg-type]
+                  tuple(m.headers() or ()))  # fmt: skip
