@@ -118,8 +118,24 @@ def test_batches_that_cannot_share_facts_are_refused() -> None:
     assert group_key(one) == ("EPSG:4326", "east_north", None, "")
     assert group_key(dataclasses.replace(one, edges="spherical")) is None
     assert group_key(dataclasses.replace(one, geometry_errors={0: "x"})) is None
-    assert group_key(batch_of([VALID_POLYGON] * 64)) is None  # the points fast path's size
+    # as many features as the points fast paths take: only when half are not points
+    assert group_key(batch_of([PARIS] * 32 + [VALID_POLYGON] * 32)) is None
+    assert group_key(batch_of([PARIS] * 31 + [VALID_POLYGON] * 33)) is not None
+    assert group_key(batch_of([PARIS] * 31 + [VALID_POLYGON] * 32)) is not None  # 63
     with pytest.raises(ValueError, match="one non-None group_key"):
         SharedFacts([one, batch_of([VALID_POLYGON], crs="EPSG:3857")])
     with pytest.raises(ValueError, match="two or more"):
         SharedFacts([one])
+
+
+def test_batches_of_64_features_or_more_share_facts_unless_mostly_points() -> None:
+    boxes = [shapely.box(i, 0.0, i + 0.5, 0.5) for i in range(70)]
+    mixed = [PARIS] * 30 + [BOWTIE, None, EMPTY_POLYGON] + boxes[:47]  # 80, under half points
+    batches = [batch_of(boxes), batch_of([VALID_POLYGON]), batch_of(mixed), batch_of(boxes[:3])]
+    assert len({group_key(b) for b in batches}) == 1
+    versions = [active(EVERYTHING)]
+    alone = [evaluate(b, versions, now=NOW) for b in batches]
+    assert evaluate_group(batches, versions, now=NOW) == alone
+    valid = {r.name: r for r in alone[2].verdicts[0].clauses}["valid"]
+    assert valid.offenders is not None
+    assert [o.index for o in valid.offenders.features] == [30, 31]

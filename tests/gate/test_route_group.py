@@ -105,8 +105,9 @@ def test_grouped_routing_writes_what_one_by_one_writes(monkeypatch: pytest.Monke
 
     monkeypatch.setattr("worker.gate.route_group.evaluate_group", counted)
     grouped = _run(64)
-    # the poll batch's small events were one window (under 64): one group per layer
-    assert sorted(sizes) == [9, 11]
+    # the poll batch's small events were one window (under 64): one group per layer, the
+    # event of 70 features in it
+    assert sorted(sizes) == [9, 12]
     alone = _run(1)
     assert grouped == alone
     records, outcomes, positions = grouped

@@ -27,6 +27,7 @@ import pyarrow as pa
 
 from worker.core.facts.batch import BatchFacts
 from worker.core.facts.parse import POINTS_WITHOUT_GEOMETRIES_MIN
+from worker.core.facts.wkb_header import POINT_WKB_BYTES
 from worker.core.model import Batch
 
 __all__ = ["PER_FEATURE", "SharedFacts", "group_key"]
@@ -54,16 +55,29 @@ def group_key(batch: Batch) -> Hashable | None:
     with equal keys may share :class:`SharedFacts`. None for a batch whose facts cannot be
     shared: reader errors, a covering bbox column or coordinate bounds (file readers'),
     spherical edges (their edge model is judged on the whole batch), or as many features
-    as the points fast path takes (:data:`POINTS_WITHOUT_GEOMETRIES_MIN`)."""
+    as the points fast paths take (:data:`POINTS_WITHOUT_GEOMETRIES_MIN`), half of them or
+    more the size of a 2D point: the group's facts are computed the general way."""
     if (
         batch.geometry_errors
         or batch.covering_bbox is not None
         or batch.coordinate_bounds is not None
         or batch.edges != "planar"
-        or len(batch.geometries_wkb) >= POINTS_WITHOUT_GEOMETRIES_MIN
+        or _may_take_points_path(batch.geometries_wkb)
     ):
         return None
     return (batch.declared_crs, batch.axis_order, batch.orientation, batch.metadata_name)
+
+
+def _may_take_points_path(values: Sequence[bytes | None]) -> bool:
+    """Whether a batch of ``values`` may take the points fast paths (its facts then come
+    another way: :attr:`~worker.core.facts.parse.ParsedFacts.points_xy`,
+    :func:`~worker.core.facts.points_mixed.mixed_points`): as many features as they
+    take, and at least half of them 21-byte values (a 2D WKB Point's size)."""
+    n = len(values)
+    if n < POINTS_WITHOUT_GEOMETRIES_MIN:
+        return False
+    points = sum(1 for v in values if type(v) is bytes and len(v) == POINT_WKB_BYTES)
+    return 2 * points >= n
 
 
 class SharedFacts:
