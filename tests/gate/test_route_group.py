@@ -25,6 +25,7 @@ from worker.core.model import ActiveVersion
 from worker.gate.config import GateConfig
 from worker.gate.records import Outcome
 from worker.gate.route import Router
+from worker.gate.route_group import GroupedRoute
 from worker.io import codec
 
 ROADS = contract_of(
@@ -130,3 +131,23 @@ def test_grouped_routing_writes_what_one_by_one_writes(monkeypatch: pytest.Monke
 def test_group_events_below_one_is_refused() -> None:
     with pytest.raises(ValueError, match="group_events must be 1 or more, got 0"):
         GateConfig(group_events=0)
+
+
+def test_grouped_route_hands_out_a_window_in_order_and_routes_large_events_alone() -> None:
+    w = world()
+    router = Router.for_settings(w.settings, lambda layer: VERSIONS.get(layer, ()), lambda: NOW)
+    values = [value for value, _ in _poll_batch()[:12]]
+    w.send(*[(0, v or b"") for v in values])
+    events = w.poll()
+    assert len(events) == 12
+    big = {id(events[4])}  # routed alone, as if over min_ahead_bytes
+    grouped = GroupedRoute(events, router, group_events=5, min_bytes=1,
+                           size=lambda m: 1 if id(m) in big else 0)  # fmt: skip
+    assert not grouped.ready(events[0])
+    first = grouped(events[0])  # routes the window: events 0-3 and 5 (4 is large)
+    assert [grouped.ready(e) for e in events[:7]] == [False, True, True, True, False, True, False]
+    outcomes = [first] + [grouped(e) for e in events[1:]]
+    alone = [router(e) for e in events]
+    drop = lambda o: dataclasses.replace(o, duration_s=0.0)  # noqa: E731
+    assert [drop(o) for o in outcomes] == [drop(o) for o in alone]
+    assert [o.batch_id for o in outcomes[:3]] == ["parcels-0", "roads-0", "parcels-1"]
