@@ -39,21 +39,26 @@ def route_group(router: Router, sources: Sequence[Source], *, now: datetime) -> 
     those of a prefix of ``sources`` that ends with the first event read by reference
     (all of them when none is). Never raises for bad input (see :func:`route`)."""
     decoded: list[Decoded] = []
+    decode_s: list[float] = []
     for source in sources:
+        started = time.perf_counter()
         decoded.append(decode_source(source, router.loader, router.wire))
+        decode_s.append(time.perf_counter() - started)
         batch = decoded[-1].batch
         if batch is not None and (decoded[-1].chunked is not None or batch.payload_uri):
             break
     started = time.perf_counter()
     decided = _decide(router, decoded, now)
-    each_s = (time.perf_counter() - started) / len(decoded)
+    each_s = (time.perf_counter() - started) / len(decoded)  # the group's, shared evenly
     s, out = router.settings, []
     # a prefix of sources was decoded
-    for source, d, (decision, per_major, versions) in zip(sources, decoded, decided, strict=False):
+    for source, d, (decision, per_major, versions), own_s in zip(
+        sources, decoded, decided, decode_s, strict=False
+    ):
         out.append(outcome_of(source, d, decision, per_major, versions, router.active_versions,
                               s.topics, now=now, worker_id=s.instance_id,
                               max_record_bytes=router.max_record_bytes,
-                              duration_s=each_s))  # fmt: skip
+                              duration_s=own_s + each_s))  # fmt: skip
     return out
 
 
