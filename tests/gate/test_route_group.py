@@ -8,10 +8,12 @@ kind, bad geometries of every sort."""
 from __future__ import annotations
 
 import dataclasses
+import io
 from collections.abc import Sequence
 from datetime import timedelta
 from typing import Any
 
+import fastavro
 import pyarrow as pa
 import pytest
 import shapely
@@ -27,6 +29,7 @@ from worker.gate.records import Outcome
 from worker.gate.route import Router
 from worker.gate.route_group import GroupedRoute
 from worker.io import codec
+from worker.io.codec.avro import BATCH_ARRIVAL_PLANAR
 
 ROADS = contract_of(
     clause("srid", "crs", expect="EPSG:4326"),
@@ -52,6 +55,15 @@ def _event(layer: str, n: int, geoms: list[Any], codes: list[Any]) -> bytes:
     return codec.encode_batch(dataclasses.replace(b, layer=layer, batch_id=f"{layer}-{n}"))
 
 
+def _with_values(value: bytes, column: int, values: list[Any]) -> bytes:
+    """``value`` (a BatchArrival) with the values of its ``column``-th column replaced."""
+    record = codec.decode_event(value)
+    record["features"]["columns"][column]["values"] = values
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, BATCH_ARRIVAL_PLANAR, record)
+    return out.getvalue()
+
+
 def _poll_batch() -> list[tuple[bytes | None, bytes]]:
     """``(value, key)`` of a mixed poll batch: one-feature events of every sort of
     geometry, events of two or three, an undecodable and a null event, a layer without a
@@ -63,6 +75,10 @@ def _poll_batch() -> list[tuple[bytes | None, bytes]]:
         if n == 3:
             out += [(UNDECODABLE, b"parcels"), (None, b"parcels")]
             out.append((_event("ghosts", n, [g], [code]), b"ghosts"))
+        if n == 4:  # an int in a string column; a column of 2 values for 1 geometry
+            wrong = _event("parcels", 200, [g], [code])
+            out.append((_with_values(wrong, 0, [7]), b"parcels"))
+            out.append((_with_values(wrong, 1, ["a", "b"]), b"parcels"))
         if n == 5:
             big = [shapely.box(i, 0.0, i + 0.5, 0.5) for i in range(70)]
             out.append((_event("parcels", 100, big, ["a"] * 70), b"parcels"))
@@ -112,8 +128,8 @@ def test_grouped_routing_writes_what_one_by_one_writes(monkeypatch: pytest.Monke
     alone = _run(1)
     assert grouped == alone
     records, outcomes, positions = grouped
-    assert len(outcomes) == len(_poll_batch()) == 24
-    assert positions == [(0, 12), (1, 12)]
+    assert len(outcomes) == len(_poll_batch()) == 26
+    assert positions == [(0, 13), (1, 13)]
     decided = {o.batch_id: (o.decision.decision, o.layer_label) for o in outcomes}
     assert decided["roads-3"] == ("admitted", "roads")
     assert decided["roads-4"] == ("quarantined", "roads")  # outside its extent
@@ -122,6 +138,10 @@ def test_grouped_routing_writes_what_one_by_one_writes(monkeypatch: pytest.Monke
     assert decided["parcels-0"] == ("admitted", "parcels")
     codes = [o.decision.reasons[0].code for o in outcomes if o.decision.reasons]
     assert set(codes) == {"decode_error", "no_active_contract", "contract_break"}
+    messages = [o.decision.reasons[0].message for o in outcomes if o.decision.reasons]
+    undecodable = "undecodable batch-arrival event: column"
+    assert f"{undecodable} 'code' of type string holds a int at row 0" in messages
+    assert f"{undecodable} 'fid' has 2 values for 1 geometries" in messages
     observed = {r.name: r for r in outcomes[0].decision.verdicts[1].clauses}
     assert observed["bad"].gate_error is not None and observed["cov"].broke
     assert len({r[0] for r in records}) == 3

@@ -150,9 +150,12 @@ def decode_source(
     source: Source,
     payload_loader: Callable[[str, Batch], Batch | ChunkedBatch] | None = None,
     registry: RegistryCodec | None = None,
+    decoded: Batch | Exception | None = None,
 ) -> Decoded:
     """Decode ``source`` and load its payload (see :func:`route`); never raises: an
-    undecodable event or a payload that cannot be loaded gives :attr:`Decoded.failed`."""
+    undecodable event or a payload that cannot be loaded gives :attr:`Decoded.failed`.
+    ``decoded``: the Batch of ``source``'s value, or what decoding it raised, when decoded
+    already (:func:`worker.io.codec.event_groups.batches_from_events`)."""
     batch: Batch | None = None
     chunked: ChunkedBatch | None = None
     layer: str | None = None
@@ -160,7 +163,11 @@ def decode_source(
     try:
         if source.value is None:
             raise DecodeError("event has no value (null record)")
-        if registry is None:
+        if isinstance(decoded, Exception):
+            raise decoded
+        if decoded is not None:
+            batch = decoded
+        elif registry is None:
             batch = codec.decode_batch(source.value)
         else:
             batch = registry.decode_batch(source.value, source.topic)

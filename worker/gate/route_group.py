@@ -26,9 +26,11 @@ from datetime import datetime
 
 from worker.core.evaluate_group import evaluate_group, group_key
 from worker.core.lifecycle.read_paths import opts_in
-from worker.core.model import ActiveVersion, Decision
+from worker.core.model import ActiveVersion, Batch, Decision
 from worker.gate.records import Outcome, Source
 from worker.gate.route import Decoded, Router, decide_alone, decode_source, outcome_of, refusal
+from worker.io import codec
+from worker.io.codec.event_groups import batches_from_events
 from worker.kafka.protocols import MessageLike
 
 __all__ = ["GroupedRoute", "route_group"]
@@ -40,10 +42,13 @@ def route_group(router: Router, sources: Sequence[Source], *, now: datetime) -> 
     (all of them when none is). Never raises for bad input (see :func:`route`)."""
     decoded: list[Decoded] = []
     decode_s: list[float] = []
-    for source in sources:
+    started = time.perf_counter()
+    pre = _pre_decoded(sources, router.wire is None)
+    shared_s = (time.perf_counter() - started) / len(sources)  # the window's, shared evenly
+    for source, batch_or_error in zip(sources, pre, strict=True):
         started = time.perf_counter()
-        decoded.append(decode_source(source, router.loader, router.wire))
-        decode_s.append(time.perf_counter() - started)
+        decoded.append(decode_source(source, router.loader, router.wire, batch_or_error))
+        decode_s.append(time.perf_counter() - started + shared_s)
         batch = decoded[-1].batch
         if batch is not None and (decoded[-1].chunked is not None or batch.payload_uri):
             break
@@ -59,6 +64,28 @@ def route_group(router: Router, sources: Sequence[Source], *, now: datetime) -> 
                               s.topics, now=now, worker_id=s.instance_id,
                               max_record_bytes=router.max_record_bytes,
                               duration_s=own_s + each_s))  # fmt: skip
+    return out
+
+
+def _pre_decoded(sources: Sequence[Source], plain: bool) -> list[Batch | Exception | None]:
+    """The Batch of each source's value, or what decoding it raised, the events' columns
+    built together (:func:`~worker.io.codec.event_groups.batches_from_events`); None for a
+    null value and for every event in the Schema Registry wire format (``plain`` False),
+    decoded by :func:`~worker.gate.route.decode_source` itself."""
+    out: list[Batch | Exception | None] = [None] * len(sources)
+    if not plain:
+        return out
+    records, at = [], []
+    for i, source in enumerate(sources):
+        if source.value is None:
+            continue
+        try:
+            records.append(codec.decode_event(source.value))
+            at.append(i)
+        except Exception as exc:  # decode_source raises it as its own
+            out[i] = exc
+    for i, batch in zip(at, batches_from_events(records), strict=True):
+        out[i] = batch
     return out
 
 

@@ -89,11 +89,13 @@ def decode_event(data: bytes) -> dict[str, Any]:
 MAX_BATCH_ID_CHARS = 1024
 
 
-def batch_from_event(record: Mapping[str, Any]) -> Batch:
+def batch_from_event(record: Mapping[str, Any], table: pa.Table | None = None) -> Batch:
     """Build a :class:`Batch` from a decoded BatchArrival record.
 
     An event without inline features gives a Batch with no geometries, an empty attribute
     table and ``payload_uri`` set: load it with :func:`worker.io.payloads.load_payload`.
+    ``table``: the attribute table of the record's columns when built already (several
+    events' columns built at once: :func:`worker.io.codec.event_groups.batches_from_events`).
 
     Raises
     ------
@@ -130,14 +132,8 @@ def batch_from_event(record: Mapping[str, Any]) -> Batch:
         names = [c["name"] for c in feats["columns"]]
         if len(set(names)) != len(names):
             raise DecodeError(f"duplicate column names in {names}")
-        if names:
-            columns = feats["columns"]
-            fields, arrays = zip(
-                *(typed_column(c["name"], c["type"], c["values"], n) for c in columns), strict=True
-            )
-            table = pa.Table.from_arrays(list(arrays), schema=pa.schema(fields))
-        else:
-            table = pa.table({"_": pa.nulls(n)}).drop_columns(["_"])
+        if table is None:
+            table = attribute_table(feats["columns"], n)
     return Batch(
         batch_id=record["batch_id"],
         layer=record["layer"],
@@ -190,6 +186,23 @@ def _edges(value: Any) -> str:
     if value != "spherical":
         raise DecodeError(f"edges {clip(str(value), 40)!r}: expected null, planar or spherical")
     return "spherical"
+
+
+def attribute_table(columns: Sequence[Mapping[str, Any]], n: int) -> pa.Table:
+    """The Arrow table of an event's inline ``columns`` (``name``, ``type``, ``values``)
+    for ``n`` geometries (:func:`~worker.core.columns.typed_column` each).
+
+    Raises
+    ------
+    DecodeError
+        A column of an unknown type, not ``n`` values or values of another type.
+    """
+    if not columns:
+        return pa.table({"_": pa.nulls(n)}).drop_columns(["_"])
+    fields, arrays = zip(
+        *(typed_column(c["name"], c["type"], c["values"], n) for c in columns), strict=True
+    )
+    return pa.Table.from_arrays(list(arrays), schema=pa.schema(fields))
 
 
 def _orientation(value: Any) -> str | None:
