@@ -12,9 +12,12 @@ import math
 import os
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
+from typing import TYPE_CHECKING
 
 from worker.core.errors import ContractGateError
-from worker.kafka.settings import Settings, Topics
+
+if TYPE_CHECKING:  # imported where used: `check` needs no Kafka settings
+    from worker.kafka.settings import Settings
 
 #: Exit codes of ``check``: admitted, quarantined, bad input (or any error of this package).
 EXIT_ADMITTED, EXIT_QUARANTINED, EXIT_BAD_INPUT = 0, 1, 2
@@ -219,6 +222,8 @@ def add_kafka_args(p: argparse.ArgumentParser) -> None:
         "subjects <topic>-value (env CONTRACT_GATE_SCHEMA_REGISTRY_URL; basic auth from env "
         "CONTRACT_GATE_SCHEMA_REGISTRY_BASIC_AUTH_USER_INFO=user:password). Default: plain Avro",
     )
+    from worker.kafka.settings import Topics
+
     d = Topics()
     for field_name, default in d.__dict__.items():
         flag = f"--{field_name.replace('_', '-')}-topic"
@@ -262,6 +267,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
 
 def _settings(args: argparse.Namespace) -> Settings:
     """Settings from the environment, overridden by the flags that were given."""
+    from worker.kafka.settings import Settings, Topics
+
     topics = Topics(**{k: getattr(args, f"topic_{k}") for k in Topics().__dict__})
     return Settings.from_env(
         bootstrap_servers=args.bootstrap_servers,
