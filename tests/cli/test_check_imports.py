@@ -21,13 +21,17 @@ ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "worker" / "data"
 #: Packages `check` must not import, and why each would be there.
 NOT_IMPORTED = ("confluent_kafka", "opentelemetry", "pandas", "cryptography")
-#: Modules of the gate (and their submodules) `check` must not import: the other commands
-#: (each command imports its own module only) and the Kafka layer.
+#: Modules of the gate (and their submodules) `check` of a GeoParquet file must not
+#: import: the other commands (each command imports its own module only), the Kafka layer
+#: and the other formats' reading (GeoJSON's parsers, shapefiles' DBF encodings).
 NOT_IMPORTED_GATE = (
     *(f"worker.cli.commands.{c}" for c in COMMANDS if c != "check"),
     "worker.kafka",
     "worker.io.signing",
     "worker.ops",
+    "worker.io.formats.geojson_",
+    "worker.io.formats.strict_json",
+    "worker.io.formats.dbf_encoding",
 )
 
 #: Runs `check` in-process and prints its exit code and the top-level modules imported.

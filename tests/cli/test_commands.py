@@ -59,7 +59,7 @@ def test_each_command_module_registers_its_parser_and_handler(name: str) -> None
     ],
 )
 def test_a_named_command_is_parsed_by_its_parser_alone(argv: list[str], named: str | None) -> None:
-    assert cli._command_named(argv) == named
+    assert cli.command_named(argv) == named
 
 
 @pytest.mark.parametrize(
@@ -76,7 +76,7 @@ def test_the_parser_of_one_command_parses_as_the_whole_tree(argv: list[str]) -> 
         values.pop("root_parser")  # the tree itself: one command's or every command's
         return values
 
-    name = cli._command_named(argv)
+    name = cli.command_named(argv)
     assert name is not None
     assert parsed(name) == parsed(None)
     assert len(_subparsers(build_parser(name))) == 1

@@ -23,15 +23,10 @@ from contextvars import ContextVar
 from typing import Any, NoReturn
 
 from worker import __version__
-from worker.cli.args import (
-    EXIT_BAD_INPUT,
-    EXIT_BROKEN_PIPE,
-    LOG_LEVEL_HELP,
-    log_level,
-    log_level_everywhere,
-)
+from worker.cli.args import EXIT_BAD_INPUT, EXIT_BROKEN_PIPE
 from worker.cli.commands import COMMANDS
 from worker.cli.interrupt import Interrupts
+from worker.cli.log_args import LOG_LEVEL_HELP, log_level, log_level_everywhere
 from worker.cli.output import (
     argument_error_document,
     argv_wants_json,
@@ -42,7 +37,7 @@ from worker.cli.output import (
 from worker.core._util.arrow import skip_pandas_probe
 from worker.core.errors import BrokerError, ContractGateError
 
-__all__ = ["COMMANDS", "build_parser", "main"]
+__all__ = ["COMMANDS", "build_parser", "command_named", "main"]
 
 #: Whether the arguments being parsed ask for ``--format json`` (argument errors are then
 #: one JSON object on stderr); set by :func:`main` before parsing.
@@ -102,7 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     raw = sys.argv[1:] if argv is None else list(argv)
     token = _JSON_ERRORS.set(argv_wants_json(raw))
     try:
-        args = build_parser(_command_named(raw)).parse_args(raw)
+        args = build_parser(command_named(raw)).parse_args(raw)
     finally:
         _JSON_ERRORS.reset(token)
     level = (args.log_level or "WARNING").upper()
@@ -128,7 +123,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         return code if status is None else status
 
 
-def _command_named(raw: Sequence[str]) -> str | None:
+def command_named(raw: Sequence[str]) -> str | None:
     """The command ``raw`` runs, when only its parser is needed to parse ``raw``: the first
     argument, after top-level ``--log-level LEVEL`` options, names a command other than
     ``completion`` (whose script is generated from every command's parser). None (every
