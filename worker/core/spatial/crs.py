@@ -102,6 +102,10 @@ def _crs_equivalent(ca: CRS, cb: CRS) -> bool:
     # below queries the PROJ database and must not run for every batch
     if ca.equals(cb, ignore_axis_order=True):
         return True
+    if (ca.is_geographic, ca.is_projected) != (cb.is_geographic, cb.is_projected):
+        # an EPSG code names one kind of CRS: no query (OGC:CRS84's costs 20 ms, and a
+        # broken extent's diagnosis asks it of EPSG:3857 against a lon/lat contract)
+        return False
     ea, eb = ca.to_epsg(min_confidence=100), cb.to_epsg(min_confidence=100)
     return ea is not None and ea == eb
 
