@@ -3,7 +3,9 @@ fact and every clause result must be what the general path gives on the same bat
 
 from __future__ import annotations
 
+import copy
 import json
+import pickle
 import struct
 from dataclasses import replace
 from datetime import datetime, timezone
@@ -256,3 +258,11 @@ def test_a_chunk_read_from_geoparquet_keeps_its_arrow_array_and_its_points_facts
     assert not isinstance(plain.geometries_wkb, WkbTuple)
     with pytest.MonkeyPatch.context() as mp:
         _same(fast, _general(plain, mp))
+
+
+def test_a_wkb_tuple_copies_and_pickles_as_the_plain_tuple_of_its_values() -> None:
+    values = WkbTuple(pa.array([b"ab", None, b"c"], pa.binary()))
+    for copied in (copy.copy(values), copy.deepcopy(values), pickle.loads(pickle.dumps(values))):
+        assert type(copied) is tuple and copied == (b"ab", None, b"c") == values
+    with pytest.raises(TypeError, match="binary wanted"):
+        WkbTuple(pa.array(["text"]))

@@ -38,6 +38,10 @@ class WkbTuple(tuple[bytes | None, ...]):
         self.arrow = array
         return self
 
+    def __reduce__(self) -> tuple[type[tuple[bytes | None, ...]], tuple[tuple[bytes | None, ...]]]:
+        """A copy or a pickle is the plain tuple of the values (the array stays here)."""
+        return tuple, (tuple(self),)
+
 
 def arrow_points_xy(values: WkbTuple) -> np.ndarray | None:
     """:func:`~worker.core.facts.wkb_header.simple_points_xy` of ``values``, read from its
