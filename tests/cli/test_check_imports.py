@@ -1,7 +1,9 @@
 """`contract-gate check` imports only what it uses (issue 27: imports were 27% of `check`
 on 1,000,000 points): no Kafka client, no telemetry, no pandas (which pyarrow imports on
 its first Python list when installed, though the gate never makes a pandas object), no
-cryptography (config-record signatures). Run in a fresh interpreter, as the command runs."""
+cryptography (config-record signatures), no other command's module and none of the
+gate's Kafka modules (Kafka settings, signing). Run in a fresh interpreter, as the command
+runs."""
 
 from __future__ import annotations
 
@@ -13,20 +15,35 @@ from pathlib import Path
 
 import pytest
 
+from worker.cli.commands import COMMANDS
+
 ROOT = Path(__file__).resolve().parents[2]
 DATA = ROOT / "worker" / "data"
 #: Packages `check` must not import, and why each would be there.
 NOT_IMPORTED = ("confluent_kafka", "opentelemetry", "pandas", "cryptography")
+#: Modules of the gate (and their submodules) `check` of a GeoParquet file must not
+#: import: the other commands (each command imports its own module only), the Kafka layer
+#: and the other formats' reading (GeoJSON's parsers, shapefiles' DBF encodings).
+NOT_IMPORTED_GATE = (
+    *(f"worker.cli.commands.{c}" for c in COMMANDS if c != "check"),
+    "worker.kafka",
+    "worker.io.signing",
+    "worker.ops",
+    "worker.io.formats.geojson_",
+    "worker.io.formats.strict_json",
+    "worker.io.formats.dbf_encoding",
+)
 
 #: Runs `check` in-process and prints its exit code and the top-level modules imported.
 PROBE = """import json, sys
 from worker.cli.main import main
 code = main(sys.argv[1:])
-print(json.dumps([code, sorted({m.split(".")[0] for m in sys.modules})]), file=sys.stderr)
+print(json.dumps([code, sorted(sys.modules)]), file=sys.stderr)
 """
 
 
 def _modules_after(*argv: str) -> tuple[int, set[str]]:
+    """The exit code of ``argv`` run in a fresh interpreter and every module it imported."""
     env = {**os.environ, "PYTHONPATH": str(ROOT)}
     run = subprocess.run(
         [sys.executable, "-c", PROBE, *argv],
@@ -53,8 +70,12 @@ def test_check_imports_no_kafka_telemetry_pandas_or_cryptography(batch: str, con
         "--format", "json", "--now", "2026-11-29T07:00:00Z",
     )  # fmt: skip
     assert code in (0, 1)  # a decision was printed (2 would be an error)
-    assert {"worker", "pyarrow", "shapely", "numpy"} <= modules  # the probe sees imports
-    assert modules.isdisjoint(NOT_IMPORTED), sorted(modules & set(NOT_IMPORTED))
+    packages = {m.split(".")[0] for m in modules}
+    assert {"worker", "pyarrow", "shapely", "numpy"} <= packages  # the probe sees imports
+    assert "worker.cli.commands.check" in modules
+    assert packages.isdisjoint(NOT_IMPORTED), sorted(packages & set(NOT_IMPORTED))
+    gate = sorted(m for m in modules if m.startswith(NOT_IMPORTED_GATE))
+    assert not gate, gate
 
 
 def test_pyarrow_still_converts_to_pandas_after_the_probe_is_skipped() -> None:

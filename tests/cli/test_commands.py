@@ -45,6 +45,43 @@ def test_each_command_module_registers_its_parser_and_handler(name: str) -> None
     assert parser.get_default("handler") is COMMANDS[name].run
 
 
+@pytest.mark.parametrize(
+    ("argv", "named"),
+    [
+        (["check", "b.parquet", "--contract", "c.yaml"], "check"),
+        (["--log-level", "debug", "run"], "run"),
+        (["--log-level=info", "topics", "create"], "topics"),
+        (["--help", "check"], None),  # the top-level help lists every command
+        (["--version"], None),
+        (["completion", "bash"], None),  # the script is generated from every parser
+        (["chekc", "b.parquet"], None),  # the error lists every command
+        ([], None),
+    ],
+)
+def test_a_named_command_is_parsed_by_its_parser_alone(argv: list[str], named: str | None) -> None:
+    assert cli.command_named(argv) == named
+
+
+@pytest.mark.parametrize(
+    "argv",
+    [
+        ["check", "b.parquet", "--contract", "c.yaml", "--format", "json", "--eval-threads", "1"],
+        ["--log-level", "debug", "contract", "init", "b.parquet", "--layer", "parcels"],
+        ["run", "--bootstrap-servers", "k:9092", "--eval-threads", "2"],
+    ],
+)
+def test_the_parser_of_one_command_parses_as_the_whole_tree(argv: list[str]) -> None:
+    def parsed(only: str | None) -> dict[str, object]:
+        values = vars(build_parser(only).parse_args(argv))
+        values.pop("root_parser")  # the tree itself: one command's or every command's
+        return values
+
+    name = cli.command_named(argv)
+    assert name is not None
+    assert parsed(name) == parsed(None)
+    assert len(_subparsers(build_parser(name))) == 1
+
+
 def test_the_contract_actions_are_the_table_of_the_group() -> None:
     contract = _subparsers(build_parser())["contract"]
     assert list(_subparsers(contract)) == list(ACTIONS)

@@ -139,6 +139,22 @@ def test_an_empty_batch_is_judged_as_whole() -> None:
     )
 
 
+def test_bounds_of_rows_is_the_total_bounds_of_the_geometries() -> None:
+    """Per-feature bounds reduced column by column give shapely's total bounds; rows of
+    NaN (empty geometries) are left out, and all-NaN rows give a box of NaN."""
+    rng = np.random.default_rng(27)
+    xy = rng.uniform((-180, -90), (180, 90), size=(5000, 2))
+    geoms = shapely.points(xy)
+    geoms[[3, 4000]] = shapely.from_wkt("POINT EMPTY")
+    geoms[17] = shapely.box(-200.5, 1.0, 0.0, 95.25)
+    want = tuple(float(v) for v in shapely.total_bounds(geoms))
+    assert Bounds.of_rows(shapely.bounds(geoms)).box == want == Bounds.of(geoms).box
+    assert want[0] == -200.5 and want[3] == 95.25
+    empty = Bounds.of_rows(shapely.bounds(shapely.from_wkt(["POINT EMPTY"] * 2))).box
+    assert empty is not None and all(np.isnan(empty))
+    assert Bounds.of_rows(np.empty((0, 4))).box is None
+
+
 def test_tally_merges() -> None:
     assert merge({"n": 2, "all": True}, {"n": 3, "all": False}) == {"n": 5, "all": False}
     b = Bounds((0.0, 1.0, 2.0, 3.0)) | Bounds(None) | Bounds((-1.0, 2.0, 1.0, np.nan))

@@ -3,11 +3,17 @@ fact and every clause result must be what the general path gives on the same bat
 
 from __future__ import annotations
 
+import copy
+import json
+import pickle
 import struct
 from dataclasses import replace
 from datetime import datetime, timezone
+from pathlib import Path
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 import shapely
 from hypothesis import given, settings
@@ -19,8 +25,10 @@ from worker.core.contracts.parse import parse_contract
 from worker.core.evaluate import evaluate
 from worker.core.facts import parse as facts_module
 from worker.core.facts.batch import BatchFacts
+from worker.core.facts.wkb_arrow import WkbTuple, arrow_points_xy
 from worker.core.facts.wkb_header import simple_points_xy
 from worker.core.model import ActiveVersion
+from worker.io.payloads import read_batch_file
 
 NOW = datetime.now(timezone.utc)
 V1 = data_file("contracts/admin_boundaries.v1.yaml").read_text("utf-8")
@@ -196,3 +204,65 @@ def test_points_among_other_values_decide_as_the_general_path(
     kinds = {r.kind: r for r in fast.verdicts[0].clauses}
     assert kinds["extent"].result == "break" and kinds["geometry_type"].result == "break"
     assert kinds["validity"].offenders is not None and kinds["validity"].offenders.total >= 3
+
+
+def _arrow_and_bytes(values: list[bytes | None], large: bool = False) -> tuple[object, object]:
+    array = pa.array(values, pa.large_binary() if large else pa.binary())
+    return arrow_points_xy(WkbTuple(array)), simple_points_xy(values)
+
+
+@pytest.mark.parametrize("large", [False, True])
+@pytest.mark.parametrize("byte_order", [0, 1])
+def test_points_read_from_arrow_buffers_are_those_read_from_bytes(
+    large: bool, byte_order: int
+) -> None:
+    xy = np.random.default_rng(27).uniform(-180, 180, size=(300, 2))
+    plain = _points(xy, byte_order)
+    fast, slow = _arrow_and_bytes(plain, large)
+    assert isinstance(fast, np.ndarray) and np.array_equal(fast, xy) and np.array_equal(slow, xy)
+    # a slice of the array (a buffer offset, the offsets not starting at 0) reads its rows
+    tail = WkbTuple(pa.array(plain, pa.large_binary() if large else pa.binary()).slice(17, 200))
+    assert tail == tuple(plain[17:217])
+    assert np.array_equal(arrow_points_xy(tail), xy[17:217])  # type: ignore[arg-type]
+
+
+def test_a_value_that_is_no_plain_point_leaves_the_arrow_path_as_the_bytes_path() -> None:
+    plain = _points(np.arange(200, dtype=float).reshape(100, 2))
+    nan = struct.pack("<BIdd", 1, 1, float("nan"), 1.0)
+    srid = shapely.to_wkb(
+        shapely.set_srid(shapely.Point(1, 2), 4326), include_srid=True, flavor="extended"
+    )
+    big_endian = shapely.to_wkb(shapely.Point(1, 2), byte_order=0)
+    # two values of 20 and 22 bytes: 42 bytes, as two points, but misaligned
+    short, long = plain[0][:20], plain[1] + b"\x00"
+    for odd in ([None], [nan], [srid], [big_endian], [b"\x01" * 21], [short, long], [b""]):
+        fast, slow = _arrow_and_bytes([*plain[:70], *odd, *plain[70:]])
+        assert fast is None and slow is None, odd
+    assert _arrow_and_bytes([]) == (None, None)
+
+
+def test_a_chunk_read_from_geoparquet_keeps_its_arrow_array_and_its_points_facts(
+    tmp_path: Path,
+) -> None:
+    xy = np.random.default_rng(3).uniform(-10, 10, size=(200, 2))
+    path = tmp_path / "points.parquet"
+    geo = {"version": "1.0.0", "primary_column": "geometry",
+           "columns": {"geometry": {"encoding": "WKB", "geometry_types": ["Point"]}}}  # fmt: skip
+    table = pa.table({"code": ["a"] * 200, "geometry": pa.array(_points(xy), pa.binary())})
+    pq.write_table(table.replace_schema_metadata({"geo": json.dumps(geo)}), path)
+    batch = read_batch_file(path, layer="points")
+    assert isinstance(batch.geometries_wkb, WkbTuple)
+    fast = BatchFacts(batch)
+    assert fast.points_xy is not None and np.array_equal(fast.points_xy, xy)
+    plain = replace(batch, geometries_wkb=tuple(batch.geometries_wkb))
+    assert not isinstance(plain.geometries_wkb, WkbTuple)
+    with pytest.MonkeyPatch.context() as mp:
+        _same(fast, _general(plain, mp))
+
+
+def test_a_wkb_tuple_copies_and_pickles_as_the_plain_tuple_of_its_values() -> None:
+    values = WkbTuple(pa.array([b"ab", None, b"c"], pa.binary()))
+    for copied in (copy.copy(values), copy.deepcopy(values), pickle.loads(pickle.dumps(values))):
+        assert type(copied) is tuple and copied == (b"ab", None, b"c") == values
+    with pytest.raises(TypeError, match="binary wanted"):
+        WkbTuple(pa.array(["text"]))

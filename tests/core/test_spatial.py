@@ -49,6 +49,9 @@ def _prj(kind: str) -> str:
         ("EPSG:4269", "EPSG:4326", False),
         ("EPSG:3857", "EPSG:4326", False),
         ("EPSG:2263", "EPSG:2263", True),
+        ("EPSG:3857", "OGC:CRS84", False),  # projected / geographic: no EPSG query
+        ("EPSG:4978", "EPSG:4326", False),  # geocentric / geographic
+        ("EPSG:7405", "EPSG:27700", False),  # compound (projected + height) / projected
     ],
 )
 def test_crs_equivalence_pairs(a: str, b: str, equivalent: bool) -> None:

@@ -1,5 +1,6 @@
 """Argument helpers shared by the command modules: Kafka settings from flags, times,
-numbers, ``--log-level``, ``--now`` and ``--stale-after-hours``.
+numbers, ``--now`` and ``--stale-after-hours`` (``--log-level`` is in
+:mod:`worker.cli.log_args`).
 
 Command modules (:mod:`worker.cli.commands`) import these, never :mod:`worker.cli.main`;
 the payload flags are in :mod:`worker.cli.payload_args`.
@@ -12,9 +13,12 @@ import math
 import os
 from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
+from typing import TYPE_CHECKING
 
 from worker.core.errors import ContractGateError
-from worker.kafka.settings import Settings, Topics
+
+if TYPE_CHECKING:  # imported where used: `check` needs no Kafka settings
+    from worker.kafka.settings import Settings
 
 #: Exit codes of ``check``: admitted, quarantined, bad input (or any error of this package).
 EXIT_ADMITTED, EXIT_QUARANTINED, EXIT_BAD_INPUT = 0, 1, 2
@@ -126,44 +130,6 @@ def now_of(args: argparse.Namespace) -> datetime:
     return value
 
 
-#: The levels ``--log-level`` takes (any case).
-LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR")
-
-LOG_LEVEL_HELP = (
-    "DEBUG, INFO, WARNING, ERROR (default WARNING; for `run` the worker's own "
-    "operational lines, e.g. applied config changes and one line per poll batch, are "
-    "shown at INFO); accepted before or after the command"
-)
-
-
-def log_level(text: str) -> str:
-    """``--log-level``'s value, upper-cased; argparse turns the error into exit 2 with a
-    one-line message (a bad level was a ValueError traceback and exit 1, and for
-    ``check`` 1 means quarantined)."""
-    level = text.upper()
-    if level not in LOG_LEVELS:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not a log level; use one of {', '.join(LOG_LEVELS)}"
-        )
-    return level
-
-
-def log_level_everywhere(parser: argparse.ArgumentParser) -> None:
-    """Accept ``--log-level`` after the command too (``contract-gate run --log-level
-    DEBUG``): every subcommand parser gets it, defaulting to what was given before."""
-    for action in parser._actions:
-        if isinstance(action, argparse._SubParsersAction):
-            for sub in dict.fromkeys(action.choices.values()):
-                if not any("--log-level" in a.option_strings for a in sub._actions):
-                    sub.add_argument(
-                        "--log-level",
-                        default=argparse.SUPPRESS,
-                        type=log_level,
-                        help=LOG_LEVEL_HELP,
-                    )
-                log_level_everywhere(sub)
-
-
 def parse_kv(text: str) -> tuple[str, str]:
     if "=" not in text:
         raise argparse.ArgumentTypeError(f"{text!r} is not KEY=VALUE (e.g. security.protocol=SSL)")
@@ -219,6 +185,8 @@ def add_kafka_args(p: argparse.ArgumentParser) -> None:
         "subjects <topic>-value (env CONTRACT_GATE_SCHEMA_REGISTRY_URL; basic auth from env "
         "CONTRACT_GATE_SCHEMA_REGISTRY_BASIC_AUTH_USER_INFO=user:password). Default: plain Avro",
     )
+    from worker.kafka.settings import Topics
+
     d = Topics()
     for field_name, default in d.__dict__.items():
         flag = f"--{field_name.replace('_', '-')}-topic"
@@ -262,6 +230,8 @@ def settings_from_args(args: argparse.Namespace) -> Settings:
 
 def _settings(args: argparse.Namespace) -> Settings:
     """Settings from the environment, overridden by the flags that were given."""
+    from worker.kafka.settings import Settings, Topics
+
     topics = Topics(**{k: getattr(args, f"topic_{k}") for k in Topics().__dict__})
     return Settings.from_env(
         bootstrap_servers=args.bootstrap_servers,

@@ -23,15 +23,10 @@ from contextvars import ContextVar
 from typing import Any, NoReturn
 
 from worker import __version__
-from worker.cli.args import (
-    EXIT_BAD_INPUT,
-    EXIT_BROKEN_PIPE,
-    LOG_LEVEL_HELP,
-    log_level,
-    log_level_everywhere,
-)
+from worker.cli.args import EXIT_BAD_INPUT, EXIT_BROKEN_PIPE
 from worker.cli.commands import COMMANDS
 from worker.cli.interrupt import Interrupts
+from worker.cli.log_args import LOG_LEVEL_HELP, log_level, log_level_everywhere
 from worker.cli.output import (
     argument_error_document,
     argv_wants_json,
@@ -42,7 +37,7 @@ from worker.cli.output import (
 from worker.core._util.arrow import skip_pandas_probe
 from worker.core.errors import BrokerError, ContractGateError
 
-__all__ = ["COMMANDS", "build_parser", "main"]
+__all__ = ["COMMANDS", "build_parser", "command_named", "main"]
 
 #: Whether the arguments being parsed ask for ``--format json`` (argument errors are then
 #: one JSON object on stderr); set by :func:`main` before parsing.
@@ -71,8 +66,10 @@ class GateParser(argparse.ArgumentParser):
         return known, extras
 
 
-def build_parser() -> argparse.ArgumentParser:
-    """The argument parser of every command: each module of ``COMMANDS`` registers its own."""
+def build_parser(only: str | None = None) -> argparse.ArgumentParser:
+    """The argument parser of every command: each module of ``COMMANDS`` registers its own;
+    with ``only`` (a name of ``COMMANDS``), of that command alone (its module alone is
+    imported; its parsing, help and errors are those of the whole tree)."""
     parser = GateParser(
         prog="contract-gate",
         description=(
@@ -83,8 +80,8 @@ def build_parser() -> argparse.ArgumentParser:
     parser.add_argument("--log-level", default=None, type=log_level, help=LOG_LEVEL_HELP)
     parser.add_argument("--version", action="version", version=f"%(prog)s {__version__}")
     sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
-    for command in COMMANDS.values():
-        command.register(sub)
+    for name in [only] if only is not None else COMMANDS:
+        COMMANDS[name].register(sub)
     log_level_everywhere(parser)
     parser.set_defaults(root_parser=parser)  # `completion` writes the script of the tree
     return parser
@@ -100,7 +97,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     raw = sys.argv[1:] if argv is None else list(argv)
     token = _JSON_ERRORS.set(argv_wants_json(raw))
     try:
-        args = build_parser().parse_args(raw)
+        args = build_parser(command_named(raw)).parse_args(raw)
     finally:
         _JSON_ERRORS.reset(token)
     level = (args.log_level or "WARNING").upper()
@@ -124,6 +121,20 @@ def main(argv: Sequence[str] | None = None) -> int:
             return status
         status = stops.exit_status(None)  # a command that stopped quietly on SIGINT
         return code if status is None else status
+
+
+def command_named(raw: Sequence[str]) -> str | None:
+    """The command ``raw`` runs, when only its parser is needed to parse ``raw``: the first
+    argument, after top-level ``--log-level LEVEL`` options, names a command other than
+    ``completion`` (whose script is generated from every command's parser). None (every
+    parser) when another top-level option comes first (``--help`` lists every command)
+    or the name is no command's (the error lists them)."""
+    rest = list(raw)
+    while rest and (rest[0] == "--log-level" or rest[0].startswith("--log-level=")):
+        del rest[: 2 if rest[0] == "--log-level" else 1]
+    if not rest or rest[0] not in COMMANDS or rest[0] == "completion":
+        return None
+    return rest[0]
 
 
 def _run(args: argparse.Namespace, stops: Interrupts | None) -> int:

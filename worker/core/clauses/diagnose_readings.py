@@ -21,6 +21,7 @@ import shapely
 import shapely.affinity
 from pyproj import CRS
 
+from worker.core.clauses.diagnose_points import point_readings
 from worker.core.clauses.sample import sample_rows, take_features
 from worker.core.facts.batch import BatchFacts, nonfinite_mask
 from worker.core.spatial import (
@@ -109,8 +110,12 @@ def sampled_tally(
 def _readings(
     facts: BatchFacts, region: shapely.Geometry, crs: CRS | None
 ) -> dict[str, int | bool]:
-    """:func:`diagnose_tally` of every feature of ``facts``."""
+    """:func:`diagnose_tally` of every feature of ``facts`` (a batch of plain points read
+    as stored: from their coordinates, :func:`point_readings`)."""
     declared = facts.declared_crs
+    as_stored = crs is None or declared is None or crs_equivalent(declared, crs)
+    if as_stored and facts.points_xy is not None:
+        return point_readings(facts, region, crs, [] if crs is None else _candidates(facts, crs))
     out: dict[str, int | bool] = {"count": facts.count}
     # an empty geometry is inside the extent however it is read (the clause counts it
     # so): every reading's count includes the empties, as the fraction inside does

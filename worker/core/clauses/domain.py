@@ -79,12 +79,13 @@ def measure(clause: Clause, contract: Contract, facts: BatchFacts, now: datetime
     n_unknown = int(np.count_nonzero(bad))
     if not allow_null and col.null_count:  # no null: the mask is unchanged
         bad = bad | np.asarray(pc.is_null(col).to_numpy(zero_copy_only=False), dtype=bool)
-    raw = (mixed.values if mixed is not None else col.to_pylist()) if bad.any() else []
+    # the value of each offender named (at most offender_limit() of them), not of the column
+    value = mixed.values.__getitem__ if mixed is not None else (lambda i: col[i].as_py())
     offenders = offenders_of(
         facts,
         contract,
         bad if len(bad) == facts.count else np.zeros(facts.count, dtype=bool),
-        lambda i: raw[i],
+        value,
         f"value of column {column!r}",
     )
     return {

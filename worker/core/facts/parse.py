@@ -16,6 +16,7 @@ from pyproj import CRS
 from worker.core._util.memo import fact
 from worker.core.errors import CrsError
 from worker.core.facts.edges import edges_problem
+from worker.core.facts.wkb_arrow import WkbTuple, arrow_points_xy
 from worker.core.facts.wkb_check import wkb_has_nonfinite, wkb_problem
 from worker.core.facts.wkb_header import (
     curve_type_name,
@@ -76,7 +77,8 @@ class ParsedFacts:
         region other than a rectangle, a reprojection)."""
         if self.count < POINTS_WITHOUT_GEOMETRIES_MIN or self.batch.geometry_errors:
             return None
-        xy = simple_points_xy(self._wkb_array)
+        wkb = self.batch.geometries_wkb  # read from its Arrow buffers when it has them
+        xy = arrow_points_xy(wkb) if isinstance(wkb, WkbTuple) else simple_points_xy(wkb)
         if xy is not None and self.batch.axis_order == "north_east":
             xy = xy[:, ::-1]
         return xy

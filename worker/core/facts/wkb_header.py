@@ -25,6 +25,7 @@ __all__ = [
     "ewkb_srid_counts",
     "may_nest",
     "may_nest_many",
+    "points_xy_of_records",
     "simple_points_xy",
     "type_code",
     "wkb_headers",
@@ -239,15 +240,26 @@ def simple_points_xy(values: Sequence[bytes | None] | np.ndarray) -> np.ndarray 
         return None
     if not bool((lengths == POINT_WKB_BYTES).all()):
         return None
-    order = "<" if first[0] == 1 else ">"
+    try:
+        joined = b"".join(values)  # type: ignore[arg-type]
+    except TypeError:  # not bytes (e.g. str)
+        return None
+    return points_xy_of_records(np.frombuffer(joined, dtype=np.uint8), n)
+
+
+def points_xy_of_records(raw: np.ndarray, n: int) -> np.ndarray | None:
+    """float (N, 2) of ``raw`` (uint8 (21 N,): ``n`` values of 21 bytes back to back), as
+    :func:`simple_points_xy` gives it: x, y as stored when every value is a 2D WKB Point
+    (one byte order for all, type code 1) with finite coordinates, else None."""
+    first = int(raw[0])
+    if first > 1:
+        return None
+    order = "<" if first == 1 else ">"
     layout = np.dtype(
         [("flag", "u1"), ("code", order + "u4"), ("x", order + "f8"), ("y", order + "f8")]
     )
-    try:
-        rows = np.frombuffer(b"".join(values), dtype=layout)  # type: ignore[arg-type]
-    except TypeError:  # not bytes (e.g. str)
-        return None
-    if not (bool((rows["flag"] == first[0]).all()) and bool((rows["code"] == 1).all())):
+    rows = raw.view(layout)
+    if not (bool((rows["flag"] == first).all()) and bool((rows["code"] == 1).all())):
         return None
     xy = np.empty((n, 2), dtype=float)
     xy[:, 0] = rows["x"]

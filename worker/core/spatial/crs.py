@@ -102,6 +102,8 @@ def _crs_equivalent(ca: CRS, cb: CRS) -> bool:
     # below queries the PROJ database and must not run for every batch
     if ca.equals(cb, ignore_axis_order=True):
         return True
+    if (ca.is_geographic, ca.is_projected) != (cb.is_geographic, cb.is_projected):
+        return False  # an EPSG code names one kind of CRS (OGC:CRS84's query: 20 ms)
     ea, eb = ca.to_epsg(min_confidence=100), cb.to_epsg(min_confidence=100)
     return ea is not None and ea == eb
 
@@ -272,8 +274,10 @@ def _xy_outside(xy: np.ndarray, owner: np.ndarray, n: int, aou: AreaOfUse, crs: 
     """bool (n,): features owning a coordinate of ``xy`` (float (M, 2)) outside ``aou``;
     ``owner`` (int (M,)) is the feature of each coordinate."""
     out = np.zeros(n, dtype=bool)
-    finite = np.isfinite(xy).all(axis=1)
-    xy, owner = xy[finite], owner[finite]
+    # by column, no copy if all finite: an (M, 2) mask's reduction + copies, 3.5 ms/65,536
+    finite = np.isfinite(xy[:, 0]) & np.isfinite(xy[:, 1])
+    if not finite.all():
+        xy, owner = xy[finite], owner[finite]
     x, y = xy[:, 0], xy[:, 1]
     x0, y0, x1, y1 = aou.bounds
     w, s, e, nn = aou.lonlat

@@ -20,6 +20,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from worker.core.facts.wkb_arrow import WkbTuple
 from worker.io.formats.base import RFC7946_CRS, FeatureData, _fail, canonical_table, canonical_type
 from worker.io.formats.geoarrow import NATIVE_ENCODINGS, native_to_wkb
 
@@ -217,7 +218,10 @@ def _features(path: Path | str, table: pa.Table, geo: _GeoColumn) -> FeatureData
         col = pa.chunked_array([c.storage for c in col.chunks], col.type.storage_type)
     envelope = None
     if geo.encoding.upper() == "WKB":
-        geoms = tuple(col.to_pylist())
+        # one Arrow chunk (a row group's slice): kept beside its values (WkbTuple), so a
+        # batch of points is read from the array's buffers
+        one = col.num_chunks == 1 and col.type in (pa.binary(), pa.large_binary())
+        geoms = WkbTuple(col.chunk(0)) if one else tuple(col.to_pylist())
     else:
         geoms, envelope = native_to_wkb(path, col, geo.encoding.lower())
     attrs = table.drop_columns([c for c in table.column_names if c in geo.drop])

@@ -29,14 +29,15 @@ from worker.io.formats.base import (
     canonical_table,
     text_column,
 )
-from worker.io.formats.geojson_geos import geometries_from_texts, legacy_crs, too_deep
-from worker.io.formats.geojson_stream import open_geojson_chunks
-from worker.io.formats.strict_json import NotStrictJson, loads_strict
 
 
 def _read_geojson(path: Path | str, data: bytes | None = None) -> FeatureData:
     """The FeatureCollection in ``data`` (default: the bytes of the file ``path``);
     ``path`` names the file in messages."""
+    # imported when a GeoJSON file is read: a batch in another format needs none of them
+    from worker.io.formats.geojson_geos import geometries_from_texts, legacy_crs, too_deep
+    from worker.io.formats.strict_json import NotStrictJson, loads_strict
+
     if data is None:
         data = Path(path).read_bytes()
     try:
@@ -170,6 +171,8 @@ class GeoJsonReader:
         return _read_geojson(src.uri, src.read_all())
 
     def chunks(self, src: Source, count_nulls: bool = True) -> ChunkedFile | None:
+        from worker.io.formats.geojson_stream import open_geojson_chunks
+
         return open_geojson_chunks(src, count_nulls)
 
 

@@ -15,13 +15,15 @@ from __future__ import annotations
 import logging
 import zipfile
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import pyarrow as pa
 
 from worker.core.errors import PayloadCorrupt, PayloadError
 from worker.io.formats.base import FeatureData, Source, _fail, canonical_table
-from worker.io.formats.dbf_encoding import TextEncoding, dbf_encoding
+
+if TYPE_CHECKING:
+    from worker.io.formats.dbf_encoding import TextEncoding
 
 __all__ = ["READER", "SHAPEFILE_SIDECARS", "ogr_format", "ogr_sidecars", "read_ogr"]
 
@@ -192,6 +194,8 @@ _CRS_SOURCES = {
 def _text_encoding(path: Path, fmt: str, target: str) -> TextEncoding | None:
     """How a shapefile's DBF text is decoded (:mod:`.dbf_encoding`); None for the other
     formats (GeoPackage and FlatGeobuf text is UTF-8 by their specifications)."""
+    from worker.io.formats.dbf_encoding import dbf_encoding  # a shapefile's only
+
     if fmt == "zip" and target.lower().endswith(".shp"):
         prefix = f"/vsizip/{path.resolve()}/"
         return dbf_encoding(path, target[len(prefix) :])
