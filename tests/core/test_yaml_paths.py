@@ -13,8 +13,15 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from worker.core.contracts import parse as _registers_constructors  # noqa: F401
-from worker.core.contracts import yaml_doc
+from worker.core.contracts.yaml_doc import _NOT_FAST, load_document
 from worker.core.errors import ContractError
+
+_FAST = "worker.core.contracts.yaml_doc._load_with_libyaml"
+
+
+def _not_fast(text: str, source: str) -> object:
+    return _NOT_FAST
+
 
 PATHS = ("libyaml", "python")
 
@@ -33,21 +40,19 @@ def _typed(value: object) -> object:
 @pytest.fixture(params=PATHS)
 def path(request: pytest.FixtureRequest, monkeypatch: pytest.MonkeyPatch) -> Iterator[str]:
     if request.param == "python":
-        monkeypatch.setattr(yaml_doc, "_load_with_libyaml", lambda t, s: yaml_doc._NOT_FAST)
+        monkeypatch.setattr(_FAST, _not_fast)
     yield request.param
 
 
 def _read(text: str, python: bool = False) -> tuple[str, object]:
     """("ok", typed values) or ("refused", the ContractError's message)."""
-    real = yaml_doc._load_with_libyaml
-    if python:
-        yaml_doc._load_with_libyaml = lambda t, s: yaml_doc._NOT_FAST  # type: ignore[assignment]
-    try:
-        return "ok", _typed(yaml_doc.load_document(text, "t.yaml"))
-    except ContractError as exc:
-        return "refused", str(exc)
-    finally:
-        yaml_doc._load_with_libyaml = real  # type: ignore[assignment]
+    with pytest.MonkeyPatch.context() as mp:
+        if python:
+            mp.setattr(_FAST, _not_fast)
+        try:
+            return "ok", _typed(load_document(text, "t.yaml"))
+        except ContractError as exc:
+            return "refused", str(exc)
 
 
 #: Texts libyaml read differently from PyYAML's scanner (tabs after a token, a second
@@ -92,7 +97,7 @@ def test_a_malformed_tagged_value_is_refused_with_the_place_not_a_traceback(
     path: str, text: str
 ) -> None:
     with pytest.raises(ContractError, match=r"^t\.yaml: .*a value cannot be constructed"):
-        yaml_doc.load_document(text, "t.yaml")
+        load_document(text, "t.yaml")
 
 
 _PIECES = st.sampled_from(

@@ -262,3 +262,41 @@ def test_a_refused_piece_stops_growing_and_the_file_is_read_whole(
         assert FORMATS[src.format].chunks(src) is None
     with pytest.raises(PayloadCorrupt, match=r"features\[3\]\.properties\.n: NaN"):
         read_batch_file(path, layer="l")
+
+
+def _read_by(path: Path, how: str) -> list:
+    """The file's chunks, read whole or streamed (read whole when the stream gives it
+    back, as ``check`` does)."""
+    with open_payload(str(path), UNRESTRICTED) as src:
+        reader = FORMATS[src.format]
+        opened = reader.chunks(src) if how == "streamed" else None
+        return [reader.read(src)] if opened is None else list(opened.chunks(100))
+
+
+@pytest.mark.parametrize("how", ["whole", "streamed"])
+@pytest.mark.parametrize(
+    ("value", "depth"), [("[" * 33 + "]" * 33, 33), ("[" * 700 + "]" * 700, 700)], ids=["33", "700"]
+)
+def test_a_property_nested_deeper_than_the_limit_is_refused_not_a_recursion_error(
+    tmp_path: Path, how: str, value: str, depth: int
+) -> None:
+    """Lists 700 deep in one property passed the JSON readers and raised RecursionError in
+    the attribute checks (a traceback from ``check``, stop 35): the nesting is bounded
+    where a reader's attributes become the batch, and the stream gives such a file to
+    the whole read."""
+    path = tmp_path / "b.geojson"
+    ok = '{"type": "Feature", "properties": {"a": null}, "geometry": null}'
+    deep = f'{{"type": "Feature", "properties": {{"a": {value}}}, "geometry": null}}'
+    path.write_text(f'{{"type": "FeatureCollection", "features": [{ok}, {deep}]}}')
+    with pytest.raises(PayloadCorrupt, match=rf"attribute 'a' nests lists and objects {depth} "):
+        _read_by(path, how)
+
+
+@pytest.mark.parametrize("how", ["whole", "streamed"])
+def test_a_property_nested_to_the_limit_is_read(tmp_path: Path, how: str) -> None:
+    path = tmp_path / "b.geojson"
+    value = "[" * 32 + "1" + "]" * 32
+    feature = f'{{"type": "Feature", "properties": {{"a": {value}}}, "geometry": null}}'
+    path.write_text(f'{{"type": "FeatureCollection", "features": [{feature}]}}')
+    (chunk,) = _read_by(path, how)
+    assert chunk.attributes.column("a").to_pylist() == [json.loads(value)]

@@ -21,8 +21,14 @@ import pyarrow as pa
 
 from worker.core.model import VALUE_KINDS_KEY
 from worker.io.formats.base import canonical_table, text_column
+from worker.io.formats.canonical import MAX_NESTING, nesting
 
-__all__ = ["PropertyTypes"]
+__all__ = ["PropertyTypes", "TooDeep"]
+
+
+class TooDeep(ValueError):
+    """A piece's property nests deeper than :data:`~.canonical.MAX_NESTING`: the stream
+    gives the file to the whole read, whose refusal names it."""
 
 
 @dataclass
@@ -86,6 +92,8 @@ class PropertyTypes:
             except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
                 s.reason = str(exc)
                 continue
+            if nesting(t) > MAX_NESTING:
+                raise TooDeep(name)
             if t != pa.null() and t not in s.types:
                 s.types.append(t)
         self.rows += len(props)
