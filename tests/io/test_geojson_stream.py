@@ -79,6 +79,8 @@ def _typed_by_piece() -> list[dict]:
         "nested_big": [[[big]], None, None, None, [[1.5]]],
         "struct_big_apart": [{"x": big, "y": 1.5}, None, None, None, {"y": 1}],
         "int_then_float": [1, None, None, None, 2.5],
+        "float_then_bool": [1.5, None, None, None, True],
+        "bool_in_a_struct": [{"z": 0.5}, None, None, None, {"z": False}],
     }
     rows = len(next(iter(columns.values())))
     return [
@@ -330,3 +332,28 @@ def test_a_property_nested_to_the_limit_is_read(tmp_path: Path, how: str) -> Non
     path.write_text(f'{{"type": "FeatureCollection", "features": [{feature}]}}')
     (chunk,) = _read_by(path, how)
     assert chunk.attributes.column("a").to_pylist() == [json.loads(value)]
+
+
+@pytest.mark.parametrize("how", ["whole", "streamed"])
+@pytest.mark.parametrize(
+    ("values", "want"),
+    [
+        ([1.5, True], ["1.5", "true"]),
+        ([{"z": 0.5}, {"z": False}], ['{"z": 0.5}', '{"z": false}']),
+        ([[2.5, False]], ["[2.5, false]"]),
+    ],
+    ids=["flat", "struct", "list"],
+)
+def test_a_boolean_among_numbers_is_text_not_a_number(
+    tmp_path: Path, how: str, values: list, want: list
+) -> None:
+    """Arrow's inference types [1.5, true] as double [1.5, 1.0] (but [1, true] not at all):
+    a JSON boolean became the number 1.0 in both reads (stop 35). Values of two JSON types
+    are text with their kinds recorded, as 42 and "see survey" are."""
+    path = _write(
+        tmp_path / "b.geojson",
+        [{"type": "Feature", "properties": {"v": v}, "geometry": None} for v in values],
+    )
+    (chunk,) = _read_by(path, how)
+    assert chunk.attributes.schema.field("v").type == pa.string()
+    assert chunk.attributes.column("v").to_pylist() == want

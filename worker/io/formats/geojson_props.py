@@ -26,7 +26,7 @@ from worker.core.model import VALUE_KINDS_KEY
 from worker.io.formats.base import canonical_table, text_column
 from worker.io.formats.canonical import MAX_NESTING, nesting
 
-__all__ = ["PropertyTypes", "TooDeep"]
+__all__ = ["BOOLS_AMONG_NUMBERS", "PropertyTypes", "TooDeep", "coerced_bools"]
 
 
 class TooDeep(ValueError):
@@ -65,6 +65,9 @@ class _Seen:
         t = arr.type
         if nesting(t) > MAX_NESTING:
             raise TooDeep(name)
+        if coerced_bools(values, t):
+            self.reason = BOOLS_AMONG_NUMBERS
+            return
         if t == pa.null():
             return
         if "int64" in str(t):
@@ -120,6 +123,35 @@ def _leaves(t: pa.DataType) -> list[tuple[tuple[str, ...], pa.DataType]]:
     return out
 
 
+def coerced_bools(values: Sequence[Any], t: pa.DataType) -> bool:
+    """Whether arrow's inference of ``values`` (JSON values) as ``t`` turned a boolean into
+    a number: it types ``[1.5, true]`` as double ``[1.5, 1.0]`` (and refuses ``[1, true]``),
+    also inside structs and lists. The readers then read the column as text, values of two
+    JSON types. A flat column costs one pass over the values' types."""
+    numeric = {
+        p for p, leaf in _leaves(t) if pa.types.is_floating(leaf) or pa.types.is_integer(leaf)
+    }
+    if not numeric:
+        return False
+    if numeric == {()}:
+        return bool in set(map(type, values))
+    stack: list[tuple[tuple[str, ...], Any]] = [((), v) for v in values]
+    while stack:
+        path, v = stack.pop()
+        if isinstance(v, bool):
+            if path in numeric:
+                return True
+        elif isinstance(v, dict):
+            stack.extend(((*path, k), x) for k, x in v.items())
+        elif isinstance(v, list):
+            stack.extend(((*path, "[]"), x) for x in v)
+    return False
+
+
+#: The reason a column of booleans among numbers is text (:func:`coerced_bools`).
+BOOLS_AMONG_NUMBERS = "booleans among numbers (arrow would read true as 1)"
+
+
 def _big_int_paths(arr: pa.Array) -> set[tuple[str, ...]]:
     """Leaf paths of ``arr`` holding an int64 beyond +-2**53 (vectorized per leaf)."""
     found: set[tuple[str, ...]] = set()
@@ -147,7 +179,8 @@ def _refusal(seen: _Seen) -> str:
     whole read's reason when its first value of each type comes first."""
     for values in (list(seen.exemplars.values()), list(seen.firsts.values())):
         try:
-            pa.array(values)
+            if coerced_bools(values, pa.array(values).type):
+                return BOOLS_AMONG_NUMBERS
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
             return str(exc)
     return "the pieces of the file have different types"
