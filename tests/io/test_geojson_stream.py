@@ -357,3 +357,31 @@ def test_a_boolean_among_numbers_is_text_not_a_number(
     (chunk,) = _read_by(path, how)
     assert chunk.attributes.schema.field("v").type == pa.string()
     assert chunk.attributes.column("v").to_pylist() == want
+
+
+def test_a_trailing_member_of_many_arrays_does_not_stall_the_split(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Every ``]`` before ``, "`` or ``}`` in the last MiB is a candidate end of the
+    features array, each tried by parsing the text around it: 4,000 arrays in a member
+    after the features cost 12 s, 64,000 (1 MiB) about an hour (stop 35). The candidates
+    tried are bounded; a file whose end is not among them is read whole."""
+    calls: list[int] = []
+    real = geojson_split.loads_strict
+
+    def counted(text: bytes) -> object:
+        calls.append(len(text))
+        return real(text)
+
+    monkeypatch.setattr(geojson_split, "loads_strict", counted)
+    extra = ", ".join(f'"k{i}": [{i}]' for i in range(20_000))
+    path = tmp_path / "b.geojson"
+    path.write_text(
+        '{"type": "FeatureCollection", "features": '
+        + json.dumps(_features(3))
+        + f', "extra": {{{extra}}}}}'
+    )
+    with open_payload(str(path), UNRESTRICTED) as src:
+        assert FORMATS[src.format].chunks(src) is None  # read whole instead
+    assert len(calls) <= geojson_split.MAX_END_TRIES
+    assert len(read_batch_file(path, layer="l").geometries_wkb) == 3
