@@ -6,12 +6,15 @@ from __future__ import annotations
 
 import json
 import re
+import tempfile
 from datetime import datetime, timezone
 from pathlib import Path
 
 import pyarrow as pa
 import pytest
 import shapely
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from worker.cli.main import main
 from worker.core.errors import PayloadCorrupt
@@ -385,3 +388,96 @@ def test_a_trailing_member_of_many_arrays_does_not_stall_the_split(
         assert FORMATS[src.format].chunks(src) is None  # read whole instead
     assert len(calls) <= geojson_split.MAX_END_TRIES
     assert len(read_batch_file(path, layer="l").geometries_wkb) == 3
+
+
+_SQUARE_OPEN = SQUARE[:-1]
+_FUZZ_GEOMETRIES = [
+    *GEOMETRIES,
+    {"type": "Point", "coordinates": [1.5, -2, 3]},
+    {"type": "Point", "coordinates": [1, 2, 3, 4]},
+    {"type": "Point", "coordinates": []},
+    {"type": "Polygon", "coordinates": [SQUARE, []]},
+    {"type": "MultiPolygon", "coordinates": [[SQUARE], [_SQUARE_OPEN]]},
+    {"type": "MultiPolygon", "coordinates": [[]]},
+    {"type": "MultiPoint", "coordinates": []},
+    {"type": "FeatureCollection", "features": []},
+    {"type": "Point", "coordinates": [18446744073709551615, 9223372036854775807]},
+    {"type": "Point", "coordinates": [1, 2], "bbox": [1, 2, 1, 2]},
+    "POINT (1 2)",
+    [1, 2],
+]
+_SCALARS = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-(2**64), 2**64),
+    st.floats(allow_nan=False, allow_infinity=False),
+    st.sampled_from(["", "a},{b", "\u00e9", "\U0001f600", "2020-01-01"]),
+)
+_VALUES = st.recursive(
+    _SCALARS,
+    lambda inner: st.one_of(
+        st.lists(inner, max_size=3), st.dictionaries(st.sampled_from("xyz"), inner, max_size=2)
+    ),
+    max_leaves=6,
+)
+_FEATURE = st.builds(
+    lambda g, p, fid, has_id: {
+        "type": "Feature",
+        **({"id": fid} if has_id else {}),
+        "properties": p,
+        "geometry": g,
+    },
+    st.sampled_from(_FUZZ_GEOMETRIES),
+    st.one_of(st.none(), st.dictionaries(st.sampled_from(["a", "b", ""]), _VALUES, max_size=3)),
+    st.one_of(st.none(), st.integers(-(2**64), 2**64), st.floats(-1e9, 1e9), st.text(max_size=3)),
+    st.booleans(),
+)
+
+
+@settings(max_examples=60, deadline=None, derandomize=True, database=None)
+@given(
+    st.lists(_FEATURE, max_size=16),
+    st.integers(40, 400),
+    st.integers(1, 5),
+    st.integers(1, 7),
+    st.sampled_from([None, 1]),
+    st.booleans(),
+)
+def test_any_generated_collection_streams_as_the_whole_read_reads_it(
+    features: list[dict],
+    piece_bytes: int,
+    parse_rows: int,
+    rows: int,
+    indent: int | None,
+    crlf: bool,
+) -> None:
+    """Hypothesis over geometries, property values of every JSON type (numbers past int64
+    and 2**53, booleans, nested lists and objects), ids, piece sizes and CRLF/BOM text: the
+    stream gives the whole read's features, findings, ids and attributes, or gives the
+    file to the whole read (stop 35 found the typing of properties by piece this way)."""
+    text = json.dumps({"type": "FeatureCollection", "features": features}, indent=indent)
+    data = ("\ufeff" + text.replace("\n", "\r\n") if crlf else text).encode()
+    with tempfile.TemporaryDirectory() as tmp, pytest.MonkeyPatch.context() as mp:
+        mp.setattr(geojson_split, "PIECE_BYTES", piece_bytes)
+        mp.setattr(geojson_stream, "PARSE_ROWS", parse_rows)
+        path = Path(tmp) / "b.geojson"
+        path.write_bytes(data)
+        whole = _whole(path)
+        with open_payload(str(path), UNRESTRICTED) as src:
+            opened = FORMATS[src.format].chunks(src)
+        if opened is None:
+            return  # given to the whole read: the same by construction
+        chunks = list(opened.chunks(rows))
+    assert sum((c.geometries_wkb for c in chunks), ()) == whole.geometries_wkb
+    errors = {i + rows * n: e for n, c in enumerate(chunks) for i, e in c.geometry_errors.items()}
+    assert errors == dict(whole.geometry_errors)
+    ids = None if whole.feature_ids is None else sum((c.feature_ids for c in chunks), ())
+    assert ids == whole.feature_ids and opened.declared_crs == whole.declared_crs
+    assert opened.attributes.schema.names == whole.attributes.schema.names
+    for name in whole.attributes.column_names:
+        want = whole.attributes.schema.field(name)
+        assert opened.attributes.schema.field(name).type == want.type, name
+        got = [v for c in chunks for v in c.attributes.column(name).to_pylist()]
+        assert got == whole.attributes.column(name).to_pylist(), name
+    nulls = {n: whole.attributes.column(n).null_count for n in whole.attributes.column_names}
+    assert opened.null_counts == nulls
