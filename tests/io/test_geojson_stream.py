@@ -481,3 +481,36 @@ def test_any_generated_collection_streams_as_the_whole_read_reads_it(
         assert got == whole.attributes.column(name).to_pylist(), name
     nulls = {n: whole.attributes.column(n).null_count for n in whole.attributes.column_names}
     assert opened.null_counts == nulls
+
+
+@pytest.mark.parametrize(
+    ("escape", "split_at"),
+    [("\\ud83d\\ude00", 3), ("\\ud83d\\ude00", 8), ("\\ud800", 2), ("\\uDBFF", 5)],
+    ids=["pair-in-first", "pair-in-second", "lone", "lone-upper"],
+)
+def test_a_surrogate_escape_across_the_first_piece_boundary_is_read_as_the_whole_read_does(
+    tmp_path: Path, escape: str, split_at: int
+) -> None:
+    """The 2 MiB block boundary falls inside a ``\\u`` escape of a surrogate (``split_at``
+    bytes of it before the boundary): the stream sees it across the two blocks and gives
+    the file to the whole read, which reads a pair and refuses a lone one by its path."""
+    head = '{"type": "FeatureCollection", "features": ['
+    first = '{"type": "Feature", "properties": {"n": 1}, "geometry": null}, '
+    pad_start = len(head) + len(first) + len('{"type": "Feature", "properties": {"s": "')
+    boundary = len(head) + geojson_split.PIECE_BYTES  # the '[' is the last byte of head
+    pad = "x" * (boundary - split_at - pad_start)
+    text = (
+        head + first + '{"type": "Feature", "properties": {"s": "' + pad + escape + '"}, '
+        '"geometry": null}]}'
+    )
+    assert text[boundary - split_at : boundary - split_at + 2] == "\\u"
+    path = tmp_path / "b.geojson"
+    path.write_text(text)
+    with open_payload(str(path), UNRESTRICTED) as src:
+        assert FORMATS[src.format].chunks(src) is None  # read whole instead
+    if escape.count("\\u") == 2:
+        batch = read_batch_file(path, layer="l")
+        assert batch.attributes.column("s").to_pylist() == [None, pad + "\U0001f600"]
+    else:
+        with pytest.raises(PayloadCorrupt, match=r"features\[1\]\.properties\.s: a lone"):
+            read_batch_file(path, layer="l")
