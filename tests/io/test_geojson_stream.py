@@ -514,3 +514,38 @@ def test_a_surrogate_escape_across_the_first_piece_boundary_is_read_as_the_whole
     else:
         with pytest.raises(PayloadCorrupt, match=r"features\[1\]\.properties\.s: a lone"):
             read_batch_file(path, layer="l")
+
+
+@pytest.mark.parametrize(
+    "values",
+    [[False, []], [1, "x", None, 2.5], ["2020-01-01", {"k": 1}]],
+    ids=["boolean-list", "number-string", "string-object"],
+)
+def test_a_column_of_several_json_types_is_described_as_when_read_whole(
+    tmp_path: Path,
+    values: list,
+    capsys: pytest.CaptureFixture[str],
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """The streamed file's empty attribute table carried one JSON kind per exemplar, not
+    per row (it has none), so the domain clause measured on it found no mixed column and
+    its message said "column 'a' (string)" where the whole read says "(mixed: boolean,
+    list)" (stop 35, `check` against `check --offenders`, which reads whole)."""
+    monkeypatch.setattr(geojson_split, "PIECE_BYTES", 40)  # a piece per feature
+    contract = tmp_path / "c.yaml"
+    contract.write_text(
+        "layer: l\nversion: v1\ncadence: P1D\nobjective: 0.99\nowner: qa\nchangelog: t\n"
+        "clauses:\n  - {name: dom, kind: domain, column: a, values: {x: ex}, allow_null: true}\n"
+    )
+    path = _write(
+        tmp_path / "b.geojson",
+        [{"type": "Feature", "properties": {"a": v}, "geometry": None} for v in values],
+    )
+    args = ["check", str(path), "--contract", str(contract), "--format", "json"]
+    docs = []
+    for extra in ([], ["--offenders", str(tmp_path / "offenders.json")]):
+        main([*args, *extra])
+        docs.append(json.loads(capsys.readouterr().out)["versions"])
+    streamed, whole = docs
+    assert "(mixed: " in whole[0]["clauses"][0]["message"]
+    assert streamed == whole

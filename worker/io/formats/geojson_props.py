@@ -174,6 +174,13 @@ def _big_int_paths(arr: pa.Array) -> set[tuple[str, ...]]:
 _EXACT_INT = 2**53
 
 
+def _no_rows(fld: pa.Field) -> pa.Field:
+    """``fld`` with the per-row JSON kinds of a table of no rows."""
+    if not fld.metadata or VALUE_KINDS_KEY not in fld.metadata:
+        return fld
+    return fld.with_metadata({**fld.metadata, VALUE_KINDS_KEY: b""})
+
+
 def _refusal(seen: _Seen) -> str:
     """Arrow's refusal of one value of each JSON type, in the order first seen: the
     whole read's reason when its first value of each type comes first."""
@@ -218,8 +225,11 @@ class PropertyTypes:
         return text_column(name, list(s.exemplars.values()), s.reason or _refusal(s))[0]
 
     def empty(self, path: str) -> pa.Table:
-        """The attribute columns of the whole file, no rows (canonical types)."""
-        fields = [self._field(n) for n in self.seen]
+        """The attribute columns of the whole file, no rows (canonical types). A text
+        column's JSON kinds, one per row (:data:`VALUE_KINDS_KEY`), are none: a clause
+        measuring this table (the domain clause does, before the chunks) then finds the
+        column mixed, as in each chunk, not plain text."""
+        fields = [_no_rows(self._field(n)) for n in self.seen]
         return canonical_table(pa.schema(fields).empty_table(), path)
 
     def table(self, props: Sequence[dict[str, Any]], path: str) -> pa.Table:
