@@ -4,6 +4,8 @@ what the stream cannot vouch for goes to the whole read (its messages)."""
 
 from __future__ import annotations
 
+import contextlib
+import io
 import json
 import re
 import tempfile
@@ -549,3 +551,36 @@ def test_a_column_of_several_json_types_is_described_as_when_read_whole(
     streamed, whole = docs
     assert "(mixed: " in whole[0]["clauses"][0]["message"]
     assert streamed == whole
+
+
+_E2E_CONTRACT = (
+    "layer: l\nversion: v1\ncadence: P1D\nobjective: 0.99\nowner: qa\nchangelog: t\nclauses:\n"
+    "  - {name: extent, kind: extent, region: [-180, -90, 180, 90]}\n"
+    "  - {name: types, kind: geometry_type, allowed: [Polygon, Point]}\n"
+    "  - {name: valid, kind: validity, max_invalid_fraction: 0.0}\n"
+    "  - {name: dom, kind: domain, column: a, values: {x: ex, '2020-01-01': d}, allow_null: true}\n"
+    "  - {name: sch, kind: schema, fields: [{name: a, type: string}, {name: b, type: double}], "
+    "allow_extra: true}\n"
+)
+
+
+@settings(max_examples=15, deadline=None, derandomize=True, database=None)
+@given(st.lists(_FEATURE, max_size=12), st.integers(40, 400))
+def test_check_streamed_decides_any_generated_collection_as_check_read_whole(
+    features: list[dict], piece_bytes: int
+) -> None:
+    """`check` (streamed) against `check --offenders` (read whole) on the same generated
+    file: the exit status and every version's clause results, messages and offenders."""
+    outcomes = []
+    with tempfile.TemporaryDirectory() as tmp, pytest.MonkeyPatch.context() as mp:
+        mp.setattr(geojson_split, "PIECE_BYTES", piece_bytes)
+        path = _write(Path(tmp) / "b.geojson", features)
+        contract = Path(tmp) / "c.yaml"
+        contract.write_text(_E2E_CONTRACT)
+        args = ["check", str(path), "--contract", str(contract), "--format", "json"]
+        for extra in ([], ["--offenders", str(Path(tmp) / "offenders.json")]):
+            out = io.StringIO()
+            with contextlib.redirect_stdout(out):
+                code = main([*args, *extra])
+            outcomes.append((code, json.loads(out.getvalue()).get("versions")))
+    assert outcomes[0] == outcomes[1]
