@@ -47,7 +47,7 @@ class _Seen:
     #: the first value of each piece type, in the order the types were first seen
     firsts: dict[pa.DataType, Any] = field(default_factory=dict)
     #: leaf paths (see :func:`_leaves`) where an integer beyond 2**53 was seen
-    big_ints: set[tuple[str, ...]] = field(default_factory=set)
+    big_ints: set[tuple[str | None, ...]] = field(default_factory=set)
 
     def take(self, name: str, values: list[Any]) -> None:
         """One piece's values of this property (None for null or missing). Raises TooDeep
@@ -89,7 +89,7 @@ class _Seen:
             return pa.null()
         if all(t == self.types[0] for t in self.types):
             return self.types[0]
-        by_path: dict[tuple[str, ...], set[pa.DataType]] = {}
+        by_path: dict[tuple[str | None, ...], set[pa.DataType]] = {}
         for t in self.types:
             for path, leaf in _leaves(t):
                 by_path.setdefault(path, set()).add(leaf)
@@ -106,10 +106,15 @@ class _Seen:
             return None
 
 
-def _leaves(t: pa.DataType) -> list[tuple[tuple[str, ...], pa.DataType]]:
-    """(path, type) of each leaf of ``t``: a struct member adds its name, a list ``[]``."""
-    out: list[tuple[tuple[str, ...], pa.DataType]] = []
-    stack: list[tuple[tuple[str, ...], pa.DataType]] = [((), t)]
+#: The step of a path into a list's items (None: no JSON member name is None).
+_ITEM = None
+
+
+def _leaves(t: pa.DataType) -> list[tuple[tuple[str | None, ...], pa.DataType]]:
+    """(path, type) of each leaf of ``t``: a struct member adds its name, a list
+    :data:`_ITEM`."""
+    out: list[tuple[tuple[str | None, ...], pa.DataType]] = []
+    stack: list[tuple[tuple[str | None, ...], pa.DataType]] = [((), t)]
     while stack:
         path, node = stack.pop()
         if pa.types.is_struct(node):
@@ -117,7 +122,7 @@ def _leaves(t: pa.DataType) -> list[tuple[tuple[str, ...], pa.DataType]]:
                 ((*path, node.field(i).name), node.field(i).type) for i in range(node.num_fields)
             )
         elif pa.types.is_list(node) or pa.types.is_large_list(node):
-            stack.append(((*path, "[]"), node.value_type))
+            stack.append(((*path, _ITEM), node.value_type))
         else:
             out.append((path, node))
     return out
@@ -133,36 +138,35 @@ def coerced_bools(values: Sequence[Any], t: pa.DataType) -> bool:
     }
     if not numeric:
         return False
-    if numeric == {()}:
-        return bool in set(map(type, values))
-    stack: list[tuple[tuple[str, ...], Any]] = [((), v) for v in values]
-    while stack:
-        path, v = stack.pop()
-        if isinstance(v, bool):
-            if path in numeric:
-                return True
-        elif isinstance(v, dict):
-            stack.extend(((*path, k), x) for k, x in v.items())
-        elif isinstance(v, list):
-            stack.extend(((*path, "[]"), x) for x in v)
-    return False
+    return any(bool in set(map(type, _at(values, path))) for path in numeric)
+
+
+def _at(values: Sequence[Any], path: tuple[str | None, ...]) -> Sequence[Any]:
+    """The values at ``path`` (see :func:`_leaves`) under each of ``values``: one list
+    comprehension per step, no Python call per value."""
+    for step in path:
+        if step is _ITEM:
+            values = [x for v in values if type(v) is list for x in v]
+        else:
+            values = [v.get(step) for v in values if type(v) is dict]
+    return values
 
 
 #: The reason a column of booleans among numbers is text (:func:`coerced_bools`).
 BOOLS_AMONG_NUMBERS = "booleans among numbers (arrow would read true as 1)"
 
 
-def _big_int_paths(arr: pa.Array) -> set[tuple[str, ...]]:
+def _big_int_paths(arr: pa.Array) -> set[tuple[str | None, ...]]:
     """Leaf paths of ``arr`` holding an int64 beyond +-2**53 (vectorized per leaf)."""
-    found: set[tuple[str, ...]] = set()
-    stack: list[tuple[tuple[str, ...], pa.Array]] = [((), arr)]
+    found: set[tuple[str | None, ...]] = set()
+    stack: list[tuple[tuple[str | None, ...], pa.Array]] = [((), arr)]
     while stack:
         path, node = stack.pop()
         t = node.type
         if pa.types.is_struct(t):
             stack.extend(((*path, t.field(i).name), node.field(i)) for i in range(t.num_fields))
         elif pa.types.is_list(t) or pa.types.is_large_list(t):
-            stack.append(((*path, "[]"), node.flatten()))
+            stack.append(((*path, _ITEM), node.flatten()))
         elif t == pa.int64() and node.null_count < len(node):
             extremes = pc.min_max(node)
             if max(-extremes["min"].as_py(), extremes["max"].as_py()) > _EXACT_INT:
