@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 import pyarrow.parquet as pq
+import pytest
 import shapely
 
 from tests.catalogue import ADMIN_BOUNDARIES, batch_of
@@ -122,3 +123,43 @@ def test_srid_and_type_counts_are_those_of_a_per_value_count() -> None:
     names = dict(Counter(str(n) for n in facts.type_names if n is not None))
     assert type_counts(facts) == names and list(type_counts(facts)) == list(names)
     assert set(names) == {"Point", "Polygon", "MultiPoint"}
+
+
+def _empty_geojson(tmp_path: Path) -> Path:
+    path = tmp_path / "empty.geojson"
+    path.write_text('{"type": "FeatureCollection", "features": []}')
+    return path
+
+
+def _empty_geoparquet(tmp_path: Path) -> Path:
+    table = pq.read_table(ADMIN_BOUNDARIES)
+    path = tmp_path / "empty.parquet"
+    pq.write_table(table.slice(0, 0), path)
+    return path
+
+
+@pytest.mark.parametrize("make", [_empty_geojson, _empty_geoparquet], ids=["geojson", "geoparquet"])
+def test_a_file_of_no_features_is_checked_in_chunks_as_when_read_whole(
+    tmp_path: Path, make: Any, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """An empty FeatureCollection streamed gives no chunk, so no claims tally: `check` failed
+    with "KeyError: 'bounds'" where the whole read (as for --offenders) admits the batch
+    (stop 35). The tally of no chunks is the merge's identity, which claims no envelope,
+    no types and no SRIDs."""
+    from worker.cli.main import main
+
+    contract = tmp_path / "c.yaml"
+    contract.write_text(
+        "layer: admin_boundaries\nversion: v1\ncadence: P1D\nobjective: 0.99\nowner: qa\n"
+        "changelog: t\nclauses:\n  - {name: valid, kind: validity, max_invalid_fraction: 0.0}\n"
+    )
+    path = make(tmp_path)
+    args = ["check", str(path), "--contract", str(contract), "--format", "json"]
+    codes, docs = [], []
+    for extra in ([], ["--offenders", str(tmp_path / "offenders.json")]):
+        codes.append(main([*args, *extra]))
+        docs.append(json.loads(capsys.readouterr().out))
+    assert codes == [0, 0]
+    assert docs[0]["decision"] == docs[1]["decision"] == "admitted"
+    assert docs[0]["features"] == docs[1]["features"] == 0
+    assert docs[0]["versions"] == docs[1]["versions"]

@@ -266,3 +266,55 @@ def test_a_wkb_tuple_copies_and_pickles_as_the_plain_tuple_of_its_values() -> No
         assert type(copied) is tuple and copied == (b"ab", None, b"c") == values
     with pytest.raises(TypeError, match="binary wanted"):
         WkbTuple(pa.array(["text"]))
+def _pt(x: float, y: float, order: int) -> bytes:
+    return bytes(shapely.to_wkb(shapely.Point(x, y), byte_order=order))
+
+
+#: Values that are not plain 2D points, hostile ones among them: none, truncated and padded
+#: points, MultiPoints of zero parts (both byte orders), NaN and infinite coordinates, a
+#: bad byte order flag, EWKB points with an SRID flag (whole, and cut to 21 bytes), Z and
+#: M flags (ISO and EWKB, whole and truncated), POINT EMPTY, a bowtie, a collection.
+_ODD = [
+    None, b"", b"\x01", _pt(1, 2, 1)[:20], _pt(1, 2, 1) + b"\x00",
+    b"\x01\x04\x00\x00\x00\x00\x00\x00\x00", b"\x00\x00\x00\x00\x04\x00\x00\x00\x00",
+    struct.pack("<BIdd", 1, 1, float("nan"), 1.0), struct.pack(">BIdd", 0, 1, 1.0, float("inf")),
+    struct.pack("<BIdd", 2, 1, 1.0, 1.0), struct.pack("<BIdd", 1, 0x20000001, 1.0, 1.0),
+    struct.pack("<BIIdd", 1, 0x20000001, 4326, 1.0, 2.0),
+    struct.pack(">BIIdd", 0, 0x20000001, 3857, 1.0, 2.0),
+    struct.pack("<BIddd", 1, 1001, 1, 2, 3), struct.pack("<BIddd", 1, 0x80000001, 1, 2, 3),
+    struct.pack("<BIddd", 1, 2001, 1, 2, 3), struct.pack("<BIdd", 1, 1001, 1.0, 2.0),
+    struct.pack("<BIdd", 1, 0x40000001, 1.0, 2.0), shapely.to_wkb(shapely.Point()),
+    shapely.to_wkb(shapely.MultiPoint([(1, 2), (3, 4)]), byte_order=0),
+    shapely.to_wkb(shapely.Polygon([(0, 0), (1, 1), (1, 0), (0, 1), (0, 0)])),
+    struct.pack("<BIdd", 1, 1, 1e308, -1e308), struct.pack("<BIdd", 1, 1, -0.0, 5e-324),
+    struct.pack("<BII", 1, 7, 0), struct.pack("<BII", 1, 4, 1) + struct.pack("<BIdd", 0, 1, 1, 2),
+]  # fmt: skip
+_POINT = st.builds(_pt, coords, coords, st.sampled_from([0, 1]))
+
+
+@settings(max_examples=40, deadline=None, derandomize=True, database=None)
+@given(
+    st.lists(
+        st.one_of(_POINT, _POINT, _POINT, st.sampled_from(_ODD), st.binary(max_size=30)),
+        min_size=64,
+        max_size=120,
+    ),
+    st.sampled_from(["east_north", "north_east"]),
+    st.sampled_from(["EPSG:4326", "EPSG:3857", None]),
+)
+def test_points_among_any_other_values_give_every_fact_of_the_general_path(
+    values: list[bytes | None], axis_order: str, crs: str | None
+) -> None:
+    # stop 35: plain points of both byte orders among several hostile values; the mixed
+    # path (or the points path, or the general one) gives the general path's facts, invalid
+    # reasons and geometries, and nothing raises
+    batch = batch_of(values, crs=crs, axis_order=axis_order)
+    fast = BatchFacts(batch)
+    with pytest.MonkeyPatch.context() as mp:
+        general = _general(batch, mp)
+    _same(fast, general)
+    for i in np.flatnonzero(~general.is_valid).tolist():
+        assert fast.invalid_reason(i) == general.invalid_reason(i), i
+    assert [g if g is None else g.wkb for g in fast.geometries] == [
+        g if g is None else g.wkb for g in general.geometries
+    ]

@@ -19,8 +19,11 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import shapely
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from tests.catalogue import ADMIN_BOUNDARIES, NYC_BOROUGHS, active, clause, contract_of
+from worker.core import chunk_sample
 from worker.core.chunks import ChunkedBatch, evaluate_chunked
 from worker.core.errors import PayloadCorrupt
 from worker.core.evaluate import evaluate
@@ -316,3 +319,33 @@ def test_a_payload_stating_another_crs_than_its_event_breaks_the_crs_clause(how:
     )
     told = {r.name: r for r in decide(honest).verdicts[0].clauses}[crs_clause]
     assert told.result == "pass" and "but" not in told.message
+
+
+@settings(max_examples=10, deadline=None, derandomize=True, database=None)
+@given(
+    st.integers(1, 180),
+    st.sampled_from(["EPSG:4326", "EPSG:3857"]),
+    st.sampled_from(["east_north", "north_east"]),
+    st.floats(0.05, 1.0),
+    st.sampled_from(
+        [[-10.0, 35.0, 40.0, 70.0], [170.0, -50.0, -170.0, 50.0], [0.0, 0.0, 1.0, 1.0]]
+    ),
+    st.sampled_from([0, 1000, 32 * 1024**2]),
+)
+def test_the_kept_diagnosis_sample_decides_as_rereading_and_as_the_whole_read(
+    rows: int, crs: str, axis_order: str, fraction: float, region: list, keep_bytes: int
+) -> None:
+    """Stop 35's differential: chunk sizes, declared CRS, axis order, extent regions (one
+    across the antimeridian) and a kept sample that is whole, dropped after 1,000 bytes,
+    or never kept (re-read): the decision, diagnoses included, is the whole read's."""
+    c = contract_of(
+        clause("ext", "extent", region=region, min_fraction_inside=fraction),
+        layer="admin_boundaries",
+    )
+    event = dataclasses.replace(
+        _event(ADMIN_BOUNDARIES, "admin_boundaries", crs=crs), axis_order=axis_order
+    )
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(chunk_sample, "KEEP_SAMPLE_BYTES", keep_bytes)
+        whole, chunked = _both(ADMIN_BOUNDARIES, [c], event, rows)
+    _same(whole, chunked, "decision")

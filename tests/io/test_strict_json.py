@@ -109,3 +109,38 @@ def test_the_t07_case_is_bad_input(tmp_path: Path) -> None:
     case = Path(__file__).resolve().parents[1] / "cases" / "T07" / "batch.geojson"
     with pytest.raises(NotStrictJson, match=r"at features\[1\]\.properties\.depth_m: NaN"):
         read_batch_file(case, layer="soundings")
+
+
+def _read_by(path: Path, how: str) -> Any:
+    """The file read whole, or streamed (:mod:`worker.io.formats.geojson_stream`), read
+    whole when the stream gives it back, as ``check`` does."""
+    from worker.io.formats import FORMATS
+    from worker.io.payloads.open import open_payload
+    from worker.io.payloads.policy import UNRESTRICTED
+
+    with open_payload(str(path), UNRESTRICTED) as src:
+        reader = FORMATS[src.format]
+        opened = reader.chunks(src) if how == "streamed" else None
+        return reader.read(src) if opened is None else list(opened.chunks(100))
+
+
+@pytest.mark.parametrize("how", ["whole", "streamed"])
+@pytest.mark.parametrize(
+    ("raw", "where"),
+    [
+        (b'{"name": "x\xed\xa0\x80y"}', "features[1].properties.name"),
+        (b'{"n\xed\xbf\xbf": 1}', 'features[1].properties["n\\udfff"]'),
+        (b'{"a": ["ok", "\xed\xb0\x80"]}', "features[1].properties.a[1]"),
+    ],
+)
+def test_a_surrogate_written_as_utf8_bytes_is_refused_as_an_escaped_one(
+    tmp_path: Path, how: str, raw: bytes, where: str
+) -> None:
+    """Python's JSON reader decodes bytes with 'surrogatepass': a surrogate encoded in the
+    file's UTF-8 (ED A0 80, not valid UTF-8) reached the attributes as a lone surrogate and
+    `check` failed with "UnicodeEncodeError: surrogates not allowed" (stop 35)."""
+    path = tmp_path / "b.geojson"
+    path.write_bytes(_doc("@").encode().replace(b"@", raw))
+    with pytest.raises(NotStrictJson) as info:
+        _read_by(path, how)
+    assert f"at {where}: a lone UTF-16 surrogate \\u" in str(info.value)

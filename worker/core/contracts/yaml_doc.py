@@ -39,6 +39,17 @@ _YAML11_READS = {
     "tag:yaml.org,2002:timestamp": "a timestamp",
 }
 
+#: What PyYAML's constructors raise on a value they cannot build: ValueError and
+#: OverflowError (``2026-13-45``), and on an explicit tag with an empty or malformed value
+#: IndexError (``!!int``), KeyError (``!!bool``), AttributeError (``!!timestamp 2020``) and
+#: TypeError (``!!map [a]``).
+_CONSTRUCTION_ERRORS = (ValueError, OverflowError, IndexError, KeyError, AttributeError, TypeError)
+#: Characters libyaml reads otherwise than PyYAML's Python reader and scanner: a tab after
+#: a token (PyYAML refuses it, libyaml takes it into the value or skips it), a lone
+#: surrogate (libyaml cannot be given one; PyYAML names it), ``!`` (an empty non-specific
+#: tag is '' to libyaml, None to PyYAML). A text holding one takes the Python path.
+_PYTHON_ONLY = re.compile("[\t!\ud800-\udfff]")
+
 
 def _quote_it(text: str) -> str:
     return (
@@ -198,9 +209,12 @@ def load_document(text: str, source: str) -> Any:
         raise ContractError(
             f"{source}: {_yaml_problem(exc)}", fix="correct the YAML at the place named"
         ) from None
-    except (ValueError, OverflowError) as exc:  # e.g. `2026-13-45`, a YAML timestamp
+    except _CONSTRUCTION_ERRORS as exc:  # `2026-13-45`, a YAML timestamp; `!!int` alone
+        why = str(exc)
+        if not isinstance(exc, ValueError | OverflowError):
+            why = f"an explicit tag such as !!int on an empty or malformed value: {exc}"
         raise ContractError(
-            f"{source}: not readable as YAML: a value cannot be constructed ({exc}); quote "
+            f"{source}: not readable as YAML: a value cannot be constructed ({why}); quote "
             "it if it is text",
             fix="quote the value if it is text",
         ) from None
@@ -223,7 +237,9 @@ def _load_with_libyaml(text: str, source: str) -> Any:
     constructor (duplicate keys, domain node checks). Any YAML error goes to the Python
     path, so messages are the same whichever path read the document.
     """
-    if _FastLoader is None or "&" in text or "*" in text:
+    if _FastLoader is None or "&" in text or "*" in text or _PYTHON_ONLY.search(text):
+        return _NOT_FAST
+    if "\ufeff" in text[1:]:  # a BOM after the first character: libyaml drops it
         return _NOT_FAST
     loader = _FastLoader(text)
     loader.yaml_constructors = _UniqueKeyLoader.yaml_constructors
@@ -235,7 +251,7 @@ def _load_with_libyaml(text: str, source: str) -> Any:
             return _NOT_FAST  # the Python composer names where
         _check_domain_nodes(root, source)
         return _construct(loader, root)
-    except (yaml.YAMLError, ValueError, OverflowError):  # e.g. an impossible timestamp
+    except (yaml.YAMLError, *_CONSTRUCTION_ERRORS):  # e.g. an impossible timestamp
         return _NOT_FAST
     finally:
         loader.dispose()

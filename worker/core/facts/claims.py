@@ -77,7 +77,10 @@ def type_counts(facts: BatchFacts) -> dict[str, int]:
 
 def disagreements_of(tally: Tally, facts: BatchFacts) -> list[str]:
     """:func:`claim_disagreements` from a (merged) :func:`claims_tally`; ``facts`` give
-    the metadata only (claims, declared CRS, axis order, edges)."""
+    the metadata only (claims, declared CRS, axis order, edges). The tally of a batch of
+    no chunks (a file of no features) is the merge's identity ``{}``: no envelope, no
+    types, no SRIDs, as :func:`claims_tally` gives for no features."""
+    tally = {"bounds": Bounds(None), "types": {}, "srids": {}, **tally}
     claims = facts.batch.file_claims
     out = []
     version = claims.get("version")

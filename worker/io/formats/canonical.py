@@ -15,7 +15,12 @@ import pyarrow.compute as pc
 from worker.core._util.text import clip
 from worker.core.errors import PayloadCorrupt
 
-__all__ = ["UndecodableText", "canonical_table", "canonical_type"]
+__all__ = ["MAX_NESTING", "UndecodableText", "canonical_table", "canonical_type", "nesting"]
+
+#: Deepest nesting of lists, structs and maps in one attribute (as geometry collections
+#: and contract YAML are bounded at 32 levels): the type walks here, arrow's and the
+#: reports' recurse, and a GeoJSON property 700 lists deep raised RecursionError.
+MAX_NESTING = 32
 
 
 class UndecodableText(PayloadCorrupt):
@@ -75,6 +80,8 @@ def canonical_table(
 
     Raises
     ------
+    PayloadCorrupt
+        A column whose lists, structs and maps nest deeper than :data:`MAX_NESTING`.
     UndecodableText
         A text column (also inside a list, struct or map) with bytes that are not UTF-8,
         naming the file, the column, the first such row and its bytes (clipped), and
@@ -82,6 +89,7 @@ def canonical_table(
     """
     columns, changed = [], False
     for f, col in zip(table.schema, table.columns, strict=True):
+        _check_nesting(where, f)
         target = canonical_type(f.type)
         if target != f.type:
             col, changed = _cast(col, target), True
@@ -91,6 +99,26 @@ def canonical_table(
         return table
     fields = [f.with_type(c.type) for f, c in zip(table.schema, columns, strict=True)]
     return pa.Table.from_arrays(columns, schema=pa.schema(fields, table.schema.metadata))
+
+
+def nesting(t: pa.DataType) -> int:
+    """Levels of lists, structs and maps in ``t`` (0 for a flat type), counted without
+    recursion (a type of any depth is safe to measure)."""
+    depth, level = 0, [t]
+    while level:
+        level = [c.field(i).type for c in level for i in range(c.num_fields)]
+        depth += 1 if level else 0
+    return depth
+
+
+def _check_nesting(where: Path | str, f: pa.Field) -> None:
+    depth = nesting(f.type)
+    if depth > MAX_NESTING:
+        raise PayloadCorrupt(
+            f"{where}: attribute {clip(f.name, 60)!r} nests lists and objects {depth} levels "
+            f"deep, more than the {MAX_NESTING} an attribute may have; flatten it, or write "
+            "it as a JSON text string"
+        )
 
 
 def _cast(col: pa.ChunkedArray, target: pa.DataType) -> pa.ChunkedArray:

@@ -29,6 +29,10 @@ from worker.io.formats.base import (
     canonical_table,
     text_column,
 )
+from worker.io.formats.geojson_geos import geometries_from_texts, legacy_crs, too_deep
+from worker.io.formats.geojson_props import BOOLS_AMONG_NUMBERS, coerced_bools
+from worker.io.formats.geojson_stream import open_geojson_chunks
+from worker.io.formats.strict_json import NotStrictJson, loads_strict
 
 
 def _read_geojson(path: Path | str, data: bytes | None = None) -> FeatureData:
@@ -119,6 +123,8 @@ def _properties_table(props: Sequence[dict[str, Any]]) -> pa.Table:
         values = [p.get(name) for p in props]
         try:
             arr = pa.array(values)
+            if coerced_bools(values, arr.type):
+                raise pa.ArrowTypeError(BOOLS_AMONG_NUMBERS)
             fields.append(pa.field(name, arr.type))
         except (pa.ArrowInvalid, pa.ArrowTypeError, OverflowError) as exc:
             fld, arr = text_column(name, values, str(exc))

@@ -24,6 +24,7 @@ from worker.io.formats.strict_json import loads_strict
 
 __all__ = [
     "EDGE_BYTES",
+    "MAX_END_TRIES",
     "PIECE_BYTES",
     "Unstreamable",
     "edges",
@@ -42,6 +43,10 @@ PIECE_BYTES = 2 * 1024 * 1024
 MAX_PIECE_BYTES = 32 * 1024 * 1024
 #: Candidate cuts tried per piece before it grows.
 CUT_TRIES = 8
+#: Candidate ends of the features array tried (each parses the text around it): a member
+#: after the features holding thousands of arrays made the split quadratic (64,000 of them
+#: about an hour); past this many (for each candidate start) the file is read whole.
+MAX_END_TRIES = 64
 
 _FEATURES = re.compile(rb'"features"\s*:\s*\[')
 _CLOSE = re.compile(rb"\](?=\s*(?:,\s*\"|\}))")
@@ -75,7 +80,8 @@ def split(head: bytes, tail: bytes, size: int) -> tuple[int, int, dict[str, Any]
         start = found.end() - 1
         best: tuple[int, dict[str, Any]] | None = None
         misses = 0
-        for close in reversed(list(_CLOSE.finditer(tail))):
+        closes = list(_CLOSE.finditer(tail))[::-1][:MAX_END_TRIES]
+        for close in closes:
             end = tail_at + close.start()
             if end <= start:
                 break

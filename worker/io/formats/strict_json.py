@@ -103,8 +103,11 @@ def loads_strict(data: bytes) -> Any:
         return dup
 
     floats = number if _HUGE.search(data) else None
-    doc = json.loads(data, parse_constant=constant, parse_float=floats, object_pairs_hook=members)
-    if flagged or _SURROGATE_ESCAPE.search(data):
+    # decoded as json.loads decodes bytes (RFC 8259 8.1 detection, 'surrogatepass'), so a
+    # surrogate written as UTF-8 bytes (ED A0 80: no valid UTF-8) is seen like an escape
+    text = data.decode(json.detect_encoding(data), "surrogatepass")
+    doc = json.loads(text, parse_constant=constant, parse_float=floats, object_pairs_hook=members)
+    if flagged or _SURROGATE_ESCAPE.search(data) or _LONE.search(text):
         problem = _first_problem(doc)
         if problem is not None:
             path, why = problem
