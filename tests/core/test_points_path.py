@@ -266,6 +266,8 @@ def test_a_wkb_tuple_copies_and_pickles_as_the_plain_tuple_of_its_values() -> No
         assert type(copied) is tuple and copied == (b"ab", None, b"c") == values
     with pytest.raises(TypeError, match="binary wanted"):
         WkbTuple(pa.array(["text"]))
+
+
 def _pt(x: float, y: float, order: int) -> bytes:
     return bytes(shapely.to_wkb(shapely.Point(x, y), byte_order=order))
 

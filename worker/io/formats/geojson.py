@@ -29,10 +29,6 @@ from worker.io.formats.base import (
     canonical_table,
     text_column,
 )
-from worker.io.formats.geojson_geos import geometries_from_texts, legacy_crs, too_deep
-from worker.io.formats.geojson_props import BOOLS_AMONG_NUMBERS, coerced_bools
-from worker.io.formats.geojson_stream import open_geojson_chunks
-from worker.io.formats.strict_json import NotStrictJson, loads_strict
 
 
 def _read_geojson(path: Path | str, data: bytes | None = None) -> FeatureData:
@@ -117,6 +113,8 @@ def _properties_table(props: Sequence[dict[str, Any]]) -> pa.Table:
     read as text with the mix recorded (:func:`~worker.io.formats.base.text_column`): the
     schema clause breaks on it when the contract names the field, and nothing else looks.
     """
+    from worker.io.formats.geojson_props import BOOLS_AMONG_NUMBERS, coerced_bools
+
     names = list(dict.fromkeys(k for p in props for k in p))
     fields, arrays = [], []
     for name in names:
