@@ -6,6 +6,7 @@
 from __future__ import annotations
 
 import logging
+import sys
 
 import pytest
 
@@ -252,4 +253,41 @@ def test_a_parse_over_its_budget_is_interrupted() -> None:
     ):
         while True:
             pass
+    assert time.perf_counter() - started < 1.0
+
+
+class _Key:
+    """A weakly referable key whose death runs ``WeakKeyDictionary``'s callback."""
+
+
+@pytest.mark.parametrize("round_", range(4))
+def test_a_budget_alarm_never_lands_in_a_weakref_callback(round_: int) -> None:
+    """Seen once in the suite: the alarm's exception raised inside ``WeakKeyDictionary``'s
+    removal callback, where Python swallows it and reports it as unraisable (an error under
+    pytest's warnings as errors). The parse below spends most of its bytecodes in such
+    callbacks; the budget must still end it, with no unraisable exception."""
+    import gc
+    import time
+    import weakref
+
+    from worker.core.errors import ContractError
+    from worker.io.config_records import parse_budget
+
+    unraisable: list[object] = []
+    previous_hook = sys.unraisablehook
+    sys.unraisablehook = unraisable.append
+    started = time.perf_counter()
+    try:
+        with (
+            pytest.raises(ContractError, match=r"document not parsed within 0\.1 s"),
+            parse_budget(0.1, "a test"),
+        ):
+            table: weakref.WeakKeyDictionary[_Key, int] = weakref.WeakKeyDictionary()
+            while True:
+                for i in range(200):
+                    table[_Key()] = i  # the key dies at once: remove() runs
+        gc.collect()
+    finally:
+        sys.unraisablehook = previous_hook
+    assert unraisable == []
     assert time.perf_counter() - started < 1.0
