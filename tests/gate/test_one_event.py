@@ -15,6 +15,7 @@ real checkpoint writing to :class:`worker.kafka.memory.MemoryBroker` in a transa
 
 from __future__ import annotations
 
+import dataclasses
 import sys
 import threading
 from collections.abc import Iterator
@@ -44,16 +45,22 @@ MAX_MODULES = 10
 #: data plane was reshaped): may only shrink.
 MAX_MODULES_EVERY_THREAD = 19
 #: The in-memory broker stands for the Kafka client: not a hop of the worker's own.
+#: Worker modules a poll batch of two small events touches on the loop's thread: they are
+#: routed as one group (``worker.gate.route_group``, their columns built together by
+#: ``worker.io.codec.event_groups``). 12 when grouping landed (stop 35): may only shrink.
+MAX_MODULES_GROUPED = 12
 BROKER_DOUBLE = ("worker.kafka.memory", "worker.kafka.memory_consumer", "worker.kafka.memory_log")
 
 
-def _world_event() -> bytes:
+def _world_event(batch_id: str | None = None) -> bytes:
     contract = load_contract(contract_files()[0][0])
     batch = read_batch_file(
         str(data_file("admin_boundaries.parquet")),
         layer=contract.layer,
         data_time=NOW,
     )
+    if batch_id is not None:
+        batch = dataclasses.replace(batch, batch_id=batch_id)
     return codec.encode_batch(batch)
 
 
@@ -166,3 +173,19 @@ def test_one_event_on_every_thread_transaction_included_touches_few_modules(
     modules = _modules(edges)
     assert {"worker.gate.producing", "worker.kafka.clients"} <= modules  # the committer's
     assert len(modules) <= MAX_MODULES_EVERY_THREAD, sorted(modules)
+
+
+def test_two_small_events_are_routed_as_one_group_touching_at_most_twelve_modules(
+    one_event: tuple[Processor, MemoryBroker, Settings],
+) -> None:
+    p, broker, settings = one_event
+    plain = broker.producer()
+    plain.produce(settings.topics.batches, value=_world_event("world-2"), key=b"admin_boundaries")
+    committed, edges = _trace(p.step)
+    assert committed == 2
+    modules = _modules(edges)
+    assert "worker.gate.route_group" in modules, sorted(modules)  # the grouped path, for real
+    assert len(modules) <= MAX_MODULES_GROUPED, sorted(modules)
+    into_processor = [e for e in edges if e[1] == "worker.gate.processor"]
+    assert into_processor == [("tests.gate.test_one_event", "worker.gate.processor")]
+    assert broker.committed(settings.group_id) == {(settings.topics.batches, 0): 2}
