@@ -25,6 +25,7 @@ from worker.core.model import VALUE_KINDS_KEY, ActiveVersion
 from worker.io.contract_files import load_contract
 from worker.io.formats import FORMATS, geojson_split, geojson_stream
 from worker.io.payloads import read_batch_file
+from worker.io.payloads.base import OpenedPayload
 from worker.io.payloads.open import open_payload
 from worker.io.payloads.policy import UNRESTRICTED
 from worker.io.reports.text import decision_to_json
@@ -584,3 +585,36 @@ def test_check_streamed_decides_any_generated_collection_as_check_read_whole(
                 code = main([*args, *extra])
             outcomes.append((code, json.loads(out.getvalue()).get("versions")))
     assert outcomes[0] == outcomes[1]
+
+
+@pytest.mark.parametrize("mtime", [None, datetime(2026, 12, 3, tzinfo=timezone.utc)])
+def test_an_object_rewritten_at_the_same_size_is_never_served_from_the_first_spool(
+    mtime: datetime | None,
+) -> None:
+    """Spools are reused by (name, size, modification time) while the first lives; an
+    object store may give no modification time, and then two objects of one name and size
+    (rewritten between two events) are two reads, each with its own values."""
+
+    def opened(code: str) -> OpenedPayload:
+        doc = {
+            "type": "FeatureCollection",
+            "features": [
+                {
+                    "type": "Feature",
+                    "properties": {"code": code},
+                    "geometry": {"type": "Point", "coordinates": [1.0, 2.0]},
+                }
+            ],
+        }
+        data = json.dumps(doc).encode()
+        return OpenedPayload("s3://b/x.geojson", "geojson", len(data), mtime, pa.BufferReader(data))
+
+    first = FORMATS["geojson"].chunks(opened("AAA"))
+    second = FORMATS["geojson"].chunks(opened("BBB"))
+    assert first is not None and second is not None
+    chunks = [*first.chunks(10), *second.chunks(10)]
+    codes = [c.attributes.column("code").to_pylist() for c in chunks]
+    if mtime is None:
+        assert second is not first and codes == [["AAA"], ["BBB"]]
+    else:  # the same name, size and time: the same object, by what the store says
+        assert second is first and codes == [["AAA"], ["AAA"]]

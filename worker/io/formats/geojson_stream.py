@@ -164,7 +164,8 @@ def open_geojson_chunks(src: Source, count_nulls: bool = True) -> GeoJsonChunks 
     :meth:`GeoJsonChunks.chunks`; None when the file is to be read whole (see the module
     docstring: the whole read then refuses it or reads it as it always has). A file read
     before (same name, size and modification time) whose spool still lives is not read
-    again. ``count_nulls`` is accepted for the reader protocol (they are always counted).
+    again; a source without a modification time is always read. ``count_nulls`` is
+    accepted for the reader protocol (they are always counted).
 
     Raises
     ------
@@ -173,8 +174,11 @@ def open_geojson_chunks(src: Source, count_nulls: bool = True) -> GeoJsonChunks 
         be written.
     """
     size = src.file.size()
-    key = (src.uri, size, str(getattr(src, "mtime", None)))
-    cached = _SPOOLS.get(key)
+    mtime = getattr(src, "mtime", None)
+    # without a modification time, a name and size do not say the bytes are the same: an
+    # object rewritten at the same size is read again, never served from another's spool
+    key = None if mtime is None else (src.uri, size, str(mtime))
+    cached = None if key is None else _SPOOLS.get(key)
     if cached is not None and os.path.exists(cached.spool):
         return cached
     try:
@@ -190,7 +194,8 @@ def open_geojson_chunks(src: Source, count_nulls: bool = True) -> GeoJsonChunks 
         return None
     except OSError as exc:
         raise PayloadError(f"{src.uri}: cannot spool the GeoJSON read ({exc})") from None
-    _SPOOLS[key] = opened
+    if key is not None:
+        _SPOOLS[key] = opened
     return opened
 
 
