@@ -12,7 +12,7 @@ import pyarrow as pa
 from worker.io.formats.base import _fail
 from worker.io.formats.wkb_writer import DIMENSIONS, ragged_to_wkb
 
-__all__ = ["NATIVE_ENCODINGS", "native_to_wkb"]
+__all__ = ["NATIVE_ENCODINGS", "coordinates_envelope", "native_to_wkb"]
 
 
 _NATIVE = {
@@ -54,16 +54,22 @@ def _coords(arr: pa.Array) -> tuple[np.ndarray, str]:
 Envelope = tuple[float, float, float, float]
 
 
-def _envelope(coords: np.ndarray) -> Envelope | None:
+def coordinates_envelope(coords: np.ndarray) -> Envelope | None:
     """(minx, miny, maxx, maxy) of GeoArrow coordinates (M, D), read from the coordinate
     arrays themselves, NaN ignored; None without a finite-or-infinite value."""
     if coords.size == 0:
         return None
-    xy = coords[:, :2]
-    if np.isnan(xy).all(axis=0).any():
+    # column by column: numpy's axis-0 reduction of an (M, D) block is several times slower
+    # (the same change as the claims bbox of WKB points, stop 35)
+    xs, ys = coords[:, 0], coords[:, 1]
+    if np.isnan(xs).all() or np.isnan(ys).all():
         return None
-    lo, hi = np.nanmin(xy, axis=0), np.nanmax(xy, axis=0)
-    return (float(lo[0]), float(lo[1]), float(hi[0]), float(hi[1]))
+    return (
+        float(np.nanmin(xs)),
+        float(np.nanmin(ys)),
+        float(np.nanmax(xs)),
+        float(np.nanmax(ys)),
+    )
 
 
 def native_to_wkb(
@@ -71,7 +77,7 @@ def native_to_wkb(
 ) -> tuple[tuple[bytes | None, ...], Envelope | None]:
     """WKB of a GeoArrow native column, written literally (:func:`ragged_to_wkb`):
     ``shapely.from_ragged_array`` would close open rings before validity sees them; and
-    the envelope of its coordinate arrays (:func:`_envelope`; null rows may hold values:
+    the envelope of its coordinate arrays (:func:`coordinates_envelope`; null rows may hold values:
     only meaningful when every row has a geometry)."""
     arr = column.combine_chunks()
     valid = arr.is_valid().to_numpy(zero_copy_only=False)
@@ -92,7 +98,7 @@ def native_to_wkb(
             path, f"GeoArrow {encoding} column of type {arr.type} is unreadable: {exc}"
         ) from None
     geoms = tuple(w if ok else None for w, ok in zip(wkb, valid, strict=True))
-    return geoms, _envelope(coords)
+    return geoms, coordinates_envelope(coords)
 
 
 #: The GeoArrow native encodings read.
