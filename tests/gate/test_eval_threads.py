@@ -17,7 +17,7 @@ from worker.kafka.settings import Settings
 def test_eval_threads_below_one_are_refused() -> None:
     with pytest.raises(ValueError, match="eval_threads must be 1 or more, got 0"):
         GateConfig(eval_threads=0)
-    assert GateConfig().eval_threads == 2
+    assert GateConfig().eval_threads == 3
 
 
 @pytest.mark.parametrize("threads", [1, 3])
