@@ -32,10 +32,7 @@ ones (shapely 2's vectorized functions and pyarrow release the GIL), at most
 memory stays about ``in_flight`` chunks. The tallies are still merged in batch order on
 the caller's thread, and a chunk's tally depends on that chunk alone (its offset comes
 from the chunks before it, counted as they are read), so the decision is the one of one
-thread, value for value. One exception, which leaves the merged tallies as they were: once
-the chunks merged so far name as many offenders of a clause as its result keeps (100), the
-chunks measured after that count that clause's offenders but name none (no GEOS reason, no
-id per offender: work the merge would throw away).
+thread, value for value.
 """
 
 from __future__ import annotations
@@ -48,14 +45,12 @@ from typing import Any
 
 from worker.core._util.gcpause import collector_paused
 from worker.core._util.ordered import in_order
-from worker.core.chunk_jobs import Job, measure_job, names_enough, render_job, wants_second_pass
 from worker.core.chunk_sample import Item, Keep, Kept, keep_for
 from worker.core.clauses import KINDS
 from worker.core.clauses.tally import Failed, Tally, merge
-from worker.core.evaluate import decide, version_verdict
+from worker.core.evaluate import decide, evaluate_clause, failed_result, version_verdict
 from worker.core.facts.batch import BatchFacts, edges_problem
-from worker.core.model import ActiveVersion, Batch, Decision
-from worker.core.offenders import none_named
+from worker.core.model import ActiveVersion, Batch, Clause, ClauseResult, Decision
 
 __all__ = ["ChunkHook", "ChunkedBatch", "evaluate_chunked", "in_order"]
 
@@ -93,6 +88,54 @@ class ChunkHook:
     take: Callable[[Any], None]
 
 
+@dataclass(frozen=True)
+class _Job:
+    version: ActiveVersion
+    clause: Clause
+
+
+def _measure(
+    job: _Job, facts: BatchFacts, now: datetime, total: int | None = None, of: int | None = None
+) -> Any:
+    """The job's tally of ``facts`` (its kind's ``measure``; an unknown kind's is empty),
+    or :class:`Failed` when measuring raised; with ``total`` (the batch's feature count),
+    the tally of its kind's second pass instead (``of``: ``facts`` are the rows kept of a
+    chunk of ``of`` features, :class:`Keep`)."""
+    kind = KINDS.get(job.clause.kind)
+    try:
+        if kind is None:
+            return {}  # rendered as the break of an unknown kind
+        second, contract = kind.second_pass, job.version.contract
+        if total is not None and second is not None:
+            if of is not None and second.measure_rows is not None:
+                return second.measure_rows(job.clause, contract, facts, now, of)
+            return second.measure(job.clause, contract, facts, now, total)
+        return kind.measure(job.clause, job.version.contract, facts, now)
+    except Exception as exc:  # last resort, as evaluate_clause: one clause, not the batch
+        return Failed(f"{type(exc).__name__}: {exc}")
+
+
+def _render(job: _Job, meta: BatchFacts, tally: Any, now: datetime) -> ClauseResult:
+    clause, contract = job.clause, job.version.contract
+    if isinstance(tally, Failed):
+        return failed_result(clause, tally.error)
+    kind = KINDS.get(clause.kind)
+    if kind is None:  # the break of an unknown kind
+        return evaluate_clause(clause, contract, meta, now)
+    try:
+        return kind.render(clause, contract, meta, tally, now)
+    except Exception as exc:  # last resort, as evaluate_clause
+        return failed_result(clause, f"{type(exc).__name__}: {exc}")
+
+
+def _wants_second_pass(job: _Job, tally: Tally | Failed) -> bool:
+    """The job's kind asks for a second pass over the features after ``tally``."""
+    kind = KINDS.get(job.clause.kind)
+    if kind is None or kind.second_pass is None or isinstance(tally, Failed):
+        return False
+    return kind.second_pass.wanted(job.clause, tally)
+
+
 def _edges_problem(source: ChunkedBatch) -> str | None:
     """The whole batch's :attr:`BatchFacts.edges_problem` (a pass over the chunks only for
     spherical edges without a declared CRS)."""
@@ -125,23 +168,12 @@ _GEOS_FIRST = frozenset({"validity"})
 class _Pass:
     """One pass's measuring of one chunk (run on any thread: it reads only its chunk)."""
 
-    jobs: Sequence[Job]
+    jobs: Sequence[_Job]
     edges: tuple[str | None]
     now: datetime
     total: int | None
     hook: Callable[[BatchFacts], Any] | None = None
     keep: Keep | None = None
-    #: Indices of the jobs whose tally merged so far names as many offenders as a result
-    #: keeps (:func:`names_enough`; added on the caller's thread, in batch order): a
-    #: chunk measured after that counts their offenders but names none (:func:`none_named`),
-    #: as the in-order merge would drop those names. The same tallies, merged.
-    named: set[int] | None = None
-
-    def _tally(self, i: int, facts: BatchFacts, of: int | None) -> Any:
-        if self.named is not None and i in self.named:
-            with none_named():
-                return measure_job(self.jobs[i], facts, self.now, self.total, of)
-        return measure_job(self.jobs[i], facts, self.now, self.total, of)
 
     def __call__(self, item: Item) -> tuple[list[Any], Any, Item | None]:
         chunk, offset, of = item
@@ -152,7 +184,7 @@ class _Pass:
                 # and non-finite coordinates are then read from it, not from every
                 # coordinate (GeometryFacts.is_empty, has_nonfinite; the same values)
                 facts.geos_valid  # noqa: B018
-            tallies = [self._tally(i, facts, of) for i in range(len(self.jobs))]
+            tallies = [_measure(j, facts, self.now, self.total, of) for j in self.jobs]
             extra = None if self.hook is None else self.hook(facts)
             # the chunk's geometries are freed here, on the measuring thread, not on the
             # caller's, which reads the next chunks meanwhile
@@ -177,11 +209,9 @@ def _tallies(
     chunk, and the rows ``measure.keep`` took are added to ``kept``, in batch order on the
     caller's thread. ``pool``: (executor, in_flight), as :func:`in_order`."""
     empty = BatchFacts(meta, 0, measure.edges)
-    acc = [measure_job(j, empty, measure.now, measure.total) for j in measure.jobs]
+    acc = [_measure(j, empty, measure.now, measure.total) for j in measure.jobs]
     for tallies, extra, part in in_order(measure, items, *pool):
         acc = [merge(a, t) for a, t in zip(acc, tallies, strict=True)]
-        if measure.named is not None:
-            measure.named.update(i for i, a in enumerate(acc) if names_enough(a))
         if take is not None:
             take(extra)
         if kept is not None and part is not None:
@@ -192,7 +222,7 @@ def _tallies(
 
 def _second_pass(
     source: ChunkedBatch,
-    jobs: Sequence[Job],
+    jobs: Sequence[_Job],
     first: _Pass,
     total: int,
     kept: Kept | None,
@@ -237,19 +267,19 @@ def evaluate_chunked(
         Whatever ``source.chunks()`` raises while reading (e.g. a PayloadError).
     """
     active = [v for v in versions if v.state == "active"]
-    jobs = [Job(v, c) for v in active for c in v.contract.clauses]
+    jobs = [_Job(v, c) for v in active for c in v.contract.clauses]
     edges = (_edges_problem(source),)
     meta = BatchFacts(source.batch, 0, edges)
     pool = (executor, in_flight)
     keep = keep_for([KINDS.get(j.clause.kind) for j in jobs], source.rows)
     hook, take = (on_chunk.measure, on_chunk.take) if on_chunk is not None else (None, None)
-    first = _Pass(jobs, edges, now, None, hook, keep, named=set())
+    first = _Pass(jobs, edges, now, None, hook, keep)
     kept = Kept() if keep is not None else None
     tallies: list[Tally | Failed] = []
     if jobs or on_chunk:
         tallies = _tallies(_numbered(source.chunks()), source.batch, first, take, pool, kept)
     broken = [
-        i for i, (j, t) in enumerate(zip(jobs, tallies, strict=True)) if wants_second_pass(j, t)
+        i for i, (j, t) in enumerate(zip(jobs, tallies, strict=True)) if _wants_second_pass(j, t)
     ]
     if broken:
         # a kind with a second pass counts its features (SecondPass)
@@ -257,7 +287,7 @@ def evaluate_chunked(
         extra = _second_pass(source, [jobs[i] for i in broken], first, total, kept, pool)
         for i, t in zip(broken, extra, strict=True):
             tallies[i] = t if isinstance(t, Failed) else {**tallies[i], **t}  # type: ignore[dict-item]
-    results = iter([render_job(j, meta, t, now) for j, t in zip(jobs, tallies, strict=True)])
+    results = iter([_render(j, meta, t, now) for j, t in zip(jobs, tallies, strict=True)])
     verdicts = []
     for v in active:
         verdicts.append(version_verdict(v, tuple(next(results) for _ in v.contract.clauses)))

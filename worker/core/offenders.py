@@ -20,7 +20,6 @@ __all__ = [
     "every_offender",
     "fit_offenders",
     "left_out",
-    "none_named",
     "offender_limit",
 ]
 
@@ -45,20 +44,6 @@ def left_out(total: object, named: int, what: str) -> str | None:
     if not isinstance(total, int) or total <= named:
         return None
     return f"{total} offend, {named} recorded, {total - named} {what}"
-
-
-@contextmanager
-def none_named() -> Iterator[None]:
-    """Within it, clause results count their offending features but name none
-    (:func:`offender_limit` is 0): for a chunk of a batch whose earlier chunks already
-    named as many as a result keeps (:mod:`worker.core.chunks`), so the offenders it would
-    name are cut off by the in-order merge anyway (:func:`worker.core.clauses.tally.merge`),
-    and building them (a GEOS validity reason each, their ids) is skipped."""
-    token = _LIMIT.set(0)
-    try:
-        yield
-    finally:
-        _LIMIT.reset(token)
 
 
 @contextmanager
