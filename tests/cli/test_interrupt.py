@@ -27,6 +27,17 @@ class SlowStream(io.StringIO):
         return super().write(text)
 
 
+def _first_caller_in_its_write() -> tuple[Interrupts, SlowStream, threading.Thread]:
+    """A run whose first ``say`` (on its own thread) has claimed the line and is stuck in
+    the stream's write until ``stream.release`` is set."""
+    stream = SlowStream()
+    stops = Interrupts(stream=stream)
+    first = threading.Thread(target=stops.say)
+    first.start()
+    assert stream.entered.wait(5.0)
+    return stops, stream, first
+
+
 def test_the_line_is_said_once_whoever_asks() -> None:
     stream = io.StringIO()
     stops = Interrupts(stream=stream)
@@ -39,11 +50,7 @@ def test_the_line_is_said_once_whoever_asks() -> None:
 def test_a_second_caller_returns_only_once_the_first_callers_line_is_out() -> None:
     """The race seen once under load: the main thread had claimed the line, the watcher
     found it claimed and exited before the print reached stderr (status 130, no line)."""
-    stream = SlowStream()
-    stops = Interrupts(stream=stream)
-    first = threading.Thread(target=stops.say)
-    first.start()
-    assert stream.entered.wait(5.0)
+    stops, stream, first = _first_caller_in_its_write()
     returned = threading.Event()
 
     def second() -> None:
@@ -65,11 +72,7 @@ def test_a_second_caller_returns_only_once_the_first_callers_line_is_out() -> No
 def test_a_print_stuck_past_the_wait_is_bypassed_on_file_descriptor_2(
     capfd: pytest.CaptureFixture[str],
 ) -> None:
-    stream = SlowStream()
-    stops = Interrupts(stream=stream)
-    first = threading.Thread(target=stops.say)
-    first.start()
-    assert stream.entered.wait(5.0)
+    stops, stream, first = _first_caller_in_its_write()
     started = time.monotonic()
     stops.say(wait_s=0.2)
     waited_s = time.monotonic() - started
