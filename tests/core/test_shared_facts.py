@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import dataclasses
 from datetime import timedelta
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -139,3 +140,69 @@ def test_batches_of_64_features_or_more_share_facts_unless_mostly_points() -> No
     valid = {r.name: r for r in alone[2].verdicts[0].clauses}["valid"]
     assert valid.offenders is not None
     assert [o.index for o in valid.offenders.features] == [30, 31]
+
+
+#: Passing one-feature batches (boxes inside both extents, one a -0.0 corner) and two that
+#: break some clauses (a bowtie, a box outside "ext"), some sharing a data time.
+_PASSING = [shapely.box(0.0, 0.0, 1.0, 1.0), shapely.box(-0.0, 0.5, 1.0, 2.0),
+            shapely.box(2.0, 1.0, 3.0, 1.5), shapely.box(0.0, 0.0, 1.0, 1.0)]  # fmt: skip
+_MIXED = [*_PASSING, BOWTIE, shapely.box(6.0, 0.0, 7.0, 1.0), *_PASSING[:2]]
+
+
+def _small_batches() -> list[Batch]:
+    out = []
+    for n, g in enumerate(_MIXED):
+        table = pa.table({"code": ["a"], "fid": [f"f{n}"]})
+        b = batch_of([g], attributes=table, data_time=NOW - timedelta(minutes=50 + n % 2),
+                     schema_fields=derive_schema(table))  # fmt: skip
+        out.append(dataclasses.replace(b, batch_id=f"s{n}", id_column="fid"))
+    return out
+
+
+@pytest.mark.parametrize("name", list(KINDS))
+def test_each_kind_measures_a_group_as_each_batch_alone(name: str) -> None:
+    kind = KINDS[name]
+    clauses = [c for c in EVERYTHING.clauses if c.kind == name and c.name != "bad"]
+    batches = _small_batches()
+    shared = SharedFacts(batches)
+    for c in clauses:
+        if kind.measure_group is None:  # measured batch by batch (the protocol's default)
+            continue
+        tallies = kind.measure_group(c, EVERYTHING, shared.facts, shared.starts, NOW)
+        assert len(tallies) == len(batches)
+        measured = [i for i, t in enumerate(tallies) if t is not None]
+        # every passing batch is measured with the group; the breaking ones alone
+        assert measured == [i for i in range(len(batches)) if i not in _BREAKS.get(c.name, ())]
+        for i in measured:
+            alone = kind.measure(c, EVERYTHING, BatchFacts(batches[i]), NOW)
+            assert repr(tallies[i]) == repr(alone), (c.name, i)  # -0.0 is not 0.0 here
+
+
+#: The batches of :func:`_small_batches` a clause of :data:`EVERYTHING` measures alone:
+#: those it breaks on; every one for the extent in EPSG:3857 (reprojected: never grouped).
+_BREAKS = {"valid": (4,), "ext": (5,), "types": (), "ext_m": tuple(range(len(_MIXED)))}
+
+
+def _records(decisions: list[Any]) -> list[str]:
+    """Decisions compared by their text: a -0.0 or a 1.0 where 0.0 or 1 was would show."""
+    return [repr(d) for d in decisions]
+
+
+def test_a_group_of_small_batches_renders_equal_results_once() -> None:
+    batches = _small_batches()
+    versions = [active(contract_of(*(c for c in EVERYTHING.clauses if c.name != "bad")))]
+    alone = [evaluate(b, versions, now=NOW) for b in batches]
+    grouped = evaluate_group(batches, versions, now=NOW)
+    assert _records(grouped) == _records(alone)
+    by_name = [{r.name: r for r in d.verdicts[0].clauses} for d in grouped]
+    # equal results are one object, of the kinds that share them: batches 0 and 3 are the
+    # same box at another data time (extent results, never shared, are equal objects)
+    assert by_name[0]["valid"] is by_name[3]["valid"] and by_name[0]["ext"] == by_name[3]["ext"]
+    assert by_name[0]["fresh"] is not by_name[3]["fresh"]
+    assert by_name[0]["fresh"] is by_name[2]["fresh"]
+    shared_kinds = {k for k, v in KINDS.items() if v.render_key is not None}
+    for name, r in by_name[2].items():
+        assert (r is by_name[6][name]) == (r.kind in shared_kinds), name
+    assert by_name[1]["ext"].measured["bounds"][0] == 0.0
+    assert str(by_name[1]["ext"].measured["bounds"][0]) == "-0.0"
+    assert by_name[4]["valid"].broke and by_name[5]["ext"].broke and not by_name[0]["ext"].broke

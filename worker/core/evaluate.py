@@ -12,6 +12,7 @@ import contextlib
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
+from typing import TYPE_CHECKING
 
 from worker import __version__
 from worker.core._util.gcpause import collector_paused
@@ -31,6 +32,9 @@ from worker.core.model import (
 )
 from worker.core.vocab import ReasonCode
 
+if TYPE_CHECKING:
+    from worker.core.clauses.grouped import GroupEvaluation
+
 __all__ = [
     "decide",
     "evaluate",
@@ -49,11 +53,18 @@ STRUCTURAL_FIRST = {k.name: k.leads for k in KINDS.values() if k.leads is not No
 
 
 def evaluate_clause(
-    clause: Clause, contract: Contract, facts: BatchFacts, now: datetime
+    clause: Clause,
+    contract: Contract,
+    facts: BatchFacts,
+    now: datetime,
+    group: GroupEvaluation | None = None,
 ) -> ClauseResult:
     """Run one clause through its kind (:data:`worker.core.clauses.KINDS`): measure the
     batch, then render the result; an unknown kind or an exception becomes a break, never
-    a crash.
+    a crash. ``group``: what the batches of a group evaluated at one ``now`` share (their
+    tallies measured together, their equal results rendered once:
+    :class:`~worker.core.clauses.grouped.GroupEvaluation`), the batch evaluated its
+    :attr:`~worker.core.clauses.grouped.GroupEvaluation.index`.
 
     The gate error (:func:`failed_result`, reason ``gate_error``) is a last resort for
     bugs, missing kernels and contract values the schema let through; the kinds report
@@ -63,7 +74,9 @@ def evaluate_clause(
     try:
         if kind is None:
             raise ValueError(f"unknown clause kind {clause.kind!r}")
-        return kind.evaluate(clause, contract, facts, now)
+        if group is None:
+            return kind.evaluate(clause, contract, facts, now)
+        return group.evaluate(kind, clause, contract, facts, now)
     except Exception as exc:  # last resort: one clause must not crash the batch
         return failed_result(clause, f"{type(exc).__name__}: {exc}")
 
@@ -89,9 +102,13 @@ def failed_result(clause: Clause, error: str) -> ClauseResult:
 
 
 def evaluate_versions(
-    facts: BatchFacts, versions: Sequence[ActiveVersion], now: datetime
+    facts: BatchFacts,
+    versions: Sequence[ActiveVersion],
+    now: datetime,
+    group: GroupEvaluation | None = None,
 ) -> tuple[VersionVerdict, ...]:
-    """One verdict per version in state ``active`` (others are skipped), in input order."""
+    """One verdict per version in state ``active`` (others are skipped), in input order;
+    ``group`` as :func:`evaluate_clause`'s."""
     verdicts = []
     if any(c.kind == VALIDITY.name for v in versions for c in v.contract.clauses):
         # validity first, whatever the clause order: its GEOS pass also tells which
@@ -102,7 +119,8 @@ def evaluate_versions(
     for v in versions:
         if v.state != "active":
             continue
-        results = tuple(evaluate_clause(c, v.contract, facts, now) for c in v.contract.clauses)
+        contract = v.contract
+        results = tuple(evaluate_clause(c, contract, facts, now, group) for c in contract.clauses)
         verdicts.append(version_verdict(v, results))
     return tuple(verdicts)
 

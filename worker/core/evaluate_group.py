@@ -5,7 +5,10 @@ The batches' facts are computed once over all their features
 on its own facts, exactly as :func:`worker.core.evaluate.evaluate` decides it alone. The
 first batch is evaluated alone first: the facts its clauses read are those the group
 computes (the same contract versions read the same facts), so the group computes no fact
-that no batch needs.
+that no batch needs. The clauses whose kinds can are then measured over the group's
+features at once, a tally per batch, and a result is rendered once for the batches whose
+tallies and facts read are equal (most passing events of a poll batch): the same result
+object is theirs (:class:`~worker.core.clauses.grouped.GroupEvaluation`).
 """
 
 from __future__ import annotations
@@ -14,6 +17,8 @@ from collections.abc import Sequence
 from datetime import datetime
 
 from worker.core._util.gcpause import collector_paused
+from worker.core.clauses import KINDS
+from worker.core.clauses.grouped import GroupEvaluation
 from worker.core.evaluate import decide, evaluate_versions
 from worker.core.facts.batch import BatchFacts
 from worker.core.facts.shared import SharedFacts, group_key
@@ -39,12 +44,16 @@ def evaluate_group(
         Timezone-aware evaluation time, the same for every batch.
     """
     own = [BatchFacts(b) for b in batches]
+    group = GroupEvaluation()
     with collector_paused():  # the batches' geometries are built and freed within
-        decisions = [decide(evaluate_versions(f, versions, now)) for f in own[:1]]
+        decisions = [decide(evaluate_versions(f, versions, now, group)) for f in own[:1]]
         if len(own) < 2:
             return decisions
         shared = SharedFacts(batches)
         shared.compute(own[0])
+        group.measure(KINDS, versions, shared.facts, shared.starts, now)
         for i, f in enumerate(own[1:], start=1):
-            decisions.append(decide(evaluate_versions(shared.prime(i, f), versions, now)))
+            group.index = i
+            verdicts = evaluate_versions(shared.prime(i, f), versions, now, group)
+            decisions.append(decide(verdicts))
     return decisions

@@ -7,6 +7,7 @@ expects (pure; metadata only).
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -52,4 +53,10 @@ def brief(measured: Any) -> str:
     return ""
 
 
-KIND = ClauseKind("axis_order", Params, measure, render, compare, brief, essential=True, leads=3)
+def render_key(facts: BatchFacts) -> Hashable:
+    """What ``render`` reads of the facts: the declared axis order."""
+    return facts.batch.axis_order
+
+
+KIND = ClauseKind("axis_order", Params, measure, render, compare, brief, essential=True, leads=3,
+                  render_key=render_key)  # fmt: skip

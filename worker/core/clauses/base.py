@@ -8,7 +8,7 @@ contract checks' hint and the reports read that table.
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -32,7 +32,9 @@ __all__ = [
     "ClauseKind",
     "Compare",
     "Measure",
+    "MeasureGroup",
     "Render",
+    "RenderKey",
     "SecondPass",
     "clause_result",
     "count_phrase",
@@ -55,6 +57,18 @@ Compare = Callable[[Any, Any, Diff], None]
 #: ``brief(measured)``: a few words saying what broke, for one-line listings; ``""``
 #: when the kind has nothing shorter to say than the result's message.
 Brief = Callable[[Any], str]
+#: ``render_key(facts)``: everything ``render`` reads of ``facts`` (their metadata) as a
+#: hashable key: results rendered from equal tallies (:func:`~worker.core.clauses.tally.tally_key`)
+#: and equal keys are equal, so one is rendered for every event of a group that has them;
+#: None when this batch's result is rendered on its own.
+RenderKey = Callable[[BatchFacts], Hashable | None]
+#: ``measure_group(clause, contract, group, starts, now)``: the first pass's tally of each
+#: batch of a group whose features ``group`` holds one after the other (batch ``i``: rows
+#: ``starts[i]`` to ``starts[i + 1]``; int (B + 1,); see
+#: :class:`~worker.core.facts.shared.SharedFacts`), each what ``measure`` gives on that
+#: batch alone, or None for a batch left to ``measure`` (e.g. one that offends: its
+#: offenders are named from its own facts).
+MeasureGroup = Callable[[Clause, Contract, BatchFacts, np.ndarray, datetime], "list[Tally | None]"]
 #: ``check(clause)``: what the JSON Schema cannot say of one clause as written (a mapping
 #: of the document): ``(path within the clause, problem, fix)``, or None when it is sound.
 Check = Callable[[Mapping[str, Any]], "tuple[list[str | int], str, str] | None"]
@@ -113,6 +127,12 @@ class ClauseKind:
     check : Check or None
         The kind's checks of a clause as written that the JSON Schema cannot express
         (``min`` <= ``max``, unique field names), run when a contract is parsed.
+    render_key : RenderKey or None
+        See :data:`RenderKey`; None (the default) when a result is never shared: each
+        batch's is rendered on its own (:mod:`worker.core.clauses.grouped`).
+    measure_group : MeasureGroup or None
+        See :data:`MeasureGroup`; None (the default): each batch of a group is measured
+        on its own.
     """
 
     name: str
@@ -125,6 +145,8 @@ class ClauseKind:
     leads: int | None = None
     second_pass: SecondPass | None = None
     check: Check | None = None
+    render_key: RenderKey | None = None
+    measure_group: MeasureGroup | None = None
 
     def params(self, clause: Clause) -> Any:
         """``clause``'s :attr:`Params`, built on first use and kept on the clause.
@@ -147,10 +169,23 @@ class ClauseKind:
         self, clause: Clause, contract: Contract, facts: BatchFacts, now: datetime
     ) -> ClauseResult:
         """``clause`` over a whole batch: measure, the second pass if wanted, render."""
-        tally = self.measure(clause, contract, facts, now)
+        return self.render(clause, contract, facts, self.tally(clause, contract, facts, now), now)
+
+    def tally(
+        self,
+        clause: Clause,
+        contract: Contract,
+        facts: BatchFacts,
+        now: datetime,
+        measured: Tally | None = None,
+    ) -> Tally:
+        """``clause``'s tally of a whole batch: ``measured`` (the first pass's tally, when
+        measured with a group: :attr:`measure_group`) or else measured here, with the
+        second pass if wanted."""
+        tally = self.measure(clause, contract, facts, now) if measured is None else measured
         if self.second_pass is not None and self.second_pass.wanted(clause, tally):
             tally = {**tally, **self.second_pass.measure(clause, contract, facts, now, facts.count)}
-        return self.render(clause, contract, facts, tally, now)
+        return tally
 
 
 #: Where :meth:`ClauseKind.params` keeps a clause's Params (in the clause's ``__dict__``).

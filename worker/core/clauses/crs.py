@@ -9,6 +9,7 @@ is also the CRS its regions are written in (:func:`expected_crs`).
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -95,4 +96,12 @@ def brief(measured: Any) -> str:
     return ""
 
 
-KIND = ClauseKind("crs", Params, measure, render, compare, brief, essential=True, leads=2)
+def render_key(facts: BatchFacts) -> Hashable:
+    """What ``render`` reads of the facts: the declared CRS as written (resolved from it
+    alone) and the data's own CRS conflicting with it."""
+    return facts.batch.declared_crs, facts.batch.crs_conflict
+
+
+KIND = ClauseKind(
+    "crs", Params, measure, render, compare, brief, essential=True, leads=2, render_key=render_key
+)

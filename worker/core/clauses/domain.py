@@ -13,7 +13,7 @@ Unicode normalisation is named with both forms.
 from __future__ import annotations
 
 import unicodedata
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -240,4 +240,10 @@ def brief(measured: Any) -> str:
     return ""
 
 
-KIND = ClauseKind("domain", Params, measure, render, compare, brief)
+def render_key(facts: BatchFacts) -> Hashable:
+    """What ``render`` reads of the facts: the attribute column names (a missing column's
+    result lists them; the column's type is in the tally)."""
+    return tuple(facts.batch.attributes.column_names)
+
+
+KIND = ClauseKind("domain", Params, measure, render, compare, brief, render_key=render_key)

@@ -15,15 +15,12 @@ and of these notes is :mod:`worker.core.clauses.diagnose_notes`.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 import numpy as np
 import shapely
-from pyproj import CRS
 
-from worker.core._util.memo import identity_memo
 from worker.core.clauses.base import (
     ClauseKind,
     SecondPass,
@@ -37,6 +34,8 @@ from worker.core.clauses.diagnose import diagnoses_of
 from worker.core.clauses.diagnose_notes import placement_notes, shown_span
 from worker.core.clauses.diagnose_readings import diagnose_tally, sampled_rows, sampled_tally
 from worker.core.clauses.diff import Diff
+from worker.core.clauses.extent_group import Params, measure_group
+from worker.core.clauses.extent_group import extent_region as _extent_region
 from worker.core.clauses.region import compare_region, contract_crs, unplaceable, whole_batch_break
 from worker.core.clauses.tally import Bounds, First, Tally
 from worker.core.facts.batch import BatchFacts
@@ -44,39 +43,9 @@ from worker.core.model import Clause, ClauseResult, Contract
 from worker.core.spatial import (
     covered_mask,
     crs_label,
-    region_geometry,
 )
 
 __all__ = ["KIND", "Params", "measure_diagnosis", "measure_sampled", "needs_diagnosis"]
-
-
-@dataclass(frozen=True)
-class Params:
-    """``region`` (bbox or WKT), ``min_fraction_inside`` (fraction), ``tolerance`` (contract
-    CRS units, grows the region), ``crs`` (the region's own CRS), as written."""
-
-    region: Any
-    min_fraction_inside: float = 1.0
-    tolerance: float = 0
-    crs: str | None = None
-
-
-@identity_memo(maxsize=64, per_thread=True)  # large polygons, prepared: keep few, per thread
-def _extent_region(clause: Clause, crs: CRS | None) -> shapely.Geometry:
-    """The extent clause's region in ``crs``, widened by its ``tolerance`` (mitred, so a
-    box stays a box) and prepared; built once per (clause, CRS), not per event."""
-    p: Params = KIND.params(clause)
-    region = region_geometry(p.region, crs)
-    tolerance = float(p.tolerance or 0.0)
-    if tolerance > 0:
-        region = region.buffer(tolerance, join_style="mitre")
-    shapely.prepare(region)
-    return region
-
-
-def _rows(bounds: np.ndarray, mask: np.ndarray) -> np.ndarray:
-    """``bounds[mask]``, without the copy when every row is selected."""
-    return bounds if mask.all() else bounds[mask]
 
 
 def measure(clause: Clause, contract: Contract, facts: BatchFacts, now: datetime) -> Tally:
@@ -118,7 +87,7 @@ def measure(clause: Clause, contract: Contract, facts: BatchFacts, now: datetime
         bounds = Bounds(env)
     else:
         inside = covered_mask(geoms, shown, region, fbounds)
-        bounds = Bounds.of_rows(_rows(fbounds, shown))
+        bounds = Bounds.of_shown(fbounds, shown)
     # the empty point set lies in every region: whether empties may be sent is the
     # geometry_type clause's (allow_empty), so one empty feature is reported once, and the
     # extent clause means the same whatever the contract's other clauses say
@@ -154,7 +123,7 @@ def measure(clause: Clause, contract: Contract, facts: BatchFacts, now: datetime
         "raw_bounds": (
             bounds
             if fast or (fbounds is facts.bounds and not beyond.any())  # the same rows
-            else Bounds.of_rows(_rows(facts.bounds, facts.usable))
+            else Bounds.of_shown(facts.bounds, facts.usable)
         ),
         "beyond": int(np.count_nonzero(beyond)),
         "failed": int(np.count_nonzero(failed & ~beyond)),
@@ -288,4 +257,5 @@ KIND = ClauseKind(
     compare,
     brief,
     second_pass=SecondPass(needs_diagnosis, measure_diagnosis, sampled_rows, measure_sampled),
+    measure_group=measure_group,
 )

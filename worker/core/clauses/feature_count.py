@@ -7,7 +7,7 @@ clause whatever the bounds: it was truncated or padded on the way.
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -73,4 +73,10 @@ def check(clause: Mapping[str, Any]) -> tuple[list[str | int], str, str] | None:
     return None
 
 
-KIND = ClauseKind("feature_count", Params, measure, render, compare, brief, check=check)
+def render_key(facts: BatchFacts) -> Hashable:
+    """What ``render`` reads of the facts: the producer's declared feature count."""
+    return facts.batch.feature_count
+
+
+KIND = ClauseKind("feature_count", Params, measure, render, compare, brief, check=check,
+                  render_key=render_key)  # fmt: skip

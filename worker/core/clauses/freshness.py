@@ -7,6 +7,7 @@ Durations are ISO 8601 (:func:`worker.core._util.durations.parse_duration_s`).
 
 from __future__ import annotations
 
+from collections.abc import Hashable
 from dataclasses import dataclass
 from datetime import datetime, timezone
 from typing import Any
@@ -102,4 +103,10 @@ def brief(measured: Any) -> str:
     return ""
 
 
-KIND = ClauseKind("freshness", Params, measure, render, compare, brief)
+def render_key(facts: BatchFacts) -> Hashable:
+    """What ``render`` reads of the facts: the data time as written (its offset, and naive
+    or not, told apart: equal instants of two offsets read differently)."""
+    return facts.batch.data_time.isoformat()
+
+
+KIND = ClauseKind("freshness", Params, measure, render, compare, brief, render_key=render_key)

@@ -21,6 +21,7 @@ import numpy as np
 from worker.core._util.memo import identity_memo
 from worker.core.clauses.base import ClauseKind, clause_result, offenders_of
 from worker.core.clauses.diff import Diff
+from worker.core.clauses.grouped import no_facts, per_segment
 from worker.core.clauses.tally import Counts, Tally
 from worker.core.facts.batch import BatchFacts
 from worker.core.geometry_types import GEOMETRY_TYPES, TYPE_NAME_TABLE
@@ -98,6 +99,33 @@ def measure(clause: Clause, contract: Contract, facts: BatchFacts, now: datetime
     }
 
 
+def measure_group(
+    clause: Clause, contract: Contract, group: BatchFacts, starts: np.ndarray, now: datetime
+) -> list[Tally | None]:
+    """:data:`~worker.core.clauses.base.MeasureGroup`: the tally of each batch whose every
+    feature is of an allowed type (and not empty unless allowed); None for the others, and
+    for every batch when a feature has a curve type (named from its header).
+
+    Raises
+    ------
+    ValueError
+        As :func:`measure`.
+    """
+    n = len(starts) - 1
+    if group.curve_type_names:
+        return [None] * n
+    allowed_rows = _allowed_rows(clause)
+    allow_empty = bool(KIND.params(clause).allow_empty)
+    type_ok = allowed_rows[group.type_name_index]
+    empty_ok = group.is_empty & type_ok
+    bad = per_segment(~type_ok | (empty_ok & (not allow_empty)), starts).tolist()
+    empties = per_segment(empty_ok, starts).tolist()
+    return [
+        None if b else {"types": Counts(()), "empty": int(e), "offenders": None}
+        for b, e in zip(bad, empties, strict=True)
+    ]
+
+
 def render(
     clause: Clause, contract: Contract, facts: BatchFacts, tally: Tally, now: datetime
 ) -> ClauseResult:
@@ -164,4 +192,5 @@ def brief(measured: Any) -> str:
     return ", ".join(f"{k}: {v}" for k, v in measured.items() if isinstance(v, int))
 
 
-KIND = ClauseKind("geometry_type", Params, measure, render, compare, brief, leads=1)
+KIND = ClauseKind("geometry_type", Params, measure, render, compare, brief, leads=1,
+                  render_key=no_facts, measure_group=measure_group)  # fmt: skip

@@ -21,6 +21,7 @@ from worker.core._util.jsonsafe import finite_json
 from worker.core._util.memo import identity_memo
 from worker.core.clauses.base import ClauseKind, clause_result, offenders_of
 from worker.core.clauses.diff import Diff
+from worker.core.clauses.grouped import attributes_key
 from worker.core.clauses.tally import Tally
 from worker.core.facts.batch import BatchFacts
 from worker.core.model import Clause, ClauseResult, Contract
@@ -186,4 +187,5 @@ def check(clause: Mapping[str, Any]) -> tuple[list[str | int], str, str] | None:
     return None
 
 
-KIND = ClauseKind("schema", Params, measure, render, compare, brief, leads=4, check=check)
+KIND = ClauseKind("schema", Params, measure, render, compare, brief, leads=4, check=check,
+                  render_key=attributes_key)  # fmt: skip

@@ -21,7 +21,7 @@ consecutive chunks part by part, by the part's type:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Hashable, Mapping
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -30,7 +30,17 @@ import shapely
 
 from worker.core.offenders import Offenders, offender_limit
 
-__all__ = ["Bounds", "Counts", "Distinct", "Failed", "First", "Tally", "Union", "merge"]
+__all__ = [
+    "Bounds",
+    "Counts",
+    "Distinct",
+    "Failed",
+    "First",
+    "Tally",
+    "Union",
+    "merge",
+    "tally_key",
+]
 
 Tally = Mapping[str, Any]
 
@@ -67,6 +77,17 @@ class Bounds:
         x0, y0 = (float(rows[:, i].min()) for i in (0, 1))
         x1, y1 = (float(rows[:, i].max()) for i in (2, 3))
         return cls((x0, y0, x1, y1))
+
+    @classmethod
+    def of_shown(cls, bounds: np.ndarray, shown: np.ndarray) -> Bounds:
+        """:meth:`of_rows` of the rows of ``bounds`` (float (M, 4)) that ``shown`` (bool
+        (M,)) selects, without a copy when every row is; one shown row without NaN is its
+        own envelope, taken without numpy's reductions (the same values)."""
+        if len(bounds) == 1 and shown[0]:
+            box = bounds[0].tolist()
+            if all(v == v for v in box):  # no NaN
+                return cls((box[0], box[1], box[2], box[3]))
+        return cls.of_rows(bounds if shown.all() else bounds[shown])
 
     def __or__(self, other: Bounds) -> Bounds:
         if self.box is None:
@@ -176,3 +197,45 @@ def merge(a: Tally, b: Tally) -> Tally:
     return {k: _merge_part(a[k], b[k]) if k in b else a[k] for k in a} | {
         k: v for k, v in b.items() if k not in a
     }
+
+
+class _Unshared(Exception):
+    """A tally part :func:`tally_key` does not freeze."""
+
+
+#: Leaf types frozen as they are (with their type: ``True`` and ``1`` are told apart).
+_PLAIN = (int, str, bool, type(None))
+
+
+def _frozen(v: Any) -> Hashable:
+    t = type(v)
+    if t in _PLAIN:
+        return (t, v)
+    if t is float:  # -0.0 and 0.0 are equal but read differently: compared by their bits
+        return (t, v.hex())
+    if t is tuple or t is list:
+        return (t, tuple(_frozen(x) for x in v))
+    if t is dict:
+        return (t, tuple((_frozen(k), _frozen(x)) for k, x in v.items()))
+    if t is First or t is Distinct:
+        return (t, _frozen(v.items), v.cap)
+    if t is Counts:
+        return (t, _frozen(v.counts))
+    if t is Bounds:
+        return (t, _frozen(v.box))
+    raise _Unshared  # offenders, geometries, arrays, numpy scalars: never shared
+
+
+def tally_key(tally: Tally) -> Hashable | None:
+    """A hashable key of ``tally`` equal for two tallies exactly when their parts are of
+    the same types and read the same (floats compared by their bits, dicts and tuples in
+    order), or None when a part is not one of ``int``, ``float``, ``str``, ``bool``, None,
+    ``tuple``, ``list``, ``dict`` of those, :class:`First`, :class:`Distinct`,
+    :class:`Counts` and :class:`Bounds` (offenders, geometries, arrays): such a tally's
+    result is not shared (:meth:`~worker.core.clauses.base.ClauseKind.evaluate_shared`)."""
+    if type(tally) is not dict:
+        return None
+    try:
+        return _frozen(tally)
+    except _Unshared:
+        return None

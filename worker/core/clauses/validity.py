@@ -11,8 +11,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import numpy as np
+
 from worker.core.clauses.base import ClauseKind, clause_result, offenders_of, percents
 from worker.core.clauses.diff import Diff
+from worker.core.clauses.grouped import no_facts, per_segment
 from worker.core.clauses.tally import First, Tally
 from worker.core.facts.batch import MAX_REASONS, BatchFacts
 from worker.core.model import Clause, ClauseResult, Contract
@@ -38,6 +41,20 @@ def measure(clause: Clause, contract: Contract, facts: BatchFacts, now: datetime
         "reasons": First(facts.invalid_reasons, MAX_REASONS),
         "offenders": offenders,
     }
+
+
+def measure_group(
+    clause: Clause, contract: Contract, group: BatchFacts, starts: np.ndarray, now: datetime
+) -> list[Tally | None]:
+    """:data:`~worker.core.clauses.base.MeasureGroup`: the tally of each batch whose every
+    feature is valid; None for the others (their reasons and offenders are their own)."""
+    invalid = per_segment(~group.is_valid, starts)
+    return [
+        None
+        if bad
+        else {"count": int(n), "invalid": 0, "reasons": First((), MAX_REASONS), "offenders": None}
+        for bad, n in zip(invalid.tolist(), np.diff(starts).tolist(), strict=True)
+    ]
 
 
 def render(
@@ -86,4 +103,5 @@ def brief(measured: Any) -> str:
     return f"{measured.get('invalid', '?')} invalid: {why}"
 
 
-KIND = ClauseKind("validity", Params, measure, render, compare, brief, leads=0)
+KIND = ClauseKind("validity", Params, measure, render, compare, brief, leads=0,
+                  render_key=no_facts, measure_group=measure_group)  # fmt: skip

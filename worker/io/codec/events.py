@@ -27,10 +27,18 @@ import pyarrow as pa
 
 from worker.core._util.jsonsafe import bounded_json_text
 from worker.core._util.jsonsafe import json_text as _json
+from worker.core._util.memo import identity_memo
 from worker.core._util.text import clip
 from worker.core.columns import typed_column
 from worker.core.errors import ContractGateError, DecodeError
-from worker.core.model import Batch, Decision, FieldSpec, QuarantineReason, VersionVerdict
+from worker.core.model import (
+    Batch,
+    ClauseResult,
+    Decision,
+    FieldSpec,
+    QuarantineReason,
+    VersionVerdict,
+)
 from worker.core.offenders import Offenders, fit_offenders
 from worker.io.codec.avro import (
     BATCH_ARRIVAL,
@@ -314,6 +322,24 @@ def encode_quarantine(
     return _write(QUARANTINE_RECORD, record, "QuarantineRecord", ContractGateError)
 
 
+@identity_memo(maxsize=256, per_thread=True)  # results shared by a group's events
+def _clause_entry(c: ClauseResult) -> dict[str, Any]:
+    """The EvaluationRecord entry of one clause result, built once per result object (the
+    results of a poll batch's passing events are one object: ``evaluate_shared``); fastavro
+    reads it, never changes it."""
+    return {
+        "name": c.name,
+        "kind": c.kind,
+        "result": c.result,
+        "on_break": c.on_break,
+        "measured": _bounded_json(c.measured),
+        # contract parameters are never copied: the version names them (a 100,000-code
+        # domain clause would make every record megabytes long)
+        "expected": None,
+        "message": clip(c.message, MAX_MESSAGE_CHARS),
+    }
+
+
 def encode_evaluation(
     verdict: VersionVerdict,
     *,
@@ -346,20 +372,7 @@ def encode_evaluation(
         "source_topic": source_topic,
         "source_partition": source_partition,
         "source_offset": source_offset,
-        "clauses": [
-            {
-                "name": c.name,
-                "kind": c.kind,
-                "result": c.result,
-                "on_break": c.on_break,
-                "measured": _bounded_json(c.measured),
-                # contract parameters are never copied: the version names them (a
-                # 100,000-code domain clause would make every record megabytes long)
-                "expected": None,
-                "message": clip(c.message, MAX_MESSAGE_CHARS),
-            }
-            for c in verdict.clauses
-        ],
+        "clauses": [_clause_entry(c) for c in verdict.clauses],
         "diagnoses": list(diagnoses),
     }
     return _write(EVALUATION_RECORD, record, f"EvaluationRecord {batch_id}", ContractGateError)
