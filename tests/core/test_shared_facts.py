@@ -32,7 +32,7 @@ from worker.core.columns import derive_schema
 from worker.core.evaluate import evaluate
 from worker.core.evaluate_group import evaluate_group
 from worker.core.facts.batch import BatchFacts
-from worker.core.facts.shared import PER_FEATURE, SharedFacts, group_key
+from worker.core.facts.shared import PER_FEATURE, SharedFacts, group_attributes, group_key
 from worker.core.model import Batch
 
 EVERYTHING = contract_of(
@@ -150,9 +150,12 @@ _MIXED = [*_PASSING, BOWTIE, shapely.box(6.0, 0.0, 7.0, 1.0), *_PASSING[:2]]
 
 
 def _small_batches() -> list[Batch]:
+    """One batch per geometry of :data:`_MIXED`; batch 6 has an unknown code, batch 7 a
+    null one (its schema field nullable), both in string columns as the others."""
     out = []
     for n, g in enumerate(_MIXED):
-        table = pa.table({"code": ["a"], "fid": [f"f{n}"]})
+        code = {6: "zz", 7: None}.get(n, "a")
+        table = pa.table({"code": pa.array([code], pa.string()), "fid": [f"f{n}"]})
         b = batch_of([g], attributes=table, data_time=NOW - timedelta(minutes=50 + n % 2),
                      schema_fields=derive_schema(table))  # fmt: skip
         out.append(dataclasses.replace(b, batch_id=f"s{n}", id_column="fid"))
@@ -180,7 +183,8 @@ def test_each_kind_measures_a_group_as_each_batch_alone(name: str) -> None:
 
 #: The batches of :func:`_small_batches` a clause of :data:`EVERYTHING` measures alone:
 #: those it breaks on; every one for the extent in EPSG:3857 (reprojected: never grouped).
-_BREAKS = {"valid": (4,), "ext": (5,), "types": (), "ext_m": tuple(range(len(_MIXED)))}
+_BREAKS = {"valid": (4,), "ext": (5,), "types": (), "ext_m": tuple(range(len(_MIXED))),
+           "dom": (6, 7), "schema": (7,)}  # fmt: skip
 
 
 def _records(decisions: list[Any]) -> list[str]:
@@ -202,7 +206,24 @@ def test_a_group_of_small_batches_renders_equal_results_once() -> None:
     assert by_name[0]["fresh"] is by_name[2]["fresh"]
     shared_kinds = {k for k, v in KINDS.items() if v.render_key is not None}
     for name, r in by_name[2].items():
-        assert (r is by_name[6][name]) == (r.kind in shared_kinds), name
+        assert (r is by_name[0][name]) == (r.kind in shared_kinds), name
     assert by_name[1]["ext"].measured["bounds"][0] == 0.0
     assert str(by_name[1]["ext"].measured["bounds"][0]) == "-0.0"
     assert by_name[4]["valid"].broke and by_name[5]["ext"].broke and not by_name[0]["ext"].broke
+
+
+def test_batches_whose_tables_differ_are_measured_alone_by_the_attribute_kinds() -> None:
+    batches = _small_batches()
+    ints = pa.table({"code": pa.array([7], pa.int64()), "fid": ["f9"]})
+    batches[2] = dataclasses.replace(batches[2], attributes=ints, schema_fields=derive_schema(ints))
+    shared = SharedFacts(batches)
+    assert group_attributes(shared.facts) is None
+    assert group_attributes(SharedFacts(_small_batches()).facts).num_rows == len(_MIXED)
+    for c in EVERYTHING.clauses:
+        if c.kind in ("domain", "schema"):
+            tallies = KINDS[c.kind].measure_group(c, EVERYTHING, shared.facts, shared.starts, NOW)
+            assert tallies == [None] * len(batches)
+    versions = [active(contract_of(*(c for c in EVERYTHING.clauses if c.name != "bad")))]
+    alone = [evaluate(b, versions, now=NOW) for b in batches]
+    assert _records(evaluate_group(batches, versions, now=NOW)) == _records(alone)
+    assert {r.name for r in alone[2].verdicts[0].clauses if r.broke} == {"cov", "dom", "schema"}

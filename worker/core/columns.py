@@ -10,6 +10,7 @@ event's inline column) to an Arrow column.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Sequence
 from typing import Any
 
@@ -46,6 +47,7 @@ def derive_schema(table: pa.Table) -> tuple[FieldSpec, ...]:
     return tuple(out)
 
 
+@functools.lru_cache(maxsize=256)  # the same few types event after event (hashable)
 def _logical(t: pa.DataType) -> str:
     checks = [
         (pa.types.is_boolean, "boolean"),

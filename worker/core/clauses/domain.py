@@ -38,9 +38,12 @@ from worker.core.clauses.domain_values import (
     mixed_column,
     unknown_mixed,
 )
+from worker.core.clauses.grouped import per_segment
 from worker.core.clauses.tally import Distinct, Tally
 from worker.core.facts.batch import BatchFacts
+from worker.core.facts.shared import group_attributes
 from worker.core.model import Clause, ClauseResult, Contract
+from worker.core.vocab import VALUE_KINDS_KEY
 
 __all__ = ["KIND", "Params"]
 
@@ -95,6 +98,44 @@ def measure(clause: Clause, contract: Contract, facts: BatchFacts, now: datetime
         "unknown": Distinct(tuple(unknown), 10),
         "offenders": offenders,
     }
+
+
+def measure_group(
+    clause: Clause, contract: Contract, group: BatchFacts, starts: np.ndarray, now: datetime
+) -> list[Tally | None]:
+    """:data:`~worker.core.clauses.base.MeasureGroup`: the tally of each batch whose values
+    are all codes (nulls too unless allowed), in a text or integer column of at most
+    :data:`SMALL_COLUMN_ROWS` rows a batch, not read as mixed text; None for the others, and
+    for every batch when their tables differ (:func:`group_attributes`)."""
+    n = len(starts) - 1
+    p: Params = KIND.params(clause)
+    table = group_attributes(group)
+    if table is None or p.column not in table.column_names:
+        return [None] * n
+    col = table.column(p.column)
+    family = _family(col.type)  # neither dictionary nor decimal: compared as it is
+    meta = table.schema.field(p.column).metadata or {}
+    if family not in ("str", "int") or VALUE_KINDS_KEY in meta:
+        return [None] * n
+    if int(np.diff(starts).max(initial=0)) > SMALL_COLUMN_ROWS:
+        return [None] * n
+    bad, _ = _unknown_small(col, _domain_keys(clause, family))
+    unknown = per_segment(bad, starts).tolist()
+    null_rows = np.asarray(pc.is_null(col).to_numpy(zero_copy_only=False), dtype=bool)
+    nulls = per_segment(null_rows, starts).tolist()
+    col_type, allow_null = str(col.type), bool(p.allow_null)
+    return [
+        None
+        if u or (nn and not allow_null)
+        else {
+            "type": col_type,
+            "unknown_count": 0,
+            "null_count": nn,
+            "unknown": Distinct((), 10),
+            "offenders": None,
+        }
+        for u, nn in zip(unknown, nulls, strict=True)
+    ]
 
 
 @identity_memo(maxsize=64)  # each entry holds a set of every code: keep few
@@ -246,4 +287,5 @@ def render_key(facts: BatchFacts) -> Hashable:
     return tuple(facts.batch.attributes.column_names)
 
 
-KIND = ClauseKind("domain", Params, measure, render, compare, brief, render_key=render_key)
+KIND = ClauseKind("domain", Params, measure, render, compare, brief, render_key=render_key,
+                  measure_group=measure_group)  # fmt: skip

@@ -21,9 +21,10 @@ from worker.core._util.jsonsafe import finite_json
 from worker.core._util.memo import identity_memo
 from worker.core.clauses.base import ClauseKind, clause_result, offenders_of
 from worker.core.clauses.diff import Diff
-from worker.core.clauses.grouped import attributes_key
+from worker.core.clauses.grouped import attributes_key, per_segment
 from worker.core.clauses.tally import Tally
 from worker.core.facts.batch import BatchFacts
+from worker.core.facts.shared import group_attributes
 from worker.core.model import Clause, ClauseResult, Contract
 from worker.core.vocab import VALUE_TYPES_KEY
 
@@ -100,6 +101,30 @@ def measure(clause: Clause, contract: Contract, facts: BatchFacts, now: datetime
             "non-nullable fields that are null in the feature",
         )
     return {"nulls": nulls, "offenders": offenders}
+
+
+def measure_group(
+    clause: Clause, contract: Contract, group: BatchFacts, starts: np.ndarray, now: datetime
+) -> list[Tally | None]:
+    """:data:`~worker.core.clauses.base.MeasureGroup`: the tally of each batch without a
+    null in a non-nullable field; None for the others, and for every batch when their
+    tables differ (:func:`group_attributes`)."""
+    table = group_attributes(group)
+    if table is None:
+        return [None] * (len(starts) - 1)
+    columns = set(table.column_names)
+    names = [
+        name for name, _, nullable in _schema_wanted(clause) if not nullable and name in columns
+    ]
+    nulls = np.zeros(len(starts) - 1, dtype=np.int64)
+    for name in names:
+        col = table.column(name)
+        if col.null_count:
+            rows = np.asarray(pc.is_null(col).to_numpy(zero_copy_only=False), dtype=bool)
+            nulls += per_segment(rows, starts)
+    return [
+        None if k else {"nulls": dict.fromkeys(names, 0), "offenders": None} for k in nulls.tolist()
+    ]
 
 
 def render(
@@ -188,4 +213,4 @@ def check(clause: Mapping[str, Any]) -> tuple[list[str | int], str, str] | None:
 
 
 KIND = ClauseKind("schema", Params, measure, render, compare, brief, leads=4, check=check,
-                  render_key=attributes_key)  # fmt: skip
+                  render_key=attributes_key, measure_group=measure_group)  # fmt: skip

@@ -30,7 +30,7 @@ from worker.core.facts.parse import POINTS_WITHOUT_GEOMETRIES_MIN
 from worker.core.facts.wkb_header import POINT_WKB_BYTES
 from worker.core.model import Batch
 
-__all__ = ["PER_FEATURE", "SharedFacts", "group_key"]
+__all__ = ["PER_FEATURE", "SharedFacts", "group_attributes", "group_key"]
 
 #: Facts holding one array entry per feature (first axis), cut per batch.
 PER_FEATURE = (
@@ -46,8 +46,11 @@ SHARED = ("_crs_resolution",)
 #: Per-feature facts cut by :meth:`SharedFacts.prime` on their own (a tuple of arrays; an
 #: array that may be the very ``_strict`` array).
 _PARSE = ("_headers", "raw_geometries")
-#: The empty attribute table of the group's own batch (its facts read no attribute).
+#: The empty attribute table of the group's own batch (its facts read no attribute) when
+#: its batches' tables cannot be joined (:func:`group_attributes`).
 _NO_ATTRIBUTES = pa.table({})
+#: Where :func:`group_attributes` is kept (in the group's facts' ``__dict__``).
+_ATTRIBUTES = "_group_attributes"
 
 
 def group_key(batch: Batch) -> Hashable | None:
@@ -98,9 +101,12 @@ class SharedFacts:
         #: int (B + 1,): feature offsets of each batch in the concatenation
         self.starts = np.concatenate(([0], np.cumsum(counts)))
         wkb = tuple(w for b in batches for w in b.geometries_wkb)
+        attributes = _attributes(batches)
         whole = replace(batches[0], geometries_wkb=wkb, feature_count=len(wkb),
-                        attributes=_NO_ATTRIBUTES, feature_ids=None, schema_fields=())  # fmt: skip
+                        attributes=_NO_ATTRIBUTES if attributes is None else attributes,
+                        feature_ids=None, schema_fields=())  # fmt: skip
         self.facts = BatchFacts(whole)
+        self.facts.__dict__[_ATTRIBUTES] = attributes
         # the group has as many features as the points fast path takes, its batches not:
         # the group computes their way (the same values, the same path)
         self.facts.__dict__.update(_points_xy=None, _mixed=None)
@@ -138,6 +144,22 @@ class SharedFacts:
         for dst, geoms, usable in self.facts._reprojected.values():
             facts._reprojected[id(dst)] = (dst, geoms[a:z].copy(), usable[a:z].copy())
         return facts
+
+
+def group_attributes(group: BatchFacts) -> pa.Table | None:
+    """The attribute rows of a group's batches one after the other (the facts of
+    :attr:`SharedFacts.facts`), or None when the batches' tables differ in schema (field
+    metadata included) or a table's rows are not its batch's features."""
+    return group.__dict__.get(_ATTRIBUTES)
+
+
+def _attributes(batches: Sequence[Batch]) -> pa.Table | None:
+    first = batches[0].attributes.schema
+    for b in batches:
+        table = b.attributes
+        if table.num_rows != len(b.geometries_wkb) or not table.schema.equals(first, True):
+            return None
+    return pa.concat_tables([b.attributes for b in batches])
 
 
 def _cut(by_index: dict[int, Any], a: int, z: int) -> dict[int, Any]:
