@@ -203,20 +203,24 @@ class _Unshared(Exception):
     """A tally part :func:`tally_key` does not freeze."""
 
 
-#: Leaf types frozen as they are (with their type: ``True`` and ``1`` are told apart).
-_PLAIN = (int, str, bool, type(None))
+#: Leaf types kept as they are: no other frozen value equals one of them.
+_AS_IS = (str, type(None))
+#: Leaf types frozen with their type: ``True``, ``1`` and ``1.0`` are equal but read apart.
+_TAGGED = (int, bool)
 
 
 def _frozen(v: Any) -> Hashable:
     t = type(v)
-    if t in _PLAIN:
+    if t in _AS_IS:
+        return v
+    if t in _TAGGED:
         return (t, v)
     if t is float:  # -0.0 and 0.0 are equal but read differently: compared by their bits
         return (t, v.hex())
     if t is tuple or t is list:
         return (t, tuple(_frozen(x) for x in v))
     if t is dict:
-        return (t, tuple((_frozen(k), _frozen(x)) for k, x in v.items()))
+        return (t, tuple((k if type(k) is str else _frozen(k), _frozen(x)) for k, x in v.items()))
     if t is First or t is Distinct:
         return (t, _frozen(v.items), v.cap)
     if t is Counts:
