@@ -13,8 +13,8 @@ one geometry metadata: :mod:`worker.core.evaluate_group`) share:
   (:attr:`~worker.core.clauses.base.ClauseKind.render_key`) equal to another batch's is
   that batch's result, the same object (results are never modified once made).
 
-Every result is thus the one the batch gets alone (``tests/core/test_grouped_clauses.py``
-compares them, kind by kind).
+Every result is thus the one the batch gets alone (``tests/core/test_shared_facts.py``
+compares the tallies kind by kind, ``tests/gate/test_route_group.py`` the records).
 """
 
 from __future__ import annotations
@@ -63,7 +63,7 @@ class GroupEvaluation:
                     continue
                 try:
                     tallies = list(kind.measure_group(c, v.contract, group, starts, now))
-                except Exception:
+                except Exception:  # each batch's own measure meets (and reports) it, as alone
                     continue
                 # the clause and contract are held alive by the versions: ids not reused
                 self.tallies[(id(c), id(v.contract))] = tallies
