@@ -46,7 +46,7 @@ _MARGIN = 1e-12
 #: ``peers`` benchmark's star-shaped rings: 85% proven from the centroid, 99.3% after 3).
 _RELAXATIONS = 3
 #: Most vertices tested at once (bounds the temporaries: about 40 bytes per vertex each).
-_BLOCK_VERTICES = 1 << 18
+_BLOCK_VERTICES = 1 << 16
 
 
 @dataclass(frozen=True)
