@@ -45,6 +45,10 @@ _MARGIN = 1e-12
 #: Moves of the centre toward a ring's kernel before the ring is left to GEOS (on the
 #: ``peers`` benchmark's star-shaped rings: 85% proven from the centroid, 99.3% after 3).
 _RELAXATIONS = 3
+#: Evenly spaced candidates tested first: fewer than half of the batch proven among them
+#: (Natural Earth's countries: 8,307 candidates in 10,000, fewer than half proven) and the
+#: batch is left to GEOS before the others are read.
+_PROBE = 64
 #: Most vertices tested at once (bounds the temporaries: about 40 bytes per vertex each).
 _BLOCK_VERTICES = 1 << 16
 
@@ -249,6 +253,12 @@ def star_rings(values: WkbTuple | np.ndarray, least: int) -> StarRings | None:
     rows, points = _candidates(offsets, raw)
     if rows.size < least or 2 * rows.size < n:
         return None
+    if rows.size >= 4 * _PROBE:  # a batch of other rings (countries) is told by a probe
+        probe = np.linspace(0, rows.size - 1, _PROBE).astype(np.int64)
+        xy = _coordinates(offsets, raw, rows[probe])
+        share = np.count_nonzero(_test_block(xy, points[probe])[0]) / _PROBE
+        if 2 * share * rows.size < n:
+            return None
     proven = np.zeros(rows.size, dtype=bool)
     bounds = np.empty((rows.size, 4))
     ccw = np.zeros(rows.size, dtype=bool)
