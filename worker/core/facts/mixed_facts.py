@@ -28,8 +28,9 @@ class MixedFacts(GeometryFacts):
             return None
         from worker.core.facts import parse  # read at call time (tests turn it off)
 
-        least = parse.POINTS_WITHOUT_GEOMETRIES_MIN
-        return mixed_points(self, least) or mixed_polygons(self, least)
+        return mixed_points(self, parse.POINTS_WITHOUT_GEOMETRIES_MIN) or mixed_polygons(
+            self, parse.POLYGONS_WITHOUT_GEOMETRIES_MIN
+        )
 
     mixed = property(lambda self: self._mixed, doc=":attr:`_mixed`, public.")
 

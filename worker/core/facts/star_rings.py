@@ -42,12 +42,10 @@ _HEADER = 13
 _MIN_POINTS = 4
 #: Relative margin of a turn's sign (see the module docstring).
 _MARGIN = 1e-12
-#: Moves of the centre toward a ring's kernel before the ring is left to GEOS (on the
-#: ``peers`` benchmark's star-shaped rings: 85% proven from the centroid, 99.3% after 3).
-_RELAXATIONS = 3
-#: Evenly spaced candidates tested first: fewer than half of the batch proven among them
-#: (Natural Earth's countries: 8,307 candidates in 10,000, fewer than half proven) and the
-#: batch is left to GEOS before the others are read.
+#: Evenly spaced candidates tested first, with one move of the centre: fewer than half of
+#: the batch proven among them and it is left to GEOS before the others are read. The
+#: ``peers`` benchmark's rings: 45% proven from the centroid, 85% after one move, 98% after
+#: three (the full test); Natural Earth's countries: 23%, then 33%, then 37%.
 _PROBE = 64
 #: Most vertices tested at once (bounds the temporaries: about 40 bytes per vertex each).
 _BLOCK_VERTICES = 1 << 16
@@ -80,43 +78,93 @@ def wkb_buffers(values: WkbTuple | np.ndarray) -> tuple[np.ndarray, np.ndarray] 
         raw = np.frombuffer(data, dtype=np.uint8) if data is not None else np.empty(0, np.uint8)
         return offsets.astype(np.int64), raw
     vals = np.asarray(values, dtype=object)
-    if not all(v is None or type(v) is bytes for v in vals):
+    lengths = _lengths(vals)
+    if lengths is None:
         return None
-    present = [v for v in vals if v is not None]
-    lengths = np.fromiter((0 if v is None else len(v) for v in vals), np.int64, len(vals))
-    return np.concatenate(([0], np.cumsum(lengths))), np.frombuffer(b"".join(present), np.uint8)
+    present = vals[lengths >= 0].tolist()
+    offsets = np.concatenate(([0], np.cumsum(np.maximum(lengths, 0))))
+    return offsets, np.frombuffer(b"".join(present), np.uint8)
 
 
-def _u32(raw: np.ndarray, at: np.ndarray) -> np.ndarray:
-    """uint32 little-endian read at byte positions ``at`` of ``raw``."""
-    return raw[at[:, None] + np.arange(4)].copy().view("<u4").reshape(len(at))
+def _lengths(vals: np.ndarray) -> np.ndarray | None:
+    """int64 (N,): the length of each value of ``vals`` (object), -1 for None; None when a
+    value is neither bytes nor None."""
+    try:
+        return np.fromiter(map(len, vals), np.int64, len(vals))
+    except TypeError:  # None among them
+        if not all(v is None or type(v) is bytes for v in vals):
+            return None
+        return np.fromiter((-1 if v is None else len(v) for v in vals), np.int64, len(vals))
 
 
-def _candidates(offsets: np.ndarray, raw: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+class _Source:
+    """WKB values to read headers and rings from: int64 (N + 1,) ``offsets`` into uint8
+    ``raw`` (an Arrow array's buffers), or an object array of bytes (``values``), whose
+    values are joined only where read."""
+
+    def __init__(self, values: WkbTuple | np.ndarray) -> None:
+        self.values: np.ndarray | None = None
+        self.offsets, self.raw = np.zeros(1, np.int64), np.empty(0, np.uint8)
+        if isinstance(values, WkbTuple) and not values.arrow.null_count:
+            buffers = wkb_buffers(values)
+            assert buffers is not None
+            self.offsets, self.raw = buffers
+            self.lengths: np.ndarray | None = np.diff(self.offsets)
+        else:
+            self.values = np.asarray(values, dtype=object)
+            self.lengths = _lengths(self.values)
+
+    def heads(self, rows: np.ndarray) -> np.ndarray:
+        """uint8 (K, 13): the first 13 bytes of the values ``rows`` (each at least 13 long)."""
+        if self.values is None:
+            return self.raw[self.offsets[rows][:, None] + np.arange(_HEADER)]
+        joined = b"".join([v[:_HEADER] for v in self.values[rows].tolist()])
+        return np.frombuffer(joined, np.uint8).reshape(-1, _HEADER)
+
+    def coordinates(self, rows: np.ndarray) -> np.ndarray:
+        """float (V, 2): the ring coordinates of candidates ``rows`` (ascending), back to
+        back (each value: a 13-byte header, then its coordinates)."""
+        if self.values is not None:
+            joined = np.frombuffer(b"".join(self.values[rows].tolist()), np.uint8)
+            ends = np.cumsum(self.lengths[rows])  # type: ignore[index]
+            return _drop_heads(joined, np.concatenate(([0], ends[:-1])), ends)
+        start, stop = self.offsets[rows], self.offsets[rows + 1]
+        if int(stop[-1] - start[0]) <= 2 * int((stop - start).sum()):  # dense: one pass
+            return _drop_heads(self.raw[int(start[0]) :], start - start[0], stop - start[0])
+        body = start + _HEADER  # sparse (a probe): gather the bodies alone
+        sizes = stop - body
+        at = np.repeat(body - np.concatenate(([0], np.cumsum(sizes)[:-1])), sizes)
+        return self.raw[at + np.arange(int(sizes.sum()))].view("<f8").reshape(-1, 2)
+
+
+def _drop_heads(raw: np.ndarray, start: np.ndarray, stop: np.ndarray) -> np.ndarray:
+    """float (V, 2): the bytes of values ``raw[start[i]:stop[i]]`` (ascending, apart or
+    back to back) less the 13-byte header of each, read as coordinates."""
+    body = stop - start - _HEADER
+    skip = start - np.concatenate(([0], stop[:-1])) + _HEADER  # the gap, then the header
+    spans = np.column_stack((skip, body)).ravel()
+    keep = np.repeat(np.tile(np.array([False, True]), len(body)), spans)
+    return raw[: int(stop[-1])][keep].view("<f8").reshape(-1, 2)
+
+
+def _u32(heads: np.ndarray, at: int) -> np.ndarray:
+    """uint32 little-endian of column bytes ``at:at + 4`` of ``heads`` (uint8 (K, 13))."""
+    return np.ascontiguousarray(heads[:, at : at + 4]).view("<u4").reshape(len(heads))
+
+
+def _candidates(source: _Source) -> tuple[np.ndarray, np.ndarray]:
     """Rows whose header says a little-endian 2D one-ring Polygon of at least four points
     and whose length is exactly that ring's, with their point counts."""
-    start = offsets[:-1]
-    length = np.diff(offsets)
+    length = source.lengths
+    assert length is not None
     rows = np.flatnonzero(length >= _HEADER + 16 * _MIN_POINTS)
     if not rows.size:
         return rows, rows
-    at = start[rows]
-    ok = (raw[at] == 1) & (_u32(raw, at + 1) == 3) & (_u32(raw, at + 5) == 1)
-    rows, at = rows[ok], at[ok]
-    points = _u32(raw, at + 9).astype(np.int64)
-    ok = length[rows] == _HEADER + 16 * points
+    heads = source.heads(rows)
+    ok = (heads[:, 0] == 1) & (_u32(heads, 1) == 3) & (_u32(heads, 5) == 1)
+    points = _u32(heads, 9).astype(np.int64)
+    ok &= length[rows] == _HEADER + 16 * points
     return rows[ok], points[ok]
-
-
-def _coordinates(offsets: np.ndarray, raw: np.ndarray, rows: np.ndarray) -> np.ndarray:
-    """float (V, 2): the ring coordinates of ``rows`` (candidates, ascending), back to back."""
-    lo, hi = int(offsets[rows[0]]), int(offsets[rows[-1] + 1])
-    start, stop = offsets[rows] - lo, offsets[rows + 1] - lo
-    gaps = np.diff(np.concatenate(([0], stop)))  # each row from the previous row's end
-    skip = gaps - (stop - start) + _HEADER  # bytes dropped before each row's coordinates
-    keep = np.repeat(np.tile(np.array([False, True]), len(rows)),
-                     np.column_stack((skip, stop - start - _HEADER)).ravel())  # fmt: skip
-    return raw[lo:hi][keep].view("<f8").reshape(-1, 2)
 
 
 class _Rings:
@@ -211,10 +259,10 @@ def _relax(r: _Rings, cx: np.ndarray, cy: np.ndarray, area2: np.ndarray) -> tupl
     return cx, cy
 
 
-def _test_block(xy: np.ndarray, points: np.ndarray) -> tuple[np.ndarray, ...]:
+def _test_block(xy: np.ndarray, points: np.ndarray, relaxations: int = 3) -> tuple[np.ndarray, ...]:
     """(proven, bounds, ccw) of rings ``xy`` (float (V, 2), closed rings of ``points``
     vertices each, back to back): the centroid is tried, then moved toward the ring's
-    kernel up to :data:`_RELAXATIONS` times for the rings not proven yet."""
+    kernel up to ``relaxations`` times for the rings not proven yet."""
     r = _Rings(np.ascontiguousarray(xy[:, 0]), np.ascontiguousarray(xy[:, 1]), points)
     with np.errstate(all="ignore"):
         low_x, low_y = np.minimum.reduceat(r.x, r.starts), np.minimum.reduceat(r.y, r.starts)
@@ -228,7 +276,7 @@ def _test_block(xy: np.ndarray, points: np.ndarray) -> tuple[np.ndarray, ...]:
         proven &= ok
         todo = np.flatnonzero(~proven & ok & (area2 != 0) & np.isfinite(area2))
         sub = r.take(todo)
-        for _ in range(_RELAXATIONS):
+        for _ in range(relaxations):
             if not todo.size:
                 break
             cx[todo], cy[todo] = _relax(sub, cx[todo], cy[todo], area2[todo])
@@ -246,17 +294,16 @@ def star_rings(values: WkbTuple | np.ndarray, least: int) -> StarRings | None:
     n = len(values)
     if n < max(least, 1):
         return None
-    buffers = wkb_buffers(values)
-    if buffers is None:
+    source = _Source(values)
+    if source.lengths is None:
         return None
-    offsets, raw = buffers
-    rows, points = _candidates(offsets, raw)
+    rows, points = _candidates(source)
     if rows.size < least or 2 * rows.size < n:
         return None
     if rows.size >= 4 * _PROBE:  # a batch of other rings (countries) is told by a probe
         probe = np.linspace(0, rows.size - 1, _PROBE).astype(np.int64)
-        xy = _coordinates(offsets, raw, rows[probe])
-        share = np.count_nonzero(_test_block(xy, points[probe])[0]) / _PROBE
+        xy = source.coordinates(rows[probe])
+        share = np.count_nonzero(_test_block(xy, points[probe], 1)[0]) / _PROBE
         if 2 * share * rows.size < n:
             return None
     proven = np.zeros(rows.size, dtype=bool)
@@ -266,7 +313,7 @@ def star_rings(values: WkbTuple | np.ndarray, least: int) -> StarRings | None:
     a = 0
     while a < rows.size:  # blocks of about _BLOCK_VERTICES vertices, at least one row
         z = max(a + 1, int(np.searchsorted(ends, ends[a] - points[a] + _BLOCK_VERTICES, "right")))
-        xy = _coordinates(offsets, raw, rows[a:z])
+        xy = source.coordinates(rows[a:z])
         proven[a:z], bounds[a:z], ccw[a:z] = _test_block(xy, points[a:z])
         a = z
     if np.count_nonzero(proven) < least or 2 * np.count_nonzero(proven) < n:
