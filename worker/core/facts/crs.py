@@ -12,7 +12,7 @@ from pyproj import CRS
 
 from worker.core._util.memo import fact
 from worker.core.facts.geometry import nonfinite_mask
-from worker.core.facts.points_mixed import MixedPointsFacts
+from worker.core.facts.mixed_facts import MixedFacts
 from worker.core.spatial.crs import crs_equivalent, outside_area_of_use
 from worker.core.spatial.reproject import reproject, reproject_to_lonlat
 
@@ -21,7 +21,7 @@ __all__ = [
 ]
 
 
-class CrsFacts(MixedPointsFacts):
+class CrsFacts(MixedFacts):
     """The CRS facts of :class:`~worker.core.facts.batch.BatchFacts`: the geometries in
     another CRS (cached per CRS), the declared CRS's area of use, the file's bbox column."""
 
@@ -73,9 +73,10 @@ class CrsFacts(MixedPointsFacts):
         all False when the CRS is undeclared or unresolvable."""
         if self._points_xy is not None:  # tested on the stored coordinates (east_north)
             return outside_area_of_use(None, self.declared_crs, points=self._points_xy)
-        if (m := self._mixed) is not None:  # the plain points so, the other rows as below
-            points = outside_area_of_use(None, self.declared_crs, points=m.xy[m.plain])
-            return m.scatter(False, m.sub.outside_area_of_use) | _put(m.plain, points)
+        if (m := self._mixed) is not None:  # the plain rows their way, the others as below
+            return m.scatter(False, m.sub.outside_area_of_use) | m.outside_area_of_use(
+                self.declared_crs
+            )
         return outside_area_of_use(self.geometries, self.declared_crs, self.bounds)
 
     @fact
@@ -98,10 +99,3 @@ class CrsFacts(MixedPointsFacts):
             hi_ok = (box[:, 2:] >= b[:, 2:] - tol[:, 2:]).all(axis=1)
         out[has] = ~(lo_ok & hi_ok)[has]
         return out
-
-
-def _put(mask: np.ndarray, values: np.ndarray) -> np.ndarray:
-    """bool (N,): ``values`` (one per True of ``mask``) at the True rows, False elsewhere."""
-    out = np.zeros(len(mask), dtype=bool)
-    out[mask] = values
-    return out

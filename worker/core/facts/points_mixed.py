@@ -23,14 +23,13 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 import shapely
 
-from worker.core._util.memo import fact
-from worker.core.facts.geometry import GeometryFacts
+from worker.core.facts.plain_rows import PlainRows
 from worker.core.facts.wkb_header import POINT_WKB_BYTES
 
 if TYPE_CHECKING:
     from worker.core.facts.parse import ParsedFacts
 
-__all__ = ["MixedPoints", "MixedPointsFacts", "mixed_points", "plain_points_xy"]
+__all__ = ["MixedPoints", "mixed_points", "plain_points_xy"]
 
 
 def _lengths(values: np.ndarray) -> np.ndarray:
@@ -78,7 +77,7 @@ def plain_points_xy(values: np.ndarray, least: int) -> np.ndarray | None:
     return xy
 
 
-class MixedPoints:
+class MixedPoints(PlainRows):
     """The plain points of a batch and the facts of its other rows.
 
     ``plain``: bool (N,), the rows that are plain 2D points; ``stored``: float (N, 2), their
@@ -87,25 +86,31 @@ class MixedPoints:
     batch's) of the batch of those rows alone.
     """
 
+    #: shapely's type id of every plain row (Point)
+    type_id = 0
+
     def __init__(self, stored: np.ndarray, east_north: np.ndarray, sub: Any, rest: np.ndarray):
         self.stored, self.xy, self.sub, self.rest = stored, east_north, sub, rest
         self.plain = ~np.isnan(stored[:, 0])
 
-    def scatter(self, point_value: Any, rest_values: np.ndarray) -> np.ndarray:
-        """An array of the batch: ``point_value`` in the plain rows, ``rest_values`` (one
-        per :attr:`rest` row, in order) in the others."""
-        rest_values = np.asarray(rest_values)
-        out = np.full((len(self.plain), *rest_values.shape[1:]), point_value, rest_values.dtype)
-        out[self.rest] = rest_values
+    def lonlat_fits(self) -> bool:
+        """Every plain row's coordinates lie within ±180, ±90."""
+        xy = self.xy[self.plain]
+        return bool(((np.abs(xy[:, 0]) <= 180) & (np.abs(xy[:, 1]) <= 90)).all())
+
+    def orientation_contradicted(self) -> np.ndarray:
+        """bool (N,): a plain row contradicts the batch's declared ring orientation (a
+        point has no ring: never)."""
+        return np.zeros(len(self.plain), dtype=bool)
+
+    def outside_area_of_use(self, crs: Any) -> np.ndarray:
+        """bool (N,): a plain row lies outside ``crs``'s area of use
+        (:func:`~worker.core.spatial.crs.outside_area_of_use` on its coordinates)."""
+        from worker.core.spatial.crs import outside_area_of_use
+
+        out = np.zeros(len(self.plain), dtype=bool)
+        out[self.plain] = outside_area_of_use(None, crs, points=self.xy[self.plain])
         return out
-
-    def reindexed(self, by_row: dict[int, Any]) -> dict[int, Any]:
-        """``by_row`` (keys: rows of :attr:`sub`) keyed by the rows of the batch."""
-        return {int(self.rest[i]): v for i, v in by_row.items()}
-
-    def position(self, index: int) -> int:
-        """The row of :attr:`sub` of the batch's row ``index`` (one of :attr:`rest`)."""
-        return int(np.searchsorted(self.rest, index))
 
     def raw_geometries(self) -> np.ndarray:
         """object (N,): the geometries as stored: the plain points built from their
@@ -140,127 +145,3 @@ def mixed_points(facts: ParsedFacts, least: int) -> MixedPoints | None:
     east_north = stored[:, ::-1] if batch.axis_order == "north_east" else stored
     sub = type(facts)(take_features(batch, rest), 0, (facts.edges_problem,))  # type: ignore[call-arg]
     return MixedPoints(stored, east_north, sub, rest)
-
-
-class MixedPointsFacts(GeometryFacts):
-    """The facts of :class:`~worker.core.facts.geometry.GeometryFacts`, each the scatter of
-    the plain points' known value and the other rows' general one when the batch takes
-    this path (:attr:`_mixed`), else the general fact itself."""
-
-    @fact
-    def _mixed(self) -> MixedPoints | None:
-        """The plain points and the other rows' facts, or None (see :func:`mixed_points`)."""
-        if self._points_xy is not None:  # every feature a plain point: the points path
-            return None
-        from worker.core.facts import parse  # read at call time (tests turn it off)
-
-        return mixed_points(self, parse.POINTS_WITHOUT_GEOMETRIES_MIN)
-
-    @fact
-    def missing(self) -> np.ndarray:
-        """See :attr:`ParsedFacts.missing`."""
-        m = self._mixed
-        return super().missing if m is None else m.scatter(False, m.sub.missing)
-
-    @fact
-    def unparseable(self) -> np.ndarray:
-        """See :attr:`ParsedFacts.unparseable`."""
-        m = self._mixed
-        return super().unparseable if m is None else m.scatter(False, m.sub.unparseable)
-
-    @fact
-    def parsed(self) -> np.ndarray:
-        """See :attr:`ParsedFacts.parsed`."""
-        m = self._mixed
-        return super().parsed if m is None else m.scatter(True, m.sub.parsed)
-
-    @fact
-    def _refused_before_parse(self) -> dict[int, str]:
-        m = self._mixed
-        if m is None:
-            return super()._refused_before_parse
-        return m.reindexed(m.sub._refused_before_parse)  # the same class's
-
-    @fact
-    def _refused(self) -> dict[int, str]:
-        m = self._mixed
-        if m is None:
-            return super()._refused
-        return m.reindexed(m.sub._refused)  # the same class's
-
-    @fact
-    def curve_type_names(self) -> dict[int, str]:
-        """See :attr:`ParsedFacts.curve_type_names`."""
-        m = self._mixed
-        return super().curve_type_names if m is None else m.reindexed(m.sub.curve_type_names)
-
-    @fact
-    def raw_geometries(self) -> np.ndarray:
-        """See :attr:`ParsedFacts.raw_geometries` (built only when a clause asks)."""
-        m = self._mixed
-        return super().raw_geometries if m is None else m.raw_geometries()
-
-    @fact
-    def lonlat_fits(self) -> bool:
-        """See :attr:`ParsedFacts.lonlat_fits`."""
-        m = self._mixed
-        if m is None:
-            return super().lonlat_fits
-        xy = m.xy[m.plain]
-        return bool(
-            m.sub.lonlat_fits and ((np.abs(xy[:, 0]) <= 180) & (np.abs(xy[:, 1]) <= 90)).all()
-        )
-
-    @fact
-    def bounds(self) -> np.ndarray:
-        """See :attr:`ParsedFacts.bounds`."""
-        m = self._mixed
-        return super().bounds if m is None else m.bounds()
-
-    @fact
-    def type_ids(self) -> np.ndarray:
-        """See :attr:`GeometryFacts.type_ids` (a plain point is shapely's Point, 0)."""
-        m = self._mixed
-        return super().type_ids if m is None else m.scatter(0, m.sub.type_ids)
-
-    @fact
-    def has_z(self) -> np.ndarray:
-        """See :attr:`GeometryFacts.has_z`."""
-        m = self._mixed
-        return super().has_z if m is None else m.scatter(False, m.sub.has_z)
-
-    @fact
-    def has_m(self) -> np.ndarray:
-        """See :attr:`GeometryFacts.has_m`."""
-        m = self._mixed
-        return super().has_m if m is None else m.scatter(False, m.sub.has_m)
-
-    @fact
-    def is_empty(self) -> np.ndarray:
-        """See :attr:`GeometryFacts.is_empty`."""
-        m = self._mixed
-        return super().is_empty if m is None else m.scatter(False, m.sub.is_empty)
-
-    @fact
-    def has_nonfinite(self) -> np.ndarray:
-        """See :attr:`GeometryFacts.has_nonfinite`."""
-        m = self._mixed
-        return super().has_nonfinite if m is None else m.scatter(False, m.sub.has_nonfinite)
-
-    @fact
-    def _geos_valid(self) -> np.ndarray:
-        m = self._mixed
-        return super()._geos_valid if m is None else m.scatter(True, m.sub.geos_valid)
-
-    @fact
-    def orientation_contradicted(self) -> np.ndarray:
-        """See :attr:`GeometryFacts.orientation_contradicted`."""
-        m = self._mixed
-        if m is None:
-            return super().orientation_contradicted
-        return m.scatter(False, m.sub.orientation_contradicted)
-
-    def invalid_reason(self, idx: int) -> str:
-        """See :meth:`GeometryFacts.invalid_reason` (a plain point is never invalid)."""
-        m = self._mixed
-        return super().invalid_reason(idx) if m is None else m.sub.invalid_reason(m.position(idx))
