@@ -20,10 +20,12 @@ from worker.cli.scenario import data_file
 from worker.core.contracts.parse import parse_contract
 from worker.core.evaluate import evaluate
 from worker.core.facts import parse as facts_module
+from worker.core.facts import polygons_mixed as polygons_module
 from worker.core.facts.batch import BatchFacts
 from worker.core.facts.polygons_mixed import MixedPolygons
-from worker.core.facts.star_rings import star_rings, wkb_buffers
+from worker.core.facts.star_rings import star_rings
 from worker.core.facts.wkb_arrow import WkbTuple
+from worker.core.facts.wkb_rings import wkb_buffers
 from worker.core.model import ActiveVersion
 
 NOW = datetime.now(timezone.utc)
@@ -38,12 +40,12 @@ FACTS = (
 @pytest.fixture(autouse=True)
 def _small_batches_take_the_path(monkeypatch: pytest.MonkeyPatch) -> None:
     # the path starts at 512 features; these batches of 64 to 300 take it too
-    monkeypatch.setattr(facts_module, "POLYGONS_WITHOUT_GEOMETRIES_MIN", 64)
+    monkeypatch.setattr(polygons_module, "POLYGONS_WITHOUT_GEOMETRIES_MIN", 64)
 
 
 def _general(batch: object, monkeypatch: pytest.MonkeyPatch) -> BatchFacts:
     monkeypatch.setattr(facts_module, "POINTS_WITHOUT_GEOMETRIES_MIN", 10**9)
-    monkeypatch.setattr(facts_module, "POLYGONS_WITHOUT_GEOMETRIES_MIN", 10**9)
+    monkeypatch.setattr(polygons_module, "POLYGONS_WITHOUT_GEOMETRIES_MIN", 10**9)
     f = BatchFacts(batch)  # type: ignore[arg-type]
     for name in FACTS:
         getattr(f, name)
@@ -212,7 +214,7 @@ def test_star_polygons_evaluated_decide_as_the_general_path(
                              axis_order="north_east" if kind == "north_east" else "east_north"),
                     layer="admin_boundaries")  # fmt: skip
     fast = evaluate(batch, versions, now=NOW)
-    monkeypatch.setattr(facts_module, "POLYGONS_WITHOUT_GEOMETRIES_MIN", 10**9)
+    monkeypatch.setattr(polygons_module, "POLYGONS_WITHOUT_GEOMETRIES_MIN", 10**9)
     general = evaluate(batch, versions, now=NOW)
     assert fast == general
     validity = next(r for r in fast.verdicts[0].clauses if r.kind == "validity")

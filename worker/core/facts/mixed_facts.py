@@ -26,10 +26,13 @@ class MixedFacts(GeometryFacts):
         :func:`~worker.core.facts.polygons_mixed.mixed_polygons`)."""
         if self._points_xy is not None:  # every feature a plain point: the points path
             return None
-        from worker.core.facts import parse  # read at call time (tests turn it off)
+        from worker.core.facts import (
+            parse,  # read at call time (tests turn it off)
+            polygons_mixed,
+        )
 
         return mixed_points(self, parse.POINTS_WITHOUT_GEOMETRIES_MIN) or mixed_polygons(
-            self, parse.POLYGONS_WITHOUT_GEOMETRIES_MIN
+            self, polygons_mixed.POLYGONS_WITHOUT_GEOMETRIES_MIN
         )
 
     mixed = property(lambda self: self._mixed, doc=":attr:`_mixed`, public.")

@@ -31,7 +31,6 @@ from worker.core.spatial.spherical import densify_spherical
 
 __all__ = [
     "POINTS_WITHOUT_GEOMETRIES_MIN",
-    "POLYGONS_WITHOUT_GEOMETRIES_MIN",
     "ParsedFacts",
 ]
 
@@ -39,10 +38,6 @@ __all__ = [
 #: Fewest features for which a batch of 2D points is read without geometry objects
 #: (:attr:`BatchFacts._points_xy`); below it the general path costs as little.
 POINTS_WITHOUT_GEOMETRIES_MIN = 64
-#: Fewest features for which a batch's star-shaped polygons are judged without GEOS
-#: (:mod:`worker.core.facts.polygons_mixed`): a smaller batch that is not mostly such
-#: polygons (Natural Earth's 100 countries) paid about 1 ms to find out, 20% of its facts.
-POLYGONS_WITHOUT_GEOMETRIES_MIN = 512
 
 
 class ParsedFacts:
