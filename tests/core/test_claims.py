@@ -17,6 +17,7 @@ import shapely
 from tests.catalogue import ADMIN_BOUNDARIES, batch_of
 from worker.core.facts.batch import BatchFacts
 from worker.core.facts.claims import claim_disagreements, type_counts
+from worker.core.facts.wkb_arrow import WkbTuple, arrow_heads, arrow_lengths
 from worker.core.facts.wkb_header import ewkb_srid, ewkb_srid_counts
 from worker.io.payloads import read_batch_file
 
@@ -119,6 +120,16 @@ def test_srid_and_type_counts_are_those_of_a_per_value_count() -> None:
         )
     )
     assert set(expected) == {"4326", "3857", "2154"} and sum(expected.values()) > 250
+    # read from the Arrow buffers of a GeoParquet chunk (WkbTuple): the same counts, for
+    # binary and large_binary arrays, sliced or not
+    for kind in (pa.binary(), pa.large_binary()):
+        array = pa.array(values, type=kind)
+        for part, plain in ((array, values), (array.slice(3), values[3:])):
+            read = ewkb_srid_counts(plain, arrow_heads(WkbTuple(part), 9))
+            assert read == ewkb_srid_counts(plain) and list(read) == list(ewkb_srid_counts(plain))
+            assert arrow_lengths(WkbTuple(part)).tolist() == [
+                -1 if v is None else len(v) for v in plain
+            ]
     facts = BatchFacts(batch_of(values))
     names = dict(Counter(str(n) for n in facts.type_names if n is not None))
     assert type_counts(facts) == names and list(type_counts(facts)) == list(names)

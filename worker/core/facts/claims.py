@@ -23,6 +23,7 @@ import numpy as np
 from worker.core._util.text import clip
 from worker.core.clauses.tally import Bounds, Tally
 from worker.core.facts.batch import BatchFacts
+from worker.core.facts.wkb_arrow import WkbTuple, arrow_heads
 from worker.core.facts.wkb_header import ewkb_srid_counts
 from worker.core.geometry_types import TYPE_NAME_TABLE
 from worker.core.model import stated
@@ -55,7 +56,7 @@ def claims_tally(facts: BatchFacts) -> Tally:
     return {
         "bounds": Bounds.of_rows(facts.bounds) if bbox_wanted and facts.count else Bounds(None),
         "types": type_counts(facts) if types_wanted and facts.count else {},
-        "srids": {} if plain else ewkb_srid_counts(facts.batch.geometries_wkb),
+        "srids": {} if plain else _srid_counts(facts.batch.geometries_wkb),
     }
 
 
@@ -170,3 +171,11 @@ def _is_crs84(facts: BatchFacts) -> bool:
     """The declared CRS is OGC:CRS84 (EPSG:4326 with x = longitude, no EPSG code)."""
     crs = facts.declared_crs
     return crs is not None and crs.to_authority() == ("OGC", "CRS84")
+
+
+def _srid_counts(values: Any) -> dict[str, int]:
+    """:func:`ewkb_srid_counts` of ``values``, the first 9 bytes of a reader's Arrow chunk's
+    values read from its Arrow buffers (no Python object per value)."""
+    if isinstance(values, WkbTuple) and len(values) > 32:
+        return ewkb_srid_counts(values, arrow_heads(values, 9))
+    return ewkb_srid_counts(values)

@@ -24,6 +24,7 @@ import numpy as np
 import shapely
 
 from worker.core.facts.plain_rows import PlainRows
+from worker.core.facts.wkb_arrow import WkbTuple, arrow_lengths
 from worker.core.facts.wkb_header import POINT_WKB_BYTES
 
 if TYPE_CHECKING:
@@ -48,14 +49,17 @@ def _words(raw: np.ndarray, start: int, stop: int, dtype: str, big: np.ndarray) 
     return np.where(big, col.byteswap(), col)
 
 
-def plain_points_xy(values: np.ndarray, least: int) -> np.ndarray | None:
+def plain_points_xy(
+    values: np.ndarray, least: int, lengths: np.ndarray | None = None
+) -> np.ndarray | None:
     """float (N, 2): x, y as stored of each value that is a finite 2D WKB Point (21 bytes,
     either byte order, type code 1: no Z, M or SRID; as
     :func:`~worker.core.facts.wkb_header.simple_points_xy`, row by row), NaN in the other
     rows; None when fewer than ``least`` rows or fewer than half of them are such points.
     One length pass and one concatenation of the 21-byte values, read with numpy."""
     n = len(values)
-    candidates = np.flatnonzero(_lengths(values) == POINT_WKB_BYTES)
+    lengths = _lengths(values) if lengths is None else lengths  # given: from Arrow offsets
+    candidates = np.flatnonzero(lengths == POINT_WKB_BYTES)
     if candidates.size < max(least, 1) or 2 * candidates.size < n:
         return None
     try:
@@ -136,7 +140,9 @@ def mixed_points(facts: ParsedFacts, least: int) -> MixedPoints | None:
     batch = facts.batch
     if facts.count < least or batch.edges != "planar" or batch.geometry_errors:
         return None
-    stored = plain_points_xy(facts._wkb_array, least)  # the facts' own array
+    wkb = batch.geometries_wkb
+    lengths = arrow_lengths(wkb) if isinstance(wkb, WkbTuple) else None
+    stored = plain_points_xy(facts._wkb_array, least, lengths)  # the facts' own array
     if stored is None:
         return None
     rest = np.flatnonzero(np.isnan(stored[:, 0]))

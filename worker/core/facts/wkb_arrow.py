@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from worker.core.facts.wkb_header import POINT_WKB_BYTES, points_xy_of_records
 
-__all__ = ["WkbTuple", "arrow_points_xy"]
+__all__ = ["WkbTuple", "arrow_heads", "arrow_lengths", "arrow_points_xy"]
 
 
 class WkbTuple(tuple[bytes | None, ...]):
@@ -60,3 +60,42 @@ def arrow_points_xy(values: WkbTuple) -> np.ndarray | None:
     start = int(offsets[0])  # the values lie back to back from here (every length is 21)
     raw = np.frombuffer(data, dtype=np.uint8)[start : start + n * POINT_WKB_BYTES]
     return points_xy_of_records(raw, n)
+
+
+def _offsets(array: pa.Array) -> np.ndarray:
+    """int64 (N + 1,): the value offsets of ``array`` (binary or large_binary)."""
+    _, offsets_buffer, _ = array.buffers()
+    kind = np.int64 if pa.types.is_large_binary(array.type) else np.int32
+    n = len(array)
+    return np.frombuffer(offsets_buffer, dtype=kind)[array.offset : array.offset + n + 1].astype(
+        np.int64
+    )
+
+
+def arrow_lengths(values: WkbTuple) -> np.ndarray:
+    """int64 (N,): the length of each value of ``values``, -1 for null, read from its
+    Arrow offsets (no Python per value)."""
+    array = values.arrow
+    out = np.diff(_offsets(array))
+    if array.null_count:
+        valid = np.asarray(array.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
+        out[~valid] = -1
+    return out
+
+
+def arrow_heads(values: WkbTuple, size: int) -> np.ndarray:
+    """uint8 (N, ``size``): the first ``size`` bytes of each value of ``values``, zero-padded
+    past a shorter value's end and for null (as numpy's ``astype("S<size>")`` pads), read
+    from its Arrow buffers."""
+    array = values.arrow
+    n = len(array)
+    offsets = _offsets(array)
+    data = array.buffers()[2]
+    raw = np.frombuffer(data, dtype=np.uint8) if data is not None else np.empty(0, np.uint8)
+    at = offsets[:-1, None] + np.arange(size)
+    inside = at < offsets[1:, None]  # past a value's end: the next value's bytes, or none
+    if array.null_count:
+        inside &= np.asarray(array.is_valid().to_numpy(zero_copy_only=False), dtype=bool)[:, None]
+    out = np.zeros((n, size), dtype=np.uint8)
+    out[inside] = raw[at[inside]]
+    return out

@@ -80,14 +80,18 @@ def ewkb_srid(data: bytes | None) -> int | None:
     return int(_U32[order](data, 5)[0])
 
 
-def ewkb_srid_counts(values: Sequence[bytes | None] | np.ndarray) -> dict[str, int]:
+def ewkb_srid_counts(
+    values: Sequence[bytes | None] | np.ndarray, heads: np.ndarray | None = None
+) -> dict[str, int]:
     """Values per EWKB SRID (:func:`ewkb_srid` of each; decimal string keys in order of
     first appearance; values without one left out), vectorized with numpy over the first
     9 bytes of each value as :func:`wkb_headers` reads the first 5: no Python per value
-    but for the few that carry an SRID flag (their length is checked)."""
+    but for the few that carry an SRID flag (their length is checked). ``heads``: uint8
+    (N, 9), those bytes when already read (zero-padded: a null or short value's zeros carry
+    no SRID flag), e.g. from an Arrow array's buffers."""
     n = len(values)
-    head = None
-    if n > 32:
+    head = heads
+    if head is None and n > 32:
         array = values if isinstance(values, np.ndarray) else np.array(values, dtype=object)
         with contextlib.suppress(ValueError, TypeError, UnicodeError):
             head = array.astype("S9").view(np.uint8).reshape(n, 9)  # None: b"None", flag 78
@@ -98,7 +102,7 @@ def ewkb_srid_counts(values: Sequence[bytes | None] | np.ndarray) -> dict[str, i
         words = np.ascontiguousarray(head[:, 1:9]).view("<u4").reshape(n, 2)
         words = np.where((flag == 1)[:, None], words, words.byteswap())
         flagged = np.flatnonzero((flag <= 1) & ((words[:, 0] & _EWKB_SRID) != 0))
-        whole = [len(array[i]) >= 9 for i in flagged.tolist()]  # zero-padded when shorter
+        whole = [len(values[i] or b"") >= 9 for i in flagged.tolist()]  # zero-padded when shorter
         found = words[flagged[np.asarray(whole, dtype=bool)], 1].astype(np.int64)
     if not found.size:
         return {}
