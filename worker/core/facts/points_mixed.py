@@ -142,6 +142,8 @@ def mixed_points(facts: ParsedFacts, least: int) -> MixedPoints | None:
         return None
     wkb = batch.geometries_wkb
     lengths = arrow_lengths(wkb) if isinstance(wkb, WkbTuple) else None
+    if lengths is not None and 2 * np.count_nonzero(lengths == POINT_WKB_BYTES) < facts.count:
+        return None  # told by the Arrow offsets, before an object array of the values
     stored = plain_points_xy(facts._wkb_array, least, lengths)  # the facts' own array
     if stored is None:
         return None

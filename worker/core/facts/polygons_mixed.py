@@ -51,7 +51,8 @@ class MixedPolygons(PlainRows):
     def __init__(self, rings: StarRings, facts: Any, sub: Any, rest: np.ndarray) -> None:
         self.plain, self.sub, self.rest = rings.plain, sub, rest
         north_east = facts.batch.axis_order == "north_east"
-        self._wkb, self._north_east = facts._wkb_array, north_east
+        # the batch's WKB values (not its facts: no reference cycle holding a chunk's arrays)
+        self._values, self._north_east = facts.batch.geometries_wkb, north_east
         self._orientation = facts.batch.orientation
         self._bounds = rings.bounds[:, _SWAP_BOUNDS] if north_east else rings.bounds
         # swapping the axes mirrors a ring: its orientation turns
@@ -60,7 +61,8 @@ class MixedPolygons(PlainRows):
     def _stored(self, rows: np.ndarray) -> np.ndarray:
         """object (K,): the geometries, as stored, of plain rows ``rows`` (batch rows)."""
         with np.errstate(invalid="ignore"):
-            return np.asarray(shapely.from_wkb(self._wkb[rows]), dtype=object)
+            values = np.fromiter((self._values[i] for i in rows.tolist()), object, len(rows))
+            return np.asarray(shapely.from_wkb(values), dtype=object)
 
     def _east_north(self, rows: np.ndarray) -> np.ndarray:
         """object (K,): the geometries of plain rows ``rows``, ``east_north``."""
