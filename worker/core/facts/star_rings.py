@@ -161,11 +161,15 @@ def _signed_zeros(r: _Rings, bounds: np.ndarray) -> np.ndarray:
     if not zero.any():
         return bounds
     index = np.arange(len(r.x))
-    for column, values in enumerate((r.x, r.y, r.x, r.y)):
-        rows = np.flatnonzero(zero[:, column])
-        if rows.size:
-            first = np.minimum.reduceat(np.where(values == 0.0, index, len(r.x)), r.starts)
-            bounds[rows, column] = np.where(np.signbit(values[first[rows]]), -0.0, 0.0)
+    for columns, values in (((0, 2), r.x), ((1, 3), r.y)):
+        rows = np.flatnonzero(zero[:, columns].any(axis=1))
+        if not rows.size:
+            continue
+        first = np.minimum.reduceat(np.where(values == 0.0, index, len(r.x)), r.starts)[rows]
+        sign = np.where(np.signbit(values[np.minimum(first, len(r.x) - 1)]), -0.0, 0.0)
+        for column in columns:  # min and max both keep the first zero
+            at = zero[rows, column]
+            bounds[rows[at], column] = sign[at]
     return bounds
 
 
