@@ -152,6 +152,27 @@ def _relax(r: _Rings, cx: np.ndarray, cy: np.ndarray, area2: np.ndarray) -> tupl
     return cx, cy
 
 
+def _signed_zeros(r: _Rings, bounds: np.ndarray) -> np.ndarray:
+    """``bounds`` (float (R, 4)) with each zero bound signed as GEOS signs it: its envelope
+    keeps the first of equal values (strict ``<`` and ``>``), so a zero bound is the ring's
+    first zero in that coordinate, -0.0 or 0.0; numpy's ``minimum`` and ``maximum`` may
+    return either zero (issue found in stop 36: ``-0.0`` in GEOS's extent, ``0.0`` here)."""
+    zero = bounds == 0.0
+    if not zero.any():
+        return bounds
+    index = np.arange(len(r.x))
+    for columns, values in (((0, 2), r.x), ((1, 3), r.y)):
+        rows = np.flatnonzero(zero[:, columns].any(axis=1))
+        if not rows.size:
+            continue
+        first = np.minimum.reduceat(np.where(values == 0.0, index, len(r.x)), r.starts)[rows]
+        sign = np.where(np.signbit(values[np.minimum(first, len(r.x) - 1)]), -0.0, 0.0)
+        for column in columns:  # min and max both keep the first zero
+            at = zero[rows, column]
+            bounds[rows[at], column] = sign[at]
+    return bounds
+
+
 def _test_block(xy: np.ndarray, points: np.ndarray, relaxations: int = 3) -> tuple[np.ndarray, ...]:
     """(proven, bounds, ccw) of rings ``xy`` (float (V, 2), closed rings of ``points``
     vertices each, back to back): the centroid is tried, then moved toward the ring's
@@ -160,7 +181,7 @@ def _test_block(xy: np.ndarray, points: np.ndarray, relaxations: int = 3) -> tup
     with np.errstate(all="ignore"):
         low_x, low_y = np.minimum.reduceat(r.x, r.starts), np.minimum.reduceat(r.y, r.starts)
         high_x, high_y = np.maximum.reduceat(r.x, r.starts), np.maximum.reduceat(r.y, r.starts)
-        bounds = np.column_stack((low_x, low_y, high_x, high_y))
+        bounds = _signed_zeros(r, np.column_stack((low_x, low_y, high_x, high_y)))
         # NaN and inf reach the envelope (min and max propagate NaN)
         ok = np.isfinite(bounds).all(axis=1)
         ok &= (r.x[r.starts] == r.x[r.ends]) & (r.y[r.starts] == r.y[r.ends])
