@@ -102,3 +102,24 @@ def test_exit_status_maps_what_was_raised_after_sigint_to_130(
     assert stops.exit_status(exc) == status
     assert stream.getvalue().splitlines() == ([LINE] if said else [])
     assert EXIT_INTERRUPTED == 130
+
+
+class _Chunks(io.StringIO):
+    """A stream that keeps each write call apart."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.chunks: list[str] = []
+
+    def write(self, text: str) -> int:
+        self.chunks.append(text)
+        return super().write(text)
+
+
+def test_the_line_is_one_write_so_no_other_thread_splits_it() -> None:
+    # a clean-clone suite (stop 36) saw "interrupted2026-12-03 ... WARNING worker.kafka.health"
+    # on one line: print() wrote the line and its newline apart, and the log record of the
+    # worker's thread landed between them
+    stream = _Chunks()
+    Interrupts(stream=stream).say()
+    assert stream.chunks == [LINE + "\n"]

@@ -85,7 +85,10 @@ class Interrupts:
             with contextlib.suppress(Exception):  # stderr closed: the status still says it
                 # on a terminal, a progress line may be half drawn: erase it (ECMA-48 EL)
                 start = "\r\x1b[K" if stream.isatty() else ""
-                print(start + LINE, file=stream, flush=True)
+                # one write, newline included: print() writes the end apart, and a log
+                # record of another thread landed between them ("interrupted2026-...")
+                stream.write(start + LINE + "\n")
+                stream.flush()
         finally:
             if acquired:
                 self._lock.release()
