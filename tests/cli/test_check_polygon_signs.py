@@ -15,9 +15,8 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
+from tests.fast_paths import general_path
 from worker.cli.main import main
-from worker.core.facts import parse as facts_module
-from worker.core.facts import polygons_mixed as polygons_module
 
 CONTRACT = """layer: signs
 version: v1
@@ -77,8 +76,7 @@ def test_signed_zero_polygons_check_the_same_on_both_paths(
 ) -> None:  # fmt: skip
     batch = _file(tmp_path / "signs.parquet", rows_per_group, orientation)
     fast = _check(tmp_path, batch, capsys, "fast")
-    monkeypatch.setattr(polygons_module, "POLYGONS_WITHOUT_GEOMETRIES_MIN", 10**9)
-    monkeypatch.setattr(facts_module, "POINTS_WITHOUT_GEOMETRIES_MIN", 10**9)
+    general_path(monkeypatch)
     general = _check(tmp_path, batch, capsys, "general")
     assert fast == general
     # the offenders' bounds (moved south: x from a signed zero to 1) print both zeros

@@ -12,9 +12,9 @@ import shapely
 from pyproj import Transformer
 
 from tests.catalogue import batch_of
+from tests.fast_paths import general_path
 from worker.core.clauses import diagnose_points
 from worker.core.clauses.diagnose_readings import diagnose_tally
-from worker.core.facts import parse as facts_module
 from worker.core.facts.batch import BatchFacts
 from worker.core.spatial import resolve_crs
 
@@ -41,7 +41,7 @@ def _points(kind: str, n: int = 400) -> np.ndarray:
 
 def _general(batch: object, monkeypatch: pytest.MonkeyPatch, *args: object) -> object:
     """The readings by the general path: the batch's points built as geometries."""
-    monkeypatch.setattr(facts_module, "POINTS_WITHOUT_GEOMETRIES_MIN", 10**9)
+    general_path(monkeypatch)
     facts = BatchFacts(batch)  # type: ignore[arg-type]
     assert facts.points_xy is None
     out = diagnose_tally(facts, *args)  # type: ignore[arg-type]

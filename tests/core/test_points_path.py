@@ -20,10 +20,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.catalogue import batch_of
+from tests.fast_paths import assert_same_facts, general_facts, general_path
 from worker.cli.scenario import data_file
 from worker.core.contracts.parse import parse_contract
 from worker.core.evaluate import evaluate
-from worker.core.facts import parse as facts_module
 from worker.core.facts.batch import BatchFacts
 from worker.core.facts.wkb_arrow import WkbTuple, arrow_points_xy
 from worker.core.facts.wkb_header import simple_points_xy
@@ -32,29 +32,6 @@ from worker.io.payloads import read_batch_file
 
 NOW = datetime.now(timezone.utc)
 V1 = data_file("contracts/admin_boundaries.v1.yaml").read_text("utf-8")
-FACTS = (
-    "missing", "unparseable", "parsed", "bounds", "type_ids", "has_z", "has_m", "type_names",
-    "is_empty", "has_nonfinite", "usable", "is_valid", "invalid_count", "invalid_reasons",
-    "outside_area_of_use", "lonlat_fits", "edges_problem", "orientation_contradicted",
-)  # fmt: skip
-
-
-def _general(batch: object, monkeypatch: pytest.MonkeyPatch) -> BatchFacts:
-    monkeypatch.setattr(facts_module, "POINTS_WITHOUT_GEOMETRIES_MIN", 10**9)
-    f = BatchFacts(batch)  # type: ignore[arg-type]
-    for name in FACTS:
-        getattr(f, name)
-    monkeypatch.undo()
-    return f
-
-
-def _same(fast: BatchFacts, general: BatchFacts) -> None:
-    for name in FACTS:
-        a, b = getattr(fast, name), getattr(general, name)
-        if isinstance(a, np.ndarray):
-            assert np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), name
-        else:
-            assert a == b, name
 
 
 def _points(xy: np.ndarray, byte_order: int = 1) -> list[bytes]:
@@ -77,8 +54,7 @@ def test_points_read_without_geometries_give_the_facts_of_the_general_path(
     batch = batch_of(_points(np.array(xy), byte_order), crs=crs, axis_order=axis_order)
     fast = BatchFacts(batch)
     assert fast.points_xy is not None
-    with pytest.MonkeyPatch.context() as mp:
-        _same(fast, _general(batch, mp))
+    assert_same_facts(fast, general_facts(batch))
     assert "_strict" not in fast.__dict__  # no geometry object was built
 
 
@@ -91,7 +67,7 @@ def test_points_evaluated_without_geometries_decide_as_the_general_path(
     versions = [ActiveVersion(contract, "enforcing")]
     batch = replace(batch_of(_points(xy)), layer="admin_boundaries")
     fast = evaluate(batch, versions, now=NOW)
-    monkeypatch.setattr(facts_module, "POINTS_WITHOUT_GEOMETRIES_MIN", 10**9)
+    general_path(monkeypatch)
     general = evaluate(batch, versions, now=NOW)
     assert fast == general
     extent = next(r for r in fast.verdicts[0].clauses if r.kind == "extent")
@@ -129,9 +105,8 @@ def test_one_mutated_value_among_points_is_judged_as_the_general_path_judges_it(
     values: list[bytes | None] = _points(np.arange(140, dtype=float).reshape(70, 2))
     values[where] = data if how == "replace" else values[where] + data  # type: ignore[operator]
     batch = batch_of(values)
-    with pytest.MonkeyPatch.context() as mp:
-        general = _general(batch, mp)
-    _same(BatchFacts(batch), general)
+    general = general_facts(batch)
+    assert_same_facts(BatchFacts(batch), general)
 
 
 def test_extreme_finite_coordinates_give_no_numpy_warning() -> None:
@@ -179,13 +154,13 @@ def test_points_among_other_values_keep_the_points_path_with_the_general_facts(
     batch = batch_of(_mixed_values(), crs=crs, axis_order=axis_order)
     fast = BatchFacts(batch)
     assert fast.points_xy is None  # not every feature a plain point
-    _same(fast, _general(batch, monkeypatch))
+    assert_same_facts(fast, general_facts(batch))
     assert "raw_geometries" not in fast.__dict__  # no geometry built (the general path builds all)
     assert fast.is_valid[[7, 38]].all() and not fast.is_valid[[69, 100, 193, 224]].any()
     assert fast.type_names[7] == "MultiPoint" and fast.is_empty[38] and fast.missing[100]
     assert fast.invalid_count == 4  # NaN, missing, bowtie, refused: no plain point
     # a clause that asks for the geometries gets those of the general path
-    general = _general(batch, monkeypatch)
+    general = general_facts(batch)
     assert [g if g is None else g.wkb for g in fast.geometries] == [
         g if g is None else g.wkb for g in general.geometries
     ]
@@ -198,7 +173,7 @@ def test_points_among_other_values_decide_as_the_general_path(
     versions = [ActiveVersion(contract, "enforcing")]
     batch = replace(batch_of(_mixed_values()), layer="admin_boundaries")
     fast = evaluate(batch, versions, now=NOW)
-    monkeypatch.setattr(facts_module, "POINTS_WITHOUT_GEOMETRIES_MIN", 10**9)
+    general_path(monkeypatch)
     general = evaluate(batch, versions, now=NOW)
     assert fast == general
     kinds = {r.kind: r for r in fast.verdicts[0].clauses}
@@ -256,8 +231,7 @@ def test_a_chunk_read_from_geoparquet_keeps_its_arrow_array_and_its_points_facts
     assert fast.points_xy is not None and np.array_equal(fast.points_xy, xy)
     plain = replace(batch, geometries_wkb=tuple(batch.geometries_wkb))
     assert not isinstance(plain.geometries_wkb, WkbTuple)
-    with pytest.MonkeyPatch.context() as mp:
-        _same(fast, _general(plain, mp))
+    assert_same_facts(fast, general_facts(plain))
 
 
 def test_a_wkb_tuple_copies_and_pickles_as_the_plain_tuple_of_its_values() -> None:
@@ -312,9 +286,8 @@ def test_points_among_any_other_values_give_every_fact_of_the_general_path(
     # reasons and geometries, and nothing raises
     batch = batch_of(values, crs=crs, axis_order=axis_order)
     fast = BatchFacts(batch)
-    with pytest.MonkeyPatch.context() as mp:
-        general = _general(batch, mp)
-    _same(fast, general)
+    general = general_facts(batch)
+    assert_same_facts(fast, general)
     for i in np.flatnonzero(~general.is_valid).tolist():
         assert fast.invalid_reason(i) == general.invalid_reason(i), i
     assert [g if g is None else g.wkb for g in fast.geometries] == [

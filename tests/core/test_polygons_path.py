@@ -16,10 +16,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.catalogue import batch_of
+from tests.fast_paths import FACTS, assert_same_facts, general_facts, general_path
 from worker.cli.scenario import data_file
 from worker.core.contracts.parse import parse_contract
 from worker.core.evaluate import evaluate
-from worker.core.facts import parse as facts_module
 from worker.core.facts import polygons_mixed as polygons_module
 from worker.core.facts.batch import BatchFacts
 from worker.core.facts.polygons_mixed import MixedPolygons
@@ -30,37 +30,12 @@ from worker.core.model import ActiveVersion
 
 NOW = datetime.now(timezone.utc)
 V1 = data_file("contracts/admin_boundaries.v1.yaml").read_text("utf-8")
-FACTS = (
-    "missing", "unparseable", "parsed", "bounds", "type_ids", "has_z", "has_m", "type_names",
-    "is_empty", "has_nonfinite", "usable", "is_valid", "invalid_count", "invalid_reasons",
-    "outside_area_of_use", "lonlat_fits", "edges_problem", "orientation_contradicted",
-)  # fmt: skip
 
 
 @pytest.fixture(autouse=True)
 def _small_batches_take_the_path(monkeypatch: pytest.MonkeyPatch) -> None:
     # the path starts at 512 features; these batches of 64 to 300 take it too
     monkeypatch.setattr(polygons_module, "POLYGONS_WITHOUT_GEOMETRIES_MIN", 64)
-
-
-def _general(batch: object, monkeypatch: pytest.MonkeyPatch) -> BatchFacts:
-    monkeypatch.setattr(facts_module, "POINTS_WITHOUT_GEOMETRIES_MIN", 10**9)
-    monkeypatch.setattr(polygons_module, "POLYGONS_WITHOUT_GEOMETRIES_MIN", 10**9)
-    f = BatchFacts(batch)  # type: ignore[arg-type]
-    for name in FACTS:
-        getattr(f, name)
-    monkeypatch.undo()
-    return f
-
-
-def _same(fast: BatchFacts, general: BatchFacts) -> None:
-    for name in FACTS:
-        a, b = getattr(fast, name), getattr(general, name)
-        if isinstance(a, np.ndarray):  # to the bit: the decision JSON prints -0.0 and 0.0
-            assert np.array_equal(a, b, equal_nan=a.dtype.kind == "f"), name
-            assert a.dtype.kind != "f" or np.array_equal(np.signbit(a), np.signbit(b)), name
-        else:
-            assert a == b, name
 
 
 def _star(rng: np.random.Generator, n: int, centre: tuple[float, float], size: float,
@@ -183,9 +158,8 @@ def test_star_polygons_among_other_values_give_every_fact_of_the_general_path(
                     orientation=orientation)  # fmt: skip
     fast = BatchFacts(batch)
     assert isinstance(fast.mixed, MixedPolygons)
-    with pytest.MonkeyPatch.context() as mp:
-        general = _general(batch, mp)
-    _same(fast, general)
+    general = general_facts(batch)
+    assert_same_facts(fast, general)
     for i in np.flatnonzero(~general.is_valid).tolist():
         assert fast.invalid_reason(i) == general.invalid_reason(i), i
     assert [g if g is None else g.wkb for g in fast.geometries] == [
@@ -216,7 +190,7 @@ def test_star_polygons_evaluated_decide_as_the_general_path(
                              axis_order="north_east" if kind == "north_east" else "east_north"),
                     layer="admin_boundaries")  # fmt: skip
     fast = evaluate(batch, versions, now=NOW)
-    monkeypatch.setattr(polygons_module, "POLYGONS_WITHOUT_GEOMETRIES_MIN", 10**9)
+    general_path(monkeypatch)
     general = evaluate(batch, versions, now=NOW)
     assert fast == general
     validity = next(r for r in fast.verdicts[0].clauses if r.kind == "validity")
@@ -307,9 +281,8 @@ def test_star_polygons_among_any_other_values_give_every_fact_of_the_general_pat
 ) -> None:
     batch = replace(batch_of(values, crs=crs, axis_order=axis_order), orientation=orientation)
     fast = BatchFacts(batch)
-    with pytest.MonkeyPatch.context() as mp:
-        general = _general(batch, mp)
-    _same(fast, general)
+    general = general_facts(batch)
+    assert_same_facts(fast, general)
     for i in np.flatnonzero(~general.is_valid).tolist():
         assert fast.invalid_reason(i) == general.invalid_reason(i), i
 

@@ -13,8 +13,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from tests.catalogue import batch_of
-from worker.core.facts import parse as facts_module
-from worker.core.facts import polygons_mixed as polygons_module
+from tests.fast_paths import general_facts
 from worker.core.facts.batch import BatchFacts
 from worker.core.facts.polygons_mixed import MixedPolygons
 from worker.core.facts.star_rings import star_rings
@@ -60,16 +59,6 @@ def test_a_proven_ring_has_the_envelope_geos_gives_to_the_sign_of_zero(
     assert found.ccw[0] == shapely.is_ccw(geom.exterior)
 
 
-def _general(batch: object) -> BatchFacts:
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(facts_module, "POINTS_WITHOUT_GEOMETRIES_MIN", 10**9)
-        mp.setattr(polygons_module, "POLYGONS_WITHOUT_GEOMETRIES_MIN", 10**9)
-        f = BatchFacts(batch)  # type: ignore[arg-type]
-        for name in FACTS:
-            getattr(f, name)
-    return f
-
-
 @pytest.mark.parametrize("axis_order", ["east_north", "north_east"])
 def test_signed_zero_corners_give_the_general_path_s_facts_to_the_bit(axis_order: str) -> None:
     square = np.array([(1, 1), (-0.0, 1), (0.0, -0.0), (1, 0), (1, 1)], dtype=float)
@@ -78,7 +67,7 @@ def test_signed_zero_corners_give_the_general_path_s_facts_to_the_bit(axis_order
     batch = batch_of(values, axis_order=axis_order)
     fast = BatchFacts(batch)
     assert isinstance(fast.mixed, MixedPolygons)
-    general = _general(batch)
+    general = general_facts(batch, FACTS)
     for name in FACTS:
         assert same_bits(np.asarray(getattr(fast, name)), np.asarray(getattr(general, name))), name
     # GEOS: square's x starts 1, then -0.0 (kept); mirrored's -0.0 comes before 0.0
