@@ -16,7 +16,7 @@ import pyarrow as pa
 
 from worker.core.facts.wkb_header import POINT_WKB_BYTES, points_xy_of_records
 
-__all__ = ["WkbTuple", "arrow_heads", "arrow_lengths", "arrow_points_xy"]
+__all__ = ["WkbTuple", "arrow_buffers", "arrow_heads", "arrow_lengths", "arrow_points_xy"]
 
 
 class WkbTuple(tuple[bytes | None, ...]):
@@ -52,34 +52,38 @@ def arrow_points_xy(values: WkbTuple) -> np.ndarray | None:
     n = len(array)
     if not n or array.null_count:
         return None
-    _, offsets_buffer, data = array.buffers()
-    kind = np.int64 if pa.types.is_large_binary(array.type) else np.int32
-    offsets = np.frombuffer(offsets_buffer, dtype=kind)[array.offset : array.offset + n + 1]
+    offsets, data = arrow_buffers(array)
     if not bool((np.diff(offsets) == POINT_WKB_BYTES).all()):
         return None
     start = int(offsets[0])  # the values lie back to back from here (every length is 21)
-    raw = np.frombuffer(data, dtype=np.uint8)[start : start + n * POINT_WKB_BYTES]
-    return points_xy_of_records(raw, n)
+    return points_xy_of_records(data[start : start + n * POINT_WKB_BYTES], n)
 
 
-def _offsets(array: pa.Array) -> np.ndarray:
-    """int64 (N + 1,): the value offsets of ``array`` (binary or large_binary)."""
-    _, offsets_buffer, _ = array.buffers()
+def arrow_buffers(array: pa.Array) -> tuple[np.ndarray, np.ndarray]:
+    """int64 (N + 1,) value offsets and uint8 data of ``array`` (binary or large_binary,
+    one chunk, sliced or not): value i is ``data[offsets[i]:offsets[i + 1]]`` (a null's
+    span is empty or to be ignored)."""
+    _, offsets_buffer, data = array.buffers()
     kind = np.int64 if pa.types.is_large_binary(array.type) else np.int32
-    n = len(array)
-    return np.frombuffer(offsets_buffer, dtype=kind)[array.offset : array.offset + n + 1].astype(
-        np.int64
-    )
+    offsets = np.frombuffer(offsets_buffer, dtype=kind)[
+        array.offset : array.offset + len(array) + 1
+    ]
+    raw = np.frombuffer(data, dtype=np.uint8) if data is not None else np.empty(0, np.uint8)
+    return offsets.astype(np.int64), raw
+
+
+def _valid(array: pa.Array) -> np.ndarray:
+    """bool (N,): the value is not null."""
+    return np.asarray(array.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
 
 
 def arrow_lengths(values: WkbTuple) -> np.ndarray:
     """int64 (N,): the length of each value of ``values``, -1 for null, read from its
     Arrow offsets (no Python per value)."""
     array = values.arrow
-    out = np.diff(_offsets(array))
+    out = np.diff(arrow_buffers(array)[0])
     if array.null_count:
-        valid = np.asarray(array.is_valid().to_numpy(zero_copy_only=False), dtype=bool)
-        out[~valid] = -1
+        out[~_valid(array)] = -1
     return out
 
 
@@ -88,14 +92,11 @@ def arrow_heads(values: WkbTuple, size: int) -> np.ndarray:
     past a shorter value's end and for null (as numpy's ``astype("S<size>")`` pads), read
     from its Arrow buffers."""
     array = values.arrow
-    n = len(array)
-    offsets = _offsets(array)
-    data = array.buffers()[2]
-    raw = np.frombuffer(data, dtype=np.uint8) if data is not None else np.empty(0, np.uint8)
+    offsets, raw = arrow_buffers(array)
     at = offsets[:-1, None] + np.arange(size)
     inside = at < offsets[1:, None]  # past a value's end: the next value's bytes, or none
     if array.null_count:
-        inside &= np.asarray(array.is_valid().to_numpy(zero_copy_only=False), dtype=bool)[:, None]
-    out = np.zeros((n, size), dtype=np.uint8)
+        inside &= _valid(array)[:, None]
+    out = np.zeros((len(array), size), dtype=np.uint8)
     out[inside] = raw[at[inside]]
     return out

@@ -9,9 +9,8 @@ Polygons (the rows :mod:`worker.core.facts.star_rings` may prove valid).
 from __future__ import annotations
 
 import numpy as np
-import pyarrow as pa
 
-from worker.core.facts.wkb_arrow import WkbTuple
+from worker.core.facts.wkb_arrow import WkbTuple, arrow_buffers
 
 __all__ = ["WkbSource", "one_ring_candidates", "wkb_buffers"]
 
@@ -27,13 +26,7 @@ def wkb_buffers(values: WkbTuple | np.ndarray) -> tuple[np.ndarray, np.ndarray] 
     ``data[offsets[i]:offsets[i + 1]]`` (empty for None; an Arrow array with nulls is read
     as the tuple). None when a value is of another type."""
     if isinstance(values, WkbTuple) and not values.arrow.null_count:
-        array = values.arrow
-        n = len(array)
-        _, offsets_buffer, data = array.buffers()
-        kind = np.int64 if pa.types.is_large_binary(array.type) else np.int32
-        offsets = np.frombuffer(offsets_buffer, dtype=kind)[array.offset : array.offset + n + 1]
-        raw = np.frombuffer(data, dtype=np.uint8) if data is not None else np.empty(0, np.uint8)
-        return offsets.astype(np.int64), raw
+        return arrow_buffers(values.arrow)
     vals = np.asarray(values, dtype=object)
     lengths = _lengths(vals)
     if lengths is None:
