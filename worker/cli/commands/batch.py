@@ -11,6 +11,7 @@ import sys
 from dataclasses import asdict
 
 from worker.cli.args import add_kafka_args, parse_time, settings_from_args
+from worker.cli.commands.completion import completes_paths
 from worker.cli.output import add_format, print_json, wants_json
 from worker.cli.payload_args import add_payload_args, file_policy
 from worker.cli.progress import add_quiet_arg, shows_progress, stage_line
@@ -25,9 +26,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     bsub = p.add_subparsers(dest="batch_command", required=True, metavar="ACTION")
     bp = bsub.add_parser("publish", help="publish a batch file as a batch-arrival event")
     add_kafka_args(bp)
-    bp.add_argument(
-        "file",
-        help=f"{formats_named()} file (those read through GDAL with the formats extra)",
+    completes_paths(
+        bp.add_argument(
+            "file",
+            help=f"{formats_named()} file (those read through GDAL with the formats extra)",
+        )
     )
     bp.add_argument(
         "--layer",

@@ -20,6 +20,7 @@ from worker.cli.args import (
     parse_time,
 )
 from worker.cli.check_batch import evaluate_batch, read_batch, wants_pictures, with_progress
+from worker.cli.commands.completion import completes_paths
 from worker.cli.payload_args import add_eval_threads, add_payload_args, eval_pool
 from worker.cli.pictures import refuse_overwriting_inputs, write_pictures
 from worker.cli.progress import add_quiet_arg
@@ -47,11 +48,13 @@ def register(sub: argparse._SubParsersAction) -> None:
             "quarantined, 2 on bad input."
         ),
     )
-    p.add_argument(
-        "batch",
-        help=f"{formats_named(by_reference=True)} file: a path, file:// or s3:// URI (S3 "
-        "through the standard AWS environment); a "
-        f"{formats_named(local_only=True)} from a local path, with the formats extra",
+    completes_paths(
+        p.add_argument(
+            "batch",
+            help=f"{formats_named(by_reference=True)} file: a path, file:// or s3:// URI (S3 "
+            "through the standard AWS environment); a "
+            f"{formats_named(local_only=True)} from a local path, with the formats extra",
+        )
     )
     add_payload_args(p, roots=False)
     add_eval_threads(p)

@@ -12,10 +12,30 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["SHELLS", "register", "run", "script"]
+__all__ = ["PATHS", "SHELLS", "completes_paths", "register", "run", "script"]
 
 #: The shells a completion script is generated for.
 SHELLS = ("bash", "zsh")
+
+#: The completion of an argument whose value is a local path: shtab's own file completers
+#: (``shtab.FILE``, spelled here so that declaring an argument does not import shtab).
+PATHS = {"bash": "_shtab_compgen_files", "zsh": "_files"}
+
+#: zsh: a positional that completes to nothing. shtab writes an empty action (``:help:``)
+#: for it, and zsh's ``_arguments`` then only lists the options a ``--pre<TAB>`` matches
+#: without inserting the one that does ("( )" is its "no completions" action).
+_NOTHING_ZSH = {"zsh": "( )"}
+
+#: The metavars that name a path, so their options complete file names.
+_PATH_METAVARS = frozenset({"FILE", "DIR"})
+
+
+def completes_paths(action: argparse.Action) -> argparse.Action:
+    """Mark the argument ``action`` (from ``add_argument``) as taking a local path, so the
+    completion scripts complete file names for it; returns ``action``. Options whose metavar
+    is ``FILE`` or ``DIR`` are marked without it."""
+    action.complete = PATHS  # type: ignore[attr-defined]  # shtab's attribute
+    return action
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -44,8 +64,25 @@ def script(parser: argparse.ArgumentParser, shell: str) -> str:
 
     if shell not in SHELLS:
         raise ValueError(f"{shell!r} is not one of {', '.join(SHELLS)}")
+    _mark_values(parser, shell)
     text: str = shtab.complete(parser, shell=shell)
     return text
+
+
+def _mark_values(parser: argparse.ArgumentParser, shell: str) -> None:
+    """Give each value argument of the tree without choices or a completion of its own what
+    the shell completes for it: file names for ``FILE``/``DIR`` options; nothing, said so
+    to zsh, for the other positionals."""
+    from worker.cli.parser_tree import arguments, walk
+
+    for _, p in walk(parser):
+        for a in arguments(p):
+            if a.nargs == 0 or a.choices is not None or hasattr(a, "complete"):
+                continue
+            if a.option_strings and a.metavar in _PATH_METAVARS:
+                a.complete = PATHS  # type: ignore[attr-defined]
+            elif not a.option_strings and shell == "zsh":
+                a.complete = _NOTHING_ZSH  # type: ignore[attr-defined]
 
 
 def run(args: argparse.Namespace) -> int:

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import argparse
 
+from worker.cli.commands.completion import completes_paths
 from worker.core._util.jsonsafe import dumps_json
 
 __all__ = ["register", "run"]
@@ -22,8 +23,8 @@ def register(csub: argparse._SubParsersAction) -> None:
         "change class (major, tightening, minor, none) and every difference. Exit 0; 2 when "
         "OLD and NEW are versions of different layers.",
     )
-    p.add_argument("old", help="the previous version's YAML file")
-    p.add_argument("new", help="the new version's YAML file")
+    completes_paths(p.add_argument("old", help="the previous version's YAML file"))
+    completes_paths(p.add_argument("new", help="the new version's YAML file"))
     p.add_argument(
         "--format",
         choices=["text", "json"],

@@ -10,6 +10,7 @@ import argparse
 import sys
 
 from worker.cli.args import add_kafka_args, add_now, now_of, settings_from_args, write_output
+from worker.cli.commands.completion import completes_paths
 from worker.core._util.jsonsafe import dumps_json
 
 __all__ = ["register", "run"]
@@ -32,7 +33,7 @@ def register(csub: argparse._SubParsersAction) -> None:
         default="text",
         help="html: one self-contained page with an SVG timeline",
     )
-    p.add_argument("--output", "-o", help="write to this file instead of stdout")
+    completes_paths(p.add_argument("--output", "-o", help="write to this file instead of stdout"))
     add_now(p)
 
 

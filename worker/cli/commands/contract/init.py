@@ -16,6 +16,7 @@ import re
 import sys
 from typing import TYPE_CHECKING
 
+from worker.cli.commands.completion import completes_paths
 from worker.cli.payload_args import add_payload_args, file_policy
 from worker.core.errors import ContractGateError, PayloadError
 from worker.io.formats import formats_named, formats_read
@@ -65,7 +66,9 @@ def register(csub: argparse._SubParsersAction) -> None:
         "the samples themselves break is drafted on_break: warn. Exit 0; 2 when no sample "
         "can be read, a sample is empty or the samples state different CRSs.",
     )
-    p.add_argument("samples", nargs="+", metavar="SAMPLE", help="a sample batch file or URI")
+    completes_paths(
+        p.add_argument("samples", nargs="+", metavar="SAMPLE", help="a sample batch file or URI")
+    )
     p.add_argument("--layer", required=True, help="the layer's name")
     p.add_argument("-o", "--output", metavar="FILE", help="write the draft here (default stdout)")
     p.add_argument(

@@ -9,6 +9,7 @@ from __future__ import annotations
 import argparse
 
 from worker.cli.args import add_kafka_args, settings_from_args
+from worker.cli.commands.completion import completes_paths
 from worker.cli.output import add_format, print_json, wants_json
 from worker.cli.signing_args import add_signing_args
 
@@ -20,7 +21,7 @@ def register(csub: argparse._SubParsersAction) -> None:
     cp = csub.add_parser("publish", help="publish a contract version to the config topic")
     add_kafka_args(cp)
     add_signing_args(cp, sign=True)
-    cp.add_argument("file", help="contract YAML file")
+    completes_paths(cp.add_argument("file", help="contract YAML file"))
     cp.add_argument(
         "--mode",
         choices=["enforcing", "observing"],

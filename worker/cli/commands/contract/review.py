@@ -12,6 +12,7 @@ import argparse
 from datetime import datetime, timezone
 from pathlib import Path
 
+from worker.cli.commands.completion import completes_paths
 from worker.core.errors import ContractGateError
 
 __all__ = ["register", "run"]
@@ -34,12 +35,14 @@ def register(csub: argparse._SubParsersAction) -> None:
         "warnings (more than two active versions, an overlap older than two cycles). Exit 0 "
         "when it passes, 1 on failures, 2 on bad input.",
     )
-    p.add_argument(
-        "base",
-        help="git revision (branch, commit, HEAD~1; git's empty tree "
-        "4b825dc642cb6eb9a060e54bf8d69288fbee4904 reviews every file as added) or directory",
+    completes_paths(
+        p.add_argument(
+            "base",
+            help="git revision (branch, commit, HEAD~1; git's empty tree "
+            "4b825dc642cb6eb9a060e54bf8d69288fbee4904 reviews every file as added) or directory",
+        )
     )
-    p.add_argument("head", help="git revision or directory")
+    completes_paths(p.add_argument("head", help="git revision or directory"))
     p.add_argument(
         "--contracts-dir",
         default=None,
