@@ -116,3 +116,32 @@ def test_topics_create_says_when_an_existing_config_topic_is_not_compacted(
     assert "cleanup.policy=compact" in outcome[contracts]
     assert outcome[settings.topics.consumers] == "created"
     assert create_topics(settings)[settings.topics.consumers] == "exists"  # compacted: fine
+
+
+def test_topics_create_keeps_the_config_topics_tombstones(broker: Any) -> None:
+    """The config topic is created with a delete.retention.ms of 100 years, so Kafka's
+    cleaner does not drop the tombstone of a damaged record after a day (the default) and a
+    fresh worker still sees the break (docs/reliability-history.md, "Limit"); the other
+    topics keep the broker's default."""
+    import uuid
+
+    from confluent_kafka.admin import AdminClient, ConfigResource
+
+    from worker.kafka.admin import CONFIG_TOMBSTONE_RETENTION_MS, create_topics
+    from worker.kafka.settings import Settings, Topics
+
+    settings = Settings(
+        bootstrap_servers=broker.bootstrap_servers,
+        topics=Topics().with_prefix(f"dr{uuid.uuid4().hex[:6]}."),
+    )
+    assert set(create_topics(settings).values()) == {"created"}
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+
+    def retention(topic: str) -> str | None:
+        resource = ConfigResource("topic", topic)
+        entry = admin.describe_configs([resource])[resource].result(30).get("delete.retention.ms")
+        return None if entry is None else str(entry.value)
+
+    assert retention(settings.topics.contracts) == str(CONFIG_TOMBSTONE_RETENTION_MS)
+    assert CONFIG_TOMBSTONE_RETENTION_MS == 3_153_600_000_000
+    assert retention(settings.topics.consumers) != str(CONFIG_TOMBSTONE_RETENTION_MS)

@@ -48,7 +48,8 @@ def create_topics(
 ) -> dict[str, str]:
     """Create the six topics of docs/design.md section 6; existing topics are left alone.
 
-    The config (``gis.contracts``) and consumers topics are compacted; every topic accepts
+    The config (``gis.contracts``) and consumers topics are compacted, the config topic
+    keeping its tombstones (:data:`CONFIG_TOMBSTONE_RETENTION_MS`); every topic accepts
     records up to :data:`MAX_MESSAGE_BYTES`. Returns ``{topic: "created" | "exists"}``.
     ``names`` given: create those data topics instead (``partitions`` each, not
     compacted), e.g. the per-major admitted topics of :mod:`worker.control.read_paths`.
@@ -63,12 +64,13 @@ def create_topics(
     t = settings.topics
     big = {"max.message.bytes": str(MAX_MESSAGE_BYTES + 1024 * 1024)}
     compacted = {**big, "cleanup.policy": "compact"}
+    keeps_tombstones = {**compacted, "delete.retention.ms": str(CONFIG_TOMBSTONE_RETENTION_MS)}
     specs = {
         t.batches: (partitions, big),
         t.admitted: (partitions, big),
         t.quarantine: (partitions, big),
         t.evaluations: (partitions, big),
-        t.contracts: (1, compacted),
+        t.contracts: (1, keeps_tombstones),
         t.consumers: (1, compacted),
     }
     if names is not None:
@@ -99,6 +101,13 @@ def create_topics(
             outcome[name] += _compaction_problem(admin, name, timeout_s)
     return outcome
 
+
+#: ``delete.retention.ms`` of the config topic that :func:`create_topics` creates: 100 years.
+#: Kafka's cleaner drops a tombstone once it is older than this (Kafka's default: 24 h), and
+#: a dropped tombstone of a layer's newest record leaves no trace of the damaged record it
+#: replaced (docs/reliability-history.md, "Limit"). The config topic holds one record per
+#: version, so keeping its tombstones costs a few bytes each.
+CONFIG_TOMBSTONE_RETENTION_MS = 100 * 365 * 24 * 3600 * 1000
 
 #: Marks a topic that exists but is not compacted in :func:`create_topics`' answer.
 NOT_COMPACTED = "NOT compacted"
