@@ -100,13 +100,18 @@ def decode_event(data: bytes) -> dict[str, Any]:
 MAX_BATCH_ID_CHARS = 1024
 
 
-def batch_from_event(record: Mapping[str, Any], table: pa.Table | None = None) -> Batch:
+def batch_from_event(
+    record: Mapping[str, Any],
+    table: pa.Table | None = None,
+    schema_fields: tuple[FieldSpec, ...] | None = None,
+) -> Batch:
     """Build a :class:`Batch` from a decoded BatchArrival record.
 
     An event without inline features gives a Batch with no geometries, an empty attribute
     table and ``payload_uri`` set: load it with :func:`worker.io.payloads.load_payload`.
     ``table``: the attribute table of the record's columns when built already (several
-    events' columns built at once: :func:`worker.io.codec.event_groups.batches_from_events`).
+    events' columns built at once: :func:`worker.io.codec.event_groups.batches_from_events`);
+    ``schema_fields``: those of the batch instead of the record's declared ones.
 
     Raises
     ------
@@ -153,9 +158,7 @@ def batch_from_event(record: Mapping[str, Any], table: pa.Table | None = None) -
         produced_at=record["produced_at"],
         declared_crs=record["declared_crs"],
         axis_order=record["axis_order"],
-        schema_fields=tuple(
-            FieldSpec(f["name"], f["type"], f["nullable"]) for f in record["schema_fields"]
-        ),
+        schema_fields=_declared(record) if schema_fields is None else schema_fields,
         feature_count=record["feature_count"],
         geometries_wkb=geoms,
         attributes=table,
@@ -164,6 +167,10 @@ def batch_from_event(record: Mapping[str, Any], table: pa.Table | None = None) -
         orientation=_orientation(record.get("orientation")),
         feature_ids=_feature_ids(record.get("feature_ids"), len(geoms)),
     )
+
+
+def _declared(record: Mapping[str, Any]) -> tuple[FieldSpec, ...]:
+    return tuple(FieldSpec(f["name"], f["type"], f["nullable"]) for f in record["schema_fields"])
 
 
 def _feature_ids(value: Any, n: int) -> tuple[str | int | float | None, ...] | None:
@@ -334,9 +341,7 @@ def _clause_entry(c: ClauseResult) -> dict[str, Any]:
         "result": c.result,
         "on_break": c.on_break,
         "measured": _bounded_json(c.measured),
-        # contract parameters are never copied: the version names them (a 100,000-code
-        # domain clause would make every record megabytes long)
-        "expected": None,
+        "expected": None,  # the version names them (a 100,000-code domain: megabytes)
         "message": clip(c.message, MAX_MESSAGE_CHARS),
     }
 
@@ -375,17 +380,14 @@ def encode_evaluation(
         "source_offset": source_offset,
         "diagnoses": list(diagnoses),
     }
+    entries = [_clause_entry(c) for c in verdict.clauses] if avro.validate_writes else None
     try:  # the record's bytes from its parts: those of the record written whole
-        if avro.validate_writes:  # the test suite's: the whole record checked first
-            _validate(EVALUATION_RECORD, {**record, "clauses": _entries(verdict)}, ())
+        if entries is not None:  # the test suite's: the whole record checked first
+            _validate(EVALUATION_RECORD, {**record, "clauses": entries}, ())
         return _EVALUATION_PARTS.write(record, [_clause_bytes(c) for c in verdict.clauses])
     except Exception:  # fastavro's whole-record write names the field that does not fit
-        record["clauses"] = _entries(verdict)
+        record["clauses"] = [_clause_entry(c) for c in verdict.clauses]
         return _write(EVALUATION_RECORD, record, f"EvaluationRecord {batch_id}", ContractGateError)
-
-
-def _entries(verdict: VersionVerdict) -> list[dict[str, Any]]:
-    return [_clause_entry(c) for c in verdict.clauses]
 
 
 _EVALUATION_PARTS = RecordParts(EVALUATION_RECORD, "clauses")
