@@ -96,6 +96,17 @@ def test_a_group_decides_each_batch_as_alone(axis_order: str) -> None:
     assert [(o.index, o.id) for o in valid.offenders.features] == [(0, "f1")]
 
 
+@pytest.mark.parametrize("size", [1, 2, 3, 4])
+def test_groups_of_few_batches_decide_each_as_alone(size: int) -> None:
+    """The first batch is evaluated alone and the group is the others: with one other
+    it is evaluated alone too, with two or more they share their facts."""
+    batches = _small_batches()[3 : 3 + size]  # a bowtie, then one outside, then code "zz"
+    versions = [active(contract_of(*(c for c in EVERYTHING.clauses if c.name != "bad")))]
+    alone = [evaluate(b, versions, now=NOW) for b in batches]
+    assert _records(evaluate_group(batches, versions, now=NOW)) == _records(alone)
+    assert evaluate_group(batches, versions, now=NOW) == alone
+
+
 def test_primed_facts_equal_those_computed_alone() -> None:
     batches = _batches()
     versions = [active(EVERYTHING)]
