@@ -274,3 +274,18 @@ def test_columns_key_is_each_batchs_own_read_once_per_group(tables: str) -> None
     assert columns_key(BatchFacts(batches[2]))[0][1] == (
         "int64" if tables == "an int code" else "string"
     )
+
+
+def test_extent_expected_is_built_once_per_clause_and_crs() -> None:
+    """Every extent result of a clause shows the same ``expected`` (one object, read
+    only), in the CRS it was measured in."""
+    batches = _small_batches()
+    versions = [active(contract_of(*(c for c in EVERYTHING.clauses if c.name != "bad")))]
+    results = [{r.name: r for r in evaluate(b, versions, now=NOW).verdicts[0].clauses}
+               for b in batches]  # fmt: skip
+    assert results[0]["ext"].expected == {"region": [-5.0, -5.0, 5.0, 50.0], "crs": "EPSG:4326",
+                                          "min_fraction_inside": 0.6, "tolerance": 0.0}  # fmt: skip
+    assert results[0]["ext_m"].expected["crs"] == "EPSG:3857"
+    assert results[0]["ext_m"].expected["region"] == [-6e5, -6e5, 6e5, 6.5e6]
+    assert all(r["ext"].expected is results[0]["ext"].expected for r in results)
+    assert results[5]["ext"].broke and not results[0]["ext"].broke
