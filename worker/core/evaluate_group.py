@@ -45,18 +45,26 @@ def evaluate_group(
     now : datetime
         Timezone-aware evaluation time, the same for every batch.
     """
+    with collector_paused():  # the batches' geometries are built and freed within
+        # the facts are freed as the helper returns, before the collector resumes: its
+        # first pass then walks the decisions, not every object of the group's facts
+        return _evaluate_group(batches, versions, now)
+
+
+def _evaluate_group(
+    batches: Sequence[Batch], versions: Sequence[ActiveVersion], now: datetime
+) -> list[Decision]:
     own = [BatchFacts(b) for b in batches]
     group = GroupEvaluation()
-    with collector_paused():  # the batches' geometries are built and freed within
-        decisions = [decide(evaluate_versions(f, versions, now, group)) for f in own[:1]]
-        if len(own) < 3:  # the second batch alone too: no group of one
-            decisions += [decide(evaluate_versions(f, versions, now, group)) for f in own[1:]]
-            return decisions
-        shared = SharedFacts(batches[1:])  # the first batch's facts are computed already
-        shared.compute(own[0])
-        group.measure(KINDS, versions, shared.facts, shared.starts, now)
-        for i, f in enumerate(own[1:]):
-            group.index = i
-            verdicts = evaluate_versions(shared.prime(i, f), versions, now, group)
-            decisions.append(decide(verdicts))
+    decisions = [decide(evaluate_versions(f, versions, now, group)) for f in own[:1]]
+    if len(own) < 3:  # the second batch alone too: no group of one
+        decisions += [decide(evaluate_versions(f, versions, now, group)) for f in own[1:]]
+        return decisions
+    shared = SharedFacts(batches[1:])  # the first batch's facts are computed already
+    shared.compute(own[0])
+    group.measure(KINDS, versions, shared.facts, shared.starts, now)
+    for i, f in enumerate(own[1:]):
+        group.index = i
+        verdicts = evaluate_versions(shared.prime(i, f), versions, now, group)
+        decisions.append(decide(verdicts))
     return decisions
