@@ -32,7 +32,13 @@ from worker.core.columns import derive_schema
 from worker.core.evaluate import evaluate
 from worker.core.evaluate_group import evaluate_group
 from worker.core.facts.batch import BatchFacts
-from worker.core.facts.shared import PER_FEATURE, SharedFacts, group_attributes, group_key
+from worker.core.facts.shared import (
+    PER_FEATURE,
+    SharedFacts,
+    columns_key,
+    group_attributes,
+    group_key,
+)
 from worker.core.model import Batch
 
 EVERYTHING = contract_of(
@@ -88,6 +94,17 @@ def test_a_group_decides_each_batch_as_alone(axis_order: str) -> None:
     valid = {r.name: r for r in alone[1].verdicts[0].clauses}["valid"]
     assert valid.broke and valid.offenders is not None
     assert [(o.index, o.id) for o in valid.offenders.features] == [(0, "f1")]
+
+
+@pytest.mark.parametrize("size", [1, 2, 3, 4])
+def test_groups_of_few_batches_decide_each_as_alone(size: int) -> None:
+    """The first batch is evaluated alone and the group is the others: with one other
+    it is evaluated alone too, with two or more they share their facts."""
+    batches = _small_batches()[3 : 3 + size]  # a bowtie, then one outside, then code "zz"
+    versions = [active(contract_of(*(c for c in EVERYTHING.clauses if c.name != "bad")))]
+    alone = [evaluate(b, versions, now=NOW) for b in batches]
+    assert _records(evaluate_group(batches, versions, now=NOW)) == _records(alone)
+    assert evaluate_group(batches, versions, now=NOW) == alone
 
 
 def test_primed_facts_equal_those_computed_alone() -> None:
@@ -227,3 +244,48 @@ def test_batches_whose_tables_differ_are_measured_alone_by_the_attribute_kinds()
     alone = [evaluate(b, versions, now=NOW) for b in batches]
     assert _records(evaluate_group(batches, versions, now=NOW)) == _records(alone)
     assert {r.name for r in alone[2].verdicts[0].clauses if r.broke} == {"cov", "dom", "schema"}
+
+
+@pytest.mark.parametrize("tables", ["one schema", "an int code", "field metadata"])
+def test_columns_key_is_each_batchs_own_read_once_per_group(tables: str) -> None:
+    """The columns' key primed from the group's table equals the one read from each
+    batch's own table; a group whose tables differ (a type, field metadata) leaves each
+    batch to read its own; every render key reading it equals the batch's alone."""
+    batches = _small_batches()
+    tagged = pa.schema([pa.field("code", pa.string(), metadata={b"k": b"v"}),
+                        pa.field("fid", pa.string())])  # fmt: skip
+    if tables == "an int code":
+        odd = pa.table({"code": pa.array([7], pa.int64()), "fid": ["f9"]})
+    elif tables == "field metadata":
+        odd = batches[2].attributes.cast(tagged)
+    if tables != "one schema":
+        batches[2] = dataclasses.replace(batches[2], attributes=odd,
+                                         schema_fields=derive_schema(odd))  # fmt: skip
+    shared = SharedFacts(batches)
+    shared.compute(BatchFacts(batches[0]))
+    keyed = [k for k in KINDS.values() if k.render_key is not None]
+    for i, b in enumerate(batches):
+        primed = shared.prime(i, BatchFacts(b))
+        alone = BatchFacts(b)
+        assert ("_columns_key" in primed.__dict__) == (tables == "one schema")
+        assert columns_key(primed) == columns_key(alone)
+        for kind in keyed:
+            assert kind.render_key(primed) == kind.render_key(alone), kind.name  # type: ignore[misc]
+    assert columns_key(BatchFacts(batches[2]))[0][1] == (
+        "int64" if tables == "an int code" else "string"
+    )
+
+
+def test_extent_expected_is_built_once_per_clause_and_crs() -> None:
+    """Every extent result of a clause shows the same ``expected`` (one object, read
+    only), in the CRS it was measured in."""
+    batches = _small_batches()
+    versions = [active(contract_of(*(c for c in EVERYTHING.clauses if c.name != "bad")))]
+    results = [{r.name: r for r in evaluate(b, versions, now=NOW).verdicts[0].clauses}
+               for b in batches]  # fmt: skip
+    assert results[0]["ext"].expected == {"region": [-5.0, -5.0, 5.0, 50.0], "crs": "EPSG:4326",
+                                          "min_fraction_inside": 0.6, "tolerance": 0.0}  # fmt: skip
+    assert results[0]["ext_m"].expected["crs"] == "EPSG:3857"
+    assert results[0]["ext_m"].expected["region"] == [-6e5, -6e5, 6e5, 6.5e6]
+    assert all(r["ext"].expected is results[0]["ext"].expected for r in results)
+    assert results[5]["ext"].broke and not results[0]["ext"].broke

@@ -9,6 +9,7 @@ from typing import Any
 import pyarrow as pa
 
 from tests.catalogue import PARIS, VALID_POLYGON, batch_of
+from worker.core.columns import derive_schema
 from worker.core.errors import DecodeError
 from worker.core.model import Batch
 from worker.io import codec
@@ -57,3 +58,36 @@ def test_a_bad_value_makes_every_event_of_its_columns_built_alone() -> None:
     assert isinstance(out[0], type(batch_from_event(records[0])))
     assert out[0].attributes.column("code").to_pylist() == ["a"]  # type: ignore[union-attr]
     assert str(out[1]) == "column 'code' of type string holds a int at row 1"
+
+
+def _by_reference(n: int) -> dict[str, Any]:
+    return {**_record(n, ["x"]), "features": None, "payload_uri": f"file:///b{n}.parquet"}
+
+
+def test_derived_schemas_are_each_tables_own() -> None:
+    """Each inline batch's ``schema_fields`` are ``derive_schema`` of its own table, nulls
+    counted in its own rows (a null in one event's column, none in the next's, a whole
+    group without nulls, a text-typed column, an event without rows); a batch by reference
+    keeps the declared ones."""
+    records = [_record(0, ["a"], [1]), _record(1, [None], [2]), _record(2, ["b", "c"], [None, 3]),
+               _record(3, ["d"], [4]), _record(4, [], []), _record(5, ["e", None]),
+               _record(6, ["f"]), _record(7, ["g", "h"]), _by_reference(8),
+               _record(9, [None], [None])]  # fmt: skip
+    mixed = _record(10, ["i"])
+    mixed["features"]["columns"].append({"name": "extra", "type": "decimal", "values": ["1.5"]})
+    records += [mixed, {**mixed, "batch_id": "b11"}]
+    together = batches_from_events(records, derive_schemas=True)
+    expected = []
+    for r in records:
+        alone = batch_from_event(r)
+        if r["features"] is not None:
+            alone = dataclasses.replace(alone, schema_fields=derive_schema(alone.attributes))
+        expected.append(alone)
+    assert together == expected
+    nullable = [[f.nullable for f in b.schema_fields] for b in together]  # type: ignore[union-attr]
+    assert nullable[:4] == [[False, False], [True, False], [False, True], [False, False]]
+    assert nullable[9] == [True, True] and nullable[5:8] == [[True], [False], [False]]
+    assert together[8].schema_fields == batch_from_event(records[8]).schema_fields  # type: ignore[union-attr]
+    assert [f.type for f in together[10].schema_fields] == ["string", "decimal"]  # type: ignore[union-attr]
+    # the first four events of one column set share one schema per nullability
+    assert together[0].schema_fields is together[3].schema_fields  # type: ignore[union-attr]

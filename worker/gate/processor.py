@@ -186,6 +186,7 @@ class Processor:
             a = self.assignment
             rebalance = (a.on_assign, a.on_revoke)
             self._connect(*startup.make_clients(s, c, self.health, rebalance, producer))
+        startup.freeze_heap()
 
     def _connect(self, consumer: ConsumerLike, producer: TransactionalProducerLike) -> None:
         self.consumer, self.producer = consumer, producer
@@ -214,7 +215,9 @@ class Processor:
             self.close()
 
     def close(self) -> None:
-        """Leave the group, flush the producer, close the config reader."""
+        """Leave the group, flush the producer, close the config reader, give the objects
+        frozen at start back to the collector (:func:`~worker.gate.startup.freeze_heap`)."""
+        startup.thaw_heap()
         self.schedule.close()
         if self._eval_pool is not None:
             self._eval_pool.shutdown(wait=True)

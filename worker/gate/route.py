@@ -154,29 +154,20 @@ def decode_source(
 ) -> Decoded:
     """Decode ``source`` and load its payload (see :func:`route`); never raises: an
     undecodable event or a payload that cannot be loaded gives :attr:`Decoded.failed`.
-    ``decoded``: the Batch of ``source``'s value, or what decoding it raised, when decoded
-    already (:func:`worker.io.codec.event_groups.batches_from_events`)."""
+    ``decoded``: the Batch of ``source``'s value (an inline one's schema derived), or what
+    decoding it raised, when decoded already (``batches_from_events``, ``derive_schemas``)."""
     batch: Batch | None = None
     chunked: ChunkedBatch | None = None
     layer: str | None = None
     salvaged_id: str | None = None
     try:
-        if source.value is None:
-            raise DecodeError("event has no value (null record)")
-        if isinstance(decoded, Exception):
-            raise decoded
-        if decoded is not None:
-            batch = decoded
-        elif registry is None:
-            batch = codec.decode_batch(source.value)
-        else:
-            batch = registry.decode_batch(source.value, source.topic)
+        batch = _decoded_batch(source, registry, decoded)
         layer = batch.layer
         if batch.payload_uri and not batch.geometries_wkb:
             loaded = (payload_loader or load_payload)(batch.payload_uri, batch)
             chunked = loaded if isinstance(loaded, ChunkedBatch) else None
             batch = loaded.batch if isinstance(loaded, ChunkedBatch) else loaded
-        else:
+        elif decoded is None:
             # the schema clause checks the columns sent, not the producer's declaration
             # (checked against the declaration, a declared integer column carrying strings,
             # an undeclared extra column and a missing one all passed)
@@ -201,6 +192,21 @@ def decode_source(
     else:
         return Decoded(batch, chunked, layer, batch.batch_id, None)
     return Decoded(batch, None, layer, batch.batch_id if batch else None, decision)
+
+
+def _decoded_batch(
+    source: Source, registry: RegistryCodec | None, decoded: Batch | Exception | None
+) -> Batch:
+    """The Batch of ``source``'s value (:func:`decode_source`); raises what decoding raised."""
+    if source.value is None:
+        raise DecodeError("event has no value (null record)")
+    if decoded is not None:  # a Batch, or what decoding it raised
+        if isinstance(decoded, Exception):
+            raise decoded
+        return decoded
+    if registry is None:
+        return codec.decode_batch(source.value)
+    return registry.decode_batch(source.value, source.topic)
 
 
 def refusal(batch: Batch, versions: Sequence[ActiveVersion]) -> Decision | None:

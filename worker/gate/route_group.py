@@ -84,7 +84,7 @@ def _pre_decoded(sources: Sequence[Source], plain: bool) -> list[Batch | Excepti
             at.append(i)
         except Exception as exc:  # decode_source raises it as its own
             out[i] = exc
-    for i, batch in zip(at, batches_from_events(records), strict=True):
+    for i, batch in zip(at, batches_from_events(records, derive_schemas=True), strict=True):
         out[i] = batch
     return out
 

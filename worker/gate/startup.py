@@ -6,11 +6,13 @@ the Schema Registry subjects registered (:func:`register_schemas`); the replay l
 (:func:`worker.gate.replays.restore_ledger`) and the SLO windows (:func:`restore_slo`)
 refilled from the tails of the admitted and evaluations topics; then the clients
 (:func:`make_clients`): the transactional producer, the topics it must find, the consumer
-subscribed to the batches topic.
+subscribed to the batches topic; last, what start-up built is kept out of the cyclic
+collector's full passes (:func:`freeze_heap`).
 """
 
 from __future__ import annotations
 
+import gc
 import logging
 import os
 from collections.abc import Callable
@@ -34,10 +36,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "active_summary",
+    "freeze_heap",
     "make_clients",
     "new_producer",
     "register_schemas",
     "restore_slo",
+    "thaw_heap",
     "warn_missing_roots",
 ]
 
@@ -175,3 +179,25 @@ def make_clients(
     on_assign, on_revoke = rebalance
     consumer.subscribe([settings.topics.batches], on_assign=on_assign, on_revoke=on_revoke)
     return consumer, producer
+
+
+def freeze_heap() -> None:
+    """Collect the garbage start-up left, then move every object alive to the collector's
+    permanent generation (:func:`gc.freeze`), where its passes never look.
+
+    A started worker holds a few hundred thousand tracked objects that live as long as it
+    does: the modules imported (pyarrow, shapely, pyproj, confluent-kafka), the contracts
+    and the registry. CPython's full collection walks all of them each time; measured on
+    the in-memory broker, one-feature events, that was 4 full passes per 6,000 events of
+    40 to 80 ms each, about 45 us an event (the loop's whole cost is about 0.5 ms an event).
+    Frozen, a full pass walks only what was built since. An object frozen here that becomes
+    garbage later is freed by reference counting as before; only a reference cycle among
+    such objects would stay until :func:`thaw_heap` (the worker's close)."""
+    gc.collect()
+    gc.freeze()
+
+
+def thaw_heap() -> None:
+    """Give the objects :func:`freeze_heap` froze back to the collector (a process that
+    starts and closes many workers, a test suite, then frees their reference cycles)."""
+    gc.unfreeze()

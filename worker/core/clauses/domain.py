@@ -41,7 +41,7 @@ from worker.core.clauses.domain_values import (
 from worker.core.clauses.grouped import per_segment
 from worker.core.clauses.tally import Distinct, Tally
 from worker.core.facts.batch import BatchFacts
-from worker.core.facts.shared import group_attributes
+from worker.core.facts.shared import columns_key, group_attributes
 from worker.core.model import Clause, ClauseResult, Contract
 from worker.core.vocab import VALUE_KINDS_KEY
 
@@ -283,8 +283,9 @@ def brief(measured: Any) -> str:
 
 def render_key(facts: BatchFacts) -> Hashable:
     """What ``render`` reads of the facts: the attribute column names (a missing column's
-    result lists them; the column's type is in the tally)."""
-    return tuple(facts.batch.attributes.column_names)
+    result lists them; the column's type is in the tally), given with their types and
+    field metadata (:func:`~worker.core.facts.shared.columns_key`, read once per group)."""
+    return columns_key(facts)
 
 
 KIND = ClauseKind("domain", Params, measure, render, compare, brief, render_key=render_key,

@@ -21,6 +21,7 @@ from typing import Any
 import numpy as np
 import shapely
 
+from worker.core._util.jsonsafe import finite_json
 from worker.core.clauses.base import (
     ClauseKind,
     SecondPass,
@@ -172,13 +173,7 @@ def render(
     p: Params = KIND.params(clause)
     crs, label = contract_crs(p.crs, contract, facts)
     min_frac = float(p.min_fraction_inside)
-    tolerance = float(p.tolerance or 0.0)
-    expected = {
-        "region": p.region,
-        "crs": label,
-        "min_fraction_inside": min_frac,
-        "tolerance": tolerance,
-    }
+    expected = _expected(clause, label)
     count = int(tally["count"])
     whole = whole_batch_break(clause, facts, crs, label, expected, count)
     if whole is not None:
@@ -214,7 +209,31 @@ def render(
         diagnoses = diagnoses_of(
             tally["diagnosis"], facts, region, crs, label, min_frac, inside_frac=frac
         )
-    return clause_result(clause, ok, measured, expected, message, diagnoses, tally["offenders"])
+    return clause_result(clause, ok, measured, expected, message, diagnoses, tally["offenders"],
+                         expected_is_finite=True)  # fmt: skip
+
+
+def _expected(clause: Clause, label: str) -> dict[str, Any]:
+    """The ``expected`` value of ``clause``'s results in the CRS ``label`` as finite JSON,
+    built once per clause and label (kept on the clause, as its parameters) and shared,
+    read only, by every result: it was built and walked into JSON on every event."""
+    kept: dict[str, dict[str, Any]] = clause.__dict__.setdefault(_EXPECTED, {})
+    out = kept.get(label)
+    if out is None:
+        p: Params = KIND.params(clause)
+        if len(kept) >= 16:  # labels are the few CRSs a layer's batches come in
+            kept.clear()
+        out = kept[label] = finite_json({
+            "region": p.region,
+            "crs": label,
+            "min_fraction_inside": float(p.min_fraction_inside),
+            "tolerance": float(p.tolerance or 0.0),
+        })  # fmt: skip
+    return out
+
+
+#: Where :func:`_expected` keeps its values (in the clause's ``__dict__``).
+_EXPECTED = "_extent_expected"
 
 
 _EMPTY_EXTENT: dict[str, Any] = {

@@ -28,6 +28,7 @@ import numpy as np
 from worker.core.clauses.base import ClauseKind
 from worker.core.clauses.tally import Tally, tally_key
 from worker.core.facts.batch import BatchFacts
+from worker.core.facts.shared import columns_key
 from worker.core.model import ActiveVersion, Clause, ClauseResult, Contract
 
 __all__ = ["GroupEvaluation", "attributes_key", "no_facts", "per_segment"]
@@ -104,10 +105,7 @@ def no_facts(facts: BatchFacts) -> Hashable:
 
 def attributes_key(facts: BatchFacts) -> Hashable:
     """The names, types (as written) and field metadata of the batch's attribute columns,
-    in order, and its declared ``schema_fields``: what a ``render`` reading the columns'
-    schema (not their values) reads, as a :data:`~worker.core.clauses.base.RenderKey`."""
-    fields = facts.batch.attributes.schema
-    return facts.batch.schema_fields, tuple(
-        (f.name, str(f.type), tuple(sorted(f.metadata.items())) if f.metadata else None)
-        for f in fields
-    )
+    in order (:func:`~worker.core.facts.shared.columns_key`), and its declared
+    ``schema_fields``: what a ``render`` reading the columns' schema (not their values)
+    reads, as a :data:`~worker.core.clauses.base.RenderKey`."""
+    return facts.batch.schema_fields, columns_key(facts)

@@ -30,7 +30,7 @@ from worker.core.facts.parse import POINTS_WITHOUT_GEOMETRIES_MIN
 from worker.core.facts.wkb_header import POINT_WKB_BYTES
 from worker.core.model import Batch
 
-__all__ = ["PER_FEATURE", "SharedFacts", "group_attributes", "group_key"]
+__all__ = ["PER_FEATURE", "SharedFacts", "columns_key", "group_attributes", "group_key"]
 
 #: Facts holding one array entry per feature (first axis), cut per batch.
 PER_FEATURE = (
@@ -51,6 +51,8 @@ _PARSE = ("_headers", "raw_geometries")
 _NO_ATTRIBUTES = pa.table({})
 #: Where :func:`group_attributes` is kept (in the group's facts' ``__dict__``).
 _ATTRIBUTES = "_group_attributes"
+#: Where :func:`columns_key` is kept (in a batch's facts' ``__dict__``).
+_COLUMNS = "_columns_key"
 
 
 def group_key(batch: Batch) -> Hashable | None:
@@ -141,6 +143,8 @@ class SharedFacts:
         if "raw_geometries" in have:
             same = have["raw_geometries"] is have.get("_strict")  # then the same objects
             own["raw_geometries"] = own["_strict"] if same else have["raw_geometries"][a:z].copy()
+        if have.get(_ATTRIBUTES) is not None:  # every batch's table has the group's schema
+            own[_COLUMNS] = columns_key(self.facts)
         for dst, geoms, usable in self.facts._reprojected.values():
             facts._reprojected[id(dst)] = (dst, geoms[a:z].copy(), usable[a:z].copy())
         return facts
@@ -151,6 +155,20 @@ def group_attributes(group: BatchFacts) -> pa.Table | None:
     :attr:`SharedFacts.facts`), or None when the batches' tables differ in schema (field
     metadata included) or a table's rows are not its batch's features."""
     return group.__dict__.get(_ATTRIBUTES)
+
+
+def columns_key(facts: BatchFacts) -> tuple[tuple[str, str, Any], ...]:
+    """The name, type (as Arrow writes it) and sorted field metadata (or None) of each
+    attribute column of the batch of ``facts``, in order: read from its table's schema
+    once per group when the group's tables have one schema, field metadata included
+    (:meth:`SharedFacts.prime` hands it to each batch), else once per batch."""
+    key = facts.__dict__.get(_COLUMNS)
+    if key is None:
+        key = facts.__dict__[_COLUMNS] = tuple(
+            (f.name, str(f.type), tuple(sorted(f.metadata.items())) if f.metadata else None)
+            for f in facts.batch.attributes.schema
+        )
+    return key
 
 
 def _attributes(batches: Sequence[Batch]) -> pa.Table | None:

@@ -1,0 +1,106 @@
+"""A record's Avro bytes assembled from fastavro-encoded parts (codec.avro.RecordParts):
+equal, byte for byte, to fastavro's whole-record encoding, for every array field of every
+record kind of the codec over generated values (counts of 0, 1, and past one varint
+byte), and for the EvaluationRecords of real verdicts of every clause kind, shared results
+included."""
+
+from __future__ import annotations
+
+import io
+import random
+from typing import Any
+
+import fastavro
+import fastavro.utils
+import pytest
+
+from tests.catalogue import NOW, active
+from tests.core.test_shared_facts import EVERYTHING, _batches
+from worker.core.clauses import KINDS
+from worker.core.evaluate import evaluate
+from worker.core.evaluate_group import evaluate_group
+from worker.io.codec import avro, encode_evaluation
+from worker.io.codec.avro import RecordParts
+from worker.io.codec.events import _clause_entry
+
+#: every record schema of the codec
+SCHEMAS = {
+    name: getattr(avro, name)
+    for name in dir(avro)
+    if name.isupper() and isinstance(getattr(avro, name), dict)
+    and getattr(avro, name).get("type") == "record"
+}  # fmt: skip
+#: (schema name, array field) of every top-level array field of every record kind
+ARRAYS = [
+    (name, f["name"])
+    for name, schema in sorted(SCHEMAS.items())
+    for f in schema["fields"]
+    if isinstance(f["type"], dict) and f["type"].get("type") == "array"
+]
+
+
+def _whole(schema: Any, record: dict[str, Any]) -> bytes:
+    out = io.BytesIO()
+    fastavro.schemaless_writer(out, schema, record)
+    return out.getvalue()
+
+
+def test_every_record_kind_with_an_array_is_covered() -> None:
+    kinds = {name for name, _ in ARRAYS}
+    assert {"EVALUATION_RECORD", "QUARANTINE_RECORD", "CONTRACT_RECORD"} <= kinds, ARRAYS
+    assert ("EVALUATION_RECORD", "clauses") in ARRAYS and ("QUARANTINE_RECORD", "reasons") in ARRAYS
+
+
+@pytest.mark.parametrize(("name", "field"), ARRAYS)
+def test_parts_joined_are_the_whole_records_bytes(name: str, field: str) -> None:
+    schema = SCHEMAS[name]
+    parts = RecordParts(schema, field)
+    random.seed(f"{name}.{field}")  # fastavro's generator draws from the random module
+    records = list(fastavro.utils.generate_many(schema, 40))
+    for i, r in enumerate(records):  # fastavro's generator makes 10 items: 0 to 11, and 70
+        r[field] = (r[field] * 2)[: i % 12] if i else r[field] * 7
+    assert len(records[0][field]) == 70 and {len(r[field]) for r in records[1:13]} == set(range(12))
+    for record in records:
+        items = [parts.item(v) for v in record[field]]
+        assert parts.write(record, items) == _whole(schema, record), (name, field, record)
+
+
+def test_a_field_that_is_not_an_array_is_refused() -> None:
+    with pytest.raises(ValueError, match="not an array"):
+        RecordParts(avro.EVALUATION_RECORD, "batch_id")
+    with pytest.raises(ValueError, match="no field"):
+        RecordParts(avro.EVALUATION_RECORD, "nope")
+
+
+def _written_whole(verdict: Any, offset: int) -> bytes:
+    """The EvaluationRecord of ``verdict`` written by fastavro in one call, as before."""
+    diagnoses = list(dict.fromkeys(d for c in verdict.clauses if c.broke for d in c.diagnoses))
+    record = {"batch_id": f"b{offset}", "layer": verdict.layer, "version": verdict.version,
+              "mode": verdict.mode, "passed": verdict.passed, "evaluated_at": NOW,
+              "data_time": NOW, "source_topic": "t", "source_partition": 3,
+              "source_offset": offset, "diagnoses": diagnoses,
+              "clauses": [_clause_entry(c) for c in verdict.clauses]}  # fmt: skip
+    return _whole(avro.EVALUATION_RECORD, record)
+
+
+@pytest.mark.parametrize("grouped", [False, True])
+def test_evaluation_records_of_every_clause_kind_are_fastavros_bytes(grouped: bool) -> None:
+    batches = _batches()
+    if grouped:  # shared result objects: their entries' bytes are reused
+        decisions = evaluate_group(batches, [_active()], now=NOW)
+    else:
+        decisions = [evaluate(b, [_active()], now=NOW) for b in batches]
+    kinds, results = set(), set()
+    for offset, decision in enumerate(decisions):
+        for verdict in decision.verdicts:
+            kinds |= {c.kind for c in verdict.clauses}
+            results |= {c.result for c in verdict.clauses}
+            got = encode_evaluation(verdict, batch_id=f"b{offset}", data_time=NOW,
+                                    evaluated_at=NOW, source_topic="t", source_partition=3,
+                                    source_offset=offset)  # fmt: skip
+            assert got == _written_whole(verdict, offset)
+    assert kinds == set(KINDS) and results == {"pass", "break"}
+
+
+def _active() -> Any:
+    return active(EVERYTHING)
