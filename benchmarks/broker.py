@@ -22,6 +22,7 @@ import shapely
 from confluent_kafka import Consumer, Producer, TopicPartition
 
 from benchmarks.common import Row, countries, world
+from benchmarks.cpu import CpuShare, CpuSnapshot, broker_pid
 from worker.cli.scenario import data_file
 from worker.control.publish import contract_record, publish_contract
 from worker.core.contracts.parse import parse_contract
@@ -74,12 +75,29 @@ def produce(settings: Settings, topic: str, events: list[bytes]) -> None:
 
 def committed(settings: Settings, group: str | None = None) -> int:
     """Offsets committed by the group on the batches topic, summed over partitions."""
-    c = Consumer(settings.reader(**{"group.id": group or settings.group_id}))
-    try:
-        tps = [TopicPartition(settings.topics.batches, p) for p in range(PARTITIONS)]
-        return sum(max(tp.offset, 0) for tp in c.committed(tps, timeout=10))
-    finally:
-        c.close()
+    with CommittedReader(settings, group) as reader:
+        return reader()
+
+
+class CommittedReader:
+    """:func:`committed`, asked again and again of one client: the scale-out window polls
+    it every 0.1 s, and a client made per call (connection, coordinator look-up) cost the
+    benchmark's process 0.02-0.04 ms of CPU per decided event, and the broker its share,
+    on the same two cores as the workers it measures (``with`` closes the client)."""
+
+    def __init__(self, settings: Settings, group: str | None = None) -> None:
+        self.consumer = Consumer(settings.reader(**{"group.id": group or settings.group_id}))
+        self.partitions = [TopicPartition(settings.topics.batches, p) for p in range(PARTITIONS)]
+
+    def __call__(self) -> int:
+        offsets = self.consumer.committed(self.partitions, timeout=10)
+        return sum(max(tp.offset, 0) for tp in offsets)
+
+    def __enter__(self) -> CommittedReader:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.consumer.close()
 
 
 def geos_floor_events_s(events: list[bytes]) -> float:
@@ -283,11 +301,14 @@ class GroupRun:
     cores: float
     #: the machine's 1-minute load average at the start and the end of the window
     load: tuple[float, float]
+    #: where the machine's CPU went in the window (workers, broker, benchmark, others)
+    share: CpuShare | None = None
 
     def __str__(self) -> str:
         per_cpu_s = self.events_s / self.cores if self.cores else float("nan")
-        return (f"{self.events_s:.0f} events/s on {self.cores:.2f} cores, {per_cpu_s:.0f} "
+        text = (f"{self.events_s:.0f} events/s on {self.cores:.2f} cores, {per_cpu_s:.0f} "
                 f"events per CPU s (load {self.load[0]:.1f}-{self.load[1]:.1f})")  # fmt: skip
+        return text if self.share is None else f"{text}, {self.share.describe()}"
 
 
 def processes_events_s(bootstrap: str, processes: int, events: list[bytes]) -> GroupRun:
@@ -295,28 +316,34 @@ def processes_events_s(bootstrap: str, processes: int, events: list[bytes]) -> G
     events are produced first; the rate is the group's committed offsets from the moment
     every member holds its share of the partitions (rebalance over) to the moment the
     backlog is decided, so neither the producer nor the group join is timed. With it, the
-    CPU the workers used in that window (in cores) and the load average around it: a
-    second process can only add what the machine gives it."""
+    CPU the workers used in that window (in cores), where the rest of the machine's CPU
+    went (:mod:`benchmarks.cpu`: the embedded broker, this process, the others) and the
+    load average around it: a second process can only add what the machine gives it."""
     settings = fresh_settings(bootstrap, f"p{processes}")
     produce(settings, settings.topics.batches, events)
+    broker = broker_pid(bootstrap)
     with tempfile.TemporaryDirectory(prefix="bench-") as tmp:
         spawned = time.monotonic()
         workers = [WorkerProcess(settings, f"bench-p{i}", Path(tmp)) for i in range(processes)]
+        pids = [w.proc.pid for w in workers]
         try:
             share = PARTITIONS // processes
             _wait(lambda: all(w.assigned() == share for w in workers), 120, "group settled")
-            cpu0, load0 = sum(w.cpu_s() for w in workers), os.getloadavg()[0]
-            started, done_at_start = time.monotonic(), committed(settings)
-            _wait(lambda: committed(settings) >= len(events), 900, "every event decided")
-            elapsed = time.monotonic() - started
-            cores = (sum(w.cpu_s() for w in workers) - cpu0) / elapsed
+            load0 = os.getloadavg()[0]
+            with CommittedReader(settings) as done:
+                cpu0 = CpuSnapshot.take(time.monotonic(), pids, broker)
+                done_at_start = done()
+                _wait(lambda: done() >= len(events), 900, "every event decided")
+                cpu1 = CpuSnapshot.take(time.monotonic(), pids, broker)
+            window = cpu1.since(cpu0, len(events) - done_at_start)
+            cores = window.cores(sum(window.workers_s))
             load = (load0, os.getloadavg()[0])
             if done_at_start >= len(events):  # too few events to time (a --quick run)
                 return GroupRun(len(events) / (time.monotonic() - spawned), cores, load)
             if done_at_start > len(events) // 2:
                 print(f"warning: {done_at_start} of {len(events)} events were decided before "
                       "the group settled: use more events", file=sys.stderr)  # fmt: skip
-            return GroupRun((len(events) - done_at_start) / elapsed, cores, load)
+            return GroupRun(window.events / window.wall_s, cores, load, window)
         finally:
             for w in workers:
                 w.stop()

@@ -291,3 +291,25 @@ def test_a_budget_alarm_never_lands_in_a_weakref_callback(round_: int) -> None:
         sys.unraisablehook = previous_hook
     assert unraisable == []
     assert time.perf_counter() - started < 1.0
+
+
+def test_the_integrity_check_asks_the_given_client_for_the_topics_metadata(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """check_intact(metadata=...) asks that client, not the follower's reader (whose
+    requests wait behind its long-poll fetch on a real broker): a client of a broker that
+    no longer has the topic makes the check report the loss (on the second check in a
+    row), while the follower's own reader finds it intact."""
+    v1, _ = _edit_in_place()
+    follower = ConfigFollower(Settings(), Registry())
+    _read_through(follower, [v1], monkeypatch)
+    assert follower.read_up_to == {0: 1}
+    topic = follower.settings.topics.contracts
+    emptied = MemoryBroker()  # a broker restarted empty: the config topic is gone
+    for _ in range(2):  # the default: the follower's own reader, on the broker it read
+        assert follower.check_intact() is None
+    assert follower.check_intact(metadata=emptied.producer()) is None  # once: suspect only
+    assert follower.check_intact(metadata=emptied.producer()) == (
+        f"config topic {topic} no longer exists on the broker"
+    )
+    assert follower.lost is not None

@@ -153,3 +153,41 @@ def test_restore_slo_counts_each_batch_once_and_only_active_versions() -> None:
     assert restored == 2
     s = metrics.slo.status(SeriesKey("admin_boundaries", "v1.0", "enforcing"))
     assert s is not None and (s.evaluated, s.passed) == (2, 2)
+
+
+def test_record_decisions_sums_to_the_same_series_as_one_call_per_batch() -> None:
+    """A run's decisions recorded in one call (increments summed per series) give every
+    counter, histogram and SLO gauge the values of one record_decision per batch; the
+    quarantined batches (stale data) break v1.0 while the fresh one passes it."""
+    objectives = {"v1.0": V1.contract.objective, "v1.1": V11.contract.objective}
+    stale = codec.encode_batch(replace(WORLD, data_time=NOW - timedelta(days=2)))
+    outs = [go(v) for v in (codec.encode_batch(WORLD), stale, stale, codec.encode_batch(WORLD))]
+    runs = [("admin_boundaries", o.decision, o.duration_s, objectives) for o in outs]
+    runs.append(("other_layer", outs[1].decision, outs[1].duration_s, None))
+    readers = [InMemoryMetricReader(), InMemoryMetricReader()]
+    one, summed = (GateMetrics(MeterProvider(metric_readers=[r]).get_meter("t")) for r in readers)
+    for run in runs:
+        one.record_decision(*run)
+    summed.record_decisions(runs)
+
+    def canonical(reader: InMemoryMetricReader) -> dict[str, list[tuple[list, float]]]:
+        return {
+            name: sorted((sorted(a.items()), v) for a, v in pts)
+            for name, pts in points(reader).items()
+        }
+
+    by_one, by_summed = canonical(readers[0]), canonical(readers[1])
+    assert by_summed == by_one
+    batches = dict((tuple(a), v) for a, v in by_summed["gis.contract.batches_total"])
+    assert batches == {
+        (("decision", "admitted"), ("layer", "admin_boundaries")): 2,
+        (("decision", "quarantined"), ("layer", "admin_boundaries")): 2,
+        (("decision", "quarantined"), ("layer", "other_layer")): 1,
+    }
+    attainment = {
+        dict(a)["version"]: v
+        for a, v in by_summed["gis.contract.attainment"]
+        if dict(a)["layer"] == "admin_boundaries"
+    }
+    assert attainment == {"v1.0": 0.5, "v1.1": 0.0}
+    assert sum(v for _, v in by_summed["gis.contract.evaluation.duration"]) == 5

@@ -216,6 +216,14 @@ class Instruments(Protocol):
         """One routed batch: its decision, verdicts, clause results; ``duration_s`` in s."""
         return None
 
+    def record_decisions(
+        self, decisions: Iterable[tuple[str, Decision, float, Mapping[str, float] | None]]
+    ) -> None:
+        """Routed batches, ``(layer, decision, duration_s, objectives)`` each, in order:
+        as :meth:`record_decision` each (an implementation may sum a run's increments)."""
+        for layer, decision, duration_s, objectives in decisions:
+            self.record_decision(layer, decision, duration_s, objectives)
+
     def record_config_rejection(
         self, layer: str | None, reason: str, known_layers: Collection[str]
     ) -> None:
@@ -295,16 +303,20 @@ def report_decisions(
     outcomes: list[Outcome],
     on_outcome: Callable[[Outcome], None] | None,
 ) -> None:
-    """The decisions of a committed run: one ``record_decision`` each (with the objectives
-    of the versions evaluated), then ``on_outcome``."""
+    """The decisions of a committed run: recorded in one ``record_decisions`` call (with
+    the objectives of the versions evaluated), then ``on_outcome`` for each."""
+    objectives: dict[str, dict[str, float]] = {}
     for outcome in outcomes:
         # the versions route() evaluated: config updates are applied only at step start
-        objectives = {
-            v.contract.version: v.contract.objective for v in registry.active(outcome.layer or "")
-        }
-        metrics.record_decision(outcome.layer_label, outcome.decision, outcome.duration_s,
-                                objectives)  # fmt: skip
-        if on_outcome is not None:
+        layer = outcome.layer or ""
+        if layer not in objectives:
+            active = registry.active(layer)
+            objectives[layer] = {v.contract.version: v.contract.objective for v in active}
+    metrics.record_decisions(
+        (o.layer_label, o.decision, o.duration_s, objectives[o.layer or ""]) for o in outcomes
+    )
+    if on_outcome is not None:
+        for outcome in outcomes:
             on_outcome(outcome)
 
 

@@ -273,7 +273,9 @@ class Processor:
         if now - self._checked_at < self.gate_config.config_check_interval_s:
             return False
         self._checked_at = now
-        if self.config.check_intact() is None:
+        # the topic's metadata through the producer: on the follower's own connection the
+        # request waited behind its long-poll fetch, up to 500 ms of the loop per check
+        if self.config.check_intact(metadata=self.producer) is None:
             return False
         self.metrics.set_config_bootstrap(self.config.records_read, False)
         return True

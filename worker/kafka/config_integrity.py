@@ -7,24 +7,42 @@ follower read (the next offset per partition) with what the broker now holds: th
 gone, fewer partitions, or a partition whose high watermark is below the offset already
 read (the topic was recreated, or its offsets reset). A broker that does not answer is not
 a loss (:class:`worker.kafka.health.BrokerHealth` covers that): the answer is then None.
+
+The topic's metadata is asked of a client that is not long-polling (the worker's
+producer): a broker answers the requests of one connection in order, so a metadata
+request on the follower's own connection waited behind its fetch at the end of the topic,
+up to ``fetch.wait.max.ms`` (librdkafka's 500 ms; 462 ms median on the embedded broker,
+0.8 ms through the producer). The check runs on the worker's loop every
+``config_check_interval_s``, so that wait was the loop's (3% of it on one-feature events).
 """
 
 from __future__ import annotations
 
 import logging
 from collections.abc import Mapping
+from typing import Any, Protocol
 
 from worker.core.errors import BrokerError
 from worker.kafka.clients import UNKNOWN_TOPIC_OR_PART, map_kafka_errors
 from worker.kafka.protocols import ConsumerLike, TopicPartition
 
-__all__ = ["lost_reason"]
+__all__ = ["TopicLister", "lost_reason"]
 
 log = logging.getLogger(__name__)
 
 
+class TopicLister(Protocol):
+    """A client that answers metadata requests (a producer, a consumer, an admin client)."""
+
+    def list_topics(self, topic: str | None = ..., timeout: float = ...) -> Any: ...
+
+
 def lost_reason(
-    consumer: ConsumerLike, topic: str, read_up_to: Mapping[int, int], timeout_s: float = 1.0
+    consumer: ConsumerLike,
+    topic: str,
+    read_up_to: Mapping[int, int],
+    timeout_s: float = 1.0,
+    metadata: TopicLister | None = None,
 ) -> str | None:
     """Why ``topic`` no longer holds what was read from it, or None when it still does (or
     when the broker does not answer within ``timeout_s`` seconds).
@@ -32,15 +50,21 @@ def lost_reason(
     Parameters
     ----------
     consumer : ConsumerLike
-        The follower's reader (its metadata and ``ListOffsets`` requests are used).
+        The follower's reader: the high watermarks of its last fetches are used (cached,
+        no request), and its metadata unless ``metadata`` is given.
     topic : str
         The config topic.
     read_up_to : mapping
         Partition -> the next offset after the last record (or partition end) read.
+    timeout_s : float
+        Longest wait for the metadata, seconds.
+    metadata : TopicLister, optional
+        The client asked for the topic's metadata (default: ``consumer``); one whose
+        connection is not held by a long-poll fetch answers at once.
     """
     try:
         with map_kafka_errors():
-            meta = consumer.list_topics(topic, timeout=timeout_s)
+            meta = (metadata or consumer).list_topics(topic, timeout=timeout_s)
     except BrokerError as exc:
         log.debug("config topic check skipped: %s", exc)
         return None

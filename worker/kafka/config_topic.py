@@ -39,7 +39,7 @@ from worker.kafka.clients import (
     make_consumer,
     map_kafka_errors,
 )
-from worker.kafka.config_integrity import lost_reason
+from worker.kafka.config_integrity import TopicLister, lost_reason
 from worker.kafka.protocols import ConsumerLike, TopicPartition
 from worker.kafka.settings import Settings
 
@@ -302,18 +302,21 @@ class ConfigFollower:
         partition = int(msg.partition() or 0)
         self.read_up_to[partition] = max(self.read_up_to.get(partition, 0), offset)
 
-    def check_intact(self, timeout_s: float = 1.0) -> str | None:
+    def check_intact(
+        self, timeout_s: float = 1.0, metadata: TopicLister | None = None
+    ) -> str | None:
         """After the bootstrap: the reason the config topic lost what was read from it, or
-        None (:func:`worker.kafka.config_integrity.lost_reason`). A loss counts once seen
+        None (:func:`worker.kafka.config_integrity.lost_reason`; ``metadata``: the client
+        asked for the topic's metadata, default the follower's reader, whose requests wait
+        behind its long-poll fetch). A loss counts once seen
         on two checks in a row (a watermark read during a broker's start can lag); it is
         then kept in :attr:`lost` for good: the registry holds versions the broker no
         longer has, so the worker stays not ready until it is restarted on a restored
         topic. Logged at ERROR once."""
         if self.lost is not None or self._consumer is None or not self.bootstrapped:
             return self.lost
-        reason = lost_reason(
-            self._consumer, self.settings.topics.contracts, self.read_up_to, timeout_s
-        )
+        topic = self.settings.topics.contracts
+        reason = lost_reason(self._consumer, topic, self.read_up_to, timeout_s, metadata)
         if reason is not None and self._suspect is not None:
             self.lost = reason
             log.error(

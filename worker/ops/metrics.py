@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import os
 import time
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from typing import Any
 
 from opentelemetry import metrics
@@ -19,7 +19,11 @@ from worker.core.lifecycle.slo import Window
 from worker.core.model import Decision
 from worker.ops.gauges import INVALID_LAYER, GateGauges, bounded_layer
 
-__all__ = ["INVALID_LAYER", "GateMetrics", "bounded_layer", "configure_sdk"]
+__all__ = ["INVALID_LAYER", "DecisionReport", "GateMetrics", "bounded_layer", "configure_sdk"]
+
+#: One routed batch as :meth:`GateMetrics.record_decisions` takes it: its layer label, its
+#: decision, its evaluation time in seconds, the objectives of the versions evaluated.
+DecisionReport = tuple[str, Decision, float, Mapping[str, float] | None]
 
 METER_NAME = "spatial-contract-gate"
 
@@ -125,43 +129,40 @@ class GateMetrics(GateGauges):
         ``objectives`` (version -> objective of the versions evaluated) feeds the SLO
         window of each verdict whose version it names.
         """
-        self.batches.add(1, {"layer": layer, "decision": decision.decision})
-        for verdict in decision.verdicts:
-            self.version_evaluations.add(
-                1,
-                {
-                    "layer": layer,
-                    "version": verdict.version,
-                    "mode": verdict.mode,
-                    "result": "pass" if verdict.passed else "break",
-                },
-            )
-            if objectives is not None and verdict.version in objectives:
-                self.slo.record(verdict, objectives[verdict.version])
-            for clause in verdict.clauses:
-                if clause.gate_error is not None:
-                    self.gate_errors.add(
-                        1,
-                        {
-                            "layer": layer,
-                            "version": verdict.version,
-                            "clause": clause.name,
-                            "kind": clause.kind,
-                            "mode": verdict.mode,
-                        },
-                    )
-                self.clause_evaluations.add(
-                    1,
-                    {
-                        "layer": layer,
-                        "version": verdict.version,
-                        "clause": clause.name,
-                        "result": clause.result,
-                        "mode": verdict.mode,
-                    },
-                )
-        if decision.verdicts:
-            self.evaluation_duration.record(duration_s, {"layer": layer})
+        self.record_decisions([(layer, decision, duration_s, objectives)])
+
+    def record_decisions(self, decisions: Iterable[DecisionReport]) -> None:
+        """Count routed batches as :meth:`record_decision` does each, in fewer calls: the
+        increments of one counter series are summed and added once (the same totals; an
+        ``add`` of the OpenTelemetry SDK hashes its attributes on every call, which was a
+        quarter of a worker's CPU on events of one feature). The SLO windows and the
+        duration histogram get every batch, in order. ``decisions``: ``(layer, decision,
+        duration_s, objectives)`` of each batch, ``objectives`` as in :meth:`record_decision`.
+        """
+        counts: dict[tuple[Any, tuple[tuple[str, str], ...]], int] = {}
+
+        def count(counter: Any, **attributes: str) -> None:
+            key = (counter, tuple(attributes.items()))
+            counts[key] = counts.get(key, 0) + 1
+
+        for layer, decision, duration_s, objectives in decisions:
+            count(self.batches, layer=layer, decision=decision.decision)
+            for verdict in decision.verdicts:
+                version, mode = verdict.version, verdict.mode
+                count(self.version_evaluations, layer=layer, version=version, mode=mode,
+                      result="pass" if verdict.passed else "break")  # fmt: skip
+                if objectives is not None and version in objectives:
+                    self.slo.record(verdict, objectives[version])
+                for clause in verdict.clauses:
+                    if clause.gate_error is not None:
+                        count(self.gate_errors, layer=layer, version=version,
+                              clause=clause.name, kind=clause.kind, mode=mode)  # fmt: skip
+                    count(self.clause_evaluations, layer=layer, version=version,
+                          clause=clause.name, result=clause.result, mode=mode)  # fmt: skip
+            if decision.verdicts:
+                self.evaluation_duration.record(duration_s, {"layer": layer})
+        for (counter, attributes), n in counts.items():
+            counter.add(n, dict(attributes))
 
     def record_config_rejection(
         self, layer: str | None, reason: str, known_layers: Collection[str]
