@@ -211,6 +211,7 @@ def test_wkb_read_from_arrow_buffers_is_read_as_from_bytes(
     array = pa.array(values, type=pa.large_binary() if large else pa.binary())
     for sliced in (array, array.slice(7)):
         tuple_ = WkbTuple(sliced)
+        assert tuple(tuple_) == tuple(sliced.to_pylist())  # the values, None for null
         offsets, raw = wkb_buffers(tuple_)  # type: ignore[misc]
         got = [None if sliced[i].as_py() is None else bytes(raw[offsets[i]:offsets[i + 1]])
                for i in range(len(sliced))]  # fmt: skip
