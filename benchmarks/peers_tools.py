@@ -138,6 +138,7 @@ def _gate_stream(path: str, contract: str) -> dict[str, int]:
     import pyarrow as pa
 
     from worker.core._util.arrow import skip_pandas_probe
+    from worker.core._util.malloc import keep_freed_memory
     from worker.core.chunks import ChunkedBatch, evaluate_chunked
     from worker.core.model import ActiveVersion, Batch
     from worker.gate.config import GateConfig
@@ -147,6 +148,7 @@ def _gate_stream(path: str, contract: str) -> dict[str, int]:
     from worker.io.reports.text import decision_to_json
 
     skip_pandas_probe()  # as the worker's entry point (`contract-gate run`) does
+    keep_freed_memory()  # likewise
     now = datetime.now(timezone.utc)
     uri = Path(path).resolve().as_uri()
     event = Batch(

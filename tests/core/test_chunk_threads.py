@@ -38,8 +38,10 @@ from tests.catalogue import (
 from tests.core.test_chunked import EVERYTHING, split
 from tests.core.test_kinds import BATCH, VERSIONS
 from worker.core.chunks import ChunkedBatch, evaluate_chunked, in_order
-from worker.core.clauses import CLAUSE_KINDS, diagnose_readings
+from worker.core.clauses import CLAUSE_KINDS, base, diagnose_readings
+from worker.core.evaluate import evaluate
 from worker.core.model import ActiveVersion, Decision
+from worker.core.offenders import Offender
 from worker.io.payloads import read_batch_file_chunked
 
 REPO = Path(__file__).resolve().parents[2]
@@ -134,6 +136,40 @@ def test_generated_batches_on_threads_equal_one_thread(
     )
     batch = dataclasses.replace(batch_of(geoms, attributes=table), id_column="fid")
     _both(split(batch, rows), [active(EVERYTHING), *VERSIONS], threads)
+
+
+@pytest.mark.parametrize("rows", [7, 25])
+def test_offenders_past_the_named_ones_are_not_computed_and_the_decision_is_unchanged(
+    rows: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # 600 features, most of them offending four clauses: the first 100 offenders of each
+    # are named after a few chunks; later chunks count theirs and name none (issue 27)
+    cycle = [BOWTIE, PARIS, VALID_POLYGON, shapely.box(100.0, 0.0, 101.0, 1.0), BOWTIE]
+    geoms = [cycle[i % len(cycle)] for i in range(600)]
+    table = pa.table({"code": ["z" if i % 3 else "a" for i in range(600)],
+                      "fid": [f"f{i}" for i in range(600)]})  # fmt: skip
+    batch = dataclasses.replace(batch_of(geoms, attributes=table), id_column="fid")
+    versions = [active(EVERYTHING), active(EVERYTHING, mode="observing")]
+    made: list[int] = []
+
+    class Counted(base.Offender):
+        def __init__(self, *args: Any) -> None:
+            made.append(1)
+            super().__init__(*args)
+
+    monkeypatch.setattr(base, "Offender", Counted)
+    counted = evaluate_chunked(split(batch, rows), versions, now=NOW)
+    monkeypatch.setattr(base, "Offender", Offender)
+    one = evaluate_chunked(split(batch, rows), versions, now=NOW)
+    named = [r.offenders for v in counted.verdicts for r in v.clauses if r.offenders]
+    assert {len(o.features) for o in named} == {100}
+    assert {"ext", "types", "valid", "dom"} <= {
+        r.name for r in one.verdicts[0].clauses if r.offenders and r.offenders.total > 100
+    }
+    # one thread: each chunk names exactly what the merge keeps of it
+    assert len(made) == sum(len(o.features) for o in named)
+    assert _both(split(batch, rows), versions, 3) == one
+    assert evaluate(batch, versions, now=NOW) == one
 
 
 def test_in_order_keeps_the_order_and_at_most_in_flight_items() -> None:

@@ -197,15 +197,21 @@ def test_star_polygons_evaluated_decide_as_the_general_path(
     assert validity.result == "break"
 
 
+@pytest.mark.parametrize("n_star", [100, 600])  # 600: a probe first (256 candidates or more)
 @pytest.mark.parametrize("large", [False, True])
 @pytest.mark.parametrize("nulls", [False, True])
-def test_wkb_read_from_arrow_buffers_is_read_as_from_bytes(large: bool, nulls: bool) -> None:
-    values = _batch_values(14, 100)
+def test_wkb_read_from_arrow_buffers_is_read_as_from_bytes(
+    large: bool, nulls: bool, n_star: int
+) -> None:
+    # the coordinates of an Arrow array are cut by Arrow (binary_slice of the rows taken),
+    # those of an object array joined and cut by numpy: the same rings, the same facts
+    values = _batch_values(14, n_star)
     if not nulls:
         values = [v for v in values if v is not None]
     array = pa.array(values, type=pa.large_binary() if large else pa.binary())
     for sliced in (array, array.slice(7)):
         tuple_ = WkbTuple(sliced)
+        assert tuple(tuple_) == tuple(sliced.to_pylist())  # the values, None for null
         offsets, raw = wkb_buffers(tuple_)  # type: ignore[misc]
         got = [None if sliced[i].as_py() is None else bytes(raw[offsets[i]:offsets[i + 1]])
                for i in range(len(sliced))]  # fmt: skip
@@ -214,6 +220,8 @@ def test_wkb_read_from_arrow_buffers_is_read_as_from_bytes(large: bool, nulls: b
         b = star_rings(np.array(sliced.to_pylist(), dtype=object), 8)
         assert a is not None and b is not None
         assert np.array_equal(a.plain, b.plain) and np.array_equal(a.bounds, b.bounds)
+        assert np.array_equal(a.ccw, b.ccw)
+        assert np.count_nonzero(a.plain) >= n_star * 0.9
 
 
 _FLOAT = st.floats(min_value=-1e3, max_value=1e3, allow_nan=False, width=64)

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import os
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
 from worker.core.errors import (
@@ -179,6 +181,33 @@ def test_unrestricted_still_reads_regular_files_only(tmp_path: Path) -> None:
         _open("/dev/zero", UNRESTRICTED)
     with pytest.raises(PayloadUnavailable, match=r"no such file"):
         _open(str(tmp_path / "nope"), UNRESTRICTED)
+
+
+def test_a_local_file_is_read_by_arrows_own_file_of_the_same_inode(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Arrow's own file reads without the GIL (a Python file object took it for every read,
+    # issue 27); where /proc/self/fd cannot be opened, the Python file object as before
+    src_path = DEMO / "admin_boundaries.parquet"
+    data = src_path.read_bytes()
+    with open_payload(str(src_path), UNRESTRICTED) as src:
+        assert type(src.file) is pa.OSFile
+        assert os.fstat(src.file.fileno()).st_ino == src_path.stat().st_ino
+        assert src.file.size() == len(data)
+        src.file.seek(0)
+        assert src.file.read() == data
+    real_osfile = pa.OSFile
+
+    def no_proc(path: str, *args: object) -> pa.NativeFile:
+        if path.startswith("/proc/self/fd/"):
+            raise FileNotFoundError(path)
+        return real_osfile(path, *args)
+
+    monkeypatch.setattr(pa, "OSFile", no_proc)
+    with open_payload(str(src_path), UNRESTRICTED) as src:
+        assert type(src.file) is pa.PythonFile
+        src.file.seek(0)
+        assert src.file.read() == data
 
 
 def test_transient_failures_are_retried_a_bounded_number_of_times() -> None:

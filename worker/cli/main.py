@@ -35,6 +35,7 @@ from worker.cli.output import (
     wants_json,
 )
 from worker.core._util.arrow import skip_pandas_probe
+from worker.core._util.malloc import keep_freed_memory
 from worker.core.errors import BrokerError, ContractGateError
 
 __all__ = ["COMMANDS", "build_parser", "command_named", "main"]
@@ -94,6 +95,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     ``interrupted`` and status 130 (:mod:`worker.cli.interrupt`).
     """
     skip_pandas_probe()  # pyarrow would import pandas (not used) on its first list
+    keep_freed_memory()  # large arrays reused, not mapped and faulted in again per chunk
     raw = sys.argv[1:] if argv is None else list(argv)
     token = _JSON_ERRORS.set(argv_wants_json(raw))
     try:

@@ -5,18 +5,16 @@ chunks (the io layer gives one chunk per record batch of the file). Every clause
 active version measures a mergeable tally of each chunk (its kind's ``measure``,
 :data:`worker.core.clauses.KINDS`, :mod:`worker.core.clauses.tally`); the tallies are
 merged in batch order and each clause's result is rendered from its merged tally (its
-kind's ``render``), so only one chunk's geometries are held at a time. The
-verdicts are those of :func:`worker.core.evaluate.evaluate` on the whole batch: the whole
-batch is the one-chunk case of the same measure and render functions. Feature indices
-(offenders, invalid reasons) count over the whole batch.
+kind's ``render``), so only one chunk's geometries are held at a time. The verdicts are
+those of :func:`worker.core.evaluate.evaluate` on the whole batch (its one-chunk case).
+Feature indices (offenders, invalid reasons) count over the whole batch.
 
 Passes over the chunks: one; plus a first one when an ``edges: spherical`` batch
 declares no CRS (whether every coordinate is longitude/latitude decides how all chunks are
 read), and a last one when an extent clause broke (its diagnoses reproject features from
 candidate CRSs, which is only worth doing for a broken clause; they read the batch's
-evenly spaced sample,
-:data:`worker.core.clauses.diagnose_readings.DIAGNOSIS_SAMPLE` features at most, whose
-indices the first pass's feature count decides): the kind's
+evenly spaced sample, :data:`~worker.core.clauses.diagnose_readings.DIAGNOSIS_SAMPLE`
+features at most, whose indices the first pass's feature count decides): the kind's
 :attr:`~worker.core.clauses.base.ClauseKind.second_pass`, for every kind that has one.
 That last pass reads the batch again only when the batch's feature count was not known
 before the first (:attr:`ChunkedBatch.rows`) or its sample is too large to keep
@@ -25,14 +23,12 @@ sampled rows of each chunk (:attr:`~worker.core.clauses.base.SecondPass.rows`,
 :mod:`worker.core.chunk_sample`) and the last pass measures those alone, with the same
 tallies.
 
-Both cores: given an executor (a pool of threads the caller owns), the chunks of the
-measuring passes are measured on its threads while the caller's thread reads the next
-ones (shapely 2's vectorized functions and pyarrow release the GIL), at most
-``in_flight`` chunks at a time (read, being measured or waiting to be merged), so peak
-memory stays about ``in_flight`` chunks. The tallies are still merged in batch order on
-the caller's thread, and a chunk's tally depends on that chunk alone (its offset comes
-from the chunks before it, counted as they are read), so the decision is the one of one
-thread, value for value.
+Both cores: given an executor (a pool of threads the caller owns), the chunks are
+measured on its threads while the caller's thread reads the next ones (GEOS, Arrow and
+numpy release the GIL), at most ``in_flight`` chunks at a time, so peak memory stays about
+``in_flight`` chunks. The tallies are merged in batch order on the caller's thread; a
+chunk's tally depends on that chunk and on how many offenders the chunks before it named,
+so the decision is the one of one thread, value for value.
 """
 
 from __future__ import annotations
@@ -47,10 +43,11 @@ from worker.core._util.gcpause import collector_paused
 from worker.core._util.ordered import in_order
 from worker.core.chunk_sample import Item, Keep, Kept, keep_for
 from worker.core.clauses import KINDS
-from worker.core.clauses.tally import Failed, Tally, merge
+from worker.core.clauses.tally import Failed, Tally, merge, named_offenders
 from worker.core.evaluate import decide, evaluate_clause, failed_result, version_verdict
 from worker.core.facts.batch import BatchFacts, edges_problem
 from worker.core.model import ActiveVersion, Batch, Clause, ClauseResult, Decision
+from worker.core.offenders import fewer_offenders
 
 __all__ = ["ChunkHook", "ChunkedBatch", "evaluate_chunked", "in_order"]
 
@@ -174,6 +171,13 @@ class _Pass:
     total: int | None
     hook: Callable[[BatchFacts], Any] | None = None
     keep: Keep | None = None
+    #: per job, the offenders its merged tally names (set as chunks merge): a chunk names
+    #: only those the merge can still keep (:func:`fewer_offenders`), issue 27.
+    named: list[int] | None = None
+
+    def _measure(self, i: int, facts: BatchFacts, of: int | None) -> Any:
+        with fewer_offenders(0 if self.named is None else self.named[i]):
+            return _measure(self.jobs[i], facts, self.now, self.total, of)
 
     def __call__(self, item: Item) -> tuple[list[Any], Any, Item | None]:
         chunk, offset, of = item
@@ -184,7 +188,7 @@ class _Pass:
                 # and non-finite coordinates are then read from it, not from every
                 # coordinate (GeometryFacts.is_empty, has_nonfinite; the same values)
                 facts.geos_valid  # noqa: B018
-            tallies = [_measure(j, facts, self.now, self.total, of) for j in self.jobs]
+            tallies = [self._measure(i, facts, of) for i in range(len(self.jobs))]
             extra = None if self.hook is None else self.hook(facts)
             # the chunk's geometries are freed here, on the measuring thread, not on the
             # caller's, which reads the next chunks meanwhile
@@ -212,6 +216,8 @@ def _tallies(
     acc = [_measure(j, empty, measure.now, measure.total) for j in measure.jobs]
     for tallies, extra, part in in_order(measure, items, *pool):
         acc = [merge(a, t) for a, t in zip(acc, tallies, strict=True)]
+        if measure.named is not None:
+            measure.named[:] = [named_offenders(a) for a in acc]  # one store
         if take is not None:
             take(extra)
         if kept is not None and part is not None:
@@ -273,7 +279,7 @@ def evaluate_chunked(
     pool = (executor, in_flight)
     keep = keep_for([KINDS.get(j.clause.kind) for j in jobs], source.rows)
     hook, take = (on_chunk.measure, on_chunk.take) if on_chunk is not None else (None, None)
-    first = _Pass(jobs, edges, now, None, hook, keep)
+    first = _Pass(jobs, edges, now, None, hook, keep, [0] * len(jobs))
     kept = Kept() if keep is not None else None
     tallies: list[Tally | Failed] = []
     if jobs or on_chunk:

@@ -18,6 +18,7 @@ __all__ = [
     "Offender",
     "Offenders",
     "every_offender",
+    "fewer_offenders",
     "fit_offenders",
     "left_out",
     "offender_limit",
@@ -29,6 +30,21 @@ __all__ = [
 MAX_OFFENDERS = 100
 
 _LIMIT: ContextVar[int | None] = ContextVar("offender_limit", default=MAX_OFFENDERS)
+
+
+@contextmanager
+def fewer_offenders(named: int) -> Iterator[None]:
+    """Within it, clause results name :func:`offender_limit` less ``named`` offenders (at
+    least 0; every one stays every one): what a chunk of a batch names when the chunks
+    before it already named ``named`` (:func:`worker.core.clauses.tally.merge` keeps the
+    first offenders in batch order, so the ones it would cut are not computed). The
+    totals are counted as before."""
+    limit = _LIMIT.get()
+    token = _LIMIT.set(None if limit is None else max(0, limit - named))
+    try:
+        yield
+    finally:
+        _LIMIT.reset(token)
 
 
 def offender_limit() -> int | None:

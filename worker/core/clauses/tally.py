@@ -39,6 +39,7 @@ __all__ = [
     "Tally",
     "Union",
     "merge",
+    "named_offenders",
     "tally_key",
 ]
 
@@ -171,6 +172,12 @@ def _merge_offenders(a: Offenders | None, b: Offenders | None) -> Offenders | No
         return a
     features = (a.features + b.features)[: offender_limit()]
     return replace(a, total=a.total + b.total, features=features)
+
+
+def named_offenders(tally: Tally | Failed) -> int:
+    """How many offenders ``tally`` names (its ``offenders`` part; 0 without one)."""
+    offenders = tally.get("offenders") if isinstance(tally, Mapping) else None
+    return len(offenders.features) if isinstance(offenders, Offenders) else 0
 
 
 def _merge_part(a: Any, b: Any) -> Any:

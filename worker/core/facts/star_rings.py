@@ -63,25 +63,32 @@ class StarRings:
 class _Rings:
     """Closed rings back to back: float (V,) ``x`` and ``y``, int (R,) ``points`` (vertices
     of each ring, the closing one included), with each ring's first vertex (``starts``),
-    closing vertex (``ends``) and bool (V,) ``edge``: the vertex starts an edge of its ring."""
+    closing vertex (``ends``), int (V,) ``ring``, the ring of each vertex, and bool (V,)
+    ``edge``: the vertex starts an edge of its ring.
+
+    Per-ring values are spread over the vertices by ``ring`` (numpy's take, which releases
+    the GIL), not repeated (``np.repeat`` holds it: 9-11% of the GIL's time in a
+    two-thread ``check`` of 1,000,000 polygons, issue 27); ``ring`` itself is one repeat
+    of R small numbers."""
 
     def __init__(self, x: np.ndarray, y: np.ndarray, points: np.ndarray) -> None:
         self.x, self.y, self.points = x, y, points
         self.starts = np.concatenate(([0], np.cumsum(points)[:-1])).astype(np.int64)
         self.ends = self.starts + points - 1
+        self.ring = np.repeat(np.arange(len(points)), points)
         self.edge = np.ones(len(x), dtype=bool)
         self.edge[self.ends] = False
 
     def spread(self, per_ring: np.ndarray) -> np.ndarray:
         """float (V,): each ring's value repeated over its vertices."""
-        return np.repeat(per_ring, self.points)
+        return per_ring[self.ring]
 
     def take(self, rows: np.ndarray) -> _Rings:
         """The rings ``rows`` (int, ascending) alone."""
-        sizes = self.points[rows]
-        shift = self.starts[rows] - np.concatenate(([0], np.cumsum(sizes)[:-1]))
-        at = np.repeat(shift, sizes) + np.arange(int(sizes.sum()))
-        return _Rings(self.x[at], self.y[at], sizes)
+        chosen = np.zeros(len(self.points), dtype=bool)
+        chosen[rows] = True
+        keep = chosen[self.ring]
+        return _Rings(self.x[keep], self.y[keep], self.points[rows])
 
 
 def _centroids(r: _Rings, bounds: np.ndarray) -> tuple[np.ndarray, ...]:
@@ -120,7 +127,8 @@ def _star(r: _Rings, cx: np.ndarray, cy: np.ndarray, bounds: np.ndarray) -> tupl
     np.greater(below[:-1], below[1:], out=up[:-1])  # below, then not: once per turn
     up &= r.edge
     ccw = np.logical_and.reduceat(left, r.starts)
-    once = np.add.reduceat(up.view(np.uint8), r.starts, dtype=np.int64) == 1
+    # float counts: numpy holds the GIL through an integer add.reduceat
+    once = np.add.reduceat(up.astype(np.float64), r.starts) == 1.0
     return (ccw | np.logical_and.reduceat(right, r.starts)) & once, ccw
 
 
@@ -140,10 +148,9 @@ def _relax(r: _Rings, cx: np.ndarray, cy: np.ndarray, area2: np.ndarray) -> tupl
     hit = np.flatnonzero(side == r.spread(worst))
     if not hit.size:
         return cx, cy
-    ring = np.repeat(np.arange(len(r.points)), r.points)
-    owner = ring[hit]
+    owner = r.ring[hit]
     first = hit[np.concatenate(([True], owner[1:] != owner[:-1]))]  # worst edge of each ring
-    rows = ring[first]
+    rows = owner[np.concatenate(([True], owner[1:] != owner[:-1]))]
     miss = np.minimum(depth[first], 0.0) / length2[first]  # distance / length, negative
     step = -1.5 * miss * inner[first]
     cx, cy = cx.copy(), cy.copy()
@@ -225,11 +232,12 @@ def star_rings(values: WkbTuple | np.ndarray, least: int) -> StarRings | None:
     bounds = np.empty((rows.size, 4))
     ccw = np.zeros(rows.size, dtype=bool)
     ends = np.cumsum(points)
+    xy = source.coordinates(rows)  # every candidate's ring, back to back
     a = 0
     while a < rows.size:  # blocks of about _BLOCK_VERTICES vertices, at least one row
         z = max(a + 1, int(np.searchsorted(ends, ends[a] - points[a] + _BLOCK_VERTICES, "right")))
-        xy = source.coordinates(rows[a:z])
-        proven[a:z], bounds[a:z], ccw[a:z] = _test_block(xy, points[a:z])
+        v = ends[a] - points[a]
+        proven[a:z], bounds[a:z], ccw[a:z] = _test_block(xy[v : ends[z - 1]], points[a:z])
         a = z
     if np.count_nonzero(proven) < least or 2 * np.count_nonzero(proven) < n:
         return None

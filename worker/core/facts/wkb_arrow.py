@@ -34,7 +34,10 @@ class WkbTuple(tuple[bytes | None, ...]):
     def __new__(cls, array: pa.Array) -> WkbTuple:
         if not (pa.types.is_binary(array.type) or pa.types.is_large_binary(array.type)):
             raise TypeError(f"WkbTuple of an Arrow {array.type} array: binary wanted")
-        self = super().__new__(cls, array.to_pylist())
+        # Arrow's conversion builds the bytes objects in C++: about 0.6 of to_pylist's
+        # time, which wraps each value in a scalar first (both hold the GIL: 6% of its time
+        # in a two-thread check of 1,000,000 polygons, issue 27)
+        self = super().__new__(cls, array.to_numpy(zero_copy_only=False).tolist())
         self.arrow = array
         return self
 

@@ -9,6 +9,8 @@ Polygons (the rows :mod:`worker.core.facts.star_rings` may prove valid).
 from __future__ import annotations
 
 import numpy as np
+import pyarrow as pa
+import pyarrow.compute as pc
 
 from worker.core.facts.wkb_arrow import WkbTuple, arrow_buffers
 
@@ -54,11 +56,13 @@ class WkbSource:
 
     def __init__(self, values: WkbTuple | np.ndarray) -> None:
         self.values: np.ndarray | None = None
+        self.array: pa.Array | None = None
         self.offsets, self.raw = np.zeros(1, np.int64), np.empty(0, np.uint8)
         if isinstance(values, WkbTuple) and not values.arrow.null_count:
             buffers = wkb_buffers(values)
             assert buffers is not None
             self.offsets, self.raw = buffers
+            self.array = values.arrow
             self.lengths: np.ndarray | None = np.diff(self.offsets)
         else:
             self.values = np.asarray(values, dtype=object)
@@ -73,18 +77,22 @@ class WkbSource:
 
     def coordinates(self, rows: np.ndarray) -> np.ndarray:
         """float (V, 2): the ring coordinates of candidates ``rows`` (ascending), back to
-        back (each value: a 13-byte header, then its coordinates)."""
+        back (each value: a 13-byte header, then its coordinates). An Arrow array's values
+        are taken and cut past their headers by Arrow's compute functions, which release
+        the GIL (numpy's repeat over the bytes held it: issue 27)."""
         if self.values is not None:
             joined = np.frombuffer(b"".join(self.values[rows].tolist()), np.uint8)
             ends = np.cumsum(self.lengths[rows])  # type: ignore[index]
             return _drop_heads(joined, np.concatenate(([0], ends[:-1])), ends)
-        start, stop = self.offsets[rows], self.offsets[rows + 1]
-        if int(stop[-1] - start[0]) <= 2 * int((stop - start).sum()):  # dense: one pass
-            return _drop_heads(self.raw[int(start[0]) :], start - start[0], stop - start[0])
-        body = start + _HEADER  # sparse (a probe): gather the bodies alone
-        sizes = stop - body
-        at = np.repeat(body - np.concatenate(([0], np.cumsum(sizes)[:-1])), sizes)
-        return self.raw[at + np.arange(int(sizes.sum()))].view("<f8").reshape(-1, 2)
+        assert self.array is not None
+        picked = self.array if len(rows) == len(self.array) else self.array.take(pa.array(rows))
+        # (pyarrow 26 fails without a stop: "Negative buffer resize")
+        stop = int(self.lengths.max())  # type: ignore[union-attr]
+        _, offsets, data = pc.binary_slice(picked, _HEADER, stop).buffers()
+        kind = np.int64 if pa.types.is_large_binary(picked.type) else np.int32
+        first, last = np.frombuffer(offsets, kind)[[0, len(rows)]].tolist()
+        raw = np.frombuffer(data, np.uint8, last - first, first) if data else np.empty(0, np.uint8)
+        return raw.view("<f8").reshape(-1, 2)
 
 
 def _drop_heads(raw: np.ndarray, start: np.ndarray, stop: np.ndarray) -> np.ndarray:
