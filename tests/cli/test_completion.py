@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from worker.cli.commands.completion import PATHS, script
+from worker.cli.args import PATHS
+from worker.cli.commands.completion import script
 from worker.cli.main import build_parser
 from worker.cli.parser_tree import arguments, subcommands, walk
 

@@ -24,6 +24,18 @@ if TYPE_CHECKING:  # imported where used: `check` needs no Kafka settings
 EXIT_ADMITTED, EXIT_QUARANTINED, EXIT_BAD_INPUT = 0, 1, 2
 EXIT_BROKEN_PIPE = 128 + 13  # as a shell reports a process ended by SIGPIPE
 
+#: The completion of an argument whose value is a local path: shtab's own file completers
+#: (``shtab.FILE``, spelled here so that declaring an argument does not import shtab).
+PATHS = {"bash": "_shtab_compgen_files", "zsh": "_files"}
+
+
+def completes_paths(action: argparse.Action) -> argparse.Action:
+    """Mark the argument ``action`` (from ``add_argument``) as taking a local path, so the
+    completion scripts complete file names for it; returns ``action``. Options whose metavar
+    is ``FILE`` or ``DIR`` are marked without it."""
+    action.complete = PATHS  # type: ignore[attr-defined]  # shtab's attribute
+    return action
+
 
 def parse_time(text: str) -> datetime:
     """An ISO 8601 date-time with a UTC offset (``2026-11-29T06:00:00Z``), as aware UTC.

@@ -10,8 +10,7 @@ import argparse
 import sys
 from dataclasses import asdict
 
-from worker.cli.args import add_kafka_args, parse_time, settings_from_args
-from worker.cli.commands.completion import completes_paths
+from worker.cli.args import add_kafka_args, completes_paths, parse_time, settings_from_args
 from worker.cli.output import add_format, print_json, wants_json
 from worker.cli.payload_args import add_payload_args, file_policy
 from worker.cli.progress import add_quiet_arg, shows_progress, stage_line

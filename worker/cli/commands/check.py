@@ -17,10 +17,10 @@ from typing import TYPE_CHECKING, Any
 from worker.cli.args import (
     EXIT_ADMITTED,
     EXIT_QUARANTINED,
+    completes_paths,
     parse_time,
 )
 from worker.cli.check_batch import evaluate_batch, read_batch, wants_pictures, with_progress
-from worker.cli.commands.completion import completes_paths
 from worker.cli.payload_args import add_eval_threads, add_payload_args, eval_pool
 from worker.cli.pictures import refuse_overwriting_inputs, write_pictures
 from worker.cli.progress import add_quiet_arg

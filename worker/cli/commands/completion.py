@@ -12,14 +12,12 @@ from __future__ import annotations
 
 import argparse
 
-__all__ = ["PATHS", "SHELLS", "completes_paths", "register", "run", "script"]
+from worker.cli.args import PATHS
+
+__all__ = ["SHELLS", "register", "run", "script"]
 
 #: The shells a completion script is generated for.
 SHELLS = ("bash", "zsh")
-
-#: The completion of an argument whose value is a local path: shtab's own file completers
-#: (``shtab.FILE``, spelled here so that declaring an argument does not import shtab).
-PATHS = {"bash": "_shtab_compgen_files", "zsh": "_files"}
 
 #: zsh: a positional that completes to nothing. shtab writes an empty action (``:help:``)
 #: for it, and zsh's ``_arguments`` then only lists the options a ``--pre<TAB>`` matches
@@ -28,14 +26,6 @@ _NOTHING_ZSH = {"zsh": "( )"}
 
 #: The metavars that name a path, so their options complete file names.
 _PATH_METAVARS = frozenset({"FILE", "DIR"})
-
-
-def completes_paths(action: argparse.Action) -> argparse.Action:
-    """Mark the argument ``action`` (from ``add_argument``) as taking a local path, so the
-    completion scripts complete file names for it; returns ``action``. Options whose metavar
-    is ``FILE`` or ``DIR`` are marked without it."""
-    action.complete = PATHS  # type: ignore[attr-defined]  # shtab's attribute
-    return action
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import argparse
 
-from worker.cli.commands.completion import completes_paths
+from worker.cli.args import completes_paths
 from worker.core._util.jsonsafe import dumps_json
 
 __all__ = ["register", "run"]

@@ -9,8 +9,14 @@ from __future__ import annotations
 import argparse
 import sys
 
-from worker.cli.args import add_kafka_args, add_now, now_of, settings_from_args, write_output
-from worker.cli.commands.completion import completes_paths
+from worker.cli.args import (
+    add_kafka_args,
+    add_now,
+    completes_paths,
+    now_of,
+    settings_from_args,
+    write_output,
+)
 from worker.core._util.jsonsafe import dumps_json
 
 __all__ = ["register", "run"]

@@ -16,7 +16,7 @@ import re
 import sys
 from typing import TYPE_CHECKING
 
-from worker.cli.commands.completion import completes_paths
+from worker.cli.args import completes_paths
 from worker.cli.payload_args import add_payload_args, file_policy
 from worker.core.errors import ContractGateError, PayloadError
 from worker.io.formats import formats_named, formats_read

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import argparse
 
-from worker.cli.args import add_kafka_args, settings_from_args
-from worker.cli.commands.completion import completes_paths
+from worker.cli.args import add_kafka_args, completes_paths, settings_from_args
 from worker.cli.output import add_format, print_json, wants_json
 from worker.cli.signing_args import add_signing_args
 

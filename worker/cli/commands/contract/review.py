@@ -12,7 +12,7 @@ import argparse
 from datetime import datetime, timezone
 from pathlib import Path
 
-from worker.cli.commands.completion import completes_paths
+from worker.cli.args import completes_paths
 from worker.core.errors import ContractGateError
 
 __all__ = ["register", "run"]
