@@ -21,7 +21,7 @@ from worker.core.clauses.base import ClauseKind
 from worker.core.clauses.sample import take_features
 from worker.core.model import Batch
 
-__all__ = ["KEEP_SAMPLE_BYTES", "Item", "Keep", "Kept", "keep_for"]
+__all__ = ["CALLER_SAMPLE_BYTES", "KEEP_SAMPLE_BYTES", "Item", "Keep", "Kept", "keep_for"]
 
 #: A pass's item: features, the batch index of the first, and None (a whole chunk) or the
 #: number of features of the chunk they were kept from (:class:`Keep`).
@@ -30,6 +30,15 @@ Item = tuple[Batch, int, "int | None"]
 #: Most bytes (WKB and attribute values) of the rows the first pass keeps for a second
 #: pass (:class:`Kept`); beyond it the second pass reads the batch again. Read at call time.
 KEEP_SAMPLE_BYTES = 32 * 1024 * 1024
+
+#: Most bytes of kept rows the second pass measures on the caller's thread rather than on
+#: the pool's (:attr:`Kept.for_caller`). A pool thread's first reprojection builds its own
+#: pyproj transformer and CRS objects (pyproj keeps them per thread: a PROJ context and a
+#: database search each, 5-10 ms): on the 10,000 sampled rows of a million points (0.7 MB)
+#: the three threads spent more on building them than on the sample, 30-45 ms of a 1.2 s
+#: check (issue 27). A sample of polygons (about 9 MB for 10,000) keeps the threads.
+#: Read at call time.
+CALLER_SAMPLE_BYTES = 2 * 1024 * 1024
 
 
 @dataclass(frozen=True)
@@ -83,3 +92,9 @@ class Kept:
             self.items = None
         else:
             self.items.append(item)
+
+    @property
+    def for_caller(self) -> bool:
+        """The kept rows are few enough (at most :data:`CALLER_SAMPLE_BYTES`) to be measured
+        on the caller's thread alone: the decision is the same on any thread."""
+        return self.items is not None and self.bytes <= CALLER_SAMPLE_BYTES
