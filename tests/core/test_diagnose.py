@@ -202,10 +202,10 @@ def test_a_sample_kept_by_the_first_pass_equals_a_second_read(
 def test_a_small_kept_sample_is_diagnosed_on_the_callers_thread(
     limit: int, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    """Kept rows of at most CALLER_SAMPLE_BYTES (9 points here) are diagnosed on the
-    caller's thread, not the pool's, whose threads would each build their own pyproj
-    transformers first; larger ones (the limit at 0) on the pool. The decision is the
-    whole batch's either way, one row kept of each of the 9 chunks."""
+    """Kept rows of at most CALLER_SAMPLE_BYTES (9 points here) are diagnosed at once on
+    the caller's thread, not chunk by chunk on the pool's, whose threads would each build
+    their own pyproj transformers first; larger ones (the limit at 0) on the pool. The
+    decision is the whole batch's either way, one row kept of each of the 9 chunks."""
     monkeypatch.setattr(diagnose_readings, "DIAGNOSIS_SAMPLE", 9)
     monkeypatch.setattr(chunk_sample, "CALLER_SAMPLE_BYTES", limit)
     lonlat = [g.centroid for g in _lonlat_boxes(60)]
@@ -228,8 +228,8 @@ def test_a_small_kept_sample_is_diagnosed_on_the_callers_thread(
         assert evaluate_chunked(kept, [active(c)], now=NOW, executor=pool, in_flight=2) == whole
     assert passes == [60]  # the kept rows were diagnosed, the batch not read again
     caller = threading.current_thread()
-    assert len(threads) == 9
-    assert set(threads) == {caller} if limit else caller not in threads
+    # few: the 9 chunks' kept rows measured as one on the caller's thread; else one by one
+    assert threads == [caller] if limit else len(threads) == 9 and caller not in threads
 
 
 def test_a_sample_too_large_to_keep_is_read_again(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -247,3 +247,26 @@ def test_a_sample_too_large_to_keep_is_read_again(monkeypatch: pytest.MonkeyPatc
     wrong, passes = _counted(split(batch, 4), 41)
     assert evaluate_chunked(wrong, [active(c)], now=NOW) == whole
     assert passes == [40, 40]
+
+
+def test_kept_rows_of_several_chunks_joined_are_their_rows() -> None:
+    """Kept.joined: the kept parts one after the other (geometries, attribute rows, reader
+    errors re-indexed, bbox coverings, ids), the first part's batch index and the features
+    of all their chunks; parts whose tables differ in schema stay apart."""
+    wkb = [shapely.Point(i, i).wkb for i in range(5)]
+    batch = dataclasses.replace(
+        batch_of(wkb, attributes=pa.table({"code": ["a", "b", "c", "d", "e"]})),
+        geometry_errors={1: "bad one", 4: "bad four"},
+        covering_bbox=tuple((float(i), float(i), float(i), float(i)) for i in range(5)),
+        feature_ids=("f0", "f1", "f2", "f3", "f4"),
+    )
+    first, second = take_features(batch, np.arange(2)), take_features(batch, np.arange(2, 5))
+    kept = chunk_sample.Kept()
+    kept.add((first, 0, 10))
+    kept.add((second, 10, 12))
+    assert kept.joined() == [(take_features(batch, np.arange(5)), 0, 22)]
+    odd = dataclasses.replace(second, attributes=pa.table({"code": [1, 2, 3]}))
+    apart = chunk_sample.Kept()
+    apart.add((first, 0, 10))
+    apart.add((odd, 10, 12))
+    assert apart.joined() == apart.items and len(apart.items or []) == 2

@@ -240,7 +240,7 @@ def _second_pass(
     measure = _Pass(jobs, first.edges, first.now, total)
     items: Iterable[Item] | None = None
     if kept is not None and first.keep is not None and first.keep.total == total:
-        items, pool = kept.items, (None, 1) if kept.for_caller else pool
+        items, pool = kept.joined(), (None, 1) if kept.for_caller else pool
     if items is None:
         items = _numbered(source.chunks())
     return _tallies(items, source.batch, measure, pool=pool)
