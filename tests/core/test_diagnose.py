@@ -270,3 +270,7 @@ def test_kept_rows_of_several_chunks_joined_are_their_rows() -> None:
     apart.add((first, 0, 10))
     apart.add((odd, 10, 12))
     assert apart.joined() == apart.items and len(apart.items or []) == 2
+    whole = chunk_sample.Kept()  # a whole chunk (no count of the chunk it came from)
+    whole.add((first, 0, None))
+    whole.add((second, 2, 3))
+    assert whole.joined() == whole.items and len(whole.items or []) == 2

@@ -106,6 +106,8 @@ class Kept:
         items = self.items
         if items is None or len(items) < 2 or not self.for_caller:
             return items
+        if any(of is None for _, _, of in items):  # not rows of a Keep: measured as they are
+            return items
         parts = [part for part, _, _ in items]
         schema = parts[0].attributes.schema
         if any(not p.attributes.schema.equals(schema, True) for p in parts):
