@@ -152,3 +152,32 @@ def test_peers_batches_runs_only_the_batches_named() -> None:
     assert lines.count("  every tool finds the truth's counts") == 1, run.stdout
     assert [ln for ln in lines if ln.startswith("peers: gate check peak RSS, 300 points")]
     assert not [ln for ln in lines if ln.startswith("peers: ") and "polygons" in ln]
+
+
+def test_the_gate_packages_are_compiled_before_the_rounds(tmp_path: Path) -> None:
+    """compile_bytecode writes each module's bytecode where Python looks for it (which it
+    reads under PYTHONDONTWRITEBYTECODE too), again once a source changes; a module that
+    does not compile makes it False. The gate's own packages are the ones named."""
+    import importlib.util
+    import os
+
+    from benchmarks import peers
+
+    assert peers.GATE_PACKAGES == ("worker", "benchmarks")
+    (tmp_path / "good").mkdir()
+    module = tmp_path / "good" / "mod.py"
+    module.write_text("VALUE = 1\n", "utf-8")
+    cached = Path(importlib.util.cache_from_source(str(module)))
+    assert peers.compile_bytecode(tmp_path, ["good"]) and cached.is_file()
+    first = cached.read_bytes()
+    module.write_text("VALUE = 22\n", "utf-8")
+    os.utime(module, (1e9, 2e9))  # a later source mtime: its bytecode is stale
+    assert peers.compile_bytecode(tmp_path, ["good"]) and cached.read_bytes() != first
+    env = {**os.environ, "PYTHONDONTWRITEBYTECODE": "1", "PYTHONPATH": str(tmp_path)}
+    probe = "import good.mod as m, sys; print(m.VALUE, m.__spec__.cached)"
+    out = subprocess.run([sys.executable, "-c", probe], env=env, capture_output=True,
+                         text=True, check=True, cwd=tmp_path).stdout.split()  # fmt: skip
+    assert out == ["22", str(cached)]
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "broken.py").write_text("def (:\n", "utf-8")
+    assert not peers.compile_bytecode(tmp_path, ["good", "bad"])

@@ -5,7 +5,10 @@ the full set in a clear case; chunked, the sample is the same features as whole.
 from __future__ import annotations
 
 import dataclasses
+import threading
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -17,7 +20,7 @@ from tests.catalogue import NOW, active, batch_of, clause, contract_of
 from tests.core.test_chunked import split
 from worker.core import chunk_sample
 from worker.core.chunks import ChunkedBatch, evaluate_chunked
-from worker.core.clauses import diagnose_readings
+from worker.core.clauses import diagnose_readings, extent
 from worker.core.clauses.diagnose import SWAPPED_OR_REGION, diagnoses_of
 from worker.core.clauses.diagnose_readings import diagnose_tally
 from worker.core.clauses.sample import sample_rows, sample_stride, take_features
@@ -195,6 +198,40 @@ def test_a_sample_kept_by_the_first_pass_equals_a_second_read(
     assert passes == [60, 60]  # the count unknown before reading: the batch read again
 
 
+@pytest.mark.parametrize("limit", [2 * 1024 * 1024, 0], ids=["caller", "pool"])
+def test_a_small_kept_sample_is_diagnosed_on_the_callers_thread(
+    limit: int, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Kept rows of at most CALLER_SAMPLE_BYTES (9 points here) are diagnosed at once on
+    the caller's thread, not chunk by chunk on the pool's, whose threads would each build
+    their own pyproj transformers first; larger ones (the limit at 0) on the pool. The
+    decision is the whole batch's either way, one row kept of each of the 9 chunks."""
+    monkeypatch.setattr(diagnose_readings, "DIAGNOSIS_SAMPLE", 9)
+    monkeypatch.setattr(chunk_sample, "CALLER_SAMPLE_BYTES", limit)
+    lonlat = [g.centroid for g in _lonlat_boxes(60)]
+    batch = batch_of([shapely.Point(p.y, p.x) for p in lonlat])  # latitude first
+    c = contract_of(clause("ext", "extent", region=FRANCE, min_fraction_inside=0.9))
+    whole = evaluate(batch, [active(c)], now=NOW)
+    assert whole.diagnoses == (
+        f"{SWAPPED_OR_REGION} (from an evenly spaced sample of 9 of 60 features)",
+    )
+    threads: list[threading.Thread] = []
+    measured = extent.sampled_tally
+
+    def recording(*args: Any) -> Any:
+        threads.append(threading.current_thread())
+        return measured(*args)
+
+    monkeypatch.setattr(extent, "sampled_tally", recording)
+    kept, passes = _counted(split(batch, 7), 60)
+    with ThreadPoolExecutor(2) as pool:
+        assert evaluate_chunked(kept, [active(c)], now=NOW, executor=pool, in_flight=2) == whole
+    assert passes == [60]  # the kept rows were diagnosed, the batch not read again
+    caller = threading.current_thread()
+    # few: the 9 chunks' kept rows measured as one on the caller's thread; else one by one
+    assert threads == [caller] if limit else len(threads) == 9 and caller not in threads
+
+
 def test_a_sample_too_large_to_keep_is_read_again(monkeypatch: pytest.MonkeyPatch) -> None:
     """Kept rows beyond KEEP_SAMPLE_BYTES are dropped and the batch is read again; a
     footer count that the pass contradicts (a file changed) reads it again too."""
@@ -210,3 +247,30 @@ def test_a_sample_too_large_to_keep_is_read_again(monkeypatch: pytest.MonkeyPatc
     wrong, passes = _counted(split(batch, 4), 41)
     assert evaluate_chunked(wrong, [active(c)], now=NOW) == whole
     assert passes == [40, 40]
+
+
+def test_kept_rows_of_several_chunks_joined_are_their_rows() -> None:
+    """Kept.joined: the kept parts one after the other (geometries, attribute rows, reader
+    errors re-indexed, bbox coverings, ids), the first part's batch index and the features
+    of all their chunks; parts whose tables differ in schema stay apart."""
+    wkb = [shapely.Point(i, i).wkb for i in range(5)]
+    batch = dataclasses.replace(
+        batch_of(wkb, attributes=pa.table({"code": ["a", "b", "c", "d", "e"]})),
+        geometry_errors={1: "bad one", 4: "bad four"},
+        covering_bbox=tuple((float(i), float(i), float(i), float(i)) for i in range(5)),
+        feature_ids=("f0", "f1", "f2", "f3", "f4"),
+    )
+    first, second = take_features(batch, np.arange(2)), take_features(batch, np.arange(2, 5))
+    kept = chunk_sample.Kept()
+    kept.add((first, 0, 10))
+    kept.add((second, 10, 12))
+    assert kept.joined() == [(take_features(batch, np.arange(5)), 0, 22)]
+    odd = dataclasses.replace(second, attributes=pa.table({"code": [1, 2, 3]}))
+    apart = chunk_sample.Kept()
+    apart.add((first, 0, 10))
+    apart.add((odd, 10, 12))
+    assert apart.joined() == apart.items and len(apart.items or []) == 2
+    whole = chunk_sample.Kept()  # a whole chunk (no count of the chunk it came from)
+    whole.add((first, 0, None))
+    whole.add((second, 2, 3))
+    assert whole.joined() == whole.items and len(whole.items or []) == 2

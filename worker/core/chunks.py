@@ -235,12 +235,12 @@ def _second_pass(
     pool: tuple[Executor | None, int],
 ) -> list[Tally | Failed]:
     """The second-pass tallies of ``jobs`` in a batch of ``total`` features: on the rows
-    the first pass ``kept`` when it kept them all for a batch of that count, else over the
-    batch read again."""
+    the first pass ``kept`` for a batch of that count (few: on the caller's thread,
+    :attr:`Kept.for_caller`), else over the batch read again."""
     measure = _Pass(jobs, first.edges, first.now, total)
     items: Iterable[Item] | None = None
     if kept is not None and first.keep is not None and first.keep.total == total:
-        items = kept.items
+        items, pool = kept.joined(), (None, 1) if kept.for_caller else pool
     if items is None:
         items = _numbered(source.chunks())
     return _tallies(items, source.batch, measure, pool=pool)

@@ -89,7 +89,9 @@ class SecondPass:
     those of a chunk (int (M,), ascending, 0-based within the chunk of ``count`` features
     starting at batch index ``offset``), and ``measure_rows(clause, contract, facts, now,
     of)`` the chunk's tally from ``facts`` holding those rows alone, of a chunk of ``of``
-    features: the tally ``measure`` gives on the whole chunk.
+    features: the tally ``measure`` gives on the whole chunk. The rows kept of consecutive
+    chunks may be measured at once, ``of`` their chunks' features: the tally is then the
+    merge of theirs (the extent's readings are counts per feature and "every" tests).
     """
 
     wanted: Callable[[Clause, Tally], bool]
