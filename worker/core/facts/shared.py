@@ -158,16 +158,19 @@ class SharedFacts:
         per batch dict}, [(CRS, per batch geometries, per batch usable)] of the
         reprojections)``."""
         have, starts = self.facts.__dict__, self.starts
+        size = _one_size(starts)
         names = [n for n in PER_FEATURE if n in have]
-        columns: list[list[Any]] = [_views(have[n], starts) for n in names]
+        columns: list[list[Any]] = [_views(have[n], starts, size) for n in names]
         if "_headers" in have:  # a tuple of arrays, cut array by array
             names.append("_headers")
-            columns.append(list(zip(*(_views(h, starts) for h in have["_headers"]), strict=True)))
+            columns.append(
+                list(zip(*(_views(h, starts, size) for h in have["_headers"]), strict=True))
+            )
         if "raw_geometries" in have:
             names.append("raw_geometries")
             same = have["raw_geometries"] is have.get("_strict")  # then the same objects
             columns.append(columns[names.index("_strict")] if same
-                           else _views(have["raw_geometries"], starts))  # fmt: skip
+                           else _views(have["raw_geometries"], starts, size))  # fmt: skip
         names += [n for n in SHARED if n in have]
         columns += [[have[n]] * (len(starts) - 1) for n in SHARED if n in have]
         if have.get(_ATTRIBUTES) is not None:  # every batch's table has the group's schema
@@ -177,7 +180,7 @@ class SharedFacts:
         if not names:
             per_batch = [{} for _ in range(len(starts) - 1)]
         dicts = {n: _split(have[n], starts) for n in PER_FEATURE_DICTS if n in have}
-        reprojected = [(dst, _views(geoms, starts), _views(usable, starts))
+        reprojected = [(dst, _views(geoms, starts, size), _views(usable, starts, size))
                        for dst, geoms, usable in self.facts._reprojected.values()]  # fmt: skip
         return per_batch, dicts, reprojected
 
@@ -212,15 +215,20 @@ def _attributes(batches: Sequence[Batch]) -> pa.Table | None:
     return pa.concat_tables([b.attributes for b in batches])
 
 
-def _views(values: np.ndarray, starts: np.ndarray) -> list[np.ndarray]:
+def _views(values: np.ndarray, starts: np.ndarray, size: int | None) -> list[np.ndarray]:
     """Views of ``values`` (first axis: the group's features) cut at ``starts`` (int (B + 1,)):
-    batches of one size are the rows of one reshape (a view each, made in one C loop)."""
-    sizes = np.diff(starts)
-    b = len(sizes)
-    if b and sizes.min() == sizes.max():
-        return list(values.reshape(b, int(sizes[0]), *values.shape[1:]))
-    bounds = starts.tolist()
-    return [values[a:z] for a, z in itertools.pairwise(bounds)]
+    batches of one ``size`` (None: of several) are the rows of one reshape (a view each,
+    made in one C loop)."""
+    b = len(starts) - 1
+    if size is not None:
+        return list(values.reshape(b, size, *values.shape[1:]))
+    return [values[a:z] for a, z in itertools.pairwise(starts.tolist())]
+
+
+def _one_size(starts: np.ndarray) -> int | None:
+    """The batches' one size when they are all of it, else None (or no batch)."""
+    sizes = np.diff(starts).tolist()
+    return sizes[0] if sizes and sizes.count(sizes[0]) == len(sizes) else None
 
 
 def _split(by_index: dict[int, Any], starts: np.ndarray) -> list[dict[int, Any]]:
