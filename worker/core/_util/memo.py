@@ -30,7 +30,7 @@ class _Cache:
     __slots__ = ("__weakref__", "entries")
 
     def __init__(self) -> None:
-        self.entries: dict[tuple[int, ...], tuple[tuple[Any, ...], Any]] = {}
+        self.entries: dict[int | tuple[int, ...], tuple[tuple[Any, ...], Any]] = {}
 
 
 def identity_memo(maxsize: int, *, per_thread: bool = False) -> Callable[[F], F]:
