@@ -289,3 +289,60 @@ def test_extent_expected_is_built_once_per_clause_and_crs() -> None:
     assert results[0]["ext_m"].expected["region"] == [-6e5, -6e5, 6e5, 6.5e6]
     assert all(r["ext"].expected is results[0]["ext"].expected for r in results)
     assert results[5]["ext"].broke and not results[0]["ext"].broke
+
+
+def _arrays(facts: BatchFacts) -> dict[str, np.ndarray]:
+    """Every array fact of ``facts``, the arrays of ``_headers`` named apart."""
+    have = facts.__dict__
+    out = {n: v for n, v in have.items() if isinstance(v, np.ndarray)}
+    out.update({f"_headers{k}": h for k, h in enumerate(have.get("_headers", ()))})
+    return out
+
+
+def test_primed_facts_are_views_no_clause_writes_into() -> None:
+    """Each batch's per-feature facts are views of the group's rows (no copy per batch),
+    and evaluating every clause kind on them, diagnoses of a broken extent included
+    (batch 5), writes into none: the group's arrays read as before, element by element
+    (geometries by identity), and the decisions are those of each batch alone."""
+    batches = [_batches()[1], *_small_batches()]  # a bowtie first: invalid reasons computed
+    versions = [active(contract_of(*(c for c in EVERYTHING.clauses if c.name != "bad")))]
+    first = BatchFacts(batches[0])
+    evaluate(batches[0], versions, now=NOW, facts=first)
+    shared = SharedFacts(batches[1:])
+    shared.compute(first)
+    before = {n: a.copy() for n, a in _arrays(shared.facts).items()}
+    assert {"is_valid", "bounds", "geometries", "_headers0", "outside_area_of_use"} <= set(before)
+    decisions = []
+    for i, b in enumerate(batches[1:]):
+        primed = shared.prime(i, BatchFacts(b))
+        for name, view in _arrays(primed).items():
+            if name in before and view.size:
+                assert np.shares_memory(view, _arrays(shared.facts)[name]), name
+        decisions.append(evaluate(b, versions, now=NOW, facts=primed))
+    assert decisions == [evaluate(b, versions, now=NOW) for b in batches[1:]]
+    # the extents broke (their diagnoses' second pass read the views too)
+    assert {r.name for r in decisions[5].verdicts[0].clauses if r.broke} == {"ext", "ext_m", "cov"}
+    after = _arrays(shared.facts)
+    for name, was in before.items():
+        now_ = after[name]
+        if was.dtype == object:
+            assert all(x is y for x, y in zip(was, now_, strict=True)), name
+        else:
+            np.testing.assert_array_equal(now_, was, err_msg=name)
+
+
+def test_a_group_of_batches_of_unequal_sizes_is_primed_with_their_rows() -> None:
+    """Batches of 1, 3 and 2 features (cut one by one, not by one reshape) and batches of
+    one size (one reshape) get each its own rows, and the ``{index: value}`` facts are
+    re-indexed per batch."""
+    for batches in (_batches()[-2:] + _batches()[:1], _small_batches()[:4]):
+        shared = SharedFacts(batches)
+        first = BatchFacts(batches[0])
+        evaluate(batches[0], [active(EVERYTHING)], now=NOW, facts=first)
+        shared.compute(first)
+        for i, b in enumerate(batches):
+            primed, alone = shared.prime(i, BatchFacts(b)), BatchFacts(b)
+            np.testing.assert_array_equal(primed.bounds, alone.bounds)
+            np.testing.assert_array_equal(primed.is_valid, alone.is_valid)
+            assert primed.invalid_reasons == alone.invalid_reasons
+            assert primed.count == len(b.geometries_wkb) == len(primed.bounds)

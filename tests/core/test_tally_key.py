@@ -9,11 +9,19 @@ import copy
 from typing import Any
 
 import numpy as np
+import pytest
 import shapely
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.catalogue import NOW, active, contract_of
+from tests.core.test_shared_facts import EVERYTHING, _small_batches
+from worker.core.clauses import KINDS
+from worker.core.clauses.grouped import GroupEvaluation
 from worker.core.clauses.tally import Bounds, Counts, Distinct, First, Union, tally_key
+from worker.core.evaluate import evaluate_clause
+from worker.core.facts.batch import BatchFacts
+from worker.core.facts.shared import SharedFacts
 from worker.core.offenders import Offenders
 
 _leaf = st.one_of(
@@ -66,3 +74,41 @@ def test_tallies_holding_offenders_geometries_or_arrays_have_no_key() -> None:
     assert tally_key({"n": np.int64(3)}) is None
     assert tally_key({"a": np.zeros(2)}) is None
     assert tally_key({"offenders": None, "n": 3}) is not None
+
+
+@pytest.mark.parametrize("name", list(KINDS))
+def test_a_group_numbers_each_kinds_tallies_as_their_keys_and_renders_as_one_by_one(
+    name: str,
+) -> None:
+    """Grouped (:meth:`GroupEvaluation.measure`, then each batch's :meth:`evaluate`) and one
+    by one, for every kind: batches share a tally's number exactly when their tallies have
+    equal keys (a kind measuring a group gives equal tallies one object), a kind with a
+    second pass or no render key numbers none, and each batch's result is its own alone."""
+    kind = KINDS[name]
+    clauses = [c for c in EVERYTHING.clauses if c.kind == name and c.name != "bad"]
+    contract = contract_of(*clauses)
+    batches = _small_batches()
+    shared = SharedFacts(batches)
+    group = GroupEvaluation()
+    group.measure(KINDS, [active(contract)], shared.facts, shared.starts, NOW)
+    for c in clauses:
+        at = (id(c), id(contract))
+        numbers = group.numbers.get(at)
+        if kind.measure_group is None or kind.render_key is None or kind.second_pass:
+            assert numbers is None
+        else:
+            tallies = group.tallies[at]
+            assert numbers is not None and len(numbers) == len(batches)
+            for i, ti in enumerate(tallies):
+                assert (numbers[i] is None) == (ti is None or tally_key(ti) is None)
+                for j, tj in enumerate(tallies):
+                    if ti is None or tj is None:
+                        continue
+                    same_key = tally_key(ti) == tally_key(tj)
+                    assert (numbers[i] == numbers[j]) == same_key, (c.name, i, j)
+                    assert (ti is tj) == same_key, (c.name, i, j)  # one object per tally
+            assert any(n is not None for n in numbers)  # the passing batches are numbered
+        for i, b in enumerate(batches):
+            group.index = i
+            got = evaluate_clause(c, contract, shared.prime(i, BatchFacts(b)), NOW, group)
+            assert repr(got) == repr(evaluate_clause(c, contract, BatchFacts(b), NOW)), (c.name, i)

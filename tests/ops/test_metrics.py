@@ -191,3 +191,41 @@ def test_record_decisions_sums_to_the_same_series_as_one_call_per_batch() -> Non
     }
     assert attainment == {"v1.0": 0.5, "v1.1": 0.0}
     assert sum(v for _, v in by_summed["gis.contract.evaluation.duration"]) == 5
+
+
+def test_a_groups_shared_results_are_counted_once_per_batch_in_each_series() -> None:
+    """Decisions of a group of small batches share their clause result objects: each is
+    counted once per batch and version that holds it, in the series of its clause, result
+    and mode (and a gate error in its own), as counted one result at a time."""
+    from collections import Counter
+
+    from tests.catalogue import NOW as AT
+    from tests.catalogue import active
+    from tests.core.test_shared_facts import EVERYTHING, _small_batches
+    from worker.core.evaluate_group import evaluate_group
+
+    batches = _small_batches()
+    versions = [active(EVERYTHING), active(EVERYTHING, mode="observing")]
+    decisions = evaluate_group(batches, versions, now=AT)
+    by_name = [{r.name: r for r in d.verdicts[0].clauses} for d in decisions]
+    assert by_name[1]["valid"] is by_name[2]["valid"]  # shared objects, for real
+    reader = InMemoryMetricReader()
+    metrics = GateMetrics(MeterProvider(metric_readers=[reader]).get_meter("t"))
+    metrics.record_decisions(("L", d, 0.001, None) for d in decisions)
+    want: Counter[tuple[str, str, str]] = Counter()
+    errors: Counter[tuple[str, str]] = Counter()
+    for d in decisions:
+        for v in d.verdicts:
+            for c in v.clauses:
+                want[(c.name, c.result, v.mode)] += 1
+                if c.gate_error is not None:
+                    errors[(c.name, v.mode)] += 1
+    pts = points(reader)
+    got = {(a["clause"], a["result"], a["mode"]): n
+           for a, n in pts["gis.contract.clause_evaluations_total"]}  # fmt: skip
+    assert got == dict(want) and sum(got.values()) == len(batches) * 2 * len(EVERYTHING.clauses)
+    assert {(a["clause"], a["mode"]): n for a, n in pts["gis.contract.gate_errors_total"]} == {
+        ("bad", "enforcing"): len(batches),
+        ("bad", "observing"): len(batches),
+    }
+    assert dict(errors) == {("bad", "enforcing"): len(batches), ("bad", "observing"): len(batches)}

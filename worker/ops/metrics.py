@@ -16,7 +16,7 @@ from typing import Any
 from opentelemetry import metrics
 
 from worker.core.lifecycle.slo import Window
-from worker.core.model import Decision
+from worker.core.model import ClauseResult, Decision
 from worker.ops.gauges import INVALID_LAYER, GateGauges, bounded_layer
 
 __all__ = ["INVALID_LAYER", "DecisionReport", "GateMetrics", "bounded_layer", "configure_sdk"]
@@ -24,6 +24,9 @@ __all__ = ["INVALID_LAYER", "DecisionReport", "GateMetrics", "bounded_layer", "c
 #: One routed batch as :meth:`GateMetrics.record_decisions` takes it: its layer label, its
 #: decision, its evaluation time in seconds, the objectives of the versions evaluated.
 DecisionReport = tuple[str, Decision, float, Mapping[str, float] | None]
+
+#: A counter series: the counter and its attributes, in order.
+_Series = tuple[Any, tuple[tuple[str, str], ...]]
 
 METER_NAME = "spatial-contract-gate"
 
@@ -139,30 +142,42 @@ class GateMetrics(GateGauges):
         duration histogram get every batch, in order. ``decisions``: ``(layer, decision,
         duration_s, objectives)`` of each batch, ``objectives`` as in :meth:`record_decision`.
         """
-        counts: dict[tuple[Any, tuple[tuple[str, str], ...]], int] = {}
-
-        def count(counter: Any, **attributes: str) -> None:
-            key = (counter, tuple(attributes.items()))
-            counts[key] = counts.get(key, 0) + 1
-
+        counts: dict[_Series, int] = {}
+        # the series of each clause result, built once per result object and verdict's
+        # (layer, version, mode): a group's events share their results (the entry holds
+        # the result, so its id is not reused within the call)
+        of_result: dict[tuple[str, str, str], dict[int, tuple[ClauseResult, list[_Series]]]] = {}
         for layer, decision, duration_s, objectives in decisions:
-            count(self.batches, layer=layer, decision=decision.decision)
+            _count(counts, self.batches, layer=layer, decision=decision.decision)
             for verdict in decision.verdicts:
                 version, mode = verdict.version, verdict.mode
-                count(self.version_evaluations, layer=layer, version=version, mode=mode,
-                      result="pass" if verdict.passed else "break")  # fmt: skip
+                _count(counts, self.version_evaluations, layer=layer, version=version,
+                       mode=mode, result="pass" if verdict.passed else "break")  # fmt: skip
                 if objectives is not None and version in objectives:
                     self.slo.record(verdict, objectives[version])
+                results = of_result.setdefault((layer, version, mode), {})
                 for clause in verdict.clauses:
-                    if clause.gate_error is not None:
-                        count(self.gate_errors, layer=layer, version=version,
-                              clause=clause.name, kind=clause.kind, mode=mode)  # fmt: skip
-                    count(self.clause_evaluations, layer=layer, version=version,
-                          clause=clause.name, result=clause.result, mode=mode)  # fmt: skip
+                    kept = results.get(id(clause))
+                    if kept is None:
+                        kept = results[id(clause)] = (clause, self._clause_series(
+                            layer, version, mode, clause))  # fmt: skip
+                    for key in kept[1]:
+                        counts[key] = counts.get(key, 0) + 1
             if decision.verdicts:
                 self.evaluation_duration.record(duration_s, {"layer": layer})
         for (counter, attributes), n in counts.items():
             counter.add(n, dict(attributes))
+
+    def _clause_series(
+        self, layer: str, version: str, mode: str, clause: ClauseResult
+    ) -> list[_Series]:
+        """The (counter, attributes) series one clause result of a verdict counts in."""
+        at = (("layer", layer), ("version", version), ("clause", clause.name))
+        out: list[_Series] = []
+        if clause.gate_error is not None:
+            out.append((self.gate_errors, (*at, ("kind", clause.kind), ("mode", mode))))
+        out.append((self.clause_evaluations, (*at, ("result", clause.result), ("mode", mode))))
+        return out
 
     def record_config_rejection(
         self, layer: str | None, reason: str, known_layers: Collection[str]
@@ -179,6 +194,12 @@ class GateMetrics(GateGauges):
     def record_config_tombstone(self, layer: str | None, known_layers: Collection[str]) -> None:
         """Count a tombstone; ``layer`` bounded as in :meth:`record_config_rejection`."""
         self.config_tombstones.add(1, {"layer": bounded_layer(layer, known_layers)})
+
+
+def _count(counts: dict[_Series, int], counter: Any, **attributes: str) -> None:
+    """One more of ``counter``'s series of ``attributes`` in ``counts``."""
+    key = (counter, tuple(attributes.items()))
+    counts[key] = counts.get(key, 0) + 1
 
 
 def configure_sdk(service_name: str = "contract-gate", *, prometheus: bool = True) -> Any:

@@ -14,6 +14,7 @@ from typing import Any
 
 from worker.core.clauses.base import ClauseKind, clause_result
 from worker.core.clauses.diff import Diff
+from worker.core.clauses.grouped import empty_tallies
 from worker.core.clauses.tally import Tally
 from worker.core.facts.batch import BatchFacts
 from worker.core.model import Clause, ClauseResult, Contract
@@ -59,4 +60,4 @@ def render_key(facts: BatchFacts) -> Hashable:
 
 
 KIND = ClauseKind("axis_order", Params, measure, render, compare, brief, essential=True, leads=3,
-                  render_key=render_key)  # fmt: skip
+                  render_key=render_key, measure_group=empty_tallies)  # fmt: skip

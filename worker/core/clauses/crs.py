@@ -16,6 +16,7 @@ from typing import Any
 
 from worker.core.clauses.base import ClauseKind, clause_result
 from worker.core.clauses.diff import Diff
+from worker.core.clauses.grouped import empty_tallies
 from worker.core.clauses.tally import Tally
 from worker.core.errors import ContractGateError
 from worker.core.facts.batch import BatchFacts
@@ -103,5 +104,14 @@ def render_key(facts: BatchFacts) -> Hashable:
 
 
 KIND = ClauseKind(
-    "crs", Params, measure, render, compare, brief, essential=True, leads=2, render_key=render_key
+    "crs",
+    Params,
+    measure,
+    render,
+    compare,
+    brief,
+    essential=True,
+    leads=2,
+    render_key=render_key,
+    measure_group=empty_tallies,
 )

@@ -38,7 +38,7 @@ from worker.core.clauses.domain_values import (
     mixed_column,
     unknown_mixed,
 )
-from worker.core.clauses.grouped import per_segment
+from worker.core.clauses.grouped import per_segment, shared_tallies
 from worker.core.clauses.tally import Distinct, Tally
 from worker.core.facts.batch import BatchFacts
 from worker.core.facts.shared import columns_key, group_attributes
@@ -124,18 +124,19 @@ def measure_group(
     null_rows = np.asarray(pc.is_null(col).to_numpy(zero_copy_only=False), dtype=bool)
     nulls = per_segment(null_rows, starts).tolist()
     col_type, allow_null = str(col.type), bool(p.allow_null)
-    return [
-        None
-        if u or (nn and not allow_null)
-        else {
+    return shared_tallies(
+        (
+            None if u or (nn and not allow_null) else nn
+            for u, nn in zip(unknown, nulls, strict=True)
+        ),
+        lambda nn: {
             "type": col_type,
             "unknown_count": 0,
             "null_count": nn,
             "unknown": Distinct((), 10),
             "offenders": None,
-        }
-        for u, nn in zip(unknown, nulls, strict=True)
-    ]
+        },
+    )
 
 
 @identity_memo(maxsize=64)  # each entry holds a set of every code: keep few

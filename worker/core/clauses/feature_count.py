@@ -12,8 +12,11 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
+import numpy as np
+
 from worker.core.clauses.base import ClauseKind, clause_result
 from worker.core.clauses.diff import Diff
+from worker.core.clauses.grouped import shared_tallies
 from worker.core.clauses.tally import Tally
 from worker.core.facts.batch import BatchFacts
 from worker.core.model import Clause, ClauseResult, Contract
@@ -33,6 +36,14 @@ class Params:
 def measure(clause: Clause, contract: Contract, facts: BatchFacts, now: datetime) -> Tally:
     """The chunk's number of features (summed over chunks)."""
     return {"count": facts.count}
+
+
+def measure_group(
+    clause: Clause, contract: Contract, group: BatchFacts, starts: np.ndarray, now: datetime
+) -> list[Tally | None]:
+    """:data:`~worker.core.clauses.base.MeasureGroup`: each batch's number of features,
+    batches of one count sharing one tally."""
+    return shared_tallies(np.diff(starts).tolist(), lambda n: {"count": n})
 
 
 def render(
@@ -79,4 +90,4 @@ def render_key(facts: BatchFacts) -> Hashable:
 
 
 KIND = ClauseKind("feature_count", Params, measure, render, compare, brief, check=check,
-                  render_key=render_key)  # fmt: skip
+                  render_key=render_key, measure_group=measure_group)  # fmt: skip

@@ -15,6 +15,7 @@ from typing import Any
 from worker.core._util.durations import parse_duration_s, readable_duration
 from worker.core.clauses.base import ClauseKind, clause_result
 from worker.core.clauses.diff import Diff
+from worker.core.clauses.grouped import empty_tallies
 from worker.core.clauses.tally import Tally
 from worker.core.facts.batch import BatchFacts
 from worker.core.model import Clause, ClauseResult, Contract
@@ -109,4 +110,5 @@ def render_key(facts: BatchFacts) -> Hashable:
     return facts.batch.data_time.isoformat()
 
 
-KIND = ClauseKind("freshness", Params, measure, render, compare, brief, render_key=render_key)
+KIND = ClauseKind("freshness", Params, measure, render, compare, brief, render_key=render_key,
+                  measure_group=empty_tallies)  # fmt: skip

@@ -21,7 +21,7 @@ import numpy as np
 from worker.core._util.memo import identity_memo
 from worker.core.clauses.base import ClauseKind, clause_result, offenders_of
 from worker.core.clauses.diff import Diff
-from worker.core.clauses.grouped import no_facts, per_segment
+from worker.core.clauses.grouped import no_facts, per_segment, shared_tallies
 from worker.core.clauses.tally import Counts, Tally
 from worker.core.facts.batch import BatchFacts
 from worker.core.geometry_types import GEOMETRY_TYPES, TYPE_NAME_TABLE
@@ -120,10 +120,10 @@ def measure_group(
     empty_ok = group.is_empty & type_ok
     bad = per_segment(~type_ok | (empty_ok & (not allow_empty)), starts).tolist()
     empties = per_segment(empty_ok, starts).tolist()
-    return [
-        None if b else {"types": Counts(()), "empty": int(e), "offenders": None}
-        for b, e in zip(bad, empties, strict=True)
-    ]
+    return shared_tallies(
+        (None if b else e for b, e in zip(bad, empties, strict=True)),
+        lambda e: {"types": Counts(()), "empty": e, "offenders": None},
+    )
 
 
 def render(

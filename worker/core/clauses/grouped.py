@@ -13,15 +13,23 @@ one geometry metadata: :mod:`worker.core.evaluate_group`) share:
   (:attr:`~worker.core.clauses.base.ClauseKind.render_key`) equal to another batch's is
   that batch's result, the same object (results are never modified once made).
 
+A kind's ``measure_group`` gives batches of equal tallies one tally object
+(:func:`shared_tallies`): :meth:`GroupEvaluation.measure` keys each object once
+(:func:`~worker.core.clauses.tally.tally_key`, interned to a number), so a batch's
+result is found by that number and its render key, without walking its tally (the
+per-event tally, its key and the result's key were a quarter of a one-feature event's
+clause evaluation).
+
 Every result is thus the one the batch gets alone (``tests/core/test_shared_facts.py``
 compares the tallies kind by kind, ``tests/gate/test_route_group.py`` the records).
 """
 
 from __future__ import annotations
 
-from collections.abc import Hashable, Sequence
+from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Any
 
 import numpy as np
 
@@ -31,7 +39,14 @@ from worker.core.facts.batch import BatchFacts
 from worker.core.facts.shared import columns_key
 from worker.core.model import ActiveVersion, Clause, ClauseResult, Contract
 
-__all__ = ["GroupEvaluation", "attributes_key", "no_facts", "per_segment"]
+__all__ = [
+    "GroupEvaluation",
+    "attributes_key",
+    "empty_tallies",
+    "no_facts",
+    "per_segment",
+    "shared_tallies",
+]
 
 
 @dataclass
@@ -42,6 +57,10 @@ class GroupEvaluation:
     rendered: dict[Hashable, ClauseResult] = field(default_factory=dict)
     tallies: dict[tuple[int, int], list[Tally | None]] = field(default_factory=dict)
     index: int = 0
+    #: per clause measured with the group, each batch's tally's number (equal numbers:
+    #: equal :func:`tally_key`), None for a batch measured alone or an unshared tally
+    numbers: dict[tuple[int, int], list[int | None]] = field(default_factory=dict)
+    _numbered: dict[Hashable, int] = field(default_factory=dict)
 
     def measure(
         self,
@@ -68,6 +87,27 @@ class GroupEvaluation:
                     continue
                 # the clause and contract are held alive by the versions: ids not reused
                 self.tallies[(id(c), id(v.contract))] = tallies
+                if kind.render_key is not None and kind.second_pass is None:
+                    self.numbers[(id(c), id(v.contract))] = self._numbers(tallies)
+
+    def _numbers(self, tallies: list[Tally | None]) -> list[int | None]:
+        """The number of each of ``tallies`` (see :attr:`numbers`), keyed once per tally
+        object (the objects are held by :attr:`tallies`: ids not reused)."""
+        of_object: dict[int, int | None] = {}
+        out: list[int | None] = []
+        for t in tallies:
+            if t is None:
+                out.append(None)
+                continue
+            if id(t) not in of_object:
+                frozen = tally_key(t)
+                of_object[id(t)] = (
+                    None
+                    if frozen is None
+                    else self._numbered.setdefault(frozen, len(self._numbered))
+                )
+            out.append(of_object[id(t)])
+        return out
 
     def evaluate(
         self, kind: ClauseKind, clause: Clause, contract: Contract, facts: BatchFacts, now: datetime
@@ -76,14 +116,23 @@ class GroupEvaluation:
         the group's when measured there, its result the one rendered for an earlier batch
         from an equal tally and equal :attr:`~ClauseKind.render_key`, else rendered (and
         kept for the next batches)."""
-        of_group = self.tallies.get((id(clause), id(contract)))
-        measured = None if of_group is None else of_group[self.index]
-        tally = kind.tally(clause, contract, facts, now, measured)
-        frozen = tally_key(tally) if kind.render_key is not None else None
-        reads = None if frozen is None or kind.render_key is None else kind.render_key(facts)
+        at = (id(clause), id(contract))
+        numbers = self.numbers.get(at)
+        number = None if numbers is None else numbers[self.index]
+        if number is None:  # measured alone (or unshared): its tally, then its number
+            of_group = self.tallies.get(at)
+            measured = None if of_group is None else of_group[self.index]
+            tally = kind.tally(clause, contract, facts, now, measured)
+            frozen = tally_key(tally) if kind.render_key is not None else None
+            if frozen is None:
+                return kind.render(clause, contract, facts, tally, now)
+            number = self._numbered.setdefault(frozen, len(self._numbered))
+        else:  # the tally measured with the group is the batch's (no second pass: measure)
+            tally = self.tallies[at][self.index]  # type: ignore[assignment]
+        reads = None if kind.render_key is None else kind.render_key(facts)
         if reads is None:
             return kind.render(clause, contract, facts, tally, now)
-        key = (id(clause), id(contract), now, reads, frozen)
+        key = (at, now, reads, number)
         result = self.rendered.get(key)
         if result is None:
             result = self.rendered[key] = kind.render(clause, contract, facts, tally, now)
@@ -95,6 +144,38 @@ def per_segment(mask: np.ndarray, starts: np.ndarray) -> np.ndarray:
     ``starts[i + 1]`` (int (B + 1,), ascending; empty segments count 0)."""
     total = np.concatenate(([0], np.cumsum(mask, dtype=np.int64)))
     return total[starts[1:]] - total[starts[:-1]]
+
+
+def shared_tallies(
+    parts: Iterable[Hashable | None], make: Callable[[Any], Tally]
+) -> list[Tally | None]:
+    """One tally per batch of a group, ``make(part)`` from each batch's ``parts`` (None: the
+    batch is measured alone), batches of equal parts sharing one tally object, made once
+    (:meth:`GroupEvaluation.measure` keys each object once). Parts are compared as dict
+    keys: give them of one type (``1 == True``)."""
+    made: dict[Hashable, Tally] = {}
+    out: list[Tally | None] = []
+    for part in parts:
+        if part is None:
+            out.append(None)
+            continue
+        tally = made.get(part)
+        if tally is None:
+            tally = made[part] = make(part)
+        out.append(tally)
+    return out
+
+
+def empty_tallies(
+    clause: Clause, contract: Contract, group: BatchFacts, starts: np.ndarray, now: datetime
+) -> list[Tally | None]:
+    """The :data:`~worker.core.clauses.base.MeasureGroup` of a kind whose ``measure``
+    reads nothing of the features (an empty tally): one empty tally for every batch."""
+    return [_EMPTY] * (len(starts) - 1)
+
+
+#: The empty tally every batch of a group shares (:func:`empty_tallies`; never modified).
+_EMPTY: Tally = {}
 
 
 def no_facts(facts: BatchFacts) -> Hashable:

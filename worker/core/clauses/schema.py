@@ -21,7 +21,7 @@ from worker.core._util.jsonsafe import finite_json
 from worker.core._util.memo import identity_memo
 from worker.core.clauses.base import ClauseKind, clause_result, offenders_of
 from worker.core.clauses.diff import Diff
-from worker.core.clauses.grouped import attributes_key, per_segment
+from worker.core.clauses.grouped import attributes_key, per_segment, shared_tallies
 from worker.core.clauses.tally import Tally
 from worker.core.facts.batch import BatchFacts
 from worker.core.facts.shared import group_attributes
@@ -122,9 +122,10 @@ def measure_group(
         if col.null_count:
             rows = np.asarray(pc.is_null(col).to_numpy(zero_copy_only=False), dtype=bool)
             nulls += per_segment(rows, starts)
-    return [
-        None if k else {"nulls": dict.fromkeys(names, 0), "offenders": None} for k in nulls.tolist()
-    ]
+    return shared_tallies(
+        (None if k else 0 for k in nulls.tolist()),
+        lambda _: {"nulls": dict.fromkeys(names, 0), "offenders": None},
+    )
 
 
 def render(

@@ -15,7 +15,7 @@ import numpy as np
 
 from worker.core.clauses.base import ClauseKind, clause_result, offenders_of, percents
 from worker.core.clauses.diff import Diff
-from worker.core.clauses.grouped import no_facts, per_segment
+from worker.core.clauses.grouped import no_facts, per_segment, shared_tallies
 from worker.core.clauses.tally import First, Tally
 from worker.core.facts.batch import MAX_REASONS, BatchFacts
 from worker.core.model import Clause, ClauseResult, Contract
@@ -49,12 +49,13 @@ def measure_group(
     """:data:`~worker.core.clauses.base.MeasureGroup`: the tally of each batch whose every
     feature is valid; None for the others (their reasons and offenders are their own)."""
     invalid = per_segment(~group.is_valid, starts)
-    return [
-        None
-        if bad
-        else {"count": int(n), "invalid": 0, "reasons": First((), MAX_REASONS), "offenders": None}
-        for bad, n in zip(invalid.tolist(), np.diff(starts).tolist(), strict=True)
-    ]
+    return shared_tallies(
+        (
+            None if bad else n
+            for bad, n in zip(invalid.tolist(), np.diff(starts).tolist(), strict=True)
+        ),
+        lambda n: {"count": n, "invalid": 0, "reasons": First((), MAX_REASONS), "offenders": None},
+    )
 
 
 def render(
