@@ -7,6 +7,7 @@ from __future__ import annotations
 import struct
 from dataclasses import replace
 from datetime import datetime, timezone
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -21,6 +22,8 @@ from worker.cli.scenario import data_file
 from worker.core.contracts.parse import parse_contract
 from worker.core.evaluate import evaluate
 from worker.core.facts import polygons_mixed as polygons_module
+from worker.core.facts import star_rings as star_module
+from worker.core.facts import wkb_rings as rings_module
 from worker.core.facts.batch import BatchFacts
 from worker.core.facts.polygons_mixed import MixedPolygons
 from worker.core.facts.star_rings import star_rings
@@ -303,5 +306,15 @@ def test_a_batch_of_countries_is_left_to_geos() -> None:
 
     batch = read_batch_file(data_file("admin_boundaries.parquet"), layer="admin_boundaries")
     values = np.array(batch.geometries_wkb * 2, dtype=object)  # 354 values, 4 x the probe
-    assert star_rings(values, 64) is None
+    read: list[int] = []
+    candidates = rings_module.one_ring_candidates
+
+    def counted(source: Any, among: Any = None) -> Any:
+        read.append(len(source.lengths) if among is None else len(among))
+        return candidates(source, among)
+
+    with pytest.MonkeyPatch.context() as m:
+        m.setattr(star_module, "one_ring_candidates", counted)
+        assert star_rings(values, 64) is None
+    assert read == [64]  # the probe's rows' headers alone (issue 27)
     assert BatchFacts(replace(batch, geometries_wkb=tuple(values))).mixed is None

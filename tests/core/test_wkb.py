@@ -15,6 +15,7 @@ from hypothesis import strategies as st
 from worker.cli.scenario import data_file
 from worker.core.facts import wkb_check as wkb
 from worker.core.facts.wkb_check import wkb_problem
+from worker.core.facts.wkb_multipolygon import ndr_multipolygon
 
 
 def nested_collection(depth: int) -> bytes:
@@ -167,6 +168,8 @@ def test_flat_multi_geometries_of_the_shipped_data_take_the_fast_path() -> None:
     for v in values:
         end = wkb.flat_multi(v, wkb.DEFAULT_MAX_DEPTH)
         assert end is not None and end == _walk_end(v) == len(v)
+        # little-endian 2D MultiPolygons of Polygons: read by the shortest path
+        assert ndr_multipolygon(v) == len(v)
 
 
 @pytest.mark.parametrize(
@@ -232,3 +235,45 @@ def test_whatever_the_fast_path_accepts_the_walk_accepts_to_the_same_byte(
     end = wkb.flat_multi(value, wkb.DEFAULT_MAX_DEPTH)
     if end is not None:
         assert end == _walk_end(value)
+
+
+_NDR_MULTIPOLYGONS = st.sampled_from(
+    [
+        "MULTIPOLYGON (((0 0, 4 0, 4 4, 0 4, 0 0)), ((5 5, 6 5, 6 6, 5 5)))",
+        "MULTIPOLYGON (((0 0, 4 0, 4 4, 0 4, 0 0), (1 1, 2 1, 2 2, 1 1)), ((5 5, 6 5, 6 6, 5 5)))",
+        "MULTIPOLYGON (((5 5, 6 5, 6 6, 5 5)), EMPTY, ((0 0, 1 0, 1 1, 0 0)))",
+    ]
+)
+
+
+@given(_NDR_MULTIPOLYGONS,
+       st.lists(st.tuples(st.integers(0, 300), st.integers(0, 255)), max_size=3),
+       st.integers(0, 300), st.booleans())  # fmt: skip
+@settings(max_examples=800, deadline=None)
+def test_the_little_endian_multipolygon_path_accepts_what_the_walk_accepts_to_the_same_byte(
+    wkt: str, edits: list[tuple[int, int]], cut: int, lone_empty_ring: bool
+) -> None:
+    # the path of countries (issue 27) and the general fast path agree on every value the
+    # first accepts; it declines anything else (the general path then reads it)
+    data = bytearray(shapely.to_wkb(shapely.from_wkt(wkt), byte_order=1))
+    if lone_empty_ring:  # the first part's one ring claims no points (GEOS's to judge)
+        data = data[:9] + b"\x01\x03\x00\x00\x00\x01\x00\x00\x00\x00\x00\x00\x00" + data[9:]
+        data[5] += 1
+    for at, value in edits:  # corrupt a few bytes (headers and counts among them)
+        data[at % len(data)] = value
+    value = bytes(data[: max(cut, 9)])
+    end = ndr_multipolygon(value) if value.startswith(b"\x01\x06\x00\x00\x00") else None
+    if end is not None:
+        assert end == _walk_end(value) == wkb.flat_multi(value, wkb.DEFAULT_MAX_DEPTH)
+    if not edits and cut >= len(data):
+        assert end == len(data)
+
+
+def test_an_empty_ring_beside_another_in_a_little_endian_multipolygon_is_left_to_the_walk() -> None:
+    holed = "MULTIPOLYGON (((0 0, 4 0, 4 4, 0 4, 0 0), (1 1, 2 1, 2 2, 1 1)))"
+    two = shapely.to_wkb(shapely.from_wkt(holed), byte_order=1)
+    # the hole's point count set to 0, the data cut after it
+    at = 9 + 9 + 4 + 5 * 16
+    empty_hole = two[:at] + b"\x00\x00\x00\x00"
+    assert ndr_multipolygon(empty_hole) is None
+    assert "has no points" in str(wkb_problem(empty_hole))

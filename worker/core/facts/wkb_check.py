@@ -39,6 +39,7 @@ from worker.core.facts.wkb_header import (
     _U32,
     type_code,
 )
+from worker.core.facts.wkb_multipolygon import NDR_MULTIPOLYGON, ndr_multipolygon
 
 __all__ = [
     "DEFAULT_MAX_DEPTH",
@@ -177,6 +178,8 @@ def _flat_multi(data: bytes, max_depth: int) -> int | None:
     size = len(data)
     if size < 9 or max_depth < 2 or data[0] > 1:
         return None
+    if data.startswith(NDR_MULTIPOLYGON) and (end := ndr_multipolygon(data)) is not None:
+        return end
     u32 = _U32["<" if data[0] == 1 else ">"]
     code = u32(data, 1)[0]
     typed = type_code(code)

@@ -110,12 +110,18 @@ def _u32(heads: np.ndarray, at: int) -> np.ndarray:
     return np.ascontiguousarray(heads[:, at : at + 4]).view("<u4").reshape(len(heads))
 
 
-def one_ring_candidates(source: WkbSource) -> tuple[np.ndarray, np.ndarray]:
-    """Rows whose header says a little-endian 2D one-ring Polygon of at least four points
-    and whose length is exactly that ring's, with their point counts."""
+def one_ring_candidates(
+    source: WkbSource, among: np.ndarray | None = None
+) -> tuple[np.ndarray, np.ndarray]:
+    """Rows (of ``among``, int ascending, default all) whose header says a little-endian
+    2D one-ring Polygon of at least four points and whose length is exactly that ring's,
+    with their point counts."""
     length = source.lengths
     assert length is not None
-    rows = np.flatnonzero(length >= _HEADER + 16 * _MIN_POINTS)
+    if among is None:
+        rows = np.flatnonzero(length >= _HEADER + 16 * _MIN_POINTS)
+    else:
+        rows = among[length[among] >= _HEADER + 16 * _MIN_POINTS]
     if not rows.size:
         return rows, rows
     heads = source.heads(rows)
