@@ -191,39 +191,54 @@ def worker_events_s(settings: Settings, n: int) -> float:
     return n / elapsed
 
 
+#: Issue 27's targets for the worker rows, by features per event: (floor, target). Small
+#: events are measured against the least-work copy (the transactional copy plus decode+GEOS
+#: and a 2nd record per event): on this machine that copy itself runs at 0.6-0.7 of
+#: min(decode+GEOS, copy), so issue 12's ">= 0.8 of that minimum" was out of reach of any
+#: gate that routes, then commits (issue 12 ended blocked on it). Large events keep it.
+WORKER_TARGETS = {1: ("least", 0.5), 100: ("least", 0.8), 1000: ("min", 0.8)}
+
+
 def worker_vs_floor(bootstrap: str, quick: bool) -> list[Row]:
-    """The worker on the broker against min(transactional copy, decode+GEOS floor) on the
-    same events, for events of 1, 100 and 1,000 features."""
+    """The worker on the broker against its floor on the same events, for events of 1,
+    100 and 1,000 features: the least-work copy for 1 and 100 (targets 0.5, 0.8), the
+    minimum of the transactional copy and the decode+GEOS floor for 1,000 (target 0.8),
+    as :data:`WORKER_TARGETS` says."""
     # each size is timed over about 3 s of the worker or more: over 1 s (40 events of
     # 1,000 features) the fetches' start weighed in the figure (0.64-0.66 with 40 events,
     # 0.67-0.71 with 120, one broker, same code)
     sizes = ((1, 60), (100, 12), (1000, 4)) if quick else ((1, 3000), (100, 600), (1000, 120))
-    rows = []
-    for features, count in sizes:
-        settings = fresh_settings(bootstrap, f"w{features}")
-        events = make_events(features, count)
-        produce(settings, settings.topics.batches, events)
-        geos = geos_floor_events_s(events)
-        copy = passthrough_events_s(settings, count)
-        gate = worker_events_s(settings, count)
-        # the floor is the faster of two timings, before and after the worker: a floor
-        # timed in a slow spell of this shared machine (one run's least-work copy, which
-        # does the floor's work and more, beat it by 12%) would flatter the worker
-        geos = max(geos, geos_floor_events_s(events))
-        floor = min(geos, copy)
+    return [_worker_row(bootstrap, features, count, quick) for features, count in sizes]
+
+
+def _worker_row(bootstrap: str, features: int, count: int, quick: bool) -> Row:
+    """One worker row: the floors timed on the same events and broker as the worker."""
+    settings = fresh_settings(bootstrap, f"w{features}")
+    events = make_events(features, count)
+    produce(settings, settings.topics.batches, events)
+    geos = geos_floor_events_s(events)
+    copy = passthrough_events_s(settings, count)
+    gate = worker_events_s(settings, count)
+    # the floor is the faster of two timings, before and after the worker: a floor
+    # timed in a slow spell of this shared machine (one run's least-work copy, which
+    # does the floor's work and more, beat it by 12%) would flatter the worker
+    geos = max(geos, geos_floor_events_s(events))
+    low = min(geos, copy)
+    kind, target = WORKER_TARGETS[features]
+    note = f"decode+GEOS {geos:.0f}/s, copy {copy:.0f}/s"
+    if kind == "least" or not quick:  # the smoke run joins one group less for 1,000
+        # what is left for any gate that routes, then commits: the copy plus the
+        # floor's work and a 2nd record per event
+        least = passthrough_events_s(settings, count, least_gate=True)
+        note += (f"; the copy plus decode+GEOS and a 2nd record per event (a gate's least"
+                 f" work): {least:.0f}/s = {least / low:.2f} of the lower of the two")  # fmt: skip
+    if kind == "least":
+        floor, note = least, f"floor = the least-work copy; {note}"
+    else:
         which = "decode+GEOS" if geos <= copy else "transactional copy"
-        note = f"floor = {which}; decode+GEOS {geos:.0f}/s, copy {copy:.0f}/s"
-        if features == 1 or not quick:  # the smoke run joins one group less per size
-            # what is left for any gate that routes, then commits: the copy plus the
-            # floor's work and a 2nd record per event
-            least = passthrough_events_s(settings, count, least_gate=True)
-            note += (f"; the copy plus decode+GEOS and a 2nd record per event (a gate's"
-                     f" least work): {least:.0f}/s = {least / floor:.2f} of the floor")  # fmt: skip
-        rows.append(
-            Row(f"worker on the broker, {count} events of {features} feature(s)", gate,
-                floor, "events/s", 0.8, note=note)
-        )  # fmt: skip
-    return rows
+        floor, note = low, f"floor = {which}; {note}"
+    name = f"worker on the broker, {count} events of {features} feature(s)"
+    return Row(name, gate, floor, "events/s", target, note=note)
 
 
 # -- processes -------------------------------------------------------------------------

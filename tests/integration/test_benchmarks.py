@@ -72,5 +72,9 @@ def test_quick_benchmarks_print_every_figure(broker: RunningBroker, group: str) 
     if group != "worker":
         return
     one = next(ln for ln in lines if ln.startswith(ONE_FEATURE))
-    least = re.search(r"least work\): (\d+)/s = ([\d.]+) of the floor", one)
+    least = re.search(r"least work\): (\d+)/s = ([\d.]+) of the lower of the two", one)
     assert least is not None and int(least.group(1)) > 0, one
+    # the one-feature row is measured against the least-work copy (issue 27's target 0.5)
+    figures = one[NAME_WIDTH:].split()
+    assert float(figures[1]) == pytest.approx(int(least.group(1)), abs=1), one
+    assert figures[4] == ">=0.5", one
