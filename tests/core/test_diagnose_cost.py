@@ -18,9 +18,16 @@ from worker.core.chunks import evaluate_chunked
 from worker.core.clauses import diagnose_readings, extent
 from worker.core.evaluate import evaluate
 from worker.core.facts.batch import BatchFacts, nonfinite_mask
-from worker.core.spatial import covered_mask, reproject, resolve_crs
+from worker.core.spatial import (
+    covered_mask,
+    outside_area_of_use,
+    reproject,
+    resolve_crs,
+    swap_xy,
+)
 
 FRANCE = [-5.0, 42.0, 8.0, 51.0]  # lon/lat box
+EMPTY = shapely.from_wkt("POLYGON EMPTY")
 
 
 def _boxes(n: int, x0: float, y0: float, x1: float, y1: float) -> list[shapely.Geometry]:
@@ -113,7 +120,7 @@ def _bulging() -> tuple[list[Any], shapely.Geometry]:
         *_boxes(3, 100.0, 10.0, 110.0, 20.0),  # outside
         NAN_VERTEX_WKB,
         None,
-        shapely.from_wkt("POLYGON EMPTY"),
+        EMPTY,
         shapely.box(0.0, 56.0, 1.0, 89.9),  # reaches beyond the box
     ]
     return geoms, region
@@ -139,3 +146,36 @@ def test_a_candidate_fit_densifies_only_the_features_whose_vertices_fit(shape: s
         # densified test the reading would count it; the six boxes at 59-60N fit
         assert by_vertices[0] and tally["fit_1"] - 1 == int(np.count_nonzero(by_vertices)) - 1
         assert tally["fit_1"] == 1 + 6
+
+
+def _swapped_reference(facts: BatchFacts, region: shapely.Geometry) -> int:
+    """The swapped reading as it was measured, as stored: every geometry's x and y
+    exchanged, twice (for the cover test and for the declared CRS's area of use)."""
+    swapped = np.asarray(swap_xy(facts.geometries), dtype=object)
+    usable = facts.usable & ~nonfinite_mask(swapped)
+    if facts.declared_crs is not None:
+        usable &= ~outside_area_of_use(np.asarray(swap_xy(facts.geometries)), facts.declared_crs)
+    return int(np.count_nonzero(covered_mask(swapped, usable, region)))
+
+
+@pytest.mark.parametrize("declared", ["EPSG:4326", None, "EPSG:3857"])
+@pytest.mark.parametrize("shape", ["box", "not-a-box"])
+def test_the_swapped_reading_from_envelopes_equals_swapping_every_geometry(
+    declared: str | None, shape: str
+) -> None:
+    """Latitude-first boxes, boxes whose exchanged y reaches just within (5e-10) and just
+    beyond (1e-8) latitude 90 (the area of use's tolerance is 1e-9), a NaN vertex, a
+    missing and an empty geometry, against a rectangle and a region that is not one."""
+    lat_first = [shapely.transform(g, lambda c: c[:, ::-1]) for g in _boxes(8, *FRANCE)]
+    edge = [shapely.box(80.0, 40.0, 90.0 + d, 41.0) for d in (5e-10, 1e-8, -1.0)]
+    geoms = [*lat_first, *edge, *_boxes(4, *FRANCE), NAN_VERTEX_WKB, None, EMPTY]
+    region = shapely.box(-10.0, 30.0, 60.0, 91.0)
+    if shape == "not-a-box":
+        region = shapely.Polygon([(-10.0, 30.0), (60.0, 30.0), (60.0, 91.0), (-10.0, 60.0)])
+    facts = BatchFacts(batch_of(geoms, crs=declared))
+    tally = diagnose_readings.sampled_tally(facts, region, None, len(geoms))
+    assert tally["swapped"] == 1 + _swapped_reference(facts, region)  # 1 empty
+    if shape == "box" and declared != "EPSG:3857":
+        # the 8 latitude-first boxes and the 3 edge boxes fit exchanged, but 90 + 1e-8 is
+        # beyond EPSG:4326's latitudes
+        assert tally["swapped"] == 1 + 8 + 3 - (declared == "EPSG:4326")
