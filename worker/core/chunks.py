@@ -37,12 +37,13 @@ from collections.abc import Callable, Iterable, Iterator, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, TypeGuard
 
 from worker.core._util.gcpause import collector_paused
 from worker.core._util.ordered import in_order
 from worker.core.chunk_sample import Item, Keep, Kept, keep_for
 from worker.core.clauses import KINDS
+from worker.core.clauses.base import KeptOf
 from worker.core.clauses.tally import Failed, Tally, merge, named_offenders
 from worker.core.evaluate import decide, evaluate_clause, failed_result, version_verdict
 from worker.core.facts.batch import BatchFacts, edges_problem
@@ -92,21 +93,21 @@ class _Job:
 
 
 def _measure(
-    job: _Job, facts: BatchFacts, now: datetime, total: int | None = None, of: int | None = None
+    job: _Job, facts: BatchFacts, now: datetime, first: Tally | None = None, of: int | None = None
 ) -> Any:
     """The job's tally of ``facts`` (its kind's ``measure``; an unknown kind's is empty),
-    or :class:`Failed` when measuring raised; with ``total`` (the batch's feature count),
-    the tally of its kind's second pass instead (``of``: ``facts`` are the rows kept of a
-    chunk of ``of`` features, :class:`Keep`)."""
+    or :class:`Failed` when measuring raised; with ``first`` (the job's tally of the first
+    pass), the tally of its kind's second pass instead (``of``: ``facts`` are the rows
+    kept of a chunk of ``of`` features, :class:`Keep`)."""
     kind = KINDS.get(job.clause.kind)
     try:
         if kind is None:
             return {}  # rendered as the break of an unknown kind
-        second, contract = kind.second_pass, job.version.contract
-        if total is not None and second is not None:
-            if of is not None and second.measure_rows is not None:
-                return second.measure_rows(job.clause, contract, facts, now, of)
-            return second.measure(job.clause, contract, facts, now, total)
+        again, contract = kind.second_pass, job.version.contract
+        if first is not None and again is not None:
+            if of is not None and again.measure_rows is not None:
+                return again.measure_rows(job.clause, contract, facts, now, KeptOf(of, first))
+            return again.measure(job.clause, contract, facts, now, first)
         return kind.measure(job.clause, job.version.contract, facts, now)
     except Exception as exc:  # last resort, as evaluate_clause: one clause, not the batch
         return Failed(f"{type(exc).__name__}: {exc}")
@@ -125,8 +126,8 @@ def _render(job: _Job, meta: BatchFacts, tally: Any, now: datetime) -> ClauseRes
         return failed_result(clause, f"{type(exc).__name__}: {exc}")
 
 
-def _wants_second_pass(job: _Job, tally: Tally | Failed) -> bool:
-    """The job's kind asks for a second pass over the features after ``tally``."""
+def _wants_second_pass(tally: Tally | Failed, job: _Job) -> TypeGuard[Tally]:
+    """The job's kind asks for a second pass after ``tally`` (not :class:`Failed`)."""
     kind = KINDS.get(job.clause.kind)
     if kind is None or kind.second_pass is None or isinstance(tally, Failed):
         return False
@@ -168,7 +169,8 @@ class _Pass:
     jobs: Sequence[_Job]
     edges: tuple[str | None]
     now: datetime
-    total: int | None
+    #: None in a first pass; in a second, each job's tally merged over the first
+    firsts: Sequence[Tally] | None
     hook: Callable[[BatchFacts], Any] | None = None
     keep: Keep | None = None
     #: per job, the offenders its merged tally names (set as chunks merge): a chunk names
@@ -177,13 +179,14 @@ class _Pass:
 
     def _measure(self, i: int, facts: BatchFacts, of: int | None) -> Any:
         with fewer_offenders(0 if self.named is None else self.named[i]):
-            return _measure(self.jobs[i], facts, self.now, self.total, of)
+            first = None if self.firsts is None else self.firsts[i]
+            return _measure(self.jobs[i], facts, self.now, first, of)
 
     def __call__(self, item: Item) -> tuple[list[Any], Any, Item | None]:
         chunk, offset, of = item
         with collector_paused():  # the chunk's geometries are built and freed within
             facts = BatchFacts(chunk, offset, self.edges)
-            if self.total is None and any(j.clause.kind in _GEOS_FIRST for j in self.jobs):
+            if self.firsts is None and any(j.clause.kind in _GEOS_FIRST for j in self.jobs):
                 # GEOS's validity first (a validity clause asks for it anyway): emptiness
                 # and non-finite coordinates are then read from it, not from every
                 # coordinate (GeometryFacts.is_empty, has_nonfinite; the same values)
@@ -207,13 +210,13 @@ def _tallies(
 ) -> list[Tally | Failed]:
     """One pass over ``items`` (:data:`Item`): every job's tally, merged (starting from
     the tally of no features, ``meta``, so an empty batch is judged as the whole-batch
-    path judges it); with ``measure.total`` (the batch's feature count, known after a
-    first pass), the tallies of the jobs' second passes (the extent diagnoses, on the
-    batch's evenly spaced sample). ``take`` is given what ``measure.hook`` gave of each
+    path judges it); with ``measure.firsts`` (the jobs' tallies of a first pass), the
+    tallies of the jobs' second passes (the extent diagnoses, on the batch's evenly
+    spaced sample). ``take`` is given what ``measure.hook`` gave of each
     chunk, and the rows ``measure.keep`` took are added to ``kept``, in batch order on the
     caller's thread. ``pool``: (executor, in_flight), as :func:`in_order`."""
     empty = BatchFacts(meta, 0, measure.edges)
-    acc = [_measure(j, empty, measure.now, measure.total) for j in measure.jobs]
+    acc = [measure._measure(i, empty, None) for i in range(len(measure.jobs))]
     for tallies, extra, part in in_order(measure, items, *pool):
         acc = [merge(a, t) for a, t in zip(acc, tallies, strict=True)]
         if measure.named is not None:
@@ -228,16 +231,16 @@ def _tallies(
 
 def _second_pass(
     source: ChunkedBatch,
-    jobs: Sequence[_Job],
+    jobs: Sequence[tuple[_Job, Tally]],
     first: _Pass,
-    total: int,
     kept: Kept | None,
     pool: tuple[Executor | None, int],
 ) -> list[Tally | Failed]:
-    """The second-pass tallies of ``jobs`` in a batch of ``total`` features: on the rows
-    the first pass ``kept`` for a batch of that count (few: on the caller's thread,
-    :attr:`Kept.for_caller`), else over the batch read again."""
-    measure = _Pass(jobs, first.edges, first.now, total)
+    """The second-pass tallies of ``jobs``, each with its first tally (whose ``count`` is
+    the batch's): on the rows the first pass ``kept`` for a batch of that count (few: on
+    the caller's thread, :attr:`Kept.for_caller`), else over the batch read again."""
+    total = int(jobs[0][1]["count"])
+    measure = _Pass([j for j, _ in jobs], first.edges, first.now, [t for _, t in jobs])
     items: Iterable[Item] | None = None
     if kept is not None and first.keep is not None and first.keep.total == total:
         items, pool = kept.joined(), (None, 1) if kept.for_caller else pool
@@ -284,15 +287,11 @@ def evaluate_chunked(
     tallies: list[Tally | Failed] = []
     if jobs or on_chunk:
         tallies = _tallies(_numbered(source.chunks()), source.batch, first, take, pool, kept)
-    broken = [
-        i for i, (j, t) in enumerate(zip(jobs, tallies, strict=True)) if _wants_second_pass(j, t)
-    ]
-    if broken:
-        # a kind with a second pass counts its features (SecondPass)
-        total = int(tallies[broken[0]]["count"])  # type: ignore[index]
-        extra = _second_pass(source, [jobs[i] for i in broken], first, total, kept, pool)
-        for i, t in zip(broken, extra, strict=True):
-            tallies[i] = t if isinstance(t, Failed) else {**tallies[i], **t}  # type: ignore[dict-item]
+    again = [(i, t) for i, t in enumerate(tallies) if _wants_second_pass(t, jobs[i])]
+    if again:
+        extra = _second_pass(source, [(jobs[i], t) for i, t in again], first, kept, pool)
+        for (i, t), e in zip(again, extra, strict=True):
+            tallies[i] = e if isinstance(e, Failed) else {**t, **e}
     results = iter([_render(j, meta, t, now) for j, t in zip(jobs, tallies, strict=True)])
     verdicts = []
     for v in active:

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Mapping
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 from pyproj import CRS
@@ -31,6 +31,7 @@ __all__ = [
     "Check",
     "ClauseKind",
     "Compare",
+    "KeptOf",
     "Measure",
     "MeasureGroup",
     "Render",
@@ -74,30 +75,42 @@ MeasureGroup = Callable[[Clause, Contract, BatchFacts, np.ndarray, datetime], "l
 Check = Callable[[Mapping[str, Any]], "tuple[list[str | int], str, str] | None"]
 
 
+class KeptOf(NamedTuple):
+    """Where the rows a :class:`SecondPass`'s ``measure_rows`` measures were kept: of
+    consecutive chunks of ``of`` features in all, in a batch whose first pass merged the
+    clause's tally to ``first`` (as ``measure``'s)."""
+
+    of: int
+    first: Tally
+
+
 @dataclass(frozen=True)
 class SecondPass:
     """A second pass over the features, wanted after the merged tally of the first.
 
     ``wanted(clause, tally)`` tells whether it is (e.g. an extent clause broke);
-    ``measure(clause, contract, facts, now, total)`` gives the tally of one chunk, merged
-    into the first pass's tally before rendering; ``total`` is the batch's feature count,
-    which the first pass's tally holds as ``count``.
+    ``measure(clause, contract, facts, now, first)`` gives the tally of one chunk, merged
+    into the first pass's tally before rendering; ``first`` is that tally, merged over
+    every chunk, and holds the batch's feature count as ``count`` (what the result will
+    say decides what is worth measuring: the extent's diagnoses name a candidate CRS only
+    when most features are outside).
 
     A kind whose second pass reads only some rows (the extent's evenly spaced sample) may
     name them, so that the first pass keeps them while it holds each chunk and the batch
     is not read again (:mod:`worker.core.chunks`): ``rows(offset, count, total)`` gives
     those of a chunk (int (M,), ascending, 0-based within the chunk of ``count`` features
     starting at batch index ``offset``), and ``measure_rows(clause, contract, facts, now,
-    of)`` the chunk's tally from ``facts`` holding those rows alone, of a chunk of ``of``
-    features: the tally ``measure`` gives on the whole chunk. The rows kept of consecutive
-    chunks may be measured at once, ``of`` their chunks' features: the tally is then the
-    merge of theirs (the extent's readings are counts per feature and "every" tests).
+    kept)`` the chunk's tally from ``facts`` holding those rows alone, of a chunk of
+    ``kept.of`` features (:class:`KeptOf`): the tally ``measure`` gives on the whole chunk.
+    The rows kept of consecutive chunks may be measured at once, ``of`` their chunks'
+    features: the tally is then the merge of theirs (the extent's readings are counts per
+    feature and "every" tests).
     """
 
     wanted: Callable[[Clause, Tally], bool]
-    measure: Callable[[Clause, Contract, BatchFacts, datetime, int], Tally]
+    measure: Callable[[Clause, Contract, BatchFacts, datetime, Tally], Tally]
     rows: Callable[[int, int, int], np.ndarray] | None = None
-    measure_rows: Callable[[Clause, Contract, BatchFacts, datetime, int], Tally] | None = None
+    measure_rows: Callable[[Clause, Contract, BatchFacts, datetime, KeptOf], Tally] | None = None
 
 
 @dataclass(frozen=True)
@@ -186,7 +199,7 @@ class ClauseKind:
         second pass if wanted."""
         tally = self.measure(clause, contract, facts, now) if measured is None else measured
         if self.second_pass is not None and self.second_pass.wanted(clause, tally):
-            tally = {**tally, **self.second_pass.measure(clause, contract, facts, now, facts.count)}
+            tally = {**tally, **self.second_pass.measure(clause, contract, facts, now, tally)}
         return tally
 
 

@@ -30,11 +30,20 @@ from worker.core.clauses.diagnose_readings import _candidates
 from worker.core.facts.batch import BatchFacts
 from worker.core.spatial import area_of_use, cached_transformer, crs_label
 
-__all__ = ["MOST_INSIDE", "diagnoses_of"]
+__all__ = ["MOST_INSIDE", "diagnoses_of", "names_candidates"]
 
 #: Share of features inside the extent as they are above which no candidate CRS is named
 #: (see :func:`diagnoses_of`).
 MOST_INSIDE = 0.5
+
+
+def names_candidates(inside_frac: float) -> bool:
+    """A diagnosis may name a candidate CRS when at most :data:`MOST_INSIDE` of the
+    features (``inside_frac``, the share inside the extent as they are) are inside: else
+    the candidate readings (``in_aou_k``, ``fit_k``) are not read, nor need measuring
+    (:func:`worker.core.clauses.diagnose_readings.diagnose_tally`'s ``candidates``)."""
+    return inside_frac <= MOST_INSIDE
+
 
 #: The diagnosis of an extent that longitudes beyond ±180 fit once wrapped (a point at
 #: longitude 181 was hinted as EPSG:3857 metres).
@@ -128,7 +137,7 @@ def _diagnoses(
         return [SWAPPED_OR_REGION if _region_may_be_y_first(region, crs) else SWAPPED]
     if tally.get("wrapped", 0) / n >= min_frac:
         return [WRAPPED]
-    if crs is None or inside_frac > MOST_INSIDE:
+    if crs is None or not names_candidates(inside_frac):
         return []
     for k, cand in enumerate(_candidates(facts, crs)):
         if not tally[f"in_aou_{k}"] or tally[f"fit_{k}"] / n < min_frac:

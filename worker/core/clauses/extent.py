@@ -24,6 +24,7 @@ import shapely
 from worker.core._util.jsonsafe import finite_json
 from worker.core.clauses.base import (
     ClauseKind,
+    KeptOf,
     SecondPass,
     clause_result,
     crs_units,
@@ -31,9 +32,9 @@ from worker.core.clauses.base import (
     percents,
     round10,
 )
-from worker.core.clauses.diagnose import diagnoses_of
+from worker.core.clauses.diagnose import diagnoses_of, names_candidates
 from worker.core.clauses.diagnose_notes import placement_notes, shown_span
-from worker.core.clauses.diagnose_readings import diagnose_tally, sampled_rows, sampled_tally
+from worker.core.clauses.diagnose_readings import sampled_facts, sampled_rows, sampled_tally
 from worker.core.clauses.diff import Diff
 from worker.core.clauses.extent_group import Params, measure_group
 from worker.core.clauses.extent_group import extent_region as _extent_region
@@ -139,31 +140,38 @@ def needs_diagnosis(clause: Clause, tally: Tally) -> bool:
     (:func:`worker.core.clauses.diagnose_readings.diagnose_tally`) are wanted."""
     if "inside" not in tally:
         return False
+    return _inside_fraction(tally) < float(KIND.params(clause).min_fraction_inside)
+
+
+def _inside_fraction(tally: Tally) -> float:
+    """The share of features inside the extent in a (merged) tally: 1.0 of none."""
     count = tally["count"]
-    frac = float(tally["inside"]) / count if count else 1.0
-    return frac < float(KIND.params(clause).min_fraction_inside)
+    return float(tally["inside"]) / count if count else 1.0
 
 
 def measure_diagnosis(
-    clause: Clause, contract: Contract, facts: BatchFacts, now: datetime, total: int
+    clause: Clause, contract: Contract, facts: BatchFacts, now: datetime, first: Tally
 ) -> Tally:
     """The tally from which the diagnoses of a broken extent clause are decided, measured
     on the batch's evenly spaced sample
     (:func:`worker.core.clauses.diagnose_readings.diagnose_tally`); ``facts`` may be a chunk
-    of a batch of ``total`` features."""
-    crs, _ = contract_crs(KIND.params(clause).crs, contract, facts)
-    region = _extent_region(clause, crs)
-    return {"diagnosis": diagnose_tally(facts, region, crs, total=total)}
+    of a batch whose first pass merged to ``first`` (its ``count`` features). The
+    candidate CRSs' readings (a reprojection of the sample from each) are measured only
+    when the diagnoses may name one (:func:`~worker.core.clauses.diagnose.names_candidates`:
+    most features outside): with 99% inside they were most of the diagnosis, never read."""
+    sampled = sampled_facts(facts, int(first["count"]))
+    return measure_sampled(clause, contract, sampled, now, KeptOf(facts.count, first))
 
 
 def measure_sampled(
-    clause: Clause, contract: Contract, facts: BatchFacts, now: datetime, of: int
+    clause: Clause, contract: Contract, facts: BatchFacts, now: datetime, kept: KeptOf
 ) -> Tally:
-    """:func:`measure_diagnosis` of a chunk of ``of`` features from ``facts`` holding its
-    sampled rows alone (:func:`~worker.core.clauses.diagnose_readings.sampled_rows`)."""
+    """:func:`measure_diagnosis` of a chunk of ``kept.of`` features from ``facts`` holding
+    its sampled rows alone (:func:`~worker.core.clauses.diagnose_readings.sampled_rows`)."""
     crs, _ = contract_crs(KIND.params(clause).crs, contract, facts)
     region = _extent_region(clause, crs)
-    return {"diagnosis": sampled_tally(facts, region, crs, of)}
+    wanted = names_candidates(_inside_fraction(kept.first))
+    return {"diagnosis": sampled_tally(facts, region, crs, kept.of, candidates=wanted)}
 
 
 def render(
@@ -180,7 +188,7 @@ def render(
         return whole
     if "inside" not in tally:  # an unplaceable batch without features
         tally = {**tally, **_EMPTY_EXTENT}
-    frac = float(tally["inside"]) / count if count else 1.0
+    frac = _inside_fraction(tally)
     ok = frac >= min_frac
     outside = count - round(frac * count)
     bounds, bounds_crs, spanned = shown_span(tally, facts.declared_crs, label)
