@@ -1,18 +1,18 @@
 """Evaluate a group of small batches of one layer together, one decision each (pure).
 
 The batches' facts are computed once over all their features
-(:class:`~worker.core.facts.shared.SharedFacts`); every batch is then measured and decided
-on its own facts, exactly as :func:`worker.core.evaluate.evaluate` decides it alone. The
-first batch of the first group of a version set and geometry metadata is evaluated alone
-first: the facts its clauses read are those the group of the other batches computes (the
-same contract versions read the same facts), so the group computes no fact that no batch
-needs, and none of the first batch's twice (with 100-feature events, GEOS's validity test
-is half of the work). Later groups of the same versions and metadata compute those facts
-over all their batches, the first one included (evaluated alone, it was 5% of routing a
-one-feature event). The clauses whose kinds
-can are then measured over the group's features at once, a tally per batch, and a result
-is rendered once for the batches whose tallies and facts read are equal (most passing
-events of a poll batch): the same result object is theirs
+(:class:`~worker.core.facts.shared.SharedFacts`); every batch is then measured and
+decided on its own facts, exactly as :func:`worker.core.evaluate.evaluate` decides it
+alone. The first batch of the first group of a version set and geometry metadata is
+evaluated alone first: the facts its clauses read are those the group of the other
+batches computes (the same contract versions read the same facts), so the group computes
+no fact that no batch needs, and none of the first batch's twice (with 100-feature
+events, GEOS's validity test is half of the work). Later groups of the same versions and
+metadata compute those facts over all their batches, the first one included (evaluated
+alone, it was 5% of routing a one-feature event). The clauses whose kinds can are then
+measured over the group's features at once, a tally per batch, and a result is rendered
+once for the batches whose tallies and facts read are equal (most passing events of a
+poll batch): the same result object is theirs
 (:class:`~worker.core.clauses.grouped.GroupEvaluation`).
 """
 
