@@ -7,7 +7,7 @@ from __future__ import annotations
 import gc
 import weakref
 
-from worker.gate.startup import freeze_heap, thaw_heap
+from worker.gate.startup import YOUNG_THRESHOLD, freeze_heap, thaw_heap
 
 
 class _Node:
@@ -44,3 +44,22 @@ def test_a_cycle_frozen_at_start_is_freed_after_thaw() -> None:
         thaw_heap()
     gc.collect()
     assert ref() is None
+
+
+def test_the_young_threshold_is_raised_while_frozen_and_given_back_at_thaw() -> None:
+    before = gc.get_threshold()
+    gc.set_threshold(700, *before[1:])
+    try:
+        freeze_heap()
+        assert gc.get_threshold() == (YOUNG_THRESHOLD, *before[1:])
+        freeze_heap()  # a second worker's start keeps the first one's thresholds to restore
+        thaw_heap()
+        assert gc.get_threshold() == (700, *before[1:])
+        gc.set_threshold(50_000, *before[1:])  # set higher by the application: left alone
+        freeze_heap()
+        assert gc.get_threshold() == (50_000, *before[1:])
+        thaw_heap()
+        assert gc.get_threshold() == (50_000, *before[1:])
+    finally:
+        thaw_heap()
+        gc.set_threshold(*before)

@@ -2,12 +2,14 @@
 equal, byte for byte, to fastavro's whole-record encoding, for every array field of every
 record kind of the codec over generated values (counts of 0, 1, and past one varint
 byte), and for the EvaluationRecords of real verdicts of every clause kind, shared results
-included."""
+included; with repeated fields kept per value, too."""
 
 from __future__ import annotations
 
 import io
+import itertools
 import random
+from datetime import timedelta
 from typing import Any
 
 import fastavro
@@ -63,6 +65,45 @@ def test_parts_joined_are_the_whole_records_bytes(name: str, field: str) -> None
     for record in records:
         items = [parts.item(v) for v in record[field]]
         assert parts.write(record, items) == _whole(schema, record), (name, field, record)
+
+
+@pytest.mark.parametrize(("name", "field"), ARRAYS)
+def test_parts_with_repeated_fields_kept_are_the_whole_records_bytes(name: str, field: str) -> None:
+    """Every other field encoded on its own, each kept per value: the records written
+    twice (the second time from the kept encodings) and with values from other records
+    mixed in are still fastavro's whole-record bytes."""
+    schema = SCHEMAS[name]
+    others = [f["name"] for f in schema["fields"] if f["name"] != field]
+    parts = RecordParts(schema, field, repeated=others)
+    random.seed(f"{name}.{field}.repeated")
+    records = list(fastavro.utils.generate_many(schema, 30))
+    mixed = [{**a, **{n: b[n] for n in others[::2]}} for a, b in itertools.pairwise(records)]
+    for record in [*records, *records, *mixed]:
+        items = [parts.item(v) for v in record[field]]
+        assert parts.write(record, items) == _whole(schema, record), (name, field, record)
+
+
+def test_kept_values_are_told_apart_by_type_and_sign() -> None:
+    """Values equal as dict keys but encoded differently are encoded each: 1 and True
+    (an int field given a bool), 0.0 and -0.0, naive and aware times."""
+    doc = {"type": "record", "name": "K", "fields": [
+        {"name": "n", "type": ["null", "boolean", "long", "double"]},
+        {"name": "at", "type": {"type": "long", "logicalType": "timestamp-millis"}},
+        {"name": "xs", "type": {"type": "array", "items": "int"}}]}  # fmt: skip
+    schema = fastavro.parse_schema(doc)
+    parts = RecordParts(schema, "xs", repeated=("n", "at"))
+    naive = NOW.replace(tzinfo=None) + timedelta(hours=3)
+    values = [1, True, 1.0, 0.0, -0.0, None, False, 0]
+    for n, at in [(v, t) for v in values for t in (NOW, naive)] * 2:
+        record = {"n": n, "at": at, "xs": [1, 2]}
+        assert parts.write(record, [parts.item(1), parts.item(2)]) == _whole(schema, record)
+
+
+def test_a_repeated_field_must_be_another_field() -> None:
+    with pytest.raises(ValueError, match="no repeated field"):
+        RecordParts(avro.EVALUATION_RECORD, "clauses", repeated=("clauses",))
+    with pytest.raises(ValueError, match="no repeated field"):
+        RecordParts(avro.EVALUATION_RECORD, "clauses", repeated=("nope",))
 
 
 def test_a_field_that_is_not_an_array_is_refused() -> None:

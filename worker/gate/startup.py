@@ -181,9 +181,20 @@ def make_clients(
     return consumer, producer
 
 
+#: The collector's young-generation threshold while a worker runs (CPython's default is
+#: 700): about one poll batch of one-feature events' allocations (some 50 tracked objects
+#: an event, 500 events), so the outcomes of a poll batch, alive until its commit, are
+#: mostly freed before a young pass walks them (see :func:`freeze_heap`).
+YOUNG_THRESHOLD = 25_000
+
+#: The collector's thresholds before :func:`freeze_heap` raised them (None: not raised).
+_thresholds: tuple[int, int, int] | None = None
+
+
 def freeze_heap() -> None:
     """Collect the garbage start-up left, then move every object alive to the collector's
-    permanent generation (:func:`gc.freeze`), where its passes never look.
+    permanent generation (:func:`gc.freeze`), where its passes never look; and raise the
+    young generation's threshold to :data:`YOUNG_THRESHOLD` (when lower).
 
     A started worker holds a few hundred thousand tracked objects that live as long as it
     does: the modules imported (pyarrow, shapely, pyproj, confluent-kafka), the contracts
@@ -192,12 +203,28 @@ def freeze_heap() -> None:
     40 to 80 ms each, about 45 us an event (the loop's whole cost is about 0.5 ms an event).
     Frozen, a full pass walks only what was built since. An object frozen here that becomes
     garbage later is freed by reference counting as before; only a reference cycle among
-    such objects would stay until :func:`thaw_heap` (the worker's close)."""
+    such objects would stay until :func:`thaw_heap` (the worker's close).
+
+    The young threshold: a poll batch's outcomes (decisions, records) live until its
+    commit. With CPython's 700, a young pass ran every 14 one-feature events or so and
+    walked them, the middle generation again, and every tenth middle pass a full one:
+    15-45 us an event on the in-memory broker (docs/performance.md, "small events, third
+    round"). At 25,000 most of them are freed by reference counting before any pass."""
+    global _thresholds
     gc.collect()
     gc.freeze()
+    now = gc.get_threshold()
+    if now[0] < YOUNG_THRESHOLD and _thresholds is None:
+        _thresholds = now
+        gc.set_threshold(YOUNG_THRESHOLD, *now[1:])
 
 
 def thaw_heap() -> None:
     """Give the objects :func:`freeze_heap` froze back to the collector (a process that
-    starts and closes many workers, a test suite, then frees their reference cycles)."""
+    starts and closes many workers, a test suite, then frees their reference cycles), and
+    the collector's thresholds as they were before it."""
+    global _thresholds
     gc.unfreeze()
+    if _thresholds is not None:
+        gc.set_threshold(*_thresholds)
+        _thresholds = None

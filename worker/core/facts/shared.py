@@ -31,7 +31,10 @@ from worker.core.facts.parse import POINTS_WITHOUT_GEOMETRIES_MIN
 from worker.core.facts.wkb_header import POINT_WKB_BYTES
 from worker.core.model import Batch
 
-__all__ = ["PER_FEATURE", "SharedFacts", "columns_key", "group_attributes", "group_key"]
+__all__ = [
+    "PER_FEATURE", "Computed", "SharedFacts", "columns_key", "computed", "group_attributes",
+    "group_key",
+]  # fmt: skip
 
 #: Facts holding one array entry per feature (first axis), cut per batch.
 PER_FEATURE = (
@@ -117,17 +120,18 @@ class SharedFacts:
         self.facts.__dict__.update(_points_xy=None, _mixed=None)
         self._cuts: _Cuts | None = None  # made by the first prime
 
-    def compute(self, like: BatchFacts) -> None:
+    def compute(self, like: BatchFacts | Computed) -> None:
         """Compute over the group the shareable facts ``like`` (a batch's facts, evaluated
-        already) has computed, and the reprojections it made; whatever the group cannot
-        compute (GEOS raised on some feature) is left to each batch."""
-        for name in (*PER_FEATURE, *_PARSE, *PER_FEATURE_DICTS, *SHARED):
-            if name in like.__dict__:
-                try:
-                    getattr(self.facts, name)
-                except Exception:  # that batch's own evaluation meets it, as alone
-                    self.facts.__dict__.pop(name, None)
-        for dst, _, _ in list(like._reprojected.values()):
+        already, or what :func:`computed` read of them) has computed, and the reprojections
+        it made; whatever the group cannot compute (GEOS raised on some feature) is left to
+        each batch."""
+        names, crss = computed(like) if isinstance(like, BatchFacts) else like
+        for name in names:
+            try:
+                getattr(self.facts, name)
+            except Exception:  # that batch's own evaluation meets it, as alone
+                self.facts.__dict__.pop(name, None)
+        for dst in crss:
             try:
                 self.facts.in_crs(dst)
             except Exception:
@@ -183,6 +187,19 @@ class SharedFacts:
         reprojected = [(dst, _views(geoms, starts, size), _views(usable, starts, size))
                        for dst, geoms, usable in self.facts._reprojected.values()]  # fmt: skip
         return per_batch, dicts, reprojected
+
+
+#: The shareable facts a batch computed (names, in computing order) and the CRSs it
+#: reprojected to (:func:`computed`).
+Computed = tuple[tuple[str, ...], tuple[Any, ...]]
+
+
+def computed(facts: BatchFacts) -> Computed:
+    """The names of the shareable facts ``facts`` has computed and the CRSs it reprojected
+    to: what :meth:`SharedFacts.compute` computes over a group like it."""
+    have = facts.__dict__
+    names = tuple(n for n in (*PER_FEATURE, *_PARSE, *PER_FEATURE_DICTS, *SHARED) if n in have)
+    return names, tuple(dst for dst, _, _ in facts._reprojected.values())
 
 
 def group_attributes(group: BatchFacts) -> pa.Table | None:

@@ -5,24 +5,25 @@ parsed once at import. :func:`_read` raises :class:`worker.core.errors.DecodeErr
 specific reason on any failure (truncated bytes, trailing bytes, invalid enum or union index,
 non-UTF-8 text); no other exception escapes.
 
-:class:`RecordParts`: a record's bytes assembled from fastavro-encoded parts. Avro's binary
-encoding of a record is the concatenation of its fields' encodings, in the schema's order,
-and fastavro writes an array as one block: the item count (a ``long``), the items, then a
-``long`` 0 (an empty array is the 0 alone). The fields before and after one array field
-are each encoded by fastavro with a record schema of those fields, the items by fastavro
-with the item schema, the count and the terminator by fastavro as ``long``: every byte is
-fastavro's. Items shared between records (the clause entries of a poll batch's passing
-events, one result object for many events) are then encoded once, where the whole-record
-writer encodes every item of every record again (about 4.5 us a clause). A test compares
-the assembled bytes with the whole-record encoding on every record kind and generated
-values (``tests/io/test_record_parts.py``).
+:class:`RecordParts`: a record's bytes assembled from fastavro-encoded parts. Avro's
+binary encoding of a record is the concatenation of its fields' encodings, in the
+schema's order, and fastavro writes an array as one block: the item count (a ``long``),
+the items, then a ``long`` 0 (an empty array is the 0 alone). The fields before and
+after one array field are each encoded by fastavro with a record schema of those fields
+(or, given ``repeated`` fields, each field alone with its type, a repeated one kept per
+value), the items with the item schema, the count and the terminator as ``long``: every
+byte is fastavro's. Items shared between records (the clause entries of a poll batch's
+passing events) are encoded once, and so are the fields a poll batch's evaluation
+records share (layer, version, evaluation time). A test compares the assembled bytes
+with the whole-record encoding on every record kind and generated values
+(``tests/io/test_record_parts.py``).
 """
 
 from __future__ import annotations
 
 import io
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Hashable, Mapping, Sequence
 from datetime import datetime, timezone
 from importlib import resources
 from typing import Any
@@ -31,6 +32,7 @@ import fastavro
 import fastavro.validation
 
 from worker.core.errors import DecodeError
+from worker.io.codec.subschemas import referenced, sub_record
 
 
 def _schema_without(name: str, fields: tuple[str, ...]) -> Any:
@@ -64,6 +66,12 @@ CONTRACT_RECORD_PLAIN = _schema_without(
 #: history (issue 30) that supersede earlier revisions.
 CONTRACT_RECORD_SUPERSEDES = _schema_without("contract_record", ("record_kind", "builds_on"))
 EVALUATION_RECORD = _schema("evaluation_record")
+#: The EvaluationRecord fields whose values repeat within a poll batch, kept per value by
+#: :class:`RecordParts` (the batch id and source offset change from record to record).
+EVALUATION_REPEATED = (
+    "layer", "version", "mode", "passed", "evaluated_at", "data_time", "source_topic",
+    "diagnoses",
+)  # fmt: skip
 CONSUMER_DECLARATION = _schema("consumer_declaration")
 
 
@@ -174,9 +182,18 @@ class RecordParts:
         them: defined once, referenced by full name after).
     field : str
         The name of a field of ``schema`` of type array (else :class:`ValueError`).
+    repeated : collection of str, optional
+        Fields whose values repeat from record to record (those of a poll batch's
+        evaluation records: the layer, the version, the evaluation time): then every other
+        field is encoded by fastavro on its own, with its type, and these are kept per
+        value (:class:`_Field`); a name that is not another field's is a
+        :class:`ValueError`. Default: the fields before and after the array are encoded
+        as two records.
     """
 
-    def __init__(self, schema: Mapping[str, Any], field: str) -> None:
+    def __init__(
+        self, schema: Mapping[str, Any], field: str, *, repeated: Collection[str] = ()
+    ) -> None:
         names = [f["name"] for f in schema["fields"]]
         if field not in names:
             raise ValueError(f"{schema.get('name')} has no field {field!r}")
@@ -186,11 +203,18 @@ class RecordParts:
             raise ValueError(f"field {field!r} of {schema.get('name')} is not an array")
         named = dict(schema.get("__named_schemas", {}))
         self.field = field
-        self._before = _sub_record(schema, schema["fields"][:k], "before", named)
-        self._after = _sub_record(schema, schema["fields"][k + 1 :], "after", named)
+        self._before = sub_record(schema, schema["fields"][:k], "before", named)
+        self._after = sub_record(schema, schema["fields"][k + 1 :], "after", named)
         self._names = (names[:k], names[k + 1 :])
-        self._item = fastavro.parse_schema(_referenced(array["items"], set()), dict(named))
+        self._item = fastavro.parse_schema(referenced(array["items"], set()), dict(named))
         self._counts: dict[int, bytes] = {}
+        self._fields: tuple[list[_Field], list[_Field]] | None = None
+        if repeated:
+            unknown = set(repeated) - set(names) | {field} & set(repeated)
+            if unknown:
+                raise ValueError(f"{schema.get('name')}: no repeated field {sorted(unknown)}")
+            fields = [_Field(f, f["name"] in repeated, named) for f in schema["fields"]]
+            self._fields = (fields[:k], fields[k + 1 :])
 
     def item(self, value: Any) -> bytes:
         """fastavro's encoding of one item of the array (raises what fastavro raises)."""
@@ -200,12 +224,22 @@ class RecordParts:
         """The bytes of ``record`` (its other fields; the array field's value, if any, is
         not read) whose array holds the items encoded as ``items`` (:meth:`item`), in
         order: what :func:`fastavro.schemaless_writer` writes for the whole record."""
-        before, after = self._names
-        head = _encoded(self._before, {n: record[n] for n in before}) if before else b""
-        tail = _encoded(self._after, {n: record[n] for n in after}) if after else b""
+        if self._fields is not None:
+            before, after = self._fields
+            head = b"".join([f.encoded(record[f.name]) for f in before])
+            tail = b"".join([f.encoded(record[f.name]) for f in after])
+        else:
+            names_before, names_after = self._names
+            head = self._run(self._before, names_before, record)
+            tail = self._run(self._after, names_after, record)
         if not items:
             return b"".join((head, self._count(0), tail))
         return b"".join((head, self._count(len(items)), *items, self._count(0), tail))
+
+    @staticmethod
+    def _run(schema: Any, names: list[str], record: Mapping[str, Any]) -> bytes:
+        """fastavro's encoding of the fields ``names`` of ``record`` (one record schema)."""
+        return _encoded(schema, {n: record[n] for n in names}) if names else b""
 
     def _count(self, n: int) -> bytes:
         """fastavro's encoding of ``n`` as a ``long`` (kept for the counts seen)."""
@@ -223,38 +257,43 @@ def _encoded(schema: Any, value: Any) -> bytes:
     return out.getvalue()
 
 
-def _sub_record(
-    schema: Mapping[str, Any], fields: Sequence[Mapping[str, Any]], part: str, named: dict[str, Any]
-) -> Any:
-    """A record schema of ``fields`` (its named types referenced from ``named``)."""
-    if not fields:
-        return None
-    doc = {
-        "type": "record",
-        "name": f"{schema['name']}__{part}",
-        "fields": [{**f, "type": _referenced(f["type"], set())} for f in fields],
-    }
-    return fastavro.parse_schema(doc, dict(named))
+#: The most values of one field whose encodings a :class:`RecordParts` keeps.
+_MOST_KEPT = 256
 
 
-def _referenced(t: Any, seen: set[str]) -> Any:
-    """``t`` with every named type (record, enum, fixed) after its first definition given
-    by its full name, and every definition kept once, as in a parsed schema; field
-    defaults and logical types kept."""
-    if isinstance(t, list):
-        return [_referenced(b, seen) for b in t]
-    if not isinstance(t, dict):
-        return t
-    out = {k: v for k, v in t.items() if not k.startswith("__")}
-    if t.get("type") in ("record", "error", "enum", "fixed") and "name" in t:
-        if t["name"] in seen:
-            return t["name"]
-        seen.add(t["name"])
-    if "fields" in out:
-        out["fields"] = [{**f, "type": _referenced(f["type"], seen)} for f in out["fields"]]
-    for key in ("items", "values"):
-        if key in out:
-            out[key] = _referenced(out[key], seen)
-    if isinstance(out.get("type"), (dict, list)):
-        out["type"] = _referenced(out["type"], seen)
-    return out
+class _Field:
+    """One field of a :class:`RecordParts`' record encoded on its own (a record's encoding
+    is its fields' one after the other): by fastavro with the field's type, and for a
+    ``repeated`` field kept per value, so a value seen before costs a dict lookup."""
+
+    def __init__(self, field: Mapping[str, Any], repeated: bool, named: dict[str, Any]) -> None:
+        self.name: str = field["name"]
+        self._schema = fastavro.parse_schema(referenced(field["type"], set()), dict(named))
+        self._kept: dict[Hashable, bytes] | None = {} if repeated else None
+
+    def encoded(self, value: Any) -> bytes:
+        """fastavro's encoding of ``value`` as this field's (raises what fastavro raises)."""
+        kept = self._kept
+        if kept is None:
+            return _encoded(self._schema, value)
+        key = _value_key(value)
+        out = kept.get(key) if key is not None else None
+        if out is None:
+            out = _encoded(self._schema, value)
+            if key is not None:
+                if len(kept) >= _MOST_KEPT:
+                    kept.clear()
+                kept[key] = out
+        return out
+
+
+def _value_key(value: Any) -> Hashable | None:
+    """A key equal only for values fastavro encodes alike: the value with its type (``1``,
+    ``1.0`` and ``True`` are equal dict keys), lists of str as tuples; None for values
+    of other kinds (encoded every time)."""
+    t = type(value)
+    if value is None or t in (str, bool, int, bytes, datetime):  # not float: -0.0 == 0.0
+        return (t, value)
+    if t is list and all(type(v) is str for v in value):
+        return (list, tuple(value))
+    return None
