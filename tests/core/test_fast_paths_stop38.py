@@ -15,12 +15,18 @@ from __future__ import annotations
 import gc
 import struct
 
+import numpy as np
 import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from tests.catalogue import batch_of
+from tests.core.test_polygons_path import _odd_values, _ring_wkb, _star
+from tests.fast_paths import assert_same_facts, general_facts
 from worker.core._util.memo import identity_memo
+from worker.core.facts import polygons_mixed as polygons_module
 from worker.core.facts import wkb_check as wkb
+from worker.core.facts.batch import BatchFacts
 from worker.core.facts.wkb_check import wkb_problem
 from worker.core.facts.wkb_multipolygon import NDR_MULTIPOLYGON, ndr_multipolygon
 
@@ -108,3 +114,30 @@ def test_the_multipolygon_short_path_accepts_only_what_the_walk_accepts(
     if end is not None:
         assert end == walked
     assert wkb_problem(value) == reason
+
+
+@given(st.integers(256, 700), st.integers(0, 2**32 - 1), st.sampled_from(["even", "odd", "mixed"]),
+       st.sampled_from(["EPSG:4326", "EPSG:3857"]))  # fmt: skip
+@settings(max_examples=40, deadline=None)
+def test_the_star_ring_probe_never_changes_a_fact(n: int, seed: int, where: str, crs: str) -> None:
+    """The probe of 64 evenly spaced rows (batches of 256 rows or more) decides only whether
+    the star-ring path is tried: batches whose probed rows are stars and the others not
+    (or the reverse, or a mix) give every fact of the general path."""
+    rng = np.random.default_rng(seed)
+    probed = set(np.linspace(0, n - 1, 64).astype(np.int64).tolist())
+    odd = _odd_values(rng)
+    values: list[bytes | None] = []
+    for i in range(n):
+        star = (where == "mixed" and bool(rng.integers(2))) or (i in probed) == (where == "even")
+        if star:
+            ring = _star(rng, int(rng.integers(5, 40)), (rng.uniform(-170, 170),
+                         rng.uniform(-80, 80)), rng.uniform(0.001, 2))  # fmt: skip
+            values.append(_ring_wkb(ring))
+        else:
+            values.append(odd[int(rng.integers(len(odd)))])
+    batch = batch_of(values, crs=crs)
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(polygons_module, "POLYGONS_WITHOUT_GEOMETRIES_MIN", 64)
+        fast = BatchFacts(batch)
+        general = general_facts(batch)
+        assert_same_facts(fast, general)
