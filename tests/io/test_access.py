@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pyarrow as pa
@@ -348,3 +350,43 @@ def test_a_link_loop_under_a_root_is_named_a_loop(tmp_path: Path) -> None:
     path = _hostile(tmp_path, "loop")
     with pytest.raises(PayloadNotAllowed, match=r"a symbolic link that does not resolve"):
         _open(str(path), PayloadPolicy.from_strings([str(tmp_path)]))
+
+
+@contextmanager
+def _unprivileged() -> Iterator[None]:
+    """Permission checks as an ordinary user: root's effective uid set to nobody's for
+    the block (root reads every file whatever its mode)."""
+    if os.geteuid() != 0:
+        yield
+        return
+    os.seteuid(65534)
+    try:
+        yield
+    finally:
+        os.seteuid(0)
+
+
+@pytest.mark.parametrize("openat2_usable", [None, False], ids=["openat2", "walk"])
+@pytest.mark.parametrize("rooted", [False, True], ids=["check", "root"])
+def test_a_file_without_read_permission_is_a_payload_error(
+    monkeypatch: pytest.MonkeyPatch, rooted: bool, openat2_usable: bool | None
+) -> None:
+    """Stop 38: a payload under a root whose mode forbids reading escaped the opener as a
+    bare ``PermissionError: [Errno 13] Permission denied: '/proc/self/fd/5'`` (the reopen
+    of the descriptor opened O_PATH, which needs no permission): the worker quarantined
+    the batch as a generic ``payload_error`` naming a /proc path, not the payload. Now
+    ``payload_unavailable``, "permission denied", naming the URI, as ``check``'s path."""
+    import tempfile
+
+    from worker.io.payloads import openat2
+
+    monkeypatch.setattr(openat2, "_openat2_usable", openat2_usable)
+    with tempfile.TemporaryDirectory() as name:  # under /tmp: other users may search it
+        base = Path(name)
+        base.chmod(0o755)
+        path = base / "closed.parquet"
+        path.write_bytes((DEMO / "nyc_boroughs.parquet").read_bytes())
+        path.chmod(0o000)
+        policy = PayloadPolicy.from_strings([str(base)]) if rooted else UNRESTRICTED
+        with _unprivileged(), pytest.raises(PayloadUnavailable, match=r": permission denied$"):
+            _open(str(path), policy)
