@@ -43,3 +43,29 @@ def test_primed_views_are_never_written(monkeypatch: pytest.MonkeyPatch, which: 
     assert len(made) > 20  # the views were made, and read only
     errors = {c.gate_error for d in grouped for v in d.verdicts for c in v.clauses}
     assert not any("read-only" in str(e) for e in errors), errors
+
+
+def _empty_batch() -> Any:
+    import dataclasses
+
+    import pyarrow as pa
+
+    from tests.catalogue import batch_of
+    from worker.core.columns import derive_schema
+
+    t = pa.table({"code": pa.array([], pa.string()), "fid": pa.array([], pa.string())})
+    b = batch_of([], attributes=t, schema_fields=derive_schema(t))
+    return dataclasses.replace(b, batch_id="e", id_column="fid", data_time=NOW)
+
+
+@pytest.mark.parametrize("where", [(1,), (1, 3), (0, 1, 2)], ids=str)
+def test_a_group_with_batches_of_no_feature_decides_each_as_alone(where: tuple[int, ...]) -> None:
+    """Batches of no feature among a group's (equal starts: empty views, an index owned by
+    the batch after them) are decided as alone, and so are the others."""
+    batches = _small_batches()[:4]
+    for i in where:
+        batches.insert(i, _empty_batch())
+    versions = [active(EVERYTHING), active(EVERYTHING, mode="observing")]
+    assert evaluate_group(batches, versions, now=NOW) == [
+        evaluate(b, versions, now=NOW) for b in batches
+    ]
