@@ -55,7 +55,9 @@ def test_integer_beyond_int64_is_read_as_text_not_a_payload_error(tmp_path: Path
 
 
 def test_truncated_json_is_a_payload_error(tmp_path: Path) -> None:
-    with pytest.raises(PayloadError, match=r"n\.geojson: not a JSON document"):
+    with pytest.raises(
+        PayloadError, match=r"n\.geojson: truncated: the file ends inside its JSON document"
+    ):
         read_features(not_json(tmp_path / "n.geojson"))
 
 

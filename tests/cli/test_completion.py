@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from worker.cli.args import PATHS
-from worker.cli.commands.completion import script
+from worker.cli.commands.completion import SHELLS, script
 from worker.cli.main import build_parser
 from worker.cli.parser_tree import arguments, subcommands, walk
 
@@ -132,3 +132,15 @@ def test_bash_completes_paths_where_a_path_is_taken(tmp_path: Path) -> None:
         done = subprocess.run(["bash", "-c", probe], capture_output=True, text=True, timeout=30)
         assert done.stdout.split() == [str(sample)], (typed, done.stdout, done.stderr)
         assert want.endswith(f"{sample} ")
+
+
+@pytest.mark.parametrize("first", SHELLS)
+def test_a_script_leaves_the_parser_as_it_was_for_the_next_shell(first: str) -> None:
+    """Stop 38: ``script`` marked the parser's arguments for its shell and left the marks,
+    so a bash script of a parser that had written the zsh one said "complete nothing"
+    (``COMPGEN=''``) for its positionals: every script is now that of a fresh parser."""
+    fresh = {shell: script(build_parser(), shell) for shell in SHELLS}
+    parser = build_parser()
+    assert script(parser, first) == fresh[first]
+    for shell in SHELLS:
+        assert script(parser, shell) == fresh[shell], (first, shell)

@@ -114,3 +114,20 @@ if __name__ == "__main__":  # pragma: no cover - regenerates the pinned file
     HELP_FILE.write_text(render(help_texts()), encoding="utf-8")
     ACTIONS_FILE.write_text("\n".join(action_lines()) + "\n", encoding="utf-8")
     print(f"wrote {len(help_texts())} help texts to {HELP_FILE}, arguments to {ACTIONS_FILE}")
+
+
+def _commands() -> list[tuple[str, argparse.ArgumentParser]]:
+    from worker.cli.parser_tree import subcommands
+
+    return [(path, p) for path, p in walk(build_parser()) if not subcommands(p)]
+
+
+@pytest.mark.parametrize(("path", "parser"), _commands(), ids=[p for p, _ in _commands()])
+def test_every_commands_help_says_what_it_does(path: str, parser: argparse.ArgumentParser) -> None:
+    """Stop 38: ``topics create``, ``contract publish``, ``contract list``, ``consumers
+    declare`` and ``batch publish`` had no description: their ``--help`` listed options
+    only (the one line of each showed in the parent's list alone), and ``topics create``
+    did not say it exits 1 on a config topic that is not compacted."""
+    assert parser.description and len(parser.description) > 40, path
+    shown = " ".join(parser.format_help().split())
+    assert " ".join(parser.description.split()[:6]) in shown, path

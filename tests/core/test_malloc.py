@@ -54,3 +54,24 @@ def test_thresholds_are_set_once_and_freed_arrays_are_reused_not_faulted_in_agai
     assert faults["default"] > churned_pages / 2
     assert faults["tuned"] < churned_pages / 100
     assert resource.getrusage(resource.RUSAGE_SELF).ru_minflt > 0
+
+
+#: The child: no process may be started (ctypes.util.find_library starts ldconfig -p).
+_NO_PROCESSES = """
+import subprocess
+def refuse(*args, **kwargs):
+    raise AssertionError(f"a process started: {args!r}")
+subprocess.Popen = refuse
+from worker.core._util.malloc import keep_freed_memory
+print(keep_freed_memory())
+"""
+
+
+@pytest.mark.skipif(not _GLIBC, reason="mallopt is glibc's")
+def test_the_thresholds_are_set_without_starting_a_process() -> None:
+    """Stop 38: ``mallopt`` is found among the process's symbols, on every command's start;
+    ``find_library("c")`` ran ``ldconfig -p`` (about 2 ms of wall and 1 ms of a child's CPU)."""
+    run = subprocess.run(
+        [sys.executable, "-c", _NO_PROCESSES], capture_output=True, text=True, check=False
+    )
+    assert (run.returncode, run.stdout.strip()) == (0, "True"), run.stderr[-1500:]

@@ -257,7 +257,7 @@ def test_a_good_file_under_the_root_is_admitted(layout, caplog) -> None:  # type
         (b"", "payload_corrupt", "an empty file (0 bytes)"),
         (b"PAR1" + b"\x00" * 100, "payload_corrupt", "does not end with them"),
         (b"GIF89a", "payload_corrupt", "not a JSON document"),
-        (b'{"type": "FeatureCollection", "features": [', "payload_corrupt", "not a JSON"),
+        (b'{"type": "FeatureCollection", "features": [', "payload_corrupt", "truncated: the file"),
         (b'{"type": "Topology"}', "payload_error", "not a GeoJSON FeatureCollection"),
     ],
     ids=["empty", "truncated-parquet", "wrong-magic", "truncated-json", "not-a-collection"],

@@ -145,3 +145,38 @@ def test_topics_create_keeps_the_config_topics_tombstones(broker: Any) -> None:
     assert retention(settings.topics.contracts) == str(CONFIG_TOMBSTONE_RETENTION_MS)
     assert CONFIG_TOMBSTONE_RETENTION_MS == 3_153_600_000_000
     assert retention(settings.topics.consumers) != str(CONFIG_TOMBSTONE_RETENTION_MS)
+
+
+def test_topics_create_says_when_an_existing_config_topic_drops_its_tombstones(broker: Any) -> None:
+    """Stop 38: a config topic made before ``topics create`` set delete.retention.ms (or by
+    other tooling), compacted but with Kafka's default of 24 h, was answered "exists"
+    alone: every deployment older than the setting kept dropping tombstones unseen. The
+    answer now names the setting, its value and the fix; a topic with it is "exists"."""
+    import uuid
+
+    from confluent_kafka.admin import AdminClient, NewTopic
+
+    from worker.kafka.admin import CONFIG_TOMBSTONE_RETENTION_MS, NOT_COMPACTED, create_topics
+    from worker.kafka.settings import Settings, Topics
+
+    settings = Settings(
+        bootstrap_servers=broker.bootstrap_servers,
+        topics=Topics().with_prefix(f"ts{uuid.uuid4().hex[:6]}."),
+    )
+    admin = AdminClient({"bootstrap.servers": broker.bootstrap_servers})
+    contracts = settings.topics.contracts
+    older = NewTopic(contracts, 1, 1, config={"cleanup.policy": "compact"})  # as made before
+    admin.create_topics([older])[contracts].result(30)
+    outcome = create_topics(settings)[contracts]
+    assert outcome.startswith("exists, tombstones dropped after 24 h (delete.retention.ms=")
+    assert NOT_COMPACTED not in outcome
+    assert f"--add-config delete.retention.ms={CONFIG_TOMBSTONE_RETENTION_MS})" in outcome
+    # the consumers topic keeps no tombstones on purpose: "exists" alone, as the fixed one
+    again = create_topics(settings)
+    assert again[settings.topics.consumers] == "exists"
+    fixed = Settings(
+        bootstrap_servers=broker.bootstrap_servers,
+        topics=Topics().with_prefix(f"tk{uuid.uuid4().hex[:6]}."),
+    )
+    assert set(create_topics(fixed).values()) == {"created"}
+    assert create_topics(fixed)[fixed.topics.contracts] == "exists"

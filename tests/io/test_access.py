@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import os
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 import pyarrow as pa
@@ -270,3 +272,121 @@ def test_sizes_in_messages_take_the_unit_they_reach(tmp_path: Path) -> None:
         PayloadTooLarge, match=r"\(2\.0 KiB\), above the limit of 10 bytes for GeoJSON"
     ):
         _open(str(doc), tiny)
+
+
+def _hostile(tmp_path: Path, kind: str) -> Path:
+    """A local path of ``kind`` that a batch file must not be, made in ``tmp_path``."""
+    import socket
+
+    path = tmp_path / f"{kind}.parquet"
+    if kind == "fifo":
+        os.mkfifo(path)
+    elif kind == "socket":
+        with socket.socket(socket.AF_UNIX) as s:
+            s.bind(str(path))
+    elif kind == "device":  # a device node outside /dev: refused by its type
+        try:
+            os.mknod(path, 0o600 | 0o020000, os.makedev(1, 5))  # S_IFCHR: /dev/zero's
+        except PermissionError:
+            pytest.skip("mknod needs CAP_MKNOD")
+    elif kind == "loop":
+        os.symlink(tmp_path / "other", path)
+        os.symlink(path, tmp_path / "other")
+    elif kind == "dangling":
+        os.symlink(tmp_path / "nothing", path)
+    elif kind == "to_dev":
+        os.symlink("/dev/zero", path)
+    elif kind == "directory":
+        path.mkdir()
+    elif kind == "empty":
+        path.touch()
+    elif kind == "sparse":
+        with open(path, "wb") as f:
+            f.truncate(3 * 2**30)
+    return path
+
+
+@pytest.mark.parametrize(
+    ("kind", "error", "message"),
+    [
+        ("fifo", PayloadNotAllowed, r"is a FIFO; only regular files are read"),
+        ("socket", PayloadNotAllowed, r"is a socket; only regular files are read"),
+        ("device", PayloadNotAllowed, r"is a character device; only regular files are read"),
+        ("loop", PayloadNotAllowed, r"a symbolic link that does not resolve \(a loop of links\)"),
+        ("dangling", PayloadUnavailable, r"no such file"),
+        ("to_dev", PayloadNotAllowed, r"kernel or device file system"),
+        ("directory", PayloadNotAllowed, r"is a directory"),
+        ("empty", PayloadCorrupt, r"an empty file \(0 bytes\)"),
+        ("sparse", PayloadTooLarge, r"3221225472 bytes \(3.0 GiB\), above the limit"),
+    ],
+)
+def test_a_local_file_that_is_no_batch_is_refused_by_name(
+    tmp_path: Path, kind: str, error: type[Exception], message: str
+) -> None:
+    """Stop 38: every kind of local path that is not a readable batch file, opened by the
+    path of ``check`` (no payload roots, Arrow's own file through /proc/self/fd), gives
+    its own reason, before any read that could block (FIFO) or run long (device); a
+    symbolic link loop said "is a symbolic link; only regular files are read", as if
+    links were not followed."""
+    with pytest.raises(error, match=message):
+        _open(str(_hostile(tmp_path, kind)), UNRESTRICTED)
+
+
+def test_a_file_that_grows_after_its_size_is_checked_is_read_to_that_size(tmp_path: Path) -> None:
+    """The native file's size is the one checked: bytes appended after the check are not
+    part of the payload (a reader takes the footer at the size checked)."""
+    path = tmp_path / "batch.parquet"
+    data = (DEMO / "admin_boundaries.parquet").read_bytes()
+    path.write_bytes(data)
+    with open_payload(str(path), UNRESTRICTED) as opened:
+        with open(path, "ab") as f:
+            f.write(b"\x00" * 4096)
+        assert opened.size == opened.file.size() == len(data)
+        opened.file.seek(0)
+        assert opened.file.read() == data
+
+
+def test_a_link_loop_under_a_root_is_named_a_loop(tmp_path: Path) -> None:
+    path = _hostile(tmp_path, "loop")
+    with pytest.raises(PayloadNotAllowed, match=r"a symbolic link that does not resolve"):
+        _open(str(path), PayloadPolicy.from_strings([str(tmp_path)]))
+
+
+@contextmanager
+def _unprivileged() -> Iterator[None]:
+    """Permission checks as an ordinary user: root's effective uid set to nobody's for
+    the block (root reads every file whatever its mode)."""
+    if os.geteuid() != 0:
+        yield
+        return
+    os.seteuid(65534)
+    try:
+        yield
+    finally:
+        os.seteuid(0)
+
+
+@pytest.mark.parametrize("openat2_usable", [None, False], ids=["openat2", "walk"])
+@pytest.mark.parametrize("rooted", [False, True], ids=["check", "root"])
+def test_a_file_without_read_permission_is_a_payload_error(
+    monkeypatch: pytest.MonkeyPatch, rooted: bool, openat2_usable: bool | None
+) -> None:
+    """Stop 38: a payload under a root whose mode forbids reading escaped the opener as a
+    bare ``PermissionError: [Errno 13] Permission denied: '/proc/self/fd/5'`` (the reopen
+    of the descriptor opened O_PATH, which needs no permission): the worker quarantined
+    the batch as a generic ``payload_error`` naming a /proc path, not the payload. Now
+    ``payload_unavailable``, "permission denied", naming the URI, as ``check``'s path."""
+    import tempfile
+
+    from worker.io.payloads import openat2
+
+    monkeypatch.setattr(openat2, "_openat2_usable", openat2_usable)
+    with tempfile.TemporaryDirectory() as name:  # under /tmp: other users may search it
+        base = Path(name)
+        base.chmod(0o755)
+        path = base / "closed.parquet"
+        path.write_bytes((DEMO / "nyc_boroughs.parquet").read_bytes())
+        path.chmod(0o000)
+        policy = PayloadPolicy.from_strings([str(base)]) if rooted else UNRESTRICTED
+        with _unprivileged(), pytest.raises(PayloadUnavailable, match=r": permission denied$"):
+            _open(str(path), policy)

@@ -12,7 +12,7 @@ import pyarrow.parquet as pq
 import pytest
 import shapely
 
-from worker.core.errors import PayloadError
+from worker.core.errors import PayloadCorrupt, PayloadError
 from worker.core.model import Batch, FieldSpec
 from worker.io.payloads import derive_schema, load_payload, read_batch_file, read_features
 from worker.io.payloads.policy import PayloadPolicy
@@ -432,3 +432,28 @@ def test_a_dictionary_encoded_wkb_column_is_read_as_its_values(tmp_path: Path) -
         chunks = open_geoparquet_chunks(path, source)
         rows = [g for chunk in chunks.chunks(50) for g in chunk.geometries_wkb]
     assert tuple(rows) == plain.geometries_wkb
+
+
+def _cut_cases() -> list[bytes]:
+    doc = json.dumps(_fc([_feature(POINT), _feature(POINT)]), ensure_ascii=False)
+    doc = doc.replace('"Point"', '"Point", "n": null, "t": true, "f": false, "x": -1.5e-3')
+    doc = doc.replace('"properties": {}', '"properties": {"name": "Zürich 東京"}')
+    data = doc.encode()
+    assert json.loads(data)
+    return [data[:k] for k in range(1, len(data))]
+
+
+def test_a_geojson_file_cut_anywhere_is_said_to_be_truncated(tmp_path: Path) -> None:
+    """Stop 38: a GeoJSON file cut short (a copy that stopped early) was "not a JSON document
+    (...); the formats read are GeoParquet, GeoJSON, ...", as if of another format. Cut at
+    every byte (inside strings, literals, numbers and a UTF-8 character, between tokens), it
+    is now said to be truncated; JSON broken elsewhere keeps the first message."""
+    path = tmp_path / "cut.geojson"
+    for cut in _cut_cases():
+        path.write_bytes(cut)
+        with pytest.raises(PayloadCorrupt, match=r"cut.geojson: truncated: the file ends inside"):
+            read_batch_file(path, layer="x")
+    for broken in (b'{"type": 1,}', b'{"a": 1.}', b"{not json", b'{"a": nulL}', b"  \\n"):
+        path.write_bytes(broken)
+        with pytest.raises(PayloadCorrupt, match=r"not a JSON document"):
+            read_batch_file(path, layer="x")

@@ -13,7 +13,6 @@ import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
-from worker.core._util.text import clip
 from worker.core.errors import BrokerError
 from worker.kafka.clients import (
     OFFSET_BEGINNING,
@@ -28,10 +27,12 @@ from worker.kafka.clients import (
 )
 from worker.kafka.protocols import TopicPartition
 from worker.kafka.settings import MAX_MESSAGE_BYTES, Settings
+from worker.kafka.topic_checks import NOT_COMPACTED, TOMBSTONES_DROPPED, compaction_problem
 
 __all__ = [
     "NOT_COMPACTED",
     "READ_TO_END_FETCH_WAIT_MS",
+    "TOMBSTONES_DROPPED",
     "create_topics",
     "produce_one",
     "read_topic",
@@ -98,7 +99,7 @@ def create_topics(
             outcome[name] = "exists"
     for name, (_, cfg) in specs.items():
         if outcome[name] == "exists" and cfg.get("cleanup.policy") == "compact":
-            outcome[name] += _compaction_problem(admin, name, timeout_s)
+            outcome[name] += compaction_problem(admin, name, cfg, timeout_s)
     return outcome
 
 
@@ -109,37 +110,9 @@ def create_topics(
 #: version, so keeping its tombstones costs a few bytes each.
 CONFIG_TOMBSTONE_RETENTION_MS = 100 * 365 * 24 * 3600 * 1000
 
-#: Marks a topic that exists but is not compacted in :func:`create_topics`' answer.
-NOT_COMPACTED = "NOT compacted"
 #: ``fetch.wait.max.ms`` of :func:`read_topic`'s reads to the end (librdkafka: 500): an
 #: empty partition's EOF came after a whole wait, 0.5 s of a worker's start per topic read.
 READ_TO_END_FETCH_WAIT_MS = 50
-
-
-def _compaction_problem(admin: Any, name: str, timeout_s: float) -> str:
-    """``""`` when the existing topic ``name`` is compacted, else what is wrong and the fix.
-
-    A config topic made by other tooling with the defaults (``cleanup.policy=delete``)
-    loses its contract records after ``retention.ms``: a worker started then finds no
-    contract (``topics create`` only answered "exists")."""
-    from confluent_kafka.admin import ConfigResource
-
-    resource = ConfigResource("topic", name)
-    try:
-        entries = admin.describe_configs([resource], request_timeout=timeout_s)[resource].result()
-        # a broker that lists only the settings made on the topic (Tansu) leaves out a
-        # default cleanup.policy: Kafka's default, delete
-        entry = entries.get("cleanup.policy")
-        policy = str(entry.value or "") if entry is not None else "delete (the default)"
-    except Exception as exc:  # a broker without DescribeConfigs: said, not assumed
-        return f" (its cleanup.policy could not be read: {clip(str(exc), 120)})"
-    if "compact" in policy.split(","):
-        return ""
-    return (
-        f", {NOT_COMPACTED} (cleanup.policy={policy or 'unset'}): its records are deleted after "
-        f"retention.ms; set cleanup.policy=compact on it (kafka-configs --alter --entity-type "
-        f"topics --entity-name {name} --add-config cleanup.policy=compact)"
-    )
 
 
 def produce_one(

@@ -23,7 +23,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     """Add ``batch`` and its action ``publish``."""
     p = sub.add_parser("batch", help="publish batch-arrival events")
     bsub = p.add_subparsers(dest="batch_command", required=True, metavar="ACTION")
-    bp = bsub.add_parser("publish", help="publish a batch file as a batch-arrival event")
+    bp = bsub.add_parser(
+        "publish",
+        help="publish a batch file as a batch-arrival event",
+        description="Publish a batch file to the batches topic as a batch-arrival event: its "
+        "features inline, or by reference (--by-reference, --upload) to a location under "
+        "the workers' --payload-root.",
+    )
     add_kafka_args(bp)
     completes_paths(
         bp.add_argument(

@@ -54,17 +54,22 @@ def script(parser: argparse.ArgumentParser, shell: str) -> str:
 
     if shell not in SHELLS:
         raise ValueError(f"{shell!r} is not one of {', '.join(SHELLS)}")
-    _mark_values(parser, shell)
-    text: str = shtab.complete(parser, shell=shell)
+    marked = _mark_values(parser, shell)
+    try:
+        text: str = shtab.complete(parser, shell=shell)
+    finally:  # the parser as it was: a zsh mark would change a later bash script
+        for a in marked:
+            del a.complete  # type: ignore[attr-defined]
     return text
 
 
-def _mark_values(parser: argparse.ArgumentParser, shell: str) -> None:
+def _mark_values(parser: argparse.ArgumentParser, shell: str) -> list[argparse.Action]:
     """Give each value argument of the tree without choices or a completion of its own what
     the shell completes for it: file names for ``FILE``/``DIR`` options; nothing, said so
-    to zsh, for the other positionals."""
+    to zsh, for the other positionals. Returns the arguments marked."""
     from worker.cli.parser_tree import arguments, walk
 
+    marked = []
     for _, p in walk(parser):
         for a in arguments(p):
             if a.nargs == 0 or a.choices is not None or hasattr(a, "complete"):
@@ -73,6 +78,10 @@ def _mark_values(parser: argparse.ArgumentParser, shell: str) -> None:
                 a.complete = PATHS  # type: ignore[attr-defined]
             elif not a.option_strings and shell == "zsh":
                 a.complete = _NOTHING_ZSH  # type: ignore[attr-defined]
+            else:
+                continue
+            marked.append(a)
+    return marked
 
 
 def run(args: argparse.Namespace) -> int:

@@ -26,7 +26,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     s = p.add_subparsers(dest="consumers_command", required=True, metavar="ACTION")
 
-    d = s.add_parser("declare", help="declare the contract version a consumer reads against")
+    d = s.add_parser(
+        "declare",
+        help="declare the contract version a consumer reads against",
+        description="Declare the contract version CONSUMER (its Kafka consumer group id) "
+        "reads LAYER against, on the consumers topic: the count of consumers per version "
+        "that retirement waits for.",
+    )
     add_kafka_args(d)
     d.add_argument("consumer", help="the consumer's Kafka consumer group id")
     d.add_argument("layer")

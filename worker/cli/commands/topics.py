@@ -23,6 +23,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         "create",
         help="create the six topics (config and consumers topics compacted) and the "
         "per-major admitted topics of layers with read_paths: per_major (from the config topic)",
+        description="Create the six topics (the config and consumers topics compacted, the "
+        "config topic keeping its tombstones) and the per-major admitted topics of layers "
+        "with read_paths: per_major (read from the config topic). An existing topic is left "
+        "as it is and said so; for the config and consumers topics, with what is wrong in "
+        "their compaction settings and the kafka-configs command that fixes it. Exit 1 when "
+        "one of them is not compacted (its records would be deleted after retention.ms), "
+        "else 0.",
     )
     add_kafka_args(tp)
     tp.add_argument(

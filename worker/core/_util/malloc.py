@@ -10,12 +10,18 @@ time in a ``check`` of 1,000,000 polygons (issue 27), against 56,000 and 1.2 s w
 thresholds below, which are where glibc's own adjustment stops (32 MiB, twice that), set
 from the start. The freeing happens where the arrays die, mostly holding the GIL. Peak RSS
 stayed within 305-320 MiB either way (the memory is reused, not added).
+
+ctypes is imported only here, when called: a Python built without it (no libffi) runs
+every command, with malloc's defaults. ``mallopt`` is looked up among the symbols the
+process has loaded (glibc's, where the process uses glibc), not through
+``ctypes.util.find_library``, which starts ``ldconfig -p`` (about 2 ms and a process on
+every command's start) and on other systems a compiler.
 """
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
+from collections.abc import Callable
+from typing import Any
 
 __all__ = ["MMAP_THRESHOLD_BYTES", "TRIM_THRESHOLD_BYTES", "keep_freed_memory"]
 
@@ -36,15 +42,25 @@ def keep_freed_memory() -> bool:
     if _done:
         return _done[0]
     ok = False
-    try:
-        libc = ctypes.CDLL(ctypes.util.find_library("c") or None)
-        mallopt = libc.mallopt
-    except (OSError, AttributeError):
-        mallopt = None
+    mallopt = _mallopt()
     if mallopt is not None:
-        mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
-        mallopt.restype = ctypes.c_int
         ok = bool(mallopt(_M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES))
         ok = bool(mallopt(_M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES)) and ok
     _done.append(ok)
     return ok
+
+
+def _mallopt() -> Callable[[int, int], Any] | None:
+    """The C library's ``int mallopt(int, int)`` among the process's symbols, or None (no
+    ctypes, no such function)."""
+    try:
+        import ctypes  # optional: absent from a Python built without libffi
+    except ImportError:
+        return None
+    try:
+        mallopt = ctypes.CDLL(None).mallopt
+    except (OSError, AttributeError):
+        return None
+    mallopt.argtypes = (ctypes.c_int, ctypes.c_int)
+    mallopt.restype = ctypes.c_int
+    return mallopt

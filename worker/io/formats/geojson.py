@@ -11,6 +11,7 @@ CRS itself (``crs_stated``), which is honoured and compared with a producer's de
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -30,6 +31,30 @@ from worker.io.formats.base import (
     text_column,
 )
 
+#: What may be left unread where a document was cut: a literal or a number begun.
+_CUT_TOKEN = re.compile(r"t(r(ue?)?)?|f(a(l(se?)?)?)?|n(u(ll?)?)?|[-+.0-9eE]+")
+
+
+def _not_json(path: Path | str, exc: UnicodeDecodeError | json.JSONDecodeError) -> PayloadCorrupt:
+    """The error of a file that is not JSON; one whose JSON document ends before it is
+    complete (cut in a string, a literal, a number, or between tokens) is said to be cut
+    short, not to be of another format."""
+    if isinstance(exc, UnicodeDecodeError):
+        cut = exc.reason == "unexpected end of data"
+    else:
+        rest = exc.doc[exc.pos :].rstrip()
+        cut = exc.msg.startswith("Unterminated string") or (
+            exc.pos > 0 and (not rest or _CUT_TOKEN.fullmatch(rest) is not None)
+        )
+    if cut:
+        return PayloadCorrupt(
+            f"{path}: truncated: the file ends inside its JSON document ({exc})",
+            fix="give the whole file (a copy or upload that stopped early?)",
+        )
+    from worker.io.formats import formats_read
+
+    return PayloadCorrupt(f"{path}: not a JSON document ({exc}); {formats_read()}")
+
 
 def _read_geojson(path: Path | str, data: bytes | None = None) -> FeatureData:
     """The FeatureCollection in ``data`` (default: the bytes of the file ``path``);
@@ -48,9 +73,7 @@ def _read_geojson(path: Path | str, data: bytes | None = None) -> FeatureData:
             f"8259): at {exc}; write null for a missing value and one member per name"
         ) from None
     except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        from worker.io.formats import formats_read
-
-        raise PayloadCorrupt(f"{path}: not a JSON document ({exc}); {formats_read()}") from None
+        raise _not_json(path, exc) from None
     except RecursionError:
         raise PayloadCorrupt(
             f"{path}: JSON nested too deeply to read (hundreds of levels of arrays or objects)"

@@ -152,6 +152,8 @@ def open_beneath(dir_fd: int, relpath: str, name: str, *, symlinks: bool) -> Ver
             fd = os.open(f"/proc/self/fd/{first}", _READ_FLAGS)
         except FileNotFoundError:  # no /proc: resolve again, and compare the inode
             fd = _resolve(dir_fd, relpath, name, symlinks, _READ_FLAGS)
+        except OSError as exc:  # opening for reading checks the file's mode (O_PATH did not)
+            raise _open_error(name, exc) from None
     finally:
         os.close(first)
     return _verified(name, fd, (st.st_dev, st.st_ino))

@@ -163,10 +163,7 @@ def _local_path(name: str, uri: str, policy: PayloadPolicy) -> str:
             field="payload_uri",
             fix="give an absolute path (file:///dir/file) or s3://bucket/key under a payload root",
         )
-    try:
-        real = os.path.realpath(path)
-    except OSError:  # a link of the path replaced while being read (issue 31)
-        raise PayloadNotAllowed(f"{name}: its path changed while being resolved") from None
+    real = _resolved(name, path)
     if _in_kernel_dir(real):
         raise PayloadNotAllowed(
             f"{name}: lies in a kernel or device file system ({', '.join(_KERNEL_DIRS)}), "
@@ -178,6 +175,21 @@ def _local_path(name: str, uri: str, policy: PayloadPolicy) -> str:
             field="--payload-root",
             fix="put the file under a payload root, or add its directory with --payload-root "
             "(CONTRACT_GATE_PAYLOAD_ROOTS)",
+        )
+    return real
+
+
+def _resolved(name: str, path: str) -> str:
+    """``path`` with every symbolic link resolved (``os.path.realpath``); a link left is a
+    loop of links."""
+    try:
+        real = os.path.realpath(path)
+    except OSError:  # a link of the path replaced while being read (issue 31)
+        raise PayloadNotAllowed(f"{name}: its path changed while being resolved") from None
+    if os.path.islink(real):  # realpath followed every link that resolves: a loop
+        raise PayloadNotAllowed(
+            f"{name}: a symbolic link that does not resolve (a loop of links)",
+            fix="give the path of the file itself, or fix the link",
         )
     return real
 

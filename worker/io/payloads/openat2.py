@@ -4,15 +4,17 @@
 RESOLVE_NO_MAGICLINKS`` (plus ``RESOLVE_NO_SYMLINKS`` where no symbolic link may be
 followed) the kernel refuses any resolution that leaves the directory (``EXDEV``) or meets
 a refused link (``ELOOP``). Where it does not work (an older kernel, a seccomp filter
-answering ``ENOSYS`` or ``EPERM``), :mod:`worker.io.payloads.walk` replaces it.
+answering ``ENOSYS`` or ``EPERM``, a Python built without ctypes),
+:mod:`worker.io.payloads.walk` replaces it. ctypes is imported on the first call only.
 """
 
 from __future__ import annotations
 
-import ctypes
 import errno
+import functools
 import os
 import platform
+from typing import Any
 
 __all__ = [
     "RESOLVE_BENEATH",
@@ -37,30 +39,38 @@ _O_DIRECTORY: int = getattr(os, "O_DIRECTORY", 0)
 _READ_FLAGS = os.O_RDONLY | os.O_NONBLOCK | _O_CLOEXEC | getattr(os, "O_NOCTTY", 0)
 
 
-class _OpenHow(ctypes.Structure):
-    _fields_ = [
-        ("flags", ctypes.c_uint64),
-        ("mode", ctypes.c_uint64),
-        ("resolve", ctypes.c_uint64),
-    ]
-
-
 #: None: not probed yet; a test sets False to exercise the walk.
 _openat2_usable: bool | None = None
-_libc: ctypes.CDLL | None = None
+
+
+@functools.cache
+def _ctypes() -> tuple[Any, Any, type]:
+    """ctypes, the process's C library (errno kept) and ``struct open_how``; ``OSError``
+    (ENOSYS) where ctypes cannot be imported (a Python built without libffi)."""
+    try:
+        import ctypes  # optional: absent from a Python built without libffi
+    except ImportError:
+        raise OSError(errno.ENOSYS, "openat2 needs ctypes, which this Python lacks") from None
+
+    class OpenHow(ctypes.Structure):
+        _fields_ = [
+            ("flags", ctypes.c_uint64),
+            ("mode", ctypes.c_uint64),
+            ("resolve", ctypes.c_uint64),
+        ]
+
+    return ctypes, ctypes.CDLL(None, use_errno=True), OpenHow
 
 
 def _openat2(dir_fd: int, path: str, flags: int, resolve: int) -> int:
     """``openat2(dir_fd, path, {flags, 0, resolve})``: the descriptor, or ``OSError``."""
-    global _libc
     number = _SYS_OPENAT2.get(platform.machine().lower())
     if number is None:
         raise OSError(errno.ENOSYS, "openat2 not known on this machine")
-    if _libc is None:
-        _libc = ctypes.CDLL(None, use_errno=True)
-    how = _OpenHow(flags, 0, resolve)
+    ctypes, libc, open_how = _ctypes()
+    how = open_how(flags, 0, resolve)
     fd = int(
-        _libc.syscall(
+        libc.syscall(
             ctypes.c_long(number),
             ctypes.c_int(dir_fd),
             ctypes.c_char_p(os.fsencode(path)),

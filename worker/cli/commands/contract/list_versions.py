@@ -17,6 +17,8 @@ def register(csub: argparse._SubParsersAction) -> None:
     p = csub.add_parser(
         "list",
         help="list contract versions with mode, state, class, age and escalations",
+        description="List the contract versions of every layer (or LAYER) read from the "
+        "config topic, with mode, state, change class, age and escalations.",
     )
     add_kafka_args(p)
     p.add_argument("layer", nargs="?", help="only this layer")

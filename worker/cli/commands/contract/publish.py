@@ -17,7 +17,13 @@ __all__ = ["register", "run"]
 
 def register(csub: argparse._SubParsersAction) -> None:
     """Add ``publish`` under ``contract``."""
-    cp = csub.add_parser("publish", help="publish a contract version to the config topic")
+    cp = csub.add_parser(
+        "publish",
+        help="publish a contract version to the config topic",
+        description="Publish a contract version to the config topic: its change against the "
+        "layer's published history is classified and the lifecycle policy applied (a new "
+        "major is published observing beside the enforcing one); --dry-run writes nothing.",
+    )
     add_kafka_args(cp)
     add_signing_args(cp, sign=True)
     completes_paths(cp.add_argument("file", help="contract YAML file"))
