@@ -26,7 +26,7 @@ from worker.core._util.memo import identity_memo
 from worker.core.clauses.base import ClauseKind, clause_result, count_phrase, percents
 from worker.core.clauses.diff import Diff
 from worker.core.clauses.region import compare_region, contract_crs, unplaceable, whole_batch_break
-from worker.core.clauses.tally import Tally, Union
+from worker.core.clauses.tally import Tally, Union, union_of
 from worker.core.facts.batch import BatchFacts
 from worker.core.model import Clause, ClauseResult, Contract
 from worker.core.spatial import area_m2_or_units, crs_equivalent, crs_label, region_geometry
@@ -89,7 +89,7 @@ def measure(clause: Clause, contract: Contract, facts: BatchFacts, now: datetime
         else np.zeros(facts.count, dtype=bool)
     )
     valid = usable & facts.is_valid & ~beyond  # invalid geometries are excluded, never repaired
-    union = shapely.union_all(geoms[valid]) if valid.any() else None
+    union = union_of(geoms[valid]) if valid.any() else None
     return {
         "count": facts.count,
         "covered": Union(shapely.intersection(union, region) if union is not None else None),
