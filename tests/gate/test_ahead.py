@@ -13,7 +13,7 @@ import pytest
 from tests.gate.test_route import NOW, V1, V11, WORLD
 from tests.gate.world import world
 from worker.gate.route import Router, Source, route
-from worker.gate.schedule import RouteAhead
+from worker.gate.route_group import RouteAhead
 from worker.io import codec
 from worker.kafka.settings import Settings, Topics
 
@@ -83,7 +83,7 @@ def test_routed_ahead_on_two_threads_the_outcomes_are_those_routed_one_at_a_time
     assert {d.decision for _, d, _ in serial} == {"admitted", "quarantined"}
     with ThreadPoolExecutor(2) as pool:
         for _ in range(3):  # races, if any, have three chances to show
-            ahead = RouteAhead(EVENTS, _route, pool, size=len, min_bytes=1)
+            ahead = RouteAhead(EVENTS, _route, pool, large=[len(e) >= 1 for e in EVENTS])
             assert [_comparable(ahead(v)) for v in EVENTS] == serial
             assert ahead.routed_ahead == len(EVENTS)
 
@@ -100,7 +100,7 @@ def test_two_large_events_are_routed_at_once_and_small_ones_on_the_callers_threa
 
     events = [b"a" * 100, b"b" * 100, b"c"]
     with ThreadPoolExecutor(2, thread_name_prefix="router") as pool:
-        ahead = RouteAhead(events, fake_route, pool, size=len, min_bytes=50)
+        ahead = RouteAhead(events, fake_route, pool, large=[len(e) >= 50 for e in events])
         assert [ahead(e) for e in events] == [b"A" * 100, b"B" * 100, b"C"]
         assert ahead.routed_ahead == 2
     assert threads[b"a" * 100].startswith("router") and threads[b"b" * 100].startswith("router")
@@ -109,7 +109,7 @@ def test_two_large_events_are_routed_at_once_and_small_ones_on_the_callers_threa
 
 def test_events_asked_out_of_order_are_refused() -> None:
     with ThreadPoolExecutor(2) as pool:
-        ahead = RouteAhead([b"a", b"b"], bytes.upper, pool, size=len, min_bytes=1)
+        ahead = RouteAhead([b"a", b"b"], bytes.upper, pool, large=[True, True])
         with pytest.raises(ValueError, match="in order"):
             ahead(b"b")
 
@@ -121,7 +121,7 @@ def test_a_routing_error_is_raised_for_its_own_event() -> None:
         return event
 
     with ThreadPoolExecutor(2) as pool:
-        ahead = RouteAhead([b"a", b"b"], fails_on_b, pool, size=len, min_bytes=1)
+        ahead = RouteAhead([b"a", b"b"], fails_on_b, pool, large=[True, True])
         assert ahead(b"a") == b"a"  # b was routed ahead and failed: not raised here
         with pytest.raises(RuntimeError, match="boom"):
             ahead(b"b")
@@ -139,7 +139,7 @@ def test_close_waits_for_an_event_routed_ahead_and_never_asked_for() -> None:
         return event
 
     with ThreadPoolExecutor(2) as pool:
-        ahead = RouteAhead([b"a", b"b"], slow, pool, size=len, min_bytes=1)
+        ahead = RouteAhead([b"a", b"b"], slow, pool, large=[True, True])
         assert ahead(b"a") == b"a"  # the deadline passes here: b is not asked for
         assert started.wait(5)
         ahead.close()  # no error: b's is dropped with its outcome
@@ -199,7 +199,7 @@ def test_past_the_deadline_an_outcome_routed_ahead_is_taken_and_no_more_are_rout
         return ledger.hand_off([e.decode() for e in events], [o.decode() for o in outcomes])
 
     with ThreadPoolExecutor(2) as pool:
-        ahead = RouteAhead([b"a", b"b", b"c"], fake_route, pool, size=len, min_bytes=1)
+        ahead = RouteAhead([b"a", b"b", b"c"], fake_route, pool, large=[True] * 3)
         runs = route_in_runs(
             [b"a", b"b", b"c"], ahead, hand_off, ledger.settle, deadline_s=1.0,
             min_run_s=100.0, clock=clock, ready=ahead.ready,

@@ -187,7 +187,7 @@ def test_healthz_turns_503_while_one_load_outlasts_max_poll_interval(
 def test_large_events_routed_two_at_a_time_are_decided_once_each_across_deadlines(
     settings: Settings,
 ) -> None:
-    """Events of 256 KiB and more are routed on two threads (gate.schedule.RouteAhead). With a
+    """Events of 256 KiB and more are routed on two threads (gate.route_group.RouteAhead). With a
     deadline passing while an event routed ahead is in flight, the poll batch ends there
     (that event taken if finished, else consumed again): every event is decided and
     written exactly once, in order, and routing did overlap."""

@@ -66,16 +66,19 @@ def produce_record(
 ) -> None:
     """Produce one record; while the local queue is full (BufferError), serve delivery
     reports until there is room (a poll batch of large records can exceed
-    ``queue.buffering.max.kbytes``). ``on_delivery`` gets each delivery report."""
-    deadline = time.monotonic() + timeout_s
+    ``queue.buffering.max.kbytes``). ``on_delivery`` gets the record's delivery report
+    (the worker's producer reports failures only: :func:`worker.gate.startup.new_producer`),
+    served by ``commit_transaction``'s flush or by the waits here: no poll per record, a
+    call into librdkafka each."""
     headers: list[tuple[str, bytes | None]] = list(record.headers)
+    deadline = None
     while True:
         try:
             producer.produce(record.topic, key=record.key, value=value,  # type: ignore[arg-type]
                              headers=headers, on_delivery=on_delivery)  # fmt: skip
-            producer.poll(0)
             return
         except BufferError:
+            deadline = time.monotonic() + timeout_s if deadline is None else deadline
             if time.monotonic() > deadline:
                 raise BrokerError(
                     f"local producer queue full for {timeout_s:.0f} s producing to {record.topic}"

@@ -15,6 +15,15 @@ more are decided alone, in place.
 it routes the window of up to ``group_events`` small events from there, in one call, and
 hands their outcomes out in order. A window ends after the first event read by reference,
 so a poll batch's deadline is overrun by at most one such payload, as one by one.
+
+:class:`RouteAhead` routes the large events of a poll batch ahead on threads. Most of a
+large event's cost is GEOS, and shapely 2 releases the GIL while GEOS works (pyproj
+objects are thread-safe since 3.1), so a second thread can run the Python part of the next
+event meanwhile: events of 1,000 shipped countries routed two at a time took 0.59 of the
+time of one at a time. Small events lose to the threads' contention for the GIL (1.7x as
+long), so only events of ``min_ahead_bytes`` are routed ahead. It is not a second
+consumer: the same events, decided in the same order with the same results, committed
+exactly as before (:mod:`worker.gate.schedule`).
 """
 
 from __future__ import annotations
@@ -22,7 +31,9 @@ from __future__ import annotations
 import itertools
 import time
 from collections.abc import Callable, Sequence
+from concurrent.futures import Executor, Future
 from datetime import datetime
+from typing import Generic, TypeVar
 
 from worker.core.evaluate_group import evaluate_group, group_key
 from worker.core.lifecycle.read_paths import opts_in
@@ -33,7 +44,10 @@ from worker.io import codec
 from worker.io.codec.event_groups import batches_from_events
 from worker.kafka.protocols import MessageLike
 
-__all__ = ["GroupedRoute", "route_group"]
+__all__ = ["GroupedRoute", "RouteAhead", "route_group"]
+
+E = TypeVar("E")
+O = TypeVar("O")  # noqa: E741 - an outcome
 
 
 def route_group(router: Router, sources: Sequence[Source], *, now: datetime) -> list[Outcome]:
@@ -176,3 +190,82 @@ def _source(m: MessageLike) -> Source:
     """The :class:`Source` of a consumed record (as :class:`Router` builds it)."""
     return Source(m.topic(), m.partition(), m.offset(), m.key(), m.value(),  # type: ignore[arg-type]
                   tuple(m.headers() or ()))  # fmt: skip
+
+
+class RouteAhead(Generic[E, O]):
+    """``route`` for :func:`route_in_runs`, routing large events ahead.
+
+    Called with the poll batch's ``events`` in order, it returns each event's outcome, as
+    ``route(event)`` would. Asked for event ``i``, it submits the events ``i`` to
+    ``i + depth - 1`` (``depth`` >= 1, :attr:`GateConfig.routing_threads`) that are
+    ``large`` (one flag per event: at least :attr:`GateConfig.min_ahead_bytes`) to
+    ``executor`` (``depth`` threads, routing them at once) and awaits the outcome of ``i``;
+    a small event is routed on the caller's thread.
+
+    Raises
+    ------
+    ValueError
+        Asked for an event out of order. Whatever ``route`` raises is raised by the call
+        that asks for that event's outcome.
+    """
+
+    def __init__(
+        self,
+        events: Sequence[E],
+        route: Callable[[E], O],
+        executor: Executor,
+        *,
+        large: Sequence[bool],
+        depth: int = 2,
+    ) -> None:
+        if depth < 1:
+            raise ValueError(f"depth must be 1 or more, got {depth}")
+        if len(large) != len(events):
+            raise ValueError(f"{len(large)} large flags for {len(events)} events")
+        self._depth = depth
+        self._events = events
+        self._route = route
+        self._executor = executor
+        self._large = list(large)
+        self._ahead: dict[int, Future[O]] = {}
+        self._next = 0
+        self._submitted = 0
+        self._routing_ahead = True
+
+    @property
+    def routed_ahead(self) -> int:
+        """Events submitted to the executor so far."""
+        return self._submitted
+
+    def __call__(self, event: E) -> O:
+        i = self._next
+        if i >= len(self._events) or self._events[i] is not event:
+            raise ValueError("RouteAhead is asked for the poll batch's events in order")
+        self._next += 1
+        # past the deadline (ready() was asked) nothing more is routed ahead
+        last = min(i + self._depth, len(self._events)) if self._routing_ahead else i
+        for j in range(i, last):
+            if self._large[j] and j not in self._ahead:
+                self._ahead[j] = self._executor.submit(self._route, self._events[j])
+                self._submitted += 1
+        future = self._ahead.pop(i, None)
+        return self._route(event) if future is None else future.result()
+
+    def ready(self, event: E) -> bool:
+        """Whether the outcome of ``event``, the next one to be asked for, is computed
+        already. Asked once the poll batch's deadline has passed
+        (:func:`route_in_runs`): from then on no event is routed ahead,
+        and an outcome computed already is taken rather than routed again next time."""
+        self._routing_ahead = False
+        i = self._next
+        future = self._ahead.get(i)
+        return i < len(self._events) and self._events[i] is event and bool(future and future.done())
+
+    def close(self) -> None:
+        """Wait for the events routed ahead and never asked for (the poll batch stopped
+        at its deadline or at a failed transaction; they are consumed again): nothing is
+        routing once this returns. Their outcomes and errors are dropped."""
+        ahead, self._ahead = self._ahead, {}
+        for future in ahead.values():
+            if not future.cancel():
+                future.exception()  # waits; a routing error is dropped with the outcome

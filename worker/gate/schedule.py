@@ -1,5 +1,5 @@
-"""Which events form a run, and when: runs committed while the next is routed; large
-events routed ahead on threads; the processing deadline of a poll batch.
+"""Which events form a run, and when: runs committed while the next is routed; the
+processing deadline of a poll batch.
 
 Checkpoint discipline: produce, then commit, one transaction per run, after the run is
 routed (:mod:`worker.gate.checkpoint`). A commit is mostly waiting, so while one run commits
@@ -8,16 +8,16 @@ poll batch in order and submits a run once the previous one has finished, and th
 ``min_run_bytes`` and took ``min_run_s`` to route: a transaction costs a few requests
 whatever its size, so a poll batch of small events (under 1 MiB) stays one transaction.
 Runs commit strictly in order, never overlapping; the next poll (where a rebalance runs)
-happens only once the last transaction has finished. Each finished run is *returned* to
-the caller (:class:`ScheduledRuns`): nothing calls back into the processor.
+happens only once the last transaction has finished. A poll while a transaction is in
+flight deadlocks on a rebalance: the revoke callback must wait for the transaction (else
+it may commit the offsets of a partition another member then owns), while the
+transaction's ``send_offsets_to_transaction`` waits for the group, which waits for this
+member to leave the callback; the embedded broker blocked it 45 s, past its timeout
+(stop 39, docs/performance.md). Each finished run is *returned* to the caller
+(:class:`ScheduledRuns`): nothing calls back into the processor.
 
-Routing ahead (:class:`RouteAhead`): most of a large event's cost is GEOS, and shapely 2
-releases the GIL while GEOS works (pyproj objects are thread-safe since 3.1), so a second
-thread can run the Python part of the next event meanwhile: events of 1,000 shipped
-countries routed two at a time took 0.59 of the time of one at a time. Small events lose
-to the threads' contention for the GIL (1.7x as long), so only events of
-``min_ahead_bytes`` are routed ahead. It is not a second consumer: the same events,
-decided in the same order with the same results, committed exactly as before.
+Large events are routed ahead on threads (:class:`~worker.gate.route_group.RouteAhead`),
+only in a poll batch that holds one.
 
 The deadline: past ``max.poll.interval.ms`` the consumer would leave its group. Once
 ``deadline_s`` has passed, no more events are routed (at least one is), the routed ones are
@@ -31,7 +31,7 @@ from __future__ import annotations
 import contextlib
 import time
 from collections.abc import Callable, Generator, Iterator, Sequence
-from concurrent.futures import Executor, Future, ThreadPoolExecutor
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 from types import TracebackType
 from typing import Any, Generic, Protocol, TypeVar
@@ -40,11 +40,10 @@ from worker.gate.checkpoint import Done, Run
 from worker.gate.config import GateConfig
 from worker.gate.records import Outcome
 from worker.gate.route import Router
-from worker.gate.route_group import GroupedRoute
+from worker.gate.route_group import GroupedRoute, RouteAhead
 from worker.kafka.protocols import MessageLike
 
 __all__ = [
-    "RouteAhead",
     "Runs",
     "Schedule",
     "ScheduledRuns",
@@ -225,84 +224,6 @@ def _runs(
     return Runs(committed, transactions, list(events[routed:]), past_deadline, False)
 
 
-class RouteAhead(Generic[E, O]):
-    """``route`` for :func:`route_in_runs`, routing large events ahead.
-
-    Called with the poll batch's ``events`` in order, it returns each event's outcome, as
-    ``route(event)`` would. Asked for event ``i``, it submits the events ``i`` to
-    ``i + depth - 1`` (``depth`` >= 1, :attr:`GateConfig.routing_threads`) of at least
-    ``min_bytes`` (``size(event)``, :attr:`GateConfig.min_ahead_bytes`) to ``executor``
-    (``depth`` threads, routing them at once) and awaits the outcome of ``i``; a smaller
-    event is routed on the caller's thread.
-
-    Raises
-    ------
-    ValueError
-        Asked for an event out of order. Whatever ``route`` raises is raised by the call
-        that asks for that event's outcome.
-    """
-
-    def __init__(
-        self,
-        events: Sequence[E],
-        route: Callable[[E], O],
-        executor: Executor,
-        *,
-        size: Callable[[E], int],
-        depth: int = 2,
-        min_bytes: int = 256 * 1024,
-    ) -> None:
-        if depth < 1:
-            raise ValueError(f"depth must be 1 or more, got {depth}")
-        self._depth = depth
-        self._events = events
-        self._route = route
-        self._executor = executor
-        self._large = [size(e) >= min_bytes for e in events]
-        self._ahead: dict[int, Future[O]] = {}
-        self._next = 0
-        self._submitted = 0
-        self._routing_ahead = True
-
-    @property
-    def routed_ahead(self) -> int:
-        """Events submitted to the executor so far."""
-        return self._submitted
-
-    def __call__(self, event: E) -> O:
-        i = self._next
-        if i >= len(self._events) or self._events[i] is not event:
-            raise ValueError("RouteAhead is asked for the poll batch's events in order")
-        self._next += 1
-        # past the deadline (ready() was asked) nothing more is routed ahead
-        last = min(i + self._depth, len(self._events)) if self._routing_ahead else i
-        for j in range(i, last):
-            if self._large[j] and j not in self._ahead:
-                self._ahead[j] = self._executor.submit(self._route, self._events[j])
-                self._submitted += 1
-        future = self._ahead.pop(i, None)
-        return self._route(event) if future is None else future.result()
-
-    def ready(self, event: E) -> bool:
-        """Whether the outcome of ``event``, the next one to be asked for, is computed
-        already. Asked once the poll batch's deadline has passed
-        (:func:`route_in_runs`): from then on no event is routed ahead,
-        and an outcome computed already is taken rather than routed again next time."""
-        self._routing_ahead = False
-        i = self._next
-        future = self._ahead.get(i)
-        return i < len(self._events) and self._events[i] is event and bool(future and future.done())
-
-    def close(self) -> None:
-        """Wait for the events routed ahead and never asked for (the poll batch stopped
-        at its deadline or at a failed transaction; they are consumed again): nothing is
-        routing once this returns. Their outcomes and errors are dropped."""
-        ahead, self._ahead = self._ahead, {}
-        for future in ahead.values():
-            if not future.cancel():
-                future.exception()  # waits; a routing error is dropped with the outcome
-
-
 def _either(first: Callable[[E], bool], second: Callable[[E], bool] | None) -> Callable[[E], bool]:
     """``ready`` asking ``first`` (always: it learns the deadline passed), then ``second``."""
     return first if second is None else (lambda e: first(e) or second(e))
@@ -352,9 +273,10 @@ class Schedule:
             grouped = GroupedRoute(events, route, group_events=c.group_events,
                                    min_bytes=c.min_ahead_bytes, size=event_bytes)  # fmt: skip
             route, ready = grouped, grouped.ready
-        if self._routers is not None:  # large events routed ahead, results in order
-            ahead = RouteAhead(events, route, self._routers, size=event_bytes,
-                               depth=c.routing_threads, min_bytes=c.min_ahead_bytes)  # fmt: skip
+        # large events routed ahead, results in order (a batch without one: no wrapper)
+        large = [event_bytes(e) >= c.min_ahead_bytes for e in events]
+        if self._routers is not None and any(large):
+            ahead = RouteAhead(events, route, self._routers, large=large, depth=c.routing_threads)
             route, close = ahead, ahead.close
             ready = _either(ahead.ready, ready)
 

@@ -142,8 +142,15 @@ def new_producer(settings: Settings, health: BrokerHealth) -> TransactionalProdu
     Made before the config topic is read, it finds the broker and the transaction
     coordinator meanwhile: ``init_transactions`` then took 3 ms instead of 0.5 s (the
     embedded broker, issue 27). Nothing is fenced before ``init_transactions``.
+
+    It reports failed deliveries only (librdkafka's ``delivery.report.only.error``): a
+    transaction's records all land or none do (``commit_transaction`` fails when one
+    failed), so only a failure's error code is read (:mod:`worker.gate.checkpoint`); a
+    report per record was a Python callback each, on the committer's thread, taking the
+    GIL from the loop (stop 39).
     """
-    return make_transactional_producer(settings, **health.client_config())
+    conf: dict[str, Any] = {**health.client_config(), "delivery.report.only.error": True}
+    return make_transactional_producer(settings, **conf)
 
 
 def make_clients(

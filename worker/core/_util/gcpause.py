@@ -32,7 +32,7 @@ def collector_paused() -> Iterator[None]:
     when the last open block ends (also on an exception).
 
     The collector is one switch for the whole process, and the worker routes large events
-    on two threads at once (:class:`worker.gate.schedule.RouteAhead`): blocks are counted
+    on two threads at once (:class:`worker.gate.route_group.RouteAhead`): blocks are counted
     across threads, so a thread's block that ends while another thread's is still open leaves the
     collector paused, and the last block to end enables it again, exactly when the first
     found it enabled. A block entered while the collector was disabled by someone else

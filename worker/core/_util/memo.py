@@ -45,7 +45,7 @@ def identity_memo(maxsize: int, *, per_thread: bool = False) -> Callable[[F], F]
         One cache per thread, for values that must not be shared between threads: a
         prepared GEOS geometry mutates its index on every predicate call, and GEOS does not
         make that safe across threads (libgeos/geos#825; the worker routes large events on
-        two threads, :class:`worker.gate.schedule.RouteAhead`). ``maxsize`` then bounds each
+        two threads, :class:`worker.gate.route_group.RouteAhead`). ``maxsize`` then bounds each
         thread's.
 
     The decorated function gains ``cache_clear()`` (every thread's cache). Exceptions are
