@@ -364,13 +364,30 @@ def processes_events_s(bootstrap: str, processes: int, events: list[bytes]) -> G
                 w.stop()
 
 
+#: Runs of one and of two processes, alternated (1, 2, 1, 2): the faster run of each is
+#: compared, so that a slow spell of this shared machine does not fall on one side of the
+#: ratio only (one run of each read 1.47 to 1.86 within 15 minutes on one version).
+SCALE_OUT_ROUNDS = 2
+
+
 def scale_out(bootstrap: str, quick: bool) -> list[Row]:
     """Two worker processes in one consumer group against one, on one-country events (the
-    worker's CPU per event, not the broker's bytes, is what a second process adds)."""
+    worker's CPU per event, not the broker's bytes, is what a second process adds): the
+    faster of :data:`SCALE_OUT_ROUNDS` alternated runs of each (one run each with
+    ``quick``)."""
     events = make_events(1, 400 if quick else 12_000)
-    one = processes_events_s(bootstrap, 1, events)
-    two = processes_events_s(bootstrap, 2, events)
+    ones: list[GroupRun] = []
+    twos: list[GroupRun] = []
+    for _ in range(1 if quick else SCALE_OUT_ROUNDS):
+        ones.append(processes_events_s(bootstrap, 1, events))
+        twos.append(processes_events_s(bootstrap, 2, events))
+    one = max(ones, key=lambda r: r.events_s)
+    two = max(twos, key=lambda r: r.events_s)
     note = f"1 process: {one}; 2 processes: {two}"
+    if len(ones) > 1:
+        pairs = zip(ones, twos, strict=True)
+        runs = "; ".join(f"{a.events_s:.0f} and {b.events_s:.0f}" for a, b in pairs)
+        note += f" (faster of {len(ones)} alternated runs each; events/s 1 and 2: {runs})"
     cores = len(os.sched_getaffinity(0))
     if two.cores < 1.7 and max(*one.load, *two.load) > cores:
         # the workers' CPU, not the broker or the group, bounded the run: 2 processes on
