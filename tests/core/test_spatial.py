@@ -13,7 +13,7 @@ from hypothesis import given
 from hypothesis import strategies as st
 from pyproj import CRS
 
-from worker.core.errors import CrsError
+from worker.core.errors import ContractError, CrsError
 from worker.core.spatial.crs import (
     area_of_use,
     cached_transformer,
@@ -154,7 +154,8 @@ def test_region_rejects_bad_input(bad: object) -> None:
 
 
 def test_region_minx_gt_maxx_rejected_in_projected_crs() -> None:
-    with pytest.raises(ValueError, match="geographic"):
+    # a ContractError (stop 39): the contract cannot be applied, a clause break not a gate error
+    with pytest.raises(ContractError, match="geographic"):
         region_geometry([1_000_000, 0, 900_000, 10], resolve_crs("EPSG:2263"))
 
 

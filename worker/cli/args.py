@@ -1,6 +1,6 @@
-"""Argument helpers shared by the command modules: Kafka settings from flags, times,
-numbers, ``--now`` and ``--stale-after-hours`` (``--log-level`` is in
-:mod:`worker.cli.log_args`).
+"""Argument helpers shared by the command modules: Kafka settings from flags, ``--now``
+and ``--stale-after-hours`` (``--log-level`` is in :mod:`worker.cli.log_args`; the typed
+values, times, numbers, seconds, in :mod:`worker.cli.value_types`).
 
 Command modules (:mod:`worker.cli.commands`) import these, never :mod:`worker.cli.main`;
 the payload flags are in :mod:`worker.cli.payload_args`.
@@ -9,12 +9,16 @@ the payload flags are in :mod:`worker.cli.payload_args`.
 from __future__ import annotations
 
 import argparse
-import math
 import os
-from collections.abc import Callable
 from datetime import datetime, timedelta, timezone
 from typing import TYPE_CHECKING
 
+from worker.cli.value_types import bounded_int as bounded_int  # re-exported: the commands
+from worker.cli.value_types import fraction as fraction  # import these from here
+from worker.cli.value_types import hours, parse_time
+from worker.cli.value_types import non_negative_seconds as non_negative_seconds
+from worker.cli.value_types import positive_int as positive_int
+from worker.cli.value_types import positive_seconds as positive_seconds
 from worker.core.errors import ContractGateError
 
 if TYPE_CHECKING:  # imported where used: `check` needs no Kafka settings
@@ -37,81 +41,9 @@ def completes_paths(action: argparse.Action) -> argparse.Action:
     return action
 
 
-def parse_time(text: str) -> datetime:
-    """An ISO 8601 date-time with a UTC offset (``2026-11-29T06:00:00Z``), as aware UTC.
-
-    A bare date (``2026-11-29``) is refused with the full form to write, never read as a
-    local or UTC midnight silently: freshness depends on the hour.
-    """
-    example = "2026-11-29T06:00:00Z"
-    day = text.strip().rstrip("Zz")
-    if len(day) == 10 and day[4:5] == "-" and day[7:8] == "-" and day.replace("-", "").isdigit():
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is a date without a time; write the time and its offset, e.g. "
-            f"{day}T00:00:00Z"
-        )
-    try:
-        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
-    except ValueError:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} is not an ISO 8601 date-time; write e.g. {example}"
-        ) from None
-    if value.tzinfo is None:
-        raise argparse.ArgumentTypeError(
-            f"{text!r} has no UTC offset; add one, e.g. {text}Z or {text}+00:00"
-        )
-    return value.astimezone(timezone.utc)
-
-
 def offending_features(count: int) -> str:
     """``"1 offending feature"``, ``"3 offending features"``: a count for messages."""
     return f"{count} offending feature{'' if count == 1 else 's'}"
-
-
-def positive_int(text: str) -> int:
-    """An argparse type: a whole number >= 1."""
-    try:
-        value = int(text)
-    except ValueError:
-        value = 0
-    if value < 1:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a whole number >= 1")
-    return value
-
-
-def bounded_int(low: int, high: int) -> Callable[[str], int]:
-    """An argparse type: a whole number from ``low`` to ``high`` inclusive."""
-
-    def parse(text: str) -> int:
-        try:
-            value = int(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"{text!r} is not a whole number") from None
-        if not low <= value <= high:
-            raise argparse.ArgumentTypeError(f"{value} is outside {low}..{high}")
-        return value
-
-    return parse
-
-
-def positive_seconds(text: str) -> float:
-    """An argparse type: a finite number of seconds > 0."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds") from None
-    if not math.isfinite(value) or value <= 0:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of seconds > 0")
-    return value
-
-
-def hours(text: str) -> timedelta:
-    """An argparse type: a number of hours (``168``, ``0.5``) as a :class:`timedelta`."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"{text!r} is not a number of hours (e.g. 168)") from None
-    return timedelta(hours=value)
 
 
 def add_stale(p: argparse.ArgumentParser) -> None:

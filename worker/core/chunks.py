@@ -45,7 +45,7 @@ from worker.core.chunk_sample import Item, Keep, Kept, keep_for
 from worker.core.clauses import KINDS
 from worker.core.clauses.base import KeptOf
 from worker.core.clauses.tally import Failed, Tally, merge, named_offenders
-from worker.core.evaluate import decide, evaluate_clause, failed_result, version_verdict
+from worker.core.evaluate import decide, error_result, evaluate_clause, version_verdict
 from worker.core.facts.batch import BatchFacts, edges_problem
 from worker.core.model import ActiveVersion, Batch, Clause, ClauseResult, Decision
 from worker.core.offenders import fewer_offenders
@@ -110,20 +110,20 @@ def _measure(
             return again.measure(job.clause, contract, facts, now, first)
         return kind.measure(job.clause, job.version.contract, facts, now)
     except Exception as exc:  # last resort, as evaluate_clause: one clause, not the batch
-        return Failed(f"{type(exc).__name__}: {exc}")
+        return Failed.of(exc)
 
 
 def _render(job: _Job, meta: BatchFacts, tally: Any, now: datetime) -> ClauseResult:
     clause, contract = job.clause, job.version.contract
     if isinstance(tally, Failed):
-        return failed_result(clause, tally.error)
+        return error_result(clause, tally.contract or tally.error)
     kind = KINDS.get(clause.kind)
     if kind is None:  # the break of an unknown kind
         return evaluate_clause(clause, contract, meta, now)
     try:
         return kind.render(clause, contract, meta, tally, now)
     except Exception as exc:  # last resort, as evaluate_clause
-        return failed_result(clause, f"{type(exc).__name__}: {exc}")
+        return error_result(clause, exc)
 
 
 def _wants_second_pass(tally: Tally | Failed, job: _Job) -> TypeGuard[Tally]:

@@ -144,9 +144,26 @@ def typed_column(
     if logical in TEXT_TYPES:
         meta = {LOGICAL_TYPE_KEY: logical.encode()}
         return pa.field(name, pa.string(), metadata=meta), pa.array(values, pa.string())
-    arr = pa.array(values, _ARROW[logical])
+    try:
+        arr = pa.array(values, _ARROW[logical])
+    except (pa.ArrowInvalid, OverflowError) as exc:  # a date beyond int32 days
+        i, v = next(((i, v) for i, v in enumerate(values) if _outside(v, _ARROW[logical])), (0, 0))
+        where = (
+            f"{v} at row {i}, beyond its {_ARROW[logical]} range"
+            if v
+            else f"a value Arrow refuses ({exc})"
+        )
+        raise DecodeError(f"column {name!r} of type {logical} holds {where}") from None
     if logical == "timestamp":
         arr = arr.cast(pa.timestamp("us", tz="UTC"))
     elif logical == "date":
         arr = arr.cast(pa.date32())
     return pa.field(name, arr.type), arr
+
+
+def _outside(value: Any, arrow: pa.DataType) -> bool:
+    """Whether ``value`` does not fit the Arrow integer type ``arrow``."""
+    if not isinstance(value, int) or not pa.types.is_integer(arrow):
+        return False
+    bits = arrow.bit_width - 1
+    return not -(2**bits) <= value < 2**bits

@@ -19,6 +19,7 @@ from worker.core._util.gcpause import collector_paused
 from worker.core._util.text import clip
 from worker.core.clauses import KINDS
 from worker.core.clauses.validity import KIND as VALIDITY
+from worker.core.errors import ContractError
 from worker.core.facts.batch import BatchFacts
 from worker.core.model import (
     ActiveVersion,
@@ -37,10 +38,12 @@ if TYPE_CHECKING:
 
 __all__ = [
     "decide",
+    "error_result",
     "evaluate",
     "evaluate_clause",
     "evaluate_versions",
     "failed_result",
+    "inapplicable_result",
     "recorded",
 ]
 
@@ -78,7 +81,33 @@ def evaluate_clause(
             return kind.evaluate(clause, contract, facts, now)
         return group.evaluate(kind, clause, contract, facts, now)
     except Exception as exc:  # last resort: one clause must not crash the batch
-        return failed_result(clause, f"{type(exc).__name__}: {exc}")
+        return error_result(clause, exc)
+
+
+def error_result(clause: Clause, exc: Exception | str) -> ClauseResult:
+    """The result of a clause whose evaluation raised ``exc`` (or ``"Type: message"``): a
+    :class:`~worker.core.errors.ContractError` is the contract's (:func:`inapplicable_result`:
+    no replay fixes it), anything else a gate error (:func:`failed_result`)."""
+    if isinstance(exc, ContractError):
+        return inapplicable_result(clause, exc)
+    return failed_result(clause, exc if isinstance(exc, str) else f"{type(exc).__name__}: {exc}")
+
+
+def inapplicable_result(clause: Clause, error: ContractError) -> ClauseResult:
+    """The break of a clause the contract cannot apply to this batch (an extent region
+    crossing the antimeridian, with no crs clause, read in the batch's projected CRS):
+    the clause's verdict, with its ``on_break``, naming what to fix in the contract. Not a
+    gate error: a replay of the same batch under the same contract breaks again."""
+    fix = f"; {error.fix}" if error.fix else ""
+    return ClauseResult(
+        name=clause.name,
+        kind=clause.kind,
+        result="break",
+        on_break=clause.on_break,
+        measured=None,
+        expected=dict(clause.params),
+        message=clip(f"the contract cannot be applied to this batch: {error}{fix}", 1000),
+    )
 
 
 def failed_result(clause: Clause, error: str) -> ClauseResult:

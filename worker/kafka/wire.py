@@ -34,6 +34,7 @@ from typing import Any
 from worker.core.errors import DecodeError
 from worker.io.codec import avro as _avro
 from worker.io.codec.events import batch_from_event, decode_event
+from worker.io.codec.read_errors import as_datetimes, read_error
 from worker.io.codec.records import decode_contract_record
 from worker.kafka.framing import (
     HEADER_BYTES,
@@ -167,13 +168,13 @@ class RegistryCodec:
         except Exception as exc:  # schema resolution or body decoding
             raise DecodeError(
                 f"not a {what}: the body written with schema id {schema_id} cannot be read "
-                f"as {kind}: {_avro._reason(exc)}"
+                f"as {kind}: {read_error(exc, KINDS[kind][1], raw[HEADER_BYTES:])}"
             ) from None
         if not isinstance(record, dict):
             raise DecodeError(
                 f"not a {what}: schema id {schema_id} decoded to {type(record).__name__}"
             )
-        return record
+        return as_datetimes(KINDS[kind][1], record, what)
 
     def decode_event(self, data: bytes, topic: str) -> dict[str, Any]:
         """Decode a framed BatchArrival read from ``topic`` (see :meth:`decode`)."""

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import argparse
 
-from worker.cli.args import add_kafka_args, add_stale, positive_int
+from worker.cli.args import add_kafka_args, add_stale, bounded_int, positive_int
 from worker.cli.output import add_format, print_json, wants_json
 from worker.core._util.jsonsafe import dumps_json
 
@@ -62,8 +62,13 @@ def register(sub: argparse._SubParsersAction) -> None:
         default=10,
         help="the latest N records of LAYER to check (default 10)",
     )
-    a.add_argument("--partition", type=int, help="check the record at this partition ...")
-    a.add_argument("--offset", type=int, help="... and this offset")
+    # bounded: a negative offset is a librdkafka logical one (-1: the end), not a record
+    a.add_argument(
+        "--partition",
+        type=bounded_int(0, 2**31 - 1),
+        help="check the record at this partition ...",
+    )
+    a.add_argument("--offset", type=bounded_int(0, 2**63 - 1), help="... and this offset")
     add_format(a, "the layer, the version, the records checked and the summary line")
 
     st = s.add_parser(

@@ -10,7 +10,7 @@ import argparse
 import signal
 import threading
 
-from worker.cli.args import positive_seconds
+from worker.cli.args import non_negative_seconds, positive_seconds
 
 __all__ = ["register", "run"]
 
@@ -35,7 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     p.add_argument(
         "--serve-s",
-        type=float,
+        type=non_negative_seconds,
         default=0.0,
         help="keep the worker and its operator page (address printed) up this many seconds "
         "after the results (default 0: the page lives while the demo runs)",

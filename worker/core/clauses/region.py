@@ -146,7 +146,7 @@ def _region_geometry(region: Any, crs: Any) -> shapely.Geometry | None:
         resolved = None
     try:
         return region_geometry(region, resolved)
-    except ValueError:
+    except (ValueError, ContractGateError):
         return None
 
 

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import shapely
 
+from worker.core.errors import ContractError
 from worker.core.offenders import Offenders, offender_limit
 
 __all__ = [
@@ -161,9 +162,19 @@ class Union:
 
 @dataclass(frozen=True)
 class Failed:
-    """A clause that raised on some chunk: ``error`` is ``"Type: message"``."""
+    """A clause that raised on some chunk: ``error`` is ``"Type: message"``; ``contract``
+    the :class:`~worker.core.errors.ContractError` when it was one (the contract cannot be
+    applied to the batch: a clause break, not a gate error; other exceptions are not kept,
+    nor the frames of their tracebacks)."""
 
     error: str
+    contract: ContractError | None = None
+
+    @classmethod
+    def of(cls, exc: Exception) -> Failed:
+        """The failure of a measure that raised ``exc``."""
+        kept = exc if isinstance(exc, ContractError) else None
+        return cls(f"{type(exc).__name__}: {exc}", kept)
 
 
 def _merge_offenders(a: Offenders | None, b: Offenders | None) -> Offenders | None:

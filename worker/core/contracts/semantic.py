@@ -104,6 +104,19 @@ def _check_region(source: str, path: list[Any], region: Any, crs: Any = None) ->
             raise _fail(source, path, "miny is greater than maxy", _FIXES["region"])
         if region[0] == region[2] or region[1] == region[3]:
             raise _fail(source, path, "the bbox has zero width or height", _FIXES["region"])
+        if (
+            crs is None
+            and region[0] > region[2]
+            and not all(-180 <= v <= 180 for v in (region[0], region[2]))
+        ):
+            raise _fail(
+                source,
+                path,
+                "minx is greater than maxx: a bbox crossing the antimeridian, which needs "
+                "longitudes in [-180, 180]",
+                "write [minx, miny, maxx, maxy] with minx < maxx, or give the region's CRS "
+                "(a crs clause, or the clause's crs)",
+            )
         if crs is not None and not crs.is_geographic and region[0] > region[2]:
             raise _fail(
                 source,

@@ -8,6 +8,7 @@ or meanings that YAML 1.1 would retype (unquoted ``010``, ``yes``, ``1:30``).
 from __future__ import annotations
 
 import re
+import sys
 from typing import Any
 
 import yaml
@@ -211,7 +212,9 @@ def load_document(text: str, source: str) -> Any:
         ) from None
     except _CONSTRUCTION_ERRORS as exc:  # `2026-13-45`, a YAML timestamp; `!!int` alone
         why = str(exc)
-        if not isinstance(exc, ValueError | OverflowError):
+        if "Exceeds the limit" in why:  # not Python's hint (sys.set_int_max_str_digits)
+            why = f"an integer of more than {sys.get_int_max_str_digits()} digits"
+        elif not isinstance(exc, ValueError | OverflowError):
             why = f"an explicit tag such as !!int on an empty or malformed value: {exc}"
         raise ContractError(
             f"{source}: not readable as YAML: a value cannot be constructed ({why}); quote "

@@ -14,7 +14,7 @@ import shapely
 from pyproj import CRS, Transformer
 
 from worker.core._util.memo import identity_memo
-from worker.core.errors import CrsError
+from worker.core.errors import ContractError, CrsError
 from worker.core.spatial.crs import crs_label
 
 __all__ = [
@@ -47,8 +47,10 @@ def region_geometry(region: Any, crs: CRS | None = None) -> shapely.Geometry:
     Raises
     ------
     ValueError
-        The region is neither a 4-number bbox nor parseable WKT, or ``minx > maxx`` in a
-        projected CRS, or ``miny > maxy``.
+        The region is neither a 4-number bbox nor parseable WKT, or ``miny > maxy``.
+    ContractError
+        ``minx > maxx`` in a projected CRS (or, with none, beyond ±180): the contract
+        cannot be applied to coordinates in that CRS.
     """
     if isinstance(region, str):
         try:
@@ -67,9 +69,11 @@ def region_geometry(region: Any, crs: CRS | None = None) -> shapely.Geometry:
     if minx <= maxx:
         return shapely.box(minx, miny, maxx, maxy)
     if not _looks_geographic(crs, [minx, maxx]):
-        raise ValueError(
+        where = f"the projected CRS {crs_label(crs)}" if crs is not None else "no CRS"
+        raise ContractError(
             f"region {region!r} has minx > maxx, which only a geographic CRS allows "
-            "(a bbox crossing the antimeridian)"
+            f"(a bbox crossing the antimeridian), and it is read in {where}",
+            fix="give the region's CRS (a crs clause, or the clause's crs), or write minx < maxx",
         )
     return shapely.MultiPolygon(
         [shapely.box(minx, miny, 180.0, maxy), shapely.box(-180.0, miny, maxx, maxy)]

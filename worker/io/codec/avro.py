@@ -32,6 +32,7 @@ import fastavro
 import fastavro.validation
 
 from worker.core.errors import DecodeError
+from worker.io.codec.read_errors import read_error
 from worker.io.codec.subschemas import referenced, sub_record
 
 
@@ -122,18 +123,6 @@ def _validate(schema: Any, record: Mapping[str, Any], unchecked: tuple[str, ...]
 validate_writes = False
 
 
-def _reason(exc: BaseException) -> str:
-    if "Expected -" in str(exc):
-        return f"a negative length prefix ({exc})"
-    if isinstance(exc, EOFError) or "unpack" in str(exc) or "buffer" in str(exc):
-        return f"truncated bytes ({exc})"
-    if isinstance(exc, UnicodeDecodeError):
-        return f"a string is not valid UTF-8 ({exc.reason} at byte {exc.start})"
-    if isinstance(exc, IndexError):
-        return f"invalid enum symbol or union branch index ({exc})"
-    return f"{type(exc).__name__}: {exc}"
-
-
 def _read(schema: Any, data: bytes, what: str) -> dict[str, Any]:
     if not isinstance(data, (bytes, bytearray, memoryview)):
         raise DecodeError(f"not a {what}: expected bytes, got {type(data).__name__}")
@@ -144,7 +133,7 @@ def _read(schema: Any, data: bytes, what: str) -> dict[str, Any]:
     try:
         record = fastavro.schemaless_reader(buf, schema, None)
     except Exception as exc:  # a foreign error of any kind means the bytes are bad
-        raise DecodeError(f"not a {what}: {_reason(exc)}") from None
+        raise DecodeError(f"not a {what}: {read_error(exc, schema, raw)}") from None
     if buf.tell() != len(raw):
         raise DecodeError(
             f"not a {what}: {len(raw) - buf.tell()} trailing bytes after the record "

@@ -11,6 +11,7 @@ from typing import Any
 import numpy as np
 import shapely
 
+from worker.core._util.text import clip
 from worker.io.formats.base import _fail, _to_wkb
 from worker.io.formats.wkb_writer import geojson_to_wkb
 
@@ -32,7 +33,8 @@ def geometries_from_texts(
     not a geometry at all (unknown type, coordinates of the wrong nesting) has no WKB: its
     feature carries GEOS's reason in ``errors`` and counts as an invalid geometry.
     """
-    parsed = shapely.from_geojson(np.asarray(texts, dtype=object), on_invalid="ignore")
+    with np.errstate(over="ignore"):  # a number beyond a double: refused below, with a reason
+        parsed = shapely.from_geojson(np.asarray(texts, dtype=object), on_invalid="ignore")
     heights = bool(len(parsed)) and bool(shapely.has_z(parsed).any())
     wkb = list(_to_wkb(parsed))
     errors: dict[int, str] = {}
@@ -83,9 +85,10 @@ def too_deep(geometry: Any) -> str | None:
 
 def _geos_reason(text: str) -> str:
     try:
-        shapely.from_geojson(text)
+        with np.errstate(over="ignore"):
+            shapely.from_geojson(text)
     except shapely.errors.GEOSException as exc:
-        return str(exc)
+        return clip(" ".join(str(exc).split()), 200)  # GEOS quotes the number it refused
     return "GEOS could not read the geometry"
 
 

@@ -57,6 +57,9 @@ _LONE = re.compile("[\ud800-\udfff]")
 #: A number that may exceed double precision (an exponent of 3 digits or 309 digits in a
 #: row): only then are numbers read through Python (slower) to find an overflow.
 _HUGE = re.compile(rb"[eE]\+?0*[1-9][0-9]{2}|[0-9]{309}")
+#: The longest integer literal Python converts (``sys.get_int_max_str_digits()``'s default,
+#: CVE-2020-10735): a longer one is refused with its path, not with Python's hint.
+_INT_DIGITS = 4300
 
 
 def loads_strict(data: bytes) -> Any:
@@ -102,17 +105,37 @@ def loads_strict(data: bytes) -> Any:
         dup.name = twice
         return dup
 
-    floats = number if _HUGE.search(data) else None
+    huge = _HUGE.search(data) is not None
+    floats, ints = (number, _integer) if huge else (None, None)
     # decoded as json.loads decodes bytes (RFC 8259 8.1 detection, 'surrogatepass'), so a
     # surrogate written as UTF-8 bytes (ED A0 80: no valid UTF-8) is seen like an escape
     text = data.decode(json.detect_encoding(data), "surrogatepass")
-    doc = json.loads(text, parse_constant=constant, parse_float=floats, object_pairs_hook=members)
-    if flagged or _SURROGATE_ESCAPE.search(data) or _LONE.search(text):
+    doc = json.loads(
+        text,
+        parse_constant=constant,
+        parse_float=floats,
+        parse_int=ints,
+        object_pairs_hook=members,
+    )
+    if flagged or huge or _SURROGATE_ESCAPE.search(data) or _LONE.search(text):
         problem = _first_problem(doc)
         if problem is not None:
             path, why = problem
             raise NotStrictJson(f"{path or 'the document'}: {why}")
     return doc
+
+
+def _integer(text: str) -> int | _Flagged:
+    """``parse_int`` of a text with huge numbers: the exact int (even beyond int64 or a
+    double: a property is then read as text, a coordinate refused by the WKB writer), or
+    a refusal when it is longer than Python converts."""
+    digits = len(text.lstrip("-"))
+    if digits <= _INT_DIGITS:
+        return int(text)
+    return _Flagged(
+        f"an integer of {digits} digits: more than the {_INT_DIGITS} Python reads "
+        "(RFC 7493 section 2.2: beyond double precision)"
+    )
 
 
 def _first_problem(doc: Any) -> tuple[str, str] | None:

@@ -37,6 +37,10 @@ _CODES = {
 DIMENSIONS = {"xy": 0, "xyz": 1000, "xym": 2000, "xyzm": 3000}
 _NESTING = {"Point": 0, "LineString": 1, "MultiPoint": 1, "Polygon": 2, "MultiLineString": 2}
 _NESTING["MultiPolygon"] = 3
+#: The integers a double holds without overflowing to infinity (an integer literal beyond
+#: them is exact in Python, and ``float()`` of it raises OverflowError).
+_DOUBLE_MAX = int(np.finfo(np.float64).max)
+_DOUBLE_MIN = -_DOUBLE_MAX
 
 
 def _header(kind: str, dims: str) -> bytes:
@@ -55,6 +59,13 @@ def _positions(value: Any, depth: int, where: str) -> list[Any]:
         )
         if not ok or not (2 <= len(value) <= 3 or (len(value) == 0 and where == "coordinates")):
             raise ValueError(f"{where} is not a position (an array of 2 or 3 numbers): {value!r}")
+        for i, v in enumerate(value):
+            if isinstance(v, int) and not _DOUBLE_MIN <= v <= _DOUBLE_MAX:
+                # json.loads keeps an integer literal exact: 400 digits are no double
+                raise ValueError(
+                    f"{where}[{i}] is an integer of about 1e{round(math.log10(abs(v)))}, "
+                    "beyond double precision (RFC 7493 section 2.2): not a coordinate"
+                )
         return [value]
     if not isinstance(value, list):
         raise ValueError(f"{where} is not an array: {value!r}")

@@ -16,7 +16,7 @@ import re
 import sys
 from typing import TYPE_CHECKING
 
-from worker.cli.args import completes_paths
+from worker.cli.args import completes_paths, fraction
 from worker.cli.payload_args import add_payload_args, file_policy
 from worker.core.errors import ContractGateError, PayloadError
 from worker.io.formats import formats_named, formats_read
@@ -88,7 +88,7 @@ def register(csub: argparse._SubParsersAction) -> None:
     )
     p.add_argument("--cadence", default="PT6H", help="ISO 8601 cadence (default PT6H)")
     p.add_argument(
-        "--objective", type=float, default=0.99, help="share of batches admitted (default 0.99)"
+        "--objective", type=fraction, default=0.99, help="share of batches admitted (default 0.99)"
     )
     p.add_argument("--owner", default="unassigned", help="owning team (default unassigned)")
     add_payload_args(p, roots=False)
