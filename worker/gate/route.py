@@ -20,6 +20,8 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
+from worker import __version__
+from worker.core._util.text import clip
 from worker.core.chunks import ChunkedBatch, evaluate_chunked
 from worker.core.columns import derive_schema
 from worker.core.errors import DecodeError, PayloadError
@@ -184,14 +186,27 @@ def decode_source(
             exc.reason,
             f"payload of batch {batch.batch_id if batch else '?'} cannot be loaded: {exc}",
         )
-    except Exception as exc:  # payload loading must never crash the worker
-        decision = failed(
-            "payload_error",
-            f"payload of batch {batch.batch_id if batch else '?'} cannot be loaded: {exc}",
-        )
+    except Exception as exc:  # neither loading nor decoding may crash the worker
+        decision = _unexpected(batch, exc)
     else:
         return Decoded(batch, chunked, layer, batch.batch_id, None)
     return Decoded(batch, None, layer, batch.batch_id if batch else None, decision)
+
+
+def _unexpected(batch: Batch | None, exc: Exception) -> Decision:
+    """The decision of an event whose payload loading (``payload_error``) or decoding
+    raised what no reader error is. Decoding raises only :class:`DecodeError` for bad
+    bytes, so anything else there is the gate's fault (``gate_error``: replay it once the
+    gate is fixed), not "a payload that cannot be loaded" of an event that names none."""
+    if batch is not None and batch.payload_uri and not batch.geometries_wkb:
+        return failed("payload_error", f"payload of batch {batch.batch_id} cannot be loaded: {exc}")
+    what = clip(f"{type(exc).__name__}: {exc}", 500)
+    return failed(
+        "gate_error",
+        f"gate error (contract-gate {__version__}) decoding batch "
+        f"{clip(batch.batch_id, 200) if batch else '?'}: {what}; the gate failed, not the "
+        "event: it is quarantined, replay it once the gate is fixed",
+    )
 
 
 def _decoded_batch(
