@@ -241,11 +241,11 @@ def test_the_lint_ratchet_only_shrinks() -> None:
     assert stale == {}, f"no longer needed, remove from per-file-ignores: {stale}"
 
 
-#: Issue 25: no module over 400 lines, fewer than 10 over 300 (9 today: the gate's
-#: processor, housekeeping, schedule and route, the codec's events, the config follower,
-#: the control plane's publish, the core's model and registry); may only shrink.
+#: Issue 25: no module over 400 lines, fewer than 10 over 300 (8 today: the gate's
+#: processor, housekeeping and route, the codec's events, the config follower, the
+#: control plane's publish, the core's model and registry); may only shrink.
 MAX_LINES = 400
-MAX_OVER_300 = 9
+MAX_OVER_300 = 8
 
 
 def test_modules_stay_small() -> None:

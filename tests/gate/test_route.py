@@ -474,3 +474,37 @@ def test_a_duplicate_replay_record_fits_the_producers_limit() -> None:
     assert rec["reason_code"] == "duplicate_replay" and rec["original"] == b""
     roomy = duplicate_replay(admitted, "0@7", TOPICS, now=NOW, worker_id="w")
     assert codec.decode_quarantine(roomy.records[0].value)["original"] == REAL_EVENT
+
+
+class _BrokenDecoder:
+    """A registry codec whose decoder fails as a gate bug would (not a DecodeError)."""
+
+    def decode_batch(self, value: bytes, topic: str) -> object:
+        raise KeyError("schema_fields")
+
+    def event_decoder(self, topic: str):  # type: ignore[no-untyped-def]
+        return codec.decode_event
+
+
+def test_a_decoder_failure_that_is_no_decode_error_is_a_gate_error_not_a_payload_error() -> None:
+    out = go(REAL_EVENT, registry=_BrokenDecoder())
+    assert out.decision.decision == "quarantined"
+    reason = out.decision.reasons[0]
+    assert reason.code == "gate_error"
+    assert "decoding batch ?: KeyError: 'schema_fields'" in reason.message
+    assert "replay it once the gate is fixed" in reason.message
+    rec = codec.decode_quarantine(out.records[-1].value)
+    assert rec["reason_code"] == "gate_error" and rec["original"] == REAL_EVENT
+
+
+def test_a_payload_loader_failure_stays_a_payload_error(tmp_path: Path) -> None:
+    def failing_loader(uri: str, batch: object) -> object:
+        raise RuntimeError("store hiccup")
+
+    value = codec.encode_batch(WORLD, inline=False, payload_uri=(tmp_path / "x.parquet").as_uri())
+    out = go(value, loader=failing_loader)
+    reason = out.decision.reasons[0]
+    assert (reason.code, reason.message) == (
+        "payload_error",
+        "payload of batch b1 cannot be loaded: store hiccup",
+    )

@@ -7,9 +7,12 @@ records of a decision; replays and the checkpoint replace them by one quarantine
 
 from __future__ import annotations
 
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, replace
 from datetime import datetime
 
+from worker import __version__
+from worker.core._util.text import clip
 from worker.core.lifecycle.read_paths import passing_majors
 from worker.core.model import Batch, Decision, QuarantineReason
 from worker.io import codec
@@ -30,6 +33,8 @@ __all__ = [
     "quarantine_record",
     "record_bytes",
     "records_of",
+    "salvage",
+    "unexpected_failure",
 ]
 
 
@@ -264,3 +269,32 @@ def per_major_records(
         OutRecord(topics.admitted_for(batch.layer, m), batch.layer, value, headers, per_major=True)
         for m in passing_majors(decision.verdicts)
     ]
+
+
+def unexpected_failure(batch: Batch | None, exc: Exception) -> Decision:
+    """The decision of an event whose payload loading (``payload_error``) or decoding
+    raised what no reader error is. Decoding raises only :class:`DecodeError` for bad
+    bytes, so anything else there is the gate's fault (``gate_error``: replay it once the
+    gate is fixed), not "a payload that cannot be loaded" of an event that names none."""
+    if batch is not None and batch.payload_uri and not batch.geometries_wkb:
+        return failed("payload_error", f"payload of batch {batch.batch_id} cannot be loaded: {exc}")
+    what, batch_id = clip(f"{type(exc).__name__}: {exc}", 500), batch.batch_id if batch else "?"
+    return failed("gate_error", f"gate error (contract-gate {__version__}) decoding batch "
+                  f"{clip(batch_id, 200)}: {what}; the gate failed, not the event: it is "
+                  "quarantined, replay it once the gate is fixed")  # fmt: skip
+
+
+def salvage(
+    value: bytes | None, decode_event: Callable[[bytes], Mapping[str, object]]
+) -> tuple[str | None, str | None]:
+    """``(layer, batch_id)`` of an event whose Avro record parses but does not make a
+    valid batch (e.g. neither features nor payload_uri), so its quarantine record can be
+    found by batch id; ``(None, None)`` when even the record does not parse."""
+    try:
+        record = decode_event(value) if value is not None else {}
+    except Exception:
+        record = {}
+    layer, batch_id = record.get("layer"), record.get("batch_id")
+    return (layer if isinstance(layer, str) else None), (
+        batch_id if isinstance(batch_id, str) else None
+    )

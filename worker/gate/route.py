@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import functools
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import Executor
 from dataclasses import dataclass, replace
 from datetime import datetime
@@ -38,6 +38,8 @@ from worker.gate.records import (
     quarantine_record,
     record_bytes,
     records_of,
+    salvage,
+    unexpected_failure,
 )
 from worker.io import codec
 from worker.io.payloads import load_payload, load_payload_chunked
@@ -174,7 +176,7 @@ def decode_source(
             batch = replace(batch, schema_fields=derive_schema(batch.attributes))
     except DecodeError as exc:
         decision = failed("decode_error", f"undecodable batch-arrival event: {exc}")
-        layer, salvaged_id = _salvage(
+        layer, salvaged_id = salvage(
             source.value,
             codec.decode_event if registry is None else registry.event_decoder(source.topic),
         )
@@ -184,11 +186,8 @@ def decode_source(
             exc.reason,
             f"payload of batch {batch.batch_id if batch else '?'} cannot be loaded: {exc}",
         )
-    except Exception as exc:  # payload loading must never crash the worker
-        decision = failed(
-            "payload_error",
-            f"payload of batch {batch.batch_id if batch else '?'} cannot be loaded: {exc}",
-        )
+    except Exception as exc:  # neither loading nor decoding may crash the worker
+        decision = unexpected_failure(batch, exc)
     else:
         return Decoded(batch, chunked, layer, batch.batch_id, None)
     return Decoded(batch, None, layer, batch.batch_id if batch else None, decision)
@@ -333,25 +332,6 @@ def outcome_of(
         duration_s,
         # the versions evaluated already say the layer has a contract: no second lookup
         layer if versions and layer else counted_layer(layer, source.key, active_versions),
-    )
-
-
-def _salvage(
-    value: bytes | None, decode_event: Callable[[bytes], Mapping[str, object]]
-) -> tuple[str | None, str | None]:
-    """``(layer, batch_id)`` of an event whose Avro record parses but does not make a
-    valid batch (e.g. neither features nor payload_uri), so its quarantine record can be
-    found by batch id; ``(None, None)`` when even the record does not parse."""
-    if value is None:
-        return None, None
-    try:
-        record = decode_event(value)
-    except Exception:
-        return None, None
-    layer, batch_id = record.get("layer"), record.get("batch_id")
-    return (
-        layer if isinstance(layer, str) else None,
-        batch_id if isinstance(batch_id, str) else None,
     )
 
 
