@@ -288,3 +288,17 @@ def _layers_from_state(reg: Registry) -> tuple[str, ...]:
     names |= {n for n in ("admin_boundaries", "l01", "l02", "l03") if any(
         e.kind in ("document", "legacy") for e in reg.entries(n).values())}  # fmt: skip
     return tuple(sorted(names))
+
+
+def test_a_document_record_whose_layer_or_version_fields_disagree_with_its_key_is_refused() -> None:
+    """Key and document agree; the record's own layer / version fields (what `contract
+    list` and the operator page show) say otherwise: refused as key_mismatch, as a key
+    that disagrees with its document is."""
+    from worker.core.lifecycle.registry import config_key
+
+    for field, forged in (("layer", "roads"), ("version", "v9.9")):
+        fields = {**contract_record(V1, mode="enforcing"), field: forged}
+        ev = apply_config_value(Registry(), config_key(V1), encode_contract_record(fields))
+        assert (ev.outcome, ev.reason) == ("rejected", "key_mismatch"), field
+        assert "layer/version fields" in ev.message and forged in ev.message
+    assert apply_config_value(Registry(), config_key(V1), record()).outcome == "added"

@@ -268,6 +268,11 @@ def entry_of(
     if kind not in (None, "document") or hk.mode is not None or (kind and not hk.digest):
         why = f"{source}: record_kind {clip(str(kind), 40)!r} does not fit its key"
         return Entry(key, "bad", hk.vkey, problem=why), "key_mismatch"
+    named = (record.get("layer"), record.get("version"))
+    if named != (hk.layer, hk.version):  # what `contract list` and the page show
+        shown = f"{clip(str(named[0]), 80)}/{clip(str(named[1]), 40)}"
+        why = f"{source}: the record's layer/version fields {shown} do not match its key"
+        return Entry(key, "bad", hk.vkey, problem=why), "key_mismatch"
     try:
         version = active_version_from_record(record, source=source, parsed=parsed)
     except ContractGateError as exc:
