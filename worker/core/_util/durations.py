@@ -10,7 +10,12 @@ from __future__ import annotations
 import functools
 import re
 
-__all__ = ["parse_duration_s"]
+__all__ = ["MAX_DURATION_S", "parse_duration_s"]
+
+#: The longest duration a contract takes: 100 years of 365.25 days (``P36525D``). A
+#: longer one is a typo or an attempt to overflow what is computed from it
+#: (``P99999999999999D`` was accepted and printed as ``8639999999999913984 s``).
+MAX_DURATION_S = 36525 * 86400.0
 
 _NUM = r"(\d+(?:[.,]\d+)?)"
 _DURATION = re.compile(
@@ -38,8 +43,9 @@ def parse_duration_s(text: str) -> float:
     Raises
     ------
     ValueError
-        The text is not an ISO 8601 duration, has no component (``"P"``, ``"PT"``), or uses
-        years or months (calendar units of no fixed length). The message names the text.
+        The text is not an ISO 8601 duration, has no component (``"P"``, ``"PT"``), uses
+        years or months (calendar units of no fixed length), or is longer than
+        :data:`MAX_DURATION_S` (100 years). The message names the text.
     """
     if not isinstance(text, str):
         raise ValueError(f"duration {text!r} must be an ISO 8601 string such as 'PT4H'")
@@ -60,6 +66,11 @@ def parse_duration_s(text: str) -> float:
     for value, factor in zip(groups, _FACTORS_S, strict=True):
         if value is not None and factor is not None:
             total += float(value.replace(",", ".")) * factor
+    if not total <= MAX_DURATION_S:  # inf too (a number of 400 digits)
+        raise ValueError(
+            f"duration {text[:40]!r}{'...' if len(text) > 40 else ''} is longer than 100 years "
+            "(P36525D), the longest a contract takes"
+        )
     return total
 
 

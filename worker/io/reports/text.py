@@ -59,7 +59,7 @@ def _unit_item(key: str, value: Any, whole: dict[str, Any]) -> str | None:
         return f"{key}={value:.6g} CRS units"
     if isinstance(value, str) and key in ("max_age", "max_clock_skew"):
         try:
-            return f"{key}={value} ({parse_duration_s(value):.0f} s)"
+            return f"{key}={value} ({parse_duration_s(value):g} s)"  # 1e-07 s, not 0 s
         except ValueError:
             return f"{key}={value}"
     return f"{key}={short_value(value, 40)}"
