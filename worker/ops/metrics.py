@@ -10,12 +10,14 @@ from __future__ import annotations
 
 import os
 import time
+from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping
+from itertools import chain
 from typing import Any
 
 from opentelemetry import metrics
 
-from worker.core.lifecycle.slo import Window
+from worker.core.lifecycle.slo import SeriesKey, Window
 from worker.core.model import ClauseResult, Decision
 from worker.ops.gauges import INVALID_LAYER, GateGauges, bounded_layer
 
@@ -142,29 +144,58 @@ class GateMetrics(GateGauges):
         duration histogram get every batch, in order. ``decisions``: ``(layer, decision,
         duration_s, objectives)`` of each batch, ``objectives`` as in :meth:`record_decision`.
         """
-        counts: dict[_Series, int] = {}
-        # the series of each clause result, built once per result object and verdict's
-        # (layer, version, mode): a group's events share their results (the entry holds
-        # the result, so its id is not reused within the call)
-        of_result: dict[tuple[str, str, str], dict[int, tuple[ClauseResult, list[_Series]]]] = {}
+        batches: Counter[tuple[str, str]] = Counter()
+        versions: Counter[tuple[str, str, str, bool]] = Counter()
+        # per verdict's (layer, version, mode): how many times each clause result object
+        # (by id) was counted, in C (Counter.update); a group's events share their results
+        ids: dict[tuple[str, str, str], Counter[int]] = {}
+        held: list[tuple[ClauseResult, ...]] = []  # alive to the end: no id is reused
+        slo_keys: dict[tuple[str, str, str], SeriesKey] = {}
+        slo_record = self.slo.record_result
+        record_duration = self.evaluation_duration.record
         for layer, decision, duration_s, objectives in decisions:
-            _count(counts, self.batches, layer=layer, decision=decision.decision)
+            batches[(layer, decision.decision)] += 1
             for verdict in decision.verdicts:
-                version, mode = verdict.version, verdict.mode
-                _count(counts, self.version_evaluations, layer=layer, version=version,
-                       mode=mode, result="pass" if verdict.passed else "break")  # fmt: skip
+                version, mode, clauses = verdict.version, verdict.mode, verdict.clauses
+                versions[(layer, version, mode, verdict.passed)] += 1
                 if objectives is not None and version in objectives:
-                    self.slo.record(verdict, objectives[version])
-                results = of_result.setdefault((layer, version, mode), {})
-                for clause in verdict.clauses:
-                    kept = results.get(id(clause))
-                    if kept is None:
-                        kept = results[id(clause)] = (clause, self._clause_series(
-                            layer, version, mode, clause))  # fmt: skip
-                    for key in kept[1]:
-                        counts[key] = counts.get(key, 0) + 1
+                    at = (verdict.layer, version, mode)  # SloTracker.record's key
+                    key = slo_keys.get(at)
+                    if key is None:
+                        key = slo_keys[at] = SeriesKey(*at)
+                    slo_record(key, verdict.passed, objectives[version])
+                counted = ids.get((layer, version, mode))
+                if counted is None:
+                    counted = ids[(layer, version, mode)] = Counter()
+                counted.update(map(id, clauses))
+                held.append(clauses)
             if decision.verdicts:
-                self.evaluation_duration.record(duration_s, {"layer": layer})
+                record_duration(duration_s, {"layer": layer})
+        self._add_summed(batches, versions, ids, held)
+
+    def _add_summed(
+        self,
+        batches: Counter[tuple[str, str]],
+        versions: Counter[tuple[str, str, str, bool]],
+        ids: dict[tuple[str, str, str], Counter[int]],
+        held: list[tuple[ClauseResult, ...]],
+    ) -> None:
+        """Add the counts :meth:`record_decisions` summed: one ``add`` per series, with
+        ``batches`` per (layer, decision), ``versions`` per (layer, version, mode, passed)
+        and ``ids`` per verdict's (layer, version, mode) and clause result (by id, the
+        results in ``held``)."""
+        counts: dict[_Series, int] = {}
+        for (layer, name), n in batches.items():
+            _count(counts, n, self.batches, layer=layer, decision=name)
+        for (layer, version, mode, passed), n in versions.items():
+            _count(counts, n, self.version_evaluations, layer=layer, version=version,
+                   mode=mode, result="pass" if passed else "break")  # fmt: skip
+        flat = list(chain.from_iterable(held))
+        of_id = dict(zip(map(id, flat), flat, strict=True))
+        for (layer, version, mode), counted in ids.items():
+            for at_id, n in counted.items():
+                for key in self._clause_series(layer, version, mode, of_id[at_id]):
+                    counts[key] = counts.get(key, 0) + n
         for (counter, attributes), n in counts.items():
             counter.add(n, dict(attributes))
 
@@ -196,10 +227,10 @@ class GateMetrics(GateGauges):
         self.config_tombstones.add(1, {"layer": bounded_layer(layer, known_layers)})
 
 
-def _count(counts: dict[_Series, int], counter: Any, **attributes: str) -> None:
-    """One more of ``counter``'s series of ``attributes`` in ``counts``."""
+def _count(counts: dict[_Series, int], n: int, counter: Any, **attributes: str) -> None:
+    """``n`` more of ``counter``'s series of ``attributes`` in ``counts``."""
     key = (counter, tuple(attributes.items()))
-    counts[key] = counts.get(key, 0) + 1
+    counts[key] = counts.get(key, 0) + n
 
 
 def configure_sdk(service_name: str = "contract-gate", *, prometheus: bool = True) -> Any:
