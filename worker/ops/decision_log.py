@@ -36,17 +36,18 @@ class DecisionLog:
 
     def __call__(self, outcome: Outcome) -> None:
         d = outcome.decision
-        broken = sorted(
-            {f"{r.version}:{r.clause}" for r in d.reasons if r.clause}
-            | {f"{v.version}:{c.name}" for v in d.verdicts for c in v.broken}
-        )
+        # the entry as snapshot() shows it, its time kept as read (formatted when shown:
+        # only the last maxlen entries ever are, and this runs once per event)
+        broken = {f"{v.version}:{c.name}" for v in d.verdicts for c in v.clauses if c.broke}
+        if d.reasons:
+            broken.update(f"{r.version}:{r.clause}" for r in d.reasons if r.clause)
         entry = {
-            "time": self._clock().isoformat(),
+            "time": self._clock(),
             "batch_id": outcome.batch_id,
             "layer": outcome.layer_label,
             "decision": d.decision,
-            "broken": broken,
-            "reasons": sorted({r.code for r in d.reasons}),
+            "broken": sorted(broken),
+            "reasons": sorted({r.code for r in d.reasons}) if d.reasons else [],
             "diagnoses": list(d.diagnoses),
         }
         with self._lock:
@@ -56,7 +57,7 @@ class DecisionLog:
     def snapshot(self) -> tuple[list[dict[str, Any]], dict[str, dict[str, int]]]:
         """``(last decisions newest first, {layer: {decision: count}})``."""
         with self._lock:
-            entries = list(reversed(self._entries))
+            entries = [{**e, "time": e["time"].isoformat()} for e in reversed(self._entries)]
             counts: dict[str, dict[str, int]] = {}
             for (layer, decision), n in sorted(self._counts.items()):
                 counts.setdefault(layer, {})[decision] = n
