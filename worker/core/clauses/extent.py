@@ -36,7 +36,7 @@ from worker.core.clauses.diagnose import diagnoses_of, names_candidates
 from worker.core.clauses.diagnose_notes import placement_notes, shown_span
 from worker.core.clauses.diagnose_readings import sampled_facts, sampled_rows, sampled_tally
 from worker.core.clauses.diff import Diff
-from worker.core.clauses.extent_group import Params, measure_group
+from worker.core.clauses.extent_group import Params, measure_group, passing_result
 from worker.core.clauses.extent_group import extent_region as _extent_region
 from worker.core.clauses.region import compare_region, contract_crs, unplaceable, whole_batch_break
 from worker.core.clauses.tally import Bounds, First, Tally
@@ -177,7 +177,13 @@ def measure_sampled(
 def render(
     clause: Clause, contract: Contract, facts: BatchFacts, tally: Tally, now: datetime
 ) -> ClauseResult:
-    """The result from the merged tally; ``facts`` give the metadata."""
+    """The result from the merged tally; ``facts`` give the metadata (a batch wholly inside
+    gets an earlier equal pass with its own bounds: :func:`passing_result`)."""
+    return passing_result(clause, contract, facts, tally, _rendered)
+
+
+def _rendered(clause: Clause, contract: Contract, facts: BatchFacts, tally: Tally) -> ClauseResult:
+    """:func:`render`, rendered."""
     p: Params = KIND.params(clause)
     crs, label = contract_crs(p.crs, contract, facts)
     min_frac = float(p.min_fraction_inside)

@@ -4,10 +4,13 @@ The region of a clause in a CRS is built once (:func:`extent_region`), and a gro
 small batches (:class:`~worker.core.clauses.grouped.GroupEvaluation`) is measured at once
 (:func:`measure_group`): the batches inside the region get the tally
 :func:`worker.core.clauses.extent.measure` gives each alone; the others are measured alone.
+A batch whose every feature is inside passes with a result that differs from another's
+only in its bounds (:func:`passing_result`): rendered once, each batch's bounds set in it.
 """
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
@@ -16,15 +19,17 @@ import numpy as np
 import shapely
 from pyproj import CRS
 
+from worker.core._util.jsonsafe import finite_clipped
 from worker.core._util.memo import identity_memo
+from worker.core._util.text import MAX_ECHO_CHARS
 from worker.core.clauses.grouped import per_segment
 from worker.core.clauses.region import contract_crs, unplaceable
 from worker.core.clauses.tally import Bounds, First, Tally
 from worker.core.facts.batch import BatchFacts
-from worker.core.model import Clause, Contract
+from worker.core.model import Clause, ClauseResult, Contract
 from worker.core.spatial import covered_mask, region_geometry
 
-__all__ = ["Params", "extent_region", "measure_group"]
+__all__ = ["KEPT_PASSING", "Params", "extent_region", "measure_group", "passing_result"]
 
 
 @dataclass(frozen=True)
@@ -81,3 +86,56 @@ def measure_group(
                     "beyond": 0, "failed": 0, "disagree": 0, "disagree_first": First((), 5),
                     "offenders": None})  # fmt: skip
     return out
+
+
+#: Where an extent clause keeps its passing results without bounds (in its ``__dict__``).
+KEPT_PASSING = "_extent_passing"
+#: Passing results kept per clause (cleared when full).
+_MOST_PASSING = 64
+
+#: ``render(clause, contract, facts, tally)`` of :mod:`worker.core.clauses.extent`.
+Render = Callable[[Clause, Contract, BatchFacts, Tally], ClauseResult]
+
+
+def passing_result(
+    clause: Clause, contract: Contract, facts: BatchFacts, tally: Tally, render: Render
+) -> ClauseResult:
+    """``render(clause, contract, facts, tally)``, for a tally whose every feature is
+    inside, as stored and placed (nothing beyond the area of use, failed or off the bbox
+    column, no offenders, no diagnosis; the envelope shown the one as declared), made from
+    a passing result rendered earlier for the same clause, contract, count and what the
+    render reads of the facts (the declared CRS object and text, the edge model and its
+    problem, the metadata's name), with this tally's bounds. Such a render reads the
+    tally's bounds only into ``measured["bounds"]``: the message shows them only for a
+    break, the notes read the counts (all 0). Any other tally, or a result that is not a
+    pass, is rendered."""
+    if not (
+        tally.get("inside", -1) == tally["count"]
+        and tally.get("raw_bounds") is tally.get("bounds")
+        and tally.get("offenders", 0) is None
+        and tally.get("beyond") == 0
+        and tally.get("failed") == 0
+        and tally.get("disagree") == 0
+        and "diagnosis" not in tally
+    ):
+        return render(clause, contract, facts, tally)
+    batch = facts.batch
+    src = facts.declared_crs
+    reads = (id(contract), tally["count"], id(src), batch.declared_crs, batch.edges,
+             batch.metadata_name, facts.edges_problem)  # fmt: skip
+    kept: dict[tuple[Any, ...], tuple[Contract, Any, ClauseResult]]
+    kept = clause.__dict__.setdefault(KEPT_PASSING, {})
+    hit = kept.get(reads)
+    if hit is None or hit[0] is not contract or hit[1] is not src:  # ids of live objects
+        result = render(clause, contract, facts, tally)
+        if result.result == "pass" and result.offenders is None and not result.diagnoses:
+            if len(kept) >= _MOST_PASSING:
+                kept.clear()
+            kept[reads] = (contract, src, result)
+        return result
+    like = hit[2]
+    box = tally["bounds"].box
+    bounds = None if box is None else finite_clipped([float(b) for b in box], MAX_ECHO_CHARS)
+    measured = {**like.measured, "bounds": bounds}
+    return ClauseResult(like.name, like.kind, like.result, like.on_break, measured,
+                        like.expected, like.message)  # fmt: skip
