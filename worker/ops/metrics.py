@@ -146,10 +146,9 @@ class GateMetrics(GateGauges):
         """
         batches: Counter[tuple[str, str]] = Counter()
         versions: Counter[tuple[str, str, str, bool]] = Counter()
-        # per verdict's (layer, version, mode): how many times each clause result object
-        # (by id) was counted, in C (Counter.update); a group's events share their results
-        ids: dict[tuple[str, str, str], Counter[int]] = {}
-        held: list[tuple[ClauseResult, ...]] = []  # alive to the end: no id is reused
+        # per verdict's (layer, version, mode): the clause results of its verdicts, counted
+        # per result object (by id) at the end, in C; a group's events share their results
+        results: dict[tuple[str, str, str], list[tuple[ClauseResult, ...]]] = {}
         slo_keys: dict[tuple[str, str, str], SeriesKey] = {}
         slo_record = self.slo.record_result
         record_duration = self.evaluation_duration.record
@@ -164,36 +163,34 @@ class GateMetrics(GateGauges):
                     if key is None:
                         key = slo_keys[at] = SeriesKey(*at)
                     slo_record(key, verdict.passed, objectives[version])
-                counted = ids.get((layer, version, mode))
-                if counted is None:
-                    counted = ids[(layer, version, mode)] = Counter()
-                counted.update(map(id, clauses))
-                held.append(clauses)
+                of_series = results.get((layer, version, mode))
+                if of_series is None:
+                    of_series = results[(layer, version, mode)] = []
+                of_series.append(clauses)
             if decision.verdicts:
                 record_duration(duration_s, {"layer": layer})
-        self._add_summed(batches, versions, ids, held)
+        self._add_summed(batches, versions, results)
 
     def _add_summed(
         self,
         batches: Counter[tuple[str, str]],
         versions: Counter[tuple[str, str, str, bool]],
-        ids: dict[tuple[str, str, str], Counter[int]],
-        held: list[tuple[ClauseResult, ...]],
+        results: dict[tuple[str, str, str], list[tuple[ClauseResult, ...]]],
     ) -> None:
         """Add the counts :meth:`record_decisions` summed: one ``add`` per series, with
         ``batches`` per (layer, decision), ``versions`` per (layer, version, mode, passed)
-        and ``ids`` per verdict's (layer, version, mode) and clause result (by id, the
-        results in ``held``)."""
+        and ``results`` the clause results of the verdicts of each (layer, version, mode),
+        counted per object (by id: the lists hold them alive, so no id is reused)."""
         counts: dict[_Series, int] = {}
         for (layer, name), n in batches.items():
             _count(counts, n, self.batches, layer=layer, decision=name)
         for (layer, version, mode, passed), n in versions.items():
             _count(counts, n, self.version_evaluations, layer=layer, version=version,
                    mode=mode, result="pass" if passed else "break")  # fmt: skip
-        flat = list(chain.from_iterable(held))
-        of_id = dict(zip(map(id, flat), flat, strict=True))
-        for (layer, version, mode), counted in ids.items():
-            for at_id, n in counted.items():
+        for (layer, version, mode), held in results.items():
+            flat = list(chain.from_iterable(held))
+            of_id = dict(zip(map(id, flat), flat, strict=True))
+            for at_id, n in Counter(map(id, flat)).items():
                 for key in self._clause_series(layer, version, mode, of_id[at_id]):
                     counts[key] = counts.get(key, 0) + n
         for (counter, attributes), n in counts.items():
