@@ -21,6 +21,7 @@ import pytest
 from worker.core.errors import DecodeError
 from worker.io import codec
 from worker.io.codec import avro
+from worker.io.codec.read_errors import without_logical_types
 
 #: Every record the gate reads, with its full schema and its public decoder.
 RECORDS: dict[str, tuple[dict[str, Any], Callable[[bytes], Any]]] = {
@@ -33,15 +34,6 @@ RECORDS: dict[str, tuple[dict[str, Any], Callable[[bytes], Any]]] = {
 FIRST_MS = -62_135_596_800_000  # 0001-01-01T00:00:00.000Z
 LAST_MS = 253_402_300_799_999  # 9999-12-31T23:59:59.999Z
 BEYOND = [2**63 - 1, -(2**63), LAST_MS + 1, FIRST_MS - 1, 10**17]
-
-
-def _plain(node: Any) -> Any:
-    """The schema without logical types (so a long is written as given)."""
-    if isinstance(node, dict):
-        return {k: _plain(v) for k, v in node.items() if k != "logicalType" and k[:2] != "__"}
-    if isinstance(node, list):
-        return [_plain(v) for v in node]
-    return node
 
 
 def _value(kind: Any) -> Any:
@@ -72,7 +64,8 @@ def _timestamp_fields(schema: dict[str, Any]) -> list[str]:
 def _bytes(schema: dict[str, Any], **raw: int) -> bytes:
     record = {**_value(schema), **raw}
     buf = io.BytesIO()
-    fastavro.schemaless_writer(buf, fastavro.parse_schema(_plain(schema), named_schemas={}), record)
+    plain = fastavro.parse_schema(without_logical_types(schema), named_schemas={})
+    fastavro.schemaless_writer(buf, plain, record)
     return buf.getvalue()
 
 
@@ -113,7 +106,7 @@ def _registry_framed(millis: int) -> tuple[Any, bytes]:
     from worker.kafka.framing import reader_schema
 
     client = SchemaRegistryClient.new_client({"url": "mock://avro-timestamps-test"})
-    writer = _plain(reader_schema("BatchArrival"))
+    writer = without_logical_types(reader_schema("BatchArrival"))
     ctx = SerializationContext("gis.batches", MessageField.VALUE)
     record = {**_value(avro.BATCH_ARRIVAL), "data_time": millis}
     return client, bytes(AvroSerializer(client, json.dumps(writer))(record, ctx) or b"")

@@ -23,7 +23,14 @@ import fastavro
 
 from worker.core.errors import DecodeError
 
-__all__ = ["MAX_MILLIS", "MIN_MILLIS", "as_datetimes", "out_of_range", "read_error"]
+__all__ = [
+    "MAX_MILLIS",
+    "MIN_MILLIS",
+    "as_datetimes",
+    "out_of_range",
+    "read_error",
+    "without_logical_types",
+]
 
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 #: The first and last millisecond a :class:`datetime` holds (0001-01-01, 9999-12-31), UTC.
@@ -38,11 +45,17 @@ _SCALE = {"timestamp-millis": 1, "timestamp-micros": 1000}
 _RAW: dict[int, Any] = {}
 
 
-def _strip(node: Any) -> Any:
+def without_logical_types(node: Any) -> Any:
+    """An Avro schema (parsed or not) as plain JSON without its logical types and fastavro's
+    ``__`` keys: its timestamps read and written as the longs they are."""
     if isinstance(node, dict):
-        return {k: _strip(v) for k, v in node.items() if k != "logicalType" and k[:2] != "__"}
+        return {
+            k: without_logical_types(v)
+            for k, v in node.items()
+            if k != "logicalType" and k[:2] != "__"
+        }
     if isinstance(node, list):
-        return [_strip(v) for v in node]
+        return [without_logical_types(v) for v in node]
     return node
 
 
@@ -52,7 +65,8 @@ def out_of_range(schema: dict[str, Any], data: bytes) -> list[str]:
     when there is none or the bytes do not read even without logical types."""
     raw = _RAW.get(id(schema))
     if raw is None:
-        raw = _RAW[id(schema)] = fastavro.parse_schema(_strip(schema), named_schemas={})
+        plain = without_logical_types(schema)
+        raw = _RAW[id(schema)] = fastavro.parse_schema(plain, named_schemas={})
     try:
         record = fastavro.schemaless_reader(io.BytesIO(data), raw, None)
     except Exception:  # not this schema's bytes at all: the caller's reason stands
