@@ -99,15 +99,8 @@ def inapplicable_result(clause: Clause, error: ContractError) -> ClauseResult:
     the clause's verdict, with its ``on_break``, naming what to fix in the contract. Not a
     gate error: a replay of the same batch under the same contract breaks again."""
     fix = f"; {error.fix}" if error.fix else ""
-    return ClauseResult(
-        name=clause.name,
-        kind=clause.kind,
-        result="break",
-        on_break=clause.on_break,
-        measured=None,
-        expected=dict(clause.params),
-        message=clip(f"the contract cannot be applied to this batch: {error}{fix}", 1000),
-    )
+    message = clip(f"the contract cannot be applied to this batch: {error}{fix}", 1000)
+    return _unmeasured_break(clause, message)
 
 
 def failed_result(clause: Clause, error: str) -> ClauseResult:
@@ -115,6 +108,15 @@ def failed_result(clause: Clause, error: str) -> ClauseResult:
     gate error (:attr:`ClauseResult.gate_error`, reason ``gate_error``), not a verdict on
     the data. It halts an enforcing version whatever ``on_break`` says, so the batch is
     quarantined (nothing is lost) and replayed once the gate is fixed."""
+    message = (
+        f"gate error (contract-gate {__version__}): {error}; the gate failed, not the "
+        "data: the batch is quarantined, replay it once the gate is fixed"
+    )
+    return _unmeasured_break(clause, message, gate_error=clip(error, 500))
+
+
+def _unmeasured_break(clause: Clause, message: str, gate_error: str | None = None) -> ClauseResult:
+    """A break of ``clause`` that measured nothing (its evaluation could not run)."""
     return ClauseResult(
         name=clause.name,
         kind=clause.kind,
@@ -122,11 +124,8 @@ def failed_result(clause: Clause, error: str) -> ClauseResult:
         on_break=clause.on_break,
         measured=None,
         expected=dict(clause.params),
-        message=(
-            f"gate error (contract-gate {__version__}): {error}; the gate failed, not the "
-            "data: the batch is quarantined, replay it once the gate is fixed"
-        ),
-        gate_error=clip(error, 500),
+        message=message,
+        gate_error=gate_error,
     )
 
 
