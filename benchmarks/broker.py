@@ -307,12 +307,12 @@ class WorkerProcess:
             self.proc.wait()
 
 
-def _wait(cond, timeout_s: float, what: str) -> None:  # type: ignore[no-untyped-def]
+def _wait(cond, timeout_s: float, what: str, every_s: float = 0.1) -> None:  # type: ignore[no-untyped-def]
     deadline = time.monotonic() + timeout_s
     while not cond():
         if time.monotonic() > deadline:
             raise TimeoutError(f"benchmark: {what} within {timeout_s:.0f} s")
-        time.sleep(0.1)
+        time.sleep(every_s)
 
 
 @dataclass
@@ -361,23 +361,22 @@ def processes_events_s(bootstrap: str, processes: int, events: list[bytes]) -> G
             load0 = os.getloadavg()[0]
             with CommittedReader(settings) as reader:
                 cpu0 = CpuSnapshot.take(time.monotonic(), pids, broker)
-                done_at_start = sum(reader.by_partition().values())
-                deadline = time.monotonic() + 900
-                while True:
-                    at = reader.by_partition()
-                    if any(all(at[p] >= ends[p] for p in parts) for parts in owned):
-                        break  # a member's backlog is decided: from now on it would idle
-                    if time.monotonic() > deadline:
-                        raise TimeoutError("benchmark: a member's backlog decided within 900 s")
-                    time.sleep(0.01)
+                at = reader.by_partition()
+                done_at_start = sum(at.values())
+
+                def drained() -> bool:  # a member's backlog is decided: it would idle now
+                    at.update(reader.by_partition())
+                    return any(all(at[p] >= ends[p] for p in parts) for parts in owned)
+
+                _wait(drained, 900, "a member's backlog decided", every_s=0.01)
                 cpu1 = CpuSnapshot.take(time.monotonic(), pids, broker)
             decided = sum(at.values()) - done_at_start
             window = cpu1.since(cpu0, decided)
             cores = window.cores(sum(window.workers_s))
             load = (load0, os.getloadavg()[0])
-            if decided <= 0 or done_at_start > len(events) // 2:  # a --quick run's few events
-                if not decided:
-                    return GroupRun(len(events) / (time.monotonic() - spawned), cores, load)
+            if not decided:  # every event decided before the group settled (a --quick run)
+                return GroupRun(len(events) / (time.monotonic() - spawned), cores, load)
+            if done_at_start > len(events) // 2:
                 print(f"warning: {done_at_start} of {len(events)} events were decided before "
                       "the group settled: use more events", file=sys.stderr)  # fmt: skip
             return GroupRun(window.events / window.wall_s, cores, load, window)
