@@ -42,8 +42,9 @@ def batches_from_events(
     ``derive_schema`` of its attribute table (a batch by reference keeps the declared)."""
     tables: dict[int, tuple[pa.Table, tuple[FieldSpec, ...] | None]] = {}
     groups: dict[tuple[tuple[str, str], ...], list[int]] = {}
+    distinct: dict[tuple[tuple[str, str], ...], bool] = {}  # per key: names distinct
     for i, r in enumerate(records):
-        if (key := _columns_key(r)) is not None:
+        if (key := _columns_key(r, distinct)) is not None:
             groups.setdefault(key, []).append(i)
     for members in groups.values():
         if len(members) > 1:
@@ -62,19 +63,28 @@ def batches_from_events(
     return out
 
 
-def _columns_key(record: Mapping[str, Any]) -> tuple[tuple[str, str], ...] | None:
+def _columns_key(
+    record: Mapping[str, Any], distinct: dict[tuple[tuple[str, str], ...], bool]
+) -> tuple[tuple[str, str], ...] | None:
     """The (name, type) of each inline column of ``record``, or None when its columns are
     built alone: no inline features, a payload URI too, no columns, duplicate names, or a
-    column whose length is not the geometries' (each an error it reports itself)."""
+    column whose length is not the geometries' (each an error it reports itself).
+    ``distinct`` keeps, per key seen, whether its names are distinct (checked once)."""
     feats = record.get("features")
-    if feats is None or record.get("payload_uri") is not None or not feats["columns"]:
+    if feats is None or record.get("payload_uri") is not None:
+        return None
+    columns = feats["columns"]
+    if not columns:
         return None
     n = len(feats["geometry_wkb"])
-    columns = feats["columns"]
-    key = tuple((c["name"], c["type"]) for c in columns)
-    if len({name for name, _ in key}) != len(key) or any(len(c["values"]) != n for c in columns):
-        return None
-    return key
+    for c in columns:
+        if len(c["values"]) != n:
+            return None
+    key = tuple([(c["name"], c["type"]) for c in columns])
+    ok = distinct.get(key)
+    if ok is None:
+        ok = distinct[key] = len({name for name, _ in key}) == len(key)
+    return key if ok else None
 
 
 def _built_together(

@@ -110,7 +110,8 @@ def batch_from_event(
     An event without inline features gives a Batch with no geometries, an empty attribute
     table and ``payload_uri`` set: load it with :func:`worker.io.payloads.load_payload`.
     ``table``: the attribute table of the record's columns when built already (several
-    events' columns built at once: :func:`worker.io.codec.event_groups.batches_from_events`);
+    events' columns built at once: :func:`worker.io.codec.event_groups.batches_from_events`,
+    which builds only columns of distinct names: the names are not checked again);
     ``schema_fields``: those of the batch instead of the record's declared ones.
 
     Raises
@@ -144,12 +145,11 @@ def batch_from_event(
         table = pa.table({})
     else:
         geoms = tuple(feats["geometry_wkb"])
-        n = len(geoms)
-        names = [c["name"] for c in feats["columns"]]
-        if len(set(names)) != len(names):
-            raise DecodeError(f"duplicate column names in {names}")
         if table is None:
-            table = attribute_table(feats["columns"], n)
+            names = [c["name"] for c in feats["columns"]]
+            if len(set(names)) != len(names):
+                raise DecodeError(f"duplicate column names in {names}")
+            table = attribute_table(feats["columns"], len(geoms))
     return Batch(
         batch_id=record["batch_id"],
         layer=record["layer"],
