@@ -148,7 +148,10 @@ def evaluate_versions(
         if v.state != "active":
             continue
         contract = v.contract
-        results = tuple(evaluate_clause(c, contract, facts, now, group) for c in contract.clauses)
+        if group is None:
+            results = tuple(evaluate_clause(c, contract, facts, now) for c in contract.clauses)
+        else:  # the results an earlier batch of the group shares, the others evaluated
+            results = group.results(contract, facts, now, evaluate_clause)
         verdicts.append(version_verdict(v, results))
     return tuple(verdicts)
 
