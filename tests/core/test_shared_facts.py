@@ -120,7 +120,8 @@ def test_primed_facts_equal_those_computed_alone() -> None:
         primed = shared.prime(i, BatchFacts(b))
         alone = BatchFacts(b)
         for name in primed_names:
-            got, want = primed.__dict__[name], getattr(alone, name)
+            assert name not in primed.__dict__  # cut on its first read
+            got, want = getattr(primed, name), getattr(alone, name)
             if got.dtype == object:
                 assert [shapely.to_wkb(g) if isinstance(g, shapely.Geometry) else g
                         for g in got] == [shapely.to_wkb(g) if isinstance(g, shapely.Geometry)
@@ -313,12 +314,20 @@ def test_primed_facts_are_views_no_clause_writes_into() -> None:
     before = {n: a.copy() for n, a in _arrays(shared.facts).items()}
     assert {"is_valid", "bounds", "geometries", "_headers0", "outside_area_of_use"} <= set(before)
     decisions = []
+    read = set()
     for i, b in enumerate(batches[1:]):
         primed = shared.prime(i, BatchFacts(b))
-        for name, view in _arrays(primed).items():
+        decisions.append(evaluate(b, versions, now=NOW, facts=primed))
+        assert primed.raw_geometries is not None  # read too
+        headers = shared.cut("_headers")  # the parse's, cut as the others
+        assert headers is not None
+        for view, whole in zip(headers[i], shared.facts.__dict__["_headers"], strict=True):
+            assert np.shares_memory(view, whole) or not view.size
+        for name, view in _arrays(primed).items():  # the facts it read (cut on first read)
             if name in before and view.size:
                 assert np.shares_memory(view, _arrays(shared.facts)[name]), name
-        decisions.append(evaluate(b, versions, now=NOW, facts=primed))
+                read.add(name)
+    assert {"is_valid", "bounds", "geometries", "raw_geometries"} <= read
     assert decisions == [evaluate(b, versions, now=NOW) for b in batches[1:]]
     # the extents broke (their diagnoses' second pass read the views too)
     assert {r.name for r in decisions[5].verdicts[0].clauses if r.broke} == {"ext", "ext_m", "cov"}

@@ -148,7 +148,10 @@ def evaluate_versions(
         if v.state != "active":
             continue
         contract = v.contract
-        results = tuple(evaluate_clause(c, contract, facts, now, group) for c in contract.clauses)
+        if group is None:
+            results = tuple(evaluate_clause(c, contract, facts, now) for c in contract.clauses)
+        else:  # the results an earlier batch of the group shares, the others evaluated
+            results = group.results(contract, facts, now, evaluate_clause)
         verdicts.append(version_verdict(v, results))
     return tuple(verdicts)
 
@@ -156,11 +159,12 @@ def evaluate_versions(
 def version_verdict(v: ActiveVersion, clauses: tuple[ClauseResult, ...]) -> VersionVerdict:
     """The verdict of version ``v`` from its clause results, in its clauses' order: it
     passes unless a clause halts (a break with ``on_break: halt``)."""
+    broke = [r for r in clauses if r.result == "break"]  # halts only if broken
     return VersionVerdict(
         layer=v.contract.layer,
         version=v.contract.version,
         mode=v.mode,
-        passed=not any(r.halts for r in clauses),
+        passed=not any(r.halts for r in broke),
         clauses=clauses,
     )
 
@@ -204,7 +208,11 @@ def evaluate(
 
 def decide(verdicts: tuple[VersionVerdict, ...]) -> Decision:
     """The decision of a batch's verdicts (see :func:`evaluate`)."""
-    broken = [(v, r) for v in verdicts if v.mode == "enforcing" for r in v.clauses if r.halts]
+    # the broken results in version and clause order: a halt and a diagnosis are a break's
+    broke = [(v, r) for v in verdicts for r in v.clauses if r.result == "break"]
+    if not broke:  # most batches: nothing to sort, no reason, no diagnosis
+        return Decision(decision="admitted", verdicts=verdicts)
+    broken = [(v, r) for v, r in broke if v.mode == "enforcing" and r.halts]
     # the structural fault leads (dlq.reason, dlq.message): a geometry that cannot be read
     # also fails extent and coverage, but what the producer must fix is the geometry
     # a gate error leads all: the record's reason_code then tells operators, not the
@@ -230,9 +238,7 @@ def decide(verdicts: tuple[VersionVerdict, ...]) -> Decision:
         )
         for v, r in broken
     )
-    diagnoses = tuple(
-        dict.fromkeys(d for v in verdicts for r in v.clauses if r.broke for d in r.diagnoses)
-    )
+    diagnoses = tuple(dict.fromkeys(d for _, r in broke for d in r.diagnoses))
     return Decision(
         decision="quarantined" if reasons else "admitted",
         verdicts=verdicts,

@@ -20,6 +20,11 @@ result is found by that number and its render key, without walking its tally (th
 per-event tally, its key and the result's key were a quarter of a one-feature event's
 clause evaluation).
 
+A contract's results for a batch are found by one key when two or more of its clauses are
+numbered (:meth:`GroupEvaluation.results`: their numbers and render keys): a batch whose
+key an earlier batch had takes that batch's results of those clauses (the objects their
+own path gives it), and only its other clauses (the extent's) are evaluated.
+
 Every result is thus the one the batch gets alone (``tests/core/test_shared_facts.py``
 compares the tallies kind by kind, ``tests/gate/test_route_group.py`` the records).
 """
@@ -38,6 +43,14 @@ from worker.core.clauses.tally import Tally, tally_key
 from worker.core.facts.batch import BatchFacts
 from worker.core.facts.shared import columns_key
 from worker.core.model import ActiveVersion, Clause, ClauseResult, Contract
+
+#: ``evaluate_clause(clause, contract, facts, now, group)``: one clause's result within a
+#: group, never raising (:func:`worker.core.evaluate.evaluate_clause`, passed in: this
+#: module is below it).
+EvaluateClause = Callable[[Clause, Contract, BatchFacts, datetime, "GroupEvaluation"], ClauseResult]
+#: :meth:`GroupEvaluation.results`' key of a batch: (contract id, now, the render keys and
+#: the tally numbers of the contract's numbered clauses)
+_Key = tuple[int, datetime, tuple[Hashable, ...], tuple[int | None, ...]]
 
 __all__ = [
     "GroupEvaluation",
@@ -61,6 +74,10 @@ class GroupEvaluation:
     #: equal :func:`tally_key`), None for a batch measured alone or an unshared tally
     numbers: dict[tuple[int, int], list[int | None]] = field(default_factory=dict)
     _numbered: dict[Hashable, int] = field(default_factory=dict)
+    #: per contract (id) measured with the group: its shared clauses (:class:`_Plan`)
+    _plans: dict[int, _Plan] = field(default_factory=dict)
+    #: per :meth:`results` key: an earlier batch's results of a contract's clauses
+    _kept: dict[_Key, tuple[ClauseResult, ...]] = field(default_factory=dict)
 
     def measure(
         self,
@@ -89,6 +106,62 @@ class GroupEvaluation:
                 self.tallies[(id(c), id(v.contract))] = tallies
                 if kind.render_key is not None and kind.second_pass is None:
                     self.numbers[(id(c), id(v.contract))] = self._numbers(tallies)
+            self._plan(kinds, v.contract)
+
+    def _plan(self, kinds: dict[str, ClauseKind], contract: Contract) -> None:
+        """Keep ``contract``'s :class:`_Plan` when two or more of its clauses are numbered
+        (:attr:`numbers`)."""
+        clauses = contract.clauses
+        ats = [(id(c), id(contract)) for c in clauses]
+        shared = tuple(j for j, at in enumerate(ats) if at in self.numbers)
+        if len(shared) < 2:
+            return
+        self._plans[id(contract)] = _Plan(
+            shared=shared,
+            ats=tuple(ats[j] for j in shared),
+            own=tuple(j for j in range(len(clauses)) if j not in shared),
+            render_keys=tuple(kinds[clauses[j].kind].render_key for j in shared),  # type: ignore[misc]
+            rows=list(zip(*(self.numbers[ats[j]] for j in shared), strict=True)),
+        )
+
+    def results(
+        self, contract: Contract, facts: BatchFacts, now: datetime, evaluate: EvaluateClause
+    ) -> tuple[ClauseResult, ...]:
+        """The results of ``contract``'s clauses for batch :attr:`index` (``facts``): each
+        ``evaluate(clause, contract, facts, now, self)`` (:meth:`evaluate`, within the
+        gate's last resort).
+
+        A batch whose numbered clauses (:class:`_Plan`) all have a number and a render key
+        equal to an earlier batch's takes that batch's results of those clauses, found by
+        one key: the objects :meth:`evaluate` gives it (kept in :attr:`rendered` under
+        the clause's number and render key, and never replaced), which are kept only when
+        each is that object (not a gate error, made anew per call). Only its other clauses
+        (the extent's, each batch's own bounds) are evaluated (nine calls per event, each
+        with its own keys, were a fifth of a one-feature event's evaluation)."""
+        clauses = contract.clauses
+        plan = self._plans.get(id(contract))
+        key = None if plan is None else plan.key(contract, facts, now, self.index)
+        kept = None if key is None else self._kept.get(key)
+        if plan is None or key is None or kept is None:
+            out = tuple(evaluate(c, contract, facts, now, self) for c in clauses)
+            if plan is not None and key is not None and self._are_kept(plan, key, out):
+                self._kept[key] = out
+            return out
+        if not plan.own:
+            return kept
+        made = list(kept)
+        for j in plan.own:
+            made[j] = evaluate(clauses[j], contract, facts, now, self)
+        return tuple(made)
+
+    def _are_kept(self, plan: _Plan, key: _Key, out: tuple[ClauseResult, ...]) -> bool:
+        """Whether each of ``out``'s results of ``plan``'s numbered clauses is the one
+        :attr:`rendered` keeps for ``key``'s number and render key."""
+        _, now, reads, row = key
+        for j, at, read, number in zip(plan.shared, plan.ats, reads, row, strict=True):
+            if self.rendered.get((at, now, read, number)) is not out[j]:
+                return False
+        return True
 
     def _numbers(self, tallies: list[Tally | None]) -> list[int | None]:
         """The number of each of ``tallies`` (see :attr:`numbers`), keyed once per tally
@@ -137,6 +210,35 @@ class GroupEvaluation:
         if result is None:
             result = self.rendered[key] = kind.render(clause, contract, facts, tally, now)
         return result
+
+
+@dataclass(frozen=True)
+class _Plan:
+    """A contract's clauses measured with a group and numbered (:attr:`GroupEvaluation.
+    numbers`): their positions (``shared``), their :attr:`GroupEvaluation.rendered` keys'
+    head (``ats``), their kinds' render keys, each batch's row of their numbers; ``own``
+    the positions of the contract's other clauses."""
+
+    shared: tuple[int, ...]
+    ats: tuple[tuple[int, int], ...]
+    own: tuple[int, ...]
+    render_keys: tuple[Callable[[BatchFacts], Hashable | None], ...]
+    rows: list[tuple[int | None, ...]]
+
+    def key(self, contract: Contract, facts: BatchFacts, now: datetime, index: int) -> _Key | None:
+        """``(contract id, now, render keys, numbers)`` of batch ``index`` (``facts``), or
+        None when one of its numbered clauses has no number or render key (or its render
+        key raised: :meth:`GroupEvaluation.evaluate` meets it, as alone)."""
+        row = self.rows[index]
+        if None in row:
+            return None
+        try:
+            reads = tuple([read(facts) for read in self.render_keys])
+        except Exception:
+            return None
+        if None in reads:
+            return None
+        return id(contract), now, reads, row
 
 
 def per_segment(mask: np.ndarray, starts: np.ndarray) -> np.ndarray:

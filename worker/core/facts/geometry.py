@@ -79,6 +79,10 @@ class GeometryFacts(ParsedFacts):
     """The geometry facts of :class:`~worker.core.facts.batch.BatchFacts`: type, dimension,
     emptiness, finiteness, ring orientation and validity of each feature."""
 
+    def _known(self, name: str) -> bool:
+        """Whether fact ``name`` is computed already (reading it is free)."""
+        return name in self.__dict__
+
     @fact
     def envelope(self) -> tuple[float, float, float, float] | None:
         """The total bounds of :attr:`geometries` taken from the reader's coordinate arrays
@@ -148,7 +152,7 @@ class GeometryFacts(ParsedFacts):
         """bool (N,): the geometry exists and is empty."""
         if self._points_xy is not None:
             return self._all(False)
-        if "_geos_valid" not in self.__dict__:
+        if not self._known("_geos_valid"):
             return np.asarray(shapely.is_empty(self.geometries), dtype=bool) & self.parsed
         # a GEOS-valid geometry has finite x and y (IsValidOp: "Invalid Coordinate"), so
         # its envelope is NaN exactly when it is empty; the others are asked (the extent
@@ -175,7 +179,7 @@ class GeometryFacts(ParsedFacts):
         if self._points_xy is not None:
             return self._all(False)
         geoms = self.raw_geometries
-        if "_geos_valid" not in self.__dict__:
+        if not self._known("_geos_valid"):
             return nonfinite_mask(geoms, self.has_z, self.has_m)
         out = np.zeros(self.count, dtype=bool)
         suspects = np.flatnonzero(~self._geos_valid | self.has_z | self.has_m)

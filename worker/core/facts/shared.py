@@ -6,7 +6,8 @@ use, reprojection): about 30% of routing such an event. :class:`SharedFacts` bui
 :class:`~worker.core.facts.batch.BatchFacts` over the features of a group of batches
 whose facts may be computed together (:func:`group_key`: the same geometry metadata, no
 reader errors, no points fast path), and hands each batch its own ``BatchFacts`` with the
-per-feature facts already in place, cut from the group's arrays (:meth:`SharedFacts.prime`).
+per-feature facts the group computed cut from its arrays on their first read
+(:meth:`SharedFacts.prime`, :class:`PrimedFacts`).
 
 Only facts that are one value per feature, computed from that feature and the batch's
 shared metadata alone, are cut (:data:`PER_FEATURE`); whole-batch facts (the feature
@@ -18,6 +19,7 @@ compute alone (``tests/core/test_shared_facts.py`` compares them fact by fact).
 
 from __future__ import annotations
 
+import inspect
 import itertools
 from collections.abc import Hashable, Sequence
 from dataclasses import replace
@@ -32,8 +34,8 @@ from worker.core.facts.wkb_header import POINT_WKB_BYTES
 from worker.core.model import Batch
 
 __all__ = [
-    "PER_FEATURE", "Computed", "SharedFacts", "columns_key", "computed", "group_attributes",
-    "group_key",
+    "PER_FEATURE", "Computed", "PrimedFacts", "SharedFacts", "columns_key", "computed",
+    "group_attributes", "group_key",
 ]  # fmt: skip
 
 #: Facts holding one array entry per feature (first axis), cut per batch.
@@ -57,8 +59,6 @@ _NO_ATTRIBUTES = pa.table({})
 _ATTRIBUTES = "_group_attributes"
 #: Where :func:`columns_key` is kept (in a batch's facts' ``__dict__``).
 _COLUMNS = "_columns_key"
-#: The group's facts cut per batch (:meth:`SharedFacts._cut_all`).
-_Cuts = tuple[list[dict[str, Any]], dict[str, list[dict[int, Any]]], list[Any]]
 
 
 def group_key(batch: Batch) -> Hashable | None:
@@ -118,7 +118,11 @@ class SharedFacts:
         # the group has as many features as the points fast path takes, its batches not:
         # the group computes their way (the same values, the same path)
         self.facts.__dict__.update(_points_xy=None, _mixed=None)
-        self._cuts: _Cuts | None = None  # made by the first prime
+        self._size = _one_size(self.starts)
+        self._have: dict[str, Any] | None = None  # the group's facts, at the first prime
+        self._common: dict[str, Any] = {}
+        self._reprojections: list[tuple[Any, list[Any], list[Any]]] = []
+        self._cuts: dict[str, list[Any] | None] = {}  # per fact, made by its first read
 
     def compute(self, like: BatchFacts | Computed) -> None:
         """Compute over the group the shareable facts ``like`` (a batch's facts, evaluated
@@ -138,55 +142,90 @@ class SharedFacts:
                 self.facts._reprojected.pop(id(dst), None)
 
     def prime(self, i: int, facts: BatchFacts) -> BatchFacts:
-        """``facts`` (of batch ``i``) with the group's computed facts cut to its features;
-        returns it.
+        """``facts`` (of batch ``i``), made to read the group's computed facts cut to its
+        features (a :class:`PrimedFacts`); returns it.
 
-        The per-feature arrays are views of the group's (the batches' rows do not overlap,
-        and no fact or clause writes into a fact array it did not make: a copy per array
-        per batch was 9% of routing a one-feature event), cut for every batch at once on
-        the first call (:func:`_views`); the ``{feature index: value}`` facts are split
-        per batch once as well, each batch its own dicts."""
-        cuts = self._cuts
-        if cuts is None:
-            cuts = self._cuts = self._cut_all()
+        The facts of the group's metadata (:data:`SHARED`, the columns' key) and the
+        reprojections are set at once; each per-feature fact is cut on its first read by
+        any batch, for every batch at once (:meth:`cut`: a one-feature event reads three
+        of the 25 facts a group computes, and cutting every one per batch was a tenth of
+        its evaluation). The cuts are views of the group's arrays (the batches' rows do
+        not overlap, and no fact or clause writes into a fact array it did not make: a
+        copy per array per batch was 9% of routing a one-feature event); the
+        ``{feature index: value}`` facts are split per batch, each batch its own dicts.
+        What the group computed is taken at the first prime (nothing computes the
+        group's facts after it)."""
+        if self._have is None:  # the first prime: what the group computed, and its cuts
+            self._have = have = dict(self.facts.__dict__)
+            common = {n: have[n] for n in SHARED if n in have}
+            if have.get(_ATTRIBUTES) is not None:  # every batch's table has the group's
+                common[_COLUMNS] = columns_key(self.facts)
+            self._common = common
+            starts, size = self.starts, self._size
+            self._reprojections = [
+                (dst, _views(geoms, starts, size), _views(usable, starts, size))
+                for dst, geoms, usable in self.facts._reprojected.values()
+            ]
         own = facts.__dict__
-        own.update(_points_xy=None, _mixed=None)
-        own.update(cuts[0][i])
-        own.update((n, d[i]) for n, d in cuts[1].items())
-        for dst, geoms, usable in cuts[2]:
+        own.update(self._common, _points_xy=None, _mixed=None, _group_cut=(self, i))
+        for dst, geoms, usable in self._reprojections:
             facts._reprojected[id(dst)] = (dst, geoms[i], usable[i])
+        facts.__class__ = PrimedFacts  # its per-feature facts read the cuts (same layout)
         return facts
 
-    def _cut_all(self) -> _Cuts:
-        """The group's computed facts cut per batch: ``(per batch {name: value}, {dict fact:
-        per batch dict}, [(CRS, per batch geometries, per batch usable)] of the
-        reprojections)``."""
-        have, starts = self.facts.__dict__, self.starts
-        size = _one_size(starts)
-        names = [n for n in PER_FEATURE if n in have]
-        columns: list[list[Any]] = [_views(have[n], starts, size) for n in names]
-        if "_headers" in have:  # a tuple of arrays, cut array by array
-            names.append("_headers")
-            columns.append(
-                list(zip(*(_views(h, starts, size) for h in have["_headers"]), strict=True))
-            )
-        if "raw_geometries" in have:
-            names.append("raw_geometries")
-            same = have["raw_geometries"] is have.get("_strict")  # then the same objects
-            columns.append(columns[names.index("_strict")] if same
-                           else _views(have["raw_geometries"], starts, size))  # fmt: skip
-        names += [n for n in SHARED if n in have]
-        columns += [[have[n]] * (len(starts) - 1) for n in SHARED if n in have]
-        if have.get(_ATTRIBUTES) is not None:  # every batch's table has the group's schema
-            names.append(_COLUMNS)
-            columns.append([columns_key(self.facts)] * (len(starts) - 1))
-        per_batch = [dict(zip(names, row, strict=True)) for row in zip(*columns, strict=True)]
-        if not names:
-            per_batch = [{} for _ in range(len(starts) - 1)]
-        dicts = {n: _split(have[n], starts) for n in PER_FEATURE_DICTS if n in have}
-        reprojected = [(dst, _views(geoms, starts, size), _views(usable, starts, size))
-                       for dst, geoms, usable in self.facts._reprojected.values()]  # fmt: skip
-        return per_batch, dicts, reprojected
+    def cut(self, name: str) -> list[Any] | None:
+        """The per-feature fact ``name`` the group computed (at the first :meth:`prime`),
+        cut per batch (a view, or a tuple of views, each; a dict fact split), made on the
+        first call; None when the group did not compute it."""
+        if name in self._cuts:
+            return self._cuts[name]
+        have, starts, size = self._have or {}, self.starts, self._size
+        column: list[Any] | None
+        if name not in have:
+            column = None
+        elif name in PER_FEATURE_DICTS:
+            column = _split(have[name], starts)
+        elif name == "_headers":  # a tuple of arrays, cut array by array
+            column = list(zip(*(_views(h, starts, size) for h in have[name]), strict=True))
+        elif name == "raw_geometries" and have[name] is have.get("_strict"):
+            column = self.cut("_strict")  # the same objects
+        else:
+            column = _views(have[name], starts, size)
+        self._cuts[name] = column
+        return column
+
+
+class PrimedFacts(BatchFacts):
+    """The facts of batch ``i`` of a :class:`SharedFacts` group (:meth:`SharedFacts.prime`):
+    a per-feature fact (:data:`PER_FEATURE`, the parse's, the ``{feature index: value}``
+    ones) is the group's cut to the batch when the group computed it, else the batch's own,
+    computed as :class:`BatchFacts` computes it; every other fact is the batch's own."""
+
+    def _known(self, name: str) -> bool:
+        """Whether fact ``name`` is computed, here or for the group: reading it is free."""
+        at = self.__dict__.get("_group_cut")
+        return name in self.__dict__ or (at is not None and name in (at[0]._have or {}))
+
+
+class _Cut:
+    """A per-feature fact of :class:`PrimedFacts` (see there), kept on first read."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.own = inspect.getattr_static(BatchFacts, name).func  # the batch's own way
+
+    def __get__(self, facts: Any, owner: type | None = None) -> Any:
+        if facts is None:
+            return self
+        at = facts.__dict__.get("_group_cut")  # (none in facts made as type(facts)(batch))
+        column = None if at is None else at[0].cut(self.name)
+        value = self.own(facts) if column is None else column[at[1]]
+        facts.__dict__[self.name] = value
+        return value
+
+
+for _name in (*PER_FEATURE, *_PARSE, *PER_FEATURE_DICTS):
+    setattr(PrimedFacts, _name, _Cut(_name))
 
 
 #: The shareable facts a batch computed (names, in computing order) and the CRSs it
