@@ -390,7 +390,8 @@ def encode_evaluation(
         return _write(EVALUATION_RECORD, record, f"EvaluationRecord {batch_id}", ContractGateError)
 
 
-_EVALUATION_PARTS = RecordParts(EVALUATION_RECORD, "clauses", repeated=avro.EVALUATION_REPEATED)
+_EVALUATION_PARTS = RecordParts(EVALUATION_RECORD, "clauses", repeated=avro.EVALUATION_REPEATED,
+                                item_repeated=avro.CLAUSE_REPEATED)  # fmt: skip
 
 
 @identity_memo(maxsize=256, per_thread=True)  # one result object for a group's events
