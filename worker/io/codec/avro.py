@@ -17,7 +17,7 @@ from __future__ import annotations
 import io
 import json
 import operator
-from collections.abc import Collection, Hashable, Mapping, Sequence
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from datetime import datetime, timezone
 from io import BytesIO
 from typing import Any
@@ -149,7 +149,7 @@ class RecordParts:
         consecutive repeated ones as one run kept per values (:class:`_Run`).
     item_repeated : collection of str, optional
         The same for the fields of the array's items, records (a clause entry's, all but
-        ``measured``).
+        ``measured``). Items shared between records are encoded once (:meth:`items`).
     """
 
     def __init__(
@@ -178,6 +178,7 @@ class RecordParts:
         items = referenced(array["items"], set())
         self._item = fastavro.parse_schema(items, dict(named))
         self._counts: dict[int, bytes] = {}
+        self.kept_items: dict[int, tuple[Any, bytes]] = {}
         self._item_runs: list[_Run] | None = None
         if item_repeated:
             fields = items.get("fields") if isinstance(items, dict) else None
@@ -190,6 +191,22 @@ class RecordParts:
         if runs is None:
             return _encoded(self._item, value)
         return b"".join([r.encoded(value) for r in runs])
+
+    def items(self, values: Sequence[Any], entry: Callable[[Any], Any]) -> list[bytes]:
+        """:meth:`item` of ``entry(v)`` for each of ``values``, in order, each object's
+        encoded once: kept in :attr:`kept_items` by ``id`` (at most
+        :data:`MOST_KEPT_ITEMS`), used only for the very object it was made from. Threads
+        may share it (each dict operation is atomic: a race at worst encodes twice)."""
+        kept, out = self.kept_items, []
+        for v in values:
+            hit = kept.get(id(v))
+            if hit is None or hit[0] is not v:
+                hit = (v, self.item(entry(v)))
+                if len(kept) >= MOST_KEPT_ITEMS:
+                    kept.clear()
+                kept[id(v)] = hit
+            out.append(hit[1])
+        return out
 
     def write(self, record: Mapping[str, Any], items: Sequence[bytes]) -> bytes:
         """The bytes of ``record`` (the array field's value is not read) whose array holds
@@ -217,6 +234,8 @@ def _encoded(schema: Any, value: Any) -> bytes:
     return out.getvalue()
 
 
+#: The most items :meth:`RecordParts.items` keeps.
+MOST_KEPT_ITEMS = 1024
 #: The most values of one run whose encodings a :class:`RecordParts` keeps.
 _MOST_KEPT = 256
 #: Types whose equal values of one type fastavro encodes alike (not float: -0.0 == 0.0).
