@@ -22,7 +22,7 @@ from worker.core.clauses import KINDS
 from worker.core.evaluate import evaluate
 from worker.core.evaluate_group import evaluate_group
 from worker.io.codec import avro, encode_evaluation
-from worker.io.codec.avro import RecordParts
+from worker.io.codec.avro import RecordParts, _encoded
 from worker.io.codec.events import _clause_entry
 
 #: every record schema of the codec
@@ -81,6 +81,68 @@ def test_parts_with_repeated_fields_kept_are_the_whole_records_bytes(name: str, 
     for record in [*records, *records, *mixed]:
         items = [parts.item(v) for v in record[field]]
         assert parts.write(record, items) == _whole(schema, record), (name, field, record)
+
+
+def _item_fields(schema: Any, field: str) -> list[str]:
+    items = next(f for f in schema["fields"] if f["name"] == field)["type"]["items"]
+    return [f["name"] for f in items["fields"]] if isinstance(items, dict) else []
+
+
+#: the array fields whose items are records (their fields can be encoded in runs)
+RECORD_ITEMS = [(name, field) for name, field in ARRAYS if _item_fields(SCHEMAS[name], field)]
+
+
+@pytest.mark.parametrize(("name", "field"), RECORD_ITEMS)
+@pytest.mark.parametrize("pattern", ["every other", "all but the first", "all"])
+def test_items_in_runs_are_the_whole_records_bytes(name: str, field: str, pattern: str) -> None:
+    """Items encoded in runs of their fields (repeated ones kept per values, the others
+    alone), with the record's own fields in runs too: written twice (the second time
+    from kept encodings) and with item fields from other items mixed in, the bytes are
+    fastavro's whole-record bytes."""
+    schema = SCHEMAS[name]
+    fields = _item_fields(schema, field)
+    kept = {"every other": fields[::2], "all but the first": fields[1:], "all": fields}[pattern]
+    others = [f["name"] for f in schema["fields"] if f["name"] != field]
+    parts = RecordParts(schema, field, repeated=others[1::2], item_repeated=kept)
+    random.seed(f"{name}.{field}.items.{pattern}")
+    records = list(fastavro.utils.generate_many(schema, 30))
+    pool = [item for r in records for item in r[field]]
+    mixed = [
+        {**r, field: [{**a, **{n: b[n] for n in fields[1::2]}} for a, b in zip(r[field], pool)]}  # noqa: B905
+        for r in records
+    ]
+    assert sum(len(r[field]) for r in records) > 30
+    for record in [*records, *records, *mixed]:
+        items = [parts.item(v) for v in record[field]]
+        assert parts.write(record, items) == _whole(schema, record), (name, field, record)
+
+
+def test_runs_of_a_clause_entry_are_kept_per_values(monkeypatch: pytest.MonkeyPatch) -> None:
+    """A clause entry's fields besides ``measured`` are kept: a second entry differing in
+    ``measured`` alone costs fastavro one call, and its bytes are the whole item's."""
+    parts = RecordParts(avro.EVALUATION_RECORD, "clauses", item_repeated=avro.CLAUSE_REPEATED)
+    entry = {"name": "extent", "kind": "extent", "result": "pass", "on_break": "halt",
+             "measured": '{"bounds": [1.0, 2.0]}', "expected": None, "message": "ok"}  # fmt: skip
+    clauses = next(f for f in avro.EVALUATION_RECORD["fields"] if f["name"] == "clauses")
+    item_schema = clauses["type"]["items"]
+    assert parts.item(entry) == _whole(item_schema, entry)
+    calls = _counted(monkeypatch)
+    other = {**entry, "measured": '{"bounds": [5.0, 6.0]}'}
+    assert parts.item(other) == _whole(item_schema, other)
+    assert calls == [other["measured"]]
+
+
+def _counted(monkeypatch: pytest.MonkeyPatch) -> list[Any]:
+    """The values fastavro is asked to encode by RecordParts from now on."""
+    calls: list[Any] = []
+    real = _encoded
+
+    def counting(schema: Any, value: Any) -> bytes:
+        calls.append(value)
+        return real(schema, value)
+
+    monkeypatch.setattr(avro, "_encoded", counting)
+    return calls
 
 
 def test_kept_values_are_told_apart_by_type_and_sign() -> None:
@@ -145,3 +207,22 @@ def test_evaluation_records_of_every_clause_kind_are_fastavros_bytes(grouped: bo
 
 def _active() -> Any:
     return active(EVERYTHING)
+
+
+def test_a_run_whose_one_field_is_new_encodes_that_field_alone(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    """Each batch's own data time (a run of repeated fields missed) costs fastavro one
+    call for it, the run's other fields kept per value: with the batch id and offset,
+    three calls a record; the bytes are the whole record's."""
+    parts = RecordParts(avro.EVALUATION_RECORD, "clauses", repeated=avro.EVALUATION_REPEATED)
+    base = {"batch_id": "b0", "layer": "l", "version": "v1.0", "mode": "enforcing",
+            "passed": True, "evaluated_at": NOW, "data_time": NOW, "source_topic": "t",
+            "source_partition": 2, "source_offset": 7, "diagnoses": [], "clauses": []}  # fmt: skip
+    assert parts.write(base, []) == _whole(avro.EVALUATION_RECORD, base)
+    calls = _counted(monkeypatch)
+    for i in range(1, 4):
+        record = {**base, "batch_id": f"b{i}", "source_offset": 7 + i,
+                  "data_time": NOW - timedelta(minutes=i)}  # fmt: skip
+        assert parts.write(record, []) == _whole(avro.EVALUATION_RECORD, record)
+    assert len(calls) == 9 and calls[:3] == ["b1", NOW - timedelta(minutes=1), 8], calls

@@ -63,3 +63,52 @@ def test_the_snapshot_is_the_entries_formatted_per_event() -> None:
     assert entries[1]["broken"] == [] and entries[1]["reasons"]  # undecodable: no clause
     assert counts["admin_boundaries"]["admitted"] == 2
     assert sum(itertools.chain.from_iterable(c.values() for c in counts.values())) == 4
+
+
+def _routed() -> list[Outcome]:
+    stale = replace(WORLD, batch_id="stale", data_time=NOW - timedelta(days=2))
+    one = [codec.encode_batch(WORLD), codec.encode_batch(stale), b"\x00not avro"]
+    return [go(one[i % 3]) for i in range(7)]
+
+
+def _ticking() -> Any:
+    ticks = itertools.count()
+    base = datetime(2026, 12, 4, 15, tzinfo=timezone.utc)
+    return lambda: base + timedelta(seconds=next(ticks))
+
+
+def test_many_keeps_what_the_calls_for_each_outcome_keep() -> None:
+    """A run's outcomes at once (``many``) leave the entries and counts of one call per
+    outcome, runs shorter and longer than the log; each kept entry's time is its own
+    read, in order (only the entries kept are built, so fewer reads)."""
+    outcomes = _routed()
+    for maxlen in (2, 5, 7, 20):
+        one_by_one = DecisionLog(maxlen=maxlen, clock=_ticking())
+        at_once = DecisionLog(maxlen=maxlen, clock=_ticking())
+        for run in (outcomes[:3], outcomes[3:], outcomes):
+            for outcome in run:
+                one_by_one(outcome)
+            at_once.many(run)
+        (want, want_counts), (got, got_counts) = one_by_one.snapshot(), at_once.snapshot()
+        assert got_counts == want_counts and sum(got_counts["admin_boundaries"].values()) == 14
+        assert [{**e, "time": None} for e in got] == [{**e, "time": None} for e in want]
+        assert len(got) == min(maxlen, 14)
+        times = [e["time"] for e in got]
+        assert times == sorted(times, reverse=True) and len(set(times)) == len(times)
+
+
+def test_report_decisions_and_fan_out_give_a_run_at_once() -> None:
+    """``report_decisions`` hands a run to ``on_outcome.many`` when there is one;
+    ``fan_out`` passes it on to each callback, at once or one outcome at a time."""
+    from worker.core.lifecycle.registry import RecordingRegistry
+    from worker.gate.housekeeping import NullInstruments, report_decisions
+    from worker.ops.operator import fan_out
+
+    outcomes = _routed()
+    log, alone, seen = DecisionLog(clock=_ticking()), DecisionLog(clock=_ticking()), []
+    report_decisions(NullInstruments(), RecordingRegistry(), outcomes, fan_out(log, seen.append))
+    for outcome in outcomes:
+        alone(outcome)
+    assert seen == outcomes
+    assert log.snapshot()[1] == alone.snapshot()[1]
+    assert [e["batch_id"] for e in log.snapshot()[0]] == [o.batch_id for o in outcomes][::-1]

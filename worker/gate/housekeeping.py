@@ -304,7 +304,10 @@ def report_decisions(
     on_outcome: Callable[[Outcome], None] | None,
 ) -> None:
     """The decisions of a committed run: recorded in one ``record_decisions`` call (with
-    the objectives of the versions evaluated), then ``on_outcome`` for each."""
+    the objectives of the versions evaluated), then ``on_outcome`` for each; or, when
+    ``on_outcome`` has a ``many`` method (:class:`worker.ops.decision_log.DecisionLog`,
+    :func:`worker.ops.operator.fan_out`), ``on_outcome.many(outcomes)`` once, which must
+    do what the calls for each would."""
     objectives: dict[str, dict[str, float]] = {}
     for outcome in outcomes:
         # the versions route() evaluated: config updates are applied only at step start
@@ -315,9 +318,14 @@ def report_decisions(
     metrics.record_decisions(
         (o.layer_label, o.decision, o.duration_s, objectives[o.layer or ""]) for o in outcomes
     )
-    if on_outcome is not None:
-        for outcome in outcomes:
-            on_outcome(outcome)
+    if on_outcome is None:
+        return
+    many = getattr(on_outcome, "many", None)
+    if many is not None:
+        many(outcomes)
+        return
+    for outcome in outcomes:
+        on_outcome(outcome)
 
 
 def log_batch(decided: list[Outcome], transactions: int, started: float) -> None:

@@ -55,13 +55,32 @@ class Kept:
 
 
 def fan_out(*callbacks: Callable[[Outcome], None]) -> Callable[[Outcome], None]:
-    """One ``on_outcome`` calling each of ``callbacks`` in order."""
+    """One ``on_outcome`` calling each of ``callbacks`` in order; its ``many(outcomes)``
+    (:func:`worker.gate.housekeeping.report_decisions`) gives each callback the outcomes
+    of a run, at once through the callback's own ``many`` when it has one."""
+    return _FanOut(callbacks)
 
-    def call(outcome: Outcome) -> None:
-        for cb in callbacks:
+
+class _FanOut:
+    """:func:`fan_out`'s callable."""
+
+    def __init__(self, callbacks: tuple[Callable[[Outcome], None], ...]) -> None:
+        self._callbacks = callbacks
+
+    def __call__(self, outcome: Outcome) -> None:
+        for cb in self._callbacks:
             cb(outcome)
 
-    return call
+    def many(self, outcomes: Sequence[Outcome]) -> None:
+        """Each callback's :meth:`__call__` of every outcome, in order (its ``many``
+        when it has one)."""
+        for cb in self._callbacks:
+            many = getattr(cb, "many", None)
+            if many is not None:
+                many(outcomes)
+            else:
+                for outcome in outcomes:
+                    cb(outcome)
 
 
 def _broken(record: dict[str, Any]) -> list[dict[str, str]]:

@@ -1,79 +1,56 @@
 """Avro plumbing shared by every record kind: the parsed schemas and checked read/write.
 
-Schemas (namespace ``gis.contract``; docs/design.md section 6) are read from ``schemas/*.avsc`` and
-parsed once at import. :func:`_read` raises :class:`worker.core.errors.DecodeError` with a
-specific reason on any failure (truncated bytes, trailing bytes, invalid enum or union index,
-non-UTF-8 text); no other exception escapes.
+Schemas (namespace ``gis.contract``; docs/design.md section 6) are parsed once at import
+(:mod:`worker.io.codec.subschemas`). :func:`_read` raises :class:`worker.core.errors.DecodeError`
+with a specific reason on any failure (truncated bytes, trailing bytes, invalid enum or union
+index, non-UTF-8 text); no other exception escapes.
 
-:class:`RecordParts`: a record's bytes assembled from fastavro-encoded parts. Avro's
-binary encoding of a record is the concatenation of its fields' encodings, in the
-schema's order, and fastavro writes an array as one block: the item count (a ``long``),
-the items, then a ``long`` 0 (an empty array is the 0 alone). The fields before and
-after one array field are each encoded by fastavro with a record schema of those fields
-(or, given ``repeated`` fields, each field alone with its type, a repeated one kept per
-value), the items with the item schema, the count and the terminator as ``long``: every
-byte is fastavro's. Items shared between records (the clause entries of a poll batch's
-passing events) are encoded once, and so are the fields a poll batch's evaluation
-records share (layer, version, evaluation time). A test compares the assembled bytes
-with the whole-record encoding on every record kind and generated values
-(``tests/io/test_record_parts.py``).
+:class:`RecordParts`: a record's bytes assembled from fastavro-encoded parts. Avro's binary
+encoding of a record is its fields' encodings one after the other, and fastavro writes an
+array as one block: the item count (a ``long``), the items, then a ``long`` 0 (an empty
+array is the 0 alone). Every byte is fastavro's: ``tests/io/test_record_parts.py`` compares
+the assembled bytes with the whole record's, on every record kind and generated values.
 """
 
 from __future__ import annotations
 
 import io
 import json
-from collections.abc import Collection, Hashable, Mapping, Sequence
+import operator
+from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from datetime import datetime, timezone
-from importlib import resources
+from io import BytesIO
 from typing import Any
 
 import fastavro
 import fastavro.validation
+from fastavro import schemaless_writer
 
 from worker.core.errors import DecodeError
 from worker.io.codec.read_errors import read_error
-from worker.io.codec.subschemas import referenced, sub_record
-
-
-def _schema_without(name: str, fields: tuple[str, ...]) -> Any:
-    doc = json.loads(resources.files("worker").joinpath(f"schemas/{name}.avsc").read_text("utf-8"))
-    doc["fields"] = [f for f in doc["fields"] if f["name"] not in fields]
-    return fastavro.parse_schema(doc)
-
-
-def _schema(name: str) -> Any:
-    text = resources.files("worker").joinpath(f"schemas/{name}.avsc").read_text("utf-8")
-    return fastavro.parse_schema(json.loads(text))
-
-
-BATCH_ARRIVAL = _schema("batch_arrival")
-#: BatchArrival without the trailing ``edges``, ``orientation`` and ``feature_ids`` fields:
-#: what producers wrote before them, and what the gate still writes when they hold their
-#: defaults (so readers with the earlier schema keep reading every planar batch byte for
-#: byte).
-BATCH_ARRIVAL_PLANAR = _schema_without("batch_arrival", ("edges", "orientation", "feature_ids"))
-#: BatchArrival without the trailing ``feature_ids``: events that carry edges/orientation
-#: and no feature ids (written so since those two fields exist).
-BATCH_ARRIVAL_EDGES = _schema_without("batch_arrival", ("feature_ids",))
-QUARANTINE_RECORD = _schema("quarantine_record")
-CONTRACT_RECORD = _schema("contract_record")
-#: ContractRecord without the trailing ``supersedes`` field: what publishers wrote before
-#: it, and what is still written when it is empty (records keep their earlier bytes).
-CONTRACT_RECORD_PLAIN = _schema_without(
-    "contract_record", ("supersedes", "record_kind", "builds_on")
+from worker.io.codec.subschemas import (
+    BATCH_ARRIVAL,
+    BATCH_ARRIVAL_EDGES,
+    BATCH_ARRIVAL_PLANAR,
+    CLAUSE_REPEATED,
+    CONSUMER_DECLARATION,
+    CONTRACT_RECORD,
+    CONTRACT_RECORD_PLAIN,
+    CONTRACT_RECORD_SUPERSEDES,
+    EVALUATION_RECORD,
+    EVALUATION_REPEATED,
+    QUARANTINE_RECORD,
+    check_repeated,
+    referenced,
+    run_schemas,
 )
-#: ContractRecord up to ``supersedes``: records written before the compaction-proof
-#: history (issue 30) that supersede earlier revisions.
-CONTRACT_RECORD_SUPERSEDES = _schema_without("contract_record", ("record_kind", "builds_on"))
-EVALUATION_RECORD = _schema("evaluation_record")
-#: The EvaluationRecord fields whose values repeat within a poll batch, kept per value by
-#: :class:`RecordParts` (the batch id and source offset change from record to record).
-EVALUATION_REPEATED = (
-    "layer", "version", "mode", "passed", "evaluated_at", "data_time", "source_topic",
-    "diagnoses",
-)  # fmt: skip
-CONSUMER_DECLARATION = _schema("consumer_declaration")
+
+__all__ = [
+    "BATCH_ARRIVAL", "BATCH_ARRIVAL_EDGES", "BATCH_ARRIVAL_PLANAR", "CLAUSE_REPEATED",
+    "CONSUMER_DECLARATION", "CONTRACT_RECORD", "CONTRACT_RECORD_PLAIN",
+    "CONTRACT_RECORD_SUPERSEDES", "EVALUATION_RECORD", "EVALUATION_REPEATED",
+    "QUARANTINE_RECORD", "RecordParts",
+]  # fmt: skip
 
 
 def _write(
@@ -86,12 +63,10 @@ def _write(
 ) -> bytes:
     """Encode ``record``; raise ``error`` naming the field when it does not fit ``schema``.
 
-    fastavro's writer refuses a value of the wrong type, a missing required field and an
-    unmatched union branch by itself, so the record is written first and validated (for a
-    message that names the field) only when the write fails, or when ``validate_writes``
-    is on (the test suite sets it, so every record kind written there is also validated).
-    The ``unchecked`` fields are checked by the caller. Validating every record before
-    writing it cost about a quarter of the per-event time of one-feature batches.
+    fastavro's writer refuses a value that does not fit by itself, so the record is
+    validated (for a message naming the field) only when the write fails, or when
+    ``validate_writes`` is on (the test suite's); the ``unchecked`` fields are the
+    caller's. Validating every record cost a quarter of a one-feature batch's time.
     """
     out = io.BytesIO()
     try:
@@ -158,8 +133,6 @@ def _unjson(text: str | None, what: str) -> Any:
 
 
 # -- a record assembled from parts ----------------------------------------------------
-
-
 class RecordParts:
     """A record's Avro bytes assembled from fastavro-encoded parts (see the module
     docstring): one record schema split around its array field ``field``.
@@ -167,21 +140,25 @@ class RecordParts:
     Parameters
     ----------
     schema : dict
-        A record schema parsed by :func:`fastavro.parse_schema` (named types as it keeps
-        them: defined once, referenced by full name after).
+        A record schema parsed by :func:`fastavro.parse_schema`.
     field : str
         The name of a field of ``schema`` of type array (else :class:`ValueError`).
     repeated : collection of str, optional
-        Fields whose values repeat from record to record (those of a poll batch's
-        evaluation records: the layer, the version, the evaluation time): then every other
-        field is encoded by fastavro on its own, with its type, and these are kept per
-        value (:class:`_Field`); a name that is not another field's is a
-        :class:`ValueError`. Default: the fields before and after the array are encoded
-        as two records.
+        Fields whose values repeat from record to record (a poll batch's evaluation
+        records' layer, version, evaluation time...): the others are encoded one by one,
+        consecutive repeated ones as one run kept per values (:class:`_Run`).
+    item_repeated : collection of str, optional
+        The same for the fields of the array's items, records (a clause entry's, all but
+        ``measured``). Items shared between records are encoded once (:meth:`items`).
     """
 
     def __init__(
-        self, schema: Mapping[str, Any], field: str, *, repeated: Collection[str] = ()
+        self,
+        schema: Mapping[str, Any],
+        field: str,
+        *,
+        repeated: Collection[str] = (),
+        item_repeated: Collection[str] = (),
     ) -> None:
         names = [f["name"] for f in schema["fields"]]
         if field not in names:
@@ -192,43 +169,54 @@ class RecordParts:
             raise ValueError(f"field {field!r} of {schema.get('name')} is not an array")
         named = dict(schema.get("__named_schemas", {}))
         self.field = field
-        self._before = sub_record(schema, schema["fields"][:k], "before", named)
-        self._after = sub_record(schema, schema["fields"][k + 1 :], "after", named)
-        self._names = (names[:k], names[k + 1 :])
-        self._item = fastavro.parse_schema(referenced(array["items"], set()), dict(named))
+        fields = schema["fields"]
+        check_repeated(fields[:k] + fields[k + 1 :], repeated, schema.get("name"))
+        self._runs = (
+            [_Run(*r) for r in run_schemas(fields[:k], repeated, named)],
+            [_Run(*r) for r in run_schemas(fields[k + 1 :], repeated, named)],
+        )
+        items = referenced(array["items"], set())
+        self._item = fastavro.parse_schema(items, dict(named))
         self._counts: dict[int, bytes] = {}
-        self._fields: tuple[list[_Field], list[_Field]] | None = None
-        if repeated:
-            unknown = set(repeated) - set(names) | {field} & set(repeated)
-            if unknown:
-                raise ValueError(f"{schema.get('name')}: no repeated field {sorted(unknown)}")
-            fields = [_Field(f, f["name"] in repeated, named) for f in schema["fields"]]
-            self._fields = (fields[:k], fields[k + 1 :])
+        self.kept_items: dict[int, tuple[Any, bytes]] = {}
+        self._item_runs: list[_Run] | None = None
+        if item_repeated:
+            fields = items.get("fields") if isinstance(items, dict) else None
+            check_repeated(fields, item_repeated, f"the items of {field!r}")
+            self._item_runs = [_Run(*r) for r in run_schemas(items["fields"], item_repeated, named)]
 
     def item(self, value: Any) -> bytes:
         """fastavro's encoding of one item of the array (raises what fastavro raises)."""
-        return _encoded(self._item, value)
+        runs = self._item_runs
+        if runs is None:
+            return _encoded(self._item, value)
+        return b"".join([r.encoded(value) for r in runs])
+
+    def items(self, values: Sequence[Any], entry: Callable[[Any], Any]) -> list[bytes]:
+        """:meth:`item` of ``entry(v)`` for each of ``values``, in order, each object's
+        encoded once: kept in :attr:`kept_items` by ``id`` (at most
+        :data:`MOST_KEPT_ITEMS`), used only for the very object it was made from. Threads
+        may share it (each dict operation is atomic: a race at worst encodes twice)."""
+        kept, out = self.kept_items, []
+        for v in values:
+            hit = kept.get(id(v))
+            if hit is None or hit[0] is not v:
+                hit = (v, self.item(entry(v)))
+                if len(kept) >= MOST_KEPT_ITEMS:
+                    kept.clear()
+                kept[id(v)] = hit
+            out.append(hit[1])
+        return out
 
     def write(self, record: Mapping[str, Any], items: Sequence[bytes]) -> bytes:
-        """The bytes of ``record`` (its other fields; the array field's value, if any, is
-        not read) whose array holds the items encoded as ``items`` (:meth:`item`), in
-        order: what :func:`fastavro.schemaless_writer` writes for the whole record."""
-        if self._fields is not None:
-            before, after = self._fields
-            head = b"".join([f.encoded(record[f.name]) for f in before])
-            tail = b"".join([f.encoded(record[f.name]) for f in after])
-        else:
-            names_before, names_after = self._names
-            head = self._run(self._before, names_before, record)
-            tail = self._run(self._after, names_after, record)
+        """The bytes of ``record`` (the array field's value is not read) whose array holds
+        ``items`` (:meth:`item`): what :func:`fastavro.schemaless_writer` writes."""
+        before, after = self._runs
+        head = [r.encoded(record) for r in before]
+        tail = [r.encoded(record) for r in after]
         if not items:
-            return b"".join((head, self._count(0), tail))
-        return b"".join((head, self._count(len(items)), *items, self._count(0), tail))
-
-    @staticmethod
-    def _run(schema: Any, names: list[str], record: Mapping[str, Any]) -> bytes:
-        """fastavro's encoding of the fields ``names`` of ``record`` (one record schema)."""
-        return _encoded(schema, {n: record[n] for n in names}) if names else b""
+            return b"".join((*head, self._count(0), *tail))
+        return b"".join((*head, self._count(len(items)), *items, self._count(0), *tail))
 
     def _count(self, n: int) -> bytes:
         """fastavro's encoding of ``n`` as a ``long`` (kept for the counts seen)."""
@@ -241,34 +229,52 @@ class RecordParts:
 
 
 def _encoded(schema: Any, value: Any) -> bytes:
-    out = io.BytesIO()
-    fastavro.schemaless_writer(out, schema, value)
+    out = BytesIO()
+    schemaless_writer(out, schema, value)
     return out.getvalue()
 
 
-#: The most values of one field whose encodings a :class:`RecordParts` keeps.
+#: The most items :meth:`RecordParts.items` keeps.
+MOST_KEPT_ITEMS = 1024
+#: The most values of one run whose encodings a :class:`RecordParts` keeps.
 _MOST_KEPT = 256
+#: Types whose equal values of one type fastavro encodes alike (not float: -0.0 == 0.0).
+_KEYABLE = frozenset((type(None), str, bool, int, bytes, datetime))
 
 
-class _Field:
-    """One field of a :class:`RecordParts`' record encoded on its own (a record's encoding
-    is its fields' one after the other): by fastavro with the field's type, and for a
-    ``repeated`` field kept per value, so a value seen before costs a dict lookup."""
+class _Run:
+    """Consecutive fields of a :class:`RecordParts`' record: one field encoded by fastavro
+    with its type; repeated fields kept per values (one dict lookup), a miss encoded field
+    by field, each kept per value (a new data time costs fastavro one call)."""
 
-    def __init__(self, field: Mapping[str, Any], repeated: bool, named: dict[str, Any]) -> None:
-        self.name: str = field["name"]
-        self._schema = fastavro.parse_schema(referenced(field["type"], set()), dict(named))
+    def __init__(self, repeated: bool, names: tuple[str, ...], types: tuple[Any, ...]) -> None:
+        self.names = names
+        self._one = len(names) == 1
+        self._values = operator.itemgetter(*names)
+        self._schema = types[0]
         self._kept: dict[Hashable, bytes] | None = {} if repeated else None
+        self._fields = [] if self._one else [_Run(True, (n,), (t,)) for n, t in zip(names, types)]  # noqa: B905
 
-    def encoded(self, value: Any) -> bytes:
-        """fastavro's encoding of ``value`` as this field's (raises what fastavro raises)."""
+    def encoded(self, record: Mapping[str, Any]) -> bytes:
+        """fastavro's encoding of this run's fields of ``record`` (raises what it raises)."""
+        return self.of_values(self._values(record))
+
+    def of_values(self, values: Any) -> bytes:
+        """fastavro's encoding of the run's ``values`` (one field: its value)."""
         kept = self._kept
         if kept is None:
-            return _encoded(self._schema, value)
-        key = _value_key(value)
+            return _encoded(self._schema, values)
+        if self._one:
+            key = _value_key(values)
+        else:  # the common case in C: values whose types key them (else _values_key)
+            types = tuple(map(type, values))
+            key = (values, types) if _KEYABLE.issuperset(types) else _values_key(values)
         out = kept.get(key) if key is not None else None
         if out is None:
-            out = _encoded(self._schema, value)
+            if self._one:
+                out = _encoded(self._schema, values)
+            else:
+                out = b"".join([f.of_values(v) for f, v in zip(self._fields, values)])  # noqa: B905
             if key is not None:
                 if len(kept) >= _MOST_KEPT:
                     kept.clear()
@@ -276,10 +282,15 @@ class _Field:
         return out
 
 
+def _values_key(values: tuple[Any, ...]) -> Hashable | None:
+    """A key equal only for tuples of values fastavro encodes alike (:func:`_value_key`)."""
+    keys = tuple(map(_value_key, values))
+    return None if None in keys else (keys, None)
+
+
 def _value_key(value: Any) -> Hashable | None:
     """A key equal only for values fastavro encodes alike: the value with its type (``1``,
-    ``1.0`` and ``True`` are equal dict keys), lists of str as tuples; None for values
-    of other kinds (encoded every time)."""
+    ``1.0`` and ``True`` are equal keys), lists of str as tuples; else None (not kept)."""
     t = type(value)
     if value is None or t in (str, bool, int, bytes, datetime):  # not float: -0.0 == 0.0
         return (t, value)

@@ -27,7 +27,6 @@ import pyarrow as pa
 
 from worker.core._util.jsonsafe import bounded_json_text
 from worker.core._util.jsonsafe import json_text as _json
-from worker.core._util.memo import identity_memo
 from worker.core._util.text import clip
 from worker.core.columns import typed_column
 from worker.core.errors import ContractGateError, DecodeError
@@ -332,9 +331,9 @@ def encode_quarantine(
     return _write(QUARANTINE_RECORD, record, "QuarantineRecord", ContractGateError)
 
 
-@identity_memo(maxsize=256, per_thread=True)  # results shared by a group's events
 def _clause_entry(c: ClauseResult) -> dict[str, Any]:
-    """The EvaluationRecord entry of one clause result, built once per result object."""
+    """The EvaluationRecord entry of one clause result (encoded once per result object:
+    :meth:`RecordParts.items`)."""
     return {
         "name": c.name,
         "kind": c.kind,
@@ -365,8 +364,10 @@ def encode_evaluation(
 
     ``diagnoses`` default to those of the verdict's broken clauses, deduplicated in order.
     """
-    if diagnoses is None:
-        diagnoses = list(dict.fromkeys(d for c in verdict.clauses if c.broke for d in c.diagnoses))
+    clauses = verdict.clauses
+    if diagnoses is None:  # (the result compared: ClauseResult.broke is a property call)
+        broken = [c.diagnoses for c in clauses if c.result == "break"]
+        diagnoses = list(dict.fromkeys(d for ds in broken for d in ds)) if broken else []
     record = {
         "batch_id": batch_id,
         "layer": verdict.layer,
@@ -380,20 +381,15 @@ def encode_evaluation(
         "source_offset": source_offset,
         "diagnoses": list(diagnoses),
     }
-    entries = [_clause_entry(c) for c in verdict.clauses] if avro.validate_writes else None
+    entries = [_clause_entry(c) for c in clauses] if avro.validate_writes else None
     try:  # the record's bytes from its parts: those of the record written whole
         if entries is not None:  # the test suite's: the whole record checked first
             _validate(EVALUATION_RECORD, {**record, "clauses": entries}, ())
-        return _EVALUATION_PARTS.write(record, [_clause_bytes(c) for c in verdict.clauses])
+        return _EVALUATION_PARTS.write(record, _EVALUATION_PARTS.items(clauses, _clause_entry))
     except Exception:  # fastavro's whole-record write names the field that does not fit
-        record["clauses"] = [_clause_entry(c) for c in verdict.clauses]
+        record["clauses"] = [_clause_entry(c) for c in clauses]
         return _write(EVALUATION_RECORD, record, f"EvaluationRecord {batch_id}", ContractGateError)
 
 
-_EVALUATION_PARTS = RecordParts(EVALUATION_RECORD, "clauses", repeated=avro.EVALUATION_REPEATED)
-
-
-@identity_memo(maxsize=256, per_thread=True)  # one result object for a group's events
-def _clause_bytes(c: ClauseResult) -> bytes:
-    """fastavro's encoding of :func:`_clause_entry` of ``c`` (raises what fastavro raises)."""
-    return _EVALUATION_PARTS.item(_clause_entry(c))
+_EVALUATION_PARTS = RecordParts(EVALUATION_RECORD, "clauses", repeated=avro.EVALUATION_REPEATED,
+                                item_repeated=avro.CLAUSE_REPEATED)  # fmt: skip
