@@ -178,7 +178,7 @@ def test_grouped_route_hands_out_a_window_in_order_and_routes_large_events_alone
     events = w.poll()
     assert len(events) == 12
     big = {id(events[4])}  # routed alone, as if over min_ahead_bytes
-    grouped = GroupedRoute(events, router, group_events=5, min_bytes=1,
+    grouped = GroupedRoute(events, router, config=GateConfig(group_events=5, min_ahead_bytes=1),
                            size=lambda m: 1 if id(m) in big else 0)  # fmt: skip
     assert not grouped.ready(events[0])
     first = grouped(events[0])  # routes the window: events 0-3 and 5 (4 is large)
@@ -219,3 +219,39 @@ def test_small_events_grouped_write_what_one_by_one_writes_for_each_kind(kind: s
     # region is far larger than one event's features
     assert len(admitted) >= 25 if kind != "coverage" else admitted == ["roads-11"]
     assert sum(1 for r in records if r[0].endswith("evaluations")) == 31
+
+
+def test_group_bytes_below_one_is_refused() -> None:
+    with pytest.raises(ValueError, match="group_bytes must be 1 or more, got 0"):
+        GateConfig(group_bytes=0)
+
+
+@pytest.mark.parametrize(
+    ("group_events", "group_bytes", "windows"),
+    [
+        (5, 10_000, [[0, 1, 2, 3, 5], [6, 7, 8, 9, 10], [11]]),  # by count (4 is large)
+        (64, 250, [[0, 1], [2, 3], [5, 6], [7, 8], [9, 10], [11]]),  # by bytes: 2 of 100 each
+        (64, 50, [[0], [1], [2], [3], [5], [6], [7], [8], [9], [10], [11]]),  # 1 at least
+    ],
+)
+def test_a_window_holds_at_most_group_events_and_group_bytes(
+    group_events: int, group_bytes: int, windows: list[list[int]]
+) -> None:
+    w = world()
+    router = Router.for_settings(w.settings, lambda layer: VERSIONS.get(layer, ()), lambda: NOW)
+    w.send(*[(0, v or b"") for v, _ in _poll_batch()[:12]])
+    events = w.poll()
+    big = {id(events[4])}  # routed alone, as if over min_ahead_bytes
+    config = GateConfig(group_events=group_events, min_ahead_bytes=1_000, group_bytes=group_bytes)
+    grouped = GroupedRoute(events, router, config=config,
+                           size=lambda m: 5_000 if id(m) in big else 100)  # fmt: skip
+    seen: list[list[int]] = []
+    for i, e in enumerate(events):
+        if i == 4:
+            continue
+        if not grouped.ready(e):  # the first of a window: routes it
+            grouped(e)
+            seen.append([j for j, f in enumerate(events) if j == i or grouped.ready(f)])
+        else:
+            grouped(e)
+    assert seen == windows

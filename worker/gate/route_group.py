@@ -12,9 +12,10 @@ events, layers without a contract, events read by reference and events of 64 fea
 more are decided alone, in place.
 
 :class:`GroupedRoute` is the schedule's ``route`` for one poll batch: asked for an event
-it routes the window of up to ``group_events`` small events from there, in one call, and
-hands their outcomes out in order. A window ends after the first event read by reference,
-so a poll batch's deadline is overrun by at most one such payload, as one by one.
+it routes the window of up to ``group_events`` small events (``group_bytes`` of values)
+from there, in one call, and hands their outcomes out in order. A window ends after the
+first event read by reference, so a poll batch's deadline is overrun by at most one such
+payload, as one by one.
 
 :class:`RouteAhead` routes the large events of a poll batch ahead on threads. Most of a
 large event's cost is GEOS, and shapely 2 releases the GIL while GEOS works (pyproj
@@ -28,7 +29,6 @@ exactly as before (:mod:`worker.gate.schedule`).
 
 from __future__ import annotations
 
-import itertools
 import time
 from collections.abc import Callable, Sequence
 from concurrent.futures import Executor, Future
@@ -38,6 +38,7 @@ from typing import Generic, TypeVar
 from worker.core.evaluate_group import evaluate_group, group_key
 from worker.core.lifecycle.read_paths import opts_in
 from worker.core.model import ActiveVersion, Batch, Decision
+from worker.gate.config import GateConfig
 from worker.gate.records import Outcome, Source
 from worker.gate.route import Decoded, Router, decide_alone, decode_source, outcome_of, refusal
 from worker.io import codec
@@ -145,9 +146,11 @@ class GroupedRoute:
     """``route`` of one poll batch's ``events`` for :func:`worker.gate.schedule.route_in_runs`,
     routing its small events in windows (:func:`route_group`).
 
-    Events of ``min_bytes`` or more (routed ahead on threads) and events not of this poll
-    batch are routed alone by ``router``, on the caller's thread (safe from several
-    threads); small events are asked for in order, from the loop's thread.
+    Events of ``config.min_ahead_bytes`` or more (``size`` of each; routed ahead on
+    threads) and events not of this poll batch are routed alone by ``router``, on the
+    caller's thread (safe from several threads); small events are asked for in order, from
+    the loop's thread. A window holds at most ``config.group_events`` small events and
+    ``config.group_bytes`` bytes of their values, at least one event.
     """
 
     def __init__(
@@ -155,14 +158,15 @@ class GroupedRoute:
         events: Sequence[MessageLike],
         router: Router,
         *,
-        group_events: int,
-        min_bytes: int,
+        config: GateConfig,
         size: Callable[[MessageLike], int],
     ) -> None:
         self._events = events
         self._router = router
-        self._most = group_events
-        self._small = [size(e) < min_bytes for e in events]
+        self._most = config.group_events
+        self._most_bytes = config.group_bytes
+        self._sizes = [size(e) for e in events]
+        self._small = [s < config.min_ahead_bytes for s in self._sizes]
         self._index = {id(e): i for i, e in enumerate(events)}
         self._done: dict[int, Outcome] = {}
 
@@ -172,13 +176,28 @@ class GroupedRoute:
             return self._router(event)
         out = self._done.pop(i, None)
         if out is None:
-            small = (j for j in range(i, len(self._events)) if self._small[j])
-            window = list(itertools.islice(small, self._most))
+            window = self._window(i)
             sources = [_source(self._events[j]) for j in window]
             outcomes = route_group(self._router, sources, now=self._router.clock())
             self._done.update(zip(window[1:], outcomes[1:], strict=False))
             out = outcomes[0]
         return out
+
+    def _window(self, i: int) -> list[int]:
+        """The small events from ``i`` on (``i`` first), at most ``group_events`` of them
+        and ``group_bytes`` of values (at least ``i``)."""
+        window: list[int] = []
+        held, sizes, small = 0, self._sizes, self._small
+        for j in range(i, len(self._events)):
+            if not small[j]:
+                continue
+            held += sizes[j]
+            if window and held > self._most_bytes:
+                break
+            window.append(j)
+            if len(window) >= self._most:
+                break
+        return window
 
     def ready(self, event: MessageLike) -> bool:
         """Whether the outcome of ``event`` is computed already (in a window routed)."""

@@ -270,8 +270,7 @@ class Schedule:
         close: Callable[[], None] = lambda: None  # noqa: E731
         # small events in windows (a lone event has nothing to share its facts with)
         if c.group_events > 1 and len(events) > 1 and isinstance(route, Router):
-            grouped = GroupedRoute(events, route, group_events=c.group_events,
-                                   min_bytes=c.min_ahead_bytes, size=event_bytes)  # fmt: skip
+            grouped = GroupedRoute(events, route, config=c, size=event_bytes)
             route, ready = grouped, grouped.ready
         # large events routed ahead, results in order (a batch without one: no wrapper)
         large = [event_bytes(e) >= c.min_ahead_bytes for e in events]
