@@ -48,6 +48,7 @@ __all__ = [
     "Instruments",
     "Liveness",
     "NullInstruments",
+    "hand_over",
     "log_batch",
     "partition_lag",
     "poll_batch",
@@ -304,10 +305,9 @@ def report_decisions(
     on_outcome: Callable[[Outcome], None] | None,
 ) -> None:
     """The decisions of a committed run: recorded in one ``record_decisions`` call (with
-    the objectives of the versions evaluated), then ``on_outcome`` for each; or, when
-    ``on_outcome`` has a ``many`` method (:class:`worker.ops.decision_log.DecisionLog`,
-    :func:`worker.ops.operator.fan_out`), ``on_outcome.many(outcomes)`` once, which must
-    do what the calls for each would."""
+    the objectives of the versions evaluated), then handed to ``on_outcome``
+    (:func:`hand_over`: at once to those with a ``many`` method,
+    :class:`worker.ops.decision_log.DecisionLog` and :func:`worker.ops.operator.fan_out`)."""
     objectives: dict[str, dict[str, float]] = {}
     for outcome in outcomes:
         # the versions route() evaluated: config updates are applied only at step start
@@ -318,8 +318,14 @@ def report_decisions(
     metrics.record_decisions(
         (o.layer_label, o.decision, o.duration_s, objectives[o.layer or ""]) for o in outcomes
     )
-    if on_outcome is None:
-        return
+    if on_outcome is not None:
+        hand_over(on_outcome, outcomes)
+
+
+def hand_over(on_outcome: Callable[[Outcome], None], outcomes: Sequence[Outcome]) -> None:
+    """``on_outcome`` of each of ``outcomes`` in order: ``on_outcome.many(outcomes)`` once
+    when it has that method (which must do what the calls for each would), else a call
+    each."""
     many = getattr(on_outcome, "many", None)
     if many is not None:
         many(outcomes)

@@ -28,6 +28,7 @@ from worker.core.lifecycle.overview import (
     Sources,
     build_overview,
 )
+from worker.gate.housekeeping import hand_over
 from worker.gate.route import Outcome
 from worker.io import codec
 from worker.io.reports.text import brief
@@ -75,12 +76,7 @@ class _FanOut:
         """Each callback's :meth:`__call__` of every outcome, in order (its ``many``
         when it has one)."""
         for cb in self._callbacks:
-            many = getattr(cb, "many", None)
-            if many is not None:
-                many(outcomes)
-            else:
-                for outcome in outcomes:
-                    cb(outcome)
+            hand_over(cb, outcomes)
 
 
 def _broken(record: dict[str, Any]) -> list[dict[str, str]]:
