@@ -179,7 +179,7 @@ def test_grouped_route_hands_out_a_window_in_order_and_routes_large_events_alone
     assert len(events) == 12
     big = {id(events[4])}  # routed alone, as if over min_ahead_bytes
     grouped = GroupedRoute(events, router, config=GateConfig(group_events=5, min_ahead_bytes=1),
-                           size=lambda m: 1 if id(m) in big else 0)  # fmt: skip
+                           sizes=[1 if id(m) in big else 0 for m in events])  # fmt: skip
     assert not grouped.ready(events[0])
     first = grouped(events[0])  # routes the window: events 0-3 and 5 (4 is large)
     assert [grouped.ready(e) for e in events[:7]] == [False, True, True, True, False, True, False]
@@ -244,7 +244,7 @@ def test_a_window_holds_at_most_group_events_and_group_bytes(
     big = {id(events[4])}  # routed alone, as if over min_ahead_bytes
     config = GateConfig(group_events=group_events, min_ahead_bytes=1_000, group_bytes=group_bytes)
     grouped = GroupedRoute(events, router, config=config,
-                           size=lambda m: 5_000 if id(m) in big else 100)  # fmt: skip
+                           sizes=[5_000 if id(m) in big else 100 for m in events])  # fmt: skip
     seen: list[list[int]] = []
     for i, e in enumerate(events):
         if i == 4:
@@ -255,3 +255,12 @@ def test_a_window_holds_at_most_group_events_and_group_bytes(
         else:
             grouped(e)
     assert seen == windows
+
+
+def test_grouped_route_refuses_sizes_not_one_per_event() -> None:
+    w = world()
+    router = Router.for_settings(w.settings, lambda layer: VERSIONS.get(layer, ()), lambda: NOW)
+    w.send(*[(0, v or b"") for v, _ in _poll_batch()[:3]])
+    events = w.poll()
+    with pytest.raises(ValueError, match="2 sizes for 3 events"):
+        GroupedRoute(events, router, config=GateConfig(), sizes=[1, 2])

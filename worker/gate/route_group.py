@@ -146,11 +146,12 @@ class GroupedRoute:
     """``route`` of one poll batch's ``events`` for :func:`worker.gate.schedule.route_in_runs`,
     routing its small events in windows (:func:`route_group`).
 
-    Events of ``config.min_ahead_bytes`` or more (``size`` of each; routed ahead on
-    threads) and events not of this poll batch are routed alone by ``router``, on the
-    caller's thread (safe from several threads); small events are asked for in order, from
-    the loop's thread. A window holds at most ``config.group_events`` small events and
-    ``config.group_bytes`` bytes of their values, at least one event.
+    Events of ``config.min_ahead_bytes`` or more (``sizes``: bytes of each event's value,
+    in order, else :class:`ValueError`; routed ahead on threads) and events not of this
+    poll batch are routed alone by ``router``, on the caller's thread (safe from several
+    threads); small events are asked for in order, from the loop's thread. A window holds
+    at most ``config.group_events`` small events and ``config.group_bytes`` bytes of their
+    values, at least one event.
     """
 
     def __init__(
@@ -159,14 +160,16 @@ class GroupedRoute:
         router: Router,
         *,
         config: GateConfig,
-        size: Callable[[MessageLike], int],
+        sizes: Sequence[int],
     ) -> None:
+        if len(sizes) != len(events):
+            raise ValueError(f"{len(sizes)} sizes for {len(events)} events")
         self._events = events
         self._router = router
         self._most = config.group_events
         self._most_bytes = config.group_bytes
-        self._sizes = [size(e) for e in events]
-        self._small = [s < config.min_ahead_bytes for s in self._sizes]
+        self._sizes = sizes
+        self._small = [n < config.min_ahead_bytes for n in sizes]
         self._index = {id(e): i for i, e in enumerate(events)}
         self._done: dict[int, Outcome] = {}
 

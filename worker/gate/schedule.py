@@ -268,12 +268,13 @@ class Schedule:
         c = self.config
         ready: Callable[[MessageLike], bool] | None = None
         close: Callable[[], None] = lambda: None  # noqa: E731
+        sizes = [event_bytes(e) for e in events]
         # small events in windows (a lone event has nothing to share its facts with)
         if c.group_events > 1 and len(events) > 1 and isinstance(route, Router):
-            grouped = GroupedRoute(events, route, config=c, size=event_bytes)
+            grouped = GroupedRoute(events, route, config=c, sizes=sizes)
             route, ready = grouped, grouped.ready
         # large events routed ahead, results in order (a batch without one: no wrapper)
-        large = [event_bytes(e) >= c.min_ahead_bytes for e in events]
+        large = [n >= c.min_ahead_bytes for n in sizes]
         if self._routers is not None and any(large):
             ahead = RouteAhead(events, route, self._routers, large=large, depth=c.routing_threads)
             route, close = ahead, ahead.close
