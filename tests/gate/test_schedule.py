@@ -244,3 +244,55 @@ def test_a_poll_batch_of_small_events_is_one_transaction_however_long_it_routes(
     runs = route_in_runs(events, route, ledger.hand_off, ledger.settle, deadline_s=3600.0,
                          size=lambda e: 700, clock=clock)  # fmt: skip
     assert runs.transactions == 1 and ledger.runs == [events]
+
+
+def _taken(events: list[str], **kw: Any) -> tuple[list[Any], Runs[str]]:
+    """Every run yielded by :func:`schedule.route_in_runs` (as the processor takes them)
+    and the result; each run submitted is committed at once, whole."""
+    submitted: list[list[str]] = kw.pop("submitted", [])
+
+    def submit(events: list[str], outcomes: list[str]) -> Future[object]:
+        submitted.append(list(events))
+        return done(Count(len(events)))
+
+    with schedule.route_in_runs(events, str.upper, submit, deadline_s=60.0, min_run_s=1e9,
+                                **kw) as runs:  # fmt: skip
+        taken = list(runs)
+    return taken, runs.result
+
+
+def test_hold_last_returns_the_last_run_routed_and_not_submitted() -> None:
+    submitted: list[list[str]] = []
+    taken, result = _taken(list("abc"), hold_last=True, submitted=submitted)
+    assert taken == [] and submitted == []
+    assert result == Runs(0, 0, [], False, False, held=(list("abc"), list("ABC")))
+
+
+def test_hold_last_past_the_deadline_commits_the_routed_run_as_without_it() -> None:
+    clock = Clock()
+
+    def route(e: str) -> str:
+        clock.now += 10.0
+        return e.upper()
+
+    with schedule.route_in_runs(list("abc"), route, lambda ev, out: done(Count(len(ev))),
+                                deadline_s=15.0, min_run_s=1e9, clock=clock,
+                                hold_last=True) as runs:  # fmt: skip
+        taken = list(runs)
+    assert taken == [Count(2)]
+    assert runs.result == Runs(2, 1, ["c"], True, False)
+
+
+def test_a_carried_run_is_settled_first_and_not_counted_as_this_batchs() -> None:
+    carried = (["x", "y"], done(Count(2)))
+    taken, result = _taken(list("ab"), carried=carried)  # type: ignore[arg-type]
+    assert taken == [Count(2), Count(2)]  # the carried run, then this batch's
+    assert result == Runs(2, 1, [], False, False)
+
+
+def test_a_failed_carried_run_puts_its_rest_and_this_whole_batch_back() -> None:
+    submitted: list[list[str]] = []
+    carried = (["x", "y"], done(Count(1)))  # committed "x", not "y"
+    taken, result = _taken(list("ab"), carried=carried, submitted=submitted)  # type: ignore[arg-type]
+    assert taken == [Count(1)] and submitted == []
+    assert result == Runs(0, 0, ["y", "a", "b"], False, True)

@@ -59,6 +59,12 @@ class GateConfig:
     min_run_bytes, min_run_route_s : int, float
         Least bytes of events, and least routing seconds, of a run before it gets a
         transaction of its own (committed while the next run is routed).
+    chained_batches : int
+        Most poll batches routed in one loop step, >= 1: once a batch is routed, the
+        events librdkafka has fetched already are taken as the next batch (no wait), and
+        the batch's last transaction commits while that one is routed
+        (:mod:`worker.gate.schedule`); 1: each batch's last transaction is committed before
+        the next poll. Contract changes still apply between poll batches.
     config_timeout_s : float
         Deadline of the config topic's bootstrap at start, seconds.
     stop_grace_s : float
@@ -92,7 +98,7 @@ class GateConfig:
     ------
     ValueError
         A count below its least value (``max_batch_events``, ``routing_threads``,
-        ``group_events``, ``eval_threads``, ``max_batch_attempts`` below 1,
+        ``group_events``, ``eval_threads``, ``chained_batches``, ``max_batch_attempts`` below 1,
         ``max_batch_wait_ms`` below 0).
     """
 
@@ -107,6 +113,7 @@ class GateConfig:
     eval_threads: int = 3
     min_run_bytes: int = 1024 * 1024
     min_run_route_s: float = 0.05
+    chained_batches: int = 8
     config_timeout_s: float = 60.0
     stop_grace_s: float = 30.0
     init_transactions_timeout_s: float = 30.0
@@ -133,6 +140,8 @@ class GateConfig:
             raise ValueError(f"group_bytes must be 1 or more, got {self.group_bytes}")
         if self.eval_threads < 1:
             raise ValueError(f"eval_threads must be 1 or more, got {self.eval_threads}")
+        if self.chained_batches < 1:
+            raise ValueError(f"chained_batches must be 1 or more, got {self.chained_batches}")
         if self.max_batch_events < 1:
             raise ValueError(f"max_batch_events must be 1 or more, got {self.max_batch_events}")
         if self.max_batch_attempts < 1:

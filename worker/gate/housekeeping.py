@@ -54,6 +54,7 @@ __all__ = [
     "poll_batch",
     "report_config_event",
     "report_decisions",
+    "without_revoked",
 ]
 
 log = logging.getLogger(__name__)
@@ -108,7 +109,7 @@ def poll_batch(
         more = consumer.consume(max_events - len(messages), timeout=timeout_s)
         revoked = take_revoked() if take_revoked is not None else frozenset()
         if revoked:
-            return _without(messages, revoked) + list(more)
+            return without_revoked(messages, revoked) + list(more)
         messages.extend(more)
         held += _value_bytes(more)
         if len(messages) >= max_events or held >= ready_bytes:
@@ -120,7 +121,7 @@ def poll_batch(
         timeout_s = min(_SLICE_S, left_s)
 
 
-def _without(messages: list[Any], revoked: frozenset[Partition]) -> list[Any]:
+def without_revoked(messages: list[Any], revoked: frozenset[Partition]) -> list[Any]:
     """``messages`` less the records of ``revoked`` partitions (logged when any)."""
     kept = [m for m in messages if (m.topic(), m.partition()) not in revoked]
     if len(kept) < len(messages):
@@ -334,15 +335,16 @@ def hand_over(on_outcome: Callable[[Outcome], None], outcomes: Sequence[Outcome]
         on_outcome(outcome)
 
 
-def log_batch(decided: list[Outcome], transactions: int, started: float) -> None:
-    """One INFO line per committed poll batch (none when nothing was committed) of
-    ``transactions`` transactions; ``started`` is the ``time.perf_counter()`` of its start."""
+def log_batch(decided: list[Outcome], transactions: int, started: float, batches: int = 1) -> None:
+    """One INFO line per loop step that committed something: ``decided`` in
+    ``transactions`` transactions, over ``batches`` poll batches taken one after another;
+    ``started`` is the ``time.perf_counter()`` of its start."""
     if not decided:
         return
     admitted = sum(1 for o in decided if o.decision.admitted)
     log.info(
-        "poll batch: %d events, %d admitted, %d quarantined, %.0f ms (committed in %d "
-        "transaction%s)",
+        "%s: %d events, %d admitted, %d quarantined, %.0f ms (committed in %d transaction%s)",
+        "poll batch" if batches == 1 else f"{batches} poll batches",
         len(decided),
         admitted,
         len(decided) - admitted,

@@ -10,6 +10,7 @@ routed in order and committed one transaction each (:mod:`worker.gate.schedule`,
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -22,7 +23,7 @@ from worker.core.lifecycle.config_events import ConfigEvent
 from worker.core.lifecycle.registry import RecordingRegistry
 from worker.core.replays import ReplayLedger
 from worker.gate import housekeeping, startup
-from worker.gate.checkpoint import Checkpoint, Done
+from worker.gate.checkpoint import Checkpoint, Done, Run
 from worker.gate.config import GateConfig
 from worker.gate.housekeeping import Instruments
 from worker.gate.offsets import rewind
@@ -30,7 +31,7 @@ from worker.gate.producing import Guard
 from worker.gate.records import Outcome
 from worker.gate.replays import restore_ledger
 from worker.gate.route import Router
-from worker.gate.schedule import Runs, Schedule
+from worker.gate.schedule import Pending, Runs, Schedule
 from worker.kafka.clients import PARTITION_EOF, map_kafka_errors
 from worker.kafka.config_topic import ConfigFollower
 from worker.kafka.health import BrokerHealth, Watchdog
@@ -254,15 +255,65 @@ class Processor:
         self._refresh_lag()
         if not events:
             return 0
-        started = time.perf_counter()
-        decided: list[Outcome] = []
+        return self._route_batches(events)
+
+    def _route_batches(self, events: list[MessageLike]) -> int:
+        """Route and commit the poll batch ``events`` in runs, and the poll batches taken
+        after it from the records fetched already (at most ``chained_batches`` in all):
+        each batch's last run is held back until the next batch is taken
+        (:meth:`_take_next`, with no transaction in flight, so a rebalance there waits for
+        nothing), then committed while that batch is routed. Returns the events committed;
+        nothing is in flight on return."""
         commit = self.checkpoint.commit  # 1 produce 2 send offsets 3 commit | abort
-        with self.schedule.runs(events, self.route, commit, self.liveness.beat) as runs:
-            for done in runs:  # in order; the next run is routed while one commits
-                decided += self._report(done)
-        self._rewind(runs.result)  # the rest is consumed again
-        housekeeping.log_batch(decided, runs.result.transactions, started)
+        carried: Pending[MessageLike, Done] | None = None  # a batch's last run, committing
+        decided: list[Outcome] = []
+        started, batches, transactions = time.perf_counter(), 0, 0
+        try:
+            while events or carried:
+                batches += 1 if events else 0  # a pass that only settles the carried run
+                hold = batches < self.gate_config.chained_batches
+                with self.schedule.runs(events, self.route, commit, self.liveness.beat,
+                                        carried=carried, hold_last=hold) as runs:  # fmt: skip
+                    carried = None  # theirs now: leaving the block waits for it
+                    for done in runs:  # in order; the next run is routed while one commits
+                        decided += self._report(done)
+                self._rewind(runs.result)  # the rest is consumed again
+                transactions += runs.result.transactions
+                held, events = runs.result.held, []
+                if held is not None:
+                    events, run = self._take_next(Run(*held))
+                    if run.events:
+                        carried, transactions = (
+                            (run.events, self.schedule.submit(commit, run)),
+                            transactions + 1,
+                        )
+                    if events:
+                        self.config.poll_updates()  # contract changes apply between poll batches
+        finally:
+            if carried is not None:  # raised between two poll batches: let it commit first
+                with contextlib.suppress(BaseException):
+                    decided += self._report(carried[1].result())
+            housekeeping.log_batch(decided, transactions, started, batches)
         return len(decided)
+
+    def _take_next(self, held: Run) -> tuple[list[MessageLike], Run]:
+        """The next poll batch from the records fetched already (no wait; none once the
+        loop is asked to stop), and ``held`` (the last run of a routed batch, not yet
+        submitted) less the events of partitions a rebalance in this poll revoked: their
+        next owner reads them from the committed offsets."""
+        stop, consumer = self.liveness.stop, self.consumer
+        if consumer is None or (stop is not None and stop.is_set()):
+            return [], held
+        self.assignment.take_revoked()  # callbacks run only inside consume(): none here
+        msgs = consumer.consume(self.gate_config.max_batch_events, timeout=0)
+        revoked = self.assignment.take_revoked()
+        if revoked:
+            kept = {id(m) for m in housekeeping.without_revoked(held.events, revoked)}
+            pairs = [
+                (m, o) for m, o in zip(held.events, held.outcomes, strict=True) if id(m) in kept
+            ]
+            held = Run([m for m, _ in pairs], [o for _, o in pairs])
+        return self._without_errors(msgs), held
 
     def _config_lost(self) -> bool:
         """True once the config topic lost what the worker read (checked at most every
@@ -291,6 +342,11 @@ class Processor:
                                        ready_bytes=c.ready_bytes,
                                        keep_waiting=self.liveness.keep_waiting,
                                        take_revoked=self.assignment.take_revoked)  # fmt: skip
+        return self._without_errors(msgs)
+
+    @staticmethod
+    def _without_errors(msgs: list[MessageLike]) -> list[MessageLike]:
+        """``msgs`` less their error events (logged, but partition EOF)."""
         events = []
         for m in msgs:
             err = m.error()

@@ -65,6 +65,9 @@ class Settled(Protocol):
 
 R = TypeVar("R", bound=Settled)
 
+#: A run in flight: its events and the future of its transaction.
+Pending = tuple[list[E], Future[R]]
+
 
 @dataclass(frozen=True)
 class Runs(Generic[E]):
@@ -73,6 +76,7 @@ class Runs(Generic[E]):
     ``committed``: events committed, a prefix of the batch. ``transactions``: runs
     submitted. ``rest``: the events not committed, in batch order (to be consumed again).
     ``past_deadline``: routing stopped at the deadline. ``failed``: a transaction failed.
+    ``held``: the last run ``(events, outcomes)``, routed, not submitted (``hold_last``).
     """
 
     committed: int
@@ -80,6 +84,7 @@ class Runs(Generic[E]):
     rest: list[E]
     past_deadline: bool
     failed: bool
+    held: tuple[list[E], list[Any]] | None = None
 
 
 class ScheduledRuns(Generic[E, R]):
@@ -135,6 +140,8 @@ def route_in_runs(
     progress: Callable[[], None] | None = None,
     ready: Callable[[E], bool] | None = None,
     close: Callable[[], None] = lambda: None,
+    carried: Pending[E, R] | None = None,
+    hold_last: bool = False,
 ) -> ScheduledRuns[E, R]:
     """Route ``events`` (one poll batch, in order) in runs, each committed while the next
     is routed. Returns the :class:`ScheduledRuns`: each finished run, then ``result``.
@@ -149,9 +156,14 @@ def route_in_runs(
     event's outcome is computed already (:meth:`RouteAhead.ready`): such an outcome is
     taken, not routed again in the next poll batch. ``close`` is called when the runs are
     left (:meth:`RouteAhead.close`); then no transaction is in flight.
+
+    ``carried``: a run submitted before (the previous poll batch's last), maybe still
+    committing: the run in flight as the first run is routed (its events first in ``rest``
+    if it failed; not counted in ``committed``). ``hold_last``: when every event was
+    routed within the deadline, the last run is not submitted but returned (``held``).
     """
     gen = _runs(events, route, submit, deadline_s, min_run_s, size, min_run_bytes, clock,
-                progress, ready)  # fmt: skip
+                progress, ready, carried, hold_last)  # fmt: skip
     return ScheduledRuns(gen, close)
 
 
@@ -166,11 +178,13 @@ def _runs(
     clock: Callable[[], float],
     progress: Callable[[], None] | None,
     ready: Callable[[E], bool] | None,
+    carried: Pending[E, R] | None,
+    hold_last: bool,
 ) -> Generator[R, None, Runs[E]]:
     started = clock()
     run: tuple[list[E], list[O]] = ([], [])
     run_started, run_bytes = started, 0
-    pending: tuple[list[E], Future[R]] | None = None
+    pending, theirs = carried, (None if carried is None else carried[0])
     committed = transactions = routed = 0
     past_deadline = False
 
@@ -197,7 +211,7 @@ def _runs(
                 (sent, future), pending = pending, None
                 settled = future.result()
                 yield settled
-                committed += settled.committed
+                committed += 0 if sent is theirs else settled.committed
                 if settled.committed < len(sent):
                     return failure(sent, settled.committed, run[0])
             pending = (run[0], submit(*run))
@@ -207,9 +221,11 @@ def _runs(
             (sent, future), pending = pending, None
             settled = future.result()
             yield settled
-            committed += settled.committed
+            committed += 0 if sent is theirs else settled.committed
             if settled.committed < len(sent):
                 return failure(sent, settled.committed, run[0])
+        if hold_last and not past_deadline:
+            return Runs(committed, transactions, [], False, False, run if run[0] else None)
         if run[0]:
             transactions += 1
             settled = submit(*run).result()
@@ -256,6 +272,9 @@ class Schedule:
         route: Callable[[MessageLike], Outcome],
         commit: Callable[[Run], Done],
         progress: Callable[[], None] | None = None,
+        *,
+        carried: Pending[MessageLike, Done] | None = None,
+        hold_last: bool = False,
     ) -> ScheduledRuns[MessageLike, Done]:
         """The finished runs of one poll batch (:func:`route_in_runs`), to use in a
         ``with`` block.
@@ -263,7 +282,7 @@ class Schedule:
         ``route`` decides one event (:class:`worker.gate.route.Router`, safe to call from
         two threads); ``commit`` writes a run in a transaction on the committer thread
         (:meth:`worker.gate.checkpoint.Checkpoint.commit`); ``progress`` is called after
-        every routed event.
+        every routed event; ``carried``, ``hold_last`` as :func:`route_in_runs`'s.
         """
         c = self.config
         ready: Callable[[MessageLike], bool] | None = None
@@ -281,12 +300,16 @@ class Schedule:
             ready = _either(ahead.ready, ready)
 
         def submit(events: list[MessageLike], outcomes: list[Outcome]) -> Future[Done]:
-            return self._committer.submit(commit, Run(events, outcomes))
+            return self.submit(commit, Run(events, outcomes))
 
         return route_in_runs(events, route, submit, deadline_s=c.batch_deadline_s,
                              min_run_s=c.min_run_route_s, size=event_bytes,
                              min_run_bytes=c.min_run_bytes, progress=progress, ready=ready,
-                             close=close)  # fmt: skip
+                             close=close, carried=carried, hold_last=hold_last)  # fmt: skip
+
+    def submit(self, commit: Callable[[Run], Done], run: Run) -> Future[Done]:
+        """``commit(run)`` on the committer thread; only while no other run is in flight."""
+        return self._committer.submit(commit, run)
 
     def close(self) -> None:
         """Shut the thread pools down (idle: a step never returns mid-run)."""
