@@ -1,23 +1,20 @@
 """Which events form a run, and when: runs committed while the next is routed; the
 processing deadline of a poll batch.
 
-Checkpoint discipline: produce, then commit, one transaction per run, after the run is
-routed (:mod:`worker.gate.checkpoint`). A commit is mostly waiting, so while one run commits
-on the committer thread the next is routed on the loop's. :func:`route_in_runs` routes a
-poll batch in order and submits a run once the previous one has finished, and the run holds
-``min_run_bytes`` and took ``min_run_s`` to route: a transaction costs a few requests
-whatever its size, so a poll batch of small events (under 1 MiB) stays one transaction.
-Runs commit strictly in order, never overlapping; the next poll (where a rebalance runs)
-happens only once the last transaction has finished. A poll while a transaction is in
-flight deadlocks on a rebalance: the revoke callback must wait for the transaction (else
-it may commit the offsets of a partition another member then owns), while the
-transaction's ``send_offsets_to_transaction`` waits for the group, which waits for this
-member to leave the callback; the embedded broker blocked it 45 s, past its timeout
-(stop 39, docs/performance.md). Each finished run is *returned* to the caller
-(:class:`ScheduledRuns`): nothing calls back into the processor.
-
-Large events are routed ahead on threads (:class:`~worker.gate.route_group.RouteAhead`),
-only in a poll batch that holds one.
+Checkpoint discipline: one transaction per run, after the run is routed
+(:mod:`worker.gate.checkpoint`). A commit is mostly waiting, so while one run commits on
+the committer thread the next is routed on the loop's. :func:`route_in_runs` submits a run
+once the previous one has finished and the run holds ``min_run_bytes`` and took
+``min_run_s`` to route (a transaction costs a few requests whatever its size: a poll batch
+of small events stays one). Runs commit strictly in order, never overlapping. The loop
+never polls while a transaction is in flight: a rebalance runs inside the poll, and the
+revoke callback would wait for the transaction while its ``send_offsets_to_transaction``
+waits for the group, which waits for the callback (the embedded broker blocked 45 s, stop
+39, docs/performance.md). So a batch's last run is held (``hold_last``), the next batch
+taken, and only then the run submitted, to commit while that batch is routed
+(``carried``; :meth:`worker.gate.processor.Processor.step`). Finished runs are *returned*
+(:class:`ScheduledRuns`): nothing calls back into the processor. Large events are routed
+ahead on threads (:class:`~worker.gate.route_group.RouteAhead`).
 
 The deadline: past ``max.poll.interval.ms`` the consumer would leave its group. Once
 ``deadline_s`` has passed, no more events are routed (at least one is), the routed ones are
@@ -162,82 +159,67 @@ def route_in_runs(
     if it failed; not counted in ``committed``). ``hold_last``: when every event was
     routed within the deadline, the last run is not submitted but returned (``held``).
     """
-    gen = _runs(events, route, submit, deadline_s, min_run_s, size, min_run_bytes, clock,
-                progress, ready, carried, hold_last)  # fmt: skip
-    return ScheduledRuns(gen, close)
 
+    def runs() -> Generator[R, None, Runs[E]]:
+        started = clock()
+        run: tuple[list[E], list[O]] = ([], [])
+        run_started, run_bytes = started, 0
+        pending, theirs = carried, (None if carried is None else carried[0])
+        committed = transactions = routed = 0
+        past_deadline = False
 
-def _runs(
-    events: Sequence[E],
-    route: Callable[[E], O],
-    submit: Callable[[list[E], list[O]], Future[R]],
-    deadline_s: float,
-    min_run_s: float,
-    size: Callable[[E], int] | None,
-    min_run_bytes: int,
-    clock: Callable[[], float],
-    progress: Callable[[], None] | None,
-    ready: Callable[[E], bool] | None,
-    carried: Pending[E, R] | None,
-    hold_last: bool,
-) -> Generator[R, None, Runs[E]]:
-    started = clock()
-    run: tuple[list[E], list[O]] = ([], [])
-    run_started, run_bytes = started, 0
-    pending, theirs = carried, (None if carried is None else carried[0])
-    committed = transactions = routed = 0
-    past_deadline = False
+        def failure(sent: list[E], done: int, unsent: list[E]) -> Runs[E]:
+            rest = sent[done:] + unsent + list(events[routed:])
+            return Runs(committed, transactions, rest, False, True)
 
-    def failure(sent: list[E], done: int, unsent: list[E]) -> Runs[E]:
-        rest = sent[done:] + unsent + list(events[routed:])
-        return Runs(committed, transactions, rest, False, True)
-
-    try:
-        for event in events:
-            if routed and clock() - started >= deadline_s and not (ready and ready(event)):
-                past_deadline = True
-                break
-            run[0].append(event)
-            run[1].append(route(event))
-            routed += 1
-            run_bytes += min_run_bytes if size is None else size(event)
-            if progress is not None:
-                progress()
-            if run_bytes < min_run_bytes or clock() - run_started < min_run_s:
-                continue
-            if pending is not None:
-                if not pending[1].done():
+        try:
+            for event in events:
+                if routed and clock() - started >= deadline_s and not (ready and ready(event)):
+                    past_deadline = True
+                    break
+                run[0].append(event)
+                run[1].append(route(event))
+                routed += 1
+                run_bytes += min_run_bytes if size is None else size(event)
+                if progress is not None:
+                    progress()
+                if run_bytes < min_run_bytes or clock() - run_started < min_run_s:
                     continue
+                if pending is not None:
+                    if not pending[1].done():
+                        continue
+                    (sent, future), pending = pending, None
+                    settled = future.result()
+                    yield settled
+                    committed += 0 if sent is theirs else settled.committed
+                    if settled.committed < len(sent):
+                        return failure(sent, settled.committed, run[0])
+                pending = (run[0], submit(*run))
+                transactions += 1
+                run, run_started, run_bytes = ([], []), clock(), 0
+            if pending is not None:
                 (sent, future), pending = pending, None
                 settled = future.result()
                 yield settled
                 committed += 0 if sent is theirs else settled.committed
                 if settled.committed < len(sent):
                     return failure(sent, settled.committed, run[0])
-            pending = (run[0], submit(*run))
-            transactions += 1
-            run, run_started, run_bytes = ([], []), clock(), 0
-        if pending is not None:
-            (sent, future), pending = pending, None
-            settled = future.result()
-            yield settled
-            committed += 0 if sent is theirs else settled.committed
-            if settled.committed < len(sent):
-                return failure(sent, settled.committed, run[0])
-        if hold_last and not past_deadline:
-            return Runs(committed, transactions, [], False, False, run if run[0] else None)
-        if run[0]:
-            transactions += 1
-            settled = submit(*run).result()
-            yield settled
-            committed += settled.committed
-            if settled.committed < len(run[0]):
-                return failure(run[0], settled.committed, [])
-    finally:
-        if pending is not None:  # route() or the caller raised: let the transaction end first
-            with contextlib.suppress(BaseException):
-                pending[1].result()
-    return Runs(committed, transactions, list(events[routed:]), past_deadline, False)
+            if hold_last and not past_deadline:
+                return Runs(committed, transactions, [], False, False, run if run[0] else None)
+            if run[0]:
+                transactions += 1
+                settled = submit(*run).result()
+                yield settled
+                committed += settled.committed
+                if settled.committed < len(run[0]):
+                    return failure(run[0], settled.committed, [])
+        finally:
+            if pending is not None:  # route() or the caller raised: let the transaction end first
+                with contextlib.suppress(BaseException):
+                    pending[1].result()
+        return Runs(committed, transactions, list(events[routed:]), past_deadline, False)
+
+    return ScheduledRuns(runs(), close)
 
 
 def _either(first: Callable[[E], bool], second: Callable[[E], bool] | None) -> Callable[[E], bool]:
