@@ -66,6 +66,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     add_eval_threads(p)
     p.add_argument(
+        "--chained-batches",
+        type=bounded_int(1, 64),
+        default=GATE.chained_batches,
+        help="poll batches routed back to back, 1..64: once a batch is routed, the events "
+        "already fetched are taken as the next one and the batch's last transaction "
+        "commits while that one is routed (never polling while a transaction is in "
+        "flight); 1 commits each batch before the next poll "
+        f"(default {GATE.chained_batches})",
+    )
+    p.add_argument(
         "--batch-deadline-s",
         type=positive_seconds,
         default=GATE.batch_deadline_s,
@@ -149,6 +159,7 @@ def run(args: argparse.Namespace) -> int:
         batch_deadline_s=args.batch_deadline_s,
         config_timeout_s=args.config_timeout_s,
         routing_threads=args.routing_threads,
+        chained_batches=args.chained_batches,
         eval_threads=args.eval_threads,
         stop_grace_s=args.stop_grace_s,
     )
