@@ -81,6 +81,27 @@ def test_the_next_batch_is_taken_before_the_last_run_begins_its_transaction() ->
     assert order == ["consume 3", "consume 3", "begin", "consume 0", "begin"]
 
 
+@pytest.mark.parametrize(("sent", "takes"), [(2, 0), (3, 1), (5, 1), (7, 2)])
+def test_only_a_full_poll_batch_has_the_next_one_taken_before_its_commit(
+    sent: int, takes: int
+) -> None:
+    w = world(config=_config(8))
+    w.send(*_events({0: sent}))
+    timeouts: list[float] = []
+    consume = w.consumer.consume
+
+    def traced(n: int = 1, timeout: float = -1) -> list[Any]:
+        timeouts.append(timeout)
+        return consume(n, timeout)
+
+    w.consumer.consume = traced  # type: ignore[method-assign]
+    assert w.p.step() == sent
+    # the poll, then one take after each full batch of 3 (a batch of fewer is committed,
+    # and the next poll waits for more to gather)
+    assert len(timeouts) == 1 + takes
+    assert w.broker.calls.count("commit_transaction") == -(-sent // 3)
+
+
 def test_a_failed_carried_transaction_rewinds_both_batches_and_loses_nothing() -> None:
     w = world(config=_config(8))
     w.send(*_events({0: 9}))

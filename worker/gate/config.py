@@ -60,11 +60,11 @@ class GateConfig:
         Least bytes of events, and least routing seconds, of a run before it gets a
         transaction of its own (committed while the next run is routed).
     chained_batches : int
-        Most poll batches routed in one loop step, >= 1: once a batch is routed, the
-        events librdkafka has fetched already are taken as the next batch (no wait), and
-        the batch's last transaction commits while that one is routed
-        (:mod:`worker.gate.schedule`); 1: each batch's last transaction is committed before
-        the next poll. Contract changes still apply between poll batches.
+        Most poll batches routed in one loop step, >= 1: once a full batch is routed (the
+        consumer is behind), the events librdkafka has fetched already are taken as the
+        next batch (no wait), and the batch's last transaction commits while that one is
+        routed (:mod:`worker.gate.schedule`); 1: each batch's last transaction is committed
+        before the next poll. Contract changes still apply between poll batches.
     config_timeout_s : float
         Deadline of the config topic's bootstrap at start, seconds.
     stop_grace_s : float

@@ -271,7 +271,7 @@ class Processor:
         try:
             while events or carried:
                 batches += 1 if events else 0  # a pass that only settles the carried run
-                hold = batches < self.gate_config.chained_batches
+                hold = batches < self.gate_config.chained_batches and self._behind(events)
                 with self.schedule.runs(events, self.route, commit, self.liveness.beat,
                                         carried=carried, hold_last=hold) as runs:  # fmt: skip
                     carried = None  # theirs now: leaving the block waits for it
@@ -295,6 +295,17 @@ class Processor:
                     decided += self._report(carried[1].result())
             housekeeping.log_batch(decided, transactions, started, batches)
         return len(decided)
+
+    def _behind(self, events: list[MessageLike]) -> bool:
+        """Whether ``events`` filled a poll batch (``max_batch_events`` events or
+        ``ready_bytes`` of values): the consumer is behind, so the next batch is taken
+        before this one's last transaction. A batch that did not fill is committed before
+        the next poll, which waits for events to gather (``max_batch_wait_ms``): under a
+        light load the loop does not commit one small transaction after another."""
+        c = self.gate_config
+        if len(events) >= c.max_batch_events:
+            return True
+        return sum(len(m.value() or b"") for m in events) >= c.ready_bytes
 
     def _take_next(self, held: Run) -> tuple[list[MessageLike], Run]:
         """The next poll batch from the records fetched already (no wait; none once the

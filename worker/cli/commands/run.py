@@ -69,10 +69,10 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--chained-batches",
         type=bounded_int(1, 64),
         default=GATE.chained_batches,
-        help="poll batches routed back to back, 1..64: once a batch is routed, the events "
-        "already fetched are taken as the next one and the batch's last transaction "
-        "commits while that one is routed (never polling while a transaction is in "
-        "flight); 1 commits each batch before the next poll "
+        help="poll batches routed back to back, 1..64: once a full batch is routed (the "
+        "worker is behind), the events already fetched are taken as the next one and the "
+        "batch's last transaction commits while that one is routed (never polling while a "
+        "transaction is in flight); 1 commits each batch before the next poll "
         f"(default {GATE.chained_batches})",
     )
     p.add_argument(
