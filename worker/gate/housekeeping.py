@@ -39,7 +39,7 @@ from worker.core.lifecycle.registry import RecordingRegistry
 from worker.core.model import Decision
 from worker.gate.config import GateConfig
 from worker.gate.records import Outcome
-from worker.kafka.clients import map_kafka_errors
+from worker.kafka.clients import PARTITION_EOF, map_kafka_errors
 from worker.kafka.protocols import TopicPartition
 
 __all__ = [
@@ -54,6 +54,7 @@ __all__ = [
     "poll_batch",
     "report_config_event",
     "report_decisions",
+    "without_errors",
     "without_revoked",
 ]
 
@@ -119,6 +120,18 @@ def poll_batch(
         if left_s <= 0 or (keep_waiting is not None and not keep_waiting()):
             return messages
         timeout_s = min(_SLICE_S, left_s)
+
+
+def without_errors(messages: list[Any]) -> list[Any]:
+    """``messages`` less their error events (logged, but partition EOF)."""
+    events = []
+    for m in messages:
+        err = m.error()
+        if err is None:
+            events.append(m)
+        elif err.code() != PARTITION_EOF:
+            log.warning("consumer error: %s", err.str())
+    return events
 
 
 def without_revoked(messages: list[Any], revoked: frozenset[Partition]) -> list[Any]:

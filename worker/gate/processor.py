@@ -32,7 +32,7 @@ from worker.gate.records import Outcome
 from worker.gate.replays import restore_ledger
 from worker.gate.route import Router
 from worker.gate.schedule import Pending, Runs, Schedule
-from worker.kafka.clients import PARTITION_EOF, map_kafka_errors
+from worker.kafka.clients import map_kafka_errors
 from worker.kafka.config_topic import ConfigFollower
 from worker.kafka.health import BrokerHealth, Watchdog
 from worker.kafka.protocols import ConsumerLike, MessageLike, TransactionalProducerLike
@@ -324,7 +324,7 @@ class Processor:
                 (m, o) for m, o in zip(held.events, held.outcomes, strict=True) if id(m) in kept
             ]
             held = Run([m for m, _ in pairs], [o for _, o in pairs])
-        return self._without_errors(msgs), held
+        return housekeeping.without_errors(msgs), held
 
     def _config_lost(self) -> bool:
         """True once the config topic lost what the worker read (checked at most every
@@ -353,19 +353,7 @@ class Processor:
                                        ready_bytes=c.ready_bytes,
                                        keep_waiting=self.liveness.keep_waiting,
                                        take_revoked=self.assignment.take_revoked)  # fmt: skip
-        return self._without_errors(msgs)
-
-    @staticmethod
-    def _without_errors(msgs: list[MessageLike]) -> list[MessageLike]:
-        """``msgs`` less their error events (logged, but partition EOF)."""
-        events = []
-        for m in msgs:
-            err = m.error()
-            if err is None:
-                events.append(m)
-            elif err.code() != PARTITION_EOF:
-                log.warning("consumer error: %s", err.str())
-        return events
+        return housekeeping.without_errors(msgs)
 
     def _refresh_lag(self) -> None:
         """The consumer lag gauge, at most once per ``lag_interval_s``."""
