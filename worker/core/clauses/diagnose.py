@@ -135,7 +135,7 @@ def _diagnoses(
         ]
     if tally["swapped"] / n >= min_frac:
         return [SWAPPED_OR_REGION if _region_may_be_y_first(region, crs) else SWAPPED]
-    if tally.get("wrapped", 0) / n >= min_frac:
+    if tally.get("wrapped_moved", 0) and tally["wrapped"] / n >= min_frac:
         return [WRAPPED]
     if crs is None or not names_candidates(inside_frac):
         return []

@@ -32,9 +32,9 @@ def point_readings(
 ) -> dict[str, int | bool]:
     """The readings of ``facts``, whose :attr:`~BatchFacts.points_xy` are known, read as
     stored when the declared CRS is the contract's (or either is unknown): ``count``,
-    ``swapped``, ``wrapped`` (a geographic contract CRS and declared CRS) and, per CRS
-    ``k`` of ``candidates``, ``in_aou_k`` and ``fit_k``. Plain points are never empty, so
-    no reading counts empties."""
+    ``swapped``, ``wrapped`` and ``wrapped_moved`` (a geographic contract CRS and declared
+    CRS: :func:`_wrapped`) and, per CRS ``k`` of ``candidates``, ``in_aou_k`` and
+    ``fit_k``. Plain points are never empty, so no reading counts empties."""
     xy = facts.points_xy
     assert xy is not None, "point_readings needs the batch's points"  # the caller's test
     usable = facts.usable
@@ -48,7 +48,7 @@ def point_readings(
     if crs is None:
         return out
     if crs.is_geographic and (declared is None or declared.is_geographic):
-        out["wrapped"] = _wrapped(xy, usable, region)
+        out["wrapped"], out["wrapped_moved"] = _wrapped(xy, usable, region)
     for k, cand in enumerate(candidates):
         # never suggest a CRS the raw coordinates cannot be in (x = 1e279)
         out[f"in_aou_{k}"] = not outside_area_of_use(None, cand, points=xy[usable]).any()
@@ -65,14 +65,15 @@ def _covered(xy: np.ndarray, usable: np.ndarray, region: shapely.Geometry) -> in
     return int(np.count_nonzero(mask))
 
 
-def _wrapped(xy: np.ndarray, usable: np.ndarray, region: shapely.Geometry) -> int:
-    """Points covered once a longitude beyond 180 (-180) is moved by -360 (+360) degrees
-    (the others tested as they are); 0 when no point lies beyond."""
+def _wrapped(xy: np.ndarray, usable: np.ndarray, region: shapely.Geometry) -> tuple[int, int]:
+    """``(covered, moved)``: points covered once a longitude beyond 180 (-180) is moved by
+    -360 (+360) degrees, the others tested as they are, and how many of those covered were
+    moved (counted alike in any chunk: see
+    :func:`worker.core.clauses.diagnose_readings._wrapped_fit`)."""
     with np.errstate(invalid="ignore"):
         shift = np.where(xy[:, 0] > 180.0, -360.0, np.where(xy[:, 0] < -180.0, 360.0, 0.0))
     shift[~usable] = 0.0
-    if not shift.any():
-        return 0
     moved = xy.copy()
     moved[:, 0] += shift
-    return _covered(moved, usable, region)
+    covered = covered_mask(lambda: shapely.points(moved), usable, region, np.hstack((moved, moved)))
+    return int(np.count_nonzero(covered)), int(np.count_nonzero(covered & (shift != 0.0)))

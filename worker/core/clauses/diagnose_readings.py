@@ -151,7 +151,8 @@ def _readings(
     if crs is None:
         return out
     if crs.is_geographic and (declared is None or declared.is_geographic):
-        out["wrapped"] = empty + _wrapped_fit(facts, region)
+        covered, moved = _wrapped_fit(facts, region)
+        out["wrapped"], out["wrapped_moved"] = empty + covered, moved
     for k, cand in enumerate(cands):
         # never suggest a CRS the raw coordinates cannot be in (x = 1e279)
         out[f"in_aou_{k}"] = not outside_area_of_use(facts.geometries[facts.usable], cand).any()
@@ -217,22 +218,32 @@ def _candidate_fit(facts: BatchFacts, cand: CRS, crs: CRS, region: shapely.Geome
     return int(np.count_nonzero(covered_mask(moved, ~nonfinite_mask(moved), region)))
 
 
-def _wrapped_fit(facts: BatchFacts, region: shapely.Geometry) -> int:
-    """Features covered by ``region`` once a feature wholly east of 180 (west of -180) is
-    moved by -360 (+360) degrees of longitude; the others are tested as they are."""
-    b = facts.bounds
+def _wrapped_fit(facts: BatchFacts, region: shapely.Geometry) -> tuple[int, int]:
+    """``(covered, moved)``: usable features covered by ``region`` once a feature wholly
+    east of 180 (west of -180) is moved by -360 (+360) degrees of longitude, the others
+    tested as they are; and how many of those covered were moved. Both are counted the
+    same way in any chunk, so that they add up over a batch's chunks (a chunk with nothing
+    to move counted 0 covered, while the whole batch counted its covered features: the
+    diagnosis of a batch read in parts differed from the batch's, found by hypothesis)."""
+    b = np.asarray(facts.bounds, dtype=float).reshape(-1, 4)
     with np.errstate(invalid="ignore"):
         shift = np.where(b[:, 0] > 180.0, -360.0, np.where(b[:, 2] < -180.0, 360.0, 0.0))
     # only the features tested move: an infinite coordinate (not usable) moved by 360
     # made shapely warn (inf * 0) on the worker's stderr
     shift[~facts.usable] = 0.0
-    if not shift.any():
-        return 0
-    moved = facts.geometries.copy()
     rows = np.flatnonzero(shift)
-    for i in rows.tolist():
-        moved[i] = shapely.affinity.translate(moved[i], xoff=float(shift[i]))
-    return int(np.count_nonzero(covered_mask(moved, facts.usable, region)))
+    stay = facts.usable & (shift == 0.0)
+    covered = int(np.count_nonzero(covered_mask(lambda: facts.geometries, stay, region, b)))
+    if not rows.size:
+        return covered, 0
+    geoms = facts.geometries
+    moved = np.fromiter(
+        (shapely.affinity.translate(geoms[i], xoff=float(shift[i])) for i in rows.tolist()),
+        dtype=object,
+        count=rows.size,
+    )
+    fit = int(np.count_nonzero(covered_mask(moved, np.ones(rows.size, dtype=bool), region)))
+    return covered + fit, fit
 
 
 def _beyond(lonlat_bounds: np.ndarray, area: tuple[float, float, float, float]) -> int:
