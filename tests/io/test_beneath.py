@@ -318,8 +318,14 @@ def test_race_a_geopackage_directory_exchanged(method: str, tree: dict[str, Path
     from worker.io.formats.ogr import read_ogr
 
     seen: Counter[str] = Counter()
+    reads = 0
     with Swapper([("exchange", str(root / "sub"), str(root / "out"))]):
-        for _ in range(OGR_RACE_READS):
+        # the walk must meet the benign side too: on a loaded machine 300 reads in a row
+        # all met the exchanged one (stop 41), so it reads on, up to 10x, until it does
+        while reads < OGR_RACE_READS or (
+            method == "walk" and not seen["benign"] and reads < 10 * OGR_RACE_READS
+        ):
+            reads += 1
             try:
                 with verified_copies(root, "sub/x.gpkg", (), 10**8, "x.gpkg") as (copy, _):
                     data = read_ogr(copy, "GPKG")
@@ -329,9 +335,9 @@ def test_race_a_geopackage_directory_exchanged(method: str, tree: dict[str, Path
                 continue
             values = data.attributes.column("continent").to_pylist()
             seen["SECRET" if SECRET in values else "benign"] += 1
-    print(method, dict(seen))
+    print(method, reads, dict(seen))
     assert seen["SECRET"] == 0 and seen["payload_not_allowed"] > 0, seen
-    assert seen["benign"] + seen["payload_not_allowed"] == OGR_RACE_READS, seen
+    assert seen["benign"] + seen["payload_not_allowed"] == reads, seen
     # openat2 following links (RESOLVE_BENEATH without RESOLVE_NO_SYMLINKS) under an
     # exchange every few microseconds refused every open here (EXDEV: 300 of 300), the
     # walk reads the benign side about half the time
