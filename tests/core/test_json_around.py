@@ -118,6 +118,9 @@ def test_plain_finite_floats_are_written_from_the_kept_text(
 
     monkeypatch.setattr(jsonsafe, "_RECORD_JSON", NoEncoder())
     assert json_text(value) == expected
+    assert id(value) not in jsonsafe.KEPT_AROUND  # given up once written
+    monkeypatch.undo()
+    assert json_text(value) == expected  # then the encoder's, the same
 
 
 @pytest.mark.parametrize(

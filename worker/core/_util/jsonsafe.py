@@ -136,7 +136,7 @@ def json_text(value: Any) -> str | None:
     text around it (the same text: the encoder writes such a float as its ``repr``)."""
     if value is None:
         return None
-    around = KEPT_AROUND.get(id(value))
+    around = KEPT_AROUND.pop(id(value), None) if KEPT_AROUND else None  # given up once read
     if around is not None and around[0] is value:  # a kept text around one list of floats
         floats = value[around[1]]
         if type(floats) is list and finite_floats(floats):
@@ -162,8 +162,9 @@ def bounded_json_text(value: Any, max_chars: int) -> str | None:
     return json.dumps(clip(text, max_chars))
 
 
-#: Dicts whose JSON text around one entry is known (:func:`text_around`):
-#: ``{id(value): (value, key, head, tail)}``, the value held (its id not reused).
+#: Dicts whose JSON text around one entry is known (:func:`text_around`), until
+#: :func:`json_text` writes them: ``{id(value): (value, key, head, tail)}``, the value held
+#: (its id not reused; given up when written, so that it lives no longer than its result).
 KEPT_AROUND: dict[int, tuple[dict[str, Any], str, str, str]] = {}
 #: The most dicts :data:`KEPT_AROUND` keeps (cleared when full).
 MOST_AROUND = 1024
@@ -200,8 +201,9 @@ def text_around(value: dict[str, Any], key: str, around: tuple[str, str]) -> dic
     list + ``tail`` (``around``: :func:`json_around` of a dict of the same keys and, but
     for ``key``, the same values) when that list holds finite floats only, each float's
     ``repr`` as the encoder writes it; else as any value. ``value`` must not change after
-    (the core's clause results do not). At most :data:`MOST_AROUND` are kept; threads may
-    share them (each dict operation is atomic)."""
+    (the core's clause results do not). Kept until :func:`json_text` first writes it (a
+    later text is the encoder's, the same), at most :data:`MOST_AROUND` (cleared when
+    full); threads may share them (each dict operation is atomic)."""
     if len(KEPT_AROUND) >= MOST_AROUND:
         KEPT_AROUND.clear()
     KEPT_AROUND[id(value)] = (value, key, around[0], around[1])
