@@ -76,14 +76,19 @@ def measure_group(
     inside = inside | (group.parsed & group.is_empty)
     stop = per_segment(~inside | beyond | group.covering_bbox_disagrees, starts).tolist()
     out: list[Tally | None] = []
+    at, rows, shown_at = starts.tolist(), fbounds.tolist(), shown.tolist()
+    none_first = First((), 5)  # (immutable: one for every tally)
     for i, stopped in enumerate(stop):
         if stopped:
             out.append(None)
             continue
-        a, z = int(starts[i]), int(starts[i + 1])
-        bounds = Bounds.of_shown(fbounds[a:z], shown[a:z])
+        a, z = at[i], at[i + 1]
+        # a one-feature batch shown: its row's envelope (Bounds.of_shown's, no numpy call)
+        bounds = Bounds.of_row(rows[a]) if z - a == 1 and shown_at[a] else None
+        if bounds is None:
+            bounds = Bounds.of_shown(fbounds[a:z], shown[a:z])
         out.append({"count": z - a, "inside": z - a, "bounds": bounds, "raw_bounds": bounds,
-                    "beyond": 0, "failed": 0, "disagree": 0, "disagree_first": First((), 5),
+                    "beyond": 0, "failed": 0, "disagree": 0, "disagree_first": none_first,
                     "offenders": None})  # fmt: skip
     return out
 
