@@ -12,6 +12,7 @@ from datetime import timedelta
 from typing import Any
 
 import numpy as np
+import pytest
 import shapely
 from hypothesis import given, settings
 from hypothesis import strategies as st
@@ -81,40 +82,60 @@ def _stop40_tallies(group: BatchFacts, starts: np.ndarray) -> list[Any]:
     return out
 
 
-def _batches() -> list[Batch]:
+def _batches(two: bool) -> list[Batch]:
+    """One-feature countries with an empty polygon, a NaN vertex and a polygon far outside
+    among them; with ``two``, two-feature batches too (then every batch takes of_shown)."""
     base = world()
     ones = [countries(base, 1, start=i, batch_id=f"e{i}") for i in range(30)]
     empty = shapely.to_wkb(shapely.from_wkt("POLYGON EMPTY"))
     with np.errstate(invalid="ignore"):  # a NaN vertex, on purpose
         nan = shapely.to_wkb(shapely.Polygon([(0.0, 0.0), (1.0, 0.0), (np.nan, 1.0), (0.0, 0.0)]))
     far = shapely.to_wkb(shapely.box(500.0, 500.0, 501.0, 501.0))  # outside the region
-    two = countries(base, 2, start=40, batch_id="two")
-    return [
+    out = [
         *ones[:10],
         replace(ones[10], geometries_wkb=(empty,), batch_id="empty"),
         *ones[11:15],
-        two,
         replace(ones[15], geometries_wkb=(nan,), batch_id="nan"),
         replace(ones[16], geometries_wkb=(far,), batch_id="far"),
-        replace(two, geometries_wkb=(two.geometries_wkb[0], empty), batch_id="two-empty"),
         *ones[17:],
     ]
+    if two:
+        pair = countries(base, 2, start=40, batch_id="two")
+        out[12:12] = [pair, replace(pair, geometries_wkb=(pair.geometries_wkb[0], empty),
+                                    batch_id="two-empty")]  # fmt: skip
+    return out
 
 
-def test_group_tallies_are_stop40s_and_decisions_the_batches_own() -> None:
-    batches = _batches()
+@pytest.mark.parametrize("two", [False, True])
+def test_group_tallies_are_stop40s_and_decisions_the_batches_own(
+    two: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    batches = _batches(two)
     shared = SharedFacts(batches)
     like = BatchFacts(batches[0])
     evaluate_versions(like, VERSIONS, AT)
     shared.compute(like)
-    new = measure_group(EXTENT, V1, shared.facts, shared.starts, AT)
     old = _stop40_tallies(shared.facts, shared.starts)
+    of_shown = Bounds.of_shown.__func__  # type: ignore[attr-defined]
+    calls: list[int] = []
+
+    def counting(cls: type[Bounds], bounds: np.ndarray, shown: np.ndarray) -> Bounds:
+        calls.append(len(bounds))
+        return of_shown(cls, bounds, shown)
+
+    monkeypatch.setattr(Bounds, "of_shown", classmethod(counting))
+    new = measure_group(EXTENT, V1, shared.facts, shared.starts, AT)
+    monkeypatch.undo()
     assert repr(new) == repr(old)
     assert sum(t is None for t in new) >= 2  # the NaN and the far batch: measured alone
-    assert any(t is not None and t["count"] == 2 for t in new)
-    assert any(t is not None and t["bounds"].box is None for t in new) or any(
-        t is not None and t["bounds"].box != t["bounds"].box for t in new
-    )  # the empty polygon's NaN row: Bounds.of_shown's
+    passing = sum(t is not None for t in new)
+    if two:  # every batch through of_shown, as in stop 40
+        assert len(calls) == passing
+        assert any(t is not None and t["count"] == 2 for t in new)
+    else:  # only the empty polygon's NaN row: of_shown's
+        assert calls == [1]
+    empty = new[next(i for i, b in enumerate(batches) if b.batch_id == "empty")]
+    assert empty is not None and empty["count"] == 1  # inside, its envelope of_shown's
     decisions = evaluate_group(batches, VERSIONS, now=AT)
     assert [repr(d) for d in decisions] == [repr(evaluate(b, VERSIONS, now=AT)) for b in batches]
     assert KINDS["extent"].measure_group is measure_group

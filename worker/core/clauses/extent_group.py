@@ -76,15 +76,16 @@ def measure_group(
     inside = inside | (group.parsed & group.is_empty)
     stop = per_segment(~inside | beyond | group.covering_bbox_disagrees, starts).tolist()
     out: list[Tally | None] = []
-    at, rows, shown_at = starts.tolist(), fbounds.tolist(), shown.tolist()
-    none_first = First((), 5)  # (immutable: one for every tally)
+    at, none_first = starts.tolist(), First((), 5)  # (immutable: one for every tally)
+    # as many features as batches (one-feature events): their bounds rows read as lists once
+    rows, shown_at = (fbounds.tolist(), shown.tolist()) if len(fbounds) == n else ([], [])
     for i, stopped in enumerate(stop):
         if stopped:
             out.append(None)
             continue
         a, z = at[i], at[i + 1]
         # a one-feature batch shown: its row's envelope (Bounds.of_shown's, no numpy call)
-        bounds = Bounds.of_row(rows[a]) if z - a == 1 and shown_at[a] else None
+        bounds = Bounds.of_row(rows[a]) if z - a == 1 and rows and shown_at[a] else None
         if bounds is None:
             bounds = Bounds.of_shown(fbounds[a:z], shown[a:z])
         out.append({"count": z - a, "inside": z - a, "bounds": bounds, "raw_bounds": bounds,
