@@ -24,7 +24,7 @@ from datetime import datetime
 from worker.core._util.gcpause import collector_paused
 from worker.core.clauses import KINDS
 from worker.core.clauses.grouped import GroupEvaluation
-from worker.core.evaluate import decide, evaluate_versions
+from worker.core.evaluate import decide, evaluate_versions, reads_validity
 from worker.core.facts.batch import BatchFacts
 from worker.core.facts.shared import Computed, SharedFacts, computed, group_key
 from worker.core.model import ActiveVersion, Batch, Decision
@@ -59,13 +59,18 @@ def _evaluate_group(
 ) -> list[Decision]:
     own = [BatchFacts(b) for b in batches]
     group = GroupEvaluation()
+    first = reads_validity(versions)  # the same for every batch: asked once
     if len(own) < 3:  # no group of one: each batch alone
-        return [decide(evaluate_versions(f, versions, now, group)) for f in own]
+        return [
+            decide(evaluate_versions(f, versions, now, group, validity_first=first)) for f in own
+        ]
     key = (*(id(v) for v in versions), group_key(batches[0]))
     like = LEARNT_FACTS.get(key)
     decisions: list[Decision] = []
     if like is None:  # the first batch alone tells which facts the group computes
-        decisions.append(decide(evaluate_versions(own[0], versions, now, group)))
+        decisions.append(
+            decide(evaluate_versions(own[0], versions, now, group, validity_first=first))
+        )
         like = computed(own[0])
         if len(LEARNT_FACTS) >= MOST_LEARNT:
             LEARNT_FACTS.clear()
@@ -76,7 +81,7 @@ def _evaluate_group(
     group.measure(KINDS, versions, shared.facts, shared.starts, now)
     for i, f in enumerate(own):
         group.index = i
-        verdicts = evaluate_versions(shared.prime(i, f), versions, now, group)
+        verdicts = evaluate_versions(shared.prime(i, f), versions, now, group, validity_first=first)
         decisions.append(decide(verdicts))
     return decisions
 

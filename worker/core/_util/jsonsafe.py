@@ -15,14 +15,23 @@ from __future__ import annotations
 
 import json
 import math
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from typing import Any
 
 import numpy as np
 
 from worker.core._util.text import clip, clip_strings
 
-__all__ = ["bounded_json_text", "dumps_json", "finite_clipped", "finite_json", "json_text"]
+__all__ = [
+    "bounded_json_text",
+    "dumps_json",
+    "finite_clipped",
+    "finite_floats",
+    "finite_json",
+    "json_around",
+    "json_text",
+    "text_around",
+]
 
 
 def _number(v: float) -> float | str:
@@ -122,9 +131,16 @@ _RECORD_JSON = json.JSONEncoder(sort_keys=True, ensure_ascii=False, allow_nan=Fa
 def json_text(value: Any) -> str | None:
     """Sorted-keys JSON text of ``value`` as records carry it (None stays None): plain
     :func:`json.dumps` for the finite JSON types the core builds, else :func:`dumps_json`
-    with numpy scalars as Python numbers and anything else as its ``str``."""
+    with numpy scalars as Python numbers and anything else as its ``str``. A dict given
+    to :func:`text_around` whose entry is a list of finite floats is written from the kept
+    text around it (the same text: the encoder writes such a float as its ``repr``)."""
     if value is None:
         return None
+    around = KEPT_AROUND.pop(id(value), None) if KEPT_AROUND else None  # given up once read
+    if around is not None and around[0] is value:  # a kept text around one list of floats
+        floats = value[around[1]]
+        if type(floats) is list and finite_floats(floats):
+            return f"{around[2]}[{', '.join(map(float.__repr__, floats))}]{around[3]}"
     try:  # values built by the core are finite JSON types already (finite_json)
         return _RECORD_JSON.encode(value)
     except (TypeError, ValueError):
@@ -144,3 +160,51 @@ def bounded_json_text(value: Any, max_chars: int) -> str | None:
     if text is None or len(text) <= max_chars:
         return text
     return json.dumps(clip(text, max_chars))
+
+
+#: Dicts whose JSON text around one entry is known (:func:`text_around`), until
+#: :func:`json_text` writes them: ``{id(value): (value, key, head, tail)}``, the value held
+#: (its id not reused; given up when written, so that it lives no longer than its result).
+KEPT_AROUND: dict[int, tuple[dict[str, Any], str, str, str]] = {}
+#: The most dicts :data:`KEPT_AROUND` keeps (cleared when full).
+MOST_AROUND = 1024
+#: A string no JSON value the core builds holds, put in place of the entry split around.
+AROUND_MARK = "\x00\x1f\x00json_around"
+
+
+def finite_floats(values: Iterable[Any]) -> bool:
+    """Whether every item of ``values`` is a finite ``float`` (exactly: not a subclass):
+    then :func:`finite_clipped` and :func:`finite_json` of a list of them are its copy."""
+    return all(type(v) is float and v - v == 0.0 for v in values)  # inf - inf, nan: nan
+
+
+def json_around(value: Mapping[str, Any], key: str) -> tuple[str, str] | None:
+    """The :func:`json_text` of ``value`` split around the value of its ``key``: ``(head,
+    tail)`` such that ``head + json_text(v) + tail`` is ``json_text({**value, key: v})``
+    for every ``v`` the encoder writes (with sorted keys each entry is written on its own,
+    placed by its key alone). None when ``value`` has no ``key``, or when its text is not
+    the encoder's (a value of another type, a non-finite float: the fallback's)."""
+    if key not in value:
+        return None
+    try:
+        text = _RECORD_JSON.encode({**value, key: AROUND_MARK})
+    except (TypeError, ValueError):
+        return None
+    parts = text.split(_RECORD_JSON.encode(AROUND_MARK))
+    if len(parts) != 2:  # the mark written elsewhere too (a value holding it)
+        return None
+    return parts[0], parts[1]
+
+
+def text_around(value: dict[str, Any], key: str, around: tuple[str, str]) -> dict[str, Any]:
+    """``value``, kept so that :func:`json_text` writes it as ``head`` + its ``key``'s
+    list + ``tail`` (``around``: :func:`json_around` of a dict of the same keys and, but
+    for ``key``, the same values) when that list holds finite floats only, each float's
+    ``repr`` as the encoder writes it; else as any value. ``value`` must not change after
+    (the core's clause results do not). Kept until :func:`json_text` first writes it (a
+    later text is the encoder's, the same), at most :data:`MOST_AROUND` (cleared when
+    full); threads may share them (each dict operation is atomic)."""
+    if len(KEPT_AROUND) >= MOST_AROUND:
+        KEPT_AROUND.clear()
+    KEPT_AROUND[id(value)] = (value, key, around[0], around[1])
+    return value

@@ -19,7 +19,7 @@ import numpy as np
 import shapely
 from pyproj import CRS
 
-from worker.core._util.jsonsafe import finite_clipped
+from worker.core._util.jsonsafe import finite_clipped, finite_floats, json_around, text_around
 from worker.core._util.memo import identity_memo
 from worker.core._util.text import MAX_ECHO_CHARS
 from worker.core.clauses.grouped import per_segment
@@ -76,14 +76,20 @@ def measure_group(
     inside = inside | (group.parsed & group.is_empty)
     stop = per_segment(~inside | beyond | group.covering_bbox_disagrees, starts).tolist()
     out: list[Tally | None] = []
+    at, none_first = starts.tolist(), First((), 5)  # (immutable: one for every tally)
+    # as many features as batches (one-feature events): their bounds rows read as lists once
+    rows, shown_at = (fbounds.tolist(), shown.tolist()) if len(fbounds) == n else ([], [])
     for i, stopped in enumerate(stop):
         if stopped:
             out.append(None)
             continue
-        a, z = int(starts[i]), int(starts[i + 1])
-        bounds = Bounds.of_shown(fbounds[a:z], shown[a:z])
+        a, z = at[i], at[i + 1]
+        # a one-feature batch shown: its row's envelope (Bounds.of_shown's, no numpy call)
+        bounds = Bounds.of_row(rows[a]) if z - a == 1 and rows and shown_at[a] else None
+        if bounds is None:
+            bounds = Bounds.of_shown(fbounds[a:z], shown[a:z])
         out.append({"count": z - a, "inside": z - a, "bounds": bounds, "raw_bounds": bounds,
-                    "beyond": 0, "failed": 0, "disagree": 0, "disagree_first": First((), 5),
+                    "beyond": 0, "failed": 0, "disagree": 0, "disagree_first": none_first,
                     "offenders": None})  # fmt: skip
     return out
 
@@ -108,7 +114,9 @@ def passing_result(
     problem, the metadata's name), with this tally's bounds. Such a render reads the
     tally's bounds only into ``measured["bounds"]``: the message shows them only for a
     break, the notes read the counts (all 0). Any other tally, or a result that is not a
-    pass, is rendered."""
+    pass, is rendered. The JSON text of the kept pass's ``measured`` around its bounds is
+    kept too (:func:`~worker.core._util.jsonsafe.json_around`): a record writes each
+    batch's ``measured`` as that text around its bounds' floats (``text_around``)."""
     if not (
         tally.get("inside", -1) == tally["count"]
         and tally.get("raw_bounds") is tally.get("bounds")
@@ -123,7 +131,7 @@ def passing_result(
     src = facts.declared_crs
     reads = (id(contract), tally["count"], id(src), batch.declared_crs, batch.edges,
              batch.metadata_name, facts.edges_problem)  # fmt: skip
-    kept: dict[tuple[Any, ...], tuple[Contract, Any, ClauseResult]]
+    kept: dict[tuple[Any, ...], tuple[Contract, Any, ClauseResult, tuple[str, str] | None]]
     kept = clause.__dict__.setdefault(KEPT_PASSING, {})
     hit = kept.get(reads)
     if hit is None or hit[0] is not contract or hit[1] is not src:  # ids of live objects
@@ -131,11 +139,20 @@ def passing_result(
         if result.result == "pass" and result.offenders is None and not result.diagnoses:
             if len(kept) >= _MOST_PASSING:
                 kept.clear()
-            kept[reads] = (contract, src, result)
+            measured = result.measured
+            around = json_around(measured, "bounds") if type(measured) is dict else None
+            kept[reads] = (contract, src, result, around)
         return result
     like = hit[2]
     box = tally["bounds"].box
-    bounds = None if box is None else finite_clipped([float(b) for b in box], MAX_ECHO_CHARS)
+    if box is None:
+        bounds = None
+    elif finite_floats(box):  # what finite_clipped gives them: a list of the same floats
+        bounds = list(box)
+    else:
+        bounds = finite_clipped([float(b) for b in box], MAX_ECHO_CHARS)
     measured = {**like.measured, "bounds": bounds}
+    if hit[3] is not None:  # its JSON text: the kept text around its bounds' floats
+        text_around(measured, "bounds", hit[3])
     return ClauseResult(like.name, like.kind, like.result, like.on_break, measured,
                         like.expected, like.message)  # fmt: skip

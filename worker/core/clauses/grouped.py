@@ -78,6 +78,8 @@ class GroupEvaluation:
     _plans: dict[int, _Plan] = field(default_factory=dict)
     #: per :meth:`results` key: an earlier batch's results of a contract's clauses
     _kept: dict[_Key, tuple[ClauseResult, ...]] = field(default_factory=dict)
+    #: the last key :meth:`results` found in :attr:`_kept`, and its results
+    _last: tuple[_Key | None, tuple[ClauseResult, ...] | None] = (None, None)
 
     def measure(
         self,
@@ -141,7 +143,11 @@ class GroupEvaluation:
         clauses = contract.clauses
         plan = self._plans.get(id(contract))
         key = None if plan is None else plan.key(contract, facts, now, self.index)
-        kept = None if key is None else self._kept.get(key)
+        last, kept = self._last  # most batches: the last key found, equal (not hashed)
+        if key != last:
+            kept = None if key is None else self._kept.get(key)
+            if kept is not None:
+                self._last = (key, kept)
         if plan is None or key is None or kept is None:
             out = tuple(evaluate(c, contract, facts, now, self) for c in clauses)
             if plan is not None and key is not None and self._are_kept(plan, key, out):

@@ -86,11 +86,17 @@ class Bounds:
         """:meth:`of_rows` of the rows of ``bounds`` (float (M, 4)) that ``shown`` (bool
         (M,)) selects, without a copy when every row is; one shown row without NaN is its
         own envelope, taken without numpy's reductions (the same values)."""
-        if len(bounds) == 1 and shown[0]:
-            box = bounds[0].tolist()
-            if all(v == v for v in box):  # no NaN
-                return cls((box[0], box[1], box[2], box[3]))
+        if len(bounds) == 1 and shown[0] and (one := cls.of_row(bounds[0].tolist())) is not None:
+            return one
         return cls.of_rows(bounds if shown.all() else bounds[shown])
+
+    @classmethod
+    def of_row(cls, box: list[float]) -> Bounds | None:
+        """The envelope of one shown feature from its bounds row (4 floats, ``tolist``'s),
+        None when the row holds a NaN (then :meth:`of_rows`)."""
+        if box[0] == box[0] and box[1] == box[1] and box[2] == box[2] and box[3] == box[3]:
+            return cls((box[0], box[1], box[2], box[3]))
+        return None
 
     def __or__(self, other: Bounds) -> Bounds:
         if self.box is None:
