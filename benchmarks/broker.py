@@ -208,10 +208,13 @@ def worker_vs_floor(bootstrap: str, quick: bool) -> list[Row]:
     100 and 1,000 features: the least-work copy for 1 and 100 (targets 0.5, 0.8), the
     minimum of the transactional copy and the decode+GEOS floor for 1,000 (target 0.8),
     as :data:`WORKER_TARGETS` says."""
-    # each size is timed over about 3 s of the worker or more: over 1 s (40 events of
-    # 1,000 features) the fetches' start weighed in the figure (0.64-0.66 with 40 events,
-    # 0.67-0.71 with 120, one broker, same code)
-    sizes = ((1, 60), (100, 12), (1000, 4)) if quick else ((1, 3000), (100, 600), (1000, 120))
+    # each size is timed over about 3 s of the worker: over 1 s (40 events of 1,000
+    # features) the fetches' start weighed in the figure (0.64-0.66 with 40 events,
+    # 0.67-0.71 with 120, one broker, same code). 3,000 one-feature events had become
+    # half a second of the worker and a quarter of the copy, whose first fetch (60-100 ms,
+    # paid by both) flattered the worker: 0.50-0.52 against 0.41-0.46 over 18,000 events
+    # (stop 41, docs/performance.md "the one-feature row's window")
+    sizes = ((1, 60), (100, 12), (1000, 4)) if quick else ((1, 18_000), (100, 1200), (1000, 180))
     return [_worker_row(bootstrap, features, count, quick) for features, count in sizes]
 
 
