@@ -5,7 +5,9 @@ topic's updates, one poll batch (:func:`worker.gate.housekeeping.poll_batch`), i
 routed in order and committed one transaction each (:mod:`worker.gate.schedule`,
 :mod:`worker.gate.route`, :mod:`worker.gate.checkpoint`), each committed run reported
 (:mod:`worker.gate.housekeeping`: metrics, ``on_outcome``), the rest rewound
-(:mod:`worker.gate.offsets`). Kafka callbacks only log or set flags.
+(:mod:`worker.gate.offsets`). While the consumer is behind, the batches fetched meanwhile
+follow in the same step, each one's last transaction committing while the next is routed
+(:meth:`Processor._route_batches`). Kafka callbacks only log or set flags.
 """
 
 from __future__ import annotations
@@ -236,7 +238,8 @@ class Processor:
 
     # -- one poll batch -------------------------------------------------------------------
     def step(self) -> int:
-        """Poll one batch of events and commit its results, one transaction per run.
+        """Poll one batch of events and commit its results, one transaction per run (and,
+        when the batch filled, the batches fetched meanwhile: :meth:`_route_batches`).
 
         Returns
         -------
@@ -283,10 +286,8 @@ class Processor:
                 if held is not None:
                     events, run = self._take_next(Run(*held))
                     if run.events:
-                        carried, transactions = (
-                            (run.events, self.schedule.submit(commit, run)),
-                            transactions + 1,
-                        )
+                        carried = (run.events, self.schedule.submit(commit, run))
+                        transactions += 1
                     if events:
                         self.config.poll_updates()  # contract changes apply between poll batches
         finally:
