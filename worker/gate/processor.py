@@ -33,7 +33,7 @@ from worker.gate.producing import Guard
 from worker.gate.records import Outcome
 from worker.gate.replays import restore_ledger
 from worker.gate.route import Router
-from worker.gate.schedule import Pending, Runs, Schedule
+from worker.gate.schedule import Pending, Runs, Schedule, event_bytes
 from worker.kafka.clients import map_kafka_errors
 from worker.kafka.config_topic import ConfigFollower
 from worker.kafka.health import BrokerHealth, Watchdog
@@ -306,7 +306,7 @@ class Processor:
         c = self.gate_config
         if len(events) >= c.max_batch_events:
             return True
-        return sum(len(m.value() or b"") for m in events) >= c.ready_bytes
+        return sum(map(event_bytes, events)) >= c.ready_bytes
 
     def _take_next(self, held: Run) -> tuple[list[MessageLike], Run]:
         """The next poll batch from the records fetched already (no wait; none once the

@@ -168,9 +168,17 @@ def route_in_runs(
         committed = transactions = routed = 0
         past_deadline = False
 
-        def failure(sent: list[E], done: int, unsent: list[E]) -> Runs[E]:
-            rest = sent[done:] + unsent + list(events[routed:])
-            return Runs(committed, transactions, rest, False, True)
+        def settle(p: Pending[E, R], unsent: list[E]) -> Generator[R, None, Runs[E] | None]:
+            """Wait for run ``p``'s transaction and yield it; the poll batch's Runs when it
+            committed less than the whole run (``unsent``: routed since, not submitted)."""
+            nonlocal committed
+            settled = p[1].result()
+            yield settled
+            committed += 0 if p[0] is theirs else settled.committed
+            if settled.committed < len(p[0]):
+                rest = p[0][settled.committed :] + unsent + list(events[routed:])
+                return Runs(committed, transactions, rest, False, True)
+            return None
 
         try:
             for event in events:
@@ -188,31 +196,22 @@ def route_in_runs(
                 if pending is not None:
                     if not pending[1].done():
                         continue
-                    (sent, future), pending = pending, None
-                    settled = future.result()
-                    yield settled
-                    committed += 0 if sent is theirs else settled.committed
-                    if settled.committed < len(sent):
-                        return failure(sent, settled.committed, run[0])
+                    sent_future, pending = pending, None
+                    if (failed := (yield from settle(sent_future, run[0]))) is not None:
+                        return failed
                 pending = (run[0], submit(*run))
                 transactions += 1
                 run, run_started, run_bytes = ([], []), clock(), 0
             if pending is not None:
-                (sent, future), pending = pending, None
-                settled = future.result()
-                yield settled
-                committed += 0 if sent is theirs else settled.committed
-                if settled.committed < len(sent):
-                    return failure(sent, settled.committed, run[0])
+                sent_future, pending = pending, None
+                if (failed := (yield from settle(sent_future, run[0]))) is not None:
+                    return failed
             if hold_last and not past_deadline:
                 return Runs(committed, transactions, [], False, False, run if run[0] else None)
             if run[0]:
                 transactions += 1
-                settled = submit(*run).result()
-                yield settled
-                committed += settled.committed
-                if settled.committed < len(run[0]):
-                    return failure(run[0], settled.committed, [])
+                if (failed := (yield from settle((run[0], submit(*run)), []))) is not None:
+                    return failed
         finally:
             if pending is not None:  # route() or the caller raised: let the transaction end first
                 with contextlib.suppress(BaseException):
