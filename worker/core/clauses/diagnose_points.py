@@ -59,10 +59,14 @@ def point_readings(
     return out
 
 
+def _covered_mask(xy: np.ndarray, usable: np.ndarray, region: shapely.Geometry) -> np.ndarray:
+    """bool (N,): the points of ``xy`` (float (N, 2)) ``usable`` and covered by ``region``."""
+    return covered_mask(lambda: shapely.points(xy), usable, region, np.hstack((xy, xy)))
+
+
 def _covered(xy: np.ndarray, usable: np.ndarray, region: shapely.Geometry) -> int:
     """Points of ``xy`` (float (N, 2)) that are ``usable`` and covered by ``region``."""
-    mask = covered_mask(lambda: shapely.points(xy), usable, region, np.hstack((xy, xy)))
-    return int(np.count_nonzero(mask))
+    return int(np.count_nonzero(_covered_mask(xy, usable, region)))
 
 
 def _wrapped(xy: np.ndarray, usable: np.ndarray, region: shapely.Geometry) -> tuple[int, int]:
@@ -75,5 +79,5 @@ def _wrapped(xy: np.ndarray, usable: np.ndarray, region: shapely.Geometry) -> tu
     shift[~usable] = 0.0
     moved = xy.copy()
     moved[:, 0] += shift
-    covered = covered_mask(lambda: shapely.points(moved), usable, region, np.hstack((moved, moved)))
+    covered = _covered_mask(moved, usable, region)
     return int(np.count_nonzero(covered)), int(np.count_nonzero(covered & (shift != 0.0)))
