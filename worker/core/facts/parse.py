@@ -4,7 +4,9 @@ The first layer of :class:`worker.core.facts.batch.BatchFacts`: WKB headers, the
 pre-check (:mod:`worker.core.facts.wkb_check`), GEOS's strict parse, the stored and the
 ``east_north`` geometries, the declared CRS and the edge model they are read in
 (:func:`worker.core.facts.edges.edges_problem`), and their envelopes. Missing (None) and
-unparseable WKB give a ``None`` geometry.
+unparseable WKB give a ``None`` geometry; so does, for validity, a value with bytes after
+the end of its geometry (:mod:`worker.core.facts.wkb_end`), which the clauses that locate
+and type features still see (:attr:`ParsedFacts.raw_geometries`).
 """
 
 from __future__ import annotations
@@ -18,6 +20,7 @@ from worker.core.errors import CrsError
 from worker.core.facts.edges import edges_problem
 from worker.core.facts.wkb_arrow import WkbTuple, arrow_points_xy
 from worker.core.facts.wkb_check import wkb_has_nonfinite, wkb_problem
+from worker.core.facts.wkb_end import trailing_bytes, walked_faults
 from worker.core.facts.wkb_header import (
     curve_type_name,
     empty_ring_polygons,
@@ -97,7 +100,18 @@ class ParsedFacts:
 
     @fact
     def _strict(self) -> np.ndarray:
-        """GEOS's strict WKB parse (``on_invalid="ignore"``): None when missing or unparseable."""
+        """GEOS's strict WKB parse (:attr:`_read`), None also where the value has bytes
+        after the end of its geometry (:attr:`_trailing`): the reading validity judges."""
+        geoms = self._read
+        if self._trailing:
+            geoms = geoms.copy()
+            geoms[list(self._trailing)] = None
+        return geoms
+
+    @fact
+    def _read(self) -> np.ndarray:
+        """GEOS's strict WKB parse (``on_invalid="ignore"``): None when missing or
+        unparseable; GEOS reads a value up to the end of its geometry and ignores the rest."""
         if self.count == 0:
             return np.empty(0, dtype=object)
         wkb = self._wkb_array
@@ -112,9 +126,31 @@ class ParsedFacts:
         return geoms
 
     @fact
-    def _headers(self) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-        """(present, single, has_z, has_m) of each WKB header (see ``wkb_headers``)."""
+    def _headers(self) -> tuple[np.ndarray, ...]:
+        """(present, single, has_z, has_m, base, srid) of each WKB header (see
+        ``wkb_headers``)."""
         return wkb_headers(self._wkb_array)
+
+    @fact
+    def _walked(self) -> tuple[dict[int, str], dict[int, str]]:
+        """(refused before parsing, bytes after the end of the geometry): index -> reason
+        of the values that may hold nested geometries (``may_nest``), each walked once
+        (:func:`worker.core.facts.wkb_end.walked_faults`)."""
+        if self._points_xy is not None:
+            return {}, {}
+        present, single = self._headers[:2]
+        return walked_faults(self.batch.geometries_wkb, np.flatnonzero(present & ~single))
+
+    @fact
+    def _trailing(self) -> dict[int, str]:
+        """Index -> reason (``"4 bytes after the end of the WKB geometry (it ends at byte
+        21 of 25)"``) of each value GEOS read though bytes follow its geometry: the walked
+        ones (:attr:`_walked`) and the single geometries that
+        :func:`worker.core.facts.wkb_end.trailing_bytes` finds (screened by size)."""
+        if self._points_xy is not None:  # 21-byte values: a 2D point ends at byte 21
+            return {}
+        found = trailing_bytes(self.batch.geometries_wkb, self._read, self._headers)
+        return {**self._walked[1], **found}
 
     @fact
     def _refused_before_parse(self) -> dict[int, str]:
@@ -123,25 +159,19 @@ class ParsedFacts:
         :func:`worker.core.facts.wkb_check.wkb_problem` (deep nesting, bad byte order, impossible
         counts). Single geometries are left to GEOS, which refuses their impossible counts
         by itself; :attr:`_refused` then names their structural fault."""
-        out: dict[int, str] = {}
-        if self._points_xy is not None:
-            return out
-        values = self.batch.geometries_wkb
-        present, single, _, _ = self._headers
-        for i in np.flatnonzero(present & ~single).tolist():
-            if reason := wkb_problem(values[i]):
-                out[i] = reason
-        return out
+        return self._walked[0]
 
     @fact
     def _refused(self) -> dict[int, str]:
         """Index -> structural reason (:func:`worker.core.facts.wkb_check.wkb_problem`) of every WKB
         value with one: those refused before parsing, and the single geometries GEOS's
         strict reader refused (few; walked only then, so a batch of valid polygons is
-        never walked in Python)."""
+        never walked in Python), and those with bytes after their geometry
+        (:attr:`_trailing`)."""
         out = dict(self._refused_before_parse)
         if self._points_xy is not None:
             return out
+        out.update(self._trailing)
         for i in np.flatnonzero(self._strict_missing & ~self.missing).tolist():
             data = self.batch.geometries_wkb[i]
             if i not in out and data is not None and (reason := wkb_problem(data)):
@@ -182,20 +212,27 @@ class ParsedFacts:
         open ring) is read again with ``on_invalid="fix"`` so that the clauses that locate
         and type features (extent, geometry_type) see where and what it is; it stays
         :attr:`unparseable`, so validity counts it invalid with GEOS's reason and coverage
-        leaves it out. One defect, one clause.
+        leaves it out. One defect, one clause. So too a value with bytes after the end of
+        its geometry (:attr:`_trailing`): here it is the geometry GEOS read up to that end,
+        validity counts it invalid ("4 bytes after the end of the WKB geometry ...") and
+        coverage leaves it out; nothing is cut or repaired in the value.
         """
         geoms = self._strict
         bad = np.flatnonzero(self.unparseable & ~self._unbuilt & ~self._refused_mask)
-        if len(bad):
+        trailing = list(self._trailing)
+        if len(bad) or trailing:
             geoms = geoms.copy()
+            geoms[trailing] = self._read[trailing]
+        if len(bad):
             with np.errstate(invalid="ignore"):
                 geoms[bad] = shapely.from_wkb(self._wkb_array[bad], on_invalid="fix")
         return geoms
 
     @fact
     def unparseable(self) -> np.ndarray:
-        """bool (N,): WKB was given but GEOS's strict reader refused it, or the reader could
-        not write the geometry as WKB at all (``Batch.geometry_errors``)."""
+        """bool (N,): WKB was given but GEOS's strict reader refused it, bytes follow the
+        end of its geometry (:attr:`_trailing`), or the reader could not write the
+        geometry as WKB at all (``Batch.geometry_errors``)."""
         if self._points_xy is not None:
             return self._all(False)
         return self._strict_missing & ~self.missing

@@ -16,7 +16,12 @@ is wrong before any of that can happen:
   ``POLYGON ((0 0, 4 0, 4 4, 0 4, 0 0), EMPTY)`` as valid, then ``covered_by``, ``within``
   and ``contains`` on it end the process with SIGSEGV.
   Single polygons are not walked before GEOS parses them (:func:`may_nest`): the parsed
-  ones are screened with :func:`empty_ring_polygons` instead.
+  ones are screened with :func:`empty_ring_polygons` instead;
+* the value ends where its geometry ends: GEOS's reader stops there and ignores the rest
+  (``POINT (1 2)`` plus ``b"junk"`` reads as ``POINT (1 2)``), PostGIS, GDAL and DuckDB
+  refuse it or read something else. Trailing bytes are not a structural danger, so
+  :func:`wkb_survey` tells them apart (:func:`trailing_reason` words them); the parsed single geometries are screened by their sizes
+  (:func:`~worker.core.facts.wkb_end.size_suspects`) and only the suspects walked.
 
 Nothing here repairs or interprets geometry: validity is still GEOS's to judge.
 """
@@ -44,10 +49,12 @@ from worker.core.facts.wkb_multipolygon import NDR_MULTIPOLYGON, ndr_multipolygo
 __all__ = [
     "DEFAULT_MAX_DEPTH",
     "WkbRefused",
+    "trailing_reason",
     "flat_multi",
     "walk",
     "wkb_has_nonfinite",
     "wkb_problem",
+    "wkb_survey",
 ]
 
 #: Nesting depth of collections accepted (a MultiPolygon in a GeometryCollection is depth 2).
@@ -161,6 +168,17 @@ def _walk(data: bytes, max_depth: int, spans: list[tuple[int, int, str]] | None 
     return pos
 
 
+def trailing_reason(end: int, size: int) -> str | None:
+    """The reason of a value of ``size`` bytes whose geometry ends at byte ``end`` (the
+    first byte after it), or None when it ends there: ``"4 bytes after the end of the WKB
+    geometry (it ends at byte 21 of 25)"``."""
+    extra = size - end
+    if extra <= 0:
+        return None
+    unit = "byte" if extra == 1 else "bytes"
+    return f"{extra} {unit} after the end of the WKB geometry (it ends at byte {end} of {size})"
+
+
 #: Multi type -> the single type of its parts (MultiPoint, MultiLineString, MultiPolygon).
 _MULTI_PART = {4: _POINT, 5: _LINE, 6: _POLYGON}
 
@@ -235,8 +253,25 @@ def _flat_multi(data: bytes, max_depth: int) -> int | None:
     return pos
 
 
+def wkb_survey(data: bytes, max_depth: int = DEFAULT_MAX_DEPTH) -> tuple[str | None, str | None]:
+    """(structural problem, trailing bytes) of one WKB value, each a one-line reason or None.
+
+    The first (see :func:`wkb_problem`) means GEOS must not be asked to parse the value;
+    the second (``"4 bytes after the end of the WKB geometry (it ends at byte 21 of
+    25)"``) is said only of a value whose structure is sound: GEOS parses it, reading the
+    geometry up to its end, and the value is still invalid. One walk for both.
+    """
+    try:
+        end = _flat_multi(data, max_depth)
+        if end is None:
+            end = _walk(data, max_depth)
+    except _Bad as exc:
+        return f"WKB rejected before parsing: {exc}", None
+    return None, trailing_reason(end, len(data))
+
+
 def wkb_problem(data: bytes, max_depth: int = DEFAULT_MAX_DEPTH) -> str | None:
-    """What is structurally wrong with one WKB value, or None when GEOS may parse it.
+    """What is structurally wrong with one WKB value, or None when it is sound.
 
     Parameters
     ----------
@@ -249,17 +284,14 @@ def wkb_problem(data: bytes, max_depth: int = DEFAULT_MAX_DEPTH) -> str | None:
     -------
     str or None
         A one-line reason (``"collections nest deeper than 32 levels"``, ``"invalid
-        byte-order flag 2 at byte 0 (expected 0 or 1)"``, ``"the header claims ..."``),
-        or None. Trailing bytes after the geometry are left to GEOS. The walk costs time in
-        the number of rings and parts, never in the number of coordinates.
+        byte-order flag 2 at byte 0 (expected 0 or 1)"``, ``"the header claims ..."``,
+        ``"3 bytes after the end of the WKB geometry (it ends at byte 21 of 24)"``), or
+        None. The walk costs time in the number of rings and parts, never in the number
+        of coordinates. :func:`wkb_survey` tells trailing bytes (GEOS may parse the value)
+        from the other faults (it must not).
     """
-    if _flat_multi(data, max_depth) is not None:
-        return None
-    try:
-        _walk(data, max_depth)
-    except _Bad as exc:
-        return f"WKB rejected before parsing: {exc}"
-    return None
+    problem, trailing = wkb_survey(data, max_depth)
+    return problem or trailing
 
 
 def wkb_has_nonfinite(data: bytes, max_depth: int = DEFAULT_MAX_DEPTH) -> bool:
