@@ -355,8 +355,7 @@ def test_vectorized_headers_equal_the_per_value_reads(values: list[bytes | None]
     """Above 32 values the headers are read with numpy; each equals ``_header``."""
     from worker.core.facts.wkb_header import _header, wkb_headers
 
-    present, single, has_z, has_m = wkb_headers(values)
-    cols = (present.tolist(), single.tolist(), has_z.tolist(), has_m.tolist())
+    cols = [column.tolist() for column in wkb_headers(values)]
     got = list(zip(*cols, strict=True))
     assert got == [_header(v) for v in values]
 

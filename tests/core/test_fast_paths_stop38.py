@@ -113,6 +113,8 @@ def test_the_multipolygon_short_path_accepts_only_what_the_walk_accepts(
         walked, reason = None, f"WKB rejected before parsing: {exc}"
     if end is not None:
         assert end == walked
+    if walked is not None:  # sound: bytes after its end (``cut`` > 0) are the fault
+        reason = wkb.trailing_reason(walked, len(value))
     assert wkb_problem(value) == reason
 
 

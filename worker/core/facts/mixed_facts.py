@@ -63,6 +63,11 @@ class MixedFacts(GeometryFacts):
         return m.reindexed(m.sub._refused_before_parse)  # the same class's
 
     @fact
+    def _trailing(self) -> dict[int, str]:
+        m = self._mixed  # a plain row's length is exactly its geometry's (21 bytes, a ring)
+        return super()._trailing if m is None else m.reindexed(m.sub._trailing)
+
+    @fact
     def _refused(self) -> dict[int, str]:
         m = self._mixed
         if m is None:

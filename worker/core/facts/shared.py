@@ -40,13 +40,13 @@ __all__ = [
 
 #: Facts holding one array entry per feature (first axis), cut per batch.
 PER_FEATURE = (
-    "_wkb_array", "_unbuilt", "missing", "_strict", "_strict_missing", "_refused_mask",
+    "_wkb_array", "_unbuilt", "missing", "_read", "_strict", "_strict_missing", "_refused_mask",
     "unparseable", "parsed", "east_north", "geometries", "bounds", "type_ids", "has_z",
     "has_m", "type_name_index", "type_names", "_geos_valid", "is_empty", "has_nonfinite",
     "orientation_contradicted", "usable", "is_valid", "outside_area_of_use",
 )  # fmt: skip
 #: Facts holding ``{feature index: value}``, re-indexed per batch.
-PER_FEATURE_DICTS = ("_refused_before_parse", "_refused", "curve_type_names")
+PER_FEATURE_DICTS = ("_refused_before_parse", "_trailing", "_refused", "curve_type_names")
 #: Facts of the group's shared metadata, the same object for every batch.
 SHARED = ("_crs_resolution",)
 #: Per-feature facts cut by :meth:`SharedFacts.prime` on their own (a tuple of arrays; an

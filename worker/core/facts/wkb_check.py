@@ -20,7 +20,8 @@ is wrong before any of that can happen:
 * the value ends where its geometry ends: GEOS's reader stops there and ignores the rest
   (``POINT (1 2)`` plus ``b"junk"`` reads as ``POINT (1 2)``), PostGIS, GDAL and DuckDB
   refuse it or read something else. Trailing bytes are not a structural danger, so
-  :func:`wkb_survey` tells them apart (:func:`trailing_reason` words them); the parsed single geometries are screened by their sizes
+  :func:`wkb_survey` tells them apart (:func:`trailing_reason` words them); the parsed
+  single geometries are screened by their sizes
   (:func:`~worker.core.facts.wkb_end.size_suspects`) and only the suspects walked.
 
 Nothing here repairs or interprets geometry: validity is still GEOS's to judge.
@@ -49,8 +50,8 @@ from worker.core.facts.wkb_multipolygon import NDR_MULTIPOLYGON, ndr_multipolygo
 __all__ = [
     "DEFAULT_MAX_DEPTH",
     "WkbRefused",
-    "trailing_reason",
     "flat_multi",
+    "trailing_reason",
     "walk",
     "wkb_has_nonfinite",
     "wkb_problem",

@@ -109,7 +109,7 @@ def walked_faults(
     refused: dict[int, str] = {}
     trailing: dict[int, str] = {}
     for i in rows.tolist():
-        problem, extra = wkb_survey(values[i])  # type: ignore[arg-type]
+        problem, extra = wkb_survey(values[i])
         if problem:
             refused[i] = problem
         elif extra:

@@ -137,7 +137,14 @@ def _header(data: bytes | None) -> tuple[bool, bool, bool, bool, int, bool]:
         return True, False, False, False, 0, False
     base, z, m = typed
     single = base in _SINGLE
-    return True, single, z and single, m and single, base * single, bool(code & _EWKB_SRID) and single
+    return (
+        True,
+        single,
+        z and single,
+        m and single,
+        base * single,
+        bool(code & _EWKB_SRID) and single,
+    )
 
 
 def curve_type_name(data: bytes | None) -> str | None:
@@ -178,8 +185,9 @@ def wkb_headers(
     ``has_z`` / ``has_m`` read from the type code (ISO ``1000`` Z, ``2000`` M, ``3000``
     ZM; EWKB flags), which for a single geometry is its coordinate dimension, ``base``
     its base type (1 Point, 2 LineString, 3 Polygon, 17 Triangle) and ``srid`` whether an
-    EWKB SRID (4 bytes) follows the type code; False (0) for the others. Vectorized with numpy over the first 5 bytes of each value: a batch of
-    100,000 polygons costs milliseconds, not a Python call per feature.
+    EWKB SRID (4 bytes) follows the type code; False (0) for the others. Vectorized with
+    numpy over the first 5 bytes of each value: a batch of 100,000 polygons costs
+    milliseconds, not a Python call per feature.
     """
     n = len(values)
     head = None
