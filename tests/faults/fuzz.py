@@ -9,7 +9,8 @@ runs longer than :data:`HANG_S`, is a failure. The targets:
 - ``event decoder``: :func:`worker.io.codec.decode_batch`;
 - ``route``: :func:`worker.gate.route.route` of a mutated event with the demo contracts
   active (decode, evaluate, output records; must always return an Outcome);
-- ``WKB pre-check``: :func:`worker.core.facts.wkb_check.wkb_problem` and ``wkb_has_nonfinite``
+- ``WKB pre-check``: :func:`worker.core.facts.wkb_check.wkb_problem` and
+  ``wkb_faults.wkb_has_nonfinite``
   (never raise), then :func:`worker.core.evaluate.evaluate` of a batch carrying that WKB;
 - ``contract text``: :func:`worker.core.contracts.parse.parse_contract` and
   :func:`worker.io.contract_files.load_contract`;
@@ -47,7 +48,8 @@ from worker.control.publish import contract_record
 from worker.core.contracts.parse import parse_contract
 from worker.core.errors import ContractGateError
 from worker.core.evaluate import evaluate
-from worker.core.facts.wkb_check import wkb_has_nonfinite, wkb_problem
+from worker.core.facts.wkb_check import wkb_problem
+from worker.core.facts.wkb_faults import wkb_has_nonfinite
 from worker.core.lifecycle.registry import Registry, config_key
 from worker.core.model import ActiveVersion, Batch
 from worker.gate.route import Outcome, Source, route

@@ -385,9 +385,9 @@ def test_the_screen_misses_no_bytes_after_any_valid_geometry(
     facts = BatchFacts(batch_of(values))
     pairs = enumerate(zip(values, extras, strict=True))
     want = {i: _reason(len(v) - k, k) for i, (v, k) in pairs if k}
-    assert dict(facts._trailing) == want
+    assert dict(facts.trailing) == want
     sound = [v[: len(v) - k] for v, k in zip(values, extras, strict=True)]
     clean = BatchFacts(batch_of(sound))
-    assert clean._trailing == {}
+    assert clean.trailing == {}
     assert all(wkb_survey(sound[i]) == (None, None) for i in _screened(sound))
     assert facts.is_valid.tolist() == (clean.is_valid & (np.array(extras) == 0)).tolist()

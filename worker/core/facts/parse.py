@@ -19,10 +19,8 @@ from worker.core._util.memo import fact
 from worker.core.errors import CrsError
 from worker.core.facts.edges import edges_problem
 from worker.core.facts.wkb_arrow import WkbTuple, arrow_points_xy
-from worker.core.facts.wkb_check import wkb_has_nonfinite, wkb_problem
-from worker.core.facts.wkb_end import trailing_bytes, walked_faults
+from worker.core.facts.wkb_faults import WkbFaults
 from worker.core.facts.wkb_header import (
-    curve_type_name,
     empty_ring_polygons,
     simple_points_xy,
     wkb_headers,
@@ -43,7 +41,7 @@ __all__ = [
 POINTS_WITHOUT_GEOMETRIES_MIN = 64
 
 
-class ParsedFacts:
+class ParsedFacts(WkbFaults):
     """The parsing facts of :class:`~worker.core.facts.batch.BatchFacts` (its first base).
 
     Every fact is computed once per instance (:class:`worker.core._util.memo.fact`).
@@ -132,76 +130,9 @@ class ParsedFacts:
         return wkb_headers(self._wkb_array)
 
     @fact
-    def _walked(self) -> tuple[dict[int, str], dict[int, str]]:
-        """(refused before parsing, bytes after the end of the geometry): index -> reason
-        of the values that may hold nested geometries (``may_nest``), each walked once
-        (:func:`worker.core.facts.wkb_end.walked_faults`)."""
-        if self._points_xy is not None:
-            return {}, {}
-        present, single = self._headers[:2]
-        return walked_faults(self.batch.geometries_wkb, np.flatnonzero(present & ~single))
-
-    @fact
-    def _trailing(self) -> dict[int, str]:
-        """Index -> reason (``"4 bytes after the end of the WKB geometry (it ends at byte
-        21 of 25)"``) of each value GEOS read though bytes follow its geometry: the walked
-        ones (:attr:`_walked`) and the single geometries that
-        :func:`worker.core.facts.wkb_end.trailing_bytes` finds (screened by size)."""
-        if self._points_xy is not None:  # 21-byte values: a 2D point ends at byte 21
-            return {}
-        found = trailing_bytes(self.batch.geometries_wkb, self._read, self._headers)
-        return {**self._walked[1], **found}
-
-    @fact
-    def _refused_before_parse(self) -> dict[int, str]:
-        """Index -> reason of WKB values that GEOS must never see: those that may hold
-        nested geometries (:func:`worker.core.facts.wkb_header.may_nest`) and fail
-        :func:`worker.core.facts.wkb_check.wkb_problem` (deep nesting, bad byte order, impossible
-        counts). Single geometries are left to GEOS, which refuses their impossible counts
-        by itself; :attr:`_refused` then names their structural fault."""
-        return self._walked[0]
-
-    @fact
-    def _refused(self) -> dict[int, str]:
-        """Index -> structural reason (:func:`worker.core.facts.wkb_check.wkb_problem`) of every WKB
-        value with one: those refused before parsing, and the single geometries GEOS's
-        strict reader refused (few; walked only then, so a batch of valid polygons is
-        never walked in Python), and those with bytes after their geometry
-        (:attr:`_trailing`)."""
-        out = dict(self._refused_before_parse)
-        if self._points_xy is not None:
-            return out
-        out.update(self._trailing)
-        for i in np.flatnonzero(self._strict_missing & ~self.missing).tolist():
-            data = self.batch.geometries_wkb[i]
-            if i not in out and data is not None and (reason := wkb_problem(data)):
-                out[i] = reason
-        return out
-
-    @fact
-    def curve_type_names(self) -> dict[int, str]:
-        """Index -> the type its header names (``"CircularString"``, ``"TIN Z"``) of the
-        values refused before parsing for being curved or that GEOS could not read (ISO
-        WKB 15-17: PolyhedralSurface, TIN, Triangle; see
-        :func:`worker.core.facts.wkb_header.curve_type_name`): the geometry_type clause
-        names them instead of "missing or unparseable"."""
-        values = self.batch.geometries_wkb
-        unread = set(self._refused_before_parse)
-        if self._points_xy is None:
-            unread.update(np.flatnonzero(self._strict_missing).tolist())
-        named = ((i, curve_type_name(values[i])) for i in sorted(unread))
-        return {i: name for i, name in named if name is not None}
-
-    @fact
     def _strict_missing(self) -> np.ndarray:
         """bool (N,): :attr:`_strict` has no geometry (missing, refused or unparseable)."""
         return np.asarray(shapely.is_missing(self._strict), dtype=bool)
-
-    @fact
-    def _refused_mask(self) -> np.ndarray:
-        out = np.zeros(self.count, dtype=bool)
-        out[list(self._refused)] = True
-        return out
 
     @fact
     def raw_geometries(self) -> np.ndarray:
@@ -246,30 +177,6 @@ class ParsedFacts:
         if self.raw_geometries is self._strict:  # no structure fixed: the same objects
             return ~self._strict_missing
         return ~np.asarray(shapely.is_missing(self.raw_geometries), dtype=bool)
-
-    def parse_error(self, index: int) -> str:
-        """Why feature ``index`` has no geometry object: the reader's reason
-        (``Batch.geometry_errors``), GEOS's WKB reader's (e.g. "IllegalArgumentException:
-        Points of LinearRing do not form a closed linestring"), or "missing geometry"."""
-        if index in self.batch.geometry_errors:
-            return f"unreadable geometry: {self.batch.geometry_errors[index]}"
-        wkb = self.batch.geometries_wkb[index]
-        if wkb is None:
-            return "missing geometry"
-        if index in self._refused:
-            return self._refused[index]
-        try:
-            with np.errstate(invalid="ignore"):
-                shapely.from_wkb(wkb)
-        except (shapely.errors.GEOSException, TypeError, ValueError) as exc:
-            if wkb_has_nonfinite(wkb):
-                return (
-                    f"non-finite coordinate (NaN or inf) in the WKB; GEOS says: {str(exc).strip()}"
-                )
-            # not "unparseable WKB": a text or GeoArrow geometry (an open ring) reaches
-            # GEOS as the literal WKB the reader wrote, which its user never saw
-            return f"GEOS cannot read the geometry: {str(exc).strip()}"
-        return "GEOS cannot read the geometry"
 
     @fact
     def east_north(self) -> np.ndarray:

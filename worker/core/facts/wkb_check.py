@@ -29,8 +29,6 @@ Nothing here repairs or interprets geometry: validity is still GEOS's to judge.
 
 from __future__ import annotations
 
-import numpy as np
-
 from worker.core.facts.wkb_header import (
     _COLLECTIONS,
     _CURVES,
@@ -53,7 +51,6 @@ __all__ = [
     "flat_multi",
     "trailing_reason",
     "walk",
-    "wkb_has_nonfinite",
     "wkb_problem",
     "wkb_survey",
 ]
@@ -293,26 +290,6 @@ def wkb_problem(data: bytes, max_depth: int = DEFAULT_MAX_DEPTH) -> str | None:
     """
     problem, trailing = wkb_survey(data, max_depth)
     return problem or trailing
-
-
-def wkb_has_nonfinite(data: bytes, max_depth: int = DEFAULT_MAX_DEPTH) -> bool:
-    """Whether a structurally sound WKB value has a NaN or infinite coordinate.
-
-    Used to name the fault when GEOS refuses a geometry: a ring whose closing point is NaN
-    is "not closed" to GEOS (NaN != NaN), but the defect a data engineer must fix is the
-    non-finite coordinate. Empty points (all NaN by the WKB convention) count too; the
-    caller asks only about values GEOS refused. False when the structure is unsound.
-    """
-    spans: list[tuple[int, int, str]] = []
-    try:
-        _walk(data, max_depth, spans)
-    except _Bad:
-        return False
-    for offset, count, order in spans:
-        values = np.frombuffer(data, dtype=np.dtype(order + "f8"), count=count, offset=offset)
-        if not np.isfinite(values).all():
-            return True
-    return False
 
 
 #: Public names of the walk, its refusal and the fast path of flat multi-geometries.

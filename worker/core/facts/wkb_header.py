@@ -123,16 +123,13 @@ def type_code(code: int) -> tuple[int, bool, bool] | None:
 
 
 def _header(data: bytes | None) -> tuple[bool, bool, bool, bool, int, bool]:
-    """(present, single, has_z, has_m, base, srid) of one WKB value's header (see
-    :func:`wkb_headers`)."""
+    """:func:`wkb_headers` of one value: (present, single, has_z, has_m, base, srid)."""
     if data is None:
         return False, False, False, False, 0, False
     if len(data) < 5:  # zero-padded, as in wkb_headers: GEOS refuses it whatever it says
         data = bytes(data).ljust(5, b"\0")
-    if data[0] > 1:
-        return True, False, False, False, 0, False
     code = _U32["<" if data[0] == 1 else ">"](data, 1)[0]
-    typed = type_code(code)
+    typed = None if data[0] > 1 else type_code(code)
     if typed is None:
         return True, False, False, False, 0, False
     base, z, m = typed
@@ -177,8 +174,7 @@ def may_nest(data: bytes) -> bool:
 def wkb_headers(
     values: Sequence[bytes | None] | np.ndarray,
 ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
-    """(present, single, has_z, has_m, base, srid), read from each value's header: bool
-    (N,) each but ``base``, int64 (N,).
+    """(present, single, has_z, has_m, base, srid) of each header: bool (N,), base int64.
 
     ``present``: the value is not None. ``single``: its header holds a valid byte-order
     flag and the type code of a single geometry (not :func:`may_nest`); only then are
