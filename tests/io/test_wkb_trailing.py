@@ -386,8 +386,44 @@ def test_the_screen_misses_no_bytes_after_any_valid_geometry(
     pairs = enumerate(zip(values, extras, strict=True))
     want = {i: _reason(len(v) - k, k) for i, (v, k) in pairs if k}
     assert dict(facts.trailing) == want
+    single = {
+        i
+        for i, (g, *_rest) in enumerate(drawn)
+        if g.geom_type in ("Point", "LineString", "Polygon")
+    }
+    assert {i for i in want if i in single} <= set(_screened(values))  # the screen alone
     sound = [v[: len(v) - k] for v, k in zip(values, extras, strict=True)]
     clean = BatchFacts(batch_of(sound))
     assert clean.trailing == {}
     assert all(wkb_survey(sound[i]) == (None, None) for i in _screened(sound))
     assert facts.is_valid.tolist() == (clean.is_valid & (np.array(extras) == 0)).tolist()
+
+
+def _part(geom: shapely.Geometry, order: int, srid: bool) -> bytes:
+    kw = {"flavor": "extended", "include_srid": True} if srid else {"flavor": "iso"}
+    return bytes(shapely.to_wkb(shapely.set_srid(geom, 4326), byte_order=order, **kw))
+
+
+@pytest.mark.parametrize("extra", [0, 1, 7])
+def test_nested_parts_with_srids_and_either_byte_order_end_where_the_walk_says(extra: int) -> None:
+    """A collection (not screened: walked) whose parts carry EWKB SRIDs, big- and
+    little-endian, then ``extra`` bytes (empty points, Z and M: the hypothesis test)."""
+    import struct
+
+    parts = [
+        _part(shapely.Point(1, 2), 0, True),
+        _part(shapely.Point(3, 4), 1, False),
+        _part(shapely.box(0, 0, 1, 1), 0, True),
+        _part(shapely.LineString([(0, 0), (3, 4)]), 1, True),
+    ]
+    body = b"".join(parts)
+    value = struct.pack("<BII", 1, 0x20000007, 4326) + struct.pack("<I", len(parts)) + body
+    facts = BatchFacts(batch_of([value + b"\x01" * extra, shapely.Point(0, 0).wkb]))
+    assert wkb_survey(value) == (None, None)
+    if extra:
+        assert facts.trailing == {0: _reason(len(value), extra)}
+        assert facts.invalid_reasons == ((0, _reason(len(value), extra)),)
+    else:
+        assert facts.trailing == {}
+    assert facts.is_valid.tolist() == [extra == 0, True]
+    assert facts.type_names.tolist() == ["GeometryCollection", "Point"]
