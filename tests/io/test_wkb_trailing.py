@@ -21,6 +21,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 import shapely
+import shapely.affinity
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -302,28 +303,28 @@ _COORD = st.floats(-1e6, 1e6, allow_nan=False)
 _XY = st.tuples(_COORD, _COORD)
 
 
-def _zm_text(geom: shapely.Geometry) -> str:
-    """WKT of ``geom`` with Z 7 and M 9 on every coordinate (shapely writes no M itself)."""
+def _measured_text(geom: shapely.Geometry, tag: str) -> str:
+    """WKT of ``geom`` with ``tag`` "ZM" (Z 7, M 9 on every coordinate) or "M" (M 9):
+    shapely writes no M itself."""
     name = geom.geom_type.upper()
     if shapely.is_empty(geom):
-        return f"{name} ZM EMPTY"
+        return f"{name} {tag} EMPTY"
+    extra = "7 9" if tag == "ZM" else "9"
 
     def run(coords: object) -> str:
-        return (
-            "(" + ", ".join(f"{x!r} {y!r} 7 9" for x, y in np.asarray(coords)[:, :2].tolist()) + ")"
-        )
+        xy = np.asarray(coords)[:, :2].tolist()
+        return "(" + ", ".join(f"{x!r} {y!r} {extra}" for x, y in xy) + ")"
 
-    if name == "POINT":
-        return f"POINT ZM {run(geom.coords)}"
-    if name == "LINESTRING":
-        return f"LINESTRING ZM {run(geom.coords)}"
+    if name in ("POINT", "LINESTRING"):
+        return f"{name} {tag} {run(geom.coords)}"
     if name == "POLYGON":
         rings = [geom.exterior, *geom.interiors]
-        return "POLYGON ZM (" + ", ".join(run(r.coords) for r in rings) + ")"
-    parts = ", ".join(_zm_text(p).split(" ZM ", 1)[1] for p in geom.geoms)
+        return f"POLYGON {tag} (" + ", ".join(run(r.coords) for r in rings) + ")"
     if name == "GEOMETRYCOLLECTION":
-        return "GEOMETRYCOLLECTION ZM (" + ", ".join(_zm_text(p) for p in geom.geoms) + ")"
-    return f"{name} ZM ({parts})"
+        inner = ", ".join(_measured_text(p, tag) for p in geom.geoms)
+        return f"GEOMETRYCOLLECTION {tag} ({inner})"
+    parts = ", ".join(_measured_text(p, tag).split(f" {tag} ", 1)[1] for p in geom.geoms)
+    return f"{name} {tag} ({parts})"
 
 
 @st.composite
@@ -356,7 +357,7 @@ def _geometries(draw: st.DrawFn) -> shapely.Geometry:
         st.tuples(
             _geometries(),
             st.sampled_from([0, 1]),
-            st.sampled_from(["", "z", "zm"]),
+            st.sampled_from(["", "z", "m", "zm"]),
             st.booleans(),
             st.integers(0, 9),
         ),
@@ -368,15 +369,15 @@ def _geometries(draw: st.DrawFn) -> shapely.Geometry:
 def test_the_screen_misses_no_bytes_after_any_valid_geometry(
     drawn: list[tuple[shapely.Geometry, int, str, bool, int]],
 ) -> None:
-    """For any valid geometry's WKB (shapely writes it: either byte order, Z, ZM, EWKB
+    """For any valid geometry's WKB (shapely writes it: either byte order, Z, M, ZM, EWKB
     with an SRID, empty points as NaN), the gate finds no fault; with ``k`` >= 1 bytes
     appended it names ``k``, whether the screen or the walk found them."""
     values, extras = [], []
     for geom, order, dims, srid, extra in drawn:
         if dims == "z":  # a Z of 7 on every coordinate
             geom = shapely.force_3d(geom, 7.0)
-        elif dims == "zm":
-            geom = shapely.from_wkt(_zm_text(geom))
+        elif dims:
+            geom = shapely.from_wkt(_measured_text(geom, dims.upper()))
         kw = {"flavor": "extended", "include_srid": True} if srid else {"flavor": "iso"}
         if srid:
             geom = shapely.set_srid(geom, 2263)
@@ -427,3 +428,29 @@ def test_nested_parts_with_srids_and_either_byte_order_end_where_the_walk_says(e
         assert facts.trailing == {}
     assert facts.is_valid.tolist() == [extra == 0, True]
     assert facts.type_names.tolist() == ["GeometryCollection", "Point"]
+
+
+@pytest.mark.parametrize("kind", [*KINDS, "all"])
+@pytest.mark.parametrize("encoding", ["geojson", "geoarrow"])
+def test_geometries_the_gate_writes_as_wkb_itself_still_pass(
+    encoding: str, kind: str, tmp_path: Path
+) -> None:
+    """GeoJSON and GeoArrow native columns reach the facts as WKB the gate's own writer
+    wrote (``wkb_writer``): no bytes after their end, so their valid geometries pass."""
+    import geopandas
+
+    geoms = list(KINDS.values()) if kind == "all" else [KINDS[kind]]
+    geoms = [shapely.affinity.translate(g, i, i) for i in range(3) for g in geoms]
+    frame = geopandas.GeoDataFrame(
+        {"name": [f"f{i}" for i in range(len(geoms))]}, geometry=geoms, crs="OGC:CRS84"
+    )
+    if encoding == "geojson":
+        path = tmp_path / "batch.geojson"
+        path.write_text(frame.to_json())
+    else:
+        if kind in ("collection", "all"):
+            pytest.skip("GeoArrow has no native GeometryCollection nor mixed-type column")
+        path = tmp_path / "batch.parquet"
+        frame.to_parquet(path, geometry_encoding="geoarrow")
+    decision, broken, offenders = _from_json(_check(tmp_path, path))
+    assert (decision, broken, offenders) == ("admitted", set(), [])
