@@ -1,4 +1,5 @@
-"""Avro plumbing shared by every record kind: the parsed schemas and checked read/write.
+"""Avro plumbing shared by every record kind: the parsed schemas and checked reads (the
+checked write is :mod:`worker.io.codec.checked`).
 
 Schemas (namespace ``gis.contract``; docs/design.md section 6) are parsed once at import
 (:mod:`worker.io.codec.subschemas`). :func:`_read` raises :class:`worker.core.errors.DecodeError`
@@ -15,7 +16,6 @@ the assembled bytes with the whole record's, on every record kind and generated 
 from __future__ import annotations
 
 import io
-import json
 import operator
 from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from datetime import datetime, timezone
@@ -53,48 +53,13 @@ __all__ = [
 ]  # fmt: skip
 
 
-def _write(
-    schema: Any,
-    record: Mapping[str, Any],
-    what: str,
-    error: type[Exception],
-    *,
-    unchecked: tuple[str, ...] = (),
-) -> bytes:
-    """Encode ``record``; raise ``error`` naming the field when it does not fit ``schema``.
-
-    fastavro's writer refuses a value that does not fit by itself, so the record is
-    validated (for a message naming the field) only when the write fails, or when
-    ``validate_writes`` is on (the test suite's); the ``unchecked`` fields are the
-    caller's. Validating every record cost a quarter of a one-feature batch's time.
-    """
-    out = io.BytesIO()
-    try:
-        if validate_writes:
-            _validate(schema, record, unchecked)
-        fastavro.schemaless_writer(out, schema, dict(record))
-    except Exception as exc:  # fastavro raises ValueError, TypeError, OverflowError, ...
-        raise error(f"cannot encode {what}: {_named(exc, schema, record, unchecked)}") from None
-    return out.getvalue()
-
-
-def _named(
-    exc: Exception, schema: Any, record: Mapping[str, Any], unchecked: tuple[str, ...]
-) -> str:
-    """The validator's account of a failed write (it names the field), else the writer's."""
-    try:
-        _validate(schema, record, unchecked)
-    except Exception as named:
-        return f"{type(named).__name__}: {named}"
-    return f"{type(exc).__name__}: {exc}"
-
-
 def _validate(schema: Any, record: Mapping[str, Any], unchecked: tuple[str, ...]) -> None:
     checked = {k: (None if k in unchecked else v) for k, v in record.items()}
     fastavro.validation.validate(checked, schema, raise_errors=True)
 
 
-#: Validate every record before writing it (see :func:`_write`); the test suite turns it on.
+#: Validate every record before writing it (:func:`worker.io.codec.checked._write`); the test
+#: suite turns it on.
 validate_writes = False
 
 
@@ -121,15 +86,6 @@ def _read(schema: Any, data: bytes, what: str) -> dict[str, Any]:
 
 def _utc(value: datetime) -> datetime:
     return value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
-
-
-def _unjson(text: str | None, what: str) -> Any:
-    if text is None:
-        return None
-    try:
-        return json.loads(text)
-    except ValueError as exc:
-        raise DecodeError(f"{what} is not JSON text ({exc})") from None
 
 
 # -- a record assembled from parts ----------------------------------------------------

@@ -48,11 +48,11 @@ from worker.io.codec.avro import (
     QUARANTINE_RECORD,
     RecordParts,
     _read,
-    _unjson,
     _utc,
     _validate,
-    _write,
 )
+from worker.io.codec.checked import _write
+from worker.io.codec.read_errors import _unjson
 
 __all__ = [
     "MAX_FEATURE_ID_CHARS",
