@@ -6,11 +6,12 @@ Schemas (namespace ``gis.contract``; docs/design.md section 6) are parsed once a
 with a specific reason on any failure (truncated bytes, trailing bytes, invalid enum or union
 index, non-UTF-8 text); no other exception escapes.
 
-:class:`RecordParts`: a record's bytes assembled from fastavro-encoded parts. Avro's binary
-encoding of a record is its fields' encodings one after the other, and fastavro writes an
-array as one block: the item count (a ``long``), the items, then a ``long`` 0 (an empty
-array is the 0 alone). Every byte is fastavro's: ``tests/io/test_record_parts.py`` compares
-the assembled bytes with the whole record's, on every record kind and generated values.
+:class:`RecordParts`: a record's bytes assembled from parts. Avro's binary encoding of a
+record is its fields' encodings one after the other, and fastavro writes an array as one
+block: the item count (a ``long``), the items, then a ``long`` 0 (an empty array is the 0
+alone). Strings, longs, enums, arrays of them and their unions with null are written here as
+fastavro writes them (:func:`_writer`), any other value by fastavro: the tests compare the
+bytes with fastavro's whole record's (``tests/io/test_record_parts.py``, ``test_own_writers.py``).
 """
 
 from __future__ import annotations
@@ -32,7 +33,6 @@ from worker.io.codec.subschemas import (
     BATCH_ARRIVAL,
     BATCH_ARRIVAL_EDGES,
     BATCH_ARRIVAL_PLANAR,
-    CLAUSE_REPEATED,
     CONSUMER_DECLARATION,
     CONTRACT_RECORD,
     CONTRACT_RECORD_PLAIN,
@@ -40,13 +40,11 @@ from worker.io.codec.subschemas import (
     EVALUATION_RECORD,
     EVALUATION_REPEATED,
     QUARANTINE_RECORD,
-    check_repeated,
-    referenced,
-    run_schemas,
+    split_record,
 )
 
 __all__ = [
-    "BATCH_ARRIVAL", "BATCH_ARRIVAL_EDGES", "BATCH_ARRIVAL_PLANAR", "CLAUSE_REPEATED",
+    "BATCH_ARRIVAL", "BATCH_ARRIVAL_EDGES", "BATCH_ARRIVAL_PLANAR",
     "CONSUMER_DECLARATION", "CONTRACT_RECORD", "CONTRACT_RECORD_PLAIN",
     "CONTRACT_RECORD_SUPERSEDES", "EVALUATION_RECORD", "EVALUATION_REPEATED",
     "QUARANTINE_RECORD", "RecordParts",
@@ -102,51 +100,35 @@ class RecordParts:
     repeated : collection of str, optional
         Fields whose values repeat from record to record (a poll batch's evaluation
         records' layer, version, evaluation time...): the others are encoded one by one,
-        consecutive repeated ones as one run kept per values (:class:`_Run`).
-    item_repeated : collection of str, optional
-        The same for the fields of the array's items, records (a clause entry's, all but
-        ``measured``). Items shared between records are encoded once (:meth:`items`).
+        consecutive repeated ones as one run kept per values (:class:`_Run`). Items
+        shared between records are encoded once (:meth:`items`).
     """
 
     def __init__(
-        self,
-        schema: Mapping[str, Any],
-        field: str,
-        *,
-        repeated: Collection[str] = (),
-        item_repeated: Collection[str] = (),
+        self, schema: Mapping[str, Any], field: str, *, repeated: Collection[str] = ()
     ) -> None:
-        names = [f["name"] for f in schema["fields"]]
-        if field not in names:
-            raise ValueError(f"{schema.get('name')} has no field {field!r}")
-        k = names.index(field)
-        array = schema["fields"][k]["type"]
-        if not isinstance(array, dict) or array.get("type") != "array":
-            raise ValueError(f"field {field!r} of {schema.get('name')} is not an array")
-        named = dict(schema.get("__named_schemas", {}))
+        before, after, self._item, typed = split_record(schema, field, repeated)
         self.field = field
-        fields = schema["fields"]
-        check_repeated(fields[:k] + fields[k + 1 :], repeated, schema.get("name"))
-        self._runs = (
-            [_Run(*r) for r in run_schemas(fields[:k], repeated, named)],
-            [_Run(*r) for r in run_schemas(fields[k + 1 :], repeated, named)],
-        )
-        items = referenced(array["items"], set())
-        self._item = fastavro.parse_schema(items, dict(named))
-        self._counts: dict[int, bytes] = {}
+        self._runs = ([_Run(*r) for r in before], [_Run(*r) for r in after])
         self.kept_items: dict[int, tuple[Any, bytes]] = {}
-        self._item_runs: list[_Run] | None = None
-        if item_repeated:
-            fields = items.get("fields") if isinstance(items, dict) else None
-            check_repeated(fields, item_repeated, f"the items of {field!r}")
-            self._item_runs = [_Run(*r) for r in run_schemas(items["fields"], item_repeated, named)]
+        names, types = typed or ((), ())
+        writers = [w for w in map(_writer, types) if w is not None]
+        own = len(names) > 1 and len(writers) == len(types)  # (itemgetter of 2+ gives tuples)
+        self._item_writers = writers if own else None
+        self._item_values = operator.itemgetter(*names) if own else None
 
     def item(self, value: Any) -> bytes:
-        """fastavro's encoding of one item of the array (raises what fastavro raises)."""
-        runs = self._item_runs
-        if runs is None:
-            return _encoded(self._item, value)
-        return b"".join([r.encoded(value) for r in runs])
+        """fastavro's encoding of one item of the array (raises what fastavro raises):
+        written by its fields' own writers (:func:`_writer`) when they take every value."""
+        writers, values = self._item_writers, self._item_values
+        if writers is not None and values is not None and type(value) is dict:
+            try:
+                parts = [w(v) for w, v in zip(writers, values(value))]  # noqa: B905
+            except KeyError:  # a field left out: fastavro's to write its default or refuse
+                parts = [None]
+            if None not in parts:
+                return b"".join(parts)  # type: ignore[arg-type]
+        return _encoded(self._item, value)
 
     def items(self, values: Sequence[Any], entry: Callable[[Any], Any]) -> list[bytes]:
         """:meth:`item` of ``entry(v)`` for each of ``values``, in order, each object's
@@ -171,17 +153,8 @@ class RecordParts:
         head = [r.encoded(record) for r in before]
         tail = [r.encoded(record) for r in after]
         if not items:
-            return b"".join((*head, self._count(0), *tail))
-        return b"".join((*head, self._count(len(items)), *items, self._count(0), *tail))
-
-    def _count(self, n: int) -> bytes:
-        """fastavro's encoding of ``n`` as a ``long`` (kept for the counts seen)."""
-        out = self._counts.get(n)
-        if out is None:
-            out = _encoded("long", n)
-            if len(self._counts) < 1024:
-                self._counts[n] = out
-        return out
+            return b"".join((*head, b"\x00", *tail))  # an empty array: its end (a long 0)
+        return b"".join((*head, _varint(len(items) << 1), *items, b"\x00", *tail))
 
 
 def _encoded(schema: Any, value: Any) -> bytes:
@@ -210,13 +183,17 @@ class _Run:
         self._schema = types[0]
         self._kept: dict[Hashable, bytes] | None = {} if repeated else None
         self._fields = [] if self._one else [_Run(True, (n,), (t,)) for n, t in zip(names, types)]  # noqa: B905
+        self._own = _writer(self._schema) if self._one else None
 
     def encoded(self, record: Mapping[str, Any]) -> bytes:
         """fastavro's encoding of this run's fields of ``record`` (raises what it raises)."""
         return self.of_values(self._values(record))
 
     def of_values(self, values: Any) -> bytes:
-        """fastavro's encoding of the run's ``values`` (one field: its value)."""
+        """fastavro's encoding of the run's ``values`` (one field: its value); one field
+        its own writer takes (:func:`_writer`) is written, not kept (cheaper than a key)."""
+        if self._own is not None and (out := self._own(values)) is not None:
+            return out
         kept = self._kept
         if kept is None:
             return _encoded(self._schema, values)
@@ -246,10 +223,76 @@ def _values_key(values: tuple[Any, ...]) -> Hashable | None:
 
 def _value_key(value: Any) -> Hashable | None:
     """A key equal only for values fastavro encodes alike: the value with its type (``1``,
-    ``1.0`` and ``True`` are equal keys), lists of str as tuples; else None (not kept)."""
+    ``1.0`` and ``True`` are equal keys); else None (not kept)."""
     t = type(value)
     if value is None or t in (str, bool, int, bytes, datetime):  # not float: -0.0 == 0.0
         return (t, value)
-    if t is list and all(type(v) is str for v in value):
-        return (list, tuple(value))
     return None
+
+
+# -- fastavro's bytes of a few types, written here (tests/io/test_own_writers.py) ----------
+_LONGS = (-(1 << 63), (1 << 63) - 1)  # fastavro refuses a long outside them
+_SMALL = [bytes((n,)) for n in range(128)]
+
+
+def _varint(n: int) -> bytes:
+    """``n`` >= 0 seven bits a byte, low groups first, the high bit set on all but the last."""
+    if n < 128:
+        return _SMALL[n]
+    if n < 16384:
+        return bytes((n & 127 | 128, n >> 7))
+    out = bytearray()
+    while n > 127:
+        out.append(n & 127 | 128)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _long(value: Any) -> bytes | None:
+    """A ``long``: zig-zag (0, -1, 1, -2... as 0, 1, 2, 3...), then :func:`_varint`."""
+    if type(value) is not int or not _LONGS[0] <= value <= _LONGS[1]:
+        return None
+    return _varint((value << 1) ^ (value >> 63))
+
+
+def _string(value: Any) -> bytes | None:
+    """A ``string``: its UTF-8 bytes' length (a long), then the bytes."""
+    if type(value) is not str:
+        return None
+    try:
+        data = value.encode()
+    except UnicodeEncodeError:  # a lone surrogate: fastavro's to refuse
+        return None
+    return _varint(len(data) << 1) + data
+
+
+def _writer(schema: Any) -> Callable[[Any], bytes | None] | None:
+    """The own writer of a parsed ``schema`` (``string``, ``long``, an enum, a union of
+    ``null`` and one of these), else None: it gives fastavro's bytes of a value, or None
+    for one of another type (which fastavro then writes or refuses)."""
+    if schema in ("string", "long"):
+        return _string if schema == "string" else _long
+    if isinstance(schema, dict) and schema.get("type") == "enum":
+        symbols = {s: _varint(i << 1) for i, s in enumerate(schema["symbols"])}
+        return lambda v: symbols.get(v) if type(v) is str else None
+    if isinstance(schema, dict) and schema.get("type") == "array":
+        item = _writer(schema["items"])
+        return None if item is None else lambda v: _array(item, v) if type(v) is list else None
+    if not (isinstance(schema, list) and len(schema) == 2 and "null" in schema):
+        return None
+    k = schema.index("null")
+    other, null, tag = _writer(schema[1 - k]), _varint(k << 1), _varint((1 - k) << 1)
+    return None if other is None else lambda v: null if v is None else _tagged(tag, other(v))
+
+
+def _array(item: Callable[[Any], bytes | None], values: list[Any]) -> bytes | None:
+    """An array as one block: its count, the items (each by ``item``), then a 0."""
+    parts = [item(v) for v in values]
+    if None in parts:
+        return None
+    return b"".join((_varint(len(parts) << 1), *parts, b"\x00")) if parts else b"\x00"  # type: ignore[arg-type]
+
+
+def _tagged(tag: bytes, value: bytes | None) -> bytes | None:
+    return None if value is None else tag + value

@@ -391,5 +391,4 @@ def encode_evaluation(
         return _write(EVALUATION_RECORD, record, f"EvaluationRecord {batch_id}", ContractGateError)
 
 
-_EVALUATION_PARTS = RecordParts(EVALUATION_RECORD, "clauses", repeated=avro.EVALUATION_REPEATED,
-                                item_repeated=avro.CLAUSE_REPEATED)  # fmt: skip
+_EVALUATION_PARTS = RecordParts(EVALUATION_RECORD, "clauses", repeated=avro.EVALUATION_REPEATED)
