@@ -109,13 +109,14 @@ class RecordParts:
     ) -> None:
         before, after, self._item, typed = split_record(schema, field, repeated)
         self.field = field
-        self._runs = ([_Run(*r) for r in before], [_Run(*r) for r in after])
+        self.runs = ([_Run(*r) for r in before], [_Run(*r) for r in after])  # around the array
         self.kept_items: dict[int, tuple[Any, bytes]] = {}
         names, types = typed or ((), ())
         writers = [w for w in map(_writer, types) if w is not None]
         own = len(names) > 1 and len(writers) == len(types)  # (itemgetter of 2+ gives tuples)
         self._item_writers = writers if own else None
         self._item_values = operator.itemgetter(*names) if own else None
+        self.item_writer = dict(zip(names, writers)) if own else {}  # noqa: B905 - by field name
 
     def item(self, value: Any) -> bytes:
         """fastavro's encoding of one item of the array (raises what fastavro raises):
@@ -130,16 +131,17 @@ class RecordParts:
                 return b"".join(parts)  # type: ignore[arg-type]
         return _encoded(self._item, value)
 
-    def items(self, values: Sequence[Any], entry: Callable[[Any], Any]) -> list[bytes]:
-        """:meth:`item` of ``entry(v)`` for each of ``values``, in order, each object's
-        encoded once: kept in :attr:`kept_items` by ``id`` (at most
-        :data:`MOST_KEPT_ITEMS`), used only for the very object it was made from. Threads
-        may share it (each dict operation is atomic: a race at worst encodes twice)."""
+    def items(self, values: Sequence[Any], item: Callable[[Any], bytes]) -> list[bytes]:
+        """``item(v)`` (the bytes of ``v``'s item: :meth:`item` of its entry, say) for each
+        of ``values``, in order, each object's written once: kept in :attr:`kept_items` by
+        ``id`` (at most :data:`MOST_KEPT_ITEMS`), used only for the very object it was made
+        from. Threads may share it (each dict operation is atomic: a race at worst writes
+        twice)."""
         kept, out = self.kept_items, []
         for v in values:
             hit = kept.get(id(v))
             if hit is None or hit[0] is not v:
-                hit = (v, self.item(entry(v)))
+                hit = (v, item(v))
                 if len(kept) >= MOST_KEPT_ITEMS:
                     kept.clear()
                 kept[id(v)] = hit
@@ -149,7 +151,7 @@ class RecordParts:
     def write(self, record: Mapping[str, Any], items: Sequence[bytes]) -> bytes:
         """The bytes of ``record`` (the array field's value is not read) whose array holds
         ``items`` (:meth:`item`): what :func:`fastavro.schemaless_writer` writes."""
-        before, after = self._runs
+        before, after = self.runs
         head = [r.encoded(record) for r in before]
         tail = [r.encoded(record) for r in after]
         if not items:
@@ -264,7 +266,8 @@ def _string(value: Any) -> bytes | None:
         data = value.encode()
     except UnicodeEncodeError:  # a lone surrogate: fastavro's to refuse
         return None
-    return _varint(len(data) << 1) + data
+    n = len(data) << 1
+    return (_SMALL[n] if n < 128 else _varint(n)) + data
 
 
 def _writer(schema: Any) -> Callable[[Any], bytes | None] | None:
@@ -283,7 +286,9 @@ def _writer(schema: Any) -> Callable[[Any], bytes | None] | None:
         return None
     k = schema.index("null")
     other, null, tag = _writer(schema[1 - k]), _varint(k << 1), _varint((1 - k) << 1)
-    return None if other is None else lambda v: null if v is None else _tagged(tag, other(v))
+    if other is None:
+        return None
+    return lambda v: null if v is None else (None if (out := other(v)) is None else tag + out)
 
 
 def _array(item: Callable[[Any], bytes | None], values: list[Any]) -> bytes | None:
@@ -292,7 +297,3 @@ def _array(item: Callable[[Any], bytes | None], values: list[Any]) -> bytes | No
     if None in parts:
         return None
     return b"".join((_varint(len(parts) << 1), *parts, b"\x00")) if parts else b"\x00"  # type: ignore[arg-type]
-
-
-def _tagged(tag: bytes, value: bytes | None) -> bytes | None:
-    return None if value is None else tag + value
