@@ -1,27 +1,27 @@
-"""The clause entries of EvaluationRecords encoded once per result object
-(``RecordParts.items``): an entry is used only for the very object it was made from, the
-kept entries are bounded, and routing threads encoding at once get fastavro's bytes."""
+"""The clause entries of EvaluationRecords written once per result object
+(``RecordParts.items`` of ``events._clause_bytes``): an entry is used only for the very
+object it was made from, the kept entries are bounded, and routing threads writing at once
+get fastavro's bytes."""
 
 from __future__ import annotations
 
 import io
 import threading
+from collections.abc import Callable
 from dataclasses import replace
 
 import fastavro
-import pytest
 
 from worker.core.model import ClauseResult
 from worker.io.codec import avro
 from worker.io.codec.avro import MOST_KEPT_ITEMS as _MOST_ITEMS
-from worker.io.codec.avro import _encoded
-from worker.io.codec.events import _EVALUATION_PARTS, _clause_entry
+from worker.io.codec.events import _EVALUATION_PARTS, _clause_bytes, _clause_entry
 
 _ITEMS = _EVALUATION_PARTS.kept_items
 
 
-def _clause_items(clauses: list[ClauseResult]) -> list[bytes]:
-    return _EVALUATION_PARTS.items(clauses, _clause_entry)
+def _clause_items(clauses: list[ClauseResult], write: Callable = _clause_bytes) -> list[bytes]:
+    return _EVALUATION_PARTS.items(clauses, write)
 
 
 def _item(c: ClauseResult) -> bytes:
@@ -44,27 +44,23 @@ def test_an_entry_made_from_another_object_is_not_used() -> None:
     assert _ITEMS[id(b)][0] is b
 
 
-def test_results_shared_and_own_are_encoded_once_and_kept_bounded(
-    monkeypatch: pytest.MonkeyPatch,
-) -> None:
+def test_results_shared_and_own_are_encoded_once_and_kept_bounded() -> None:
     shared = replace(_extent(0), name="shared", measured={"bounds": None})
-    encodings = 0
-    real = _encoded
+    written: list[ClauseResult] = []
 
-    def counting(schema: object, value: object) -> bytes:
-        nonlocal encodings
-        encodings += 1
-        return real(schema, value)
+    def counting(c: ClauseResult) -> bytes:
+        written.append(c)
+        return _clause_bytes(c)
 
     _ITEMS.clear()
-    monkeypatch.setattr(avro, "_encoded", counting)
-    assert _clause_items([shared, shared]) == [_item(shared)] * 2
-    once = encodings
-    assert _clause_items([shared]) == [_item(shared)] and encodings == once  # kept
+    assert _clause_items([shared, shared], counting) == [_item(shared)] * 2
+    assert written == [shared]
+    assert _clause_items([shared], counting) == [_item(shared)] and written == [shared]  # kept
     own = [_extent(i) for i in range(3 * _MOST_ITEMS)]
     for c in own:
-        assert _clause_items([shared, c]) == [_item(shared), _item(c)]
+        assert _clause_items([shared, c], counting) == [_item(shared), _item(c)]
         assert len(_ITEMS) <= _MOST_ITEMS
+    assert written[1:4] == own[:3] and len(written) >= len(own) + 1
 
 
 def test_threads_encoding_at_once_get_fastavros_bytes() -> None:

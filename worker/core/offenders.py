@@ -5,13 +5,14 @@
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from contextvars import ContextVar
 from dataclasses import dataclass, replace
 from typing import Any
 
-from worker.core._util.jsonsafe import json_text
+from worker.core._util.jsonsafe import bounded_json_text, json_text
 
 __all__ = [
     "MAX_OFFENDERS",
@@ -21,6 +22,7 @@ __all__ = [
     "fewer_offenders",
     "fit_offenders",
     "left_out",
+    "measured_json",
     "offender_limit",
 ]
 
@@ -145,3 +147,21 @@ def fit_offenders(offenders: Offenders, max_chars: int) -> dict[str, Any]:
         kept.append(feature)
     doc["features"] = kept
     return doc
+
+
+def measured_json(
+    measured: Any, offenders: Offenders | None, max_chars: int, max_offender_chars: int
+) -> str | None:
+    """A quarantine reason's ``measured`` JSON text, at most ``max_chars`` of it
+    (:func:`~worker.core._util.jsonsafe.bounded_json_text`); with offenders, a mapping
+    that adds them under ``"offenders"`` (:func:`fit_offenders` of ``max_offender_chars``;
+    a measured value clipped to ``max_chars`` goes under ``"clipped_measured"``).
+    :func:`worker.io.codec.records.decode_quarantine` splits them out again."""
+    text = bounded_json_text(measured, max_chars)
+    if offenders is None:
+        return text
+    fitted = fit_offenders(offenders, max_offender_chars)
+    if isinstance(measured, Mapping) and "offenders" not in measured and text and text[0] == "{":
+        return json_text({**measured, "offenders": fitted})
+    clipped = None if text is None else json.loads(text)  # our own JSON text
+    return json_text({"clipped_measured": clipped, "offenders": fitted})

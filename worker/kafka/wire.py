@@ -33,6 +33,7 @@ from typing import Any
 
 from worker.core.errors import DecodeError
 from worker.io.codec import avro as _avro
+from worker.io.codec.checked import _write
 from worker.io.codec.events import batch_from_event, decode_event
 from worker.io.codec.read_errors import as_datetimes, read_error
 from worker.io.codec.records import decode_contract_record
@@ -194,7 +195,7 @@ class RegistryCodec:
             As :meth:`decode`.
         """
         record = self.decode(data, topic, kind)
-        return _avro._write(KINDS[kind][1], record, kind, DecodeError)
+        return _write(KINDS[kind][1], record, kind, DecodeError)
 
     def decode_batch(self, data: bytes, topic: str) -> Any:
         """Decode a framed BatchArrival to a :class:`worker.core.model.Batch`.

@@ -1,21 +1,22 @@
-"""Avro plumbing shared by every record kind: the parsed schemas and checked read/write.
+"""Avro plumbing shared by every record kind: the parsed schemas and checked reads (the
+checked write is :mod:`worker.io.codec.checked`).
 
 Schemas (namespace ``gis.contract``; docs/design.md section 6) are parsed once at import
 (:mod:`worker.io.codec.subschemas`). :func:`_read` raises :class:`worker.core.errors.DecodeError`
 with a specific reason on any failure (truncated bytes, trailing bytes, invalid enum or union
 index, non-UTF-8 text); no other exception escapes.
 
-:class:`RecordParts`: a record's bytes assembled from fastavro-encoded parts. Avro's binary
-encoding of a record is its fields' encodings one after the other, and fastavro writes an
-array as one block: the item count (a ``long``), the items, then a ``long`` 0 (an empty
-array is the 0 alone). Every byte is fastavro's: ``tests/io/test_record_parts.py`` compares
-the assembled bytes with the whole record's, on every record kind and generated values.
+:class:`RecordParts`: a record's bytes assembled from parts. Avro's binary encoding of a
+record is its fields' encodings one after the other, and fastavro writes an array as one
+block: the item count (a ``long``), the items, then a ``long`` 0 (an empty array is the 0
+alone). Strings, longs, enums, arrays of them and their unions with null are written here as
+fastavro writes them (:func:`_writer`), any other value by fastavro: the tests compare the
+bytes with fastavro's whole record's (``tests/io/test_record_parts.py``, ``test_own_writers.py``).
 """
 
 from __future__ import annotations
 
 import io
-import json
 import operator
 from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from datetime import datetime, timezone
@@ -32,7 +33,6 @@ from worker.io.codec.subschemas import (
     BATCH_ARRIVAL,
     BATCH_ARRIVAL_EDGES,
     BATCH_ARRIVAL_PLANAR,
-    CLAUSE_REPEATED,
     CONSUMER_DECLARATION,
     CONTRACT_RECORD,
     CONTRACT_RECORD_PLAIN,
@@ -40,53 +40,15 @@ from worker.io.codec.subschemas import (
     EVALUATION_RECORD,
     EVALUATION_REPEATED,
     QUARANTINE_RECORD,
-    check_repeated,
-    referenced,
-    run_schemas,
+    split_record,
 )
 
 __all__ = [
-    "BATCH_ARRIVAL", "BATCH_ARRIVAL_EDGES", "BATCH_ARRIVAL_PLANAR", "CLAUSE_REPEATED",
+    "BATCH_ARRIVAL", "BATCH_ARRIVAL_EDGES", "BATCH_ARRIVAL_PLANAR",
     "CONSUMER_DECLARATION", "CONTRACT_RECORD", "CONTRACT_RECORD_PLAIN",
     "CONTRACT_RECORD_SUPERSEDES", "EVALUATION_RECORD", "EVALUATION_REPEATED",
     "QUARANTINE_RECORD", "RecordParts",
 ]  # fmt: skip
-
-
-def _write(
-    schema: Any,
-    record: Mapping[str, Any],
-    what: str,
-    error: type[Exception],
-    *,
-    unchecked: tuple[str, ...] = (),
-) -> bytes:
-    """Encode ``record``; raise ``error`` naming the field when it does not fit ``schema``.
-
-    fastavro's writer refuses a value that does not fit by itself, so the record is
-    validated (for a message naming the field) only when the write fails, or when
-    ``validate_writes`` is on (the test suite's); the ``unchecked`` fields are the
-    caller's. Validating every record cost a quarter of a one-feature batch's time.
-    """
-    out = io.BytesIO()
-    try:
-        if validate_writes:
-            _validate(schema, record, unchecked)
-        fastavro.schemaless_writer(out, schema, dict(record))
-    except Exception as exc:  # fastavro raises ValueError, TypeError, OverflowError, ...
-        raise error(f"cannot encode {what}: {_named(exc, schema, record, unchecked)}") from None
-    return out.getvalue()
-
-
-def _named(
-    exc: Exception, schema: Any, record: Mapping[str, Any], unchecked: tuple[str, ...]
-) -> str:
-    """The validator's account of a failed write (it names the field), else the writer's."""
-    try:
-        _validate(schema, record, unchecked)
-    except Exception as named:
-        return f"{type(named).__name__}: {named}"
-    return f"{type(exc).__name__}: {exc}"
 
 
 def _validate(schema: Any, record: Mapping[str, Any], unchecked: tuple[str, ...]) -> None:
@@ -94,7 +56,8 @@ def _validate(schema: Any, record: Mapping[str, Any], unchecked: tuple[str, ...]
     fastavro.validation.validate(checked, schema, raise_errors=True)
 
 
-#: Validate every record before writing it (see :func:`_write`); the test suite turns it on.
+#: Validate every record before writing it (:func:`worker.io.codec.checked._write`); the test
+#: suite turns it on.
 validate_writes = False
 
 
@@ -123,15 +86,6 @@ def _utc(value: datetime) -> datetime:
     return value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
 
 
-def _unjson(text: str | None, what: str) -> Any:
-    if text is None:
-        return None
-    try:
-        return json.loads(text)
-    except ValueError as exc:
-        raise DecodeError(f"{what} is not JSON text ({exc})") from None
-
-
 # -- a record assembled from parts ----------------------------------------------------
 class RecordParts:
     """A record's Avro bytes assembled from fastavro-encoded parts (see the module
@@ -146,62 +100,48 @@ class RecordParts:
     repeated : collection of str, optional
         Fields whose values repeat from record to record (a poll batch's evaluation
         records' layer, version, evaluation time...): the others are encoded one by one,
-        consecutive repeated ones as one run kept per values (:class:`_Run`).
-    item_repeated : collection of str, optional
-        The same for the fields of the array's items, records (a clause entry's, all but
-        ``measured``). Items shared between records are encoded once (:meth:`items`).
+        consecutive repeated ones as one run kept per values (:class:`_Run`). Items
+        shared between records are encoded once (:meth:`items`).
     """
 
     def __init__(
-        self,
-        schema: Mapping[str, Any],
-        field: str,
-        *,
-        repeated: Collection[str] = (),
-        item_repeated: Collection[str] = (),
+        self, schema: Mapping[str, Any], field: str, *, repeated: Collection[str] = ()
     ) -> None:
-        names = [f["name"] for f in schema["fields"]]
-        if field not in names:
-            raise ValueError(f"{schema.get('name')} has no field {field!r}")
-        k = names.index(field)
-        array = schema["fields"][k]["type"]
-        if not isinstance(array, dict) or array.get("type") != "array":
-            raise ValueError(f"field {field!r} of {schema.get('name')} is not an array")
-        named = dict(schema.get("__named_schemas", {}))
+        before, after, self._item, typed = split_record(schema, field, repeated)
         self.field = field
-        fields = schema["fields"]
-        check_repeated(fields[:k] + fields[k + 1 :], repeated, schema.get("name"))
-        self._runs = (
-            [_Run(*r) for r in run_schemas(fields[:k], repeated, named)],
-            [_Run(*r) for r in run_schemas(fields[k + 1 :], repeated, named)],
-        )
-        items = referenced(array["items"], set())
-        self._item = fastavro.parse_schema(items, dict(named))
-        self._counts: dict[int, bytes] = {}
+        self.runs = ([_Run(*r) for r in before], [_Run(*r) for r in after])  # around the array
         self.kept_items: dict[int, tuple[Any, bytes]] = {}
-        self._item_runs: list[_Run] | None = None
-        if item_repeated:
-            fields = items.get("fields") if isinstance(items, dict) else None
-            check_repeated(fields, item_repeated, f"the items of {field!r}")
-            self._item_runs = [_Run(*r) for r in run_schemas(items["fields"], item_repeated, named)]
+        names, types = typed or ((), ())
+        writers = [w for w in map(_writer, types) if w is not None]
+        own = len(names) > 1 and len(writers) == len(types)  # (itemgetter of 2+ gives tuples)
+        self._item_writers = writers if own else None
+        self._item_values = operator.itemgetter(*names) if own else None
+        self.item_writer = dict(zip(names, writers)) if own else {}  # noqa: B905 - by field name
 
     def item(self, value: Any) -> bytes:
-        """fastavro's encoding of one item of the array (raises what fastavro raises)."""
-        runs = self._item_runs
-        if runs is None:
-            return _encoded(self._item, value)
-        return b"".join([r.encoded(value) for r in runs])
+        """fastavro's encoding of one item of the array (raises what fastavro raises):
+        written by its fields' own writers (:func:`_writer`) when they take every value."""
+        writers, values = self._item_writers, self._item_values
+        if writers is not None and values is not None and type(value) is dict:
+            try:
+                parts = [w(v) for w, v in zip(writers, values(value))]  # noqa: B905
+            except KeyError:  # a field left out: fastavro's to write its default or refuse
+                parts = [None]
+            if None not in parts:
+                return b"".join(parts)  # type: ignore[arg-type]
+        return _encoded(self._item, value)
 
-    def items(self, values: Sequence[Any], entry: Callable[[Any], Any]) -> list[bytes]:
-        """:meth:`item` of ``entry(v)`` for each of ``values``, in order, each object's
-        encoded once: kept in :attr:`kept_items` by ``id`` (at most
-        :data:`MOST_KEPT_ITEMS`), used only for the very object it was made from. Threads
-        may share it (each dict operation is atomic: a race at worst encodes twice)."""
+    def items(self, values: Sequence[Any], item: Callable[[Any], bytes]) -> list[bytes]:
+        """``item(v)`` (the bytes of ``v``'s item: :meth:`item` of its entry, say) for each
+        of ``values``, in order, each object's written once: kept in :attr:`kept_items` by
+        ``id`` (at most :data:`MOST_KEPT_ITEMS`), used only for the very object it was made
+        from. Threads may share it (each dict operation is atomic: a race at worst writes
+        twice)."""
         kept, out = self.kept_items, []
         for v in values:
             hit = kept.get(id(v))
             if hit is None or hit[0] is not v:
-                hit = (v, self.item(entry(v)))
+                hit = (v, item(v))
                 if len(kept) >= MOST_KEPT_ITEMS:
                     kept.clear()
                 kept[id(v)] = hit
@@ -211,21 +151,12 @@ class RecordParts:
     def write(self, record: Mapping[str, Any], items: Sequence[bytes]) -> bytes:
         """The bytes of ``record`` (the array field's value is not read) whose array holds
         ``items`` (:meth:`item`): what :func:`fastavro.schemaless_writer` writes."""
-        before, after = self._runs
+        before, after = self.runs
         head = [r.encoded(record) for r in before]
         tail = [r.encoded(record) for r in after]
         if not items:
-            return b"".join((*head, self._count(0), *tail))
-        return b"".join((*head, self._count(len(items)), *items, self._count(0), *tail))
-
-    def _count(self, n: int) -> bytes:
-        """fastavro's encoding of ``n`` as a ``long`` (kept for the counts seen)."""
-        out = self._counts.get(n)
-        if out is None:
-            out = _encoded("long", n)
-            if len(self._counts) < 1024:
-                self._counts[n] = out
-        return out
+            return b"".join((*head, b"\x00", *tail))  # an empty array: its end (a long 0)
+        return b"".join((*head, _varint(len(items) << 1), *items, b"\x00", *tail))
 
 
 def _encoded(schema: Any, value: Any) -> bytes:
@@ -254,13 +185,17 @@ class _Run:
         self._schema = types[0]
         self._kept: dict[Hashable, bytes] | None = {} if repeated else None
         self._fields = [] if self._one else [_Run(True, (n,), (t,)) for n, t in zip(names, types)]  # noqa: B905
+        self._own = _writer(self._schema) if self._one else None
 
     def encoded(self, record: Mapping[str, Any]) -> bytes:
         """fastavro's encoding of this run's fields of ``record`` (raises what it raises)."""
         return self.of_values(self._values(record))
 
     def of_values(self, values: Any) -> bytes:
-        """fastavro's encoding of the run's ``values`` (one field: its value)."""
+        """fastavro's encoding of the run's ``values`` (one field: its value); one field
+        its own writer takes (:func:`_writer`) is written, not kept (cheaper than a key)."""
+        if self._own is not None and (out := self._own(values)) is not None:
+            return out
         kept = self._kept
         if kept is None:
             return _encoded(self._schema, values)
@@ -290,10 +225,75 @@ def _values_key(values: tuple[Any, ...]) -> Hashable | None:
 
 def _value_key(value: Any) -> Hashable | None:
     """A key equal only for values fastavro encodes alike: the value with its type (``1``,
-    ``1.0`` and ``True`` are equal keys), lists of str as tuples; else None (not kept)."""
+    ``1.0`` and ``True`` are equal keys); else None (not kept)."""
     t = type(value)
     if value is None or t in (str, bool, int, bytes, datetime):  # not float: -0.0 == 0.0
         return (t, value)
-    if t is list and all(type(v) is str for v in value):
-        return (list, tuple(value))
     return None
+
+
+# -- fastavro's bytes of a few types, written here (tests/io/test_own_writers.py) ----------
+_LONGS = (-(1 << 63), (1 << 63) - 1)  # fastavro refuses a long outside them
+_SMALL = [bytes((n,)) for n in range(128)]
+
+
+def _varint(n: int) -> bytes:
+    """``n`` >= 0 seven bits a byte, low groups first, the high bit set on all but the last."""
+    if n < 128:
+        return _SMALL[n]
+    if n < 16384:
+        return bytes((n & 127 | 128, n >> 7))
+    out = bytearray()
+    while n > 127:
+        out.append(n & 127 | 128)
+        n >>= 7
+    out.append(n)
+    return bytes(out)
+
+
+def _long(value: Any) -> bytes | None:
+    """A ``long``: zig-zag (0, -1, 1, -2... as 0, 1, 2, 3...), then :func:`_varint`."""
+    if type(value) is not int or not _LONGS[0] <= value <= _LONGS[1]:
+        return None
+    return _varint((value << 1) ^ (value >> 63))
+
+
+def _string(value: Any) -> bytes | None:
+    """A ``string``: its UTF-8 bytes' length (a long), then the bytes."""
+    if type(value) is not str:
+        return None
+    try:
+        data = value.encode()
+    except UnicodeEncodeError:  # a lone surrogate: fastavro's to refuse
+        return None
+    n = len(data) << 1
+    return (_SMALL[n] if n < 128 else _varint(n)) + data
+
+
+def _writer(schema: Any) -> Callable[[Any], bytes | None] | None:
+    """The own writer of a parsed ``schema`` (``string``, ``long``, an enum, a union of
+    ``null`` and one of these), else None: it gives fastavro's bytes of a value, or None
+    for one of another type (which fastavro then writes or refuses)."""
+    if schema in ("string", "long"):
+        return _string if schema == "string" else _long
+    if isinstance(schema, dict) and schema.get("type") == "enum":
+        symbols = {s: _varint(i << 1) for i, s in enumerate(schema["symbols"])}
+        return lambda v: symbols.get(v) if type(v) is str else None
+    if isinstance(schema, dict) and schema.get("type") == "array":
+        item = _writer(schema["items"])
+        return None if item is None else lambda v: _array(item, v) if type(v) is list else None
+    if not (isinstance(schema, list) and len(schema) == 2 and "null" in schema):
+        return None
+    k = schema.index("null")
+    other, null, tag = _writer(schema[1 - k]), _varint(k << 1), _varint((1 - k) << 1)
+    if other is None:
+        return None
+    return lambda v: null if v is None else (None if (out := other(v)) is None else tag + out)
+
+
+def _array(item: Callable[[Any], bytes | None], values: list[Any]) -> bytes | None:
+    """An array as one block: its count, the items (each by ``item``), then a 0."""
+    parts = [item(v) for v in values]
+    if None in parts:
+        return None
+    return b"".join((_varint(len(parts) << 1), *parts, b"\x00")) if parts else b"\x00"  # type: ignore[arg-type]

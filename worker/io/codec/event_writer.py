@@ -20,8 +20,8 @@ from worker.io.codec.avro import (
     BATCH_ARRIVAL_EDGES,
     BATCH_ARRIVAL_PLANAR,
     _utc,
-    _write,
 )
+from worker.io.codec.checked import _write
 from worker.io.codec.events import cap_feature_id
 
 __all__ = ["encode_batch"]

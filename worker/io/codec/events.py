@@ -26,7 +26,6 @@ from typing import Any
 import pyarrow as pa
 
 from worker.core._util.jsonsafe import bounded_json_text
-from worker.core._util.jsonsafe import json_text as _json
 from worker.core._util.text import clip
 from worker.core.columns import typed_column
 from worker.core.errors import ContractGateError, DecodeError
@@ -38,7 +37,7 @@ from worker.core.model import (
     QuarantineReason,
     VersionVerdict,
 )
-from worker.core.offenders import Offenders, fit_offenders
+from worker.core.offenders import measured_json
 from worker.io.codec import avro
 from worker.io.codec.avro import (
     BATCH_ARRIVAL,
@@ -47,25 +46,20 @@ from worker.io.codec.avro import (
     EVALUATION_RECORD,
     QUARANTINE_RECORD,
     RecordParts,
+    _long,
     _read,
-    _unjson,
+    _string,
     _utc,
     _validate,
-    _write,
+    _varint,
 )
+from worker.io.codec.checked import _write
 
 __all__ = [
-    "MAX_FEATURE_ID_CHARS",
-    "MAX_MESSAGE_CHARS",
-    "MAX_OFFENDER_CHARS",
-    "MAX_VALUE_CHARS",
-    "batch_from_event",
-    "cap_feature_id",
-    "decode_batch",
-    "decode_event",
-    "encode_evaluation",
+    "MAX_FEATURE_ID_CHARS", "MAX_MESSAGE_CHARS", "MAX_OFFENDER_CHARS", "MAX_VALUE_CHARS",
+    "batch_from_event", "cap_feature_id", "decode_batch", "decode_event", "encode_evaluation",
     "encode_quarantine",
-]
+]  # fmt: skip
 
 #: Longest feature id carried in an event, in characters (longer ones are clipped).
 MAX_FEATURE_ID_CHARS = 256
@@ -249,7 +243,6 @@ def decode_batch(data: bytes) -> Batch:
 
 # -- the records of a decided event: QuarantineRecord, EvaluationRecord --------------------
 
-
 #: Longest JSON text of one echoed ``measured`` / ``expected`` value, in characters.
 MAX_VALUE_CHARS = 4000
 #: Longest echoed message, in characters.
@@ -262,19 +255,6 @@ MAX_OFFENDER_CHARS = 12000
 
 def _bounded_json(value: Any) -> str | None:
     return bounded_json_text(value, MAX_VALUE_CHARS)
-
-
-def _measured_json(measured: Any, offenders: Offenders | None) -> str | None:
-    """The reason's ``measured`` JSON text; with offenders, a mapping that adds them under
-    ``"offenders"`` (a measured value clipped to :data:`MAX_VALUE_CHARS` goes under
-    ``"clipped_measured"``). :func:`decode_quarantine` splits them out again."""
-    text = _bounded_json(measured)
-    if offenders is None:
-        return text
-    fitted = fit_offenders(offenders, MAX_OFFENDER_CHARS)
-    if isinstance(measured, Mapping) and "offenders" not in measured and text and text[0] == "{":
-        return _json({**measured, "offenders": fitted})
-    return _json({"clipped_measured": _unjson(text, "measured"), "offenders": fitted})
 
 
 def encode_quarantine(
@@ -313,7 +293,9 @@ def encode_quarantine(
                 "version": r.version,
                 "mode": r.mode,
                 "clause": r.clause,
-                "measured": _measured_json(r.measured, r.offenders),
+                "measured": measured_json(
+                    r.measured, r.offenders, MAX_VALUE_CHARS, MAX_OFFENDER_CHARS
+                ),
                 "expected": _bounded_json(r.expected),
                 "message": clip(r.message, MAX_MESSAGE_CHARS),
                 "kind": r.kind,
@@ -332,8 +314,8 @@ def encode_quarantine(
 
 
 def _clause_entry(c: ClauseResult) -> dict[str, Any]:
-    """The EvaluationRecord entry of one clause result (encoded once per result object:
-    :meth:`RecordParts.items`)."""
+    """The EvaluationRecord entry of one clause result (written once per result object,
+    as :func:`_clause_bytes`: :meth:`RecordParts.items`)."""
     return {
         "name": c.name,
         "kind": c.kind,
@@ -343,6 +325,15 @@ def _clause_entry(c: ClauseResult) -> dict[str, Any]:
         "expected": None,  # the version names them (a 100,000-code domain: megabytes)
         "message": clip(c.message, MAX_MESSAGE_CHARS),
     }
+
+
+def _clause_bytes(c: ClauseResult) -> bytes:
+    """The bytes of :func:`_clause_entry` of ``c`` (:meth:`RecordParts.item`) written by
+    its fields' own writers, without the entry's dict. A value no writer takes (None for
+    it) raises TypeError: :func:`encode_evaluation` then writes the record whole."""
+    text, message = _bounded_json(c.measured), clip(c.message, MAX_MESSAGE_CHARS)
+    return b"".join((_NAME(c.name), _KIND(c.kind), _RESULT(c.result), _ON_BREAK(c.on_break),
+                     _MEASURED(text), _NO_EXPECTED, _MESSAGE(message)))  # type: ignore[arg-type]  # fmt: skip
 
 
 def encode_evaluation(
@@ -385,11 +376,24 @@ def encode_evaluation(
     try:  # the record's bytes from its parts: those of the record written whole
         if entries is not None:  # the test suite's: the whole record checked first
             _validate(EVALUATION_RECORD, {**record, "clauses": entries}, ())
-        return _EVALUATION_PARTS.write(record, _EVALUATION_PARTS.items(clauses, _clause_entry))
+        items = _EVALUATION_PARTS.items(clauses, _clause_bytes)
+        first, last = _string(batch_id), _long(source_offset)
+        if first is None or last is None or diagnoses:
+            return _EVALUATION_PARTS.write(record, items)
+        count = _varint(len(items) << 1) if items else b""  # write()'s runs, inline:
+        return b"".join((first, _HEAD.encoded(record), last, count, *items, b"\x00\x00"))
     except Exception:  # fastavro's whole-record write names the field that does not fit
         record["clauses"] = [_clause_entry(c) for c in clauses]
         return _write(EVALUATION_RECORD, record, f"EvaluationRecord {batch_id}", ContractGateError)
 
 
-_EVALUATION_PARTS = RecordParts(EVALUATION_RECORD, "clauses", repeated=avro.EVALUATION_REPEATED,
-                                item_repeated=avro.CLAUSE_REPEATED)  # fmt: skip
+_EVALUATION_PARTS = RecordParts(EVALUATION_RECORD, "clauses", repeated=avro.EVALUATION_REPEATED)
+#: Its runs: the batch id, _HEAD (the repeated fields up to the offset), the offset; after
+#: the array, the diagnoses (tests/io/test_record_parts.py checks them).
+_HEAD = _EVALUATION_PARTS.runs[0][1]
+#: The clause entry's fields' own writers (its expected is null: one byte, always the same).
+_NAME, _KIND, _RESULT, _ON_BREAK, _MEASURED, _EXPECTED, _MESSAGE = map(
+    _EVALUATION_PARTS.item_writer.__getitem__,
+    ("name", "kind", "result", "on_break", "measured", "expected", "message"),
+)
+_NO_EXPECTED = _EXPECTED(None)

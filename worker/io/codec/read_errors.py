@@ -16,6 +16,7 @@ resolution ignores logical types): the record then held an int where a datetime 
 from __future__ import annotations
 
 import io
+import json
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -124,3 +125,14 @@ def as_datetimes(schema: dict[str, Any], record: dict[str, Any], what: str) -> d
             )
         out[name] = _EPOCH + timedelta(microseconds=value * (1000 // scale))
     return out
+
+
+def _unjson(text: str | None, what: str) -> Any:
+    """``text`` parsed as JSON (None stays None); a text that is not JSON raises
+    :class:`DecodeError` naming ``what``."""
+    if text is None:
+        return None
+    try:
+        return json.loads(text)
+    except ValueError as exc:
+        raise DecodeError(f"{what} is not JSON text ({exc})") from None

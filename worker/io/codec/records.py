@@ -26,10 +26,10 @@ from worker.io.codec.avro import (
     EVALUATION_RECORD,
     QUARANTINE_RECORD,
     _read,
-    _unjson,
     _utc,
-    _write,
 )
+from worker.io.codec.checked import _write
+from worker.io.codec.read_errors import _unjson
 
 __all__ = [
     "decode_consumer_declaration",

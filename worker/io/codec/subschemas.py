@@ -17,7 +17,6 @@ __all__ = [
     "BATCH_ARRIVAL",
     "BATCH_ARRIVAL_EDGES",
     "BATCH_ARRIVAL_PLANAR",
-    "CLAUSE_REPEATED",
     "CONSUMER_DECLARATION",
     "CONTRACT_RECORD",
     "CONTRACT_RECORD_PLAIN",
@@ -29,6 +28,7 @@ __all__ = [
     "referenced",
     "run_schemas",
     "schema_file",
+    "split_record",
 ]
 
 
@@ -66,7 +66,6 @@ EVALUATION_REPEATED = (
     "layer", "version", "mode", "passed", "evaluated_at", "data_time", "source_topic",
     "source_partition", "diagnoses",
 )  # fmt: skip
-CLAUSE_REPEATED = ("name", "kind", "result", "on_break", "expected", "message")
 CONSUMER_DECLARATION = schema_file("consumer_declaration")
 
 
@@ -114,3 +113,30 @@ def referenced(t: Any, seen: set[str]) -> Any:
     if isinstance(out.get("type"), (dict, list)):
         out["type"] = referenced(out["type"], seen)
     return out
+
+
+def split_record(
+    schema: Mapping[str, Any], field: str, repeated: Collection[str]
+) -> tuple[list[Any], list[Any], Any, tuple[tuple[str, ...], tuple[Any, ...]] | None]:
+    """A parsed record ``schema`` split around its array field ``field`` (else ValueError,
+    as for a ``repeated`` name it has not): the runs before and after it
+    (:func:`run_schemas`), the items' parsed schema and, when the items are records, their
+    fields' names and parsed types."""
+    names = [f["name"] for f in schema["fields"]]
+    if field not in names:
+        raise ValueError(f"{schema.get('name')} has no field {field!r}")
+    k = names.index(field)
+    array = schema["fields"][k]["type"]
+    if not isinstance(array, dict) or array.get("type") != "array":
+        raise ValueError(f"field {field!r} of {schema.get('name')} is not an array")
+    named, fields = dict(schema.get("__named_schemas", {})), schema["fields"]
+    check_repeated(fields[:k] + fields[k + 1 :], repeated, schema.get("name"))
+    items = referenced(array["items"], set())
+    item_fields = items.get("fields") if isinstance(items, dict) else None
+    typed = [(r[1][0], r[2][0]) for r in run_schemas(item_fields or [], (), named)]
+    return (
+        run_schemas(fields[:k], repeated, named),
+        run_schemas(fields[k + 1 :], repeated, named),
+        fastavro.parse_schema(items, dict(named)),
+        (tuple(n for n, _ in typed), tuple(t for _, t in typed)) if item_fields else None,
+    )

@@ -1,0 +1,122 @@
+"""An EvaluationRecord as encode_evaluation writes it (the batch id, the kept run up to the
+offset, the offset, the clause entries and the diagnoses joined inline, each entry written
+by its fields' own writers) is the record fastavro writes whole, as the codec wrote it
+before: over generated verdicts and coordinates the bytes are equal, or both refuse the
+record with the same ContractGateError (an offset past 64 bits, a lone surrogate, an
+unknown result)."""
+
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from worker.core.errors import ContractGateError
+from worker.core.model import ClauseResult, VersionVerdict
+from worker.io.codec import avro, encode_evaluation
+from worker.io.codec.avro import _utc
+from worker.io.codec.checked import _write
+from worker.io.codec.events import _EVALUATION_PARTS, _clause_entry
+
+TEXTS = st.one_of(
+    st.text(max_size=30),
+    st.text(st.characters(codec="utf-8"), min_size=60, max_size=5000),
+    st.sampled_from(["", "é" * 70, "a\ud800b"]),
+)
+JSONISH = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.floats() | TEXTS,
+    lambda inner: st.lists(inner, max_size=4) | st.dictionaries(TEXTS, inner, max_size=4),
+    max_leaves=12,
+)
+RESULTS = st.builds(
+    ClauseResult,
+    name=TEXTS,
+    kind=TEXTS,
+    result=st.sampled_from(["pass", "break", "pass", "maybe"]),
+    on_break=st.sampled_from(["halt", "warn"]),
+    measured=JSONISH,
+    expected=JSONISH,
+    message=TEXTS,
+    diagnoses=st.lists(TEXTS, max_size=2).map(tuple),
+)
+VERDICTS = st.builds(
+    VersionVerdict,
+    layer=TEXTS,
+    version=TEXTS,
+    mode=st.sampled_from(["enforcing", "observing"]),
+    passed=st.booleans(),
+    clauses=st.lists(RESULTS, max_size=10).map(tuple),
+)
+TIMES = st.datetimes(min_value=datetime(1971, 1, 1), max_value=datetime(2200, 1, 1))
+OFFSETS = st.one_of(st.integers(0, 2**40), st.sampled_from([2**63 - 1, 2**63, -1]))
+
+
+def _as_before(verdict: VersionVerdict, **fields: Any) -> bytes:
+    """The record written whole by fastavro (the path before parts), or its error."""
+    diagnoses = list(dict.fromkeys(d for c in verdict.clauses if c.broke for d in c.diagnoses))
+    record = {
+        "batch_id": fields["batch_id"], "layer": verdict.layer, "version": verdict.version,
+        "mode": verdict.mode, "passed": verdict.passed,
+        "evaluated_at": _utc(fields["evaluated_at"]),
+        "data_time": _utc(fields["data_time"]), "source_topic": fields["source_topic"],
+        "source_partition": fields["source_partition"],
+        "source_offset": fields["source_offset"], "diagnoses": diagnoses,
+        "clauses": [_clause_entry(c) for c in verdict.clauses],
+    }  # fmt: skip
+    what = f"EvaluationRecord {fields['batch_id']}"
+    return _write(avro.EVALUATION_RECORD, record, what, ContractGateError)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    verdict=VERDICTS,
+    batch_id=TEXTS,
+    data_time=TIMES,
+    aware=st.booleans(),
+    topic=TEXTS,
+    partition=st.integers(0, 2**31 - 1),
+    offset=OFFSETS,
+    validate=st.booleans(),
+)
+def test_encode_evaluation_is_the_whole_records_bytes_or_its_error(
+    verdict: VersionVerdict,
+    batch_id: str,
+    data_time: datetime,
+    aware: bool,
+    topic: str,
+    partition: int,
+    offset: int,
+    validate: bool,
+) -> None:
+    at = data_time.replace(tzinfo=timezone.utc) if aware else data_time
+    fields = {
+        "batch_id": batch_id, "data_time": at, "evaluated_at": at + timedelta(seconds=9),
+        "source_topic": topic, "source_partition": partition, "source_offset": offset,
+    }  # fmt: skip
+    with pytest.MonkeyPatch.context() as mp:
+        mp.setattr(avro, "validate_writes", validate)  # production's path, and the suite's
+        try:
+            before = _as_before(verdict, **fields)
+        except ContractGateError as refused:
+            with pytest.raises(ContractGateError) as got:
+                encode_evaluation(verdict, **fields)
+            assert str(got.value) == str(refused)
+            return
+        assert encode_evaluation(verdict, **fields) == before
+        assert encode_evaluation(verdict, **fields) == before  # the entries and run kept
+
+
+def test_the_runs_written_inline_are_the_records() -> None:
+    """encode_evaluation joins the batch id, the run up to the offset and the offset before
+    the array, the diagnoses after it: the runs RecordParts made of the schema."""
+    before, after = _EVALUATION_PARTS.runs
+    assert [r.names for r in before] == [
+        ("batch_id",),
+        ("layer", "version", "mode", "passed", "evaluated_at", "data_time", "source_topic",
+         "source_partition"),
+        ("source_offset",),
+    ]  # fmt: skip
+    assert [r.names for r in after] == [("diagnoses",)]
