@@ -28,10 +28,10 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from worker.core.event_batches import joined_attributes
 from worker.core.facts.batch import BatchFacts
 from worker.core.facts.parse import POINTS_WITHOUT_GEOMETRIES_MIN
 from worker.core.facts.wkb_header import POINT_WKB_BYTES
-from worker.core.joined_rows import joined_attributes
 from worker.core.model import Batch
 
 __all__ = [

@@ -26,7 +26,7 @@ import numpy as np
 import pyarrow as pa
 
 from worker.core.columns import derive_schema
-from worker.core.joined_rows import Rows
+from worker.core.event_batches import Rows
 from worker.core.model import Batch, FieldSpec
 from worker.io.codec.events import attribute_table, batch_from_event
 

@@ -30,7 +30,7 @@ from worker.core._util.jsonsafe import json_text as _json
 from worker.core._util.text import clip
 from worker.core.columns import typed_column
 from worker.core.errors import ContractGateError, DecodeError
-from worker.core.joined_rows import Rows, RowsBatch
+from worker.core.event_batches import Rows, event_batch
 from worker.core.model import (
     Batch,
     ClauseResult,
@@ -112,8 +112,7 @@ def batch_from_event(
     ``table``: the attribute table of the record's columns when built already (several
     events' columns built at once: :func:`worker.io.codec.event_groups.batches_from_events`,
     which builds only columns of distinct names: the names are not checked again);
-    ``schema_fields``: those of the batch instead of the record's declared ones. A
-    :class:`~worker.core.joined_rows.Rows` window as ``table`` gives a ``RowsBatch``.
+    ``schema_fields``: those of the batch instead of the record's declared ones.
 
     Raises
     ------
@@ -151,7 +150,7 @@ def batch_from_event(
             if len(set(names)) != len(names):
                 raise DecodeError(f"duplicate column names in {names}")
             table = attribute_table(feats["columns"], len(geoms))
-    return (RowsBatch if type(table) is Rows else Batch)(
+    return event_batch(
         batch_id=record["batch_id"],
         layer=record["layer"],
         producer=record["producer"],

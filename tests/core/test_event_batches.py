@@ -1,4 +1,4 @@
-"""A window's batch (worker.core.joined_rows): the events whose columns are built together
+"""A window's batch (worker.core.event_batches): the events whose columns are built together
 hold their rows as windows of the joined table, cut on first read, and a group of
 consecutive windows gets its attribute rows as one slice of that table; every table,
 batch and decision is what each event gives alone."""
@@ -20,8 +20,8 @@ from tests.catalogue import active
 from worker.cli.scenario import data_file
 from worker.core.evaluate import evaluate
 from worker.core.evaluate_group import evaluate_group
+from worker.core.event_batches import Rows, RowsBatch, event_batch, joined_attributes
 from worker.core.facts.shared import SharedFacts, group_attributes
-from worker.core.joined_rows import Rows, RowsBatch, joined_attributes
 from worker.core.model import Batch
 from worker.io import codec
 from worker.io.codec.event_groups import batches_from_events
@@ -118,3 +118,25 @@ def test_a_group_of_windows_decides_each_event_as_alone(records: list[dict[str, 
         evaluate(_alone(r, b), versions, now=CLOCK) for r, b in zip(records, batches, strict=True)
     ]
     assert [repr(d) for d in grouped] == [repr(d) for d in alone]
+
+
+def test_an_event_batch_is_the_batch_its_fields_make(records: list[dict[str, Any]]) -> None:
+    for r in records[:3]:
+        made = batch_from_event(r)
+        assert type(made) is Batch
+        values = {f.name: getattr(made, f.name) for f in dataclasses.fields(Batch)}
+        assert vars(made) == values  # every field written, nothing else
+        assert made == Batch(**values) and repr(made) == repr(Batch(**values))
+    given = {k: v for k, v in values.items() if k not in ("geometry_errors", "file_claims")}
+    a, b = event_batch(**given), event_batch(**given)
+    assert a == Batch(**given) and a.geometry_errors == {} and a.file_claims == {}
+    assert a.geometry_errors is not b.geometry_errors  # each default factory called anew
+    window = event_batch(**{**given, "attributes": Rows(values["attributes"], 0, 1)})
+    assert type(window) is RowsBatch and "attributes" not in vars(window)
+    assert window == Batch(**given)
+    with pytest.raises(dataclasses.FrozenInstanceError):
+        a.layer = "other"  # type: ignore[misc]
+    for wrong in ({**given, "layers": "x"}, {k: v for k, v in given.items() if k != "layer"},
+                  {**{k: v for k, v in given.items() if k != "layer"}, "layers": "x"}):  # fmt: skip
+        with pytest.raises(TypeError, match="Batch takes its fields"):
+            event_batch(**wrong)
