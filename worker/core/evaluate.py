@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 from datetime import datetime
+from operator import attrgetter
 from typing import TYPE_CHECKING
 
 from worker import __version__
@@ -53,6 +54,7 @@ __all__ = [
 #: axis_order, schema); a stable sort keeps version and clause order within a kind and for
 #: every other kind.
 STRUCTURAL_FIRST = {k.name: k.leads for k in KINDS.values() if k.leads is not None}
+_RESULT = attrgetter("result")
 
 
 def evaluate_clause(
@@ -172,14 +174,12 @@ def evaluate_versions(
 def version_verdict(v: ActiveVersion, clauses: tuple[ClauseResult, ...]) -> VersionVerdict:
     """The verdict of version ``v`` from its clause results, in its clauses' order: it
     passes unless a clause halts (a break with ``on_break: halt``)."""
-    broke = [r for r in clauses if r.result == "break"]  # halts only if broken
-    return VersionVerdict(
-        layer=v.contract.layer,
-        version=v.contract.version,
-        mode=v.mode,
-        passed=not any(r.halts for r in broke),
-        clauses=clauses,
+    # halts only if broken: most verdicts break nothing, told by one scan in C
+    passed = "break" not in map(_RESULT, clauses) or not any(
+        r.halts for r in clauses if r.result == "break"
     )
+    c = v.contract
+    return VersionVerdict(c.layer, c.version, v.mode, passed, clauses)  # (fields in order)
 
 
 def evaluate(
@@ -224,7 +224,7 @@ def decide(verdicts: tuple[VersionVerdict, ...]) -> Decision:
     # the broken results in version and clause order: a halt and a diagnosis are a break's
     broke = [(v, r) for v in verdicts for r in v.clauses if r.result == "break"]
     if not broke:  # most batches: nothing to sort, no reason, no diagnosis
-        return Decision(decision="admitted", verdicts=verdicts)
+        return Decision("admitted", verdicts)
     broken = [(v, r) for v, r in broke if v.mode == "enforcing" and r.halts]
     # the structural fault leads (dlq.reason, dlq.message): a geometry that cannot be read
     # also fails extent and coverage, but what the producer must fix is the geometry

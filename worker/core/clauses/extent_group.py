@@ -129,8 +129,9 @@ def passing_result(
         return render(clause, contract, facts, tally)
     batch = facts.batch
     src = facts.declared_crs
-    reads = (id(contract), tally["count"], id(src), batch.declared_crs, batch.edges,
-             batch.metadata_name, facts.edges_problem)  # fmt: skip
+    edges = batch.edges  # planar edges have no problem (edges_problem): no fact to read
+    reads = (id(contract), tally["count"], id(src), batch.declared_crs, edges,
+             batch.metadata_name, None if edges == "planar" else facts.edges_problem)  # fmt: skip
     kept: dict[tuple[Any, ...], tuple[Contract, Any, ClauseResult, tuple[str, str] | None]]
     kept = clause.__dict__.setdefault(KEPT_PASSING, {})
     hit = kept.get(reads)

@@ -34,6 +34,8 @@ from __future__ import annotations
 from collections.abc import Callable, Hashable, Iterable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
+from itertools import repeat
+from operator import is_
 from typing import Any
 
 import numpy as np
@@ -52,14 +54,8 @@ EvaluateClause = Callable[[Clause, Contract, BatchFacts, datetime, "GroupEvaluat
 #: the tally numbers of the contract's numbered clauses)
 _Key = tuple[int, datetime, tuple[Hashable, ...], tuple[int | None, ...]]
 
-__all__ = [
-    "GroupEvaluation",
-    "attributes_key",
-    "empty_tallies",
-    "no_facts",
-    "per_segment",
-    "shared_tallies",
-]
+__all__ = ["GroupEvaluation", "attributes_key", "empty_tallies", "no_facts", "per_segment",
+           "shared_tallies"]  # fmt: skip
 
 
 @dataclass
@@ -171,7 +167,10 @@ class GroupEvaluation:
 
     def _numbers(self, tallies: list[Tally | None]) -> list[int | None]:
         """The number of each of ``tallies`` (see :attr:`numbers`), keyed once per tally
-        object (the objects are held by :attr:`tallies`: ids not reused)."""
+        object (the objects are held by :attr:`tallies`: ids not reused); one object for
+        every batch (a group passing the clause) is found in C, then keyed once."""
+        if len(tallies) > 1 and all(map(is_, tallies, repeat(tallies[0]))):
+            return self._numbers(tallies[:1]) * len(tallies)
         of_object: dict[int, int | None] = {}
         out: list[int | None] = []
         for t in tallies:

@@ -28,6 +28,7 @@ from typing import Any
 import numpy as np
 import pyarrow as pa
 
+from worker.core.event_batches import joined_attributes
 from worker.core.facts.batch import BatchFacts
 from worker.core.facts.parse import POINTS_WITHOUT_GEOMETRIES_MIN
 from worker.core.facts.wkb_header import POINT_WKB_BYTES
@@ -109,7 +110,7 @@ class SharedFacts:
         #: int (B + 1,): feature offsets of each batch in the concatenation
         self.starts = np.concatenate(([0], np.cumsum(counts)))
         wkb = tuple(w for b in batches for w in b.geometries_wkb)
-        attributes = _attributes(batches)
+        attributes = joined_attributes(batches)
         whole = replace(batches[0], geometries_wkb=wkb, feature_count=len(wkb),
                         attributes=_NO_ATTRIBUTES if attributes is None else attributes,
                         feature_ids=None, schema_fields=())  # fmt: skip
@@ -260,15 +261,6 @@ def columns_key(facts: BatchFacts) -> tuple[tuple[str, str, Any], ...]:
             for f in facts.batch.attributes.schema
         )
     return key
-
-
-def _attributes(batches: Sequence[Batch]) -> pa.Table | None:
-    first = batches[0].attributes.schema
-    for b in batches:
-        table = b.attributes
-        if table.num_rows != len(b.geometries_wkb) or not table.schema.equals(first, True):
-            return None
-    return pa.concat_tables([b.attributes for b in batches])
 
 
 def _views(values: np.ndarray, starts: np.ndarray, size: int | None) -> list[np.ndarray]:

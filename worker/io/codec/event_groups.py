@@ -26,6 +26,7 @@ import numpy as np
 import pyarrow as pa
 
 from worker.core.columns import derive_schema
+from worker.core.event_batches import Rows
 from worker.core.model import Batch, FieldSpec
 from worker.io.codec.events import attribute_table, batch_from_event
 
@@ -40,7 +41,7 @@ def batches_from_events(
     whatever Arrow raised, e.g. an integer beyond 64 bits), for the caller to handle as
     the event's own. ``derive_schemas``: an inline batch's ``schema_fields`` are
     ``derive_schema`` of its attribute table (a batch by reference keeps the declared)."""
-    tables: dict[int, tuple[pa.Table, tuple[FieldSpec, ...] | None]] = {}
+    tables: dict[int, tuple[Rows, tuple[FieldSpec, ...] | None]] = {}
     groups: dict[tuple[tuple[str, str], ...], list[int]] = {}
     distinct: dict[tuple[tuple[str, str], ...], bool] = {}  # per key: names distinct
     for i, r in enumerate(records):
@@ -89,7 +90,7 @@ def _columns_key(
 
 def _built_together(
     records: list[Mapping[str, Any]], members: list[int], derive: bool
-) -> dict[int, tuple[pa.Table, tuple[FieldSpec, ...] | None]]:
+) -> dict[int, tuple[Rows, tuple[FieldSpec, ...] | None]]:
     """``{index: (table, schema or None)}`` of ``records`` (same columns), built as one
     table and sliced, with each slice's ``derive_schema`` when ``derive``; nothing when
     some value does not fit its column (each event is then built alone)."""
@@ -106,7 +107,7 @@ def _built_together(
     starts = list(itertools.accumulate(counts, initial=0))
     fields = _segment_schemas(whole, np.asarray(starts)) if derive else [None] * len(counts)
     return {
-        i: (whole.slice(a, n), f)
+        i: (Rows(whole, a, n), f)
         for i, a, n, f in zip(members, starts, counts, fields, strict=False)
     }
 

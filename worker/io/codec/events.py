@@ -29,6 +29,7 @@ from worker.core._util.jsonsafe import bounded_json_text
 from worker.core._util.text import clip
 from worker.core.columns import typed_column
 from worker.core.errors import ContractGateError, DecodeError
+from worker.core.event_batches import Rows, event_batch
 from worker.core.model import (
     Batch,
     ClauseResult,
@@ -95,7 +96,7 @@ MAX_BATCH_ID_CHARS = 1024
 
 def batch_from_event(
     record: Mapping[str, Any],
-    table: pa.Table | None = None,
+    table: pa.Table | Rows | None = None,
     schema_fields: tuple[FieldSpec, ...] | None = None,
 ) -> Batch:
     """Build a :class:`Batch` from a decoded BatchArrival record.
@@ -143,7 +144,7 @@ def batch_from_event(
             if len(set(names)) != len(names):
                 raise DecodeError(f"duplicate column names in {names}")
             table = attribute_table(feats["columns"], len(geoms))
-    return Batch(
+    return event_batch(
         batch_id=record["batch_id"],
         layer=record["layer"],
         producer=record["producer"],
