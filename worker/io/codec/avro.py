@@ -233,9 +233,7 @@ def _value_key(value: Any) -> Hashable | None:
 
 
 # -- fastavro's bytes of a few types, written here (tests/io/test_own_writers.py) ----------
-# The Avro 1.11 specification's binary encoding ("Data Serialization and Deserialization":
-# long as zig-zag varint, string as length then UTF-8, enum as its index, union as the branch
-# index then the value, array as blocks ending with a 0 count), checked against fastavro's.
+# (the Avro 1.11 specification's binary encoding: zig-zag varint longs, length-prefixed UTF-8)
 _LONGS = (-(1 << 63), (1 << 63) - 1)  # fastavro refuses a long outside them
 _SMALL = [bytes((n,)) for n in range(128)]
 
