@@ -55,7 +55,7 @@ def test_a_row_is_what_of_shown_gives_one_shown_row(row: list[float]) -> None:
 def _stop40_tallies(group: BatchFacts, starts: np.ndarray) -> list[Any]:
     """The tallies of stop 40's loop: ``Bounds.of_shown`` of each batch's rows, a First
     each, from the same masks (``measure_group`` with its per-batch loop replaced)."""
-    from worker.core.clauses.grouped import per_segment
+    from worker.core.clauses.group_tallies import per_segment
     from worker.core.clauses.region import contract_crs
     from worker.core.spatial import covered_mask
 

@@ -14,7 +14,7 @@ from typing import Any
 
 from worker.core.clauses.base import ClauseKind, clause_result
 from worker.core.clauses.diff import Diff
-from worker.core.clauses.grouped import empty_tallies
+from worker.core.clauses.group_tallies import empty_tallies
 from worker.core.clauses.tally import Tally
 from worker.core.facts.batch import BatchFacts
 from worker.core.model import Clause, ClauseResult, Contract

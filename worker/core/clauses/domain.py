@@ -38,7 +38,7 @@ from worker.core.clauses.domain_values import (
     mixed_column,
     unknown_mixed,
 )
-from worker.core.clauses.grouped import per_segment, shared_tallies
+from worker.core.clauses.group_tallies import per_segment, shared_tallies
 from worker.core.clauses.tally import Distinct, Tally
 from worker.core.facts.batch import BatchFacts
 from worker.core.facts.shared import columns_key, group_attributes

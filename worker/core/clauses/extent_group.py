@@ -22,7 +22,7 @@ from pyproj import CRS
 from worker.core._util.jsonsafe import finite_clipped, finite_floats, json_around, text_around
 from worker.core._util.memo import identity_memo
 from worker.core._util.text import MAX_ECHO_CHARS
-from worker.core.clauses.grouped import per_segment
+from worker.core.clauses.group_tallies import per_segment
 from worker.core.clauses.region import contract_crs, unplaceable
 from worker.core.clauses.tally import Bounds, First, Tally
 from worker.core.facts.batch import BatchFacts

@@ -16,7 +16,7 @@ import numpy as np
 
 from worker.core.clauses.base import ClauseKind, clause_result
 from worker.core.clauses.diff import Diff
-from worker.core.clauses.grouped import shared_tallies
+from worker.core.clauses.group_tallies import shared_tallies
 from worker.core.clauses.tally import Tally
 from worker.core.facts.batch import BatchFacts
 from worker.core.model import Clause, ClauseResult, Contract

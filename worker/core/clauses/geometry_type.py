@@ -21,7 +21,7 @@ import numpy as np
 from worker.core._util.memo import identity_memo
 from worker.core.clauses.base import ClauseKind, clause_result, offenders_of
 from worker.core.clauses.diff import Diff
-from worker.core.clauses.grouped import no_facts, per_segment, shared_tallies
+from worker.core.clauses.group_tallies import no_facts, per_segment, shared_tallies
 from worker.core.clauses.tally import Counts, Tally
 from worker.core.facts.batch import BatchFacts
 from worker.core.geometry_types import GEOMETRY_TYPES, TYPE_NAME_TABLE

@@ -14,7 +14,8 @@ one geometry metadata: :mod:`worker.core.evaluate_group`) share:
   that batch's result, the same object (results are never modified once made).
 
 A kind's ``measure_group`` gives batches of equal tallies one tally object
-(:func:`shared_tallies`): :meth:`GroupEvaluation.measure` keys each object once
+(:func:`~worker.core.clauses.group_tallies.shared_tallies`): :meth:`GroupEvaluation.measure`
+keys each object once
 (:func:`~worker.core.clauses.tally.tally_key`, interned to a number), so a batch's
 result is found by that number and its render key, without walking its tally (the
 per-event tally, its key and the result's key were a quarter of a one-feature event's
@@ -31,19 +32,17 @@ compares the tallies kind by kind, ``tests/gate/test_route_group.py`` the record
 
 from __future__ import annotations
 
-from collections.abc import Callable, Hashable, Iterable, Sequence
+from collections.abc import Callable, Hashable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from itertools import repeat
 from operator import is_
-from typing import Any
 
 import numpy as np
 
 from worker.core.clauses.base import ClauseKind
 from worker.core.clauses.tally import Tally, tally_key
 from worker.core.facts.batch import BatchFacts
-from worker.core.facts.shared import columns_key
 from worker.core.model import ActiveVersion, Clause, ClauseResult, Contract
 
 #: ``evaluate_clause(clause, contract, facts, now, group)``: one clause's result within a
@@ -54,8 +53,7 @@ EvaluateClause = Callable[[Clause, Contract, BatchFacts, datetime, "GroupEvaluat
 #: the tally numbers of the contract's numbered clauses)
 _Key = tuple[int, datetime, tuple[Hashable, ...], tuple[int | None, ...]]
 
-__all__ = ["GroupEvaluation", "attributes_key", "empty_tallies", "no_facts", "per_segment",
-           "shared_tallies"]  # fmt: skip
+__all__ = ["GroupEvaluation"]
 
 
 @dataclass
@@ -244,56 +242,3 @@ class _Plan:
         if None in reads:
             return None
         return id(contract), now, reads, row
-
-
-def per_segment(mask: np.ndarray, starts: np.ndarray) -> np.ndarray:
-    """int (B,): the True entries of ``mask`` (bool (N,)) in each segment ``starts[i]`` to
-    ``starts[i + 1]`` (int (B + 1,), ascending; empty segments count 0)."""
-    total = np.concatenate(([0], np.cumsum(mask, dtype=np.int64)))
-    return total[starts[1:]] - total[starts[:-1]]
-
-
-def shared_tallies(
-    parts: Iterable[Hashable | None], make: Callable[[Any], Tally]
-) -> list[Tally | None]:
-    """One tally per batch of a group, ``make(part)`` from each batch's ``parts`` (None: the
-    batch is measured alone), batches of equal parts sharing one tally object, made once
-    (:meth:`GroupEvaluation.measure` keys each object once). Parts are compared as dict
-    keys: give them of one type (``1 == True``)."""
-    made: dict[Hashable, Tally] = {}
-    out: list[Tally | None] = []
-    for part in parts:
-        if part is None:
-            out.append(None)
-            continue
-        tally = made.get(part)
-        if tally is None:
-            tally = made[part] = make(part)
-        out.append(tally)
-    return out
-
-
-def empty_tallies(
-    clause: Clause, contract: Contract, group: BatchFacts, starts: np.ndarray, now: datetime
-) -> list[Tally | None]:
-    """The :data:`~worker.core.clauses.base.MeasureGroup` of a kind whose ``measure``
-    reads nothing of the features (an empty tally): one empty tally for every batch."""
-    return [_EMPTY] * (len(starts) - 1)
-
-
-#: The empty tally every batch of a group shares (:func:`empty_tallies`; never modified).
-_EMPTY: Tally = {}
-
-
-def no_facts(facts: BatchFacts) -> Hashable:
-    """The :data:`~worker.core.clauses.base.RenderKey` of a kind whose ``render`` reads
-    nothing of the facts."""
-    return ()
-
-
-def attributes_key(facts: BatchFacts) -> Hashable:
-    """The names, types (as written) and field metadata of the batch's attribute columns,
-    in order (:func:`~worker.core.facts.shared.columns_key`), and its declared
-    ``schema_fields``: what a ``render`` reading the columns' schema (not their values)
-    reads, as a :data:`~worker.core.clauses.base.RenderKey`."""
-    return facts.batch.schema_fields, columns_key(facts)

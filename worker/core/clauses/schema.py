@@ -21,7 +21,7 @@ from worker.core._util.jsonsafe import finite_json
 from worker.core._util.memo import identity_memo
 from worker.core.clauses.base import ClauseKind, clause_result, offenders_of
 from worker.core.clauses.diff import Diff
-from worker.core.clauses.grouped import attributes_key, per_segment, shared_tallies
+from worker.core.clauses.group_tallies import attributes_key, per_segment, shared_tallies
 from worker.core.clauses.tally import Tally
 from worker.core.facts.batch import BatchFacts
 from worker.core.facts.shared import group_attributes

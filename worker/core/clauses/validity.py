@@ -15,7 +15,7 @@ import numpy as np
 
 from worker.core.clauses.base import ClauseKind, clause_result, offenders_of, percents
 from worker.core.clauses.diff import Diff
-from worker.core.clauses.grouped import no_facts, per_segment, shared_tallies
+from worker.core.clauses.group_tallies import no_facts, per_segment, shared_tallies
 from worker.core.clauses.tally import First, Tally
 from worker.core.facts.batch import MAX_REASONS, BatchFacts
 from worker.core.model import Clause, ClauseResult, Contract
