@@ -25,25 +25,10 @@ from worker.core.model import Clause, ClauseResult, Contract
 from worker.core.offenders import Offender, Offenders, offender_limit
 from worker.core.spatial.units import coordinate_units
 
-__all__ = [
-    "MAX_OFFENDER_VALUE_CHARS",
-    "Brief",
-    "Check",
-    "ClauseKind",
-    "Compare",
-    "KeptOf",
-    "Measure",
-    "MeasureGroup",
-    "Render",
-    "RenderKey",
-    "SecondPass",
-    "clause_result",
-    "count_phrase",
-    "crs_units",
-    "offenders_of",
-    "percents",
-    "round10",
-]
+__all__ = ["MAX_OFFENDER_VALUE_CHARS", "Brief", "Check", "ClauseKind", "Compare", "GroupPass",
+           "KeptOf", "Measure", "MeasureGroup", "Render", "RenderKey", "SecondPass",
+           "clause_result", "count_phrase", "crs_units", "offenders_of", "percents",
+           "round10"]  # fmt: skip
 
 #: ``measure(clause, contract, facts, now)``: the mergeable tally of one chunk's features
 #: (:mod:`worker.core.clauses.tally`; a kind that reads only the batch's metadata measures
@@ -70,6 +55,10 @@ RenderKey = Callable[[BatchFacts], Hashable | None]
 #: batch alone, or None for a batch left to ``measure`` (e.g. one that offends: its
 #: offenders are named from its own facts).
 MeasureGroup = Callable[[Clause, Contract, BatchFacts, np.ndarray, datetime], "list[Tally | None]"]
+#: ``group_pass(clause, contract, facts, tally)``: the result :meth:`ClauseKind.evaluate`
+#: gives a batch of a group whose ``measure_group`` tally is ``tally`` (not None), found
+#: without rendering it (from an earlier batch's), or None: then evaluated.
+GroupPass = Callable[[Clause, Contract, BatchFacts, Tally], ClauseResult | None]
 #: ``check(clause)``: what the JSON Schema cannot say of one clause as written (a mapping
 #: of the document): ``(path within the clause, problem, fix)``, or None when it is sound.
 Check = Callable[[Mapping[str, Any]], "tuple[list[str | int], str, str] | None"]
@@ -148,6 +137,8 @@ class ClauseKind:
     measure_group : MeasureGroup or None
         See :data:`MeasureGroup`; None (the default): each batch of a group is measured
         on its own.
+    group_pass : GroupPass or None
+        See :data:`GroupPass`; None (the default): each batch's result is evaluated.
     """
 
     name: str
@@ -162,6 +153,7 @@ class ClauseKind:
     check: Check | None = None
     render_key: RenderKey | None = None
     measure_group: MeasureGroup | None = None
+    group_pass: GroupPass | None = None
 
     def params(self, clause: Clause) -> Any:
         """``clause``'s :attr:`Params`, built on first use and kept on the clause.

@@ -36,7 +36,7 @@ from worker.core.clauses.diagnose import diagnoses_of, names_candidates
 from worker.core.clauses.diagnose_notes import placement_notes, shown_span
 from worker.core.clauses.diagnose_readings import sampled_facts, sampled_rows, sampled_tally
 from worker.core.clauses.diff import Diff
-from worker.core.clauses.extent_group import Params, measure_group, passing_result
+from worker.core.clauses.extent_group import Params, group_pass, measure_group, passing_result
 from worker.core.clauses.extent_group import extent_region as _extent_region
 from worker.core.clauses.region import compare_region, contract_crs, unplaceable, whole_batch_break
 from worker.core.clauses.tally import Bounds, First, Tally
@@ -291,4 +291,5 @@ KIND = ClauseKind(
     brief,
     second_pass=SecondPass(needs_diagnosis, measure_diagnosis, sampled_rows, measure_sampled),
     measure_group=measure_group,
+    group_pass=group_pass,
 )

@@ -29,7 +29,8 @@ from worker.core.facts.batch import BatchFacts
 from worker.core.model import Clause, ClauseResult, Contract
 from worker.core.spatial import covered_mask, region_geometry
 
-__all__ = ["KEPT_PASSING", "Params", "extent_region", "measure_group", "passing_result"]
+__all__ = ["KEPT_PASSING", "Params", "extent_region", "group_pass", "measure_group",
+           "passing_result"]  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -127,12 +128,9 @@ def passing_result(
         and "diagnosis" not in tally
     ):
         return render(clause, contract, facts, tally)
-    batch = facts.batch
     src = facts.declared_crs
-    edges = batch.edges  # planar edges have no problem (edges_problem): no fact to read
-    reads = (id(contract), tally["count"], id(src), batch.declared_crs, edges,
-             batch.metadata_name, None if edges == "planar" else facts.edges_problem)  # fmt: skip
-    kept: dict[tuple[Any, ...], tuple[Contract, Any, ClauseResult, tuple[str, str] | None]]
+    reads = _reads(contract, facts, src, tally["count"])
+    kept: dict[tuple[Any, ...], _Kept]
     kept = clause.__dict__.setdefault(KEPT_PASSING, {})
     hit = kept.get(reads)
     if hit is None or hit[0] is not contract or hit[1] is not src:  # ids of live objects
@@ -144,6 +142,45 @@ def passing_result(
             around = json_around(measured, "bounds") if type(measured) is dict else None
             kept[reads] = (contract, src, result, around)
         return result
+    return _with_bounds(hit, tally)
+
+
+def group_pass(
+    clause: Clause, contract: Contract, facts: BatchFacts, tally: Tally
+) -> ClauseResult | None:
+    """:data:`~worker.core.clauses.base.GroupPass`: the kept pass :func:`passing_result`
+    gives a tally of :func:`measure_group` (every feature inside, as stored and placed: its
+    checks hold), with its bounds; None when none is kept. A pass kept for the same
+    reads (the count among them) was rendered from such a tally without a second pass,
+    and ``ClauseKind.tally`` wants one (the extent's diagnosis) from the counts alone:
+    not for this tally either."""
+    kept = clause.__dict__.get(KEPT_PASSING)
+    if kept is None:
+        return None
+    src = facts.declared_crs
+    hit = kept.get(_reads(contract, facts, src, tally["count"]))
+    if hit is None or hit[0] is not contract or hit[1] is not src:
+        return None
+    return _with_bounds(hit, tally)
+
+
+#: A kept pass: (contract, declared CRS object, result, its ``measured`` text around its
+#: bounds or None).
+_Kept = tuple[Contract, Any, ClauseResult, "tuple[str, str] | None"]
+
+
+def _reads(contract: Contract, facts: BatchFacts, src: Any, count: int) -> tuple[Any, ...]:
+    """What a pass of ``count`` features reads of the facts (``src``: their declared CRS
+    object), keyed by ids of live objects (checked on a hit)."""
+    batch = facts.batch
+    edges = batch.edges  # planar edges have no problem (edges_problem): no fact to read
+    return (id(contract), count, id(src), batch.declared_crs, edges, batch.metadata_name,
+            None if edges == "planar" else facts.edges_problem)  # fmt: skip
+
+
+def _with_bounds(hit: _Kept, tally: Tally) -> ClauseResult:
+    """The kept pass of ``hit`` with ``tally``'s bounds (its ``measured`` text kept around
+    them)."""
     like = hit[2]
     box = tally["bounds"].box
     if box is None:
