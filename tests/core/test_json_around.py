@@ -2,11 +2,14 @@
 bounds (:func:`worker.core._util.jsonsafe.json_around`, ``text_around``): the text the
 encoder writes, over generated dicts and floats (-0.0, 1e16, 5e-324, subnormals, huge,
 non-finite ones clipped to strings, which take the encoder), and over the extent results
-of real one-feature batches grouped as the worker groups them."""
+of real one-feature batches grouped as the worker groups them. Stop 42: the text is the
+value's own (:class:`~worker.core._util.jsonsafe.TextAround`), no module state."""
 
 from __future__ import annotations
 
+import copy
 import json
+import pickle
 from datetime import timedelta
 from typing import Any
 
@@ -118,9 +121,10 @@ def test_plain_finite_floats_are_written_from_the_kept_text(
 
     monkeypatch.setattr(jsonsafe, "_RECORD_JSON", NoEncoder())
     assert json_text(value) == expected
-    assert id(value) not in jsonsafe.KEPT_AROUND  # given up once written
+    assert json_text(value) == expected  # (stop 42: the value holds its text, kept)
+    assert type(value) is jsonsafe.TextAround and value == {**like, "bounds": bounds}
     monkeypatch.undo()
-    assert json_text(value) == expected  # then the encoder's, the same
+    assert json_text(dict(value)) == expected  # the encoder's, the same
 
 
 @pytest.mark.parametrize(
@@ -141,22 +145,26 @@ def test_no_text_around_without_the_key_or_the_encoders_text() -> None:
     assert json_around({"bounds": 1, "x": jsonsafe.AROUND_MARK}, "bounds") is None  # the mark twice
 
 
-def test_an_unkept_value_of_the_same_id_is_not_written_from_the_text() -> None:
+def test_a_value_with_an_entry_added_or_removed_takes_the_encoder() -> None:
     like = {"bounds": [1.0], "a": "b"}
     around = json_around(like, "bounds")
     assert around is not None
-    kept = text_around({**like, "bounds": [2.0]}, "bounds", around)
-    other = {"bounds": [3.0], "z": 1}
-    jsonsafe.KEPT_AROUND[id(other)] = (kept, *jsonsafe.KEPT_AROUND[id(kept)][1:])  # a forged id
-    assert json_text(other) == '{"bounds": [3.0], "z": 1}'
+    added = text_around({**like, "bounds": [2.0]}, "bounds", around)
+    added["z"] = 1
+    assert json_text(added) == '{"a": "b", "bounds": [2.0], "z": 1}'
+    removed = text_around({**like, "bounds": [2.0]}, "bounds", around)
+    del removed["a"]
+    assert json_text(removed) == '{"bounds": [2.0]}'
 
 
-def test_kept_values_are_bounded() -> None:
-    around = json_around({"bounds": []}, "bounds")
+def test_a_copied_or_pickled_value_is_written_the_same() -> None:
+    """Stop 42: no module state (the text is the value's own): its copies and pickles
+    are equal, and written the same."""
+    around = json_around({"bounds": [], "n": 1}, "bounds")
     assert around is not None
-    values = [text_around({"bounds": [float(i)]}, "bounds", around) for i in range(2500)]
-    assert len(jsonsafe.KEPT_AROUND) <= jsonsafe.MOST_AROUND
-    assert [json_text(v) for v in values] == [_as_before(dict(v)) for v in values]
+    value = text_around({"bounds": [0.5, -2.0], "n": 1}, "bounds", around)
+    for other in (copy.copy(value), copy.deepcopy(value), pickle.loads(pickle.dumps(value))):
+        assert other == value and json_text(other) == json_text(value) == _as_before(dict(value))
 
 
 def test_real_extent_results_read_as_the_encoders_text() -> None:
@@ -172,7 +180,7 @@ def test_real_extent_results_read_as_the_encoders_text() -> None:
         c for d in decisions for v in d.verdicts for c in v.clauses if c.kind == "extent"
     ]
     assert len(results) == 64 and all(r.result == "pass" for r in results)
-    around = [r for r in results if id(r.measured) in jsonsafe.KEPT_AROUND]
+    around = [r for r in results if type(r.measured) is jsonsafe.TextAround]
     assert len(around) >= 60
     assert len({json_text(r.measured) for r in results}) == 64  # each batch's own bounds
     for r in results:

@@ -23,6 +23,7 @@ import numpy as np
 from worker.core._util.text import clip, clip_strings
 
 __all__ = [
+    "TextAround",
     "bounded_json_text",
     "dumps_json",
     "finite_clipped",
@@ -132,15 +133,15 @@ def json_text(value: Any) -> str | None:
     """Sorted-keys JSON text of ``value`` as records carry it (None stays None): plain
     :func:`json.dumps` for the finite JSON types the core builds, else :func:`dumps_json`
     with numpy scalars as Python numbers and anything else as its ``str``. A dict given
-    to :func:`text_around` whose entry is a list of finite floats is written from the kept
+    from :func:`text_around` whose entry is a list of finite floats is written from its
     text around it (the same text: the encoder writes such a float as its ``repr``)."""
     if value is None:
         return None
-    around = KEPT_AROUND.pop(id(value), None) if KEPT_AROUND else None  # given up once read
-    if around is not None and around[0] is value:  # a kept text around one list of floats
-        floats = value[around[1]]
+    if type(value) is TextAround and len(value) == value.around[3]:  # its text around a list
+        key, head, tail, _ = value.around
+        floats = value[key]
         if type(floats) is list and finite_floats(floats):
-            return f"{around[2]}[{', '.join(map(float.__repr__, floats))}]{around[3]}"
+            return f"{head}[{', '.join(map(float.__repr__, floats))}]{tail}"
     try:  # values built by the core are finite JSON types already (finite_json)
         return _RECORD_JSON.encode(value)
     except (TypeError, ValueError):
@@ -162,12 +163,14 @@ def bounded_json_text(value: Any, max_chars: int) -> str | None:
     return json.dumps(clip(text, max_chars))
 
 
-#: Dicts whose JSON text around one entry is known (:func:`text_around`), until
-#: :func:`json_text` writes them: ``{id(value): (value, key, head, tail)}``, the value held
-#: (its id not reused; given up when written, so that it lives no longer than its result).
-KEPT_AROUND: dict[int, tuple[dict[str, Any], str, str, str]] = {}
-#: The most dicts :data:`KEPT_AROUND` keeps (cleared when full).
-MOST_AROUND = 1024
+class TextAround(dict[str, Any]):
+    """A dict (equal to, read and written as its plain copy) whose JSON text around one
+    entry is known: :attr:`around` ``(key, head, tail, size)``, from :func:`text_around`."""
+
+    __slots__ = ("around",)
+    around: tuple[str, str, str, int]
+
+
 #: A string no JSON value the core builds holds, put in place of the entry split around.
 AROUND_MARK = "\x00\x1f\x00json_around"
 
@@ -197,14 +200,12 @@ def json_around(value: Mapping[str, Any], key: str) -> tuple[str, str] | None:
 
 
 def text_around(value: dict[str, Any], key: str, around: tuple[str, str]) -> dict[str, Any]:
-    """``value``, kept so that :func:`json_text` writes it as ``head`` + its ``key``'s
-    list + ``tail`` (``around``: :func:`json_around` of a dict of the same keys and, but
-    for ``key``, the same values) when that list holds finite floats only, each float's
-    ``repr`` as the encoder writes it; else as any value. ``value`` must not change after
-    (the core's clause results do not). Kept until :func:`json_text` first writes it (a
-    later text is the encoder's, the same), at most :data:`MOST_AROUND` (cleared when
-    full); threads may share them (each dict operation is atomic)."""
-    if len(KEPT_AROUND) >= MOST_AROUND:
-        KEPT_AROUND.clear()
-    KEPT_AROUND[id(value)] = (value, key, around[0], around[1])
-    return value
+    """A copy of ``value`` that :func:`json_text` writes as ``head`` + its ``key``'s list +
+    ``tail`` (``around``: :func:`json_around` of a dict of the same keys and, but for
+    ``key``, the same values) when that list holds finite floats only, each float's
+    ``repr`` as the encoder writes it; else as any value (a :class:`TextAround`: equal to
+    ``value``, and a dict). It must not change after (the core's clause results do not;
+    an entry added or removed is seen: then written by the encoder)."""
+    out = TextAround(value)
+    out.around = (key, around[0], around[1], len(out))
+    return out
