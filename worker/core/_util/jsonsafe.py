@@ -178,7 +178,10 @@ AROUND_MARK = "\x00\x1f\x00json_around"
 def finite_floats(values: Iterable[Any]) -> bool:
     """Whether every item of ``values`` is a finite ``float`` (exactly: not a subclass):
     then :func:`finite_clipped` and :func:`finite_json` of a list of them are its copy."""
-    return all(type(v) is float and v - v == 0.0 for v in values)  # inf - inf, nan: nan
+    for v in values:  # noqa: SIM110 - a loop: all() of a generator took 2.3x as long for a box
+        if type(v) is not float or v - v != 0.0:  # inf - inf, nan: nan
+            return False
+    return True
 
 
 def json_around(value: Mapping[str, Any], key: str) -> tuple[str, str] | None:
