@@ -60,7 +60,8 @@ def event_batch(**values: Any) -> Batch:
     cls = RowsBatch if type(values.get("attributes")) is Rows else Batch
     batch = object.__new__(cls)
     own = batch.__dict__
-    own.update(_DEFAULTS, **values)
+    own.update(_DEFAULTS)
+    own.update(values)  # (not as keywords: a copy of values)
     for name, factory in _FACTORIES:
         if name not in values:
             own[name] = factory()

@@ -21,6 +21,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
+from operator import attrgetter
 from typing import Any
 
 import pyarrow as pa
@@ -82,8 +83,9 @@ def decode_event(data: bytes) -> dict[str, Any]:
     what = "BatchArrival record"
     try:
         record = _read(BATCH_ARRIVAL_PLANAR, data, what)
-        # the defaults the missing trailing fields stand for
-        return {**record, "edges": None, "orientation": None, "feature_ids": None}
+        # the defaults the missing trailing fields stand for (the record is fastavro's new dict)
+        record["edges"] = record["orientation"] = record["feature_ids"] = None
+        return record
     except DecodeError as planar:
         try:  # an event that carries edges / orientation (two trailing fields)
             return {**_read(BATCH_ARRIVAL_EDGES, data, what), "feature_ids": None}
@@ -312,6 +314,7 @@ def _clause_bytes(c: ClauseResult) -> bytes:
 
 _AROUND: dict[tuple[str, ...], tuple[bytes, bytes]] = {}  # (name ... message) -> bytes around
 _TEXTS = frozenset((str,))
+_RESULT_OF = attrgetter("result")
 
 
 def encode_evaluation(
@@ -335,8 +338,10 @@ def encode_evaluation(
     """
     clauses = verdict.clauses
     if diagnoses is None:  # (the result compared: ClauseResult.broke is a property call)
-        broken = [c.diagnoses for c in clauses if c.result == "break"]
-        diagnoses = list(dict.fromkeys(d for ds in broken for d in ds)) if broken else []
+        diagnoses = []
+        if "break" in map(_RESULT_OF, clauses):  # (most verdicts break nothing: asked in C)
+            broken = [c.diagnoses for c in clauses if c.result == "break"]
+            diagnoses = list(dict.fromkeys(d for ds in broken for d in ds))
     record = {
         "batch_id": batch_id,
         "layer": verdict.layer,
