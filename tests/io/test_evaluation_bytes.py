@@ -139,12 +139,12 @@ FIELDS = {
     measured=st.lists(JSONISH, min_size=2, max_size=5),
     subclass=st.sampled_from([None, 0, 1, 4]),
 )
-def test_the_fields_around_measured_kept_per_their_texts(
+def test_results_alike_but_for_measured(
     around: tuple[str, str, str, str, str], measured: list[Any], subclass: int | None
 ) -> None:
-    """Results alike but for ``measured`` (the extent's, one per event) write the fields
-    around it once; each record is still the whole record's bytes or its error, also when
-    a field is a str subclass equal to a kept text."""
+    """Results alike but for ``measured`` (the extent's, one per event), one of them with a
+    field a str subclass equal to the others' text: each record is the whole record's
+    bytes or its error."""
     for i, value in enumerate(measured):
         fields = list(around)
         if subclass is not None and i == len(measured) - 1:
@@ -160,26 +160,3 @@ def test_the_fields_around_measured_kept_per_their_texts(
             assert str(got.value) == str(refused)
             continue
         assert encode_evaluation(verdict, **FIELDS) == before
-
-
-def test_a_result_alike_but_for_measured_writes_only_its_measured() -> None:
-    from worker.io.codec import events
-    from worker.io.codec.events import _AROUND, _NAME
-
-    written: list[object] = []
-    own = _NAME
-
-    def counted(value: object) -> bytes | None:
-        written.append(value)
-        return own(value)
-
-    with pytest.MonkeyPatch.context() as mp:
-        mp.setattr(events, "_NAME", counted)
-        _AROUND.clear()
-        for i in range(20):  # twenty events' extent passes
-            bounds = [46.5 + i, 40.6, 87.3 + i / 3, 55.3]
-            clause = ClauseResult("extent", "extent", "pass", "halt",
-                                  {"bounds": bounds, "features": 1}, None, "")  # fmt: skip
-            verdict = VersionVerdict("admin_boundaries", "v1", "enforcing", True, (clause,))
-            assert encode_evaluation(verdict, **FIELDS) == _as_before(verdict, **FIELDS)
-    assert written == ["extent"]  # its name, kind, result, on_break, message written once

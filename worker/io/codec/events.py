@@ -21,7 +21,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from datetime import datetime
-from operator import attrgetter
 from typing import Any
 
 import pyarrow as pa
@@ -296,25 +295,11 @@ def _clause_entry(c: ClauseResult) -> dict[str, Any]:
 
 def _clause_bytes(c: ClauseResult) -> bytes:
     """The bytes of :func:`_clause_entry` of ``c`` (:meth:`RecordParts.item`) written by
-    its fields' own writers, without the entry's dict; the fields around ``measured`` kept
-    per their texts (a result per event, say the extent's, differs in ``measured`` alone).
-    A value no writer takes (None for it) raises TypeError: :func:`encode_evaluation` then
-    writes the record whole."""
-    key = (c.name, c.kind, c.result, c.on_break, c.message)
-    around = _AROUND.get(key)
-    if around is None or not _TEXTS.issuperset(map(type, key)):  # (str subclasses: written)
-        head = (_NAME(c.name), _KIND(c.kind), _RESULT(c.result), _ON_BREAK(c.on_break))
-        message = _MESSAGE(clip(c.message, MAX_MESSAGE_CHARS))
-        around = (b"".join(head), _NO_EXPECTED + message)  # type: ignore[arg-type, operator]
-        if len(_AROUND) >= 256:
-            _AROUND.clear()
-        _AROUND[key] = around
-    return b"".join((around[0], _MEASURED(_bounded_json(c.measured)), around[1]))  # type: ignore[arg-type]
-
-
-_AROUND: dict[tuple[str, ...], tuple[bytes, bytes]] = {}  # (name ... message) -> bytes around
-_TEXTS = frozenset((str,))
-_RESULT_OF = attrgetter("result")
+    its fields' own writers, without the entry's dict. A value no writer takes (None for
+    it) raises TypeError: :func:`encode_evaluation` then writes the record whole."""
+    text, message = _bounded_json(c.measured), clip(c.message, MAX_MESSAGE_CHARS)
+    return b"".join((_NAME(c.name), _KIND(c.kind), _RESULT(c.result), _ON_BREAK(c.on_break),
+                     _MEASURED(text), _NO_EXPECTED, _MESSAGE(message)))  # type: ignore[arg-type]  # fmt: skip
 
 
 def encode_evaluation(
@@ -338,10 +323,8 @@ def encode_evaluation(
     """
     clauses = verdict.clauses
     if diagnoses is None:  # (the result compared: ClauseResult.broke is a property call)
-        diagnoses = []
-        if "break" in map(_RESULT_OF, clauses):  # (most verdicts break nothing: asked in C)
-            broken = [c.diagnoses for c in clauses if c.result == "break"]
-            diagnoses = list(dict.fromkeys(d for ds in broken for d in ds))
+        broken = [c.diagnoses for c in clauses if c.result == "break"]
+        diagnoses = list(dict.fromkeys(d for ds in broken for d in ds)) if broken else []
     record = {
         "batch_id": batch_id,
         "layer": verdict.layer,
