@@ -120,3 +120,43 @@ def test_the_runs_written_inline_are_the_records() -> None:
         ("source_offset",),
     ]  # fmt: skip
     assert [r.names for r in after] == [("diagnoses",)]
+
+
+class _Text(str):
+    """A str subclass: equal to (and hashed as) its text, not written by the own writers."""
+
+
+FIELDS = {
+    "batch_id": "e7", "data_time": datetime(2026, 11, 29, 12, tzinfo=timezone.utc),
+    "evaluated_at": datetime(2026, 11, 29, 12, 1, tzinfo=timezone.utc),
+    "source_topic": "gis.batches", "source_partition": 3, "source_offset": 1207,
+}  # fmt: skip
+
+
+@settings(max_examples=150, deadline=None)
+@given(
+    around=st.tuples(TEXTS, TEXTS, st.sampled_from(["pass", "maybe"]), st.just("warn"), TEXTS),
+    measured=st.lists(JSONISH, min_size=2, max_size=5),
+    subclass=st.sampled_from([None, 0, 1, 4]),
+)
+def test_results_alike_but_for_measured(
+    around: tuple[str, str, str, str, str], measured: list[Any], subclass: int | None
+) -> None:
+    """Results alike but for ``measured`` (the extent's, one per event), one of them with a
+    field a str subclass equal to the others' text: each record is the whole record's
+    bytes or its error."""
+    for i, value in enumerate(measured):
+        fields = list(around)
+        if subclass is not None and i == len(measured) - 1:
+            fields[subclass] = _Text(fields[subclass])
+        name, kind, result, on_break, message = fields
+        clause = ClauseResult(name, kind, result, on_break, value, None, message)  # type: ignore[arg-type]
+        verdict = VersionVerdict("admin_boundaries", "v1", "enforcing", True, (clause,))
+        try:
+            before = _as_before(verdict, **FIELDS)
+        except ContractGateError as refused:
+            with pytest.raises(ContractGateError) as got:
+                encode_evaluation(verdict, **FIELDS)
+            assert str(got.value) == str(refused)
+            continue
+        assert encode_evaluation(verdict, **FIELDS) == before

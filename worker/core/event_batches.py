@@ -18,6 +18,9 @@ freed), and the group evaluating them joined those slices again (``concat_tables
 :func:`joined_attributes` hands a group of consecutive windows of one table its rows as
 one slice of that table, in one chunk. The rows, the schema and every value are those of
 the batch's own slice.
+
+**Trailing fields.** An event's ``edges``, ``orientation`` and ``feature_ids`` checked
+(:func:`checked_edges`, ...), as :func:`worker.io.codec.events.batch_from_event` reads them.
 """
 
 from __future__ import annotations
@@ -28,9 +31,14 @@ from typing import Any
 
 import pyarrow as pa
 
+from worker.core._util.text import clip
+from worker.core.errors import DecodeError
 from worker.core.model import Batch
 
-__all__ = ["Rows", "RowsBatch", "event_batch", "joined_attributes"]
+__all__ = [
+    "MAX_FEATURE_ID_CHARS", "Rows", "RowsBatch", "cap_feature_id", "checked_edges",
+    "checked_feature_ids", "checked_orientation", "event_batch", "joined_attributes",
+]  # fmt: skip
 
 #: Batch's fields with a plain default, and those with a default factory.
 _DEFAULTS = {f.name: f.default for f in fields(Batch) if f.default is not MISSING}
@@ -52,7 +60,8 @@ def event_batch(**values: Any) -> Batch:
     cls = RowsBatch if type(values.get("attributes")) is Rows else Batch
     batch = object.__new__(cls)
     own = batch.__dict__
-    own.update(_DEFAULTS, **values)
+    own.update(_DEFAULTS)
+    own.update(values)  # (not as keywords: a copy of values)
     for name, factory in _FACTORIES:
         if name not in values:
             own[name] = factory()
@@ -158,3 +167,53 @@ def _windows_joined(batches: Sequence[Batch]) -> pa.Table | None:
             return None
         at += w.count
     return table.slice(start, at - start)
+
+
+# -- an event's trailing fields, checked (the event is untrusted) --------------------------
+
+#: Longest feature id carried in an event, in characters (longer ones are clipped).
+MAX_FEATURE_ID_CHARS = 256
+
+
+def checked_feature_ids(value: Any, n: int) -> tuple[str | int | float | None, ...] | None:
+    """The event's feature ids, checked: one per geometry; strings clipped to
+    :data:`MAX_FEATURE_ID_CHARS` (the event is untrusted).
+
+    Raises
+    ------
+    DecodeError
+        Not one id per geometry.
+    """
+    if value is None:
+        return None
+    if len(value) != n:
+        raise DecodeError(f"feature_ids has {len(value)} ids for {n} geometries")
+    return tuple(cap_feature_id(v) if isinstance(v, str) else v for v in value)
+
+
+def cap_feature_id(text: str) -> str:
+    """A feature id as sent or read (untrusted) cut to at most
+    :data:`MAX_FEATURE_ID_CHARS` characters, the cut marked by a final "…" (idempotent: a
+    capped id read back stays as it is)."""
+    if len(text) <= MAX_FEATURE_ID_CHARS:
+        return text
+    return text[: MAX_FEATURE_ID_CHARS - 1] + "…"
+
+
+def checked_edges(value: Any) -> str:
+    """An event's ``edges``: null or ``planar`` is ``"planar"``, else ``"spherical"`` or
+    :class:`DecodeError`."""
+    if value in (None, "planar"):
+        return "planar"
+    if value != "spherical":
+        raise DecodeError(f"edges {clip(str(value), 40)!r}: expected null, planar or spherical")
+    return "spherical"
+
+
+def checked_orientation(value: Any) -> str | None:
+    """An event's ``orientation``: None or ``"counterclockwise"``, else :class:`DecodeError`."""
+    if value is not None and value != "counterclockwise":
+        raise DecodeError(
+            f"orientation {clip(str(value), 40)!r}: expected null or counterclockwise"
+        )
+    return None if value is None else "counterclockwise"

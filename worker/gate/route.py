@@ -38,10 +38,10 @@ from worker.gate.records import (
     quarantine_record,
     record_bytes,
     records_of,
-    salvage,
     unexpected_failure,
 )
 from worker.io import codec
+from worker.io.codec.read_errors import salvage
 from worker.io.payloads import load_payload, load_payload_chunked
 from worker.kafka.protocols import MessageLike
 from worker.kafka.settings import MAX_MESSAGE_BYTES, Settings, Topics
@@ -146,6 +146,12 @@ class Decoded:
     layer: str | None
     batch_id: str | None
     failed: Decision | None
+
+    def __init__(self, batch: Batch | None, chunked: ChunkedBatch | None, layer: str | None,
+                 batch_id: str | None, failed: Decision | None) -> None:  # fmt: skip
+        d = self.__dict__  # written at once, as records.Source's
+        d["batch"], d["chunked"], d["layer"] = batch, chunked, layer
+        d["batch_id"], d["failed"] = batch_id, failed
 
 
 def decode_source(

@@ -78,10 +78,9 @@ def _columns_key(
     if not columns:
         return None
     n = len(feats["geometry_wkb"])
-    for c in columns:
-        if len(c["values"]) != n:
-            return None
-    key = tuple([(c["name"], c["type"]) for c in columns])
+    key = tuple([(c["name"], c["type"]) for c in columns if len(c["values"]) == n])
+    if len(key) != len(columns):
+        return None
     ok = distinct.get(key)
     if ok is None:
         ok = distinct[key] = len({name for name, _ in key}) == len(key)

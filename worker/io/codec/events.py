@@ -29,7 +29,15 @@ from worker.core._util.jsonsafe import bounded_json_text
 from worker.core._util.text import clip
 from worker.core.columns import typed_column
 from worker.core.errors import ContractGateError, DecodeError
-from worker.core.event_batches import Rows, event_batch
+from worker.core.event_batches import (
+    MAX_FEATURE_ID_CHARS,
+    Rows,
+    cap_feature_id,
+    checked_edges,
+    checked_feature_ids,
+    checked_orientation,
+    event_batch,
+)
 from worker.core.model import (
     Batch,
     ClauseResult,
@@ -62,9 +70,6 @@ __all__ = [
     "encode_quarantine",
 ]  # fmt: skip
 
-#: Longest feature id carried in an event, in characters (longer ones are clipped).
-MAX_FEATURE_ID_CHARS = 256
-
 
 def decode_event(data: bytes) -> dict[str, Any]:
     """Decode BatchArrival bytes to the raw record (dict shaped as the Avro schema).
@@ -77,8 +82,9 @@ def decode_event(data: bytes) -> dict[str, Any]:
     what = "BatchArrival record"
     try:
         record = _read(BATCH_ARRIVAL_PLANAR, data, what)
-        # the defaults the missing trailing fields stand for
-        return {**record, "edges": None, "orientation": None, "feature_ids": None}
+        # the defaults the missing trailing fields stand for (the record is fastavro's new dict)
+        record["edges"] = record["orientation"] = record["feature_ids"] = None
+        return record
     except DecodeError as planar:
         try:  # an event that carries edges / orientation (two trailing fields)
             return {**_read(BATCH_ARRIVAL_EDGES, data, what), "feature_ids": None}
@@ -157,47 +163,14 @@ def batch_from_event(
         geometries_wkb=geoms,
         attributes=table,
         payload_uri=record["payload_uri"],
-        edges=_edges(record.get("edges")),
-        orientation=_orientation(record.get("orientation")),
-        feature_ids=_feature_ids(record.get("feature_ids"), len(geoms)),
+        edges=checked_edges(record.get("edges")),
+        orientation=checked_orientation(record.get("orientation")),
+        feature_ids=checked_feature_ids(record.get("feature_ids"), len(geoms)),
     )
 
 
 def _declared(record: Mapping[str, Any]) -> tuple[FieldSpec, ...]:
     return tuple(FieldSpec(f["name"], f["type"], f["nullable"]) for f in record["schema_fields"])
-
-
-def _feature_ids(value: Any, n: int) -> tuple[str | int | float | None, ...] | None:
-    """The event's feature ids, checked: one per geometry; strings clipped to
-    :data:`MAX_FEATURE_ID_CHARS` (the event is untrusted).
-
-    Raises
-    ------
-    DecodeError
-        Not one id per geometry.
-    """
-    if value is None:
-        return None
-    if len(value) != n:
-        raise DecodeError(f"feature_ids has {len(value)} ids for {n} geometries")
-    return tuple(cap_feature_id(v) if isinstance(v, str) else v for v in value)
-
-
-def cap_feature_id(text: str) -> str:
-    """A feature id as sent or read (untrusted) cut to at most
-    :data:`MAX_FEATURE_ID_CHARS` characters, the cut marked by a final "…" (idempotent: a
-    capped id read back stays as it is)."""
-    if len(text) <= MAX_FEATURE_ID_CHARS:
-        return text
-    return text[: MAX_FEATURE_ID_CHARS - 1] + "…"
-
-
-def _edges(value: Any) -> str:
-    if value in (None, "planar"):
-        return "planar"
-    if value != "spherical":
-        raise DecodeError(f"edges {clip(str(value), 40)!r}: expected null, planar or spherical")
-    return "spherical"
 
 
 def attribute_table(columns: Sequence[Mapping[str, Any]], n: int) -> pa.Table:
@@ -215,14 +188,6 @@ def attribute_table(columns: Sequence[Mapping[str, Any]], n: int) -> pa.Table:
         *(typed_column(c["name"], c["type"], c["values"], n) for c in columns), strict=True
     )
     return pa.Table.from_arrays(list(arrays), schema=pa.schema(fields))
-
-
-def _orientation(value: Any) -> str | None:
-    if value is not None and value != "counterclockwise":
-        raise DecodeError(
-            f"orientation {clip(str(value), 40)!r}: expected null or counterclockwise"
-        )
-    return None if value is None else "counterclockwise"
 
 
 def decode_batch(data: bytes) -> Batch:

@@ -11,12 +11,15 @@ A Schema Registry writer schema may declare a timestamp as a plain ``long`` (Avr
 resolution ignores logical types): the record then held an int where a datetime belongs
 (``data_time`` = 1764396000000), and freshness failed on it as a gate error.
 :func:`as_datetimes` gives such fields our reader schema's meaning.
+
+:func:`salvage` reads the layer and batch id of an event that decodes but makes no batch.
 """
 
 from __future__ import annotations
 
 import io
 import json
+from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
@@ -30,6 +33,7 @@ __all__ = [
     "as_datetimes",
     "out_of_range",
     "read_error",
+    "salvage",
     "without_logical_types",
 ]
 
@@ -136,3 +140,19 @@ def _unjson(text: str | None, what: str) -> Any:
         return json.loads(text)
     except ValueError as exc:
         raise DecodeError(f"{what} is not JSON text ({exc})") from None
+
+
+def salvage(
+    value: bytes | None, decode_event: Callable[[bytes], Mapping[str, object]]
+) -> tuple[str | None, str | None]:
+    """``(layer, batch_id)`` of an event whose Avro record parses but does not make a
+    valid batch (e.g. neither features nor payload_uri), so its quarantine record can be
+    found by batch id; ``(None, None)`` when even the record does not parse."""
+    try:
+        record = decode_event(value) if value is not None else {}
+    except Exception:
+        record = {}
+    layer, batch_id = record.get("layer"), record.get("batch_id")
+    return (layer if isinstance(layer, str) else None), (
+        batch_id if isinstance(batch_id, str) else None
+    )
