@@ -430,6 +430,21 @@ def test_nested_parts_with_srids_and_either_byte_order_end_where_the_walk_says(e
     assert facts.type_names.tolist() == ["GeometryCollection", "Point"]
 
 
+def _write_native(path: Path, geoms: list[shapely.Geometry]) -> None:
+    """GeoParquet 1.1 with the GeoArrow native encoding of ``geoms`` (one type, interleaved
+    xy), built from shapely's ragged arrays: offsets innermost first, as GeoArrow nests."""
+    kind, coords, offsets = shapely.to_ragged_array(geoms)
+    xy = pa.list_(pa.field("xy", pa.float64()), 2)
+    column: pa.Array = pa.FixedSizeListArray.from_arrays(pa.array(coords.ravel()), type=xy)
+    for off in offsets:
+        column = pa.ListArray.from_arrays(pa.array(off, pa.int32()), column)
+    name = shapely.GeometryType(kind).name.lower()
+    meta = {"encoding": name, "geometry_types": sorted({g.geom_type for g in geoms})}
+    geo = {"version": "1.1.0", "primary_column": "geometry", "columns": {"geometry": meta}}
+    table = pa.table({"name": [f"f{i}" for i in range(len(geoms))], "geometry": column})
+    pq.write_table(table.replace_schema_metadata({b"geo": json.dumps(geo).encode()}), path)
+
+
 @pytest.mark.parametrize("kind", [*KINDS, "all"])
 @pytest.mark.parametrize("encoding", ["geojson", "geoarrow"])
 def test_geometries_the_gate_writes_as_wkb_itself_still_pass(
@@ -437,20 +452,20 @@ def test_geometries_the_gate_writes_as_wkb_itself_still_pass(
 ) -> None:
     """GeoJSON and GeoArrow native columns reach the facts as WKB the gate's own writer
     wrote (``wkb_writer``): no bytes after their end, so their valid geometries pass."""
-    import geopandas
-
     geoms = list(KINDS.values()) if kind == "all" else [KINDS[kind]]
     geoms = [shapely.affinity.translate(g, i, i) for i in range(3) for g in geoms]
-    frame = geopandas.GeoDataFrame(
-        {"name": [f"f{i}" for i in range(len(geoms))]}, geometry=geoms, crs="OGC:CRS84"
-    )
     if encoding == "geojson":
         path = tmp_path / "batch.geojson"
-        path.write_text(frame.to_json())
+        features = [
+            {"type": "Feature", "properties": {"name": f"f{i}"},
+             "geometry": json.loads(shapely.to_geojson(g))}
+            for i, g in enumerate(geoms)
+        ]  # fmt: skip
+        path.write_text(json.dumps({"type": "FeatureCollection", "features": features}))
     else:
         if kind in ("collection", "all"):
             pytest.skip("GeoArrow has no native GeometryCollection nor mixed-type column")
         path = tmp_path / "batch.parquet"
-        frame.to_parquet(path, geometry_encoding="geoarrow")
+        _write_native(path, geoms)
     decision, broken, offenders = _from_json(_check(tmp_path, path))
     assert (decision, broken, offenders) == ("admitted", set(), [])
