@@ -202,13 +202,16 @@ def json_around(value: Mapping[str, Any], key: str) -> tuple[str, str] | None:
     return parts[0], parts[1]
 
 
-def text_around(value: dict[str, Any], key: str, around: tuple[str, str]) -> dict[str, Any]:
-    """A copy of ``value`` that :func:`json_text` writes as ``head`` + its ``key``'s list +
-    ``tail`` (``around``: :func:`json_around` of a dict of the same keys and, but for
-    ``key``, the same values) when that list holds finite floats only, each float's
-    ``repr`` as the encoder writes it; else as any value (a :class:`TextAround`: equal to
-    ``value``, and a dict). It must not change after (the core's clause results do not;
-    an entry added or removed is seen: then written by the encoder)."""
-    out = TextAround(value)
+def text_around(
+    base: Mapping[str, Any], key: str, entry: Any, around: tuple[str, str]
+) -> dict[str, Any]:
+    """``{**base, key: entry}``, built once, that :func:`json_text` writes as ``head`` +
+    ``entry`` + ``tail`` (``around``: :func:`json_around` of a dict of the same keys and,
+    but for ``key``, the same values) when ``entry`` is a list of finite floats only, each
+    float's ``repr`` as the encoder writes it; else as any value (a :class:`TextAround`:
+    equal to the plain dict, and a dict). It must not change after (the core's clause
+    results do not; an entry added or removed is seen: then written by the encoder)."""
+    out = TextAround(base)
+    out[key] = entry
     out.around = (key, around[0], around[1], len(out))
     return out

@@ -189,8 +189,9 @@ def _with_bounds(hit: _Kept, tally: Tally) -> ClauseResult:
         bounds = list(box)
     else:
         bounds = finite_clipped([float(b) for b in box], MAX_ECHO_CHARS)
-    measured = {**like.measured, "bounds": bounds}
     if hit[3] is not None:  # its JSON text: the kept text around its bounds' floats
-        measured = text_around(measured, "bounds", hit[3])
+        measured = text_around(like.measured, "bounds", bounds, hit[3])
+    else:
+        measured = {**like.measured, "bounds": bounds}
     return ClauseResult(like.name, like.kind, like.result, like.on_break, measured,
                         like.expected, like.message)  # fmt: skip
