@@ -50,16 +50,29 @@ Tally = Mapping[str, Any]
 
 @dataclass(frozen=True)
 class Bounds:
-    """An envelope (minx, miny, maxx, maxy), or None for no coordinates at all."""
+    """An envelope (minx, miny, maxx, maxy), or None for no coordinates at all.
+
+    A zero bound is always ``0.0``, never ``-0.0``: the two are the same coordinate (IEEE
+    754 compares them equal), but numpy's reductions and ``np.fmin`` keep one or the other
+    by the order they meet them, so a batch read whole, in chunks or in a group would echo
+    ``-0.0`` or ``0.0`` for the same features. Every constructor below adds ``0.0``
+    (``-0.0 + 0.0`` is ``0.0``; any other value, NaN included, is unchanged); build a
+    Bounds through them (:meth:`of_box` for a known box), not ``Bounds((...))``.
+    """
 
     box: tuple[float, float, float, float] | None
+
+    @classmethod
+    def of_box(cls, box: tuple[float, float, float, float]) -> Bounds:
+        """The Bounds of ``box`` (minx, miny, maxx, maxy), a zero bound made ``0.0``."""
+        return cls((box[0] + 0.0, box[1] + 0.0, box[2] + 0.0, box[3] + 0.0))
 
     @classmethod
     def of(cls, geoms: np.ndarray) -> Bounds:
         """The total bounds of ``geoms`` (shapely geometries; empty array -> None)."""
         if len(geoms) == 0:
             return cls(None)
-        x0, y0, x1, y1 = (float(v) for v in shapely.total_bounds(geoms))
+        x0, y0, x1, y1 = (float(v) + 0.0 for v in shapely.total_bounds(geoms))
         return cls((x0, y0, x1, y1))
 
     @classmethod
@@ -77,8 +90,8 @@ class Bounds:
             return cls((np.nan,) * 4)
         # one column at a time: numpy reduces a strided column about 30x faster than it
         # reduces an (M, 2) block over axis 0 (4.3 ms against 0.15 ms per 65,536 rows)
-        x0, y0 = (float(rows[:, i].min()) for i in (0, 1))
-        x1, y1 = (float(rows[:, i].max()) for i in (2, 3))
+        x0, y0 = (float(rows[:, i].min()) + 0.0 for i in (0, 1))
+        x1, y1 = (float(rows[:, i].max()) + 0.0 for i in (2, 3))
         return cls((x0, y0, x1, y1))
 
     @classmethod
@@ -95,7 +108,7 @@ class Bounds:
         """The envelope of one shown feature from its bounds row (4 floats, ``tolist``'s),
         None when the row holds a NaN (then :meth:`of_rows`)."""
         if box[0] == box[0] and box[1] == box[1] and box[2] == box[2] and box[3] == box[3]:
-            return cls((box[0], box[1], box[2], box[3]))
+            return cls((box[0] + 0.0, box[1] + 0.0, box[2] + 0.0, box[3] + 0.0))
         return None
 
     def __or__(self, other: Bounds) -> Bounds:
@@ -107,7 +120,9 @@ class Bounds:
         # np.fmin/fmax: as shapely.total_bounds, a NaN bound never hides a finite one
         lo = np.fmin(a[:2], b[:2])
         hi = np.fmax(a[2:], b[2:])
-        return Bounds((float(lo[0]), float(lo[1]), float(hi[0]), float(hi[1])))
+        return Bounds(
+            (float(lo[0]) + 0.0, float(lo[1]) + 0.0, float(hi[0]) + 0.0, float(hi[1]) + 0.0)
+        )
 
 
 @dataclass(frozen=True)
