@@ -119,7 +119,9 @@ def test_a_batch_on_the_meridian_echoes_the_same_bounds_whole_in_chunks_and_grou
         assert "-0.0" not in _extent(d)[0]
 
 
-def test_an_offending_feature_on_the_meridian_shows_its_bounds_with_zero_as_0() -> None:
+def test_an_offending_feature_shows_its_own_bounds_signed_zeros_kept() -> None:
+    """One feature's bounds are its own coordinates, not an envelope of several, and read
+    the same on every path (tests/cli/test_check_polygon_signs.py): they keep the sign."""
     wkb = [shapely.to_wkb(f) for f in _ZEROS]
     batch = batch_of(wkb, attributes=pa.table({"code": [f"c{i}" for i in range(len(wkb))]}))
     east = [0.5, 42.0, 8.0, 51.0]  # the meridian lies west of it: every feature offends
@@ -127,5 +129,6 @@ def test_an_offending_feature_on_the_meridian_shows_its_bounds_with_zero_as_0() 
     (ext,) = evaluate(batch, versions, now=NOW).verdicts[0].clauses
     assert ext.broke and ext.offenders is not None
     values = [o.value for o in ext.offenders.features]
-    assert values[0] == [0.0, 45.0, 0.0, 45.0] and values[2] == [0.0, 44.0, 1.0, 44.5]
-    assert all(math.copysign(1.0, v) > 0 for row in values for v in row), values
+    assert [math.copysign(1.0, row[0]) for row in values] == [-1.0, 1.0, -1.0, 1.0, -1.0]
+    assert values[2] == [0.0, 44.0, 1.0, 44.5]
+    assert "-0.0" not in repr(ext.measured)  # the envelope of all five: 0.0

@@ -108,7 +108,7 @@ def measure(clause: Clause, contract: Contract, facts: BatchFacts, now: datetime
             return f"outside the area of use of {declared_label}"
         if not usable[i]:
             return f"could not be reprojected from {declared_label} to {label}"
-        return [round10(b) + 0.0 for b in fbounds[i]]  # a zero bound is 0.0 (Bounds)
+        return [round10(b) for b in fbounds[i]]
 
     offenders = offenders_of(
         facts,
