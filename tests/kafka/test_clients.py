@@ -224,3 +224,25 @@ def test_only_the_adapter_imports_confluent_kafka() -> None:
     assert unexpected == {}, f"confluent_kafka imported outside worker/kafka: {unexpected}"
     stale = PENDING - set(outside)
     assert stale == set(), f"no longer importing confluent_kafka, drop from PENDING: {stale}"
+
+
+def test_a_system_error_over_a_pending_kafka_exception_is_that_exception() -> None:
+    """confluent-kafka 2.16: a fenced producer's ``flush`` at close left the fatal
+    ``KafkaException`` set while serving delivery reports; the next report's
+    ``err.code()`` raised ``SystemError`` chained to it, which escaped ``Pipeline.close``
+    and hid the clear "fenced" error (tests/integration/test_fencing.py under load)."""
+    err = KafkaError(FENCED, "This instance has been fenced by a newer instance", fatal=True)
+    pending = KafkaException(err)
+    with pytest.raises(InstanceFenced) as caught, map_kafka_errors("flush at close"):
+        try:
+            raise pending
+        except KafkaException as exc:
+            raise SystemError(
+                "<method 'code' of 'confluent_kafka.cimpl.KafkaError' objects> returned a "
+                "result with an exception set"
+            ) from exc
+    assert caught.value.code == FENCED and caught.value.fatal
+    assert str(caught.value) == "flush at close: This instance has been fenced by a newer instance"
+    # a SystemError of anything else is not the client's: it passes through unchanged
+    with pytest.raises(SystemError), map_kafka_errors("flush at close"):
+        raise SystemError("another library's")

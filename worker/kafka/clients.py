@@ -170,7 +170,16 @@ def broker_error(err: Any, context: str | None = None, *, hint: str | None = Non
 
 
 def _translate(exc: BaseException, context: str | None, hint: str | None) -> BrokerError | None:
-    """The :class:`BrokerError` of a confluent-kafka exception, None for any other."""
+    """The :class:`BrokerError` of a confluent-kafka exception, None for any other.
+
+    A ``SystemError`` caused by a ``KafkaException`` is that exception's: confluent-kafka
+    (2.16) leaves a fatal error's ``KafkaException`` (a fenced producer's ``_FENCED``) set
+    while ``flush`` goes on serving delivery reports, and the next callback's first call
+    into the client (``KafkaError.code``) fails with "returned a result with an exception
+    set", chained to it.
+    """
+    if isinstance(exc, SystemError) and isinstance(exc.__cause__, KafkaException):
+        exc = exc.__cause__
     if isinstance(exc, KafkaException):
         if exc.args and isinstance(exc.args[0], KafkaError):
             return broker_error(exc.args[0], context, hint=hint)
