@@ -139,8 +139,10 @@ def _gpkg(tmp: Path, values: list[bytes]) -> Path:
     bytes (GeoPackage header, then the WKB) as a producer's tool would leave them."""
     from pyogrio.raw import write
 
+    # the bad row is written as its first neighbour, then given its bytes (GDAL may refuse
+    # or warn about the bad value itself: a collection of mixed dimensions)
     good = [v if len(v) == len(shapely.to_wkb(shapely.from_wkb(v))) else shapely.from_wkb(v).wkb
-            for v in values]  # fmt: skip
+            for v in [*values[:AT], values[0], *values[AT + 1 :]]]  # fmt: skip
     path = tmp / "batch.gpkg"
     write(path, geometry=np.array(good, dtype=object), field_data=[np.array(
         [f"f{i}" for i in range(len(values))], dtype=object)], fields=["name"],

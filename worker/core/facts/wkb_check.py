@@ -17,6 +17,10 @@ is wrong before any of that can happen:
   and ``contains`` on it end the process with SIGSEGV.
   Single polygons are not walked before GEOS parses them (:func:`may_nest`): the parsed
   ones are screened with :func:`empty_ring_polygons` instead;
+* every part of a collection has the collection's coordinate dimension (XY, XYZ, XYM or
+  XYZM; OGC 06-103r4 and ISO 13249-3 give a collection one). GEOS pads a 2D part of a
+  GeometryCollection Z with a NaN Z, so such a value read as a geometry with a non-finite
+  coordinate, the wrong reason; the GeoJSON readers refuse mixed positions the same way;
 * the value ends where its geometry ends: GEOS's reader stops there and ignores the rest
   (``POINT (1 2)`` plus ``b"junk"`` reads as ``POINT (1 2)``), PostGIS, GDAL and DuckDB
   refuse it or read something else. Trailing bytes are not a structural danger, so
@@ -87,9 +91,11 @@ def _walk(data: bytes, max_depth: int, spans: list[tuple[int, int, str]] | None 
     size = len(data)
     pos = 0
     left = [1]  # geometries still to read at each nesting level; len(left) is the depth
+    dims_in = [0]  # the coordinate dimension of each level's collection (0: the top level)
     while left:
         if not left[-1]:
             left.pop()
+            dims_in.pop()
             continue
         left[-1] -= 1
         if len(left) > max_depth:
@@ -115,6 +121,16 @@ def _walk(data: bytes, max_depth: int, spans: list[tuple[int, int, str]] | None 
             if thousands > 3:
                 raise _Bad(f"unknown WKB geometry type code {code} ({code:#010x})")
             dims += (0, 1, 1, 2)[thousands]
+        flags = (  # the Z/M flags, EWKB's, of either encoding (bit 0 set: never 0)
+            code & (_EWKB_Z | _EWKB_M) | 1
+            if code & (_EWKB_Z | _EWKB_M | _EWKB_SRID)
+            else (1, _EWKB_Z | 1, _EWKB_M | 1, _EWKB_Z | _EWKB_M | 1)[code // 1000]
+        )
+        if dims_in[-1] and flags != dims_in[-1]:
+            raise _Bad(
+                f"the part at byte {pos - 5} is {_DIMENSION[flags]} inside a collection of "
+                f"{_DIMENSION[dims_in[-1]]} parts (a collection has one coordinate dimension)"
+            )
         point_bytes = 8 * dims
         if base in _CURVES:
             raise _Bad(
@@ -161,6 +177,7 @@ def _walk(data: bytes, max_depth: int, spans: list[tuple[int, int, str]] | None 
             if pos + 5 * parts > size:  # each part needs at least its header
                 raise _claims(data, pos, parts, 5, "parts")
             left.append(parts)
+            dims_in.append(flags)
         else:
             raise _Bad(f"unknown WKB geometry type code {code} ({code:#010x})")
     return pos
@@ -177,6 +194,9 @@ def trailing_reason(end: int, size: int) -> str | None:
     return f"{extra} {unit} after the end of the WKB geometry (it ends at byte {end} of {size})"
 
 
+#: Z/M flags (EWKB's, with bit 0 set) -> the coordinate dimension's name.
+_DIMENSION = {1: "XY", _EWKB_Z | 1: "XYZ", _EWKB_M | 1: "XYM", _EWKB_Z | _EWKB_M | 1: "XYZM"}
+
 #: Multi type -> the single type of its parts (MultiPoint, MultiLineString, MultiPolygon).
 _MULTI_PART = {4: _POINT, 5: _LINE, 6: _POLYGON}
 
@@ -185,8 +205,9 @@ def _flat_multi(data: bytes, max_depth: int) -> int | None:
     """Position after a flat multi geometry at byte 0, or None.
 
     The same rules as :func:`_walk`, for the commonest collections only: a MultiPoint,
-    MultiLineString or MultiPolygon whose every part is its single type, each part's header
-    without an SRID. None for anything else, and for any value that breaks a rule: then
+    MultiLineString or MultiPolygon whose every part is its single type of its coordinate
+    dimension, each part's header without an SRID. None for anything else, and for any
+    value that breaks a rule: then
     :func:`_walk` decides, and names the fault. A layer of MultiPolygons (countries) is read
     here at about a quarter of the walk's cost: no stack, one header decode per run of
     identical part headers.
@@ -202,7 +223,7 @@ def _flat_multi(data: bytes, max_depth: int) -> int | None:
     if typed is None:
         return None
     pos = 9 if code & _EWKB_SRID else 5
-    part = _MULTI_PART.get(typed[0])
+    part, dimension = _MULTI_PART.get(typed[0]), typed[1:3]
     if part is None or pos + 4 > size:
         return None
     parts = u32(data, pos)[0]
@@ -219,7 +240,7 @@ def _flat_multi(data: bytes, max_depth: int) -> int | None:
             u32 = _U32["<" if head[0] == 1 else ">"]
             code = u32(head, 1)[0]
             typed = type_code(code)
-            if typed is None or code & _EWKB_SRID or typed[0] != part:
+            if typed is None or code & _EWKB_SRID or typed[0] != part or typed[1:3] != dimension:
                 return None
             point_bytes = 8 * (2 + typed[1] + typed[2])
             last_head = head

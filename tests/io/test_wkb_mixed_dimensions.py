@@ -1,0 +1,89 @@
+"""A WKB collection whose parts differ in coordinate dimension is refused with its reason,
+on every path that turns WKB into facts (stop 43; ``worker/core/facts/wkb_check.py``).
+
+OGC 06-103r4 and ISO 13249-3 give a collection one coordinate dimension. GEOS pads an XY
+part of a GeometryCollection Z with a NaN Z, so such a feature used to break validity and
+the extent with "non-finite coordinate (NaN or inf)" although every coordinate written is
+finite. Now the walk that runs before GEOS refuses it and names the part, as the GeoJSON
+readers refuse mixed positions (RFC 7946 3.1.1). Its valid neighbours still pass.
+"""
+
+from __future__ import annotations
+
+import struct
+from pathlib import Path
+
+import pytest
+
+from tests.io.test_wkb_trailing import AT, PATHS, _values
+from worker.core.facts.wkb_check import wkb_survey
+
+_Z, _M, _SRID = 0x80000000, 0x40000000, 0x20000000
+
+
+def _head(order: str, code: int, srid: bool = False) -> bytes:
+    flag = b"\x01" if order == "<" else b"\x00"
+    if srid:
+        return flag + struct.pack(f"{order}II", code | _SRID, 4326)
+    return flag + struct.pack(f"{order}I", code)
+
+
+def _point(order: str, code: int, *xyz: float) -> bytes:
+    return _head(order, code) + struct.pack(f"{order}{len(xyz)}d", *xyz)
+
+
+def _cases(order: str, ewkb: bool) -> dict[str, tuple[bytes, str]]:
+    """name -> (value, reason without the "WKB rejected before parsing: " prefix)."""
+    z, zm, m = (_Z, _Z | _M, _M) if ewkb else (1000, 3000, 2000)
+    top = 13 if ewkb else 9  # where the first part starts (after the SRID in EWKB)
+
+    def coll(code: int, parts: list[bytes]) -> bytes:
+        return (
+            _head(order, code, srid=ewkb) + struct.pack(f"{order}I", len(parts)) + b"".join(parts)
+        )
+
+    def said(at: int, part: str, whole: str) -> str:
+        return (f"the part at byte {at} is {part} inside a collection of {whole} parts "
+                "(a collection has one coordinate dimension)")  # fmt: skip
+
+    xy, xyz = _point(order, 1, 1.0, 2.0), _point(order, 1 + z, 3.0, 4.0, 5.0)
+    line_xyz = _head(order, 2 + z) + struct.pack(f"{order}I6d", 2, 0, 0, 0, 1, 1, 1)
+    poly_m = _head(order, 3 + m) + struct.pack(f"{order}II", 1, 4)
+    poly_m += struct.pack(f"{order}12d", 0, 0, 7, 1, 0, 7, 0, 1, 7, 0, 0, 7)
+    inner = _head(order, 7 + zm) + struct.pack(f"{order}I", 2) + xyz + xyz  # GC ZM of XYZ
+    return {
+        "gc-z-with-xy": (coll(7 + z, [xy, xyz]), said(top, "XY", "XYZ")),
+        "gc-with-xyz-line": (coll(7, [xy, line_xyz]), said(top + 21, "XYZ", "XY")),
+        "multipoint-z-with-xy": (coll(4 + z, [xyz, xy]), said(top + 29, "XY", "XYZ")),
+        "multipolygon-with-xym": (coll(6, [poly_m]), said(top, "XYM", "XY")),
+        "nested-gc-zm": (coll(7 + zm, [inner]), said(top + 9, "XYZ", "XYZM")),
+    }
+
+
+_ENCODINGS = {"ndr": ("<", False), "xdr": (">", False), "ewkb": (">", True)}
+
+
+@pytest.mark.parametrize("case", list(_cases("<", False)))
+@pytest.mark.parametrize("encoding", list(_ENCODINGS))
+def test_the_walk_names_the_part_of_another_dimension(case: str, encoding: str) -> None:
+    value, reason = _cases(*_ENCODINGS[encoding])[case]
+    assert wkb_survey(value) == (f"WKB rejected before parsing: {reason}", None)
+    # ... and one byte more or less is still that fault, found first
+    assert wkb_survey(value + b"\0")[0] == f"WKB rejected before parsing: {reason}"
+
+
+@pytest.mark.parametrize("encoding", list(_ENCODINGS))
+@pytest.mark.parametrize("case", list(_cases("<", False)))
+@pytest.mark.parametrize("path", list(PATHS))
+def test_a_collection_of_mixed_dimensions_is_refused_on_every_path(
+    path: str, case: str, encoding: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if path == "geopackage" and encoding == "ewkb":
+        pytest.skip("a GeoPackage blob holds ISO WKB after its own header (its SRID is there)")
+    bad, reason = _cases(*_ENCODINGS[encoding])[case]
+    values = _values(bad, path)
+    decision, broken, offenders = PATHS[path](values, tmp_path, monkeypatch)
+    assert decision == "quarantined"
+    # unparseable: untyped and unlocated too (as a GeoJSON geometry of mixed positions)
+    assert broken == {"valid", "types", "ext"}
+    assert offenders == [(AT, f"f{AT}", f"WKB rejected before parsing: {reason}")]
