@@ -3,7 +3,7 @@
 The batch is the peers polygons (:func:`benchmarks.peers_data.write_batch`, seeded, 20-80
 vertices, a few percent bowties and MultiPolygons, five attributes) written as a GeoJSON
 FeatureCollection, one feature a line (as GDAL writes it). Each round runs, as processes of
-their own (peak RSS of that process alone, :func:`benchmarks.peers.run_process`):
+their own (peak RSS of that process alone, :func:`benchmarks.peers_run.run_measured`):
 
 - ``gate``: the reader ``check`` and the worker use (the file opened for chunks, then every
   chunk read: :func:`worker.io.payloads.read_batch_file_chunked`);
@@ -29,8 +29,9 @@ import pyarrow.parquet as pq
 import shapely
 
 from benchmarks.common import Row
-from benchmarks.peers import DATA_DIR_ENV, run_process
+from benchmarks.peers import DATA_DIR_ENV
 from benchmarks.peers_data import write_batch
+from benchmarks.peers_run import run_measured
 
 FEATURES = 190_000
 QUICK_FEATURES = 2_000
@@ -99,7 +100,8 @@ def run(quick: bool, features: int | None = None, rounds: int | None = None) -> 
         for _ in range(rounds):
             for tool in times:
                 argv = [sys.executable, "-m", "benchmarks.geojson_read", tool, str(path)]
-                _, rss_kib, doc = run_process(argv)
+                got = run_measured(argv)
+                rss_kib, doc = got.rss_kib, got.doc
                 if doc["count"] != n:
                     raise RuntimeError(f"{tool} read {doc['count']} features of {n}")
                 times[tool].append(float(doc["read_s"]))

@@ -181,3 +181,76 @@ def test_the_gate_packages_are_compiled_before_the_rounds(tmp_path: Path) -> Non
     (tmp_path / "bad").mkdir()
     (tmp_path / "bad" / "broken.py").write_text("def (:\n", "utf-8")
     assert not peers.compile_bytecode(tmp_path, ["good", "bad"])
+
+
+def test_broken_and_passing_take_turns_at_running_first() -> None:
+    """Each gate tool's broken run went right after the peers in every round; now its
+    passing run goes first in every other round, and nothing else moves."""
+    from benchmarks import peers
+
+    tools = [
+        "duckdb",
+        "shapely-loop",
+        "check",
+        "check passing",
+        "gate-stream",
+        "gate-stream passing",
+    ]
+    assert peers.round_order(tools, 0) == tools
+    assert peers.round_order(tools, 1) == [
+        "duckdb", "shapely-loop", "check passing", "check", "gate-stream passing", "gate-stream",
+    ]  # fmt: skip
+    assert (
+        peers.round_order(tools, 2) == tools and peers.round_order(tools, 3)[2] == "check passing"
+    )
+    assert tools[2] == "check"  # the list given is not changed
+    orders = [peers.round_order(tools, r) for r in range(4)]
+    firsts = [o.index("check") < o.index("check passing") for o in orders]
+    assert firsts == [True, False, True, False]
+
+
+def test_a_run_measures_the_cpu_of_its_process_alone(tmp_path: Path) -> None:
+    """run_measured's CPU time is that of the process it ran (user + system, its threads
+    included), not the benchmark's: a process that spins 0.3 s of CPU on two threads
+    while sleeping 0.2 s on the main one reports about 0.6 s of CPU in about 0.3 s."""
+    from benchmarks.peers_run import run_measured
+
+    script = tmp_path / "spin.py"
+    script.write_text(
+        "import json, threading, time\n"
+        "def spin():\n"
+        "    t = time.thread_time()\n"
+        "    while time.thread_time() - t < 0.3:\n"
+        "        pass\n"
+        "threads = [threading.Thread(target=spin) for _ in range(2)]\n"
+        "[t.start() for t in threads]\n"
+        "time.sleep(0.2)\n"
+        "[t.join() for t in threads]\n"
+        "print(json.dumps({'count': 3}))\n",
+        "utf-8",
+    )
+    got = run_measured([sys.executable, str(script)])
+    assert got.doc == {"count": 3} and got.rss_kib > 1024
+    assert 0.55 < got.cpu_s < 1.5, got
+    assert got.wall_s >= 0.3, got
+
+
+def test_the_broken_passing_row_states_the_cpu_of_both() -> None:
+    """The broken / passing row is still judged on median wall time; its note gives the
+    median CPU of each and their ratio, and nothing when no run recorded CPU."""
+    from benchmarks import peers
+    from benchmarks.peers_data import Truth
+
+    truth = Truth(count=100, invalid=3, wrong_type=1, outside=2, bad_code=1, edge=4)
+    tools = ["shapely-loop", "check", "check passing", "gate-stream", "gate-stream passing"]
+    runs = {t: peers.Runs([0.6, 0.55, 0.7], [200 * 1024] * 3, truth.checks()) for t in tools}
+    runs["check"] = peers.Runs([0.64, 0.97, 0.63], [200 * 1024] * 3, truth.checks(),
+                               [0.66, 0.70, 0.65])  # fmt: skip
+    runs["check passing"] = peers.Runs([0.63, 0.55, 0.54], [200 * 1024] * 3, truth.checks(),
+                                       [0.64, 0.66, 0.80])  # fmt: skip
+    rows = {r.name: r for r in peers.rows("points", 100, runs, truth)}
+    check = rows["peers: broken/passing extent, gate check, 100 points"]
+    assert (check.value, check.floor, check.passed) == (0.64, 0.55, False)  # wall decides
+    assert check.note == "CPU 0.66 / 0.66 s = 1.00"
+    stream = rows["peers: broken/passing extent, gate streamed, 100 points"]
+    assert (stream.ratio, stream.note) == (1.0, "")
