@@ -16,11 +16,13 @@ import pytest
 
 from tests.catalogue import batch_of
 from tests.core.test_polygons_path import _batch_values, _ring_wkb, _star
+from tests.fast_paths import general_facts
 from worker.core.chunks import ChunkedBatch, evaluate_chunked
 from worker.core.clauses.sample import take_features
 from worker.core.contracts.parse import parse_contract
 from worker.core.evaluate import evaluate
 from worker.core.facts import polygons_mixed as polygons_module
+from worker.core.facts.batch import BatchFacts
 from worker.core.facts.wkb_arrow import WkbTuple, wkb_bytes
 from worker.core.model import ActiveVersion, Batch
 from worker.io.payloads import read_batch_file, read_batch_file_chunked
@@ -127,3 +129,21 @@ def _batch(values: list[bytes | None]) -> Batch:
     return replace(batch, geometries_wkb=WkbTuple(pa.array(values, pa.binary())),
                    attributes=pa.table({"i": list(range(len(values)))}),
                    feature_count=len(values))  # fmt: skip
+
+
+def test_the_geometries_of_a_chunks_plain_polygons_are_read_without_building_its_bytes(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # a clause that asks for geometries (a region that is not a rectangle, a reprojection,
+    # coverage) reads the plain rows' values through WkbTuple.take, not one at a time
+    monkeypatch.setattr(polygons_module, "POLYGONS_WITHOUT_GEOMETRIES_MIN", 64)
+    values = [v for v in _batch_values(11, 300) if v is not None]
+    batch = _batch(values)
+    facts = BatchFacts(batch)
+    assert facts.mixed is not None  # the plain polygons' path
+    got = facts.raw_geometries
+    assert not batch.geometries_wkb.built  # type: ignore[attr-defined]
+    want = general_facts(replace(batch, geometries_wkb=tuple(values)), ("raw_geometries",))
+    assert [None if g is None else g.wkb for g in got] == [
+        None if g is None else g.wkb for g in want.raw_geometries
+    ]

@@ -12,12 +12,11 @@ the sampled features a batch of their own.
 from __future__ import annotations
 
 import dataclasses
-from collections.abc import Sequence
 
 import numpy as np
 import pyarrow as pa
 
-from worker.core.facts.wkb_arrow import WkbTuple
+from worker.core.facts.wkb_arrow import values_at
 from worker.core.model import Batch
 
 __all__ = ["sample_rows", "sample_stride", "take_features"]
@@ -46,13 +45,6 @@ def sample_rows(offset: int, count: int, total: int, size: int) -> np.ndarray:
     return np.arange((-offset) % stride, count, stride, dtype=np.intp)
 
 
-def _values_at(values: Sequence[bytes | None], idx: list[int]) -> tuple[bytes | None, ...]:
-    """The WKB values at ``idx``: a :class:`WkbTuple`'s built for those rows alone."""
-    if isinstance(values, WkbTuple):
-        return values.take(idx)
-    return tuple(values[i] for i in idx)
-
-
 def take_features(batch: Batch, rows: np.ndarray) -> Batch:
     """``batch`` holding only the features at ``rows`` (int (M,), ascending, 0-based),
     in that order: geometries, attribute rows, reader errors (re-indexed), bbox covering
@@ -62,7 +54,7 @@ def take_features(batch: Batch, rows: np.ndarray) -> Batch:
     errors = batch.geometry_errors
     return dataclasses.replace(
         batch,
-        geometries_wkb=_values_at(batch.geometries_wkb, idx),
+        geometries_wkb=values_at(batch.geometries_wkb, idx),
         attributes=batch.attributes.take(pa.array(idx, type=pa.int64())),  # numpy: imports np.ma
         geometry_errors={k: errors[i] for k, i in enumerate(idx) if i in errors},
         covering_bbox=(

@@ -27,6 +27,7 @@ __all__ = [
     "arrow_heads",
     "arrow_lengths",
     "arrow_points_xy",
+    "values_at",
     "wkb_bytes",
 ]
 
@@ -193,3 +194,11 @@ def wkb_bytes(values: Sequence[bytes | None]) -> int:
     if isinstance(values, WkbTuple):
         return int(np.maximum(arrow_lengths(values), 0).sum())
     return sum(len(w) for w in values if w)
+
+
+def values_at(values: Sequence[bytes | None], rows: Sequence[int]) -> tuple[bytes | None, ...]:
+    """The WKB values at ``rows`` (ints), in that order: a :class:`WkbTuple`'s built for
+    those rows alone (:meth:`WkbTuple.take`), not one Arrow scalar at a time."""
+    if isinstance(values, WkbTuple):
+        return values.take(rows)
+    return tuple(values[i] for i in rows)
