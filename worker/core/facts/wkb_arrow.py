@@ -1,13 +1,13 @@
 """WKB values read from one Arrow binary array, the array kept beside them (pure).
 
 A reader builds a chunk's ``geometries_wkb`` from its geometry column as a
-:class:`WkbTuple`: the same tuple of bytes values, which also keeps the Arrow array they
-came from. :func:`arrow_points_xy` then reads a batch of plain 2D WKB Points from that
-array's offsets and data buffers: no length taken of each value and no joined copy of
-them (on 1,000,000 points, 75 ms of the measuring threads' CPU, holding the GIL). Any
+:class:`WkbTuple`: a sequence equal to the tuple of its bytes values, which keeps the
+Arrow array they come from and builds them only when read. :func:`arrow_points_xy` then
+reads a batch of plain 2D WKB Points from that array's offsets and data buffers: no length
+taken of each value and no joined copy of them (on 1,000,000 points, 75 ms of the
+measuring threads' CPU, holding the GIL). Any
 tuple made from a :class:`WkbTuple` (a slice, a sample, ``tuple(...)``) is a plain tuple,
-so the array never stands for other values than the ones it holds. Its bytes objects are
-built only when read.
+so the array never stands for other values than the ones it holds.
 """
 
 from __future__ import annotations
