@@ -82,7 +82,7 @@ def _with_geometries(batch: Batch, geoms: np.ndarray, **changes: object) -> Batc
 
 def _subset(batch: Batch, mask: np.ndarray) -> Batch:
     idx = np.flatnonzero(mask)
-    wkb = tuple(batch.geometries_wkb[i] for i in idx)
+    wkb = tuple(batch.geometries_wkb[i] for i in idx.tolist())
     return replace(
         batch,
         geometries_wkb=wkb,

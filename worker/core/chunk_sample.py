@@ -22,6 +22,7 @@ import pyarrow as pa
 
 from worker.core.clauses.base import ClauseKind
 from worker.core.clauses.sample import take_features
+from worker.core.facts.wkb_arrow import wkb_bytes
 from worker.core.model import Batch
 
 __all__ = ["CALLER_SAMPLE_BYTES", "KEEP_SAMPLE_BYTES", "Item", "Keep", "Kept", "keep_for"]
@@ -90,7 +91,7 @@ class Kept:
         if self.items is None:
             return
         part = item[0]
-        self.bytes += part.attributes.nbytes + sum(len(w) for w in part.geometries_wkb if w)
+        self.bytes += part.attributes.nbytes + wkb_bytes(part.geometries_wkb)
         if self.bytes > KEEP_SAMPLE_BYTES:
             self.items = None
         else:

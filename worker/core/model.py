@@ -15,7 +15,7 @@ Conventions written down once:
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, Literal
@@ -192,7 +192,7 @@ class Batch:
     axis_order: AxisOrder
     schema_fields: tuple[FieldSpec, ...]
     feature_count: int
-    geometries_wkb: tuple[bytes | None, ...]
+    geometries_wkb: Sequence[bytes | None]
     attributes: pa.Table
     payload_uri: str | None = None
     geometry_errors: Mapping[int, str] = field(default_factory=dict)

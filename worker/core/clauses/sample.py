@@ -16,6 +16,7 @@ import dataclasses
 import numpy as np
 import pyarrow as pa
 
+from worker.core.facts.wkb_arrow import values_at
 from worker.core.model import Batch
 
 __all__ = ["sample_rows", "sample_stride", "take_features"]
@@ -53,7 +54,7 @@ def take_features(batch: Batch, rows: np.ndarray) -> Batch:
     errors = batch.geometry_errors
     return dataclasses.replace(
         batch,
-        geometries_wkb=tuple(batch.geometries_wkb[i] for i in idx),
+        geometries_wkb=values_at(batch.geometries_wkb, idx),
         attributes=batch.attributes.take(pa.array(idx, type=pa.int64())),  # numpy: imports np.ma
         geometry_errors={k: errors[i] for k, i in enumerate(idx) if i in errors},
         covering_bbox=(

@@ -24,7 +24,7 @@ import shapely
 
 from worker.core.facts.plain_rows import PlainRows
 from worker.core.facts.star_rings import StarRings, star_rings
-from worker.core.facts.wkb_arrow import WkbTuple
+from worker.core.facts.wkb_arrow import WkbTuple, values_at
 
 if TYPE_CHECKING:
     from worker.core.facts.parse import ParsedFacts
@@ -61,7 +61,7 @@ class MixedPolygons(PlainRows):
     def _stored(self, rows: np.ndarray) -> np.ndarray:
         """object (K,): the geometries, as stored, of plain rows ``rows`` (batch rows)."""
         with np.errstate(invalid="ignore"):
-            values = np.fromiter((self._values[i] for i in rows.tolist()), object, len(rows))
+            values = np.fromiter(values_at(self._values, rows.tolist()), object, len(rows))
             return np.asarray(shapely.from_wkb(values), dtype=object)
 
     def _east_north(self, rows: np.ndarray) -> np.ndarray:

@@ -1,27 +1,48 @@
 """WKB values read from one Arrow binary array, the array kept beside them (pure).
 
 A reader builds a chunk's ``geometries_wkb`` from its geometry column as a
-:class:`WkbTuple`: the same tuple of bytes values, which also keeps the Arrow array they
-came from. :func:`arrow_points_xy` then reads a batch of plain 2D WKB Points from that
-array's offsets and data buffers: no length taken of each value and no joined copy of
-them (on 1,000,000 points, 75 ms of the measuring threads' CPU, holding the GIL). Any
+:class:`WkbTuple`: a sequence equal to the tuple of its bytes values, which keeps the
+Arrow array they come from and builds them only when read. :func:`arrow_points_xy` then
+reads a batch of plain 2D WKB Points from that array's offsets and data buffers: no length
+taken of each value and no joined copy of them (on 1,000,000 points, 75 ms of the
+measuring threads' CPU, holding the GIL). Any
 tuple made from a :class:`WkbTuple` (a slice, a sample, ``tuple(...)``) is a plain tuple,
 so the array never stands for other values than the ones it holds.
 """
 
 from __future__ import annotations
 
+import operator
+from collections.abc import Iterator, Sequence
+from typing import overload
+
 import numpy as np
 import pyarrow as pa
 
 from worker.core.facts.wkb_header import POINT_WKB_BYTES, points_xy_of_records
 
-__all__ = ["WkbTuple", "arrow_buffers", "arrow_heads", "arrow_lengths", "arrow_points_xy"]
+__all__ = [
+    "WkbTuple",
+    "arrow_buffers",
+    "arrow_heads",
+    "arrow_lengths",
+    "arrow_points_xy",
+    "values_at",
+    "wkb_bytes",
+]
 
 
-class WkbTuple(tuple[bytes | None, ...]):
+class WkbTuple(Sequence[bytes | None]):
     """The values of ``array`` (an Arrow ``binary`` or ``large_binary`` array, one chunk)
-    as a tuple of bytes (None for null), with ``array`` kept as :attr:`arrow`.
+    as an immutable sequence of bytes (None for null), equal to the tuple of them (``+``
+    and ``*`` give plain tuples), with ``array`` kept as :attr:`arrow`.
+
+    The bytes objects are built when first read, not by the reader: every one at the
+    first iteration or slice (:attr:`values`, Arrow's conversion in C++), a single one by
+    itself for an index, and the rows asked for alone by :meth:`take`. Most of a chunk of
+    polygons is judged from the array's buffers (:mod:`~worker.core.facts.star_rings`),
+    and building every value held the GIL on the reading thread for about 0.7 us a
+    feature (0.6-0.8 s of a ``check`` of 1,000,000 polygons, issue 27).
 
     Raises
     ------
@@ -29,21 +50,83 @@ class WkbTuple(tuple[bytes | None, ...]):
         ``array`` is of another type (the caller builds a plain tuple for it).
     """
 
-    arrow: pa.Array
+    __slots__ = ("_values", "arrow")
 
-    def __new__(cls, array: pa.Array) -> WkbTuple:
+    def __init__(self, array: pa.Array) -> None:
         if not (pa.types.is_binary(array.type) or pa.types.is_large_binary(array.type)):
             raise TypeError(f"WkbTuple of an Arrow {array.type} array: binary wanted")
-        # Arrow's conversion builds the bytes objects in C++: about 0.6 of to_pylist's
-        # time, which wraps each value in a scalar first (both hold the GIL: 6% of its time
-        # in a two-thread check of 1,000,000 polygons, issue 27)
-        self = super().__new__(cls, array.to_numpy(zero_copy_only=False).tolist())
         self.arrow = array
-        return self
+        self._values: tuple[bytes | None, ...] | None = None
+
+    @property
+    def values(self) -> tuple[bytes | None, ...]:
+        """Every value, as a tuple (built once; two threads may both build it)."""
+        if self._values is None:
+            # Arrow's conversion builds the bytes objects in C++: about 0.6 of to_pylist's
+            # time, which wraps each value in a scalar first (both hold the GIL)
+            self._values = tuple(self.arrow.to_numpy(zero_copy_only=False).tolist())
+        return self._values
+
+    @property
+    def built(self) -> bool:
+        """Every value's bytes object has been built (:attr:`values`)."""
+        return self._values is not None
+
+    def __len__(self) -> int:
+        return len(self.arrow)
+
+    @overload
+    def __getitem__(self, index: int) -> bytes | None: ...
+    @overload
+    def __getitem__(self, index: slice) -> tuple[bytes | None, ...]: ...
+    def __getitem__(self, index: int | slice) -> bytes | tuple[bytes | None, ...] | None:
+        if isinstance(index, slice):
+            return self.values[index]
+        if self._values is not None:
+            return self._values[index]
+        i = operator.index(index)
+        n = len(self.arrow)
+        if not -n <= i < n:
+            raise IndexError("WkbTuple index out of range")
+        value: bytes | None = self.arrow[i % n].as_py()
+        return value
+
+    def __iter__(self) -> Iterator[bytes | None]:
+        return iter(self.values)
+
+    def take(self, rows: Sequence[int]) -> tuple[bytes | None, ...]:
+        """The values at ``rows`` (ints), in that order, as a tuple: built by Arrow for
+        those rows alone while the others are not built."""
+        if self._values is not None:
+            return tuple(self._values[i] for i in rows)
+        picked = self.arrow.take(pa.array(rows, type=pa.int64()))
+        return tuple(picked.to_numpy(zero_copy_only=False).tolist())
+
+    def __add__(self, other: tuple[bytes | None, ...]) -> tuple[bytes | None, ...]:
+        return self.values + tuple(other)
+
+    def __radd__(self, other: tuple[bytes | None, ...]) -> tuple[bytes | None, ...]:
+        return tuple(other) + self.values
+
+    def __mul__(self, times: int) -> tuple[bytes | None, ...]:
+        return self.values * times
+
+    __rmul__ = __mul__
+
+    def __eq__(self, other: object) -> bool:
+        if isinstance(other, WkbTuple):
+            return self.values == other.values
+        return self.values == other if isinstance(other, tuple) else NotImplemented
+
+    def __hash__(self) -> int:
+        return hash(self.values)
+
+    def __repr__(self) -> str:
+        return f"WkbTuple({self.values!r})"
 
     def __reduce__(self) -> tuple[type[tuple[bytes | None, ...]], tuple[tuple[bytes | None, ...]]]:
         """A copy or a pickle is the plain tuple of the values (the array stays here)."""
-        return tuple, (tuple(self),)
+        return tuple, (self.values,)
 
 
 def arrow_points_xy(values: WkbTuple) -> np.ndarray | None:
@@ -103,3 +186,19 @@ def arrow_heads(values: WkbTuple, size: int) -> np.ndarray:
     out = np.zeros((len(array), size), dtype=np.uint8)
     out[inside] = raw[at[inside]]
     return out
+
+
+def wkb_bytes(values: Sequence[bytes | None]) -> int:
+    """The bytes of the WKB values ``values`` (None counts 0): a :class:`WkbTuple`'s read
+    from its Arrow offsets, without building its values."""
+    if isinstance(values, WkbTuple):
+        return int(np.maximum(arrow_lengths(values), 0).sum())
+    return sum(len(w) for w in values if w)
+
+
+def values_at(values: Sequence[bytes | None], rows: Sequence[int]) -> tuple[bytes | None, ...]:
+    """The WKB values at ``rows`` (ints), in that order: a :class:`WkbTuple`'s built for
+    those rows alone (:meth:`WkbTuple.take`), not one Arrow scalar at a time."""
+    if isinstance(values, WkbTuple):
+        return values.take(rows)
+    return tuple(values[i] for i in rows)

@@ -59,7 +59,7 @@ class FeatureData:
     (see :class:`worker.core.model.Batch`), None for WKB and GeoJSON.
     """
 
-    geometries_wkb: tuple[bytes | None, ...]
+    geometries_wkb: Sequence[bytes | None]
     attributes: pa.Table
     declared_crs: str | None
     axis_order: str = "east_north"
