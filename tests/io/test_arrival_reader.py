@@ -179,15 +179,27 @@ def _field_bytes(field: dict[str, Any]) -> bytes:
     return out.getvalue()
 
 
-def test_the_kept_schema_fields_are_fresh_and_only_for_the_same_bytes() -> None:
-    first = written("planar", {**LAYOUTS_SAMPLE, "schema_fields": [FIELD]})
-    second = written("planar", {**LAYOUTS_SAMPLE, "schema_fields": [{**FIELD, "nullable": False}]})
+def test_kept_fields_and_columns_are_fresh_and_only_for_the_same_bytes() -> None:
+    """What is kept per layer (its fields, its columns' names and types) serves only the
+    same bytes, as fresh dicts and lists; layers interleaved keep their own."""
+    column = {"name": "n", "type": "string", "values": ["a"]}
+    features = {"geometry_wkb": [b"\x01"], "columns": [column]}
+    first = written("planar", {**LAYOUTS_SAMPLE, "schema_fields": [FIELD], "features": features})
     a, b = read_batch_arrival(first), read_batch_arrival(first)
-    assert a is not None and b is not None
-    assert a["schema_fields"] == [FIELD] and a["schema_fields"] is not b["schema_fields"]
+    assert a is not None and b is not None and a == b == _decoded(first)
+    assert a["schema_fields"] is not b["schema_fields"]
     assert a["schema_fields"][0] is not b["schema_fields"][0]
-    c = read_batch_arrival(second)
-    assert c is not None and c["schema_fields"] == [{**FIELD, "nullable": False}]
+    assert a["features"]["columns"][0] is not b["features"]["columns"][0]
+    other_fields = [{**FIELD, "nullable": False}]
+    other_columns = {**features, "columns": [{**column, "name": "m"}, column]}
+    events = [
+        written("planar", {**LAYOUTS_SAMPLE, "schema_fields": other_fields, "features": features}),
+        written("planar", {**LAYOUTS_SAMPLE, "layer": "rivers", "features": other_columns}),
+        first,
+        written("planar", {**LAYOUTS_SAMPLE, "schema_fields": [FIELD], "features": other_columns}),
+    ]
+    for data in [*events, *events]:
+        assert typed(read_batch_arrival(data)) == typed(_decoded(data))
 
 
 #: A small record of every kind of value, its layout with feature ids.

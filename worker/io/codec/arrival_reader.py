@@ -2,23 +2,21 @@
 
 fastavro's reader walks the parsed schema for every value; this one knows the BatchArrival
 fields (``schemas/batch_arrival.avsc``) and reads their bytes as the Avro 1.11
-specification's "Binary Encoding" section defines them: a ``long`` (and a
-``timestamp-millis``, read as fastavro reads it: the epoch, UTC, plus that many
-milliseconds) a zig-zag varint (seven bits a byte, low groups first, the high bit set on all
-but the last byte; 0, -1, 1, -2... as 0, 1, 2, 3...); ``string`` / ``bytes`` a long length,
-then the bytes (UTF-8 text); ``boolean`` one byte, 0 or 1; ``double`` eight bytes, IEEE 754
-little-endian; an ``enum`` its symbol's index, a ``union`` its branch's index (a long), then
-the value; a ``record`` its fields one after the other; an ``array`` blocks of a count (a
-long) and that many items, ended by a count of 0.
+specification's "Binary Encoding" section defines them: a ``long`` a zig-zag varint (seven
+bits a byte, low groups first, the high bit set on all but the last byte; 0, -1, 1, -2...
+as 0, 1, 2, 3...), a ``timestamp-millis`` a long (read as fastavro reads it: the epoch,
+UTC, plus that many milliseconds); ``string`` / ``bytes`` a long length, then the bytes
+(UTF-8 text); ``boolean`` a byte, 0 or 1; ``double`` eight bytes, IEEE 754 little-endian;
+an ``enum`` its symbol's index, a ``union`` its branch's index (longs), then the value; a
+``record`` its fields in order; an ``array`` blocks of a count (a long) and that many
+items, ended by a count of 0.
 
 It gives up (returns None) on anything else: a varint past 64 bits, a length past the end or
 negative, a union, enum or boolean byte out of range, text that is not UTF-8, a timestamp
 outside :class:`datetime`'s years, a negative block count (a block with its size), a count
 larger than the bytes left, bytes after the record. The caller then reads the bytes with
-fastavro (:func:`worker.io.codec.events.decode_event`): every record is fastavro's, and
-every error and its message the old path's (``tests/io/test_arrival_reader.py`` compares
-both on generated, mutated, cut and extended records).
-"""
+fastavro (:func:`worker.io.codec.events.decode_event`): every record is fastavro's, every
+error and its message the old path's (``tests/io/test_arrival_reader.py`` compares both)."""
 
 from __future__ import annotations
 
@@ -31,12 +29,12 @@ __all__ = ["read_batch_arrival"]
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _DOUBLE = Struct("<d").unpack_from
 _AXIS_ORDERS = ("east_north", "north_east")
-#: The last event's ``schema_fields`` bytes and (name, type, nullable) triples, and by index
-#: its columns' name and type bytes and strings: a layer's events repeat them (the same
-#: bytes read the same; at most 4096 bytes each, 256 columns).
-_kept_fields: tuple[bytes, tuple[tuple[str, str, bool], ...]] = (b"", ())
-_kept_heads: tuple[tuple[bytes, str, str], ...] = ()
-_MOST_KEPT_BYTES, _MOST_KEPT_HEADS = 4096, 256
+#: By layer, its last event's ``schema_fields`` bytes with their (name, type, nullable)
+#: triples, and by index its columns' name and type bytes with the two strings: a layer's
+#: events repeat them (the same bytes read the same; at most 4096 bytes each, 256 columns
+#: and 64 layers kept).
+_kept: dict[str, list[Any]] = {}
+_MOST_KEPT_BYTES, _MOST_KEPT_HEADS, _MOST_KEPT_LAYERS = 4096, 256, 64
 
 
 class _GiveUp(Exception):
@@ -60,13 +58,8 @@ def _long_at(data: bytes, p: int) -> tuple[int, int]:
     if b < 128:
         return (b >> 1) ^ -(b & 1), p + 1
     n = b & 127
-    b = data[p + 1]
-    if b < 128:
-        n |= b << 7
-        return (n >> 1) ^ -(n & 1), p + 2
-    n |= (b & 127) << 7
-    p += 2
-    for shift in range(14, 70, 7):
+    p += 1
+    for shift in range(7, 70, 7):
         b = data[p]
         p += 1
         n |= (b & 127) << shift
@@ -78,7 +71,6 @@ def _long_at(data: bytes, p: int) -> tuple[int, int]:
 
 
 def _bytes_at(data: bytes, p: int, size: int) -> tuple[bytes, int]:
-    """The bytes at ``p`` and the position after them."""
     n, p = _long_at(data, p)
     if n < 0 or p + n > size:
         raise _GiveUp
@@ -137,14 +129,15 @@ def _record(data: bytes, size: int) -> dict[str, Any]:
     if b > 2 or b & 1:
         raise _GiveUp
     axis_order, p = _AXIS_ORDERS[b >> 1], p + 1
-    schema_fields, p = _schema_fields(data, p, size)
+    kept = _kept.get(layer) or _kept_for(layer)
+    schema_fields, p = _schema_fields(data, p, size, kept)
     b = data[p]
     feature_count, p = ((b >> 1) ^ -(b & 1), p + 1) if b < 128 else _long_at(data, p)
     b = data[p]
     if b == 0:
         features, p = None, p + 1
     elif b == 2:
-        features, p = _features(data, p + 1, size)
+        features, p = _features(data, p + 1, size, kept)
     else:
         raise _GiveUp
     payload_uri, p = _optional_text_at(data, p, size)
@@ -165,13 +158,22 @@ def _record(data: bytes, size: int) -> dict[str, Any]:
     }  # fmt: skip
 
 
-def _schema_fields(data: bytes, p: int, size: int) -> tuple[list[dict[str, Any]], int]:
+def _kept_for(layer: str) -> list[Any]:
+    """A new entry of :data:`_kept` for ``layer``: nothing kept yet."""
+    if len(_kept) >= _MOST_KEPT_LAYERS:
+        _kept.clear()
+    _kept[layer] = entry = [(b"", ()), ()]
+    return entry
+
+
+def _schema_fields(
+    data: bytes, p: int, size: int, kept: list[Any]
+) -> tuple[list[dict[str, Any]], int]:
     """``schema_fields``: records of ``name``, ``type`` (strings) and ``nullable``."""
-    global _kept_fields
-    kept, triples = _kept_fields
-    if kept and data.startswith(kept, p):  # the same bytes read the same (fresh dicts)
+    raw, triples = kept[0]
+    if raw and data.startswith(raw, p):  # the same bytes read the same (fresh dicts)
         out = [{"name": n, "type": t, "nullable": b} for n, t, b in triples]
-        return out, p + len(kept)
+        return out, p + len(raw)
     start, read = p, []
     n, p = _count_at(data, p, size)
     while n:
@@ -185,11 +187,11 @@ def _schema_fields(data: bytes, p: int, size: int) -> tuple[list[dict[str, Any]]
             p += 1
         n, p = _count_at(data, p, size)
     if p - start <= _MOST_KEPT_BYTES:
-        _kept_fields = (data[start:p], tuple(read))
+        kept[0] = (data[start:p], tuple(read))
     return [{"name": n, "type": t, "nullable": b} for n, t, b in read], p
 
 
-def _features(data: bytes, p: int, size: int) -> tuple[dict[str, Any], int]:
+def _features(data: bytes, p: int, size: int, kept: list[Any]) -> tuple[dict[str, Any], int]:
     """``InlineFeatures``: ``geometry_wkb`` (an array of optional bytes), ``columns``."""
     geometries: list[bytes | None] = []
     n, p = _count_at(data, p, size)
@@ -212,17 +214,16 @@ def _features(data: bytes, p: int, size: int) -> tuple[dict[str, Any], int]:
             else:
                 raise _GiveUp
         n, p = (0, p + 1) if data[p] == 0 else _count_at(data, p, size)  # the end
-    columns, p = _columns(data, p, size)
+    columns, p = _columns(data, p, size, kept)
     return {"geometry_wkb": geometries, "columns": columns}, p
 
 
-def _columns(data: bytes, p: int, size: int) -> tuple[list[dict[str, Any]], int]:
+def _columns(data: bytes, p: int, size: int, kept: list[Any]) -> tuple[list[dict[str, Any]], int]:
     """``columns``: records of ``name``, ``type`` and ``values``, an array of ``["null",
     "boolean", "long", "double", "string", "bytes"]`` (a branch's index 0 to 5 a byte 0 to
     10: null, short strings and small longs inline, the others by :func:`_value_at`)."""
-    global _kept_heads
     columns: list[dict[str, Any]] = []
-    heads = _kept_heads
+    heads = kept[1]
     n, p = _count_at(data, p, size)
     while n:
         for _ in range(n):
@@ -260,7 +261,7 @@ def _columns(data: bytes, p: int, size: int) -> tuple[list[dict[str, Any]], int]
                         values.append(value)
                 k, p = (0, p + 1) if data[p] == 0 else _count_at(data, p, size)  # the end
         n, p = (0, p + 1) if data[p] == 0 else _count_at(data, p, size)  # the end
-    _kept_heads = heads
+    kept[1] = heads
     return columns, p
 
 
