@@ -31,10 +31,10 @@ _DOUBLE = Struct("<d").unpack_from
 _AXIS_ORDERS = ("east_north", "north_east")
 #: By layer, its last event's ``schema_fields`` bytes with their (name, type, nullable)
 #: triples, and by index its columns' name and type bytes with the two strings: a layer's
-#: events repeat them (the same bytes read the same; at most 4096 bytes each, 256 columns
-#: and 64 layers kept).
+#: events repeat them (the same bytes read the same). At most 4096 bytes of fields, 256
+#: heads of 256 bytes, 64 layers: about 4.5 MB at worst.
 _kept: dict[str, list[Any]] = {}
-_MOST_KEPT_BYTES, _MOST_KEPT_HEADS, _MOST_KEPT_LAYERS = 4096, 256, 64
+_MOST_KEPT_BYTES, _MOST_HEAD_BYTES, _MOST_KEPT_HEADS, _MOST_KEPT_LAYERS = 4096, 256, 256, 64
 
 
 class _GiveUp(Exception):
@@ -234,7 +234,7 @@ def _columns(data: bytes, p: int, size: int, kept: list[Any]) -> tuple[list[dict
                 start = p
                 name, p = _text_at(data, p, size)
                 kind, p = _text_at(data, p, size)
-                fits = i < _MOST_KEPT_HEADS and p - start <= _MOST_KEPT_BYTES
+                fits = i < _MOST_KEPT_HEADS and p - start <= _MOST_HEAD_BYTES
                 heads = (*heads[:i], (data[start:p], name, kind)) if fits else heads[:i]
             values: list[Any] = []
             columns.append({"name": name, "type": kind, "values": values})
