@@ -170,14 +170,10 @@ def broker_error(err: Any, context: str | None = None, *, hint: str | None = Non
 
 
 def _translate(exc: BaseException, context: str | None, hint: str | None) -> BrokerError | None:
-    """The :class:`BrokerError` of a confluent-kafka exception, None for any other.
-
-    A ``SystemError`` caused by a ``KafkaException`` is that exception's: confluent-kafka
-    (2.16) leaves a fatal error's ``KafkaException`` (a fenced producer's ``_FENCED``) set
-    while ``flush`` goes on serving delivery reports, and the next callback's first call
-    into the client (``KafkaError.code``) fails with "returned a result with an exception
-    set", chained to it.
-    """
+    """The :class:`BrokerError` of a confluent-kafka exception, None for any other; a
+    ``SystemError`` caused by a ``KafkaException`` is that exception's (confluent-kafka 2.16's
+    ``flush`` serves delivery reports with a fatal error still set: "returned a result with
+    an exception set")."""
     if isinstance(exc, SystemError) and isinstance(exc.__cause__, KafkaException):
         exc = exc.__cause__
     if isinstance(exc, KafkaException):

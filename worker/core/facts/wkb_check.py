@@ -20,7 +20,7 @@ is wrong before any of that can happen:
 * every part of a collection has the collection's coordinate dimension (XY, XYZ, XYM or
   XYZM; OGC 06-103r4 and ISO 13249-3 give a collection one). GEOS pads a 2D part of a
   GeometryCollection Z with a NaN Z, so such a value read as a geometry with a non-finite
-  coordinate, the wrong reason; the GeoJSON readers refuse mixed positions the same way;
+  coordinate, the wrong reason (a reader of text formats refuses mixed positions too);
 * the value ends where its geometry ends: GEOS's reader stops there and ignores the rest
   (``POINT (1 2)`` plus ``b"junk"`` reads as ``POINT (1 2)``), PostGIS, GDAL and DuckDB
   refuse it or read something else. Trailing bytes are not a structural danger, so
@@ -39,15 +39,12 @@ from worker.core.facts.wkb_header import (
     _EWKB_M,
     _EWKB_SRID,
     _EWKB_Z,
-    _LINE,
     _POINT,
     _POINT_LISTS,
-    _POLYGON,
     _RING_LISTS,
     _U32,
-    type_code,
 )
-from worker.core.facts.wkb_multipolygon import NDR_MULTIPOLYGON, ndr_multipolygon
+from worker.core.facts.wkb_multipolygon import flat_multi as _flat_multi
 
 __all__ = [
     "DEFAULT_MAX_DEPTH",
@@ -197,80 +194,6 @@ def trailing_reason(end: int, size: int) -> str | None:
 #: Z/M flags (EWKB's, with bit 0 set) -> the coordinate dimension's name.
 _DIMENSION = {1: "XY", _EWKB_Z | 1: "XYZ", _EWKB_M | 1: "XYM", _EWKB_Z | _EWKB_M | 1: "XYZM"}
 
-#: Multi type -> the single type of its parts (MultiPoint, MultiLineString, MultiPolygon).
-_MULTI_PART = {4: _POINT, 5: _LINE, 6: _POLYGON}
-
-
-def _flat_multi(data: bytes, max_depth: int) -> int | None:
-    """Position after a flat multi geometry at byte 0, or None.
-
-    The same rules as :func:`_walk`, for the commonest collections only: a MultiPoint,
-    MultiLineString or MultiPolygon whose every part is its single type of its coordinate
-    dimension, each part's header without an SRID. None for anything else, and for any
-    value that breaks a rule: then
-    :func:`_walk` decides, and names the fault. A layer of MultiPolygons (countries) is read
-    here at about a quarter of the walk's cost: no stack, one header decode per run of
-    identical part headers.
-    """
-    size = len(data)
-    if size < 9 or max_depth < 2 or data[0] > 1:
-        return None
-    if data.startswith(NDR_MULTIPOLYGON) and (end := ndr_multipolygon(data)) is not None:
-        return end
-    u32 = _U32["<" if data[0] == 1 else ">"]
-    code = u32(data, 1)[0]
-    typed = type_code(code)
-    if typed is None:
-        return None
-    pos = 9 if code & _EWKB_SRID else 5
-    part, dimension = _MULTI_PART.get(typed[0]), typed[1:3]
-    if part is None or pos + 4 > size:
-        return None
-    parts = u32(data, pos)[0]
-    pos += 4
-    if pos + 5 * parts > size:
-        return None
-    last_head = b""
-    point_bytes = 0
-    for _ in range(parts):
-        head = data[pos : pos + 5]
-        if head != last_head:  # a part header unlike the one before: decode it
-            if len(head) < 5 or head[0] > 1:
-                return None
-            u32 = _U32["<" if head[0] == 1 else ">"]
-            code = u32(head, 1)[0]
-            typed = type_code(code)
-            if typed is None or code & _EWKB_SRID or typed[0] != part or typed[1:3] != dimension:
-                return None
-            point_bytes = 8 * (2 + typed[1] + typed[2])
-            last_head = head
-        pos += 5
-        if part == _POINT:
-            pos += point_bytes
-        elif part == _LINE:
-            if pos + 4 > size:
-                return None
-            pos += 4 + u32(data, pos)[0] * point_bytes
-        else:
-            if pos + 4 > size:
-                return None
-            rings = u32(data, pos)[0]
-            pos += 4
-            if pos + 4 * rings > size:
-                return None
-            for _ring in range(rings):
-                if pos + 4 > size:
-                    return None
-                n = u32(data, pos)[0]
-                if n == 0 and rings > 1:
-                    return None
-                pos += 4 + n * point_bytes
-                if pos > size:
-                    return None
-        if pos > size:
-            return None
-    return pos
-
 
 def wkb_survey(data: bytes, max_depth: int = DEFAULT_MAX_DEPTH) -> tuple[str | None, str | None]:
     """(structural problem, trailing bytes) of one WKB value, each a one-line reason or None.
@@ -314,4 +237,4 @@ def wkb_problem(data: bytes, max_depth: int = DEFAULT_MAX_DEPTH) -> str | None:
 
 
 #: Public names of the walk, its refusal and the fast path of flat multi-geometries.
-walk, WkbRefused, flat_multi = _walk, _Bad, _flat_multi
+walk, WkbRefused, flat_multi = _walk, _Bad, _flat_multi  # (flat_multi: wkb_multipolygon's)
