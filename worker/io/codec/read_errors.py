@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import io
 import json
+import re
 from collections.abc import Callable, Mapping
 from datetime import datetime, timedelta, timezone
 from typing import Any
@@ -86,16 +87,23 @@ def out_of_range(schema: dict[str, Any], data: bytes) -> list[str]:
     return out
 
 
+#: An object's default repr (``<_io.BytesIO object at 0x7f...>``): fastavro names its
+#: buffer so; the address differs from run to run and worker to worker.
+_OBJECT_REPR = re.compile(r"<[\w.]+ object at 0x[0-9a-fA-F]+>")
+
+
 def _reason(exc: BaseException) -> str:
-    if "Expected -" in str(exc):
-        return f"a negative length prefix ({exc})"
-    if isinstance(exc, EOFError) or "unpack" in str(exc) or "buffer" in str(exc):
-        return f"truncated bytes ({exc})"
+    # the same bytes give the same reason, in every process: no object's address in it
+    text = _OBJECT_REPR.sub("the record's bytes", str(exc))
+    if "Expected -" in text:
+        return f"a negative length prefix ({text})"
+    if isinstance(exc, EOFError) or "unpack" in text or "buffer" in text:
+        return f"truncated bytes ({text})"
     if isinstance(exc, UnicodeDecodeError):
         return f"a string is not valid UTF-8 ({exc.reason} at byte {exc.start})"
     if isinstance(exc, IndexError):
-        return f"invalid enum symbol or union branch index ({exc})"
-    return f"{type(exc).__name__}: {exc}"
+        return f"invalid enum symbol or union branch index ({text})"
+    return f"{type(exc).__name__}: {text}"
 
 
 def read_error(exc: Exception, schema: dict[str, Any], data: bytes) -> str:
