@@ -20,7 +20,6 @@ from dataclasses import dataclass, replace
 from datetime import datetime
 from typing import TYPE_CHECKING, Any
 
-from worker.core._util.at_once import fields_at_once
 from worker.core.chunks import ChunkedBatch, evaluate_chunked
 from worker.core.columns import derive_schema
 from worker.core.errors import DecodeError, PayloadError
@@ -136,7 +135,6 @@ def route(
                       duration_s=time.perf_counter() - started)  # fmt: skip
 
 
-@fields_at_once  # written at once, as records.Source's
 @dataclass(frozen=True)
 class Decoded:
     """What decoding one consumed record gave (:func:`decode_source`): the batch (with
@@ -148,6 +146,12 @@ class Decoded:
     layer: str | None
     batch_id: str | None
     failed: Decision | None
+
+    def __init__(self, batch: Batch | None, chunked: ChunkedBatch | None, layer: str | None,
+                 batch_id: str | None, failed: Decision | None) -> None:  # fmt: skip
+        d = self.__dict__  # written at once, as records.Source's
+        d["batch"], d["chunked"], d["layer"] = batch, chunked, layer
+        d["batch_id"], d["failed"] = batch_id, failed
 
 
 def decode_source(
