@@ -22,7 +22,6 @@ from typing import Any, Literal
 
 import pyarrow as pa
 
-from worker.core._util.at_once import fields_at_once
 from worker.core.offenders import Offenders
 
 # AxisOrder, Mode, OnBreak, Result and State annotate the dataclasses below. AXIS_ORDERS and
@@ -216,7 +215,6 @@ class Batch:
     metadata_name: str = ""
 
 
-@fields_at_once  # built per event: its fields written at once
 @dataclass(frozen=True)
 class ClauseResult:
     """The outcome of one clause against one batch.
@@ -253,7 +251,6 @@ class ClauseResult:
         return self.result == "break" and (self.on_break == "halt" or self.gate_error is not None)
 
 
-@fields_at_once  # built per event: its fields written at once
 @dataclass(frozen=True)
 class VersionVerdict:
     """All clause results of one contract version for one batch.
@@ -292,7 +289,6 @@ class QuarantineReason:
     kind: str | None = None
 
 
-@fields_at_once  # built per event: its fields written at once
 @dataclass(frozen=True)
 class Decision:
     """The routing decision for one batch: ``admitted`` or ``quarantined``.
