@@ -33,6 +33,8 @@ Nothing here repairs or interprets geometry: validity is still GEOS's to judge.
 
 from __future__ import annotations
 
+import struct
+
 from worker.core.facts.wkb_header import (
     _COLLECTIONS,
     _CURVES,
@@ -123,7 +125,7 @@ def _walk(data: bytes, max_depth: int, spans: list[tuple[int, int, str]] | None 
             if code & (_EWKB_Z | _EWKB_M | _EWKB_SRID)
             else (1, _EWKB_Z | 1, _EWKB_M | 1, _EWKB_Z | _EWKB_M | 1)[code // 1000]
         )
-        if dims_in[-1] and flags != dims_in[-1]:
+        if dims_in[-1] and flags != dims_in[-1] and not _empty_at(data, pos, order, base, dims):
             raise _Bad(
                 f"the part at byte {pos - 5} is {_DIMENSION[flags]} inside a collection of "
                 f"{_DIMENSION[dims_in[-1]]} parts (a collection has one coordinate dimension)"
@@ -178,6 +180,17 @@ def _walk(data: bytes, max_depth: int, spans: list[tuple[int, int, str]] | None 
         else:
             raise _Bad(f"unknown WKB geometry type code {code} ({code:#010x})")
     return pos
+
+
+def _empty_at(data: bytes, pos: int, order: str, base: int, dims: int) -> bool:
+    """The part whose body starts at ``pos`` has no coordinates (GEOS writes an empty part
+    XY in a Z or M collection: a Point of NaNs, a count of 0): its dimension is no fault."""
+    if base == _POINT:
+        return pos + 8 * dims <= len(data) and all(
+            x != x for x in struct.unpack_from(f"{order}{dims}d", data, pos)
+        )
+    counted = base in _POINT_LISTS or base in _RING_LISTS or base in _COLLECTIONS
+    return counted and pos + 4 <= len(data) and _U32[order](data, pos)[0] == 0
 
 
 def trailing_reason(end: int, size: int) -> str | None:
