@@ -267,7 +267,7 @@ def test_longs_of_ten_bytes_and_more_read_as_before() -> None:
 def test_what_is_kept_stays_bounded_whatever_the_layer_names() -> None:
     """What the reader keeps is keyed by layer name, which a producer writes: 64 events of
     distinct 100,000-character layer names kept 6.4 MB of names alone (the module's bound
-    says about 4.5 MB in all, whatever the events). A long name's event is read as fastavro
+    is 18 MB in all, whatever the events). A long name's event is read as fastavro
     reads it, with nothing kept."""
     events = [
         written("planar", {**LAYOUTS_SAMPLE, "layer": f"{i:02d}" + "x" * 100_000})
