@@ -107,6 +107,9 @@ _EMPTY_PARTS = {
         [shapely.Polygon([(0, 0, 1), (1, 0, 1), (1, 1, 1)]), shapely.Polygon()]
     ),
     "gc-m-point-empty": shapely.from_wkt("GEOMETRYCOLLECTION M (POINT M (1 2 3))"),
+    "gc-z-gc-of-empties": shapely.geometrycollections(
+        [shapely.Point(1, 2, 3), shapely.geometrycollections([shapely.Point(), shapely.Polygon()])]
+    ),
 }
 
 
@@ -133,3 +136,21 @@ def test_an_empty_part_of_another_dimension_is_valid_on_the_paths(
     decision, broken, offenders = PATHS[path](values, tmp_path, monkeypatch)
     # the contract's types are XY: a Z value is of another type, and only that
     assert (decision, broken, offenders) == ("quarantined", {"types"}, [])
+
+
+@pytest.mark.parametrize("encoding", list(_ENCODINGS))
+def test_a_collection_part_of_another_dimension_is_refused_at_its_first_coordinate(
+    encoding: str,
+) -> None:
+    """An XY collection in a GeometryCollection Z is said at its own byte once one of its
+    parts has a coordinate (all of them empty: no fault, see above)."""
+    order, ewkb = _ENCODINGS[encoding]
+    z = _Z if ewkb else 1000
+    empty = _point(order, 1, float("nan"), float("nan"))
+    inner = _head(order, 7) + struct.pack(f"{order}I", 2) + empty + _point(order, 1, 1.0, 2.0)
+    top = 13 if ewkb else 9
+    value = _head(order, 7 + z, srid=ewkb) + struct.pack(f"{order}I", 1) + inner
+    assert wkb_survey(value)[0] == (
+        f"WKB rejected before parsing: the part at byte {top} is XY inside a collection of XYZ "
+        "parts (a collection has one coordinate dimension)"
+    )
