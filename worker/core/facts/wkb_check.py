@@ -92,10 +92,12 @@ def _walk(data: bytes, max_depth: int, spans: list[tuple[int, int, str]] | None 
     pos = 0
     left = [1]  # geometries still to read at each nesting level; len(left) is the depth
     dims_in = [0]  # the coordinate dimension of each level's collection (0: the top level)
+    owed: list[str | None] = [None]  # a collection part's dimension fault, said at a coordinate
     while left:
         if not left[-1]:
             left.pop()
             dims_in.pop()
+            owed.pop()
             continue
         left[-1] -= 1
         if len(left) > max_depth:
@@ -126,11 +128,14 @@ def _walk(data: bytes, max_depth: int, spans: list[tuple[int, int, str]] | None 
             if code & (_EWKB_Z | _EWKB_M | _EWKB_SRID)
             else (1, _EWKB_Z | 1, _EWKB_M | 1, _EWKB_Z | _EWKB_M | 1)[code // 1000]
         )
-        if dims_in[-1] and flags != dims_in[-1] and not _empty_at(data, pos, order, base, dims):
-            raise _Bad(
+        fault = owed[-1]  # (an empty part has no coordinate to pad: GEOS writes it XY)
+        if not fault and dims_in[-1] and flags != dims_in[-1]:
+            fault = (
                 f"the part at byte {pos - 5} is {_DIMENSION[flags]} inside a collection of "
                 f"{_DIMENSION[dims_in[-1]]} parts (a collection has one coordinate dimension)"
             )
+        if fault and base not in _COLLECTIONS and not _empty_at(data, pos, order, base, dims):
+            raise _Bad(fault)
         point_bytes = 8 * dims
         if base in _CURVES:
             raise _Bad(
@@ -178,6 +183,7 @@ def _walk(data: bytes, max_depth: int, spans: list[tuple[int, int, str]] | None 
                 raise _claims(data, pos, parts, 5, "parts")
             left.append(parts)
             dims_in.append(flags)
+            owed.append(fault)
         else:
             raise _Bad(f"unknown WKB geometry type code {code} ({code:#010x})")
     return pos
