@@ -129,13 +129,13 @@ def _walk(data: bytes, max_depth: int, spans: list[tuple[int, int, str]] | None 
             else (1, _EWKB_Z | 1, _EWKB_M | 1, _EWKB_Z | _EWKB_M | 1)[code // 1000]
         )
         fault = owed[-1]  # (an empty part has no coordinate to pad: GEOS writes it XY)
-        if not fault and dims_in[-1] and flags != dims_in[-1]:
-            fault = (
+        if fault or (flags != dims_in[-1] and dims_in[-1]):
+            fault = fault or (
                 f"the part at byte {pos - 5} is {_DIMENSION[flags]} inside a collection of "
                 f"{_DIMENSION[dims_in[-1]]} parts (a collection has one coordinate dimension)"
             )
-        if fault and base not in _COLLECTIONS and not _empty_at(data, pos, order, base, dims):
-            raise _Bad(fault)
+            if base not in _COLLECTIONS and not _empty_at(data, pos, order, base, dims):
+                raise _Bad(fault)
         point_bytes = 8 * dims
         if base in _CURVES:
             raise _Bad(
