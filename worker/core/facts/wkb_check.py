@@ -21,7 +21,8 @@ is wrong before any of that can happen:
   XYZM; OGC 06-103r4 and ISO 13249-3 give a collection one). GEOS pads a 2D part of a
   GeometryCollection Z with a NaN Z, so such a value read as a geometry with a non-finite
   coordinate, the wrong reason (a reader of text formats refuses mixed positions too).
-  An empty part (no coordinates) is exempt: GEOS writes one XY in any collection;
+  An empty part (no coordinates) is exempt: GEOS writes one XY in any collection (a
+  collection part is refused at its first coordinate);
 * the value ends where its geometry ends: GEOS's reader stops there and ignores the rest
   (``POINT (1 2)`` plus ``b"junk"`` reads as ``POINT (1 2)``), PostGIS, GDAL and DuckDB
   refuse it or read something else. Trailing bytes are not a structural danger, so
