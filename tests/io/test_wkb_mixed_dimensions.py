@@ -14,8 +14,9 @@ import struct
 from pathlib import Path
 
 import pytest
+import shapely
 
-from tests.io.test_wkb_trailing import AT, PATHS, _values
+from tests.io.test_wkb_trailing import AT, PATHS, _values, _wkb
 from worker.core.facts.wkb_check import wkb_survey
 
 _Z, _M, _SRID = 0x80000000, 0x40000000, 0x20000000
@@ -87,3 +88,69 @@ def test_a_collection_of_mixed_dimensions_is_refused_on_every_path(
     # unparseable: untyped and unlocated too (as a GeoJSON geometry of mixed positions)
     assert broken == {"valid", "types", "ext"}
     assert offenders == [(AT, f"f{AT}", f"WKB rejected before parsing: {reason}")]
+
+
+#: Collections with an empty part as GEOS writes them (shapely 2, GeoPandas): the empty
+#: part has no coordinates, and GEOS writes it XY (a POINT EMPTY as NaN NaN) inside a Z, M
+#: or ZM collection. Nothing is padded: the old path read them valid, and so do we.
+_EMPTY_PARTS = {
+    "gc-z-point-empty": shapely.geometrycollections([shapely.Point(1, 2, 3), shapely.Point()]),
+    "gc-z-line-empty": shapely.geometrycollections([shapely.Point(1, 2, 3), shapely.LineString()]),
+    "gc-z-gc-empty": shapely.geometrycollections(
+        [shapely.Point(1, 2, 3), shapely.geometrycollections([])]
+    ),
+    "multipoint-z-empty": shapely.multipoints([shapely.Point(1, 2, 3), shapely.Point()]),
+    "multilinestring-z-empty": shapely.multilinestrings(
+        [shapely.LineString([(0, 0, 1), (1, 1, 1)]), shapely.LineString()]
+    ),
+    "multipolygon-z-empty": shapely.multipolygons(
+        [shapely.Polygon([(0, 0, 1), (1, 0, 1), (1, 1, 1)]), shapely.Polygon()]
+    ),
+    "gc-m-point-empty": shapely.from_wkt("GEOMETRYCOLLECTION M (POINT M (1 2 3))"),
+    "gc-z-gc-of-empties": shapely.geometrycollections(
+        [shapely.Point(1, 2, 3), shapely.geometrycollections([shapely.Point(), shapely.Polygon()])]
+    ),
+}
+
+
+def _with_empty(name: str) -> shapely.Geometry:
+    geom = _EMPTY_PARTS[name]
+    if name == "gc-m-point-empty":  # (WKT cannot say it: the part is added by itself)
+        geom = shapely.geometrycollections([*shapely.get_parts(geom), shapely.Point()])
+    return geom
+
+
+@pytest.mark.parametrize("encoding", ["ndr", "xdr", "ewkb"])
+@pytest.mark.parametrize("name", list(_EMPTY_PARTS))
+def test_an_empty_part_of_another_dimension_is_no_fault(name: str, encoding: str) -> None:
+    value = _wkb(_with_empty(name), encoding)
+    assert wkb_survey(value) == (None, None)
+
+
+@pytest.mark.parametrize("name", ["gc-z-point-empty", "multipolygon-z-empty"])
+@pytest.mark.parametrize("path", ["general", "avro-event", "geoparquet-check"])
+def test_an_empty_part_of_another_dimension_is_valid_on_the_paths(
+    name: str, path: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    values = _values(_wkb(_with_empty(name), "ndr"), path)
+    decision, broken, offenders = PATHS[path](values, tmp_path, monkeypatch)
+    # the contract's types are XY: a Z value is of another type, and only that
+    assert (decision, broken, offenders) == ("quarantined", {"types"}, [])
+
+
+@pytest.mark.parametrize("encoding", list(_ENCODINGS))
+def test_a_collection_part_of_another_dimension_is_refused_at_its_first_coordinate(
+    encoding: str,
+) -> None:
+    """An XY collection in a GeometryCollection Z is said at its own byte once one of its
+    parts has a coordinate (all of them empty: no fault, see above)."""
+    order, ewkb = _ENCODINGS[encoding]
+    z = _Z if ewkb else 1000
+    empty = _point(order, 1, float("nan"), float("nan"))
+    inner = _head(order, 7) + struct.pack(f"{order}I", 2) + empty + _point(order, 1, 1.0, 2.0)
+    top = 13 if ewkb else 9
+    value = _head(order, 7 + z, srid=ewkb) + struct.pack(f"{order}I", 1) + inner
+    assert wkb_survey(value)[0] == (
+        f"WKB rejected before parsing: the part at byte {top} is XY inside a collection of XYZ "
+        "parts (a collection has one coordinate dimension)"
+    )

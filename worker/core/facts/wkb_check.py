@@ -20,7 +20,9 @@ is wrong before any of that can happen:
 * every part of a collection has the collection's coordinate dimension (XY, XYZ, XYM or
   XYZM; OGC 06-103r4 and ISO 13249-3 give a collection one). GEOS pads a 2D part of a
   GeometryCollection Z with a NaN Z, so such a value read as a geometry with a non-finite
-  coordinate, the wrong reason (a reader of text formats refuses mixed positions too);
+  coordinate, the wrong reason (a reader of text formats refuses mixed positions too).
+  An empty part (no coordinates) is exempt: GEOS writes one XY in any collection (a
+  collection part is refused at its first coordinate);
 * the value ends where its geometry ends: GEOS's reader stops there and ignores the rest
   (``POINT (1 2)`` plus ``b"junk"`` reads as ``POINT (1 2)``), PostGIS, GDAL and DuckDB
   refuse it or read something else. Trailing bytes are not a structural danger, so
@@ -32,6 +34,8 @@ Nothing here repairs or interprets geometry: validity is still GEOS's to judge.
 """
 
 from __future__ import annotations
+
+import struct
 
 from worker.core.facts.wkb_header import (
     _COLLECTIONS,
@@ -89,10 +93,12 @@ def _walk(data: bytes, max_depth: int, spans: list[tuple[int, int, str]] | None 
     pos = 0
     left = [1]  # geometries still to read at each nesting level; len(left) is the depth
     dims_in = [0]  # the coordinate dimension of each level's collection (0: the top level)
+    owed: list[str | None] = [None]  # a collection part's dimension fault, said at a coordinate
     while left:
         if not left[-1]:
             left.pop()
             dims_in.pop()
+            owed.pop()
             continue
         left[-1] -= 1
         if len(left) > max_depth:
@@ -123,11 +129,14 @@ def _walk(data: bytes, max_depth: int, spans: list[tuple[int, int, str]] | None 
             if code & (_EWKB_Z | _EWKB_M | _EWKB_SRID)
             else (1, _EWKB_Z | 1, _EWKB_M | 1, _EWKB_Z | _EWKB_M | 1)[code // 1000]
         )
-        if dims_in[-1] and flags != dims_in[-1]:
-            raise _Bad(
+        fault = owed[-1]  # (an empty part has no coordinate to pad: GEOS writes it XY)
+        if fault or (flags != dims_in[-1] and dims_in[-1]):
+            fault = fault or (
                 f"the part at byte {pos - 5} is {_DIMENSION[flags]} inside a collection of "
                 f"{_DIMENSION[dims_in[-1]]} parts (a collection has one coordinate dimension)"
             )
+            if base not in _COLLECTIONS and not _empty_at(data, pos, order, base, dims):
+                raise _Bad(fault)
         point_bytes = 8 * dims
         if base in _CURVES:
             raise _Bad(
@@ -175,9 +184,21 @@ def _walk(data: bytes, max_depth: int, spans: list[tuple[int, int, str]] | None 
                 raise _claims(data, pos, parts, 5, "parts")
             left.append(parts)
             dims_in.append(flags)
+            owed.append(fault)
         else:
             raise _Bad(f"unknown WKB geometry type code {code} ({code:#010x})")
     return pos
+
+
+def _empty_at(data: bytes, pos: int, order: str, base: int, dims: int) -> bool:
+    """The part whose body starts at ``pos`` has no coordinates (GEOS writes an empty part
+    XY in a Z or M collection: a Point of NaNs, a count of 0): its dimension is no fault."""
+    if base == _POINT:
+        return pos + 8 * dims <= len(data) and all(
+            x != x for x in struct.unpack_from(f"{order}{dims}d", data, pos)
+        )
+    counted = base in _POINT_LISTS or base in _RING_LISTS or base in _COLLECTIONS
+    return counted and pos + 4 <= len(data) and _U32[order](data, pos)[0] == 0
 
 
 def trailing_reason(end: int, size: int) -> str | None:
