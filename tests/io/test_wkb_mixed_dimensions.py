@@ -154,3 +154,16 @@ def test_a_collection_part_of_another_dimension_is_refused_at_its_first_coordina
         f"WKB rejected before parsing: the part at byte {top} is XY inside a collection of XYZ "
         "parts (a collection has one coordinate dimension)"
     )
+
+
+@pytest.mark.parametrize("order", ["<", ">"])
+def test_a_part_with_its_own_srid_is_named_at_its_header(order: str) -> None:
+    """The reason's byte is where the part's header starts, an EWKB SRID after its type
+    code or not (it said 4 bytes past it for a part carrying its own SRID)."""
+    part = _head(order, 1, srid=True) + struct.pack(f"{order}2d", 1.0, 2.0)  # XY, SRID 4326
+    value = _head(order, 7 | _Z, srid=True) + struct.pack(f"{order}I", 1) + part
+    assert wkb_survey(value) == (
+        "WKB rejected before parsing: the part at byte 13 is XY inside a collection of XYZ "
+        "parts (a collection has one coordinate dimension)",
+        None,
+    )

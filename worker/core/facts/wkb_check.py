@@ -111,7 +111,7 @@ def _walk(data: bytes, max_depth: int, spans: list[tuple[int, int, str]] | None 
         order = "<" if flag == 1 else ">"
         u32 = _U32[order]
         code = _uint32(data, pos + 1, order)
-        pos += 5
+        at, pos = pos, pos + 5  # (at: where this geometry's header starts)
         dims = 2
         if code & (_EWKB_Z | _EWKB_M | _EWKB_SRID):
             dims += bool(code & _EWKB_Z) + bool(code & _EWKB_M)
@@ -132,7 +132,7 @@ def _walk(data: bytes, max_depth: int, spans: list[tuple[int, int, str]] | None 
         fault = owed[-1]  # (an empty part has no coordinate to pad: GEOS writes it XY)
         if fault or (flags != dims_in[-1] and dims_in[-1]):
             fault = fault or (
-                f"the part at byte {pos - 5} is {_DIMENSION[flags]} inside a collection of "
+                f"the part at byte {at} is {_DIMENSION[flags]} inside a collection of "
                 f"{_DIMENSION[dims_in[-1]]} parts (a collection has one coordinate dimension)"
             )
             if base not in _COLLECTIONS and not _empty_at(data, pos, order, base, dims):
