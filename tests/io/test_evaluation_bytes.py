@@ -70,6 +70,20 @@ def _as_before(verdict: VersionVerdict, **fields: Any) -> bytes:
     return _write(avro.EVALUATION_RECORD, record, what, ContractGateError)
 
 
+def _same_bytes_or_error(verdict: VersionVerdict, fields: dict[str, Any]) -> bool:
+    """Assert ``encode_evaluation`` gives the whole record's bytes (True) or the error the
+    whole record's write raises, with its message (False)."""
+    try:
+        before = _as_before(verdict, **fields)
+    except ContractGateError as refused:
+        with pytest.raises(ContractGateError) as got:
+            encode_evaluation(verdict, **fields)
+        assert str(got.value) == str(refused)
+        return False
+    assert encode_evaluation(verdict, **fields) == before
+    return True
+
+
 @settings(max_examples=300, deadline=None)
 @given(
     verdict=VERDICTS,
@@ -98,15 +112,8 @@ def test_encode_evaluation_is_the_whole_records_bytes_or_its_error(
     }  # fmt: skip
     with pytest.MonkeyPatch.context() as mp:
         mp.setattr(avro, "validate_writes", validate)  # production's path, and the suite's
-        try:
-            before = _as_before(verdict, **fields)
-        except ContractGateError as refused:
-            with pytest.raises(ContractGateError) as got:
-                encode_evaluation(verdict, **fields)
-            assert str(got.value) == str(refused)
-            return
-        assert encode_evaluation(verdict, **fields) == before
-        assert encode_evaluation(verdict, **fields) == before  # the entries and run kept
+        if _same_bytes_or_error(verdict, fields):
+            assert encode_evaluation(verdict, **fields) == _as_before(verdict, **fields)  # kept
 
 
 def test_the_runs_written_inline_are_the_records() -> None:
@@ -152,11 +159,4 @@ def test_results_alike_but_for_measured(
         name, kind, result, on_break, message = fields
         clause = ClauseResult(name, kind, result, on_break, value, None, message)  # type: ignore[arg-type]
         verdict = VersionVerdict("admin_boundaries", "v1", "enforcing", True, (clause,))
-        try:
-            before = _as_before(verdict, **FIELDS)
-        except ContractGateError as refused:
-            with pytest.raises(ContractGateError) as got:
-                encode_evaluation(verdict, **FIELDS)
-            assert str(got.value) == str(refused)
-            continue
-        assert encode_evaluation(verdict, **FIELDS) == before
+        _same_bytes_or_error(verdict, FIELDS)
