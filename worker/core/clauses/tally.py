@@ -72,8 +72,8 @@ class Bounds:
         """The total bounds of ``geoms`` (shapely geometries; empty array -> None)."""
         if len(geoms) == 0:
             return cls(None)
-        x0, y0, x1, y1 = (float(v) + 0.0 for v in shapely.total_bounds(geoms))
-        return cls((x0, y0, x1, y1))
+        x0, y0, x1, y1 = (float(v) for v in shapely.total_bounds(geoms))
+        return cls.of_box((x0, y0, x1, y1))
 
     @classmethod
     def of_rows(cls, bounds: np.ndarray) -> Bounds:
@@ -90,9 +90,9 @@ class Bounds:
             return cls((np.nan,) * 4)
         # one column at a time: numpy reduces a strided column about 30x faster than it
         # reduces an (M, 2) block over axis 0 (4.3 ms against 0.15 ms per 65,536 rows)
-        x0, y0 = (float(rows[:, i].min()) + 0.0 for i in (0, 1))
-        x1, y1 = (float(rows[:, i].max()) + 0.0 for i in (2, 3))
-        return cls((x0, y0, x1, y1))
+        x0, y0 = (float(rows[:, i].min()) for i in (0, 1))
+        x1, y1 = (float(rows[:, i].max()) for i in (2, 3))
+        return cls.of_box((x0, y0, x1, y1))
 
     @classmethod
     def of_shown(cls, bounds: np.ndarray, shown: np.ndarray) -> Bounds:
@@ -108,7 +108,7 @@ class Bounds:
         """The envelope of one shown feature from its bounds row (4 floats, ``tolist``'s),
         None when the row holds a NaN (then :meth:`of_rows`)."""
         if box[0] == box[0] and box[1] == box[1] and box[2] == box[2] and box[3] == box[3]:
-            return cls((box[0] + 0.0, box[1] + 0.0, box[2] + 0.0, box[3] + 0.0))
+            return cls((box[0] + 0.0, box[1] + 0.0, box[2] + 0.0, box[3] + 0.0))  # of_box's, inline
         return None
 
     def __or__(self, other: Bounds) -> Bounds:
@@ -120,9 +120,7 @@ class Bounds:
         # np.fmin/fmax: as shapely.total_bounds, a NaN bound never hides a finite one
         lo = np.fmin(a[:2], b[:2])
         hi = np.fmax(a[2:], b[2:])
-        return Bounds(
-            (float(lo[0]) + 0.0, float(lo[1]) + 0.0, float(hi[0]) + 0.0, float(hi[1]) + 0.0)
-        )
+        return Bounds.of_box((float(lo[0]), float(lo[1]), float(hi[0]), float(hi[1])))
 
 
 @dataclass(frozen=True)
