@@ -115,6 +115,7 @@ def _walk(data: bytes, max_depth: int, spans: list[tuple[int, int, str]] | None 
         dims = 2
         if code & (_EWKB_Z | _EWKB_M | _EWKB_SRID):
             dims += bool(code & _EWKB_Z) + bool(code & _EWKB_M)
+            flags = code & (_EWKB_Z | _EWKB_M) | 1  # the Z/M flags (bit 0 set: never 0)
             if code & _EWKB_SRID:
                 _uint32(data, pos, order)
                 pos += 4
@@ -124,11 +125,7 @@ def _walk(data: bytes, max_depth: int, spans: list[tuple[int, int, str]] | None 
             if thousands > 3:
                 raise _Bad(f"unknown WKB geometry type code {code} ({code:#010x})")
             dims += (0, 1, 1, 2)[thousands]
-        flags = (  # the Z/M flags, EWKB's, of either encoding (bit 0 set: never 0)
-            code & (_EWKB_Z | _EWKB_M) | 1
-            if code & (_EWKB_Z | _EWKB_M | _EWKB_SRID)
-            else (1, _EWKB_Z | 1, _EWKB_M | 1, _EWKB_Z | _EWKB_M | 1)[code // 1000]
-        )
+            flags = (1, _EWKB_Z | 1, _EWKB_M | 1, _EWKB_Z | _EWKB_M | 1)[thousands]  # EWKB's
         fault = owed[-1]  # (an empty part has no coordinate to pad: GEOS writes it XY)
         if fault or (flags != dims_in[-1] and dims_in[-1]):
             fault = fault or (

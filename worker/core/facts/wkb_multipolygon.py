@@ -58,12 +58,12 @@ _MULTI_PART = {4: _POINT, 5: _LINE, 6: _POLYGON}
 def flat_multi(data: bytes, max_depth: int) -> int | None:
     """Position after a flat multi geometry at byte 0, or None.
 
-    The same rules as :func:`_walk`, for the commonest collections only: a MultiPoint,
-    MultiLineString or MultiPolygon whose every part is its single type of its coordinate
-    dimension, each part's header without an SRID. None for anything else, and for any
-    value that breaks a rule: then :func:`_walk` decides, and names the fault. A layer of
-    MultiPolygons (countries) is read here at about a quarter of the walk's cost: no stack,
-    one header decode per run of identical part headers.
+    The same rules as :func:`worker.core.facts.wkb_check.walk`, for the commonest
+    collections only: a MultiPoint, MultiLineString or MultiPolygon whose every part is its
+    single type of its coordinate dimension, each part's header without an SRID. None for
+    anything else, and for any value that breaks a rule: then the walk decides, and names
+    the fault. A layer of MultiPolygons (countries) is read here at about a quarter of the
+    walk's cost: no stack, one header decode per run of identical part headers.
     """
     size = len(data)
     if size < 9 or max_depth < 2 or data[0] > 1:
