@@ -253,10 +253,8 @@ def _admitted_headers(source: Source, batch: Batch, decision: Decision) -> Heade
         ("layer", batch.layer.encode()),
         ("contract-versions-enforced", ",".join(decision.enforcing_passed).encode()),
         ("contract-versions-observing", observing.encode()),
-        ("source-topic", source.topic.encode()),
-        ("source-partition", str(source.partition).encode()),
-        ("source-offset", str(source.offset).encode()),
-    ]  # (the source coordinates as _source_headers writes them)
+        *_source_headers(source),
+    ]
     return headers + _replay_of(source) if source.headers else headers
 
 
