@@ -10,7 +10,8 @@ allows 2% outside (passes: no diagnosis). Per tool: the median wall time (s), th
 peak RSS of the process (MiB, ``ru_maxrss`` from ``wait4``), the ratio to DuckDB's time
 and its counts; every tool's counts must equal the generator's (the truth: a feature on the
 extent's edge is inside). Targets: the gate's time at most 1.0x DuckDB's on the polygons
-and 1.2x on the points, peak RSS at most 400 MiB, a broken extent at most 1.1x a passing one.
+and 1.2x on the points, peak RSS at most 400 MiB, a broken extent at most 1.1x a passing one
+(the fastest run of each: :func:`_broken_note` says why).
 
 The gate's packages are compiled to bytecode before the first round
 (:func:`compile_bytecode`), as installing them from a wheel does: a session run with
@@ -91,6 +92,12 @@ class Runs:
     @property
     def median_s(self) -> float:
         return statistics.median(self.seconds)
+
+    @property
+    def fastest_s(self) -> float:
+        """The fastest run's wall time (s): what the broken / passing rows compare
+        (:func:`rows`)."""
+        return min(self.seconds)
 
     @property
     def median_cpu_s(self) -> float | None:
@@ -248,22 +255,40 @@ def rows(what: str, n: int, runs: dict[str, Runs], truth: Truth) -> list[Row]:
         rss = max(r.rss_mib, passing.rss_mib)
         out.append(Row(f"peers: {label} peak RSS, {n} {what}", rss, None, "MiB",
                        TARGET_RSS_MIB, higher_is_better=False))  # fmt: skip
-        out.append(Row(f"peers: broken/passing extent, {label}, {n} {what}", r.median_s,
-                       passing.median_s, "s", TARGET_BROKEN, higher_is_better=False,
-                       note=_cpu_note(r, passing)))  # fmt: skip
+        out.append(Row(f"peers: broken/passing extent, {label}, {n} {what}", r.fastest_s,
+                       passing.fastest_s, "s", TARGET_BROKEN, higher_is_better=False,
+                       note=_broken_note(r, passing)))  # fmt: skip
     wrong = [t for t, r in runs.items() if _differences(r.counts, truth)]
     out.append(Row(f"peers: tools whose counts differ from the truth, {what}", len(wrong), None,
                    "tools", 0, higher_is_better=False, note=", ".join(wrong)))  # fmt: skip
     return out
 
 
-def _cpu_note(broken: Runs, passing: Runs) -> str:
-    """The broken / passing row's CPU figures (median user + system s of each process,
-    and their ratio): steadier than wall time on a shared machine. Empty without them."""
+def _broken_note(broken: Runs, passing: Runs) -> str:
+    """The broken / passing row's note: how many runs of each it took the fastest of, the
+    ratio of their median wall times, and that of their median CPU (user + system s of
+    each process) when the runs recorded it.
+
+    The row compares the fastest run of each (as the ``scale-out`` row takes the faster
+    of its runs), not the medians: it is one tool on one file, and on this machine the
+    noise only adds. A process that touches fresh memory now and then spends 0.1-0.7 s
+    more in the kernel, whatever it runs: the VM hands freed pages back to its host at
+    once (virtio-balloon free page reporting, ``page_reporting_order`` 9,
+    ``min_free_ms`` 0), and touching them again costs a fault on the host. A numpy
+    process that only fills 128 MB three times spent 0.05-0.08 s of system time in 25 of
+    30 runs and 0.12-0.71 s in the other 5 (docs/performance.md, stop 44). On a 0.5 s
+    ``check`` of the points such a spike is 20-90% of the run against the 10% bound,
+    while the diagnosis costs 2-3 ms; the fastest run is the one the spikes missed. A
+    real cost of the diagnosis is in every broken run, the fastest too."""
+    n = min(len(broken.seconds), len(passing.seconds))
+    parts = [
+        f"fastest of {n} runs each; medians {broken.median_s:.2f} / {passing.median_s:.2f} s"
+        f" = {broken.median_s / passing.median_s:.2f}"
+    ]
     b, p = broken.median_cpu_s, passing.median_cpu_s
-    if b is None or p is None or p <= 0:
-        return ""
-    return f"CPU {b:.2f} / {p:.2f} s = {b / p:.2f}"
+    if b is not None and p is not None and p > 0:
+        parts.append(f"CPU {b:.2f} / {p:.2f} s = {b / p:.2f}")
+    return "; ".join(parts)
 
 
 def run(
