@@ -120,7 +120,9 @@ def gate_counts(decision_json: dict[str, Any]) -> dict[str, int]:
     """The five counts in the gate's decision JSON (``check --format json`` or
     :func:`worker.io.reports.text.decision_to_json`) on a contract written by
     :func:`benchmarks.peers.contract_text`: its clauses are named after the checks."""
-    clauses = {c["name"]: c.get("measured") or {} for c in decision_json["versions"][0]["clauses"]}
+    clauses: dict[str, Any] = {
+        c["name"]: c.get("measured") or {} for c in decision_json["versions"][0]["clauses"]
+    }
     types = clauses["geometry_types"]
     return {
         "count": int(clauses["size"]),
