@@ -275,8 +275,8 @@ def _broken_note(broken: Runs, passing: Runs) -> str:
     more in the kernel, whatever it runs: the VM hands freed pages back to its host at
     once (virtio-balloon free page reporting, ``page_reporting_order`` 9,
     ``min_free_ms`` 0), and touching them again costs a fault on the host. A numpy
-    process that only fills 128 MB three times spent 0.05-0.08 s of system time in 25 of
-    30 runs and 0.12-0.71 s in the other 5 (docs/performance.md, stop 44). On a 0.5 s
+    process that only fills 128 MB three times spent 0.05-0.08 s of system time in 22 of
+    30 runs, 0.10-0.13 s in 3 and 0.16-0.71 s in 5 (docs/performance.md, stop 44). On a 0.5 s
     ``check`` of the points such a spike is 20-90% of the run against the 10% bound,
     while the diagnosis costs 2-3 ms; the fastest run is the one the spikes missed. A
     real cost of the diagnosis is in every broken run, the fastest too."""
