@@ -41,6 +41,7 @@ from pathlib import Path
 from benchmarks.common import Row
 from benchmarks.peers_data import CODES, EXTENT, Truth, write_batch
 from benchmarks.peers_run import run_measured
+from benchmarks.peers_spec import LIMIT_ENV
 
 #: Default number of features of each batch (issue 27's 1,000,000), and the quick one.
 FEATURES = 1_000_000
@@ -175,11 +176,12 @@ def measure(folder: Path, what: str, n: int, rounds: int) -> tuple[dict[str, Run
         contracts[name] = folder / f"peers-{what}-{name}.yaml"
         contracts[name].write_text(contract_text(allowed, fraction), "utf-8")
     tools, _ = tools_available()
+    env = limit_env(path)
     compile_bytecode()
     runs: dict[str, Runs] = {tool: Runs([], [], {}) for tool in tools}  # the table's order
     for r in range(rounds):
         for tool in round_order(tools, r):
-            got = run_measured(_argv(tool, path, allowed, contracts))
+            got = run_measured(_argv(tool, path, allowed, contracts), env)
             counts, had = got.doc, runs[tool]
             if had.seconds and counts != had.counts:  # the same file and tool: a bug
                 raise RuntimeError(f"{tool} counted {counts} in round {r + 1}, {had.counts} before")
@@ -190,6 +192,21 @@ def measure(folder: Path, what: str, n: int, rounds: int) -> tuple[dict[str, Run
             print(f"  {what} round {r + 1}: {tool} {got.wall_s:.2f} s, CPU {got.cpu_s:.2f} s, "
                   f"{got.rss_kib / 1024:.0f} MiB", file=sys.stderr, flush=True)  # fmt: skip
     return runs, truth
+
+
+def limit_env(path: Path) -> dict[str, str]:
+    """The environment the tools run with on ``path``: the gate's payload size limit
+    (:data:`~benchmarks.peers_spec.LIMIT_ENV`) raised to the file's size in bytes when the
+    file is over the gate's default for its format (a line says so); else nothing."""
+    from worker.io.formats import FORMATS
+
+    size, default = path.stat().st_size, FORMATS["parquet"].default_limit_bytes
+    if size <= default:
+        return {}
+    print(f"  {path.name} is {size / 1024**3:.1f} GiB, over the gate's default payload limit "
+          f"({default / 1024**3:.0f} GiB): the gate's runs get {LIMIT_ENV}={size}",
+          file=sys.stderr, flush=True)  # fmt: skip
+    return {LIMIT_ENV: str(size)}
 
 
 def round_order(tools: Sequence[str], r: int) -> list[str]:

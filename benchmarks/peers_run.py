@@ -40,9 +40,9 @@ class Measured:
     doc: dict[str, int]
 
 
-def run_measured(argv: list[str]) -> Measured:
+def run_measured(argv: list[str], env: dict[str, str] | None = None) -> Measured:
     """Run ``argv`` as a process of its own, measured through :data:`LAUNCHER`
-    (``wait4`` of that process alone).
+    (``wait4`` of that process alone), with ``env`` added to this process's environment.
 
     Raises
     ------
@@ -50,7 +50,7 @@ def run_measured(argv: list[str]) -> Measured:
         The process exited 2 or more (``check`` exits 1 for a quarantined batch), or
         printed no JSON; its stderr's tail is in the message.
     """
-    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
+    env = {**os.environ, **(env or {}), "PYTHONPATH": str(Path(__file__).resolve().parents[1])}
     with tempfile.TemporaryDirectory(prefix="peers-run-") as scratch:
         figures = Path(scratch) / "figures"
         launch = [sys.executable, "-S", "-c", LAUNCHER, str(figures), *argv]

@@ -21,11 +21,12 @@ their counts (keys of :meth:`benchmarks.peers_data.Truth.checks`). The parent
 from __future__ import annotations
 
 import json
+import os
 import sys
 from pathlib import Path
 from typing import Any
 
-from benchmarks.peers_spec import CODES, EXTENT
+from benchmarks.peers_spec import CODES, EXTENT, LIMIT_ENV
 
 
 def spatial_extension() -> Path:
@@ -158,8 +159,10 @@ def _gate_stream(path: str, contract: str) -> dict[str, int]:
         declared_crs=None, axis_order="east_north", schema_fields=(), feature_count=0,
         geometries_wkb=(), attributes=pa.table({}), payload_uri=uri,
     )  # fmt: skip
-    # the worker's policy: the file's folder is its configured payload root
-    policy = PayloadPolicy.from_strings([Path(path).resolve().parent.as_uri() + "/"])
+    # the worker's policy: the file's folder is its configured payload root, the limit
+    # the worker's setting (`run --max-payload-bytes`, env CONTRACT_GATE_MAX_PAYLOAD_BYTES)
+    root = Path(path).resolve().parent.as_uri() + "/"
+    policy = PayloadPolicy.from_strings([root], os.environ.get(LIMIT_ENV))
     loaded = load_payload_chunked(uri, event, policy=policy)
     assert isinstance(loaded, ChunkedBatch), "a GeoParquet payload is read in chunks"
     versions = [ActiveVersion(load_contract(Path(contract)), "enforcing")]

@@ -261,3 +261,30 @@ def test_the_broken_passing_row_compares_the_fastest_runs() -> None:
     runs["check"] = peers.Runs([0.55, 0.90, 0.80], [200 * 1024] * 3, truth.checks())
     slow = {r.name: r for r in peers.rows("points", 100, runs, truth)}
     assert slow["peers: broken/passing extent, gate check, 100 points"].passed is True
+
+
+def test_a_batch_over_the_payload_limit_is_measured_with_the_limit_raised(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """A batch over the gate's default payload limit (2 GiB: a 3,000,000-polygon batch,
+    issue 27's memory target) runs with the limit raised to its size, for ``check`` and
+    the streamed tool alike; one under it runs with the gate's defaults."""
+    from benchmarks import peers, peers_tools
+    from benchmarks.peers_data import write_batch
+    from benchmarks.peers_spec import LIMIT_ENV
+    from worker.core.errors import PayloadTooLarge
+    from worker.io.formats import FORMATS
+
+    path = tmp_path / "peers-polygons-300.parquet"
+    truth = write_batch(path, 300, polygons=True)
+    contract = tmp_path / "c.yaml"
+    contract.write_text(peers.contract_text("Polygon", 1.0), "utf-8")
+    assert peers.limit_env(path) == {}
+    size = path.stat().st_size
+    monkeypatch.setattr(FORMATS["parquet"], "default_limit_bytes", size - 1)
+    assert peers.limit_env(path) == {LIMIT_ENV: str(size)}
+    monkeypatch.delenv(LIMIT_ENV, raising=False)
+    with pytest.raises(PayloadTooLarge, match="raise --max-payload-bytes"):
+        peers_tools._gate_stream(str(path), str(contract))
+    monkeypatch.setenv(LIMIT_ENV, str(size))
+    assert peers_tools._gate_stream(str(path), str(contract)) == truth.checks()
