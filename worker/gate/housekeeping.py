@@ -73,7 +73,7 @@ _SLICE_S = 0.01
 IDLE_WAIT_S = 0.1
 
 
-def _value_bytes(messages: list[Any]) -> int:
+def _value_bytes(messages: Sequence[Any]) -> int:
     return sum(len(m.value() or b"") for m in messages)
 
 
@@ -122,7 +122,7 @@ def poll_batch(
         timeout_s = min(_SLICE_S, left_s)
 
 
-def without_errors(messages: list[Any]) -> list[Any]:
+def without_errors(messages: Sequence[Any]) -> list[Any]:
     """``messages`` less their error events (logged, but partition EOF)."""
     events = []
     for m in messages:
@@ -134,7 +134,7 @@ def without_errors(messages: list[Any]) -> list[Any]:
     return events
 
 
-def without_revoked(messages: list[Any], revoked: frozenset[Partition]) -> list[Any]:
+def without_revoked(messages: Sequence[Any], revoked: frozenset[Partition]) -> list[Any]:
     """``messages`` less the records of ``revoked`` partitions (logged when any)."""
     kept = [m for m in messages if (m.topic(), m.partition()) not in revoked]
     if len(kept) < len(messages):
