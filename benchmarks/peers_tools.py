@@ -134,7 +134,18 @@ def gate_counts(decision_json: dict[str, Any]) -> dict[str, int]:
     }
 
 
-def _gate_stream(path: str, contract: str) -> dict[str, int]:
+def gate_stream(path: str, contract: str) -> dict[str, int]:
+    """The ``gate-stream`` tool: the GeoParquet batch at ``path`` read as the worker reads
+    a by-reference payload (its folder the payload root, the size limit from
+    :data:`~benchmarks.peers_spec.LIMIT_ENV` when set) and evaluated in chunks on the
+    worker's default pool against the contract file ``contract``; the counts of
+    :func:`gate_counts`.
+
+    Raises
+    ------
+    worker.core.errors.PayloadTooLarge
+        The file is over the payload size limit (the gate's default 2 GiB, or the one set).
+    """
     from concurrent.futures import ThreadPoolExecutor
     from datetime import datetime, timezone
 
@@ -176,7 +187,7 @@ def main(argv: list[str]) -> int:
     """Run one tool (see the module docstring); print its counts as one JSON line."""
     tool, path, allowed = argv[:3]
     if tool == "gate-stream":
-        counts = _gate_stream(path, argv[3])
+        counts = gate_stream(path, argv[3])
     else:
         run = {"duckdb": _duckdb, "geopandas": _geopandas, "shapely-loop": _shapely_loop}[tool]
         counts = run(path, allowed)

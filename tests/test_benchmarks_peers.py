@@ -285,6 +285,6 @@ def test_a_batch_over_the_payload_limit_is_measured_with_the_limit_raised(
     assert peers.limit_env(path) == {LIMIT_ENV: str(size)}
     monkeypatch.delenv(LIMIT_ENV, raising=False)
     with pytest.raises(PayloadTooLarge, match="raise --max-payload-bytes"):
-        peers_tools._gate_stream(str(path), str(contract))
+        peers_tools.gate_stream(str(path), str(contract))
     monkeypatch.setenv(LIMIT_ENV, str(size))
-    assert peers_tools._gate_stream(str(path), str(contract)) == truth.checks()
+    assert peers_tools.gate_stream(str(path), str(contract)) == truth.checks()
