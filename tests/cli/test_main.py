@@ -238,4 +238,7 @@ def test_a_bug_is_exit_70_with_one_line_never_the_exit_of_a_decision(
         doc = json.loads(err)
         assert doc["error"].startswith(why) and "--log-level DEBUG" in doc["fix"]
     else:
-        assert err.startswith(f"contract-gate {argv[0]}: {why}") and "--log-level DEBUG" in err
+        assert err.startswith(f"contract-gate {argv[0]}: error: {why}")
+        assert err.rstrip().endswith(
+            "rerun with --log-level DEBUG for the traceback, and report it with the input"
+        )
