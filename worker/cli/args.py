@@ -27,6 +27,9 @@ if TYPE_CHECKING:  # imported where used: `check` needs no Kafka settings
 #: Exit codes of ``check``: admitted, quarantined, bad input (or any error of this package).
 EXIT_ADMITTED, EXIT_QUARANTINED, EXIT_BAD_INPUT = 0, 1, 2
 EXIT_BROKEN_PIPE = 128 + 13  # as a shell reports a process ended by SIGPIPE
+#: A bug of contract-gate (an exception no layer translated): sysexits.h EX_SOFTWARE, so
+#: that it never reads as a decision (1: quarantined, or failures of a review).
+EXIT_INTERNAL = 70
 
 #: The completion of an argument whose value is a local path: shtab's own file completers
 #: (``shtab.FILE``, spelled here so that declaring an argument does not import shtab).
