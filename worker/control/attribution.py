@@ -85,17 +85,19 @@ def _declaration(key: str, value: bytes) -> Declaration:
         version is not a contract version.
     """
     rec = decode_consumer_declaration(value)
+    fix = "declare it again: contract-gate consumers declare CONSUMER LAYER VERSION"
     named = f"{rec['consumer']}/{rec['layer']}"
     if named != key:
         raise ContractGateError(
             f"its consumer/layer {clip(named, 200)!r} is not its key (a declaration is keyed "
-            "consumer/layer: `contract-gate consumers declare` writes it so)"
+            "consumer/layer: `contract-gate consumers declare` writes it so)",
+            fix=fix,
         )
     try:
         parse_version(rec["version"])
     except ContractGateError:
         raise ContractGateError(
-            f"its version {clip(rec['version'], 40)!r} is not v<major>[.<minor>]"
+            f"its version {clip(rec['version'], 40)!r} is not v<major>[.<minor>]", fix=fix
         ) from None
     return Declaration(rec["consumer"], rec["layer"], rec["version"], _aware(rec["declared_at"]))
 
