@@ -44,7 +44,7 @@ def test_a_column_nested_otherwise_is_refused_naming_the_layout(encoding: str, o
     text = str(err.value)
     layout = "list<" * NESTING[encoding] + "coordinates" + ">" * NESTING[encoding]
     assert f"GeoArrow {encoding} column of type {col.type}" in text
-    assert f"the {encoding} encoding is {layout}" in text
+    assert f"is not the {encoding} layout ({layout}, coordinates being a struct of x, y" in text
 
 
 @pytest.mark.parametrize("encoding", list(NESTING))
@@ -64,7 +64,7 @@ def test_coordinates_of_another_type_are_refused_naming_it(encoding: str, coords
     col = _column(coords, NESTING[encoding])
     with pytest.raises(ContractGateError) as err:
         native_to_wkb("b.parquet", col, encoding)
-    assert f"its coordinates are {coords.type}, not a struct of x, y" in str(err.value)
+    assert str(err.value).endswith(f"): its coordinates are {coords.type}")
 
 
 @pytest.mark.parametrize("encoding", list(NESTING))
