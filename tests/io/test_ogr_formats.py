@@ -123,3 +123,36 @@ def test_a_geopackage_of_several_layers_is_refused_naming_them(tmp_path: Path) -
     assert len(pyogrio.list_layers(path)) == 2
     with pytest.raises(PayloadError, match=r"GeoPackage holds 2 layers \('two', 'boroughs_2'\); a"):
         read_features(path)
+
+
+@pytest.mark.parametrize("kind", ["shp", "zip"])
+@pytest.mark.parametrize(
+    "prj",
+    ["GARBAGE[[[", 'PROJCS["NAD83 / New York Long Island (ftUS)",GEOGCS[', "\ufeffnot a CRS\n"],
+    ids=["garbage", "truncated WKT", "BOM and text"],
+)
+def test_a_prj_gdal_cannot_read_is_the_declared_crs_as_written(
+    tmp_path: Path, kind: str, prj: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # found by a new-user session: a shapefile whose .prj GDAL cannot parse was checked as
+    # one that "declares no CRS" (GDAL drops it with a warning), sending its owner looking
+    # for a missing .prj instead of the broken one
+    from worker.cli.main import main
+
+    shp = _write(tmp_path / "nybb.shp", "ESRI Shapefile")
+    shp.with_suffix(".prj").write_text(prj, encoding="utf-8")
+    path = _zipped_shapefile(tmp_path) if kind == "zip" else shp
+    data = read_features(path)
+    assert data.declared_crs == prj.strip().lstrip("\ufeff")
+    assert (data.crs_stated, data.crs_source) == (True, ".prj")
+    contract = tmp_path / "c.yaml"
+    contract.write_text(
+        "layer: nybb\nversion: v1\ncadence: PT6H\nobjective: 0.99\nowner: o\nchangelog: c\n"
+        'clauses:\n  - {name: srid, kind: crs, expect: "EPSG:2263"}\n'
+    )
+    assert (
+        main(["check", str(path), "--contract", str(contract), "--now", "2026-12-05T00:00:00Z"])
+        == 1
+    )
+    out = capsys.readouterr().out
+    assert "cannot resolve CRS" in out and "declares no CRS" not in out
