@@ -23,7 +23,7 @@ from contextvars import ContextVar
 from typing import Any, NoReturn
 
 from worker import __version__
-from worker.cli.args import EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_INTERNAL
+from worker.cli.args import EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_INTERNAL, exit_status_epilog
 from worker.cli.commands import COMMANDS
 from worker.cli.interrupt import Interrupts
 from worker.cli.log_args import LOG_LEVEL_HELP, log_level, log_level_everywhere
@@ -34,6 +34,7 @@ from worker.cli.output import (
     print_error,
     wants_json,
 )
+from worker.cli.parser_tree import subcommands, walk
 from worker.core._util.arrow import skip_pandas_probe
 from worker.core._util.malloc import keep_freed_memory
 from worker.core._util.text import clip
@@ -85,6 +86,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     for name in [only] if only is not None else COMMANDS:
         COMMANDS[name].register(sub)
     log_level_everywhere(parser)
+    for _, leaf in walk(parser, "contract-gate"):
+        if not subcommands(leaf):
+            leaf.epilog = exit_status_epilog(leaf)
     parser.set_defaults(root_parser=parser)  # `completion` writes the script of the tree
     return parser
 
