@@ -357,7 +357,8 @@ def test_tail_follow_prints_the_tables_header_columns_and_measured_values() -> N
 def test_quarantine_show_heads_a_forged_record_with_one_line(field: str, name: str) -> None:
     # found by a new-user session: `quarantine tail` escaped a forged layer or batch id,
     # but `quarantine show` of the same record printed it raw in its first line
-    entry = entry_of(codec.encode_batch(replace(WORLD, **{field: name})))
+    old = datetime(2020, 1, 1, tzinfo=timezone.utc)  # quarantined whatever the layer
+    entry = entry_of(codec.encode_batch(replace(WORLD, data_time=old, **{field: name})))
     head = render_entry(entry).split("\n  record:")[0]
     assert head.startswith("batch ") and ": quarantined " in head
     assert_one_line_each(head, name, 1)
