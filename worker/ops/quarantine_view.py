@@ -158,8 +158,8 @@ def render_entry(entry: QuarantineEntry) -> str:
         return f"{entry.coordinates}: undecodable quarantine record: {entry.error}"
     r = entry.record
     lines = [
-        f"batch {entry.batch_id or '-'} of layer {entry.layer or '-'}: quarantined "
-        f"{_when(entry)} by {r['worker_id']} ({r['reason_code']})",
+        f"batch {one_line(entry.batch_id or '-')} of layer {one_line(entry.layer or '-')}: "
+        f"quarantined {_when(entry)} by {one_line(r['worker_id'])} ({r['reason_code']})",
         f"  record:   {entry.coordinates}",
         f"  source:   {r['source_topic']}[{r['source_partition']}]@{r['source_offset']}, "
         + (
