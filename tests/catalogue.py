@@ -144,10 +144,11 @@ HOSTILE_NAMES = (
 )
 
 
-def assert_one_line_each(text: str, name: str, lines: int) -> None:
+def assert_one_line_each(text: str, name: str, lines: int, clipped_at: int = 120) -> None:
     """``text`` has ``lines`` lines and no control character in them, and shows ``name``
-    escaped (``\\x0a``) and clipped to about 120 characters."""
+    escaped (``\\x0a``) and clipped to ``clipped_at`` characters."""
     assert len(text.split("\n")) == lines, text
     assert not any(ch in text for ch in "\r\x00\x1b\x85"), repr(text)
     shown = "".join(f"\\x{ord(c):02x}" if ord(c) < 32 or 127 <= ord(c) < 160 else c for c in name)
-    assert shown[:40] in text and (len(shown) <= 200 or shown[:200] not in text)
+    assert shown[:40] in text
+    assert len(shown) <= clipped_at or shown[: clipped_at + 40] not in text
