@@ -60,7 +60,8 @@ def register(sub: argparse._SubParsersAction) -> None:
             "undecodable events, which have no batch id)."
             + (
                 " The worker re-evaluates the event like any other, under the contract "
-                "versions active now."
+                "versions active now. Exit 0 when every selected batch was replayed; with "
+                "--all-since, 1 when some were not (each named with why)."
                 if name == "replay"
                 else ""
             ),
