@@ -362,3 +362,19 @@ def test_quarantine_show_heads_a_forged_record_with_one_line(field: str, name: s
     head = render_entry(entry).split("\n  record:")[0]
     assert head.startswith("batch ") and ": quarantined " in head
     assert_one_line_each(head, name, 1)
+
+
+@pytest.mark.parametrize("same_bytes", [True, False], ids=["same event", "another event"])
+@pytest.mark.parametrize("name", HOSTILE_NAMES)
+def test_a_replay_refusal_names_a_forged_batch_id_on_one_line(same_bytes: bool, name: str) -> None:
+    # found by a new-user session: `quarantine replay --all-since` printed "not replayed
+    # <batch id>: batch <batch id> was already admitted" with the id raw
+    import hashlib
+
+    old = datetime(2020, 1, 1, tzinfo=timezone.utc)
+    value = codec.encode_batch(replace(WORLD, batch_id=name, data_time=old))
+    e = entry_of(value)
+    digest = hashlib.sha256(value if same_bytes else b"another event").hexdigest()
+    with pytest.raises(ContractGateError) as refused:
+        check_not_admitted(e, {name: "adm[0]@3"}, {name: digest})
+    assert_one_line_each(str(refused.value), name, 1, 200)
