@@ -161,3 +161,22 @@ def test_a_prj_gdal_cannot_read_is_the_declared_crs_as_written(
     )
     out = capsys.readouterr().out
     assert "cannot resolve CRS" in out and "declares no CRS" not in out
+
+
+@pytest.mark.parametrize("kind", ["shp", "zip"])
+def test_a_prj_gdal_refuses_outright_is_named_in_the_refusal(tmp_path: Path, kind: str) -> None:
+    # found by a new-user session: a truncated WKT .prj gave "GDAL cannot read a
+    # shapefile: missing ]", naming neither the .prj nor what to do
+    shp = _write(tmp_path / "nybb.shp", "ESRI Shapefile")
+    shp.with_suffix(".prj").write_text('PROJCS["NAD83 / New York Long Island (ftUS)",GEOGCS[')
+    path = shp
+    if kind == "zip":
+        path = tmp_path / "nybb_16a.zip"
+        with zipfile.ZipFile(path, "w") as z:
+            for part in shp.parent.glob("nybb.*"):
+                z.write(part, f"nybb_16a/{part.name}")
+    with pytest.raises(PayloadError) as err:
+        read_features(path)
+    text = str(err.value)
+    assert text.startswith(f"{path}: its .prj is not a CRS GDAL reads (missing ]): ")
+    assert "write the layer's CRS there as WKT, or remove the .prj" in text
