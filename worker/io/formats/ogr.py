@@ -150,6 +150,14 @@ def read_ogr(path: Path, fmt: str, *, shown: Path | None = None) -> FeatureData:
     options = {"encoding": encoding.encoding} if encoding is not None else {}
     try:
         meta, table = pyogrio.read_arrow(target, layer=0, **options)
+    except pyogrio.errors.CRSError as exc:  # GDAL began a CRS and failed (truncated WKT)
+        source = _CRS_SOURCES.get(fmt, "CRS")
+        fix = (
+            "write the layer's CRS there as WKT, or remove the .prj when the CRS is unknown"
+            if source == ".prj"
+            else f"fix its {source}"
+        )
+        raise _fail(path, f"its {source} is not a CRS GDAL reads ({exc}): {fix}") from None
     except Exception as exc:  # pyogrio.errors.DataSourceError, DataLayerError, GDAL errors
         raise _fail(path, f"GDAL cannot read {what}: {exc}") from None
     geom_name = meta.get("geometry_name") or "wkb_geometry"
