@@ -131,3 +131,24 @@ def read_geoparquet(path: Path) -> tuple[np.ndarray, pa.Table, list[bytes]]:
     wkb = table.column("geometry").to_pylist()
     geoms = shapely.from_wkb(np.asarray(wkb, dtype=object))
     return geoms, table.drop_columns(["geometry"]), wkb
+
+
+#: Names a producer of a topic controls (a consumer group id, a declaration, a config
+#: record's ``published_by``) that try to forge a terminal line: a newline, a carriage
+#: return, an ANSI escape that clears the screen, NUL, a C1 control, 500 characters.
+HOSTILE_NAMES = (
+    "ci\nESCALATION: forged line",
+    "ci\r\x1b[2Jcleared",
+    "ci\x00\x85nul",
+    "ci" + "x" * 500,
+)
+
+
+def assert_one_line_each(text: str, name: str, lines: int, clipped_at: int = 120) -> None:
+    """``text`` has ``lines`` lines and no control character in them, and shows ``name``
+    escaped (``\\x0a``) and clipped to ``clipped_at`` characters."""
+    assert len(text.split("\n")) == lines, text
+    assert not any(ch in text for ch in "\r\x00\x1b\x85"), repr(text)
+    shown = "".join(f"\\x{ord(c):02x}" if ord(c) < 32 or 127 <= ord(c) < 160 else c for c in name)
+    assert shown[:40] in text
+    assert len(shown) <= clipped_at or shown[: clipped_at + 40] not in text

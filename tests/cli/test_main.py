@@ -203,3 +203,42 @@ def test_check_warns_of_file_metadata_its_geometries_contradict(
     assert main(["check", str(path), "--contract", V1, *RECENT]) == 0  # the verdict is the data's
     err = capsys.readouterr().err
     assert "warning: the file's bbox [0, 0, 1, 1] does not contain its features" in err
+
+
+@pytest.mark.parametrize("fmt", ["text", "json"])
+@pytest.mark.parametrize(
+    ("module", "argv"),
+    [
+        ("check", ["check", WORLD, "--contract", V1]),
+        ("contract", ["contract", "classify", V1, V11]),
+        ("consumers", ["consumers", "status"]),
+        ("quarantine", ["quarantine", "tail"]),
+        ("batch", ["batch", "publish", WORLD, "--layer", "admin_boundaries"]),
+    ],
+)
+def test_a_bug_is_exit_70_with_one_line_never_the_exit_of_a_decision(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    module: str,
+    argv: list[str],
+    fmt: str,
+) -> None:
+    # found by a new-user session: 'geo' metadata nested 5,000 deep made `check` raise a
+    # RecursionError: a traceback and exit 1, the exit of a quarantined batch (and of a
+    # failed review) to every script and CI job reading it
+    def broken(args: object) -> int:
+        raise RecursionError("maximum recursion depth exceeded")
+
+    monkeypatch.setattr(f"worker.cli.commands.{module}.run", broken)
+    assert main([*argv, "--format", fmt] if fmt == "json" else argv) == 70
+    err = capsys.readouterr().err
+    assert "Traceback" not in err and len(err.splitlines()) == 1
+    why = "internal error (a bug of contract-gate): RecursionError: maximum recursion depth"
+    if fmt == "json":
+        doc = json.loads(err)
+        assert doc["error"].startswith(why) and "--log-level DEBUG" in doc["fix"]
+    else:
+        assert err.startswith(f"contract-gate {argv[0]}: error: {why}")
+        assert err.rstrip().endswith(
+            "rerun with --log-level DEBUG for the traceback, and report it with the input"
+        )

@@ -254,3 +254,60 @@ def test_an_undecodable_declaration_is_warned_about_once(monkeypatch, caplog) ->
             assert attribution.read_declarations(Settings()) == []
     levels = [r.levelname for r in caplog.records if "ignored" in r.getMessage()]
     assert levels == ["WARNING", "DEBUG", "DEBUG"]
+
+
+def _declaration(offset: int, key: bytes, consumer: str, layer: str, version: str) -> Any:
+    from datetime import datetime, timezone
+
+    from worker.io.codec import encode_consumer_declaration
+    from worker.kafka.memory import MemoryMessage
+
+    at = datetime(2026, 12, 5, tzinfo=timezone.utc)
+    value = encode_consumer_declaration(consumer, layer, version, at)
+    return MemoryMessage.of("gis.contract.consumers", 0, offset, key=key, value=value)
+
+
+@pytest.mark.parametrize(
+    ("key", "consumer", "layer", "version", "why"),
+    [
+        (b"bad/roads", "bad", "roads", "banana", "version 'banana'"),
+        (b"bad/roads", "bad", "roads", "", "version ''"),
+        (b"bad/roads", "bad", "roads", "v-1", "version 'v-1'"),
+        (b"bad/roads", "bad", "roads", "v1.x", "version 'v1.x'"),
+        (b"bad/roads", "bad", "roads", "v1\nv2", "version 'v1\\nv2'"),
+        (b"bad/roads", "other", "roads", "v1", "consumer/layer 'other/roads'"),
+        (b"bad/roads", "bad", "rivers", "v1", "consumer/layer 'bad/rivers'"),
+        (None, "bad", "roads", "v1", "consumer/layer 'bad/roads'"),
+    ],
+)
+def test_a_declaration_that_does_not_fit_its_key_or_names_no_version_is_ignored(  # type: ignore[no-untyped-def]
+    monkeypatch, caplog, key, consumer, layer, version, why
+) -> None:
+    # found by a new-user session: one declaration with version "banana" on the consumers
+    # topic made `consumers status` and `contract retire` of every layer fail with
+    # "'banana' is not a contract version" (no record named), and froze the worker's
+    # migration gauges; a record under another consumer's key counted that consumer twice
+    import logging
+    from datetime import datetime, timedelta, timezone
+
+    from worker.control import attribution
+    from worker.core.lifecycle.migration import build_view, render_view
+
+    good = _declaration(1, b"a/roads", "a", "roads", "v2")
+    bad = _declaration(2, key, consumer, layer, version)
+    monkeypatch.setattr(attribution, "_REPORTED", set())
+    monkeypatch.setattr(attribution, "read_topic", lambda *a, **k: iter([good, bad]))
+    with caplog.at_level(logging.WARNING, logger="worker.control.attribution"):
+        decls = attribution.read_declarations(Settings())
+    assert [(d.consumer, d.layer, d.version) for d in decls] == [("a", "roads", "v2")]
+    (line,) = [r.getMessage() for r in caplog.records]
+    assert line.startswith("consumer declaration ") and " ignored: " in line
+    assert why in line and "gis.contract.consumers[0]@2" in line
+    now = datetime(2026, 12, 5, tzinfo=timezone.utc)
+    view = build_view(
+        {"roads": ["v1.0", "v2.0"]}, decls, [], ["a"], now=now, stale_after=timedelta(days=7)
+    )
+    assert render_view(view) == (
+        "roads\n  v1 (active v1.0, oldest): 0 consumer(s)\n  v2 (active v2.0): 1 consumer(s)\n"
+        "    declared: a"
+    )

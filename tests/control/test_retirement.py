@@ -7,6 +7,7 @@ from typing import Any
 
 import pytest
 
+from tests.catalogue import HOSTILE_NAMES, assert_one_line_each
 from worker.cli.lifecycle_output import retire_text
 from worker.cli.scenario import data_file
 from worker.control import retirement
@@ -130,3 +131,19 @@ def test_retirement_refusal_gives_every_reason_at_once(monkeypatch: pytest.Monke
     first, second = str(err.value).split("\nand: ")
     assert "without an active enforcing version" in first
     assert "1 consumer(s) still read against it: atlas-app (declared)" in second
+
+
+@pytest.mark.parametrize("name", HOSTILE_NAMES)
+def test_retirement_refusal_names_a_hostile_consumer_on_one_line(
+    monkeypatch: pytest.MonkeyPatch, name: str
+) -> None:
+    # found by a new-user session: a consumer group id with a newline or an ANSI escape
+    # went into the refusal as it was
+    from worker.core.lifecycle.migration import Declaration
+
+    known = [pub(V1_1, "enforcing", "tightening"), pub(V2, "enforcing", "major")]
+    _layer_state(monkeypatch, known, Declaration(name, "admin_boundaries", "v1.1", AT))
+    with pytest.raises(PolicyError) as err:
+        retire(Settings(), "admin_boundaries", "v1")
+    assert str(err.value).startswith("retirement of admin_boundaries v1 refused: 1 consumer(s)")
+    assert_one_line_each(str(err.value), name, 1)

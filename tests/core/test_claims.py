@@ -174,3 +174,25 @@ def test_a_file_of_no_features_is_checked_in_chunks_as_when_read_whole(
     assert docs[0]["decision"] == docs[1]["decision"] == "admitted"
     assert docs[0]["features"] == docs[1]["features"] == 0
     assert docs[0]["versions"] == docs[1]["versions"]
+
+
+@pytest.mark.parametrize(
+    ("claim", "value", "says"),
+    [
+        ("geometry_types", "Polygon", "the file's geometry_types is a string, not a list of"),
+        ("geometry_types", [1, 2], "the file's geometry_types is [1, 2], not a list of"),
+        ("geometry_types", {"a": 1}, "the file's geometry_types is a JSON object, not a list of"),
+        ("bbox", "0,0,1,1", "the file's bbox is a string, not 4 or 6 numbers"),
+        ("bbox", [0, 0, 1], "the file's bbox is [0, 0, 1], not 4 or 6 numbers"),
+        ("bbox", ["a", None, 1, 2], "the file's bbox is ['a', None, 1, 2], not 4 or 6 numbers"),
+        ("bbox", [0, 0, True, 1], "the file's bbox is [0, 0, True, 1], not 4 or 6 numbers"),
+    ],
+)
+def test_a_claim_of_the_wrong_shape_is_named_not_ignored(
+    tmp_path: Path, claim: str, value: Any, says: str
+) -> None:
+    # found by a new-user session: geometry_types "Polygon" (a string) or a bbox of three
+    # values was not compared and not named: a lie the gate names when it is well formed
+    # passed in silence when it was also malformed
+    (line,) = _claims(_rewritten(tmp_path, **{claim: value}))
+    assert line.startswith(says) and line.endswith(": not compared with the features")

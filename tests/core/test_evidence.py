@@ -6,6 +6,9 @@ import itertools
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+import pytest
+
+from tests.catalogue import HOSTILE_NAMES, assert_one_line_each
 from worker.cli.scenario import data_file
 from worker.core.lifecycle.evidence import attainment_warning, summarise
 from worker.io.contract_files import load_contract
@@ -193,3 +196,19 @@ def test_an_enforcing_version_calls_its_failures_its_own_quarantines() -> None:
     assert render_evidence_text(only).splitlines()[3] == (
         "  quarantined 2 batch(es) itself while enforcing"
     )
+
+
+@pytest.mark.parametrize("field", ["batch_id", "clause name", "clause message"])
+@pytest.mark.parametrize("name", HOSTILE_NAMES)
+def test_forged_evaluation_fields_are_shown_on_one_line_each(field: str, name: str) -> None:
+    # found by a new-user session: `contract evidence` and the confirmation of `contract
+    # promote` printed a forged evaluation record's batch id or clause message raw: a
+    # newline there writes lines of its own into what the owner confirms
+    forged = record("b1", 0, False)
+    if field == "batch_id":
+        forged["batch_id"] = name
+    else:
+        forged["clauses"][1]["name" if field == "clause name" else "message"] = name
+    e = summarise(V1_1, [forged, record("b2", 1, True)], now=T0 + timedelta(hours=3))
+    text = render_evidence_text(e)
+    assert_one_line_each(text, name, 6, 1000 if field == "clause message" else 120)

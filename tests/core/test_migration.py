@@ -4,6 +4,9 @@ from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
 
+import pytest
+
+from tests.catalogue import HOSTILE_NAMES, assert_one_line_each
 from worker.core.lifecycle.migration import Declaration, build_view, render_view, view_to_json
 
 NOW = datetime(2026, 11, 29, 12, tzinfo=timezone.utc)
@@ -149,3 +152,25 @@ def test_layers_read_are_shown_on_unattributed_rows_and_never_change_the_count()
         {"name": "g-roads", "kind": "unattributed", "layers_read": ["roads"]},
         {"name": "g-unknown", "kind": "unattributed"},
     ]
+
+
+@pytest.mark.parametrize("name", HOSTILE_NAMES)
+@pytest.mark.parametrize("kind", ["declared", "unattributed", "stale", "layers read"])
+def test_render_view_shows_each_name_on_one_line_escaped(kind: str, name: str) -> None:
+    # found by a new-user session: `consumers status` printed a consumer group id (any
+    # string Kafka accepts) or a declaration's name as it was: a newline forged a line, an
+    # ANSI escape reached the terminal
+    if kind == "declared":
+        view = _view({"roads": ["v1.0"]}, [_decl(name, "v1")], existing=[name])
+    elif kind == "stale":
+        view = _view({"roads": ["v1.0"]}, [_decl(name, "v1", age=2 * WEEK)])
+    elif kind == "unattributed":
+        view = _view({"roads": ["v1.0"]}, reading=[name], existing=[name])
+    else:
+        view = _view({"roads": ["v1.0"]}, reading=["g"], existing=["g"], layers_read={"g": (name,)})
+    text = render_view(view)
+    assert text.split("\n")[:2] == [
+        "roads",
+        f"  v1 (active v1.0, oldest): {int(kind != 'stale')} consumer(s)",
+    ]
+    assert_one_line_each(text, name, 3 + (kind in ("unattributed", "layers read")))

@@ -76,3 +76,33 @@ def test_directory_tree(tmp_path: Path) -> None:
     assert tree.read("ev.json") == '{"a": 1}'
     assert tree.read("../ev.json") is None
     assert tree.read("c") is None  # a directory is no file
+
+
+@pytest.mark.parametrize(
+    ("link", "target"),
+    [
+        ("c/secret.yaml", "{outside}/secret.yaml"),  # absolute, out of the tree
+        ("c/secret.yaml", "../../outside/secret.yaml"),  # relative, climbing out
+        ("c/env.yaml", "/proc/self/environ"),  # a pseudo-file holding the CI's secrets
+    ],
+)
+def test_a_contract_file_linking_out_of_the_directory_is_refused_naming_it(
+    tmp_path: Path, link: str, target: str
+) -> None:
+    # found by a new-user session: `contract review BASE HEAD` of two directories (a pull
+    # request checked out) read a symlink to a file anywhere on the CI machine, while the
+    # tree's own reader refused any path out of the tree
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (outside / "secret.yaml").write_text("layer: x\nversion: v1\nowner: TOKEN-123\n")
+    root = tmp_path / "head"
+    (root / "c").mkdir(parents=True)
+    (root / "c" / "a.yaml").write_text(V1)
+    (root / "c" / "same.yaml").symlink_to("a.yaml")  # inside the tree: read as any file
+    (root / link).symlink_to(target.format(outside=outside))
+    with pytest.raises(ContractGateError) as err:
+        read_tree(str(root), "c")
+    assert str(err.value).startswith(f"{root}/{link} links to ")
+    assert "outside the tree" in str(err.value) and "TOKEN" not in str(err.value)
+    (root / link).unlink()
+    assert sorted(read_tree(str(root), "c").files) == ["c/a.yaml", "c/same.yaml"]

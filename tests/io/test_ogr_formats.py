@@ -123,3 +123,60 @@ def test_a_geopackage_of_several_layers_is_refused_naming_them(tmp_path: Path) -
     assert len(pyogrio.list_layers(path)) == 2
     with pytest.raises(PayloadError, match=r"GeoPackage holds 2 layers \('two', 'boroughs_2'\); a"):
         read_features(path)
+
+
+@pytest.mark.parametrize("kind", ["shp", "zip"])
+@pytest.mark.parametrize(
+    "prj",
+    ["GARBAGE[[[", "EPSG:99999", "\ufeffnot a CRS\n"],
+    ids=["garbage", "a code, not WKT", "BOM and text"],
+)
+def test_a_prj_gdal_cannot_read_is_the_declared_crs_as_written(
+    tmp_path: Path, kind: str, prj: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    # found by a new-user session: a shapefile whose .prj GDAL cannot parse was checked as
+    # one that "declares no CRS" (GDAL drops it with a warning), sending its owner looking
+    # for a missing .prj instead of the broken one
+    from worker.cli.main import main
+
+    shp = _write(tmp_path / "nybb.shp", "ESRI Shapefile")
+    shp.with_suffix(".prj").write_text(prj, encoding="utf-8")
+    path = shp
+    if kind == "zip":
+        path = tmp_path / "nybb_16a.zip"
+        with zipfile.ZipFile(path, "w") as z:
+            for part in shp.parent.glob("nybb.*"):
+                z.write(part, f"nybb_16a/{part.name}")
+    data = read_features(path)
+    assert data.declared_crs == prj.strip().lstrip("\ufeff")
+    assert (data.crs_stated, data.crs_source) == (True, ".prj")
+    contract = tmp_path / "c.yaml"
+    contract.write_text(
+        "layer: nybb\nversion: v1\ncadence: PT6H\nobjective: 0.99\nowner: o\nchangelog: c\n"
+        'clauses:\n  - {name: srid, kind: crs, expect: "EPSG:2263"}\n'
+    )
+    assert (
+        main(["check", str(path), "--contract", str(contract), "--now", "2026-12-05T00:00:00Z"])
+        == 1
+    )
+    out = capsys.readouterr().out
+    assert "cannot resolve CRS" in out and "declares no CRS" not in out
+
+
+@pytest.mark.parametrize("kind", ["shp", "zip"])
+def test_a_prj_gdal_refuses_outright_is_named_in_the_refusal(tmp_path: Path, kind: str) -> None:
+    # found by a new-user session: a truncated WKT .prj gave "GDAL cannot read a
+    # shapefile: missing ]", naming neither the .prj nor what to do
+    shp = _write(tmp_path / "nybb.shp", "ESRI Shapefile")
+    shp.with_suffix(".prj").write_text('PROJCS["NAD83 / New York Long Island (ftUS)",GEOGCS[')
+    path = shp
+    if kind == "zip":
+        path = tmp_path / "nybb_16a.zip"
+        with zipfile.ZipFile(path, "w") as z:
+            for part in shp.parent.glob("nybb.*"):
+                z.write(part, f"nybb_16a/{part.name}")
+    with pytest.raises(PayloadError) as err:
+        read_features(path)
+    text = str(err.value)
+    assert text.startswith(f"{path}: its .prj is not a CRS GDAL reads (missing ]): ")
+    assert "write the layer's CRS there as WKT, or remove the .prj" in text

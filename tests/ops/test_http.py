@@ -321,3 +321,56 @@ def test_status_history_breaks_are_bounded() -> None:
         f"key{i}" for i in range(10)
     ]
     assert all(len(line) <= 340 for line in shown["forged19"]["breaks"])
+
+
+@pytest.mark.parametrize(
+    "sent",
+    [b"", b"GET /sta", b"GET /status HTTP/1.1\r\nHost: x\r\n"],
+    ids=["nothing", "half a request line", "headers never ended"],
+)
+def test_a_silent_client_is_disconnected_and_its_thread_ends(
+    monkeypatch: pytest.MonkeyPatch, sent: bytes
+) -> None:
+    # found by a new-user session: a connection that sends nothing (a TCP probe, a port
+    # scan, a half-open client) held a handler thread forever: 200 of them, 200 threads
+    import socket
+    import threading
+    import time
+
+    from worker.ops import http
+
+    monkeypatch.setattr(http, "IDLE_TIMEOUT_S", 0.5)
+    server = GateHTTPServer(FakeState(), host="127.0.0.1", port=0).start()
+    try:
+        before = threading.active_count()
+        socks = [socket.create_connection(("127.0.0.1", server.port), timeout=5) for _ in range(5)]
+        for s in socks:
+            s.sendall(sent)
+        time.sleep(0.2)
+        assert threading.active_count() == before + 5  # one handler thread each
+        started = time.monotonic()
+        for s in socks:
+            assert s.recv(65536) == b""  # closed by the server, nothing answered
+            s.close()
+        assert time.monotonic() - started < 3.0
+        deadline = time.monotonic() + 3.0
+        while threading.active_count() > before and time.monotonic() < deadline:
+            time.sleep(0.05)
+        assert threading.active_count() == before
+        with pytest.raises(urllib.error.HTTPError) as info:  # FakeState's loop is old: 503
+            urllib.request.urlopen(f"http://127.0.0.1:{server.port}/healthz", timeout=5)
+        assert info.value.code == 503  # the server still answers
+        info.value.close()
+    finally:
+        server.close()
+
+
+@pytest.mark.parametrize("length", [10, 3_000, 60_000])
+def test_an_unknown_path_is_echoed_clipped(length: int) -> None:
+    path = "/" + "x" * length
+    r = handle(path, FakeState(), now_monotonic=100.0)
+    doc = body(r)
+    assert r.status == 404 and len(r.body) < 1_600
+    assert doc["error"].startswith(f"no such endpoint /{'x' * min(length, 199)}")
+    if length > 300:
+        assert f"[clipped: {length + 1} chars in all]" in doc["error"]

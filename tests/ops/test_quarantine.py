@@ -9,6 +9,7 @@ from typing import Any
 
 import pytest
 
+from tests.catalogue import HOSTILE_NAMES, assert_one_line_each
 from tests.gate.test_route import TOPICS, WORLD, go
 from worker.core.errors import ContractGateError
 from worker.io import codec
@@ -349,3 +350,31 @@ def test_tail_follow_prints_the_tables_header_columns_and_measured_values() -> N
     assert followed[0].index("what broke") == start == followed[1].index("v1.0:fresh")
     replay_at = followed[0].index("replay")
     assert followed[2][replay_at:].startswith("replay ") and followed[1][replay_at] == " "
+
+
+@pytest.mark.parametrize("field", ["layer", "batch_id"])
+@pytest.mark.parametrize("name", HOSTILE_NAMES)
+def test_quarantine_show_heads_a_forged_record_with_one_line(field: str, name: str) -> None:
+    # found by a new-user session: `quarantine tail` escaped a forged layer or batch id,
+    # but `quarantine show` of the same record printed it raw in its first line
+    old = datetime(2020, 1, 1, tzinfo=timezone.utc)  # quarantined whatever the layer
+    entry = entry_of(codec.encode_batch(replace(WORLD, data_time=old, **{field: name})))
+    head = render_entry(entry).split("\n  record:")[0]
+    assert head.startswith("batch ") and ": quarantined " in head
+    assert_one_line_each(head, name, 1)
+
+
+@pytest.mark.parametrize("same_bytes", [True, False], ids=["same event", "another event"])
+@pytest.mark.parametrize("name", HOSTILE_NAMES)
+def test_a_replay_refusal_names_a_forged_batch_id_on_one_line(same_bytes: bool, name: str) -> None:
+    # found by a new-user session: `quarantine replay --all-since` printed "not replayed
+    # <batch id>: batch <batch id> was already admitted" with the id raw
+    import hashlib
+
+    old = datetime(2020, 1, 1, tzinfo=timezone.utc)
+    value = codec.encode_batch(replace(WORLD, batch_id=name, data_time=old))
+    e = entry_of(value)
+    digest = hashlib.sha256(value if same_bytes else b"another event").hexdigest()
+    with pytest.raises(ContractGateError) as refused:
+        check_not_admitted(e, {name: "adm[0]@3"}, {name: digest})
+    assert_one_line_each(str(refused.value), name, 1, 200)

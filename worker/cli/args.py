@@ -27,6 +27,29 @@ if TYPE_CHECKING:  # imported where used: `check` needs no Kafka settings
 #: Exit codes of ``check``: admitted, quarantined, bad input (or any error of this package).
 EXIT_ADMITTED, EXIT_QUARANTINED, EXIT_BAD_INPUT = 0, 1, 2
 EXIT_BROKEN_PIPE = 128 + 13  # as a shell reports a process ended by SIGPIPE
+#: A bug of contract-gate (an exception no layer translated): sysexits.h EX_SOFTWARE, so
+#: that it never reads as a decision (1: quarantined, or failures of a review).
+EXIT_INTERNAL = 70
+
+_BUG = "70 on an internal error (a bug: rerun with --log-level DEBUG and report it)"
+
+
+def exit_status_epilog(parser: argparse.ArgumentParser) -> str:
+    """The exit statuses a command's ``--help`` ends with (:func:`worker.cli.main.main`):
+    the codes its description states, or 0 when done and 2 on bad input or a refusal;
+    then 70 for a bug and 130 for Ctrl-C (``broker``: Ctrl-C is its normal stop, 0)."""
+    if parser.get_default("stops_on_sigint"):
+        return f"Exit status: 0 when stopped with Ctrl-C or SIGTERM, 2 on bad input, {_BUG}."
+    if "Exit " in (parser.description or ""):
+        return (
+            "Exit status otherwise: 2 on bad input, a refusal or a Kafka error (one line on "
+            f"stderr naming the fix), {_BUG}, 130 on Ctrl-C."
+        )
+    return (
+        "Exit status: 0 when done, 2 on bad input, a refusal or a Kafka error (one line on "
+        f"stderr naming the fix), {_BUG}, 130 on Ctrl-C."
+    )
+
 
 #: The completion of an argument whose value is a local path: shtab's own file completers
 #: (``shtab.FILE``, spelled here so that declaring an argument does not import shtab).

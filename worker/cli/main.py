@@ -23,7 +23,7 @@ from contextvars import ContextVar
 from typing import Any, NoReturn
 
 from worker import __version__
-from worker.cli.args import EXIT_BAD_INPUT, EXIT_BROKEN_PIPE
+from worker.cli.args import EXIT_BAD_INPUT, EXIT_BROKEN_PIPE, EXIT_INTERNAL, exit_status_epilog
 from worker.cli.commands import COMMANDS
 from worker.cli.interrupt import Interrupts
 from worker.cli.log_args import LOG_LEVEL_HELP, log_level, log_level_everywhere
@@ -34,8 +34,10 @@ from worker.cli.output import (
     print_error,
     wants_json,
 )
+from worker.cli.parser_tree import subcommands, walk
 from worker.core._util.arrow import skip_pandas_probe
 from worker.core._util.malloc import keep_freed_memory
+from worker.core._util.text import clip
 from worker.core.errors import BrokerError, ContractGateError
 
 __all__ = ["COMMANDS", "build_parser", "command_named", "main"]
@@ -84,6 +86,9 @@ def build_parser(only: str | None = None) -> argparse.ArgumentParser:
     for name in [only] if only is not None else COMMANDS:
         COMMANDS[name].register(sub)
     log_level_everywhere(parser)
+    for _, leaf in walk(parser, "contract-gate"):
+        if not subcommands(leaf):
+            leaf.epilog = exit_status_epilog(leaf)
     parser.set_defaults(root_parser=parser)  # `completion` writes the script of the tree
     return parser
 
@@ -151,11 +156,33 @@ def _run(args: argparse.Namespace, stops: Interrupts | None) -> int:
         _report(args, exc)
         return EXIT_BAD_INPUT
     except BrokenPipeError:
-        # the reader of our output went away (e.g. `| head`): stop quietly, as a shell tool
-        # would; point stdout at /dev/null so the interpreter's final flush cannot fail
-        devnull = os.open(os.devnull, os.O_WRONLY)
-        os.dup2(devnull, sys.stdout.fileno())
-        return EXIT_BROKEN_PIPE
+        return _broken_pipe()
+    except Exception as exc:  # a bug: one line and EXIT_INTERNAL, never exit 1 (a decision)
+        if stops is not None and stops.received.is_set():
+            raise
+        logging.getLogger(__name__).debug("internal error", exc_info=True)
+        _report(args, InternalError(exc))
+        return EXIT_INTERNAL
+
+
+class InternalError(ContractGateError):
+    """An exception no layer translated (a bug), as the one line a command prints."""
+
+    def __init__(self, exc: Exception) -> None:
+        what = clip(" ".join(str(exc).split()), 300)
+        fix = "rerun with --log-level DEBUG for the traceback, and report it with the input"
+        super().__init__(
+            f"internal error (a bug of contract-gate): {type(exc).__name__}: {what}; {fix}",
+            fix=fix,
+        )
+
+
+def _broken_pipe() -> int:
+    """The reader of our output went away (e.g. `| head`): stop quietly, as a shell tool
+    would; stdout points at /dev/null so the interpreter's final flush cannot fail."""
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    os.dup2(devnull, sys.stdout.fileno())
+    return EXIT_BROKEN_PIPE
 
 
 @contextlib.contextmanager

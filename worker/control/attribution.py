@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import logging
 from datetime import datetime, timedelta, timezone
+from typing import Any
 
 from worker.core._util.text import clip
 from worker.core.errors import BrokerError, ContractGateError
@@ -20,6 +21,7 @@ from worker.core.lifecycle.migration import (
     build_view,
 )
 from worker.core.lifecycle.registry import Registry
+from worker.core.lifecycle.versions import parse_version
 from worker.io.codec import decode_consumer_declaration
 from worker.kafka.admin import read_topic
 from worker.kafka.offsets import group_offsets
@@ -41,13 +43,22 @@ DEFAULT_STALE_AFTER = timedelta(days=7)
 
 # -- reading topics -------------------------------------------------------------------------
 
-#: Coordinates of the undecodable declarations already logged at WARNING (bounded).
+#: Coordinates of the ignored declarations already logged at WARNING (bounded).
 _REPORTED: set[tuple[str, int, int]] = set()
 MAX_REPORTED = 10_000
 
 
 def read_declarations(settings: Settings, timeout_s: float = 30.0) -> list[Declaration]:
-    """The latest declaration per ``consumer/layer`` key (tombstones remove the key)."""
+    """The latest declaration per ``consumer/layer`` key (tombstones remove the key).
+
+    A record that does not decode, whose ``consumer/layer`` fields are not its key, or
+    whose version is not ``v<major>[.<minor>]`` is ignored with one WARNING naming its
+    coordinates and why, and leaves its key empty, as log compaction will (it replaced
+    what the key held; a later valid record under the key counts again). Anyone who can
+    write the topic could otherwise stop the migration view of every layer (a version
+    that names no major) or count a consumer twice (a record under another consumer's
+    key, which that consumer's next declaration does not replace).
+    """
     latest: dict[str, Declaration] = {}
     for msg in read_topic(settings, settings.topics.consumers, timeout_s=timeout_s):
         key = (msg.key() or b"").decode("utf-8", "replace")
@@ -55,19 +66,56 @@ def read_declarations(settings: Settings, timeout_s: float = 30.0) -> list[Decla
             latest.pop(key, None)
             continue
         try:
-            rec = decode_consumer_declaration(msg.value())
+            decl = _declaration(key, msg.value())
         except ContractGateError as exc:
-            # the topic is read again every minute by a worker: one WARNING per bad record
-            where = (msg.topic(), msg.partition(), msg.offset())
-            level = logging.DEBUG if where in _REPORTED else logging.WARNING
-            if len(_REPORTED) < MAX_REPORTED:
-                _REPORTED.add(where)
-            log.log(level, "consumer declaration %s ignored: %s", clip(key, 200), exc)
+            _ignored(msg, key, str(exc))
+            latest.pop(key, None)  # it replaced what the key held
             continue
-        latest[key] = Declaration(
-            rec["consumer"], rec["layer"], rec["version"], _aware(rec["declared_at"])
-        )
+        latest[key] = decl
     return list(latest.values())
+
+
+def _declaration(key: str, value: bytes) -> Declaration:
+    """The :class:`Declaration` of one record under ``key``.
+
+    Raises
+    ------
+    ContractGateError
+        The bytes are not a ConsumerDeclaration, its fields do not make its key, or its
+        version is not a contract version.
+    """
+    rec = decode_consumer_declaration(value)
+    fix = "declare it again: contract-gate consumers declare CONSUMER LAYER VERSION"
+    named = f"{rec['consumer']}/{rec['layer']}"
+    if named != key:
+        raise ContractGateError(
+            f"its consumer/layer {clip(named, 200)!r} is not its key (a declaration is keyed "
+            "consumer/layer: `contract-gate consumers declare` writes it so)",
+            fix=fix,
+        )
+    try:
+        parse_version(rec["version"])
+    except ContractGateError:
+        raise ContractGateError(
+            f"its version {clip(rec['version'], 40)!r} is not v<major>[.<minor>]", fix=fix
+        ) from None
+    return Declaration(rec["consumer"], rec["layer"], rec["version"], _aware(rec["declared_at"]))
+
+
+def _ignored(msg: Any, key: str, why: str) -> None:
+    """One WARNING per ignored record (DEBUG when read again: the worker reads the topic
+    every minute, and so does every CLI command that counts consumers)."""
+    where = (msg.topic(), msg.partition(), msg.offset())
+    level = logging.DEBUG if where in _REPORTED else logging.WARNING
+    if len(_REPORTED) < MAX_REPORTED:
+        _REPORTED.add(where)
+    log.log(
+        level,
+        "consumer declaration %s at %s[%d]@%d ignored: %s",
+        clip(key, 200),
+        *where,
+        why,
+    )
 
 
 def _aware(value: datetime) -> datetime:

@@ -7,7 +7,7 @@ from __future__ import annotations
 from datetime import datetime
 
 from worker.control.lifecycle import read_published
-from worker.core._util.text import clip
+from worker.core._util.text import clip, one_line
 from worker.kafka.settings import Settings
 
 __all__ = ["list_versions", "versions_to_json"]
@@ -37,9 +37,9 @@ def list_versions(settings: Settings, layer: str | None, now: datetime) -> str:
                 p.contract.key,
                 p.mode,
                 p.state,
-                p.change_class or "-",
+                one_line(p.change_class or "-"),  # a record's fields: anyone's text
                 f"{cycles:.2f}",
-                p.published_by,
+                one_line(p.published_by),
             )
         )
     widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]))]

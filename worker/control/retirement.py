@@ -20,6 +20,7 @@ from datetime import timedelta
 from worker.control.attribution import DEFAULT_STALE_AFTER, migration_view
 from worker.control.lifecycle import produce_records, read_published
 from worker.control.results import RetireResult
+from worker.core._util.text import one_line
 from worker.core.errors import PolicyError
 from worker.core.lifecycle.policy import Published
 from worker.core.lifecycle.read_paths import opts_in
@@ -115,7 +116,8 @@ def retire(
     row = view.count(layer, label)
     if row is not None and row.count:
         names = ", ".join(
-            f"{r.name} ({r.kind}{', reads ' + r.via if r.via else ''})" for r in row.stragglers
+            f"{one_line(r.name)} ({r.kind}{', reads ' + r.via if r.via else ''})"
+            for r in row.stragglers
         )
         refusals.append(
             f"retirement of {layer} {label} refused: {row.count} consumer(s) still read "

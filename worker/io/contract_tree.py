@@ -68,16 +68,33 @@ def _git(repo: str, *args: str, check: bool = True) -> subprocess.CompletedProce
 
 
 def _read_dir(root: Path, contracts_dir: str) -> ContractTree:
+    """The contract files under ``root/contracts_dir`` and a reader of any file of ``root``.
+
+    Both keep to the tree: a path or symlink that resolves out of ``root`` is never read
+    (a pull request checked out as HEAD could link a contract file to any file of the CI
+    machine). The reader answers None for one; a contract file that links out is an error.
+
+    Raises
+    ------
+    ContractGateError
+        A contract file (``*.yaml``, ``*.yml``) resolves to a file out of the tree.
+    """
     base = root / contracts_dir
+    top = root.resolve()
     files: dict[str, str] = {}
     dates: dict[str, datetime] = {}
     if base.is_dir():
         for p in sorted(base.rglob("*")):
             if p.suffix in _SUFFIXES and p.is_file():
+                target = p.resolve()
+                if not target.is_relative_to(top):
+                    raise ContractGateError(
+                        f"{p} links to {target}, outside the tree {root}: a reviewed tree "
+                        "holds its own contract files; replace the link by the file"
+                    )
                 rel = p.relative_to(root).as_posix()
-                files[rel] = p.read_bytes().decode("utf-8", "replace")
+                files[rel] = target.read_bytes().decode("utf-8", "replace")
                 dates[rel] = datetime.fromtimestamp(p.stat().st_mtime, timezone.utc)
-    top = root.resolve()
 
     def read(path: str) -> str | None:
         clean = _clean(path)

@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
+from worker.core._util.text import clip
 from worker.core.errors import ContractGateError
 from worker.kafka.settings import Settings
 from worker.ops.decision_log import DecisionLog
@@ -33,6 +34,10 @@ __all__ = ["DEFAULT_HTTP_PORT", "GateHTTPServer", "http_port_from", "start_http_
 log = logging.getLogger(__name__)
 
 DEFAULT_HTTP_PORT = 8080
+#: Seconds a connection may stay silent (no request yet, half a request line, headers that
+#: never end, or a reader that stops reading the answer) before the server closes it: each
+#: connection holds a handler thread, and probes and scrapes send their request at once.
+IDLE_TIMEOUT_S = 10.0
 
 
 class _QuietServer(ThreadingHTTPServer):
@@ -67,6 +72,8 @@ class GateHTTPServer:
         outer = self
 
         class _Handler(BaseHTTPRequestHandler):
+            timeout = IDLE_TIMEOUT_S  # socket timeout per read or write of the connection
+
             def do_GET(self) -> None:
                 try:
                     route = self.path.split("?", 1)[0].rstrip("/") or "/"
@@ -80,7 +87,7 @@ class GateHTTPServer:
                         migration=outer.migration,
                     )
                 except Exception as exc:  # a handler bug must not kill the server thread
-                    log.exception("HTTP %s failed", self.path)
+                    log.exception("HTTP %s failed", clip(self.path, 200))
                     r = _json(500, {"error": f"{type(exc).__name__}: {exc}"})
                 self.send_response(r.status)
                 self.send_header("Content-Type", r.content_type)

@@ -268,7 +268,7 @@ def handle(
         return status(state, now_monotonic, decisions, migration)
     if route == "/metrics":
         return _prometheus_text(metrics_registry)
-    return _json(404, {"error": f"no such endpoint {route}", "endpoints": ENDPOINTS})
+    return _json(404, {"error": f"no such endpoint {clip(route, 200)}", "endpoints": ENDPOINTS})
 
 
 ENDPOINTS = ["/healthz", "/readyz", "/metrics", "/status"]

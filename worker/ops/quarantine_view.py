@@ -13,7 +13,7 @@ from datetime import datetime, timezone
 from typing import Any
 
 from worker.core._util.jsonsafe import dumps_json
-from worker.core._util.text import clip
+from worker.core._util.text import one_line
 from worker.gate.route import REPLAY_OF
 from worker.io.reports.text import brief, offender_lines
 from worker.ops.quarantine import QuarantineEntry, _when
@@ -131,16 +131,13 @@ def follow_rows(entries: Iterable[QuarantineEntry]) -> Iterator[str]:
 
 #: Characters of a layer or batch id shown in a table cell (both are a producer's).
 MAX_CELL_CHARS = 64
-_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def _text(value: Any) -> str:
     """A producer's value fit for one table cell: decoded, control characters escaped
     (``\\x0a``: a newline or NUL in a forged layer broke the table and reached the
     terminal), clipped to :data:`MAX_CELL_CHARS`."""
-    text = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
-    escaped = _CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text)
-    return clip(escaped, MAX_CELL_CHARS)
+    return one_line(value, MAX_CELL_CHARS)
 
 
 def _sort_key(entry: QuarantineEntry) -> tuple[int, datetime, int, int]:
@@ -161,8 +158,8 @@ def render_entry(entry: QuarantineEntry) -> str:
         return f"{entry.coordinates}: undecodable quarantine record: {entry.error}"
     r = entry.record
     lines = [
-        f"batch {entry.batch_id or '-'} of layer {entry.layer or '-'}: quarantined "
-        f"{_when(entry)} by {r['worker_id']} ({r['reason_code']})",
+        f"batch {one_line(entry.batch_id or '-')} of layer {one_line(entry.layer or '-')}: "
+        f"quarantined {_when(entry)} by {one_line(r['worker_id'])} ({r['reason_code']})",
         f"  record:   {entry.coordinates}",
         f"  source:   {r['source_topic']}[{r['source_partition']}]@{r['source_offset']}, "
         + (

@@ -16,7 +16,7 @@ import re
 from collections.abc import Iterable, Mapping
 from datetime import datetime, timezone
 
-from worker.core._util.text import clip
+from worker.core._util.text import one_line
 from worker.core.errors import BrokerError, ContractGateError
 from worker.gate.route import REPLAY_FORCE, REPLAY_OF
 from worker.kafka.admin import produce_one, read_topic
@@ -203,7 +203,7 @@ def check_not_admitted(
     digest = (digests or {}).get(batch_id)
     if digest is not None and original and hashlib.sha256(original).hexdigest() != digest:
         raise ContractGateError(
-            f"another event with batch id {clip(batch_id, 200)} was admitted (at "
+            f"another event with batch id {one_line(batch_id, 200)} was admitted (at "
             f"{admitted[batch_id]}; its bytes differ from this record's original): a batch "
             "id names one batch. If it is this batch published again, it is admitted "
             "already; if not, publish the fixed batch under a new batch id (`batch publish "
@@ -213,7 +213,7 @@ def check_not_admitted(
             "use --force",
         )
     raise ContractGateError(
-        f"batch {batch_id} was already admitted (at {admitted[batch_id]}); "
+        f"batch {one_line(batch_id, 200)} was already admitted (at {admitted[batch_id]}); "
         "replaying it would admit it twice. Not replayed; use --force to replay it anyway",
         field="--force",
         fix="use --force to replay it anyway",

@@ -16,6 +16,7 @@ from worker.cli.args import add_kafka_args, offending_features, write_output
 from worker.cli.output import add_format, print_json, wants_json
 from worker.cli.payload_args import add_payload_args
 from worker.core._util.jsonsafe import dumps_json
+from worker.core._util.text import one_line
 from worker.core.errors import BrokerError, ContractGateError
 from worker.io.formats import OFFENDERS_FILE
 
@@ -60,7 +61,8 @@ def register(sub: argparse._SubParsersAction) -> None:
             "undecodable events, which have no batch id)."
             + (
                 " The worker re-evaluates the event like any other, under the contract "
-                "versions active now."
+                "versions active now. Exit 0 when every selected batch was replayed; with "
+                "--all-since, 1 when some were not (each named with why)."
                 if name == "replay"
                 else ""
             ),
@@ -138,6 +140,7 @@ def _replay_all(args: argparse.Namespace, settings: Any) -> int:
     refused: list[dict[str, Any]] = []
     for entry in selected:
         name = entry.batch_id or f"{entry.partition}@{entry.offset}"
+        shown = one_line(name, 200)  # a producer's id: the JSON output escapes it itself
         try:
             if not args.force:
                 check_not_admitted(entry, admitted, digests)
@@ -147,7 +150,7 @@ def _replay_all(args: argparse.Namespace, settings: Any) -> int:
                 raise
             refused.append({"batch": name, "from": entry.coordinates, "reason": str(exc)})
             if text:
-                print(f"not replayed {name}: {exc}")
+                print(f"not replayed {shown}: {exc}")
             continue
         replayed.append(_replayed(settings, name, entry, partition, offset))
         if text:
@@ -172,7 +175,7 @@ def _replayed(settings: Any, name: str, entry: Any, partition: int, offset: int)
 
 def _replayed_line(row: dict[str, Any]) -> str:
     return (
-        f"replayed {row['batch']} (from {row['from']}) to "
+        f"replayed {one_line(row['batch'], 200)} (from {row['from']}) to "
         f"{row['topic']}[{row['partition']}]@{row['offset']}"
     )
 

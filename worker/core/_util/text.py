@@ -8,12 +8,18 @@ a known maximum size and says how much was left out.
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
-__all__ = ["MAX_ECHO_CHARS", "clip", "clip_strings"]
+__all__ = ["MAX_ECHO_CHARS", "MAX_NAME_CHARS", "clip", "clip_strings", "one_line"]
 
 #: Default longest echo of an untrusted value, in characters.
 MAX_ECHO_CHARS = 1000
+#: Longest name (a consumer group id, a publisher, a layer) shown in a line of text.
+MAX_NAME_CHARS = 120
+#: C0 and C1 control characters, DEL included: a newline forges a line of a listing, an
+#: ESC starts a terminal escape sequence.
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f]")
 
 
 def clip(text: str, max_chars: int = MAX_ECHO_CHARS) -> str:
@@ -47,3 +53,19 @@ def clip_strings(value: Any, max_chars: int = MAX_ECHO_CHARS) -> Any:
     if type(value) in (list, tuple):  # a named tuple or other subclass is left as it is
         return type(value)(clip_strings(v, max_chars) for v in value)
     return value
+
+
+def one_line(value: Any, max_chars: int = MAX_NAME_CHARS) -> str:
+    """A value a producer controls, fit for one line of text a terminal shows: decoded
+    (bytes as UTF-8, undecodable bytes replaced), every control character escaped as
+    ``\\xNN`` (``"a\\nb"`` -> ``"a\\x0ab"``), then :func:`clip`-ped to ``max_chars``.
+
+    JSON renderings do not need it (JSON escapes control characters itself).
+
+    Raises
+    ------
+    ValueError
+        ``max_chars`` below 1.
+    """
+    text = value.decode("utf-8", "replace") if isinstance(value, bytes) else str(value)
+    return clip(_CONTROL.sub(lambda m: f"\\x{ord(m.group()):02x}", text), max_chars)

@@ -15,7 +15,7 @@ chunk (:func:`claims_tally`, merged, then :func:`disagreements_of`).
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import numpy as np
@@ -93,10 +93,37 @@ def disagreements_of(tally: Tally, facts: BatchFacts) -> list[str]:
         )
     if (bbox := _bbox_disagreement(facts, tally["bounds"], claims.get("bbox"))) is not None:
         out.append(bbox)
+    out.extend(_malformed("bbox", claims.get("bbox"), _is_bbox, "4 or 6 numbers"))
     if (types := _types_disagreement(tally["types"], claims.get("geometry_types"))) is not None:
         out.append(types)
+    out.extend(_malformed("geometry_types", claims.get("geometry_types"), _is_names, _NAMES))
     out.extend(_srid_disagreements(facts, tally["srids"]))
     return out
+
+
+_NAMES = "a list of geometry type names"
+_KINDS = {str: "a string", dict: "a JSON object", bool: "a boolean", int: "a number"}
+
+
+def _is_bbox(value: Any) -> bool:
+    return (
+        isinstance(value, list)
+        and len(value) in (4, 6)
+        and all(isinstance(v, int | float) and not isinstance(v, bool) for v in value)
+    )
+
+
+def _is_names(value: Any) -> bool:
+    return isinstance(value, list) and all(isinstance(v, str) for v in value)
+
+
+def _malformed(name: str, value: Any, ok: Callable[[Any], bool], want: str) -> list[str]:
+    """The sentence for a claim present in a shape the GeoParquet specification does not
+    give it (never compared, so never contradicted): empty when absent or well formed."""
+    if value is None or ok(value):
+        return []
+    kind = _KINDS.get(type(value)) or clip(repr(value), 80)
+    return [f"the file's {name} is {kind}, not {want}: not compared with the features"]
 
 
 def _bbox_disagreement(facts: BatchFacts, bounds: Bounds, bbox: Any) -> str | None:
@@ -139,7 +166,7 @@ def _types_disagreement(present: Mapping[str, int], declared: Any) -> str | None
     """Geometry types ``present`` (features per type name) that the column's
     ``geometry_types`` leaves out (an empty list claims nothing: any type may be
     present)."""
-    if not isinstance(declared, list) or not declared:
+    if not _is_names(declared) or not declared:  # malformed: named by _malformed
         return None
     missing = {name: n for name, n in present.items() if name not in declared}
     if not missing:

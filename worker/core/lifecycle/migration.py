@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from typing import Literal
 
+from worker.core._util.text import one_line
 from worker.core.lifecycle.versions import major_label, parse_version
 
 __all__ = [
@@ -259,14 +260,13 @@ def view_to_json(view: MigrationView) -> list[dict[str, object]]:
 
 
 def _ref_text(r: ConsumerRef, layer: str) -> str:
-    if r.via:
-        return f"{r.name} (reads {r.via})"
-    if r.layers_read is None:
-        return r.name
+    name = one_line(r.name)  # a group id or a declaration's: anyone's text, one line
+    if r.via or r.layers_read is None:  # via: a topic name, of Kafka's legal characters
+        return f"{name} (reads {r.via})" if r.via else name
     if not r.layers_read:
-        return f"{r.name} (records before its offsets: no layer header)"
+        return f"{name} (records before its offsets: no layer header)"
     tail = "" if layer in r.layers_read else f"; none of {layer}: counted by the conservative rule"
-    return f"{r.name} (records before its offsets: {', '.join(r.layers_read)}{tail})"
+    return f"{name} (records before its offsets: {', '.join(map(one_line, r.layers_read))}{tail})"
 
 
 def render_view(view: MigrationView) -> str:

@@ -65,6 +65,50 @@ def _edge_model(path: Path | str, primary: str, meta: dict[str, Any]) -> tuple[s
     return str(edges), orientation
 
 
+#: JSON type names of the values ``json.loads`` gives, for refusals.
+_JSON_KINDS = {dict: "a JSON object", list: "an array", str: "a string", bool: "a boolean",
+               int: "a number", float: "a number", type(None): "null"}  # fmt: skip
+
+
+def _object(path: Path | str, value: Any, where: str) -> dict[str, Any]:
+    """``value`` when it is a JSON object, else the refusal naming ``where`` and its kind."""
+    if not isinstance(value, dict):
+        kind = _JSON_KINDS.get(type(value), type(value).__name__)
+        raise _fail(path, f"the 'geo' metadata{where} is {kind}, not a JSON object")
+    return value
+
+
+def _geo_metadata(path: Path | str, raw: bytes | None) -> dict[str, Any] | None:
+    """The ``geo`` metadata decoded, None when absent, with the shape every later step
+    reads checked once (GeoParquet 1.1 "File metadata"): an object, its ``columns`` an
+    object of column objects, a column's ``covering`` and ``covering.bbox`` objects.
+
+    Raises
+    ------
+    PayloadError
+        Not JSON, nested too deep to decode, or a member of the wrong JSON type (named:
+        ``columns.geometry.covering``).
+    """
+    if not raw:
+        return None
+    try:
+        geo = json.loads(raw)
+    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
+        raise _fail(path, f"the 'geo' metadata is not JSON ({exc})") from None
+    except RecursionError:  # a few hundred levels: the metadata needs 4
+        raise _fail(path, "the 'geo' metadata nests deeper than JSON is read") from None
+    geo = _object(path, geo, "")
+    columns = _object(path, geo.get("columns") or {}, ": columns")
+    for name, meta in columns.items():
+        where = f": columns.{name}"
+        covering = _object(path, meta, where).get("covering")
+        if covering is not None:
+            bbox = _object(path, covering, f"{where}.covering").get("bbox")
+            if bbox is not None:
+                _object(path, bbox, f"{where}.covering.bbox")
+    return geo
+
+
 def _storage_type(typ: pa.DataType) -> pa.DataType:
     """``typ``, or its storage type when it is an extension type (a Parquet GEOMETRY
     column reads as ``geoarrow.wkb`` when a GeoArrow package registered that type)."""
@@ -162,11 +206,7 @@ def _geo_column(
     the encoding and the ``geo`` key is optional); plain Parquet with neither: a binary
     ``geometry`` column holds WKB, CRS unknown."""
     logical = logical or {}
-    raw = (schema.metadata or {}).get(b"geo")
-    try:
-        geo = json.loads(raw) if raw else None
-    except (UnicodeDecodeError, json.JSONDecodeError) as exc:
-        raise _fail(path, f"the 'geo' metadata is not JSON ({exc})") from None
+    geo = _geo_metadata(path, (schema.metadata or {}).get(b"geo"))
     if geo is None and logical:  # Parquet 2.11 logical types, no GeoParquet metadata
         first = "geometry" if "geometry" in logical else next(iter(logical))
         geo = {"primary_column": first, "columns": logical}

@@ -33,6 +33,38 @@ _NESTING = {
 }
 
 
+_COORDS = "a struct of x, y[, z][, m] numbers or a fixed_size_list of 2 to 4 numbers"
+
+
+def _number(typ: pa.DataType) -> bool:
+    return bool(pa.types.is_floating(typ) or pa.types.is_integer(typ))
+
+
+def _is_list(typ: pa.DataType) -> bool:
+    return bool(pa.types.is_list(typ) or pa.types.is_large_list(typ))
+
+
+def _layout_problem(typ: pa.DataType, encoding: str) -> str | None:
+    """Why ``typ`` is not the Arrow layout of ``encoding`` (``_NESTING[encoding]`` lists
+    around coordinates: :data:`_COORDS`), None when it is."""
+    want = _NESTING[encoding]
+    for depth in range(want):
+        if not _is_list(typ):
+            return f"it nests {depth} list(s), not {want}"
+        typ = typ.value_type
+    if _is_list(typ):
+        return f"it nests more than {want} list(s)"
+    if pa.types.is_struct(typ):
+        fields = [typ.field(i).type for i in range(typ.num_fields)]
+        ok = 2 <= len(fields) <= 4 and all(map(_number, fields))
+    else:
+        fixed = pa.types.is_fixed_size_list(typ)
+        ok = fixed and 2 <= typ.list_size <= 4 and _number(typ.value_type)
+    if ok:
+        return None
+    return f"its coordinates are {typ}"
+
+
 def _coords(arr: pa.Array) -> tuple[np.ndarray, str]:
     """Coordinates (M, D) and their GeoArrow dimension name (``xy``, ``xyz``, ``xym``, ``xyzm``).
 
@@ -80,6 +112,14 @@ def native_to_wkb(
     the envelope of its coordinate arrays (:func:`coordinates_envelope`; null rows may hold values:
     only meaningful when every row has a geometry)."""
     arr = column.combine_chunks()
+    problem = _layout_problem(arr.type, encoding)
+    if problem is not None:
+        layout = "list<" * _NESTING[encoding] + "coordinates" + ">" * _NESTING[encoding]
+        raise _fail(
+            path,
+            f"GeoArrow {encoding} column of type {arr.type} is not the {encoding} layout "
+            f"({layout}, coordinates being {_COORDS}): {problem}",
+        )
     valid = arr.is_valid().to_numpy(zero_copy_only=False)
     offsets: list[np.ndarray] = []
     level: pa.Array = arr

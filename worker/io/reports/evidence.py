@@ -10,6 +10,7 @@ import html
 from typing import Any
 
 from worker.core._util.durations import readable_duration
+from worker.core._util.text import MAX_ECHO_CHARS, one_line
 from worker.core.lifecycle.evidence import BrokenClause, EvaluationPoint, Evidence
 from worker.io.reports.evidence_svg import MIN_GAP_PX, svg_breach_rate, svg_timeline
 from worker.io.reports.text import brief
@@ -25,8 +26,9 @@ __all__ = [
 def _clause_line(c: BrokenClause) -> str:
     """A broken clause in plain words: its name, kind, whether it halts, and its message
     (the evaluator's sentence, with units); never the raw measured JSON."""
-    effect = "halts" if c.on_break == "halt" else "warns"
-    return f"{c.name} ({c.kind}, {effect}): {c.message or brief(c.kind, c.measured)}"
+    effect = "halts" if c.on_break == "halt" else "warns"  # a record's text: one line each
+    words = one_line(c.message or brief(c.kind, c.measured), MAX_ECHO_CHARS)
+    return f"{one_line(c.name)} ({one_line(c.kind)}, {effect}): {words}"
 
 
 def _rejections(e: Evidence) -> str:
@@ -63,7 +65,9 @@ def render_evidence_text(e: Evidence) -> str:
         f"  {_rejections(e)}",
     ]
     for p in e.would_reject:
-        lines.append(f"    {p.batch_id} (data time {p.data_time.isoformat()}{_by(p, ', ')})")
+        lines.append(
+            f"    {one_line(p.batch_id)} (data time {p.data_time.isoformat()}{_by(p, ', ')})"
+        )
         lines += [f"      {_clause_line(c)}" for c in p.broken]
     return "\n".join(lines)
 
