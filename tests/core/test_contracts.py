@@ -476,6 +476,9 @@ def _region_contract(crs: str | None, region: str, kind: str = "extent") -> str:
             "'POLYGON ((0 0, 1 0, 1 1e400, 0 0))'",
             "the WKT polygon has a non-finite coordinate",
         ),
+        # the range is in the CRS's angular unit: a quarter turn is 100 grads (NTF Paris)
+        ("EPSG:4807", "[0, 0, 10, 150]", "latitude 150 (maxy) is outside [-100, 100]"),
+        ("EPSG:4807", "[-250, 0, 10, 10]", "longitude -250 (minx) is outside [-200, 200]"),
         ("EPSG:3857", "[0, 0, 1000, 1.0e+9]", "lies far outside the area of use of EPSG:3857"),
         (
             "EPSG:2263",
@@ -499,6 +502,7 @@ def test_regions_outside_the_crs_range_are_refused(
         ("OGC:CRS84", "[-180, -90, 180, 90]"),
         ("OGC:CRS84", "[170, -10, -170, 10]"),  # crosses the antimeridian
         ("EPSG:4326", "[8.4, 47.3, 8.6, 47.5]"),
+        ("EPSG:4807", "[-190, 50, 10, 95]"),  # grads: 95 gr is latitude 85.5 degrees
         ("EPSG:3857", "[-20037508.34, -20048966.1, 20037508.34, 20048966.1]"),
         ("EPSG:2263", "[909000, 110000, 1068000, 275000]"),
         ("EPSG:32618", "[300000, 4400000, 700000, 4600000]"),
