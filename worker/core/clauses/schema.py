@@ -75,9 +75,9 @@ def _only_nulls(table: pa.Table, name: str) -> bool:
 
 def _missing(col: pa.ChunkedArray) -> np.ndarray | None:
     """Which rows of ``col`` hold no value: null, or NaN in a floating-point column (the
-    pandas spelling of a missing value, which GeoParquet, FlatGeobuf, a DBF and the Avro
-    event carry as a float; GeoJSON refuses the token, a GeoPackage stores NULL). None when
-    no row is missing. Infinity is a value."""
+    pandas spelling of a missing value, which most batch files and the Avro event carry as
+    a float; the readers of formats without NaN refuse it or read null). None when no row
+    is missing. Infinity is a value."""
     floating = pa.types.is_floating(col.type)
     if not col.null_count and not floating:
         return None
