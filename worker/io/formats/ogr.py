@@ -159,6 +159,8 @@ def read_ogr(path: Path, fmt: str, *, shown: Path | None = None) -> FeatureData:
     attributes = canonical_table(
         pa.table(table.drop_columns([geom_name])), path, _text_fix(fmt, encoding)
     )
+    if fmt == "GPKG":  # a value of another type than its column, as the file holds it
+        attributes = _as_stored(path, str(layers[0][0]), attributes)
     if encoding is not None:
         attributes = attributes.replace_schema_metadata(
             {
@@ -180,6 +182,16 @@ def read_ogr(path: Path, fmt: str, *, shown: Path | None = None) -> FeatureData:
         crs_stated=bool(crs),
         crs_source=_CRS_SOURCES.get(fmt, "CRS") if crs else "",
     )
+
+
+def _as_stored(path: Path, layer: str, attributes: pa.Table) -> pa.Table:
+    """``attributes`` of the GeoPackage ``path`` with each column holding a value of another
+    type than its own read as text, the mix recorded (:mod:`.gpkg_types`)."""
+    from worker.io.formats.gpkg_types import mixed_columns
+
+    for name, (fld, values) in mixed_columns(path, layer, attributes.column_names).items():
+        attributes = attributes.set_column(attributes.column_names.index(name), fld, values)
+    return attributes
 
 
 #: Where each format read through GDAL states its CRS.
