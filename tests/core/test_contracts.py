@@ -391,6 +391,42 @@ def test_domain_meanings_yaml_would_retype_are_refused(written: str) -> None:
     assert "a meaning is text" in message and f"quote it (...: '{written}')" in message
 
 
+@pytest.mark.parametrize(
+    ("old", "new", "path", "reads"),
+    [  # N08 kind in every number field: YAML 1.1 retypes what YAML 1.2 and readers keep
+        ("min: 1,", "min: 010,", "clauses[9].min", "an integer: 8"),
+        ("max: 500000", "max: 1:30", "clauses[9].max", "an integer: 90"),
+        ("max: 500000", "max: 500_000", "clauses[9].max", "an integer: 500000"),
+        ("max: 500000", "max: 0x7A120", "clauses[9].max", "an integer: 500000"),
+        ("region: [909000, 110000,", "region: [909000, 0110000,", "clauses[2].region[1]",
+         "an integer: 36864"),
+        ("min_fraction: 0.98", "min_fraction: 0.9_8", "clauses[7].min_fraction", "a float: 0.98"),
+        ("objective: 0.99", "objective: 0.9_9", "objective", "a float: 0.99"),
+        ("min_fraction_inside: 1.0}", "min_fraction_inside: 1.0, tolerance: 1:30}",
+         "clauses[2].tolerance", "an integer: 90"),
+        ("owner: parcels-team", "owner: 0100", "owner", "an integer: 64"),
+    ],
+)  # fmt: skip
+def test_numbers_yaml_would_retype_are_refused_in_every_field(
+    old: str, new: str, path: str, reads: str
+) -> None:
+    assert old in FULL
+    message = _error(FULL.replace(old, new, 1))
+    written = next(w for w in new.replace(",", " ").replace("}", " ").split()[::-1] if w[0] in "01")
+    assert f": {path}: {written} is written unquoted and YAML 1.1 reads it as {reads}" in (
+        message
+    ), message
+    assert "write the number in plain decimal" in message
+
+
+def test_plain_numbers_keep_what_was_written() -> None:
+    text = FULL.replace("max: 500000", "max: +500000").replace("0.98", "9.8e-1")
+    text = text.replace("objective: 0.99", "objective: 0.990")
+    c = parse_contract(text.replace("min_fraction_inside: 1.0}", "min_fraction_inside: 1.}"))
+    assert c.clause("size").params["max"] == 500000 and c.objective == 0.99
+    assert c.clause("coverage").params["min_fraction"] == 0.98
+
+
 def test_quoted_codes_plain_decimals_and_plain_strings_keep_what_was_written() -> None:
     c = parse_contract(_domain("{'010': a, \"0x1A\": b, 10: c, -3: d, 0: e, 08: f, R1: '010'}"))
     values = c.clause("land_use").params["values"]
