@@ -412,7 +412,9 @@ def test_numbers_yaml_would_retype_are_refused_in_every_field(
 ) -> None:
     assert old in FULL
     message = _error(FULL.replace(old, new, 1))
-    written = next(w for w in new.replace(",", " ").replace("}", " ").split()[::-1] if w[0] in "01")
+    written = next(
+        w for w in new.replace(",", " ").replace("}", " ").split()[::-1] if w[0] in "015"
+    )
     assert f": {path}: {written} is written unquoted and YAML 1.1 reads it as {reads}" in (
         message
     ), message

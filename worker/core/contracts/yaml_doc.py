@@ -1,8 +1,9 @@
 """Safe loading of a contract's YAML text (docs/design.md 3).
 
 Refused before any value is used: documents over :data:`MAX_DOCUMENT_BYTES`, anchors and
-aliases, nesting deeper than :data:`MAX_DEPTH`, duplicate or unhashable keys, and domain codes
-or meanings that YAML 1.1 would retype (unquoted ``010``, ``yes``, ``1:30``).
+aliases, nesting deeper than :data:`MAX_DEPTH`, duplicate or unhashable keys, domain codes
+or meanings that YAML 1.1 would retype (unquoted ``010``, ``yes``, ``1:30``), and numbers it
+would (``min: 010``).
 """
 
 from __future__ import annotations
@@ -162,6 +163,46 @@ def _check_domain_nodes(root: Any, source: str) -> None:
                 )
 
 
+_FLOAT_TAG = "tag:yaml.org,2002:float"
+#: A float YAML 1.1 and 1.2 read alike: no ``_`` (1.1 drops it) and no ``:`` (base 60).
+_PLAIN_FLOAT = re.compile(
+    r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)"
+)
+_PLAIN_INT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")
+
+
+def _check_number_nodes(root: Any, source: str) -> None:
+    """Numbers mean what their authors wrote, in every field (YAML 1.1 implicit types).
+
+    An unquoted scalar YAML 1.1 reads as an integer must be written in plain decimal
+    (``10``, ``-3``, ``+5``): ``010`` (octal 8), ``0x1A`` (26), ``1:30`` (base 60: 90) and
+    ``1_000`` are refused, YAML 1.2 and every other reader taking them otherwise; a float
+    must have no ``_`` or ``:`` (``0.9_9``). Mapping keys are not numbers here (domain codes
+    are :func:`_check_domain_nodes`'). ``.inf``/``.nan`` pass, refused later as not finite.
+    """
+    todo: list[tuple[Any, list[Any]]] = [(root, [])]
+    while todo:
+        node, where = todo.pop()
+        if isinstance(node, yaml.MappingNode):
+            todo.extend((v, [*where, k.value if isinstance(k, yaml.ScalarNode) else "?"])
+                        for k, v in node.value)  # fmt: skip
+        elif isinstance(node, yaml.SequenceNode):
+            todo.extend((v, [*where, i]) for i, v in enumerate(node.value))
+        elif isinstance(node, yaml.ScalarNode) and (
+            (node.tag == _INT_TAG and not _PLAIN_INT.fullmatch(node.value))
+            or (node.tag == _FLOAT_TAG and not _PLAIN_FLOAT.fullmatch(node.value))
+        ):
+            raise _fail(
+                source,
+                where,
+                f"{node.value} is written unquoted and YAML 1.1 reads it as "
+                f"{_YAML11_READS[node.tag]}: {_yaml11_value(node)!r}, not as written",
+                "write the number in plain decimal (10, 0.5, 1.0e+9), or quote it if it is "
+                "text: YAML 1.1 reads unquoted 010 as octal 8, 0x1A as 26, 1:30 as base-60 "
+                "90 and 1_000 as 1000, YAML 1.2 and other readers otherwise",
+            )
+
+
 def _yaml_problem(exc: yaml.YAMLError) -> str:
     """One line: ``line L, column C: not readable as YAML: <problem>`` (1-based, from the
     PyYAML mark of the problem), without PyYAML's multi-line source excerpt."""
@@ -205,6 +246,7 @@ def load_document(text: str, source: str) -> Any:
     try:
         root = loader.get_single_node()
         _check_domain_nodes(root, source)
+        _check_number_nodes(root, source)
         return None if root is None else loader.construct_document(root)
     except yaml.YAMLError as exc:
         raise ContractError(
@@ -253,6 +295,7 @@ def _load_with_libyaml(text: str, source: str) -> Any:
         if _node_depth(root) > MAX_DEPTH:
             return _NOT_FAST  # the Python composer names where
         _check_domain_nodes(root, source)
+        _check_number_nodes(root, source)
         return _construct(loader, root)
     except (yaml.YAMLError, *_CONSTRUCTION_ERRORS):  # e.g. an impossible timestamp
         return _NOT_FAST
