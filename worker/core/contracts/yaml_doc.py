@@ -16,6 +16,7 @@ import yaml
 
 from worker.core.contracts.fixes import _fail
 from worker.core.contracts.yaml_fast import _construct, _FastLoader, _node_depth, unique_mapping
+from worker.core.contracts.yaml_numbers import _YAML11_READS, _check_number_nodes, _yaml11_value
 from worker.core.errors import ContractError
 
 __all__ = [
@@ -33,13 +34,6 @@ MAX_DEPTH = 32
 _STR_TAG = "tag:yaml.org,2002:str"
 _INT_TAG = "tag:yaml.org,2002:int"
 _PLAIN_DECIMAL = re.compile(r"-?(?:0|[1-9][0-9]*)")
-_YAML11_READS = {
-    "tag:yaml.org,2002:int": "an integer",
-    "tag:yaml.org,2002:float": "a float",
-    "tag:yaml.org,2002:bool": "a boolean",
-    "tag:yaml.org,2002:null": "null",
-    "tag:yaml.org,2002:timestamp": "a timestamp",
-}
 
 #: What PyYAML's constructors raise on a value they cannot build: ValueError and
 #: OverflowError (``2026-13-45``), and on an explicit tag with an empty or malformed value
@@ -60,17 +54,6 @@ def _quote_it(text: str) -> str:
         "1.5 as a float and ~ as null; unquoted, only plain decimal integers such as 10 stay "
         "as written"
     )
-
-
-def _yaml11_value(node: yaml.ScalarNode) -> Any:
-    """What YAML 1.1 (PyYAML's SafeLoader) makes of a scalar node, for messages."""
-    loader = yaml.SafeLoader("")
-    try:
-        return loader.construct_object(node)
-    except (yaml.YAMLError, ValueError):
-        return node.value
-    finally:
-        loader.dispose()
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -161,46 +144,6 @@ def _check_domain_nodes(root: Any, source: str) -> None:
                         f"'{value.value}': ...", f"...: '{value.value}'"
                     ),
                 )
-
-
-_FLOAT_TAG = "tag:yaml.org,2002:float"
-#: A float YAML 1.1 and 1.2 read alike: no ``_`` (1.1 drops it) and no ``:`` (base 60).
-_PLAIN_FLOAT = re.compile(
-    r"[-+]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][-+]?[0-9]+)?|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN)"
-)
-_PLAIN_INT = re.compile(r"[-+]?(?:0|[1-9][0-9]*)")
-
-
-def _check_number_nodes(root: Any, source: str) -> None:
-    """Numbers mean what their authors wrote, in every field (YAML 1.1 implicit types).
-
-    An unquoted scalar YAML 1.1 reads as an integer must be written in plain decimal
-    (``10``, ``-3``, ``+5``): ``010`` (octal 8), ``0x1A`` (26), ``1:30`` (base 60: 90) and
-    ``1_000`` are refused, YAML 1.2 and every other reader taking them otherwise; a float
-    must have no ``_`` or ``:`` (``0.9_9``). Mapping keys are not numbers here (domain codes
-    are :func:`_check_domain_nodes`'). ``.inf``/``.nan`` pass, refused later as not finite.
-    """
-    todo: list[tuple[Any, list[Any]]] = [(root, [])]
-    while todo:
-        node, where = todo.pop()
-        if isinstance(node, yaml.MappingNode):
-            todo.extend((v, [*where, k.value if isinstance(k, yaml.ScalarNode) else "?"])
-                        for k, v in node.value)  # fmt: skip
-        elif isinstance(node, yaml.SequenceNode):
-            todo.extend((v, [*where, i]) for i, v in enumerate(node.value))
-        elif isinstance(node, yaml.ScalarNode) and (
-            (node.tag == _INT_TAG and not _PLAIN_INT.fullmatch(node.value))
-            or (node.tag == _FLOAT_TAG and not _PLAIN_FLOAT.fullmatch(node.value))
-        ):
-            raise _fail(
-                source,
-                where,
-                f"{node.value} is written unquoted and YAML 1.1 reads it as "
-                f"{_YAML11_READS[node.tag]}: {_yaml11_value(node)!r}, not as written",
-                "write the number in plain decimal (10, 0.5, 1.0e+9), or quote it if it is "
-                "text: YAML 1.1 reads unquoted 010 as octal 8, 0x1A as 26, 1:30 as base-60 "
-                "90 and 1_000 as 1000, YAML 1.2 and other readers otherwise",
-            )
 
 
 def _yaml_problem(exc: yaml.YAMLError) -> str:
