@@ -79,7 +79,7 @@ def _missing(col: pa.ChunkedArray) -> np.ndarray | None:
     a float; the readers of formats without NaN refuse it or read null). None when no row
     is missing. Infinity is a value."""
     floating = pa.types.is_floating(col.type)
-    if not col.null_count and not floating:
+    if not col.null_count and not (floating and pc.any(pc.is_nan(col)).as_py()):
         return None
     rows = np.asarray(
         pc.is_null(col, nan_is_null=floating).to_numpy(zero_copy_only=False), dtype=bool

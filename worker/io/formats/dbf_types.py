@@ -23,9 +23,10 @@ from worker.io.formats.base import text_column
 
 __all__ = ["mixed_number_fields"]
 
-#: The bytes a number in a numeric DBF field is written with (blank is null; ``*`` fills
-#: a value too wide for its field).
-_NUMBER_BYTES = np.frombuffer(b"0123456789 .+-eE*", dtype=np.uint8)
+#: Whether each byte value may be part of a number in a numeric DBF field (blank is null;
+#: ``*`` fills a value too wide for its field): a table, indexed by the record bytes.
+_NUMBER_BYTE = np.zeros(256, dtype=bool)
+_NUMBER_BYTE[np.frombuffer(b"0123456789 .+-eE*", dtype=np.uint8)] = True
 
 
 def _dbf(path: Path, member: str | None) -> bytes | None:
@@ -89,7 +90,7 @@ def mixed_number_fields(
     out: dict[str, tuple[pa.Field, pa.Array]] = {}
     for name, _, offset, width, decimals in fields:
         cells = records[:, offset : offset + width]
-        suspects = np.flatnonzero(~np.isin(cells, _NUMBER_BYTES).all(axis=1))
+        suspects = np.flatnonzero(~_NUMBER_BYTE[cells].all(axis=1))
         texts = {int(i): bytes(cells[i]).decode(encoding, "replace").strip() for i in suspects}
         bad = sum(isinstance(_value(t, decimals), str) for t in texts.values())
         if not bad:  # only numbers GDAL reads as such (nan, inf)
