@@ -497,6 +497,8 @@ def _region_contract(crs: str | None, region: str, kind: str = "extent") -> str:
     [
         ("OGC:CRS84", "[8.4, 47.3, 800, 47.5]", "longitude 800 (maxx) is outside [-180, 180]"),
         ("OGC:CRS84", "[8.4, 47.3, 1.0e+400, 47.5]", "maxx is inf (not a finite number"),
+        ("OGC:CRS84", "[8.4, 47.3, 1" + "0" * 400 + ", 47.5]", "maxx is an integer of 401 digits"),
+        (None, "[8.4, 47.3, 1" + "0" * 400 + ", 47.5]", "maxx is an integer of 401 digits"),
         ("OGC:CRS84", "[-.inf, 47.3, 8.6, 47.5]", "minx is -inf (not a finite number"),
         ("OGC:CRS84", "[.nan, 47.3, 8.6, 47.5]", "minx is nan (not a finite number"),
         (None, "[8.4, 47.3, 1.0e+400, 47.5]", "maxx is inf"),
@@ -585,6 +587,13 @@ def test_a_number_yaml_11_reads_as_text_gets_a_hint() -> None:
             "min_fraction_inside: 1.0, tolerance: 1.0e+400",
             "clauses[2].tolerance",
         ),
+        # an integer literal beyond double precision: no float holds it (E02 kind)
+        (
+            "min_fraction_inside: 1.0",
+            "min_fraction_inside: 1.0, tolerance: 1" + "0" * 400,
+            "clauses[2].tolerance",
+        ),
+        ("max: 500000", "max: 9" * 1 + "9" * 320, "clauses[9].max"),
     ],
 )
 def test_non_finite_numbers_are_refused_anywhere(old: str, new: str, path: str) -> None:
