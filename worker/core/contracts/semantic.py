@@ -38,17 +38,33 @@ def _check_keys(doc: Any, source: str) -> None:
                 )
 
 
+def _beyond_double(value: Any) -> str | None:
+    """Why ``value`` (a YAML number) is not a finite double: None when it is one (or not a
+    number). An integer literal beyond about 1.8e308 has no float (``math.isfinite``
+    raises OverflowError on it), 1.0e+400 and ``.inf`` are infinite, ``.nan`` NaN."""
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        return None
+    try:
+        if math.isfinite(value):
+            return None
+    except OverflowError:
+        digits = len(str(abs(value))) if abs(value) < 10**5000 else 5000
+        return f"an integer of {digits} digits"
+    return repr(value)
+
+
 def _check_finite(value: Any, source: str, path: list[Any] | None = None) -> None:
     """Every number in the document is finite (JSON Schema lets NaN pass ``minimum`` and
     ``maximum``, and infinity pass ``minimum``). Region bboxes are left to
     :func:`_check_region`, which names the bound."""
     path = path or []
-    if isinstance(value, float) and not math.isfinite(value):
+    if (why := _beyond_double(value)) is not None:
         raise _fail(
             source,
             path,
-            f"{value} is not a finite number (YAML .inf/.nan, or a literal beyond about "
-            "1.8e308 such as 1.0e+400, which overflows to infinity)",
+            f"{why} is not a finite number (YAML .inf/.nan, or a literal beyond about "
+            "1.8e308 such as 1.0e+400, which overflows to infinity, or an integer no float "
+            "holds)",
             _FIXES.get(next((p for p in reversed(path) if isinstance(p, str)), ""))
             or "write a finite number",
         )
@@ -92,11 +108,11 @@ def _check_region(source: str, path: list[Any], region: Any, crs: Any = None) ->
     if isinstance(region, list):
         names = ("minx", "miny", "maxx", "maxy")
         for name, v in zip(names, region, strict=True):
-            if not math.isfinite(v):
+            if (why := _beyond_double(v)) is not None:
                 raise _fail(
                     source,
                     path,
-                    f"{name} is {v} (not a finite number; a literal beyond about 1.8e308, "
+                    f"{name} is {why} (not a finite number; a literal beyond about 1.8e308, "
                     "e.g. 1.0e+400, overflows to infinity)",
                     "write finite numbers, e.g. [8.4, 47.3, 8.6, 47.5]",
                 )
