@@ -77,6 +77,43 @@ def test_a_2d_point_layer_refuses_z_from_geojson(
     assert code == 1 and _clause(doc, "types")["measured"] == {"Point Z": 1}
 
 
+def _native_points(path: Path, dims: str, layout: str, types: list[str]) -> str:
+    """GeoParquet 1.1 ``point`` column of two points with coordinates ``dims`` (xyz, xym,
+    xyzm), separated (a struct) or interleaved (a fixed-size list: Parquet keeps no name for
+    its values, so only the ``geometry_types`` metadata can tell xyz from xym)."""
+    values = [[1.0, 2.0, 3.0, 4.0][: len(dims)], [5.0, 6.0, 7.0, 8.0][: len(dims)]]
+    if layout == "separated":
+        arr: pa.Array = pa.StructArray.from_arrays(
+            [pa.array([v[i] for v in values]) for i in range(len(dims))], names=list(dims)
+        )
+    else:
+        arr = pa.array(values, pa.list_(pa.field(dims, pa.float64()), len(dims)))
+    geo = {"version": "1.1.0", "primary_column": "geometry",
+           "columns": {"geometry": {"encoding": "point", "geometry_types": types}}}  # fmt: skip
+    pq.write_table(
+        pa.table({"geometry": arr}).replace_schema_metadata({"geo": json.dumps(geo)}), path
+    )
+    return str(path)
+
+
+@pytest.mark.parametrize("layout", ["separated", "interleaved"])
+@pytest.mark.parametrize(
+    ("dims", "name"), [("xyz", "Point Z"), ("xym", "Point M"), ("xyzm", "Point ZM")]
+)
+def test_a_geoarrow_point_keeps_its_dimension_in_every_layout(
+    tmp_path: Path, capsys: pytest.CaptureFixture[str], layout: str, dims: str, name: str
+) -> None:
+    """S17 kind through the GeoArrow native reader: an interleaved xym point (its value
+    field renamed 'element' by Parquet) was read as xyz, a measure taken for a height: a
+    [Point Z] layer admitted it, a [Point M] one refused it."""
+    batch = _native_points(tmp_path / "b.parquet", dims, layout, [name])
+    code, doc = _check(capsys, batch, _contract(tmp_path, TYPES))
+    assert code == 1 and _clause(doc, "types")["measured"] == {name: 2}
+    allowing = TYPES.replace("[Point]", f"[{name}]")
+    code, doc = _check(capsys, batch, _contract(tmp_path, allowing))
+    assert code == 0, _clause(doc, "types")
+
+
 def test_unquoted_zero_padded_codes_refuse_the_contract(
     tmp_path: Path, capsys: pytest.CaptureFixture[str]
 ) -> None:

@@ -391,6 +391,44 @@ def test_domain_meanings_yaml_would_retype_are_refused(written: str) -> None:
     assert "a meaning is text" in message and f"quote it (...: '{written}')" in message
 
 
+@pytest.mark.parametrize(
+    ("old", "new", "path", "reads"),
+    [  # N08 kind in every number field: YAML 1.1 retypes what YAML 1.2 and readers keep
+        ("min: 1,", "min: 010,", "clauses[9].min", "an integer: 8"),
+        ("max: 500000", "max: 1:30", "clauses[9].max", "an integer: 90"),
+        ("max: 500000", "max: 500_000", "clauses[9].max", "an integer: 500000"),
+        ("max: 500000", "max: 0x7A120", "clauses[9].max", "an integer: 500000"),
+        ("region: [909000, 110000,", "region: [909000, 0110000,", "clauses[2].region[1]",
+         "an integer: 36864"),
+        ("min_fraction: 0.98", "min_fraction: 0.9_8", "clauses[7].min_fraction", "a float: 0.98"),
+        ("objective: 0.99", "objective: 0.9_9", "objective", "a float: 0.99"),
+        ("min_fraction_inside: 1.0}", "min_fraction_inside: 1.0, tolerance: 1:30}",
+         "clauses[2].tolerance", "an integer: 90"),
+        ("owner: parcels-team", "owner: 0100", "owner", "an integer: 64"),
+    ],
+)  # fmt: skip
+def test_numbers_yaml_would_retype_are_refused_in_every_field(
+    old: str, new: str, path: str, reads: str
+) -> None:
+    assert old in FULL
+    message = _error(FULL.replace(old, new, 1))
+    written = next(
+        w for w in new.replace(",", " ").replace("}", " ").split()[::-1] if w[0] in "015"
+    )
+    assert f": {path}: {written} is written unquoted and YAML 1.1 reads it as {reads}" in (
+        message
+    ), message
+    assert "write the number in plain decimal" in message
+
+
+def test_plain_numbers_keep_what_was_written() -> None:
+    text = FULL.replace("max: 500000", "max: +500000").replace("0.98", "9.8e-1")
+    text = text.replace("objective: 0.99", "objective: 0.990")
+    c = parse_contract(text.replace("min_fraction_inside: 1.0}", "min_fraction_inside: 1.}"))
+    assert c.clause("size").params["max"] == 500000 and c.objective == 0.99
+    assert c.clause("coverage").params["min_fraction"] == 0.98
+
+
 def test_quoted_codes_plain_decimals_and_plain_strings_keep_what_was_written() -> None:
     c = parse_contract(_domain("{'010': a, \"0x1A\": b, 10: c, -3: d, 0: e, 08: f, R1: '010'}"))
     values = c.clause("land_use").params["values"]
@@ -459,6 +497,8 @@ def _region_contract(crs: str | None, region: str, kind: str = "extent") -> str:
     [
         ("OGC:CRS84", "[8.4, 47.3, 800, 47.5]", "longitude 800 (maxx) is outside [-180, 180]"),
         ("OGC:CRS84", "[8.4, 47.3, 1.0e+400, 47.5]", "maxx is inf (not a finite number"),
+        ("OGC:CRS84", "[8.4, 47.3, 1" + "0" * 400 + ", 47.5]", "maxx is an integer of 401 digits"),
+        (None, "[8.4, 47.3, 1" + "0" * 400 + ", 47.5]", "maxx is an integer of 401 digits"),
         ("OGC:CRS84", "[-.inf, 47.3, 8.6, 47.5]", "minx is -inf (not a finite number"),
         ("OGC:CRS84", "[.nan, 47.3, 8.6, 47.5]", "minx is nan (not a finite number"),
         (None, "[8.4, 47.3, 1.0e+400, 47.5]", "maxx is inf"),
@@ -476,6 +516,9 @@ def _region_contract(crs: str | None, region: str, kind: str = "extent") -> str:
             "'POLYGON ((0 0, 1 0, 1 1e400, 0 0))'",
             "the WKT polygon has a non-finite coordinate",
         ),
+        # the range is in the CRS's angular unit: a quarter turn is 100 grads (NTF Paris)
+        ("EPSG:4807", "[0, 0, 10, 150]", "latitude 150 (maxy) is outside [-100, 100]"),
+        ("EPSG:4807", "[-250, 0, 10, 10]", "longitude -250 (minx) is outside [-200, 200]"),
         ("EPSG:3857", "[0, 0, 1000, 1.0e+9]", "lies far outside the area of use of EPSG:3857"),
         (
             "EPSG:2263",
@@ -499,6 +542,7 @@ def test_regions_outside_the_crs_range_are_refused(
         ("OGC:CRS84", "[-180, -90, 180, 90]"),
         ("OGC:CRS84", "[170, -10, -170, 10]"),  # crosses the antimeridian
         ("EPSG:4326", "[8.4, 47.3, 8.6, 47.5]"),
+        ("EPSG:4807", "[-190, 50, 10, 95]"),  # grads: 95 gr is latitude 85.5 degrees
         ("EPSG:3857", "[-20037508.34, -20048966.1, 20037508.34, 20048966.1]"),
         ("EPSG:2263", "[909000, 110000, 1068000, 275000]"),
         ("EPSG:32618", "[300000, 4400000, 700000, 4600000]"),
@@ -543,6 +587,13 @@ def test_a_number_yaml_11_reads_as_text_gets_a_hint() -> None:
             "min_fraction_inside: 1.0, tolerance: 1.0e+400",
             "clauses[2].tolerance",
         ),
+        # an integer literal beyond double precision: no float holds it (E02 kind)
+        (
+            "min_fraction_inside: 1.0",
+            "min_fraction_inside: 1.0, tolerance: 1" + "0" * 400,
+            "clauses[2].tolerance",
+        ),
+        ("max: 500000", "max: 9" * 1 + "9" * 320, "clauses[9].max"),
     ],
 )
 def test_non_finite_numbers_are_refused_anywhere(old: str, new: str, path: str) -> None:

@@ -241,10 +241,10 @@ def test_the_libyaml_path_builds_the_same_values_and_types_as_pyyaml() -> None:
     from worker.core.contracts.yaml_doc import _NOT_FAST, _load_with_libyaml
 
     assert parse_contract
-    text = (
-        "a: 1\nb: 1.5\nc: true\nd: ~\ne: '010'\nf: 010\ng: 2026-12-03\nh: 1_000\ni: yes\n"
+    text = (  # numbers YAML 1.1 retypes (010, 1_000, 0x1A, 1:30) are refused: see below
+        "a: 1\nb: 1.5\nc: true\nd: ~\ne: '010'\nf: '0x1A'\ng: 2026-12-03\nh: +10\ni: yes\n"
         "j: [1, '1', 1.0, [x, {k: v}], {}]\nk: {1: one, '1': text, 1.5: f, null: n}\n"
-        "l: 0x1A\nm: 1:30\nn: é ü\no: .inf\np: -.5e+3\nq: ''\nr: |\n  block\n  text\n"
+        "l: -0\nm: 1.e+3\nn: é ü\no: .inf\np: -.5e+3\nq: ''\nr: |\n  block\n  text\n"
     )
     for doc in (text, text * 1 + "s: " + "x" * 200 + "\n", "[a, b]\n", "plain\n", "7\n"):
         fast = _load_with_libyaml(doc, "t")
@@ -254,6 +254,19 @@ def test_the_libyaml_path_builds_the_same_values_and_types_as_pyyaml() -> None:
     # refused alike: a duplicate key, an unhashable key, a merge key (no constructor)
     for doc in ("a: 1\nb: {x: 1, x: 2}\n", "? [a]\n: 1\n", "a: {<<: {b: 1}}\n"):
         assert _load_with_libyaml(doc, "t") is _NOT_FAST
+    # refused by both with the same message: a number YAML 1.1 retypes
+    import pytest
+
+    from worker.core.contracts.yaml_doc import load_document
+    from worker.core.errors import ContractError
+
+    for doc in ("f: 010\n", "h: [1, 1_000]\n", "l: {x: 0x1A}\n", "m: 1:30\n"):
+        with pytest.raises(ContractError) as fast_error:
+            _load_with_libyaml(doc, "t")
+        with pytest.raises(ContractError) as slow_error:
+            load_document(doc + "#&\n", "t")  # '&': the Python path
+        assert str(fast_error.value) == str(slow_error.value)
+        assert "is written unquoted and YAML 1.1 reads it as an integer" in str(fast_error.value)
 
 
 def parse_contract_text(text: str) -> object:

@@ -231,6 +231,98 @@ def test_mixed_property_is_read_as_text_with_the_mix_recorded(tmp_path: Path) ->
     )
 
 
+def _gpkg_with(tmp_path: Path, values: pa.Array, stored: object) -> Path:
+    """A GeoPackage whose column ``note`` (typed from ``values``) has row 2 given the value
+    ``stored`` as SQLite stores it (dynamic typing: a column's declared type does not bind
+    the value's storage class; GeoPackage 1.3 section 1.1.1.1.3 requires that it match)."""
+    import sqlite3
+
+    pyogrio = pytest.importorskip("pyogrio")
+    points = [shapely.Point(i, i).wkb for i in range(len(values))]
+    path = tmp_path / "mixed.gpkg"
+    table = pa.table({"code": ["A"] * len(values), "note": values, "geometry": points})
+    pyogrio.write_arrow(table, path, driver="GPKG", geometry_name="geometry", layer="b",
+                        geometry_type="Point", crs="OGC:CRS84",
+                        layer_options={"SPATIAL_INDEX": "NO"})  # fmt: skip
+    with sqlite3.connect(path) as con:
+        con.execute("UPDATE b SET note = ? WHERE fid = 2", (stored,))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("values", "stored", "as_text", "kinds"),
+    [
+        (pa.array([1, 2, 3]), "seven", ["1", "seven", "3"], "integer, string"),
+        (pa.array([1, 2, 3]), 2.5, ["1", "2.5", "3"], "double, integer"),
+        (pa.array([1.5, 2.5, 3.5]), "n/a", ["1.5", "n/a", "3.5"], "double, string"),
+        (pa.array([True, False, True]), "maybe", ["true", "maybe", "true"], "boolean, string"),
+        (pa.array([1, 2, 3]), b"\x07", ["1", "X'07'", "3"], "blob, integer"),
+        (pa.array(["a", "b", "c"]), b"\x07", ["a", "X'07'", "c"], "blob, string"),
+    ],
+    ids=["int-text", "int-real", "real-text", "bool-text", "int-blob", "text-blob"],
+)
+def test_a_geopackage_value_of_another_type_than_its_column_is_read_as_mixed(
+    tmp_path: Path, values: pa.Array, stored: object, as_text: list[str], kinds: str
+) -> None:
+    """N05 kind through the GeoPackage reader: GDAL coerces a value whose storage class
+    differs from its column's type ('seven' in an INTEGER column reads as 0, 2.5 as 2), so
+    a clause judged a value the file does not hold. The column is read as text with the mix
+    recorded, as a GeoJSON property mixing types is: ungoverned it passes, governed the
+    schema clause names the mix."""
+    batch = read_batch_file(_gpkg_with(tmp_path, values, stored), layer="parcels", data_time=T)
+    assert batch.attributes.column("note").to_pylist() == as_text
+    assert batch.attributes.column("code").to_pylist() == ["A", "A", "A"]  # the others stay
+    ungoverned = contract_of(clause("valid", "validity"))
+    assert evaluate(batch, [active(ungoverned)], now=T).decision == "admitted"
+    want = {"int64": "integer", "double": "double", "bool": "boolean", "string": "string"}
+    field = [{"name": "note", "type": want[str(values.type)]}]
+    decision = evaluate(batch, [active(contract_of(clause("schema", "schema", fields=field,
+                                                          allow_extra=True)))], now=T)  # fmt: skip
+    (result,) = decision.verdicts[0].broken
+    assert f"field 'note' mixes value types ({kinds}), read as text" in result.message
+
+
+def _shapefile_with(tmp_path: Path, values: pa.Array, stored: bytes) -> Path:
+    """A shapefile whose numeric DBF field ``note`` (typed from ``values``) has row 1's
+    bytes replaced by ``stored`` (right-aligned, as a producer's tool may leave them)."""
+    pyogrio = pytest.importorskip("pyogrio")
+    path = tmp_path / "mixed.shp"
+    table = pa.table({"note": values, "geometry": [shapely.Point(i, i).wkb for i in range(3)]})
+    pyogrio.write_arrow(table, path, driver="ESRI Shapefile", geometry_name="geometry",
+                        geometry_type="Point", crs="OGC:CRS84")  # fmt: skip
+    dbf = bytearray(path.with_suffix(".dbf").read_bytes())
+    start, size = int.from_bytes(dbf[8:10], "little"), int.from_bytes(dbf[10:12], "little")
+    at = start + size + 1  # row 1, after its deletion flag
+    dbf[at : at + size - 1] = stored.rjust(size - 1)
+    path.with_suffix(".dbf").write_bytes(bytes(dbf))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("values", "stored", "as_text", "kinds", "field_type"),
+    [
+        (pa.array([111, 222, 333]), b"sev", ["111", "sev", "333"], "integer, string", "integer"),
+        (pa.array([1.5, 2.5, 3.5]), b"n/a", ["1.5", "n/a", "3.5"], "double, string", "double"),
+    ],
+    ids=["int-text", "real-text"],
+)
+def test_a_dbf_number_field_holding_text_is_read_as_mixed(
+    tmp_path: Path, values: pa.Array, stored: bytes, as_text: list[str], kinds: str,
+    field_type: str,
+) -> None:  # fmt: skip
+    """N05 kind through the shapefile reader: GDAL reads text in a numeric DBF field as 0
+    (and passed a non-nullable number field); it is read as text, the mix recorded."""
+    batch = read_batch_file(_shapefile_with(tmp_path, values, stored), layer="p", data_time=T)
+    assert batch.attributes.column("note").to_pylist() == as_text
+    assert evaluate(batch, [active(contract_of(clause("v", "validity")))], now=T).admitted
+    field = [{"name": "note", "type": field_type}]
+    governed = contract_of(clause("schema", "schema", fields=field, allow_extra=True))
+    (result,) = evaluate(batch, [active(governed)], now=T).verdicts[0].broken
+    assert f"field 'note' mixes value types ({kinds}), read as text" in result.message
+    blank = read_batch_file(_shapefile_with(tmp_path, values, b""), layer="p", data_time=T)
+    assert blank.attributes.column("note").null_count == 1  # blank is null, as GDAL reads it
+
+
 def test_struct_bbox_column_of_a_geoparquet_1_0_file_is_an_extra_field(tmp_path: Path) -> None:
     bbox = pa.array(
         [{"xmin": 10.0, "ymin": 50.0, "xmax": 10.0, "ymax": 50.0}],

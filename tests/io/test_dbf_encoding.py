@@ -127,3 +127,62 @@ def test_a_zipped_shapefile_reads_its_cpg(tmp_path: Path) -> None:
 )  # fmt: skip
 def test_cpg_texts_read_as_gdal_reads_them(text: str, encoding: str | None) -> None:
     assert cpg_encoding(text) == encoding
+
+
+def _geojson(tmp: Path, data: bytes) -> Path:
+    path = tmp / "batch.geojson"
+    feature = b'{"type": "Feature", "properties": {"landcover": "%s"}, ' % data
+    geometry = b'"geometry": {"type": "Point", "coordinates": [2.0, 48.0]}}'
+    path.write_bytes(b'{"type": "FeatureCollection", "features": [' + feature + geometry + b"]}")
+    return path
+
+
+def _geopackage(tmp: Path, data: bytes) -> Path:
+    import sqlite3
+
+    import pyarrow as pa
+    import pyogrio
+    import shapely
+
+    path = tmp / "batch.gpkg"
+    table = pa.table({"landcover": ["Marais"], "geometry": [shapely.Point(2, 48).wkb]})
+    pyogrio.write_arrow(table, path, driver="GPKG", geometry_name="geometry", layer="b",
+                        geometry_type="Point", crs="EPSG:4326",
+                        layer_options={"SPATIAL_INDEX": "NO"})  # fmt: skip
+    with sqlite3.connect(path) as con:
+        con.execute("UPDATE b SET landcover = CAST(? AS TEXT)", (data,))
+    return path
+
+
+@pytest.mark.parametrize(
+    ("make", "where"),
+    [
+        (_geojson, "at byte 95"),
+        (_geopackage, "column 'landcover' holds text that is not UTF-8 at row 0"),
+    ],
+    ids=["geojson", "geopackage"],
+)
+@pytest.mark.parametrize("how", ["read", "check"])
+def test_text_in_another_encoding_than_the_format_says_is_named_in_every_utf8_format(
+    tmp_path: Path, make: object, where: str, how: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    """GeoJSON (RFC 8259 section 8.1) and GeoPackage text is UTF-8 by the format: Latin-1
+    bytes are bad input saying the text is not UTF-8 and where, never "not a JSON document
+    ... the formats read are" (the GeoJSON reader said so: the fix named other formats)."""
+    path = make(tmp_path, "Forêt".encode("latin-1"))  # type: ignore[operator]
+    if how == "read":
+        with pytest.raises(UndecodableText) as info:
+            read_features(path)
+        text = str(info.value)
+    else:
+        from worker.cli.main import main
+
+        contract = tmp_path / "c.yaml"
+        contract.write_text(
+            "layer: x\nversion: v1\ncadence: P1D\nobjective: 0.99\nowner: o\nchangelog: c\n"
+            'clauses:\n- {name: srid, kind: crs, expect: "EPSG:4326"}\n'
+        )
+        assert main(["check", str(path), "--contract", str(contract)]) == 2
+        text = capsys.readouterr().err
+    assert "not UTF-8" in text and where in text and "For\\xeat" in text, text
+    assert "formats read are" not in text, text

@@ -151,3 +151,75 @@ def test_check_quarantines_and_publish_refuses(
     assert out["decision"] == "quarantined"
     with pytest.raises(ContractGateError, match=r"\.prj states EPSG:4267, not the EPSG:4326"):
         publish_batch_file(Settings(), path, layer="x", crs="EPSG:4326")
+
+
+#: every spelling of the legacy GeoJSON ``crs`` member GDAL reads (ogrgeojsonreader.cpp):
+#: ``name`` (the 2008 spec), ``EPSG`` with a code and ``OGC`` with a URN (the drafts before
+#: it), ``link`` with an href (the 2008 spec; the gate resolves it without fetching it)
+LEGACY_MEMBERS = {
+    "name urn": {"type": "name", "properties": {"name": "urn:ogc:def:crs:EPSG::4267"}},
+    "name url": {"type": "name", "properties": {"name": "http://www.opengis.net/def/crs/EPSG/0/4267"}},
+    "EPSG code": {"type": "EPSG", "properties": {"code": 4267}},
+    "EPSG code text": {"type": "EPSG", "properties": {"code": "4267"}},
+    "OGC urn": {"type": "OGC", "properties": {"urn": "urn:ogc:def:crs:EPSG::4267"}},
+    "link url": {"type": "link", "properties": {"href": "http://www.opengis.net/def/crs/EPSG/0/4267"}},
+}  # fmt: skip
+
+
+@pytest.mark.parametrize("how", ["whole read", "check (streamed)"])
+@pytest.mark.parametrize("member", sorted(LEGACY_MEMBERS))
+def test_every_spelling_of_the_legacy_crs_member_is_the_files_statement(
+    tmp_path: Path, member: str, how: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    path = _with_member(tmp_path, LEGACY_MEMBERS[member])
+    states = "legacy GeoJSON 'crs' member states EPSG:4267, not the EPSG:4326 declared (--crs)"
+    if how == "whole read":
+        ok, message = _srid(read_batch_file(path, layer="x", crs="EPSG:4326"))
+        assert not ok and states in message, message
+        return
+    contract = tmp_path / "c.yaml"
+    contract.write_text(
+        "layer: x\nversion: v1\ncadence: P1D\nobjective: 0.99\nowner: o\nchangelog: c\n"
+        'clauses:\n- {name: srid, kind: crs, expect: "EPSG:4326"}\n'
+    )
+    argv = ["check", str(path), "--contract", str(contract), "--format", "json"]
+    assert main([*argv, "--crs", "EPSG:4326"]) == 1, capsys.readouterr().out
+    (result,) = json.loads(capsys.readouterr().out)["versions"][0]["clauses"]
+    assert result["result"] == "break" and states in result["message"], result
+
+
+def _with_member(tmp: Path, member: object) -> Path:
+    doc = json.loads(T09.read_text())
+    doc["crs"] = member
+    path = tmp / "b.geojson"
+    path.write_text(json.dumps(doc))
+    return path
+
+
+def test_a_link_the_gate_cannot_resolve_breaks_srid(tmp_path: Path) -> None:
+    # a link to a file beside it (2008 spec: "esriwkt"): the gate does not follow links
+    path = _with_member(
+        tmp_path, {"type": "link", "properties": {"href": "crs.prj", "type": "esriwkt"}}
+    )
+    ok, message = _srid(read_batch_file(path, layer="x", crs="EPSG:4326"))
+    assert not ok
+    assert "legacy GeoJSON 'crs' member states a CRS that does not resolve" in message, message
+
+
+@pytest.mark.parametrize(
+    ("member", "what"),
+    [
+        ({"type": "EPSG", "properties": {"code": "not a code"}}, "integer properties.code"),
+        ({"type": "OGC", "properties": {}}, "properties.urn string"),
+        ({"type": "link", "properties": {"href": 5}}, "properties.href string"),
+        ({"type": "name", "properties": {}}, "properties.name string"),
+        ("EPSG:4267", "properties.name string"),
+    ],
+)
+def test_a_malformed_legacy_crs_member_is_bad_input(
+    tmp_path: Path, member: object, what: str
+) -> None:
+    with pytest.raises(
+        ContractGateError, match=f"bad CRS: the legacy 'crs' member .*has no {what}"
+    ):
+        read_batch_file(_with_member(tmp_path, member), layer="x", crs="EPSG:4326")

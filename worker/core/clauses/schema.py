@@ -73,6 +73,25 @@ def _only_nulls(table: pa.Table, name: str) -> bool:
     return index >= 0 and pa.types.is_null(table.schema.field(index).type)
 
 
+def _missing(col: pa.ChunkedArray) -> np.ndarray | None:
+    """Which rows of ``col`` hold no value: null, or NaN in a floating-point column (the
+    pandas spelling of a missing value, which most batch files and the Avro event carry as
+    a float; the readers of formats without NaN refuse it or read null). None when no row
+    is missing. Infinity is a value."""
+    floating = pa.types.is_floating(col.type)
+    if not col.null_count and not (floating and pc.any(pc.is_nan(col)).as_py()):
+        return None
+    rows = np.asarray(
+        pc.is_null(col, nan_is_null=floating).to_numpy(zero_copy_only=False), dtype=bool
+    )
+    return rows if rows.any() else None
+
+
+def _floating(table: pa.Table, name: str) -> bool:
+    index = table.schema.get_field_index(name)
+    return index >= 0 and pa.types.is_floating(table.schema.field(index).type)
+
+
 def _schema_wanted(clause: Clause) -> list[tuple[str, str, bool]]:
     fields = KIND.params(clause).fields
     return [(f["name"], f["type"], bool(f.get("nullable", False))) for f in fields]
@@ -86,10 +105,10 @@ def measure(clause: Clause, contract: Contract, facts: BatchFacts, now: datetime
     null_cols: list[tuple[str, np.ndarray]] = []
     for name, _, nullable in _schema_wanted(clause):
         if not nullable and name in columns:
-            nulls[name] = int(table.column(name).null_count)
-            if nulls[name]:
-                is_null = pc.is_null(table.column(name)).to_numpy(zero_copy_only=False)
-                null_cols.append((name, np.asarray(is_null, dtype=bool)))
+            missing = _missing(table.column(name))
+            nulls[name] = 0 if missing is None else int(missing.sum())
+            if missing is not None:
+                null_cols.append((name, missing))
     offenders = None
     if null_cols and table.num_rows == facts.count:
         any_null = np.logical_or.reduce([m for _, m in null_cols])
@@ -118,9 +137,8 @@ def measure_group(
     ]
     nulls = np.zeros(len(starts) - 1, dtype=np.int64)
     for name in names:
-        col = table.column(name)
-        if col.null_count:
-            rows = np.asarray(pc.is_null(col).to_numpy(zero_copy_only=False), dtype=bool)
+        rows = _missing(table.column(name))
+        if rows is not None:
             nulls += per_segment(rows, starts)
     return shared_tallies(
         (None if k else 0 for k in nulls.tolist()),
@@ -154,7 +172,8 @@ def render(
             problems.append(f"field {name!r} is nullable, expected not nullable")
         if tally["nulls"].get(name):
             n = tally["nulls"][name]
-            problems.append(f"field {name!r} has {n} {'null' if n == 1 else 'nulls'}")
+            nan = " (a NaN counts as missing)" if _floating(table, name) else ""
+            problems.append(f"field {name!r} has {n} {'null' if n == 1 else 'nulls'}{nan}")
     if not allow_extra:
         extra = sorted(set(have) - {w[0] for w in wanted})
         problems.extend(f"extra field {name!r}" for name in extra)

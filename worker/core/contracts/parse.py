@@ -21,9 +21,10 @@ from typing import Any
 import yaml
 
 from worker.core.clauses import KINDS
+from worker.core.contracts.finite import _check_finite
 from worker.core.contracts.fixes import _fail
 from worker.core.contracts.schema import _COMMON, _describe, _for_schema, _validator, schema_valid
-from worker.core.contracts.semantic import _check_finite, _check_keys, _semantic_checks
+from worker.core.contracts.semantic import _check_keys, _semantic_checks
 from worker.core.contracts.yaml_doc import _construct_mapping, _UniqueKeyLoader, load_document
 from worker.core.errors import ContractError
 from worker.core.model import Clause, Contract

@@ -15,6 +15,7 @@ import numpy as np
 
 from worker.core._util.durations import parse_duration_s
 from worker.core.clauses import KINDS
+from worker.core.contracts.finite import _beyond_double
 from worker.core.contracts.fixes import _DURATION_FIX, _FIXES, _fail, _path
 
 #: Nothing public: the helpers here are imported by name by :mod:`worker.core.contracts.parse`.
@@ -36,29 +37,6 @@ def _check_keys(doc: Any, source: str) -> None:
                     f"domain code {code!r} is a {type(code).__name__}",
                     "quote it (YAML reads on/off/yes/no as booleans, 1.5 as a float)",
                 )
-
-
-def _check_finite(value: Any, source: str, path: list[Any] | None = None) -> None:
-    """Every number in the document is finite (JSON Schema lets NaN pass ``minimum`` and
-    ``maximum``, and infinity pass ``minimum``). Region bboxes are left to
-    :func:`_check_region`, which names the bound."""
-    path = path or []
-    if isinstance(value, float) and not math.isfinite(value):
-        raise _fail(
-            source,
-            path,
-            f"{value} is not a finite number (YAML .inf/.nan, or a literal beyond about "
-            "1.8e308 such as 1.0e+400, which overflows to infinity)",
-            _FIXES.get(next((p for p in reversed(path) if isinstance(p, str)), ""))
-            or "write a finite number",
-        )
-    if isinstance(value, dict):
-        for k, v in value.items():
-            if k != "region":
-                _check_finite(v, source, [*path, k])
-    elif isinstance(value, list):
-        for i, v in enumerate(value):
-            _check_finite(v, source, [*path, i])
 
 
 def _region_crs(doc: dict[str, Any], clause: dict[str, Any]) -> Any:
@@ -92,11 +70,11 @@ def _check_region(source: str, path: list[Any], region: Any, crs: Any = None) ->
     if isinstance(region, list):
         names = ("minx", "miny", "maxx", "maxy")
         for name, v in zip(names, region, strict=True):
-            if not math.isfinite(v):
+            if (why := _beyond_double(v)) is not None:
                 raise _fail(
                     source,
                     path,
-                    f"{name} is {v} (not a finite number; a literal beyond about 1.8e308, "
+                    f"{name} is {why} (not a finite number; a literal beyond about 1.8e308, "
                     "e.g. 1.0e+400, overflows to infinity)",
                     "write finite numbers, e.g. [8.4, 47.3, 8.6, 47.5]",
                 )
@@ -161,7 +139,9 @@ def _label(crs: Any) -> str:
 def _check_region_in_crs(source: str, path: list[Any], bounds: list[float], crs: Any) -> None:
     """``bounds`` ([minx, miny, maxx, maxy], finite) lie within the range of ``crs``.
 
-    Geographic CRS in degrees: x (longitude) in [-180, 180], y (latitude) in [-90, 90].
+    Geographic CRS: x (longitude) within half a turn of 0, y (latitude) within a quarter
+    turn, in the CRS's angular unit: [-180, 180] x [-90, 90] in degrees, [-200, 200] x
+    [-100, 100] in grads (EPSG:4807 NTF Paris), [-pi, pi] x [-pi/2, pi/2] in radians.
     Projected CRS with an area of use (EPSG): the area of use (lon/lat, EPSG database) is
     transformed into the CRS with ``pyproj.Transformer.transform_bounds`` (densified
     edges); a region reaching beyond that box by more than the box's larger side is "far
@@ -173,22 +153,20 @@ def _check_region_in_crs(source: str, path: list[Any], bounds: list[float], crs:
         return
     minx, miny, maxx, maxy = bounds
     if crs.is_geographic:
-        unit = crs.axis_info[0].unit_name if crs.axis_info else "degree"
-        if unit != "degree":
-            return
-        for name, v, lo, hi, axis in (
-            ("minx", minx, -180, 180, "longitude"),
-            ("maxx", maxx, -180, 180, "longitude"),
-            ("miny", miny, -90, 90, "latitude"),
-            ("maxy", maxy, -90, 90, "latitude"),
+        unit, half_turn = _half_turn(crs)
+        for name, v, hi, axis in (
+            ("minx", minx, half_turn, "longitude"),
+            ("maxx", maxx, half_turn, "longitude"),
+            ("miny", miny, half_turn / 2, "latitude"),
+            ("maxy", maxy, half_turn / 2, "latitude"),
         ):
-            if not lo <= v <= hi:
+            if not -hi <= v <= hi:
                 raise _fail(
                     source,
                     path,
-                    f"{axis} {v:g} ({name}) is outside [{lo}, {hi}] in the geographic CRS "
+                    f"{axis} {v:g} ({name}) is outside [{-hi:g}, {hi:g}] in the geographic CRS "
                     f"{_label(crs)}",
-                    "write the region in degrees, longitude (x) first: [west, south, east, "
+                    f"write the region in {unit}s, longitude (x) first: [west, south, east, "
                     "north] with west > east for a region crossing the antimeridian",
                 )
         return
@@ -207,6 +185,15 @@ def _check_region_in_crs(source: str, path: list[Any], bounds: list[float], crs:
             f"write the region in {_label(crs)} units ({crs.axis_info[0].unit_name}), or "
             "declare the CRS it is written in",
         )
+
+
+def _half_turn(crs: Any) -> tuple[str, float]:
+    """The angular unit of a geographic CRS's axes (``degree``, ``grad``, ...) and half a turn
+    (pi radians) in it: 180 in degrees, 200 in grads."""
+    axis = crs.axis_info[0] if crs.axis_info else None
+    if axis is None or not axis.unit_conversion_factor > 0:
+        return "degree", 180.0
+    return axis.unit_name, round(math.pi / axis.unit_conversion_factor, 9)
 
 
 @cache

@@ -1,8 +1,9 @@
 """Safe loading of a contract's YAML text (docs/design.md 3).
 
 Refused before any value is used: documents over :data:`MAX_DOCUMENT_BYTES`, anchors and
-aliases, nesting deeper than :data:`MAX_DEPTH`, duplicate or unhashable keys, and domain codes
-or meanings that YAML 1.1 would retype (unquoted ``010``, ``yes``, ``1:30``).
+aliases, nesting deeper than :data:`MAX_DEPTH`, duplicate or unhashable keys, domain codes
+or meanings that YAML 1.1 would retype (unquoted ``010``, ``yes``, ``1:30``), and numbers it
+would (``min: 010``).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import yaml
 
 from worker.core.contracts.fixes import _fail
 from worker.core.contracts.yaml_fast import _construct, _FastLoader, _node_depth, unique_mapping
+from worker.core.contracts.yaml_numbers import _YAML11_READS, _check_number_nodes, _yaml11_value
 from worker.core.errors import ContractError
 
 __all__ = [
@@ -32,13 +34,6 @@ MAX_DEPTH = 32
 _STR_TAG = "tag:yaml.org,2002:str"
 _INT_TAG = "tag:yaml.org,2002:int"
 _PLAIN_DECIMAL = re.compile(r"-?(?:0|[1-9][0-9]*)")
-_YAML11_READS = {
-    "tag:yaml.org,2002:int": "an integer",
-    "tag:yaml.org,2002:float": "a float",
-    "tag:yaml.org,2002:bool": "a boolean",
-    "tag:yaml.org,2002:null": "null",
-    "tag:yaml.org,2002:timestamp": "a timestamp",
-}
 
 #: What PyYAML's constructors raise on a value they cannot build: ValueError and
 #: OverflowError (``2026-13-45``), and on an explicit tag with an empty or malformed value
@@ -59,17 +54,6 @@ def _quote_it(text: str) -> str:
         "1.5 as a float and ~ as null; unquoted, only plain decimal integers such as 10 stay "
         "as written"
     )
-
-
-def _yaml11_value(node: yaml.ScalarNode) -> Any:
-    """What YAML 1.1 (PyYAML's SafeLoader) makes of a scalar node, for messages."""
-    loader = yaml.SafeLoader("")
-    try:
-        return loader.construct_object(node)
-    except (yaml.YAMLError, ValueError):
-        return node.value
-    finally:
-        loader.dispose()
 
 
 class _UniqueKeyLoader(yaml.SafeLoader):
@@ -205,6 +189,7 @@ def load_document(text: str, source: str) -> Any:
     try:
         root = loader.get_single_node()
         _check_domain_nodes(root, source)
+        _check_number_nodes(root, source)
         return None if root is None else loader.construct_document(root)
     except yaml.YAMLError as exc:
         raise ContractError(
@@ -253,6 +238,7 @@ def _load_with_libyaml(text: str, source: str) -> Any:
         if _node_depth(root) > MAX_DEPTH:
             return _NOT_FAST  # the Python composer names where
         _check_domain_nodes(root, source)
+        _check_number_nodes(root, source)
         return _construct(loader, root)
     except (yaml.YAMLError, *_CONSTRUCTION_ERRORS):  # e.g. an impossible timestamp
         return _NOT_FAST

@@ -219,9 +219,17 @@ def scrub(exc: BaseException) -> str:
 
 
 _JSON_TYPES = {bool: "boolean", int: "integer", float: "double", str: "string"}
-_JSON_TYPES.update({list: "list", dict: "struct"})
+_JSON_TYPES.update({list: "list", dict: "struct", bytes: "blob"})
 #: The letter of each JSON type in :data:`~worker.core.model.VALUE_KINDS_KEY`.
 _KIND_LETTERS = {bool: "b", int: "i", float: "d", str: "s", list: "l", dict: "o"}
+
+
+def _text(value: Any) -> str:
+    """A value of :func:`text_column` that is not a string: JSON, a blob (a GeoPackage
+    value) as its SQL literal ``X'07'``."""
+    if isinstance(value, bytes):
+        return f"X'{value.hex().upper()}'"
+    return json.dumps(value, ensure_ascii=False)
 
 
 def text_column(name: str, values: Sequence[Any], reason: str = "") -> tuple[pa.Field, pa.Array]:
@@ -232,7 +240,8 @@ def text_column(name: str, values: Sequence[Any], reason: str = "") -> tuple[pa.
     name : str
         Column name.
     values : sequence
-        Decoded JSON values, one per feature (None = null).
+        Decoded JSON values (or SQLite values: bytes for a blob), one per feature
+        (None = null).
     reason : str
         Why arrow refused the values (kept in the field metadata under ``reason``).
 
@@ -247,10 +256,7 @@ def text_column(name: str, values: Sequence[Any], reason: str = "") -> tuple[pa.
         of every row (the text ``"1"`` may be the string or the number).
     """
     kinds = sorted({_JSON_TYPES.get(type(v), type(v).__name__) for v in values if v is not None})
-    text = [
-        None if v is None else v if isinstance(v, str) else json.dumps(v, ensure_ascii=False)
-        for v in values
-    ]
+    text = [None if v is None else v if isinstance(v, str) else _text(v) for v in values]
     letters = "".join("n" if v is None else _KIND_LETTERS.get(type(v), "x") for v in values)
     meta = {
         LOGICAL_TYPE_KEY: b"mixed" if len(kinds) > 1 else b"other",

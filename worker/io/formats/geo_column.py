@@ -263,7 +263,9 @@ def _features(path: Path | str, table: pa.Table, geo: _GeoColumn) -> FeatureData
         one = col.num_chunks == 1 and col.type in (pa.binary(), pa.large_binary())
         geoms = WkbTuple(col.chunk(0)) if one else tuple(col.to_pylist())
     else:
-        geoms, envelope = native_to_wkb(path, col, geo.encoding.lower())
+        types = geo.meta.get("geometry_types")
+        stated = [t for t in types if isinstance(t, str)] if isinstance(types, list) else []
+        geoms, envelope = native_to_wkb(path, col, geo.encoding.lower(), stated)
     attrs = table.drop_columns([c for c in table.column_names if c in geo.drop])
     return FeatureData(
         geoms,

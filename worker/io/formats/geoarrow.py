@@ -4,6 +4,7 @@ encodings, separated or interleaved coordinates) written as literal WKB.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from pathlib import Path
 
 import numpy as np
@@ -65,12 +66,21 @@ def _layout_problem(typ: pa.DataType, encoding: str) -> str | None:
     return f"its coordinates are {typ}"
 
 
-def _coords(arr: pa.Array) -> tuple[np.ndarray, str]:
+def _stated_dims(types: Sequence[str]) -> str | None:
+    """``xym`` or ``xyz`` when every GeoParquet ``geometry_types`` entry names M or Z alone
+    (``Point M``), else None."""
+    suffixes = {t.rsplit(" ", 1)[-1] if " " in t else "" for t in types}
+    return {"M": "xym", "Z": "xyz"}.get(suffixes.pop()) if len(suffixes) == 1 else None
+
+
+def _coords(arr: pa.Array, types: Sequence[str] = ()) -> tuple[np.ndarray, str]:
     """Coordinates (M, D) and their GeoArrow dimension name (``xy``, ``xyz``, ``xym``, ``xyzm``).
 
     Separated coordinates are a struct whose field names spell the dimension; interleaved
-    ones a fixed_size_list whose value field is named after it (GeoArrow 0.1), 3 values
-    without a telling name being ``xyz``.
+    ones a fixed_size_list whose value field is named after it (GeoArrow 0.1). Parquet
+    keeps no name for a list's values (``element``): 3 values without a telling name are
+    what the column's ``types`` (GeoParquet ``geometry_types``) state, ``xym`` for ``Point
+    M``, else ``xyz``.
     """
     if pa.types.is_struct(arr.type):
         names = "".join(arr.type.field(i).name.lower() for i in range(arr.type.num_fields))
@@ -78,7 +88,10 @@ def _coords(arr: pa.Array) -> tuple[np.ndarray, str]:
         return np.column_stack(cols).astype(float), names
     width = arr.type.list_size  # interleaved: fixed_size_list<double>[2|3|4]
     name = arr.type.value_field.name.lower()
-    dims = name if name in DIMENSIONS and len(name) == width else {3: "xyz", 4: "xyzm"}.get(width)
+    if name in DIMENSIONS and len(name) == width:
+        dims: str | None = name
+    else:
+        dims = (_stated_dims(types) or "xyz") if width == 3 else {4: "xyzm"}.get(width)
     flat = arr.flatten().to_numpy(zero_copy_only=False).astype(float)
     return flat.reshape(-1, width), dims or "xy"
 
@@ -105,9 +118,11 @@ def coordinates_envelope(coords: np.ndarray) -> Envelope | None:
 
 
 def native_to_wkb(
-    path: Path | str, column: pa.ChunkedArray, encoding: str
+    path: Path | str, column: pa.ChunkedArray, encoding: str, types: Sequence[str] = ()
 ) -> tuple[tuple[bytes | None, ...], Envelope | None]:
-    """WKB of a GeoArrow native column, written literally (:func:`ragged_to_wkb`):
+    """WKB of a GeoArrow native column, written literally (:func:`ragged_to_wkb`), its
+    dimension read from the coordinates (``types``, the column's ``geometry_types``, only
+    where they cannot say it: :func:`_coords`):
     ``shapely.from_ragged_array`` would close open rings before validity sees them; and
     the envelope of its coordinate arrays (:func:`coordinates_envelope`; null rows may hold values:
     only meaningful when every row has a geometry)."""
@@ -129,7 +144,7 @@ def native_to_wkb(
             start, end = int(raw[0]), int(raw[-1])
             offsets.append(raw - start)
             level = level.values.slice(start, end - start)
-        coords, dims = _coords(level)
+        coords, dims = _coords(level, types)
         if dims not in DIMENSIONS:
             raise ValueError(f"coordinate fields {dims!r} are not one of {list(DIMENSIONS)}")
         wkb = ragged_to_wkb(NATIVE_ENCODINGS[encoding], coords, offsets, dims)

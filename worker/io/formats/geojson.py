@@ -51,6 +51,16 @@ def _not_json(path: Path | str, exc: UnicodeDecodeError | json.JSONDecodeError) 
             f"{path}: truncated: the file ends inside its JSON document ({exc})",
             fix="give the whole file (a copy or upload that stopped early?)",
         )
+    if isinstance(exc, UnicodeDecodeError):  # JSON text, not UTF-8: say so, as for a column
+        from worker.io.formats.canonical import UndecodableText
+
+        around = exc.object[max(0, exc.start - 12) : exc.end + 8]
+        return UndecodableText(
+            f"{path}: text that is not UTF-8 at byte {exc.start} ({clip(repr(around), 80)}: "
+            f"{exc.reason}): the bytes are in another encoding than the format says; "
+            "GeoJSON is UTF-8 (RFC 8259 section 8.1)",
+            fix="rewrite the file as UTF-8 (e.g. iconv -f ISO-8859-1 -t UTF-8, or ogr2ogr)",
+        )
     from worker.io.formats import formats_read
 
     return PayloadCorrupt(f"{path}: not a JSON document ({exc}); {formats_read()}")

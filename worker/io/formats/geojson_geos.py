@@ -92,14 +92,35 @@ def _geos_reason(text: str) -> str:
     return "GEOS could not read the geometry"
 
 
+#: the legacy ``crs`` member's types GDAL reads (ogrgeojsonreader.cpp) -> the property
+#: holding the CRS and what it must be: ``name`` (the 2008 spec), ``link`` (the 2008 spec:
+#: its href is resolved as a CRS text, never fetched), ``EPSG`` and ``OGC`` (the drafts
+#: before it)
+_LEGACY_MEMBER = {
+    "name": ("name", "properties.name string"),
+    "link": ("href", "properties.href string"),
+    "OGC": ("urn", "properties.urn string"),
+    "EPSG": ("code", "integer properties.code"),
+}
+
+
 def legacy_crs(path: Path | str, doc: dict[str, Any]) -> str | None:
-    """The name in the legacy 2008 ``crs`` member (``{"type": "name", "properties":
-    {"name": ...}}``; RFC 7946 section 4 removed it, GDAL and others still write it), or
-    None when the file has none (it is then RFC 7946 GeoJSON)."""
+    """The CRS text the legacy 2008 ``crs`` member states, or None when the file has none
+    (it is then RFC 7946 GeoJSON; section 4 removed the member, GDAL and others still write
+    it): ``{"type": "name", "properties": {"name": ...}}``, ``link`` (``href``), ``OGC``
+    (``urn``) or ``EPSG`` (``code``: ``EPSG:<code>``), as GDAL reads them; a member of no
+    type is read as ``name``. :class:`PayloadError` for a member without that property."""
     crs = doc.get("crs")
     if crs is None:
         return None
-    name = crs.get("properties", {}).get("name") if isinstance(crs, dict) else None
-    if not isinstance(name, str) or not name:
-        raise _fail(path, "bad CRS: the legacy 'crs' member has no properties.name string")
-    return name
+    kind = crs.get("type") if isinstance(crs, dict) else None
+    key, what = _LEGACY_MEMBER.get(kind if isinstance(kind, str) else "", _LEGACY_MEMBER["name"])
+    props = crs.get("properties") if isinstance(crs, dict) else None
+    value = props.get(key) if isinstance(props, dict) else None
+    if key == "code":
+        code = str(value).strip() if isinstance(value, (int, str)) else ""
+        value = f"EPSG:{code}" if code.isdigit() and not isinstance(value, bool) else None
+    if not isinstance(value, str) or not value:
+        named = f" of type {kind!r}" if kind in _LEGACY_MEMBER else ""
+        raise _fail(path, f"bad CRS: the legacy 'crs' member{named} has no {what}")
+    return value

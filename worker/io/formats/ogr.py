@@ -13,6 +13,7 @@ order as GDAL presents it (x = longitude/easting, ``east_north``); the CRS is th
 from __future__ import annotations
 
 import logging
+import warnings
 import zipfile
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -149,7 +150,9 @@ def read_ogr(path: Path, fmt: str, *, shown: Path | None = None) -> FeatureData:
     encoding = _text_encoding(path, fmt, target)
     options = {"encoding": encoding.encoding} if encoding is not None else {}
     try:
-        meta, table = pyogrio.read_arrow(target, layer=0, **options)
+        with warnings.catch_warnings():  # said by _as_stored, with the value as written
+            warnings.filterwarnings("ignore", r"Value .* parsed incompletely", RuntimeWarning)
+            meta, table = pyogrio.read_arrow(target, layer=0, **options)
     except pyogrio.errors.CRSError as exc:  # GDAL began a CRS and failed (truncated WKT)
         source = _CRS_SOURCES.get(fmt, "CRS")
         fix = (
@@ -167,6 +170,9 @@ def read_ogr(path: Path, fmt: str, *, shown: Path | None = None) -> FeatureData:
     attributes = canonical_table(
         pa.table(table.drop_columns([geom_name])), path, _text_fix(fmt, encoding)
     )
+    # a value of another type than its column, as the file holds it
+    where = str(layers[0][0]) if fmt == "GPKG" else target
+    attributes = _as_stored(path, fmt, where, encoding, attributes)
     if encoding is not None:
         attributes = attributes.replace_schema_metadata(
             {
@@ -212,6 +218,30 @@ def _unread_prj(path: Path, fmt: str, target: str) -> str | None:
         return None
     text = raw.decode("utf-8", "replace").lstrip("\ufeff").strip()
     return text or None
+
+
+def _as_stored(
+    path: Path, fmt: str, where: str, encoding: TextEncoding | None, attributes: pa.Table
+) -> pa.Table:
+    """``attributes`` (of the layer ``where``: a GeoPackage's table, GDAL's path of a
+    shapefile) with each column holding a value of another type than its own (which
+    GDAL coerces) read as text, the mix recorded: a GeoPackage column of mixed storage
+    classes (:mod:`.gpkg_types`), a numeric DBF field holding text (:mod:`.dbf_types`)."""
+    names = attributes.column_names
+    if fmt == "GPKG":
+        from worker.io.formats.gpkg_types import mixed_columns
+
+        found = mixed_columns(path, where, names)
+    elif encoding is not None:  # a shapefile, or a zip holding one
+        from worker.io.formats.dbf_types import mixed_number_fields
+
+        member = where[len(f"/vsizip/{path.resolve()}/") :] if fmt == "zip" else None
+        found = mixed_number_fields(path, member, encoding.encoding, names, attributes.num_rows)
+    else:
+        return attributes
+    for name, (fld, values) in found.items():
+        attributes = attributes.set_column(names.index(name), fld, values)
+    return attributes
 
 
 #: Where each format read through GDAL states its CRS.
