@@ -118,7 +118,7 @@ def _is_names(value: Any) -> bool:
 
 
 def _malformed(name: str, value: Any, ok: Callable[[Any], bool], want: str) -> list[str]:
-    """The sentence for a claim present in a shape the GeoParquet specification does not
+    """The sentence for a claim present in a shape the file format's specification does not
     give it (never compared, so never contradicted): empty when absent or well formed."""
     if value is None or ok(value):
         return []

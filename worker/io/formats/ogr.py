@@ -22,6 +22,7 @@ import pyarrow as pa
 
 from worker.core.errors import PayloadCorrupt, PayloadError
 from worker.io.formats.base import FeatureData, Source, _fail, canonical_table
+from worker.io.formats.shapefile_prj import unread_prj
 
 if TYPE_CHECKING:
     from worker.io.formats.dbf_encoding import TextEncoding
@@ -186,7 +187,7 @@ def read_ogr(path: Path, fmt: str, *, shown: Path | None = None) -> FeatureData:
     # GDAL gives no CRS where the format says it is unknown (a shapefile without .prj, a
     # GeoPackage SRS id 0 or -1: "undefined geographic/cartesian SRS", GeoPackage 1.3
     # section 1.1.2.1.1); any other is the file's own statement
-    crs = meta.get("crs") or _unread_prj(path, fmt, target)
+    crs = meta.get("crs") or unread_prj(path, fmt, target)
     return FeatureData(
         tuple(None if g is None else bytes(g) for g in wkb),
         attributes,
@@ -194,30 +195,6 @@ def read_ogr(path: Path, fmt: str, *, shown: Path | None = None) -> FeatureData:
         crs_stated=bool(crs),
         crs_source=_CRS_SOURCES.get(fmt, "CRS") if crs else "",
     )
-
-
-#: Most characters of a .prj read when GDAL made no CRS of it (a WKT CRS is a few KiB).
-MAX_PRJ_CHARS = 64 * 1024
-
-
-def _unread_prj(path: Path, fmt: str, target: str) -> str | None:
-    """The text of a shapefile's ``.prj`` (beside it, or beside it in the zip) when GDAL
-    made no CRS of it: GDAL drops a .prj it cannot parse with a warning, and the file
-    would read as one stating no CRS; its own statement is kept instead (a ``crs`` clause
-    then says it cannot be resolved). None without a .prj, or an empty one."""
-    if fmt == "ESRI Shapefile":
-        names = [path.with_suffix(ext) for ext in (".prj", ".PRJ")]
-        found = next((n for n in names if n.is_file()), None)
-        raw = found.read_bytes()[:MAX_PRJ_CHARS] if found is not None else b""
-    elif fmt == "zip" and target.lower().endswith(".shp"):
-        inner = target.removeprefix(f"/vsizip/{path.resolve()}/")[:-4]
-        with zipfile.ZipFile(path) as z:
-            member = next((n for n in z.namelist() if n.lower() == f"{inner}.prj".lower()), None)
-            raw = z.read(member)[:MAX_PRJ_CHARS] if member is not None else b""
-    else:
-        return None
-    text = raw.decode("utf-8", "replace").lstrip("\ufeff").strip()
-    return text or None
 
 
 def _as_stored(

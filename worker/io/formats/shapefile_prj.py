@@ -1,0 +1,41 @@
+"""A shapefile's ``.prj`` as the file's own CRS statement when GDAL made no CRS of it
+(:func:`unread_prj`, read by :mod:`worker.io.formats.ogr`): GDAL drops a ``.prj`` it cannot
+parse with a warning, and the batch would read as one that states no CRS."""
+
+from __future__ import annotations
+
+import zipfile
+from pathlib import Path
+
+__all__ = ["MAX_PRJ_CHARS", "unread_prj"]
+
+
+#: Most bytes of a .prj read when GDAL made no CRS of it (a WKT CRS is a few KiB); only
+#: these are read, from a file or a zip member, whatever its size.
+MAX_PRJ_CHARS = 64 * 1024
+
+
+def unread_prj(path: Path, fmt: str, target: str) -> str | None:
+    """The text of a shapefile's ``.prj`` (beside it, or beside it in the zip) when GDAL
+    made no CRS of it: GDAL drops a .prj it cannot parse with a warning, and the file
+    would read as one stating no CRS; its own statement is kept instead (a ``crs`` clause
+    then says it cannot be resolved). None without a .prj, or an empty one."""
+    if fmt == "ESRI Shapefile":
+        names = [path.with_suffix(ext) for ext in (".prj", ".PRJ")]
+        found = next((n for n in names if n.is_file()), None)
+        raw = b""
+        if found is not None:
+            with found.open("rb") as f:
+                raw = f.read(MAX_PRJ_CHARS)
+    elif fmt == "zip" and target.lower().endswith(".shp"):
+        inner = target.removeprefix(f"/vsizip/{path.resolve()}/")[:-4]
+        with zipfile.ZipFile(path) as z:
+            member = next((n for n in z.namelist() if n.lower() == f"{inner}.prj".lower()), None)
+            raw = b""
+            if member is not None:
+                with z.open(member) as f:
+                    raw = f.read(MAX_PRJ_CHARS)
+    else:
+        return None
+    text = raw.decode("utf-8", "replace").lstrip("\ufeff").strip()
+    return text or None
