@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import logging
 from pathlib import Path
 
 import pyarrow.parquet as pq
@@ -242,3 +243,26 @@ def test_a_bug_is_exit_70_with_one_line_never_the_exit_of_a_decision(
         assert err.rstrip().endswith(
             "rerun with --log-level DEBUG for the traceback, and report it with the input"
         )
+
+
+def test_a_bug_in_the_worker_logs_its_traceback_at_error(
+    monkeypatch: pytest.MonkeyPatch,
+    capsys: pytest.CaptureFixture[str],
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    """`run` is a pod's long-running worker: its crash cannot be rerun with --log-level
+    DEBUG, so the traceback goes to its log at ERROR (a one-shot command's stays at DEBUG),
+    and the line says where it is. Exit 70 as for every command."""
+
+    def broken(args: object) -> int:
+        raise KeyError("lost")
+
+    monkeypatch.setattr("worker.cli.commands.run.run", broken)
+    with caplog.at_level(logging.ERROR):
+        assert main(["run"]) == 70
+    logged = [r for r in caplog.records if r.levelno == logging.ERROR and r.exc_info]
+    assert len(logged) == 1 and logged[0].exc_info is not None
+    assert logged[0].exc_info[0] is KeyError
+    err = capsys.readouterr().err.strip().splitlines()[-1]
+    assert err.startswith("contract-gate run: error: internal error (a bug of contract-gate): ")
+    assert err.endswith("report it with the traceback logged above and the input")

@@ -160,17 +160,25 @@ def _run(args: argparse.Namespace, stops: Interrupts | None) -> int:
     except Exception as exc:  # a bug: one line and EXIT_INTERNAL, never exit 1 (a decision)
         if stops is not None and stops.received.is_set():
             raise
-        logging.getLogger(__name__).debug("internal error", exc_info=True)
-        _report(args, InternalError(exc))
+        # the worker's traceback goes to its log at ERROR: a crash in a pod cannot be
+        # rerun with --log-level DEBUG; a one-shot command's is there at DEBUG
+        logged = args.command == "run"
+        level = logging.ERROR if logged else logging.DEBUG
+        logging.getLogger(__name__).log(level, "internal error", exc_info=True)
+        _report(args, InternalError(exc, traceback_logged=logged))
         return EXIT_INTERNAL
 
 
 class InternalError(ContractGateError):
     """An exception no layer translated (a bug), as the one line a command prints."""
 
-    def __init__(self, exc: Exception) -> None:
+    def __init__(self, exc: Exception, *, traceback_logged: bool = False) -> None:
         what = clip(" ".join(str(exc).split()), 300)
-        fix = "rerun with --log-level DEBUG for the traceback, and report it with the input"
+        fix = (
+            "report it with the traceback logged above and the input"
+            if traceback_logged
+            else "rerun with --log-level DEBUG for the traceback, and report it with the input"
+        )
         super().__init__(
             f"internal error (a bug of contract-gate): {type(exc).__name__}: {what}; {fix}",
             fix=fix,
