@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from worker.core.errors import PayloadCorrupt, PayloadError
 from worker.io.formats.base import FeatureData, Source, _fail, canonical_table
+from worker.io.formats.gpkg_blobs import BlobFindings, blob_findings
 
 if TYPE_CHECKING:
     from worker.io.formats.dbf_encoding import TextEncoding
@@ -148,14 +149,16 @@ def read_ogr(path: Path, fmt: str, *, shown: Path | None = None) -> FeatureData:
         )
     encoding = _text_encoding(path, fmt, target)
     options = {"encoding": encoding.encoding} if encoding is not None else {}
+    blobs = fmt == "GPKG"  # its blob headers are read beside GDAL (gpkg_blobs)
     try:
-        meta, table = pyogrio.read_arrow(target, layer=0, **options)
+        meta, table = pyogrio.read_arrow(target, layer=0, return_fids=blobs, **options)
     except Exception as exc:  # pyogrio.errors.DataSourceError, DataLayerError, GDAL errors
         raise _fail(path, f"GDAL cannot read {what}: {exc}") from None
     geom_name = meta.get("geometry_name") or "wkb_geometry"
     if geom_name not in table.column_names:
         raise _fail(path, f"{what} has no geometry column (layer {layers[0][0]!r})")
     wkb = table.column(geom_name).to_pylist()
+    table, found = _blob_findings(path, meta, table, geom_name, wkb) if blobs else (table, None)
     attributes = canonical_table(
         pa.table(table.drop_columns([geom_name])), path, _text_fix(fmt, encoding)
     )
@@ -179,7 +182,25 @@ def read_ogr(path: Path, fmt: str, *, shown: Path | None = None) -> FeatureData:
         str(crs) if crs else None,
         crs_stated=bool(crs),
         crs_source=_CRS_SOURCES.get(fmt, "CRS") if crs else "",
+        geometry_errors=found.errors if found is not None else {},
+        covering_bbox=found.envelopes if found is not None else None,
+        covering_name="GeoPackage geometry header envelope",
     )
+
+
+def _blob_findings(
+    path: Path, meta: dict[str, Any], table: pa.Table, geom_name: str, wkb: list[Any]
+) -> tuple[pa.Table, BlobFindings | None]:
+    """``table`` without its fid column, and what a GeoPackage's geometry blob headers
+    state (:mod:`.gpkg_blobs`); the rows of ``wkb`` it finds unreadable are set to None
+    (their reasons are in the findings)."""
+    fid_name = meta.get("fid_column") or "fid"
+    found = blob_findings(
+        path, table.column(fid_name).to_numpy(), table.column(geom_name).combine_chunks()
+    )
+    for row in found.errors if found is not None else ():
+        wkb[row] = None
+    return table.drop_columns([fid_name]), found
 
 
 #: Where each format read through GDAL states its CRS.
