@@ -152,11 +152,20 @@ class RecordParts:
         """The bytes of ``record`` (the array field's value is not read) whose array holds
         ``items`` (:meth:`item`): what :func:`fastavro.schemaless_writer` writes."""
         before, after = self.runs
-        head = [r.encoded(record) for r in before]
-        tail = [r.encoded(record) for r in after]
-        if not items:
-            return b"".join((*head, b"\x00", *tail))  # an empty array: its end (a long 0)
-        return b"".join((*head, _varint(len(items) << 1), *items, b"\x00", *tail))
+        return joined(
+            [r.encoded(record) for r in before], items, [r.encoded(record) for r in after]
+        )
+
+
+def joined(head: Sequence[bytes], items: Sequence[bytes], tail: Sequence[bytes]) -> bytes:
+    """The bytes of a record split around its array field (:class:`RecordParts`): the
+    encoded fields before it (``head``), the array of the encoded ``items`` (one block:
+    its count, the items, the end; an empty array is its end alone, a long 0) and the
+    encoded fields after it (``tail``). :meth:`RecordParts.write` and the evaluation
+    record's inline path (``worker.io.codec.events.encode_evaluation``) both end here."""
+    if not items:
+        return b"".join((*head, b"\x00", *tail))
+    return b"".join((*head, _varint(len(items) << 1), *items, b"\x00", *tail))
 
 
 def _encoded(schema: Any, value: Any) -> bytes:
