@@ -278,3 +278,35 @@ def test_the_other_features_keep_their_rows(tmp_path: Path) -> None:
     # a point's blob states no envelope (GDAL writes none): its bounds stand for it
     assert data.covering_bbox[names.index("f1")] == (1.0, 0.5, 1.0, 0.5)  # type: ignore[index]
     assert data.covering_bbox[bad] is None  # type: ignore[index]
+
+
+@pytest.mark.parametrize("least", [16, 10**9], ids=["polygons-path", "general-path"])
+def test_an_envelope_among_many_polygons_is_compared_on_either_path(
+    least: int, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """The facts' bounds of the plain polygons' path (no GEOS) and GEOS's agree: one
+    envelope that does not bound its box, among 30 that GDAL wrote, is found by both."""
+    from worker.core.facts import polygons_mixed
+
+    monkeypatch.setattr(polygons_mixed, "POLYGONS_WITHOUT_GEOMETRIES_MIN", least)
+    boxes = [shapely.box(i, 0, i + 0.5, 1) for i in range(30)]
+    path = tmp_path / "boxes.gpkg"
+    pyogrio.write_arrow(
+        pa.table({"name": [f"f{i}" for i in range(30)],
+                  "geom": pa.array(shapely.to_wkb(boxes).tolist(), pa.binary())}),
+        path, driver="GPKG", geometry_name="geom", geometry_type="Polygon", crs="EPSG:4326",
+        layer="batch", layer_options={"SPATIAL_INDEX": "NO"},
+    )  # fmt: skip
+    with sqlite3.connect(path) as con:
+        con.execute("UPDATE batch SET geom = ? WHERE name = 'f7'",
+                    (_blob(shapely.to_wkb(boxes[7]), kind=1, little=True,
+                           box=(7.0, 7.25, 0.0, 1.0)),))  # fmt: skip
+    contract = tmp_path / "contract.yaml"
+    contract.write_text(CONTRACT)
+    out = io.StringIO()
+    with contextlib.redirect_stdout(out):
+        main(["check", str(path), "--contract", str(contract), "--format", "json",
+              "--now", "2024-06-01T12:00:00Z"])  # fmt: skip
+    ext = _ext(json.loads(out.getvalue()))
+    assert ext["measured"]["covering_bbox_disagrees"] == 1
+    assert "does not bound 1 feature (index 7)" in ext["message"]
