@@ -4,10 +4,15 @@ decides as the plain tuple of its values does (issue 27, stop 43)."""
 
 from __future__ import annotations
 
+import copy
 import json
+import operator
+import pickle
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from datetime import datetime, timezone
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -147,3 +152,119 @@ def test_the_geometries_of_a_chunks_plain_polygons_are_read_without_building_its
     assert [None if g is None else g.wkb for g in got] == [
         None if g is None else g.wkb for g in want.raw_geometries
     ]
+
+
+_VALUES = (None, b"cde", b"", b"f")
+#: Every Sequence operation (and tuple's own: hash, ordering, +, *), by name: each is run on
+#: a plain tuple of ``_VALUES`` and on a WkbTuple of them, built and not.
+_OPERATIONS: dict[str, Callable[[Any], object]] = {
+    "len": len,
+    "bool": bool,
+    "iter": list,
+    "reversed": lambda s: list(reversed(s)),
+    **{f"[{i}]": (lambda s, i=i: s[i]) for i in range(-5, 5)},
+    "[np.int64(2)]": lambda s: s[np.int64(2)],
+    "[True]": lambda s: s[True],
+    "['a']": lambda s: s["a"],
+    "[1.0]": lambda s: s[1.0],
+    "[None]": lambda s: s[None],
+    **{
+        f"[{k}]": (lambda s, k=k: s[k])
+        for k in (
+            slice(1, 3),
+            slice(None, None, -1),
+            slice(None, None, 2),
+            slice(5, None),
+            slice(-2, None),
+            slice(0, 0),
+        )
+    },
+    **{f"{v!r} in": (lambda s, v=v: v in s) for v in (b"cde", None, b"zz", 3)},
+    "index(b'cde')": lambda s: s.index(b"cde"),
+    "index(None)": lambda s: s.index(None),
+    "index(b'zz')": lambda s: s.index(b"zz"),
+    "index(b'f', 0, 2)": lambda s: s.index(b"f", 0, 2),
+    "index(b'f', -1)": lambda s: s.index(b"f", -1),
+    "count(None)": lambda s: s.count(None),
+    "count(b'zz')": lambda s: s.count(b"zz"),
+    "== tuple": lambda s: s == _VALUES,
+    "!= tuple": lambda s: s != _VALUES,
+    "== list": lambda s: s == list(_VALUES),
+    "== other": lambda s: s == (None,),
+    "hash": hash,
+    **{
+        f"{name} {other!r}": (lambda s, op=op, other=other: op(s, other))
+        for name, op in (
+            ("<", operator.lt),
+            ("<=", operator.le),
+            (">", operator.gt),
+            (">=", operator.ge),
+        )
+        for other in (
+            _VALUES,
+            _VALUES[:2],
+            (None, b"cdf"),
+            (None, b"a", b"z"),
+            (b"a",),
+            list(_VALUES),
+            None,
+        )
+    },
+    **{
+        f"{other!r} {name}": (lambda s, op=op, other=other: op(other, s))
+        for name, op in (("<", operator.lt), (">=", operator.ge))
+        for other in (_VALUES[:3], (None, b"d"), (b"a",))
+    },
+    "sorted": lambda s: sorted([(None, b"d"), s, _VALUES[:2]]),
+    "max": lambda s: list(max(s, (None, b"cde", b"", b"e"))),
+    "+ tuple": lambda s: s + (b"x",),  # noqa: RUF005 (the operator)
+    "tuple +": lambda s: (b"x",) + s,  # noqa: RUF005
+    "+ self": lambda s: s + s,
+    "+ list": lambda s: s + [b"x"],  # noqa: RUF005
+    "list +": lambda s: [b"x"] + s,  # noqa: RUF005
+    "* 2": lambda s: s * 2,
+    "2 *": lambda s: 2 * s,
+    "* 0": lambda s: s * 0,
+    "* -1": lambda s: s * -1,
+    "* 'a'": lambda s: s * "a",
+    "copy": lambda s: (copy.copy(s), type(copy.copy(s))),
+    "pickle": lambda s: (pickle.loads(pickle.dumps(s)), type(pickle.loads(pickle.dumps(s)))),
+    "Sequence": lambda s: isinstance(s, Sequence),
+}
+
+#: Python words these errors with the operand's type: ``'<' not supported between
+#: instances of 'WkbTuple' and 'list'``, ``unsupported operand type(s) for +: 'WkbTuple' and
+#: 'list'`` where a tuple's says ``can only concatenate tuple (not "list") to tuple``;
+#: the same TypeError, named by Python.
+_WORDED_BY_TYPE = {"+ list", "list +"} | {
+    f"{n} {other!r}" for n in ("<", "<=", ">", ">=") for other in (list(_VALUES), None)
+}
+#: ``(b"a",) < wkb`` is answered by ``wkb > (b"a",)`` (a tuple cannot order a WkbTuple, so
+#: Python asks the reflected method), whose TypeError of ``None`` against ``b"a"`` is worded
+#: the other way round: "'>' not supported between instances of 'NoneType' and 'bytes'".
+_WORDED_BY_TYPE |= {"(b'a',) <", "(b'a',) >="}
+
+
+def _outcome(operation: Callable[[Any], object], seq: object) -> tuple[object, ...]:
+    try:
+        value = operation(seq)
+    except Exception as exc:
+        return type(exc), str(exc)
+    if isinstance(value, tuple) and len(value) == 2 and value[1] in (tuple, WkbTuple):
+        return "ok", value  # (a copy: its value and its type)
+    return "ok", value, type(value)
+
+
+@pytest.mark.parametrize("built", [False, True])
+@pytest.mark.parametrize("name", list(_OPERATIONS))
+def test_a_wkb_tuple_does_what_the_tuple_of_its_values_does(name: str, built: bool) -> None:
+    wkb = WkbTuple(pa.array(_VALUES, pa.binary()))
+    if built:
+        assert wkb.values == _VALUES
+    got, want = _outcome(_OPERATIONS[name], wkb), _outcome(_OPERATIONS[name], _VALUES)
+    if name in _WORDED_BY_TYPE:
+        assert got[0] is want[0] is TypeError
+    else:
+        assert got == want
+    if name.startswith("[") and not name.startswith("[slice") and not built:
+        assert not wkb.built  # (one value read by itself)

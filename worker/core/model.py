@@ -213,6 +213,9 @@ class Batch:
     #: column and ``file_claims`` in, from its reader, for messages ("<name> edges:
     #: spherical"); "" when none does (inline features): messages then say "the file's"
     metadata_name: str = ""
+    #: what the file calls ``covering_bbox`` in messages, from its reader (a format's
+    #: per-feature envelope); "" for a bbox covering column, named after ``metadata_name``
+    covering_name: str = ""
 
 
 @dataclass(frozen=True)

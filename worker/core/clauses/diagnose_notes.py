@@ -80,9 +80,11 @@ def placement_notes(
     if n_disagree:
         measured["covering_bbox_disagrees"] = n_disagree
         first = ", ".join(str(i) for i in tally["disagree_first"].items)
+        covering = facts.batch.covering_name or stated(
+            facts.batch.metadata_name, "bbox covering column"
+        )
         notes += (
-            f"; warning: the {stated(facts.batch.metadata_name, 'bbox covering column')} "
-            "does not bound "
+            f"; warning: the {covering} does not bound "
             f"{count_phrase(n_disagree, f'(index {first})')}: readers filtering "
             "by it would skip them"
         )

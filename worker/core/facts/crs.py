@@ -91,7 +91,10 @@ class CrsFacts(MixedFacts):
         if cover is None or not self.count:
             return out
         box = np.array([c if c is not None else (np.nan,) * 4 for c in cover], dtype=float)
-        b = np.asarray(shapely.bounds(self.raw_geometries), dtype=float).reshape(-1, 4)
+        if self.batch.axis_order == "east_north" and self.batch.edges == "planar":
+            b = self.bounds  # (the stored geometries' own: the fast paths', without GEOS)
+        else:
+            b = np.asarray(shapely.bounds(self.raw_geometries), dtype=float).reshape(-1, 4)
         has = ~np.isnan(b).any(axis=1)
         with np.errstate(invalid="ignore"):
             tol = 1e-6 * np.maximum(1.0, np.abs(b))

@@ -13,8 +13,9 @@ so the array never stands for other values than the ones it holds.
 from __future__ import annotations
 
 import operator
-from collections.abc import Iterator, Sequence
-from typing import overload
+import sys
+from collections.abc import Callable, Iterator, Sequence
+from typing import Any, overload
 
 import numpy as np
 import pyarrow as pa
@@ -34,8 +35,10 @@ __all__ = [
 
 class WkbTuple(Sequence[bytes | None]):
     """The values of ``array`` (an Arrow ``binary`` or ``large_binary`` array, one chunk)
-    as an immutable sequence of bytes (None for null), equal to the tuple of them (``+``
-    and ``*`` give plain tuples), with ``array`` kept as :attr:`arrow`.
+    as an immutable sequence of bytes (None for null), equal to, hashed and ordered as the
+    tuple of them (``+`` and ``*`` give plain tuples; an index out of range raises the
+    tuple's ``IndexError("tuple index out of range")``), with ``array`` kept as
+    :attr:`arrow`.
 
     The bytes objects are built when first read, not by the reader: every one at the
     first iteration or slice (:attr:`values`, Arrow's conversion in C++), a single one by
@@ -84,15 +87,35 @@ class WkbTuple(Sequence[bytes | None]):
             return self.values[index]
         if self._values is not None:
             return self._values[index]
-        i = operator.index(index)
+        try:
+            i = operator.index(index)
+        except TypeError:
+            raise TypeError(
+                f"tuple indices must be integers or slices, not {type(index).__name__}"
+            ) from None
         n = len(self.arrow)
         if not -n <= i < n:
-            raise IndexError("WkbTuple index out of range")
+            raise IndexError("tuple index out of range")  # (the tuple's words, built or not)
         value: bytes | None = self.arrow[i % n].as_py()
         return value
 
     def __iter__(self) -> Iterator[bytes | None]:
         return iter(self.values)
+
+    def __reversed__(self) -> Iterator[bytes | None]:
+        return reversed(self.values)
+
+    def __contains__(self, value: object) -> bool:
+        return value in self.values
+
+    def index(self, value: object, start: int = 0, stop: int = sys.maxsize) -> int:
+        """The first position of ``value`` in ``[start:stop]``, as ``tuple.index`` (whose
+        ValueError it raises); :class:`Sequence`'s would build one value at a time."""
+        return self.values.index(value, start, stop)
+
+    def count(self, value: object) -> int:
+        """How many values equal ``value``, as ``tuple.count``."""
+        return self.values.count(value)
 
     def take(self, rows: Sequence[int]) -> tuple[bytes | None, ...]:
         """The values at ``rows`` (ints), in that order, as a tuple: built by Arrow for
@@ -102,11 +125,13 @@ class WkbTuple(Sequence[bytes | None]):
         picked = self.arrow.take(pa.array(rows, type=pa.int64()))
         return tuple(picked.to_numpy(zero_copy_only=False).tolist())
 
-    def __add__(self, other: tuple[bytes | None, ...]) -> tuple[bytes | None, ...]:
-        return self.values + tuple(other)
+    def __add__(self, other: object) -> tuple[bytes | None, ...]:
+        if isinstance(other, WkbTuple):
+            return self.values + other.values
+        return self.values + other if isinstance(other, tuple) else NotImplemented
 
-    def __radd__(self, other: tuple[bytes | None, ...]) -> tuple[bytes | None, ...]:
-        return tuple(other) + self.values
+    def __radd__(self, other: object) -> tuple[bytes | None, ...]:
+        return other + self.values if isinstance(other, tuple) else NotImplemented
 
     def __mul__(self, times: int) -> tuple[bytes | None, ...]:
         return self.values * times
@@ -118,6 +143,21 @@ class WkbTuple(Sequence[bytes | None]):
             return self.values == other.values
         return self.values == other if isinstance(other, tuple) else NotImplemented
 
+    # Ordered as the tuple of its values is (it stands where that tuple stood: a sort
+    # key holding a chunk's values orders the same either way), against a tuple or
+    # another WkbTuple; anything else is NotImplemented, as for a tuple.
+    def __lt__(self, other: object) -> bool:
+        return _compared(self, other, operator.lt)
+
+    def __le__(self, other: object) -> bool:
+        return _compared(self, other, operator.le)
+
+    def __gt__(self, other: object) -> bool:
+        return _compared(self, other, operator.gt)
+
+    def __ge__(self, other: object) -> bool:
+        return _compared(self, other, operator.ge)
+
     def __hash__(self) -> int:
         return hash(self.values)
 
@@ -127,6 +167,14 @@ class WkbTuple(Sequence[bytes | None]):
     def __reduce__(self) -> tuple[type[tuple[bytes | None, ...]], tuple[tuple[bytes | None, ...]]]:
         """A copy or a pickle is the plain tuple of the values (the array stays here)."""
         return tuple, (self.values,)
+
+
+def _compared(values: WkbTuple, other: object, compare: Callable[[Any, Any], bool]) -> bool:
+    """``compare(values.values, other)`` for a tuple or a WkbTuple ``other`` (its values),
+    else NotImplemented (Python then tries the reflected method, then raises TypeError)."""
+    if isinstance(other, WkbTuple):
+        other = other.values
+    return compare(values.values, other) if isinstance(other, tuple) else NotImplemented
 
 
 def arrow_points_xy(values: WkbTuple) -> np.ndarray | None:

@@ -21,8 +21,10 @@ is wrong before any of that can happen:
   XYZM; OGC 06-103r4 and ISO 13249-3 give a collection one). GEOS pads a 2D part of a
   GeometryCollection Z with a NaN Z, so such a value read as a geometry with a non-finite
   coordinate, the wrong reason (a reader of text formats refuses mixed positions too).
-  An empty part (no coordinates) is exempt: GEOS writes one XY in any collection (a
-  collection part is refused at its first coordinate);
+  An empty part (no coordinates: a Point of NaNs, a count of 0, a Polygon whose rings
+  all have 0 points) is exempt: GEOS writes one XY in any collection (a part, a
+  collection part too, is refused at its first coordinate; a curved part is refused
+  as curved, whatever its dimension);
 * the value ends where its geometry ends: GEOS's reader stops there and ignores the rest
   (``POINT (1 2)`` plus ``b"junk"`` reads as ``POINT (1 2)``), PostGIS, GDAL and DuckDB
   refuse it or read something else. Trailing bytes are not a structural danger, so
@@ -126,6 +128,11 @@ def _walk(data: bytes, max_depth: int, spans: list[tuple[int, int, str]] | None 
                 raise _Bad(f"unknown WKB geometry type code {code} ({code:#010x})")
             dims += (0, 1, 1, 2)[thousands]
             flags = (1, _EWKB_Z | 1, _EWKB_M | 1, _EWKB_Z | _EWKB_M | 1)[thousands]  # EWKB's
+        if base in _CURVES:  # (refused whatever its coordinates: before their dimension)
+            raise _Bad(
+                f"curved geometry type {_CURVES[base]} (SQL/MM, code {code}) is not "
+                "supported: write it with straight segments (e.g. PostGIS ST_CurveToLine)"
+            )
         fault = owed[-1]  # (an empty part has no coordinate to pad: GEOS writes it XY)
         if fault or (flags != dims_in[-1] and dims_in[-1]):
             fault = fault or (
@@ -135,11 +142,6 @@ def _walk(data: bytes, max_depth: int, spans: list[tuple[int, int, str]] | None 
             if base not in _COLLECTIONS and not _empty_at(data, pos, order, base, dims):
                 raise _Bad(fault)
         point_bytes = 8 * dims
-        if base in _CURVES:
-            raise _Bad(
-                f"curved geometry type {_CURVES[base]} (SQL/MM, code {code}) is not "
-                "supported: write it with straight segments (e.g. PostGIS ST_CurveToLine)"
-            )
         if base == _POINT:
             if spans is not None:
                 spans.append((pos, dims, order))
@@ -188,14 +190,26 @@ def _walk(data: bytes, max_depth: int, spans: list[tuple[int, int, str]] | None 
 
 
 def _empty_at(data: bytes, pos: int, order: str, base: int, dims: int) -> bool:
-    """The part whose body starts at ``pos`` has no coordinates (GEOS writes an empty part
-    XY in a Z or M collection: a Point of NaNs, a count of 0): its dimension is no fault."""
+    """The single part whose body starts at ``pos`` has no coordinates: its dimension is
+    no fault (GEOS writes an empty part XY in a Z or M collection; other writers write a
+    Point of NaNs, a count of 0, or a Polygon of one ring of 0 points).
+
+    A Point of NaNs, a point list of 0 points, a ring list of 0 rings or of rings all of
+    0 points (their counts read, at most as many as the bytes left hold; several empty
+    rings are then refused by the walk's own rule). Of any other type, False (a
+    collection's parts are walked, a curve or an unknown type is refused).
+    """
+    size = len(data)
     if base == _POINT:
-        return pos + 8 * dims <= len(data) and all(
+        return pos + 8 * dims <= size and all(
             x != x for x in struct.unpack_from(f"{order}{dims}d", data, pos)
         )
-    counted = base in _POINT_LISTS or base in _RING_LISTS or base in _COLLECTIONS
-    return counted and pos + 4 <= len(data) and _U32[order](data, pos)[0] == 0
+    if pos + 4 > size:
+        return False
+    count = _U32[order](data, pos)[0]
+    if base in _RING_LISTS:  # (empty rings are 4 zero bytes each, one after the other)
+        return pos + 4 + 4 * count <= size and not any(data[pos + 4 : pos + 4 + 4 * count])
+    return base in _POINT_LISTS and count == 0
 
 
 def trailing_reason(end: int, size: int) -> str | None:

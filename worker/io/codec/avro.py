@@ -9,14 +9,13 @@ index, non-UTF-8 text); no other exception escapes.
 :class:`RecordParts`: a record's bytes assembled from parts. Avro's binary encoding of a
 record is its fields' encodings one after the other, and fastavro writes an array as one
 block: the item count (a ``long``), the items, then a ``long`` 0 (an empty array is the 0
-alone). Strings, longs, enums, arrays of them and their unions with null are written here as
-fastavro writes them (:func:`_writer`), any other value by fastavro: the tests compare the
-bytes with fastavro's whole record's (``tests/io/test_record_parts.py``, ``test_own_writers.py``).
+alone; :func:`joined`). Strings, longs, enums, arrays of them and unions with null are
+written as fastavro writes them (:func:`_writer`), any other value by fastavro (the tests:
+``tests/io/test_record_parts.py``, ``test_own_writers.py``).
 """
 
 from __future__ import annotations
 
-import io
 import operator
 from collections.abc import Callable, Collection, Hashable, Mapping, Sequence
 from datetime import datetime, timezone
@@ -67,7 +66,7 @@ def _read(schema: Any, data: bytes, what: str) -> dict[str, Any]:
     raw = bytes(data)
     if not raw:
         raise DecodeError(f"not a {what}: empty bytes")
-    buf = io.BytesIO(raw)
+    buf = BytesIO(raw)
     try:
         record = fastavro.schemaless_reader(buf, schema, None)
     except Exception as exc:  # a foreign error of any kind means the bytes are bad
@@ -86,7 +85,6 @@ def _utc(value: datetime) -> datetime:
     return value if value.tzinfo is not None else value.replace(tzinfo=timezone.utc)
 
 
-# -- a record assembled from parts ----------------------------------------------------
 class RecordParts:
     """A record's Avro bytes assembled from fastavro-encoded parts (see the module
     docstring): one record schema split around its array field ``field``.
@@ -151,12 +149,17 @@ class RecordParts:
     def write(self, record: Mapping[str, Any], items: Sequence[bytes]) -> bytes:
         """The bytes of ``record`` (the array field's value is not read) whose array holds
         ``items`` (:meth:`item`): what :func:`fastavro.schemaless_writer` writes."""
-        before, after = self.runs
-        head = [r.encoded(record) for r in before]
-        tail = [r.encoded(record) for r in after]
-        if not items:
-            return b"".join((*head, b"\x00", *tail))  # an empty array: its end (a long 0)
-        return b"".join((*head, _varint(len(items) << 1), *items, b"\x00", *tail))
+        b, a = self.runs  # (the runs before and after the array)
+        return joined([r.encoded(record) for r in b], items, [r.encoded(record) for r in a])
+
+
+def joined(head: Sequence[bytes], items: Sequence[bytes], tail: Sequence[bytes]) -> bytes:
+    """A record's bytes: its fields before its array (``head``), the array of ``items`` as
+    one block, the fields after it (``tail``); the end of :meth:`RecordParts.write`, of
+    ``events.encode_evaluation``'s inline path and of an own writer's array."""
+    if not items:
+        return b"".join((*head, b"\x00", *tail))
+    return b"".join((*head, _varint(len(items) << 1), *items, b"\x00", *tail))
 
 
 def _encoded(schema: Any, value: Any) -> bytes:
@@ -225,15 +228,14 @@ def _values_key(values: tuple[Any, ...]) -> Hashable | None:
 
 def _value_key(value: Any) -> Hashable | None:
     """A key equal only for values fastavro encodes alike: the value with its type (``1``,
-    ``1.0`` and ``True`` are equal keys); else None (not kept)."""
+    ``1.0``, ``True`` are equal keys); else None (not kept)."""
     t = type(value)
     if value is None or t in (str, bool, int, bytes, datetime):  # not float: -0.0 == 0.0
         return (t, value)
     return None
 
 
-# -- fastavro's bytes of a few types, written here (tests/io/test_own_writers.py) ----------
-# (the Avro 1.11 specification's binary encoding: zig-zag varint longs, length-prefixed UTF-8)
+# -- fastavro's bytes of a few types (Avro 1.11: zig-zag varint longs, length-prefixed UTF-8)
 _LONGS = (-(1 << 63), (1 << 63) - 1)  # fastavro refuses a long outside them
 _SMALL = [bytes((n,)) for n in range(128)]
 
@@ -295,6 +297,4 @@ def _writer(schema: Any) -> Callable[[Any], bytes | None] | None:
 def _array(item: Callable[[Any], bytes | None], values: list[Any]) -> bytes | None:
     """An array as one block: its count, the items (each by ``item``), then a 0."""
     parts = [item(v) for v in values]
-    if None in parts:
-        return None
-    return b"".join((_varint(len(parts) << 1), *parts, b"\x00")) if parts else b"\x00"  # type: ignore[arg-type]
+    return None if None in parts else joined((), parts, ())  # type: ignore[arg-type]

@@ -61,7 +61,7 @@ from worker.io.codec.avro import (
     _string,
     _utc,
     _validate,
-    _varint,
+    joined,
 )
 from worker.io.codec.checked import _write
 
@@ -356,8 +356,8 @@ def encode_evaluation(
         first, last = _string(batch_id), _long(source_offset)
         if first is None or last is None or diagnoses:
             return _EVALUATION_PARTS.write(record, items)
-        count = _varint(len(items) << 1) if items else b""  # write()'s runs, inline:
-        return b"".join((first, _HEAD.encoded(record), last, count, *items, b"\x00\x00"))
+        # write()'s runs, inline: no diagnoses (an empty array after the clauses)
+        return joined((first, _HEAD.encoded(record), last), items, _NO_DIAGNOSES)
     except Exception:  # fastavro's whole-record write names the field that does not fit
         record["clauses"] = [_clause_entry(c) for c in clauses]
         return _write(EVALUATION_RECORD, record, f"EvaluationRecord {batch_id}", ContractGateError)
@@ -373,3 +373,5 @@ _NAME, _KIND, _RESULT, _ON_BREAK, _MEASURED, _EXPECTED, _MESSAGE = map(
     ("name", "kind", "result", "on_break", "measured", "expected", "message"),
 )
 _NO_EXPECTED = _EXPECTED(None)
+#: The diagnoses of a record without any: an empty array (its end, a long 0).
+_NO_DIAGNOSES = (b"\x00",)

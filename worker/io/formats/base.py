@@ -82,6 +82,8 @@ class FeatureData:
     #: how messages name the metadata ``edges``, ``orientation``, the covering column and
     #: ``file_claims`` come from (see ``Batch.metadata_name``); "" when the file has none
     metadata_name: str = ""
+    #: what the file calls ``covering_bbox`` (see ``Batch.covering_name``)
+    covering_name: str = ""
 
 
 class Source(Protocol):

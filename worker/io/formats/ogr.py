@@ -21,7 +21,9 @@ from typing import TYPE_CHECKING, Any
 import pyarrow as pa
 
 from worker.core.errors import PayloadCorrupt, PayloadError
+from worker.io.formats.as_stored import as_stored
 from worker.io.formats.base import FeatureData, Source, _fail, canonical_table
+from worker.io.formats.gpkg_blobs import BlobFindings, blob_findings
 from worker.io.formats.shapefile_prj import unread_prj
 
 if TYPE_CHECKING:
@@ -150,10 +152,11 @@ def read_ogr(path: Path, fmt: str, *, shown: Path | None = None) -> FeatureData:
         )
     encoding = _text_encoding(path, fmt, target)
     options = {"encoding": encoding.encoding} if encoding is not None else {}
+    blobs = fmt == "GPKG"  # its blob headers are read beside GDAL (gpkg_blobs)
     try:
-        with warnings.catch_warnings():  # said by _as_stored, with the value as written
+        with warnings.catch_warnings():  # said by as_stored, with the value as written
             warnings.filterwarnings("ignore", r"Value .* parsed incompletely", RuntimeWarning)
-            meta, table = pyogrio.read_arrow(target, layer=0, **options)
+            meta, table = pyogrio.read_arrow(target, layer=0, return_fids=blobs, **options)
     except pyogrio.errors.CRSError as exc:  # GDAL began a CRS and failed (truncated WKT)
         source = _CRS_SOURCES.get(fmt, "CRS")
         fix = (
@@ -168,12 +171,13 @@ def read_ogr(path: Path, fmt: str, *, shown: Path | None = None) -> FeatureData:
     if geom_name not in table.column_names:
         raise _fail(path, f"{what} has no geometry column (layer {layers[0][0]!r})")
     wkb = table.column(geom_name).to_pylist()
+    table, found = _blob_findings(path, meta, table, geom_name, wkb) if blobs else (table, None)
     attributes = canonical_table(
         pa.table(table.drop_columns([geom_name])), path, _text_fix(fmt, encoding)
     )
     # a value of another type than its column, as the file holds it
     where = str(layers[0][0]) if fmt == "GPKG" else target
-    attributes = _as_stored(path, fmt, where, encoding, attributes)
+    attributes = as_stored(path, fmt, where, encoding, attributes)
     if encoding is not None:
         attributes = attributes.replace_schema_metadata(
             {
@@ -194,31 +198,25 @@ def read_ogr(path: Path, fmt: str, *, shown: Path | None = None) -> FeatureData:
         str(crs) if crs else None,
         crs_stated=bool(crs),
         crs_source=_CRS_SOURCES.get(fmt, "CRS") if crs else "",
+        geometry_errors=found.errors if found is not None else {},
+        covering_bbox=found.envelopes if found is not None else None,
+        covering_name="GeoPackage geometry header envelope",
     )
 
 
-def _as_stored(
-    path: Path, fmt: str, where: str, encoding: TextEncoding | None, attributes: pa.Table
-) -> pa.Table:
-    """``attributes`` (of the layer ``where``: a GeoPackage's table, GDAL's path of a
-    shapefile) with each column holding a value of another type than its own (which
-    GDAL coerces) read as text, the mix recorded: a GeoPackage column of mixed storage
-    classes (:mod:`.gpkg_types`), a numeric DBF field holding text (:mod:`.dbf_types`)."""
-    names = attributes.column_names
-    if fmt == "GPKG":
-        from worker.io.formats.gpkg_types import mixed_columns
-
-        found = mixed_columns(path, where, names)
-    elif encoding is not None:  # a shapefile, or a zip holding one
-        from worker.io.formats.dbf_types import mixed_number_fields
-
-        member = where[len(f"/vsizip/{path.resolve()}/") :] if fmt == "zip" else None
-        found = mixed_number_fields(path, member, encoding.encoding, names, attributes.num_rows)
-    else:
-        return attributes
-    for name, (fld, values) in found.items():
-        attributes = attributes.set_column(names.index(name), fld, values)
-    return attributes
+def _blob_findings(
+    path: Path, meta: dict[str, Any], table: pa.Table, geom_name: str, wkb: list[Any]
+) -> tuple[pa.Table, BlobFindings | None]:
+    """``table`` without its fid column, and what a GeoPackage's geometry blob headers
+    state (:mod:`.gpkg_blobs`); the rows of ``wkb`` it finds unreadable are set to None
+    (their reasons are in the findings)."""
+    fid_name = meta.get("fid_column") or "fid"
+    found = blob_findings(
+        path, table.column(fid_name).to_numpy(), table.column(geom_name).combine_chunks()
+    )
+    for row in found.errors if found is not None else ():
+        wkb[row] = None
+    return table.drop_columns([fid_name]), found
 
 
 #: Where each format read through GDAL states its CRS.

@@ -178,6 +178,7 @@ def _feature_fields(data: FeatureData, where: str) -> dict[str, Any]:
         "coordinate_bounds": data.coordinate_bounds,
         "file_claims": data.file_claims,
         "metadata_name": data.metadata_name,
+        "covering_name": data.covering_name,
     }
 
 
