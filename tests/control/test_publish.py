@@ -175,3 +175,71 @@ def test_a_crs_that_does_not_resolve_is_refused_or_said_before_publishing(
         "warning: the file declares a CRS that cannot be resolved (cannot resolve CRS 'bogus'"
     )
     assert unresolvable_crs(read_batch_file(data_file("nyc_boroughs.parquet"), layer="t")) is None
+
+
+def _batch_file(tmp_path: Path, driver: str) -> Path:
+    """The NYC boroughs (a shipped GeoParquet batch) written by ``driver``: ``parquet``
+    (the shipped file itself), ``GeoJSON``, or a GDAL driver (GeoPackage, shapefile,
+    FlatGeobuf)."""
+    import shutil
+
+    import pyarrow as pa
+    import shapely
+
+    from tests.catalogue import NYC_BOROUGHS, read_geoparquet
+
+    shipped = NYC_BOROUGHS
+    if driver == "parquet":
+        return Path(shutil.copy(shipped, tmp_path / "nybb.parquet"))
+    pyogrio = pytest.importorskip("pyogrio", reason="pyogrio (extra 'formats') is not installed")
+    geoms, table, _ = read_geoparquet(shipped)
+    data = table.append_column("geometry", pa.array(shapely.to_wkb(geoms).tolist(), pa.binary()))
+    suffix = {
+        "GeoJSON": ".geojson",
+        "GPKG": ".gpkg",
+        "ESRI Shapefile": ".shp",
+        "FlatGeobuf": ".fgb",
+    }
+    path = tmp_path / f"nybb{suffix[driver]}"
+    pyogrio.write_arrow(data, path, driver=driver, geometry_name="geometry",
+                        geometry_type="MultiPolygon", crs="EPSG:2263")  # fmt: skip
+    return path
+
+
+@pytest.mark.parametrize("driver", ["parquet", "GeoJSON", "GPKG", "ESRI Shapefile", "FlatGeobuf"])
+@pytest.mark.parametrize("flag", ["--by-reference", "--upload"])
+def test_by_reference_only_a_format_the_workers_read_by_reference(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch, driver: str, flag: str
+) -> None:
+    """A payload_uri is read by the workers only in a format read by reference (the
+    registry's ``by_reference``); one in another format was published, and every worker
+    then quarantined the batch ("read from an operator's own file only"). It is refused
+    before anything is copied or published, naming the flag and the fix; inline it goes."""
+    from worker.control import publish
+    from worker.core.errors import ContractGateError
+    from worker.io.formats import FORMATS
+    from worker.io.payloads.base import sniff_format
+    from worker.kafka.settings import Settings
+
+    path = _batch_file(tmp_path, driver)
+    raw = path.read_bytes()
+    fmt = sniff_format(raw[:4096], raw[-4:], len(raw), path.name)
+    sent: list[object] = []
+    monkeypatch.setattr(
+        publish, "publish_batch", lambda s, b, payload_uri: sent.append(payload_uri) or (0, 1)
+    )
+    out = tmp_path / "out"
+    out.mkdir()
+    kwargs = {"upload": out.as_uri() + "/"} if flag == "--upload" else {"by_reference": True}
+    if FORMATS[fmt].by_reference:
+        publish.publish_batch_file(Settings(), path, layer="nyc_boroughs", **kwargs)
+        assert sent and sent[0] is not None
+        return
+    refusal = "which the workers do not read by reference"
+    with pytest.raises(ContractGateError, match=refusal) as caught:
+        publish.publish_batch_file(Settings(), path, layer="nyc_boroughs", **kwargs)
+    assert caught.value.field == flag
+    assert f"publish it inline (without {flag}), or write it as " in (caught.value.fix or "")
+    assert not sent and not list(out.iterdir())
+    publish.publish_batch_file(Settings(), path, layer="nyc_boroughs")  # inline
+    assert sent == [None]

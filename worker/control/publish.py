@@ -12,7 +12,7 @@ from pathlib import Path, PurePosixPath
 from urllib.parse import unquote, urlparse
 
 from worker.control.publish_history import publish_result, restore_history
-from worker.control.published import BatchPublished, unwritten_geometries
+from worker.control.published import BatchPublished, read_by_reference, unwritten_geometries
 from worker.control.results import PublishResult
 from worker.core._util.text import clip
 from worker.core.contracts.coherence import contradictions
@@ -304,6 +304,8 @@ def publish_batch_file(
             field="--batch-id",
             fix="choose an id with another form",
         )
+    flag = "--upload" if upload else "--by-reference" if by_reference else None
+    referable = read_by_reference(str(path), policy, flag)  # refused here, not by workers
     started = time.monotonic()
     batch = read_batch_file(
         path,
@@ -336,7 +338,7 @@ def publish_batch_file(
     elif by_reference:
         uri = _reference_uri(str(path))
     if uri is None and warn is not None and batch.geometry_errors:
-        warn(unwritten_geometries(batch.geometry_errors))
+        warn(unwritten_geometries(batch.geometry_errors, by_reference=referable))
     if warn is not None and not crs and (line := unresolvable_crs(batch)):
         warn(line)
     started = time.monotonic()
