@@ -13,12 +13,12 @@ mistake: GDAL then shows ``ForÃªt`` for ``Forêt``).
 from __future__ import annotations
 
 import codecs
-import zipfile
 from dataclasses import dataclass
 from pathlib import Path
 
 from worker.core._util.text import clip
 from worker.core.errors import PayloadCorrupt
+from worker.io.formats.sidecars import open_sidecar
 
 __all__ = ["TextEncoding", "UnknownCodePage", "dbf_encoding"]
 
@@ -146,30 +146,17 @@ def _utf8(sample: bytes) -> bool:
 def _sidecar(path: Path, member: str | None, suffix: str) -> tuple[bytes, bytes] | None:
     """``(first 32 bytes, record sample)`` of the file beside the shapefile with
     ``suffix`` (either case), or None when there is none."""
-    if member is not None:
-        return _zip_sidecar(path, member, suffix)
-    for candidate in (path.with_suffix(suffix), path.with_suffix(suffix.upper())):
-        if candidate.is_file():
-            with candidate.open("rb") as fh:
-                head = fh.read(32)
-                fh.seek(_header_length(head))
-                return head, fh.read(SAMPLE_BYTES)
-    return None
+    with open_sidecar(path, member, suffix) as fh:
+        if fh is None:
+            return None
+        head = fh.read(32)
+        if member is None:  # a file: to the header's end, as written
+            fh.seek(_header_length(head))
+        else:  # a zip member is read forward only
+            fh.read(max(0, _header_length(head) - len(head)))
+        return head, fh.read(SAMPLE_BYTES)
 
 
 def _header_length(head: bytes) -> int:
     """Where the records start: the DBF header length (bytes 8-9, little-endian)."""
     return int.from_bytes(head[8:10], "little") if len(head) >= 10 else len(head)
-
-
-def _zip_sidecar(path: Path, member: str, suffix: str) -> tuple[bytes, bytes] | None:
-    stem = member[: -len(Path(member).suffix)] if Path(member).suffix else member
-    with zipfile.ZipFile(path) as z:
-        names = {n.lower(): n for n in z.namelist()}
-        name = names.get((stem + suffix).lower())
-        if name is None:
-            return None
-        with z.open(name) as fh:
-            head = fh.read(32)
-            fh.read(max(0, _header_length(head) - len(head)))
-            return head, fh.read(SAMPLE_BYTES)

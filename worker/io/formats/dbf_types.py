@@ -12,7 +12,6 @@ JSON types, and the GeoPackage reader a column of mixed storage classes
 
 from __future__ import annotations
 
-import zipfile
 from collections.abc import Collection
 from pathlib import Path
 
@@ -20,6 +19,7 @@ import numpy as np
 import pyarrow as pa
 
 from worker.io.formats.base import text_column
+from worker.io.formats.sidecars import open_sidecar
 
 __all__ = ["mixed_number_fields"]
 
@@ -32,15 +32,8 @@ _NUMBER_BYTE[np.frombuffer(b"0123456789 .+-eE*", dtype=np.uint8)] = True
 def _dbf(path: Path, member: str | None) -> bytes | None:
     """The bytes of the DBF beside ``path`` (or beside the ``.shp`` ``member`` of the zip
     ``path``), or None when there is none."""
-    if member is None:
-        for candidate in (path.with_suffix(".dbf"), path.with_suffix(".DBF")):
-            if candidate.is_file():
-                return candidate.read_bytes()
-        return None
-    stem = member[: -len(Path(member).suffix)] if Path(member).suffix else member
-    with zipfile.ZipFile(path) as z:
-        name = {n.lower(): n for n in z.namelist()}.get(f"{stem}.dbf".lower())
-        return None if name is None else z.read(name)
+    with open_sidecar(path, member, ".dbf") as fh:
+        return None if fh is None else fh.read()
 
 
 def _fields(data: bytes, start: int, encoding: str) -> list[tuple[str, str, int, int, int]]:

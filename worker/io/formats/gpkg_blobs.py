@@ -43,6 +43,7 @@ import shapely
 
 from worker.core.facts.wkb_arrow import WkbTuple, arrow_heads
 from worker.core.facts.wkb_check import wkb_problem
+from worker.io.formats.gpkg_types import sql_name
 
 __all__ = ["BlobFindings", "blob_findings"]
 
@@ -88,7 +89,7 @@ def blob_findings(path: Path, fids: np.ndarray, wkb: pa.Array) -> BlobFindings |
             ).fetchall()
         if len(rows) != 1:
             return None
-        table, column, layer_srs_id = _quoted(rows[0][0]), _quoted(rows[0][1]), int(rows[0][2])
+        table, column, layer_srs_id = sql_name(rows[0][0]), sql_name(rows[0][1]), int(rows[0][2])
         _, stats = pyogrio.read_arrow(
             path,
             sql=f"SELECT rowid + 0 AS row_id, ST_SRID({column}) AS srs, ST_IsEmpty({column}) "
@@ -125,10 +126,6 @@ def blob_findings(path: Path, fids: np.ndarray, wkb: pa.Array) -> BlobFindings |
     for row in [*np.flatnonzero(np.isnan(box[0])).tolist(), *found]:
         envelopes[row] = None
     return BlobFindings(found, tuple(envelopes))
-
-
-def _quoted(name: object) -> str:
-    return '"' + str(name).replace('"', '""') + '"'
 
 
 def _ewkb_refused(wkb: pa.Array) -> np.ndarray:

@@ -20,7 +20,7 @@ import pyarrow as pa
 
 from worker.io.formats.base import text_column
 
-__all__ = ["mixed_columns"]
+__all__ = ["mixed_columns", "sql_name"]
 
 #: GeoPackage data type (table 1, without a size) -> the SQLite storage classes its
 #: values may have (besides null); a REAL column stores an integer as given by some tools
@@ -33,8 +33,10 @@ _STORAGE = {
 }  # fmt: skip
 
 
-def _quoted(name: str) -> str:
-    return '"' + name.replace('"', '""') + '"'
+def sql_name(name: object) -> str:
+    """``name`` (a table or column name a file holds) as an SQLite identifier: in double
+    quotes, a double quote doubled (SQL-92 delimited identifier)."""
+    return '"' + str(name).replace('"', '""') + '"'
 
 
 def _storage(declared: str) -> tuple[str, ...] | None:
@@ -59,7 +61,7 @@ def mixed_columns(
 def _mixed(
     con: sqlite3.Connection, table: str, names: Collection[str]
 ) -> dict[str, tuple[pa.Field, pa.Array]]:
-    info = con.execute(f"PRAGMA table_info({_quoted(table)})").fetchall()
+    info = con.execute(f"PRAGMA table_info({sql_name(table)})").fetchall()
     keys = [row[1] for row in info if row[5] == 1 and str(row[2]).upper() == "INTEGER"]
     checked = [
         (row[1], str(row[2]), storage)
@@ -69,16 +71,16 @@ def _mixed(
     if len(keys) != 1 or not checked:
         return {}
     counts = ", ".join(
-        f"sum(typeof({_quoted(n)}) NOT IN ({', '.join(repr(c) for c in (*s, 'null'))}))"
+        f"sum(typeof({sql_name(n)}) NOT IN ({', '.join(repr(c) for c in (*s, 'null'))}))"
         for n, _, s in checked
     )
-    found = con.execute(f"SELECT {counts} FROM {_quoted(table)}").fetchone()
+    found = con.execute(f"SELECT {counts} FROM {sql_name(table)}").fetchone()
     out: dict[str, tuple[pa.Field, pa.Array]] = {}
     for (name, declared, _), n in zip(checked, found, strict=True):
         if not n:
             continue
         rows = con.execute(
-            f"SELECT {_quoted(name)} FROM {_quoted(table)} ORDER BY {_quoted(keys[0])}"
+            f"SELECT {sql_name(name)} FROM {sql_name(table)} ORDER BY {sql_name(keys[0])}"
         )
         boolean = declared.split("(")[0].strip().upper() == "BOOLEAN"
         values = [bool(v) if boolean and isinstance(v, int) else v for (v,) in rows]

@@ -4,8 +4,9 @@ parse with a warning, and the batch would read as one that states no CRS."""
 
 from __future__ import annotations
 
-import zipfile
 from pathlib import Path
+
+from worker.io.formats.sidecars import open_sidecar
 
 __all__ = ["MAX_PRJ_CHARS", "unread_prj"]
 
@@ -21,21 +22,12 @@ def unread_prj(path: Path, fmt: str, target: str) -> str | None:
     would read as one stating no CRS; its own statement is kept instead (a ``crs`` clause
     then says it cannot be resolved). None without a .prj, or an empty one."""
     if fmt == "ESRI Shapefile":
-        names = [path.with_suffix(ext) for ext in (".prj", ".PRJ")]
-        found = next((n for n in names if n.is_file()), None)
-        raw = b""
-        if found is not None:
-            with found.open("rb") as f:
-                raw = f.read(MAX_PRJ_CHARS)
+        member = None
     elif fmt == "zip" and target.lower().endswith(".shp"):
-        inner = target.removeprefix(f"/vsizip/{path.resolve()}/")[:-4]
-        with zipfile.ZipFile(path) as z:
-            member = next((n for n in z.namelist() if n.lower() == f"{inner}.prj".lower()), None)
-            raw = b""
-            if member is not None:
-                with z.open(member) as f:
-                    raw = f.read(MAX_PRJ_CHARS)
+        member = target.removeprefix(f"/vsizip/{path.resolve()}/")
     else:
         return None
+    with open_sidecar(path, member, ".prj") as fh:
+        raw = b"" if fh is None else fh.read(MAX_PRJ_CHARS)
     text = raw.decode("utf-8", "replace").lstrip("\ufeff").strip()
     return text or None
